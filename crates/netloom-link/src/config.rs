@@ -1,0 +1,112 @@
+//! The parameters of one pipe (one direction of a link, or a shared medium), as plain data.
+//!
+//! Parsing and validation of these values from a topology file live in `netloom-topo`;
+//! this module only says what they mean.
+
+use netloom_time::{Duration, Rate};
+use serde::{Deserialize, Serialize};
+
+/// How much a pipe's queue may hold (packets waiting for or in serialization).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum QueueLimit {
+    Packets(u32),
+    Bytes(u64),
+}
+
+/// Random Early Detection parameters (Floyd & Jacobson, "gentle" variant).
+///
+/// Thresholds are in the queue's unit: packets for `QueueLimit::Packets`, bytes for
+/// `QueueLimit::Bytes`. Between `min_th` and `max_th` the drop probability rises linearly from 0
+/// to `max_p`; between `max_th` and `2 × max_th` (gentle) from `max_p` to 1; above, every packet
+/// is dropped. The average queue is an EWMA with weight `weight`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RedParams {
+    pub min_th: f64,
+    pub max_th: f64,
+    pub max_p: f64,
+    pub weight: f64,
+}
+
+/// Active queue management policy at the tail of the queue.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Aqm {
+    DropTail,
+    Red(RedParams),
+}
+
+/// Random loss applied to each packet as it enters the pipe.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum LossModel {
+    None,
+    /// Each packet is lost independently with probability `p`.
+    Bernoulli {
+        p: f64,
+    },
+    /// Two-state Markov chain advanced once per packet: good→bad with probability `p`, bad→good
+    /// with `r`; a packet is lost with `good_loss` in the good state and `bad_loss` in the bad one.
+    /// Long-run loss = (r·good_loss + p·bad_loss) / (p + r).
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        good_loss: f64,
+        bad_loss: f64,
+    },
+}
+
+/// Everything that defines one pipe's behaviour.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PipeConfig {
+    /// Serialization rate. Always > 0 once validated.
+    pub rate: Rate,
+    /// Propagation delay added after serialization.
+    pub delay: Duration,
+    /// Each packet's delay varies uniformly in [delay − jitter, delay + jitter] (clamped at 0).
+    pub jitter: Duration,
+    /// With jitter: may a packet overtake the one before it? If false, exits stay in FIFO order.
+    pub reorder: bool,
+    pub queue: QueueLimit,
+    pub aqm: Aqm,
+    pub loss: LossModel,
+    /// Probability that a packet is duplicated (the copy is queued right behind it).
+    pub duplicate: f64,
+    /// NemC out-of-order generation: fraction of packets held back by an extra `ooo_delay`.
+    pub ooo_rate: f64,
+    pub ooo_delay: Duration,
+    /// Administrative state; a down pipe drops everything offered and everything in flight.
+    pub up: bool,
+}
+
+/// Packet size used when a queue limit or a default is expressed in packets.
+pub const DEFAULT_PACKET_BYTES: u64 = 1500;
+
+/// The smallest default queue, in full-size packets.
+pub const MIN_DEFAULT_QUEUE_PACKETS: u64 = 10;
+
+impl QueueLimit {
+    /// The default queue for a pipe: its bandwidth × round-trip propagation delay (2 × `delay`),
+    /// in bytes, but never less than `MIN_DEFAULT_QUEUE_PACKETS` full-size packets.
+    pub fn default_for(rate: Rate, delay: Duration) -> QueueLimit {
+        let rtt = Duration(delay.0.saturating_mul(2));
+        let bdp = rate.bytes_in(rtt);
+        QueueLimit::Bytes(bdp.max(MIN_DEFAULT_QUEUE_PACKETS * DEFAULT_PACKET_BYTES))
+    }
+}
+
+impl PipeConfig {
+    /// A plain pipe: rate and delay, default queue, drop-tail, no impairments.
+    pub fn new(rate: Rate, delay: Duration) -> PipeConfig {
+        PipeConfig {
+            rate,
+            delay,
+            jitter: Duration::ZERO,
+            reorder: false,
+            queue: QueueLimit::default_for(rate, delay),
+            aqm: Aqm::DropTail,
+            loss: LossModel::None,
+            duplicate: 0.0,
+            ooo_rate: 0.0,
+            ooo_delay: Duration::ZERO,
+            up: true,
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Shortest-path routing: per-destination-host next-hop tables over the topology's pipes.

@@ -1,0 +1,202 @@
+//! Time and rate as integers: `Instant` and `Duration` in nanoseconds, `Rate` in bits per second.
+//!
+//! The core never reads a clock; drivers hand it `Instant`s. Nothing here is `f64` so timing
+//! arithmetic is exact and reproducible on every machine.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::ops::{Add, AddAssign, Sub};
+
+/// A span of time in nanoseconds.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Duration(pub u64);
+
+/// A point in (virtual or real) time: nanoseconds since the driver's epoch.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Instant(pub u64);
+
+/// A link rate in bits per second.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Rate(pub u64);
+
+impl Duration {
+    pub const ZERO: Duration = Duration(0);
+    pub const MAX: Duration = Duration(u64::MAX);
+
+    pub const fn from_nanos(ns: u64) -> Self {
+        Duration(ns)
+    }
+    pub const fn from_micros(us: u64) -> Self {
+        Duration(us * 1_000)
+    }
+    pub const fn from_millis(ms: u64) -> Self {
+        Duration(ms * 1_000_000)
+    }
+    pub const fn from_secs(s: u64) -> Self {
+        Duration(s * 1_000_000_000)
+    }
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+    /// Seconds as a float, for reports only (never in timing arithmetic).
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+    pub fn saturating_sub(self, other: Duration) -> Duration {
+        Duration(self.0.saturating_sub(other.0))
+    }
+}
+
+impl Instant {
+    pub const ZERO: Instant = Instant(0);
+    pub const MAX: Instant = Instant(u64::MAX);
+
+    pub const fn from_nanos(ns: u64) -> Self {
+        Instant(ns)
+    }
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+    /// Time elapsed since `earlier`, zero if `earlier` is later.
+    pub fn saturating_since(self, earlier: Instant) -> Duration {
+        Duration(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl Rate {
+    pub const fn bps(bits_per_second: u64) -> Self {
+        Rate(bits_per_second)
+    }
+    pub const fn as_bps(self) -> u64 {
+        self.0
+    }
+    /// Time to serialize `bytes` at this rate, rounded up to the nanosecond:
+    /// ceil(bytes × 8 × 10⁹ / rate). A zero rate never finishes (`Duration::MAX`).
+    pub fn tx_time(self, bytes: u64) -> Duration {
+        if self.0 == 0 {
+            return Duration::MAX;
+        }
+        let bits = bytes as u128 * 8 * 1_000_000_000;
+        let ns = bits.div_ceil(self.0 as u128);
+        Duration(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+    /// Bytes this rate carries in `d` (rounded down).
+    pub fn bytes_in(self, d: Duration) -> u64 {
+        let b = self.0 as u128 * d.0 as u128 / 8_000_000_000;
+        u64::try_from(b).unwrap_or(u64::MAX)
+    }
+}
+
+impl Add<Duration> for Instant {
+    type Output = Instant;
+    fn add(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_add(d.0))
+    }
+}
+
+impl AddAssign<Duration> for Instant {
+    fn add_assign(&mut self, d: Duration) {
+        *self = *self + d;
+    }
+}
+
+impl Sub<Instant> for Instant {
+    type Output = Duration;
+    /// Panics in debug builds if `rhs` is later; use `saturating_since` when that can happen.
+    fn sub(self, rhs: Instant) -> Duration {
+        debug_assert!(self.0 >= rhs.0, "instant subtraction went negative");
+        Duration(self.0.wrapping_sub(rhs.0))
+    }
+}
+
+impl Add for Duration {
+    type Output = Duration;
+    fn add(self, d: Duration) -> Duration {
+        Duration(self.0.saturating_add(d.0))
+    }
+}
+
+impl AddAssign for Duration {
+    fn add_assign(&mut self, d: Duration) {
+        *self = *self + d;
+    }
+}
+
+impl fmt::Display for Duration {
+    /// Human form with the largest unit that keeps the value exact or short: `1.5ms`, `200us`, `30s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self.0;
+        let (div, unit) = match ns {
+            0 => return write!(f, "0s"),
+            n if n % 1_000_000_000 == 0 || n >= 10_000_000_000 => (1e9, "s"),
+            n if n % 1_000_000 == 0 || n >= 10_000_000 => (1e6, "ms"),
+            n if n % 1_000 == 0 || n >= 10_000 => (1e3, "us"),
+            _ => (1.0, "ns"),
+        };
+        let v = ns as f64 / div;
+        if v.fract() == 0.0 {
+            write!(f, "{}{}", v as u64, unit)
+        } else {
+            write!(f, "{}{}", trim_float(v), unit)
+        }
+    }
+}
+
+impl fmt::Display for Rate {
+    /// Human form in bit/s with SI prefixes: `10Mbit`, `1.5Gbit`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        let (div, unit) = match b {
+            n if n >= 1_000_000_000 => (1e9, "Gbit"),
+            n if n >= 1_000_000 => (1e6, "Mbit"),
+            n if n >= 1_000 => (1e3, "kbit"),
+            _ => (1.0, "bit"),
+        };
+        let v = b as f64 / div;
+        if v.fract() == 0.0 {
+            write!(f, "{}{}", v as u64, unit)
+        } else {
+            write!(f, "{}{}", trim_float(v), unit)
+        }
+    }
+}
+
+fn trim_float(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tx_time_is_exact_or_rounded_up() {
+        assert_eq!(
+            Rate::bps(10_000_000).tx_time(1500),
+            Duration::from_micros(1200)
+        );
+        assert_eq!(Rate::bps(3_000_000).tx_time(1500), Duration::from_millis(4));
+        // 1 byte at 3 bit/s: 8/3 s = 2.666..s, rounded up.
+        assert_eq!(Rate::bps(3).tx_time(1), Duration(2_666_666_667));
+        assert_eq!(Rate::bps(0).tx_time(1), Duration::MAX);
+    }
+
+    #[test]
+    fn display_is_short() {
+        assert_eq!(Duration::from_millis(5).to_string(), "5ms");
+        assert_eq!(Duration(1_500_000).to_string(), "1.5ms");
+        assert_eq!(Duration::from_micros(200).to_string(), "200us");
+        assert_eq!(Rate::bps(100_000_000).to_string(), "100Mbit");
+        assert_eq!(Rate::bps(1_500_000_000).to_string(), "1.5Gbit");
+    }
+}

@@ -1,0 +1,193 @@
+//! The resolved topology: nodes, links and the pipes that carry each direction, with every
+//! parameter parsed and validated. The engine, routing and partitioning read only this.
+
+use netloom_link::PipeConfig;
+use std::collections::HashMap;
+
+/// Index of a node in `Topology::nodes`.
+pub type NodeId = u32;
+/// Index of a link in `Topology::links`.
+pub type LinkId = u32;
+/// Index of a pipe in `Topology::pipes`.
+pub type PipeId = u32;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NodeKind {
+    Host,
+    Router,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub name: String,
+    pub kind: NodeKind,
+    /// Grouping label (for example the subtree a host belongs to); `None` if not given.
+    pub group: Option<String>,
+}
+
+/// Direction of travel over a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Direction {
+    /// From `Link::a` to `Link::b`.
+    AtoB,
+    /// From `Link::b` to `Link::a`.
+    BtoA,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Link {
+    pub a: NodeId,
+    pub b: NodeId,
+    /// The class it was configured from, if any.
+    pub class: Option<String>,
+    /// Pipe carrying a→b.
+    pub ab: PipeId,
+    /// Pipe carrying b→a; equal to `ab` for a shared medium.
+    pub ba: PipeId,
+}
+
+/// One pipe: the configuration of one direction of a link (or of a shared medium).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PipeSpec {
+    pub link: LinkId,
+    /// The direction this pipe carries; for a shared medium, `AtoB` (it carries both).
+    pub direction: Direction,
+    pub config: PipeConfig,
+}
+
+/// Which metric shortest-path routing minimizes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RoutingMetric {
+    /// Sum of propagation delays (ties broken by hop count, then by node and pipe index).
+    #[default]
+    Delay,
+    /// Number of hops (ties broken by node and pipe index).
+    Hops,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Topology {
+    pub name: String,
+    pub routing: RoutingMetric,
+    pub nodes: Vec<Node>,
+    pub links: Vec<Link>,
+    pub pipes: Vec<PipeSpec>,
+    /// Node ids of the hosts, in node order. Routing tables are indexed by position here.
+    pub hosts: Vec<NodeId>,
+    by_name: HashMap<String, NodeId>,
+}
+
+impl Topology {
+    /// An empty topology; add nodes and links with `add_node` / `add_link`.
+    pub fn new(name: impl Into<String>, routing: RoutingMetric) -> Topology {
+        Topology {
+            name: name.into(),
+            routing,
+            ..Default::default()
+        }
+    }
+
+    /// Adds a node; the caller ensures names are unique (the loader reports duplicates).
+    pub fn add_node(
+        &mut self,
+        name: impl Into<String>,
+        kind: NodeKind,
+        group: Option<String>,
+    ) -> NodeId {
+        let id = self.nodes.len() as NodeId;
+        let name = name.into();
+        self.by_name.insert(name.clone(), id);
+        if kind == NodeKind::Host {
+            self.hosts.push(id);
+        }
+        self.nodes.push(Node { name, kind, group });
+        id
+    }
+
+    /// Adds a duplex link (one pipe per direction) or, with `ba == None`, a shared medium whose
+    /// single pipe `ab` carries both directions.
+    pub fn add_link(
+        &mut self,
+        a: NodeId,
+        b: NodeId,
+        class: Option<String>,
+        ab: PipeConfig,
+        ba: Option<PipeConfig>,
+    ) -> LinkId {
+        let link = self.links.len() as LinkId;
+        let ab_id = self.pipes.len() as PipeId;
+        self.pipes.push(PipeSpec {
+            link,
+            direction: Direction::AtoB,
+            config: ab,
+        });
+        let ba_id = match ba {
+            Some(config) => {
+                self.pipes.push(PipeSpec {
+                    link,
+                    direction: Direction::BtoA,
+                    config,
+                });
+                ab_id + 1
+            }
+            None => ab_id,
+        };
+        self.links.push(Link {
+            a,
+            b,
+            class,
+            ab: ab_id,
+            ba: ba_id,
+        });
+        link
+    }
+
+    pub fn node_id(&self, name: &str) -> Option<NodeId> {
+        self.by_name.get(name).copied()
+    }
+
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id as usize]
+    }
+
+    /// Is this link a shared medium (one pipe for both directions)?
+    pub fn is_shared(&self, link: LinkId) -> bool {
+        let l = &self.links[link as usize];
+        l.ab == l.ba
+    }
+
+    /// The node a packet reaches after crossing `pipe` when it entered from `from`.
+    /// For a duplex pipe the direction decides; for a shared one, the other end from `from`.
+    pub fn far_end(&self, pipe: PipeId, from: NodeId) -> NodeId {
+        let spec = &self.pipes[pipe as usize];
+        let l = &self.links[spec.link as usize];
+        if l.ab == l.ba {
+            if from == l.a {
+                l.b
+            } else {
+                l.a
+            }
+        } else {
+            match spec.direction {
+                Direction::AtoB => l.b,
+                Direction::BtoA => l.a,
+            }
+        }
+    }
+
+    /// "a-b" naming of a link by its end nodes.
+    pub fn link_label(&self, link: LinkId) -> String {
+        let l = &self.links[link as usize];
+        format!("{}-{}", self.node(l.a).name, self.node(l.b).name)
+    }
+
+    /// Outgoing adjacency: for each node, the (pipe, neighbour) pairs leaving it, in link order.
+    pub fn adjacency(&self) -> Vec<Vec<(PipeId, NodeId)>> {
+        let mut adj = vec![Vec::new(); self.nodes.len()];
+        for l in &self.links {
+            adj[l.a as usize].push((l.ab, l.b));
+            adj[l.b as usize].push((l.ba, l.a));
+        }
+        adj
+    }
+}
