@@ -5,8 +5,12 @@
 //! The caller keeps the packet until then and calls `release`, which counts it out (or drops it if
 //! the link went down meanwhile).
 
+mod backlog;
 mod config;
+mod loss;
 mod pipe;
+mod red;
+mod rng;
 
 pub use config::*;
 pub use pipe::*;

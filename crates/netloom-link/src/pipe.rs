@@ -1,7 +1,12 @@
 //! The pipe state machine: queue occupancy, AQM, serialization, delay and impairments.
 
-use crate::config::PipeConfig;
-use netloom_time::Instant;
+use crate::backlog::Backlog;
+use crate::config::{Aqm, PipeConfig, DEFAULT_PACKET_BYTES};
+use crate::loss::LossState;
+use crate::red::{self, RedAverage};
+use crate::rng::{chance, PipeRng};
+use netloom_time::{Duration, Instant};
+use rand::{Rng, SeedableRng};
 
 /// Why a pipe dropped a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,43 +62,187 @@ pub enum Admission {
 }
 
 /// One pipe. See the crate documentation for the protocol.
+///
+/// Stages of `offer`, in order: link state → loss → queue occupancy → AQM (RED) → drop-tail →
+/// serialization at `rate` → delay ± jitter (+ `ooo_delay` for out-of-order packets) → duplicate.
 pub struct Pipe {
     config: PipeConfig,
-    // implementation state goes here
+    rng: PipeRng,
+    backlog: Backlog,
+    /// When the serializer finishes the last accepted packet.
+    busy_until: Instant,
+    /// Latest exit of an in-order packet; later in-order packets never leave before it unless
+    /// `reorder` is set.
+    last_exit: Instant,
+    red: RedAverage,
+    loss: LossState,
+    /// Bumped each time the pipe goes down; tickets from an older epoch are dropped at release.
+    epoch: u32,
+    counters: PipeCounters,
 }
 
 impl Pipe {
+    /// A pipe with `config` whose random decisions all come from one generator seeded by `seed`.
     pub fn new(config: PipeConfig, seed: u64) -> Pipe {
-        todo!()
+        Pipe {
+            config,
+            rng: PipeRng::seed_from_u64(seed),
+            backlog: Backlog::default(),
+            busy_until: Instant::ZERO,
+            last_exit: Instant::ZERO,
+            red: RedAverage::default(),
+            loss: LossState::default(),
+            epoch: 0,
+            counters: PipeCounters::default(),
+        }
     }
 
     pub fn config(&self) -> &PipeConfig {
         &self.config
     }
 
+    /// Is the link administratively up?
+    pub fn is_up(&self) -> bool {
+        self.config.up
+    }
+
     /// Offer a packet of `bytes` arriving at `now`. `now` never goes backwards between calls.
     pub fn offer(&mut self, now: Instant, bytes: u32) -> Admission {
-        todo!()
+        self.counters.packets_in += 1;
+        self.counters.bytes_in += u64::from(bytes);
+        if !self.config.up {
+            return self.reject(DropCause::LinkDown);
+        }
+        if self.loss.lose(&self.config.loss, &mut self.rng) {
+            return self.reject(DropCause::Loss);
+        }
+        self.backlog.drain(now);
+        if let Aqm::Red(params) = self.config.aqm {
+            let idle_periods = if self.backlog.is_empty() {
+                // The queue has been empty since the serializer went idle.
+                let idle = now.saturating_since(self.busy_until);
+                let full_packet = self.config.rate.tx_time(DEFAULT_PACKET_BYTES);
+                idle.as_nanos() as f64 / full_packet.as_nanos() as f64
+            } else {
+                0.0
+            };
+            let q = self.backlog.level(self.config.queue);
+            let avg = self.red.update(params.weight, q, idle_periods);
+            if chance(&mut self.rng, red::drop_probability(&params, avg)) {
+                return self.reject(DropCause::Red);
+            }
+        }
+        if !self.backlog.fits(self.config.queue, bytes) {
+            return self.reject(DropCause::Queue);
+        }
+        let first = self.schedule(now, bytes);
+        // Draw before looking at the queue, so the duplication pattern does not depend on it.
+        // The copy is made inside the pipe, past the AQM, so only the queue limit applies to it.
+        let duplicate = if chance(&mut self.rng, self.config.duplicate)
+            && self.backlog.fits(self.config.queue, bytes)
+        {
+            self.counters.duplicates += 1;
+            Some(self.schedule(now, bytes))
+        } else {
+            None
+        };
+        Admission::Scheduled { first, duplicate }
     }
 
     /// The packet scheduled with `ticket` leaves at `now` (its exit time). Returns false, and
     /// counts a link-down drop, if the pipe went down after the packet was scheduled.
-    pub fn release(&mut self, now: Instant, ticket: Ticket, bytes: u32) -> bool {
-        todo!()
+    pub fn release(&mut self, _now: Instant, ticket: Ticket, bytes: u32) -> bool {
+        if ticket.epoch != self.epoch {
+            self.counters.drops_down += 1;
+            return false;
+        }
+        self.counters.packets_out += 1;
+        self.counters.bytes_out += u64::from(bytes);
+        true
     }
 
     /// Change parameters at `now` without flushing: packets already scheduled keep their exit
     /// times; later packets see the new configuration. Going down invalidates tickets in flight.
     pub fn set_config(&mut self, now: Instant, config: PipeConfig) {
-        todo!()
+        let going_down = self.config.up && !config.up;
+        self.config = config;
+        if going_down {
+            self.epoch = self.epoch.wrapping_add(1);
+            // Everything queued or in flight is lost, so a later up starts with an idle link.
+            self.backlog.clear();
+            self.busy_until = now;
+            self.last_exit = Instant::ZERO;
+            self.red = RedAverage::default();
+        }
     }
 
     /// Packets and bytes in the queue (waiting or being serialized) at `now`.
     pub fn queue_len(&mut self, now: Instant) -> (u64, u64) {
-        todo!()
+        self.backlog.drain(now);
+        (self.backlog.packets(), self.backlog.bytes())
     }
 
     pub fn counters(&self) -> &PipeCounters {
-        todo!()
+        &self.counters
+    }
+
+    fn reject(&mut self, cause: DropCause) -> Admission {
+        let c = &mut self.counters;
+        match cause {
+            DropCause::Queue => c.drops_queue += 1,
+            DropCause::Red => c.drops_red += 1,
+            DropCause::Loss => c.drops_loss += 1,
+            DropCause::LinkDown => c.drops_down += 1,
+        }
+        Admission::Dropped(cause)
+    }
+
+    /// Serializes an admitted packet behind the ones already queued and picks its exit time.
+    fn schedule(&mut self, now: Instant, bytes: u32) -> Departure {
+        let tx_start = now.max(self.busy_until);
+        let tx_end = tx_start + self.config.rate.tx_time(u64::from(bytes));
+        self.busy_until = tx_end;
+        self.backlog.push(tx_end, bytes);
+        let c = &mut self.counters;
+        c.queue_hwm_packets = c.queue_hwm_packets.max(self.backlog.packets());
+        c.queue_hwm_bytes = c.queue_hwm_bytes.max(self.backlog.bytes());
+
+        let exit = tx_end + self.sample_delay();
+        let exit = if chance(&mut self.rng, self.config.ooo_rate) {
+            // NemC's out-of-order packet: held back on its own; it neither waits for the packets
+            // before it nor holds back the ones after it.
+            exit + self.config.ooo_delay
+        } else {
+            let fifo_exit = exit.max(self.last_exit);
+            self.last_exit = fifo_exit;
+            if self.config.reorder {
+                exit
+            } else {
+                fifo_exit
+            }
+        };
+        Departure {
+            exit,
+            ticket: Ticket { epoch: self.epoch },
+        }
+    }
+
+    /// Propagation delay plus a jitter sample uniform in [−jitter, +jitter], clamped at zero.
+    fn sample_delay(&mut self) -> Duration {
+        let Duration(jitter) = self.config.jitter;
+        if jitter == 0 {
+            return self.config.delay;
+        }
+        let offset = self.rng.gen_range(0..=jitter.saturating_mul(2));
+        Duration(
+            self.config
+                .delay
+                .as_nanos()
+                .saturating_add(offset)
+                .saturating_sub(jitter),
+        )
     }
 }
+
+#[cfg(test)]
+mod tests;

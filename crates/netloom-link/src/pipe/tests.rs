@@ -1,0 +1,1 @@
+//! Tests of the pipe against hand-worked timings and statistical bounds.

@@ -1,0 +1,110 @@
+//! Random Early Detection (gentle): the average queue estimator and the drop-probability curve.
+
+use crate::config::RedParams;
+
+/// RED's exponentially weighted average of the queue, in the queue's unit (packets or bytes).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RedAverage {
+    avg: f64,
+}
+
+impl RedAverage {
+    /// Folds in the instantaneous queue `q` seen by an arriving packet and returns the new average.
+    ///
+    /// `idle_periods` is how many full-size (1500 B) packets the link could have sent while the
+    /// queue was empty before this arrival (0 if it was busy). Floyd & Jacobson's idle correction
+    /// decays the average as if that many empty-queue samples had arrived, (1−w)^m, so a queue
+    /// that drained long ago does not keep dropping; then the regular sample is folded in (as
+    /// ns-2 does), which makes weight = 1 track the instantaneous queue exactly.
+    #[inline]
+    pub(crate) fn update(&mut self, weight: f64, q: f64, idle_periods: f64) -> f64 {
+        if idle_periods > 0.0 {
+            self.avg *= (1.0 - weight).powf(idle_periods);
+        }
+        self.avg = (1.0 - weight) * self.avg + weight * q;
+        self.avg
+    }
+}
+
+/// Gentle RED's drop probability for an average queue `avg`: 0 below `min_th`, rising linearly to
+/// `max_p` at `max_th`, then linearly to 1 at `2 × max_th`, and 1 beyond.
+#[inline]
+pub(crate) fn drop_probability(params: &RedParams, avg: f64) -> f64 {
+    let RedParams {
+        min_th,
+        max_th,
+        max_p,
+        ..
+    } = *params;
+    if avg < min_th {
+        0.0
+    } else if avg < max_th {
+        // Here min_th ≤ avg < max_th, so the span is positive.
+        max_p * (avg - min_th) / (max_th - min_th)
+    } else if avg < 2.0 * max_th {
+        // Here 0 ≤ max_th ≤ avg < 2·max_th, so max_th > 0.
+        max_p + (1.0 - max_p) * (avg - max_th) / max_th
+    } else {
+        1.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PARAMS: RedParams = RedParams {
+        min_th: 5.0,
+        max_th: 15.0,
+        max_p: 0.1,
+        weight: 0.002,
+    };
+
+    #[test]
+    fn curve_is_piecewise_linear_and_gentle() {
+        let cases = [
+            (0.0, 0.0),
+            (4.99, 0.0),
+            (5.0, 0.0),
+            (10.0, 0.05),
+            (15.0, 0.1),
+            (22.5, 0.55),
+            (29.99, 0.1 + 0.9 * 14.99 / 15.0),
+            (30.0, 1.0),
+            (1e9, 1.0),
+        ];
+        for (avg, want) in cases {
+            let got = drop_probability(&PARAMS, avg);
+            assert!((got - want).abs() < 1e-12, "avg {avg}: {got} != {want}");
+        }
+    }
+
+    #[test]
+    fn equal_thresholds_do_not_divide_by_zero() {
+        let p = RedParams {
+            min_th: 10.0,
+            max_th: 10.0,
+            ..PARAMS
+        };
+        assert_eq!(drop_probability(&p, 9.0), 0.0);
+        assert!((drop_probability(&p, 10.0) - 0.1).abs() < 1e-12);
+        let zero = RedParams {
+            min_th: 0.0,
+            max_th: 0.0,
+            ..PARAMS
+        };
+        assert_eq!(drop_probability(&zero, 0.0), 1.0);
+    }
+
+    #[test]
+    fn average_is_an_ewma_with_idle_decay() {
+        let mut a = RedAverage::default();
+        // Busy queue of 8 with w = 0.5: 4, then 6.
+        assert_eq!(a.update(0.5, 8.0, 0.0), 4.0);
+        assert_eq!(a.update(0.5, 8.0, 0.0), 6.0);
+        // Three idle full-size packet times: 6 · 0.5³ = 0.75, then the empty sample: 0.375.
+        assert_eq!(a.update(0.5, 0.0, 3.0), 0.375);
+        // Weight 1 follows the instantaneous queue whatever came before.
+        assert_eq!(a.update(1.0, 17.0, 2.5), 17.0);
+    }
+}
