@@ -2,6 +2,7 @@
 //! validation, and generators. It knows nothing of time passing, routing or packets.
 
 pub mod doc;
+pub mod gen;
 pub mod model;
 
 pub use model::*;
