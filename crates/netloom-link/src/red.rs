@@ -24,6 +24,11 @@ impl RedAverage {
         self.avg = (1.0 - weight) * self.avg + weight * q;
         self.avg
     }
+
+    #[cfg(test)]
+    pub(crate) fn value(&self) -> f64 {
+        self.avg
+    }
 }
 
 /// Gentle RED's drop probability for an average queue `avg`: 0 below `min_th`, rising linearly to
