@@ -399,6 +399,37 @@ fn out_of_order_packets_are_held_back_alone() {
 }
 
 #[test]
+fn out_of_order_packets_are_exempt_from_the_fifo_clamp() {
+    // Delay 10 ms ± 5 ms, ooo_delay 3 ms: a held-back packet can still leave before an earlier
+    // in-order one. The same seed gives the same draws whatever ooo_delay and reorder are, so a
+    // pipe with ooo_delay 0 tells which packets were held back (their delay differs by 3 ms).
+    let n = 10_000;
+    let with = |ooo_ms, reorder| PipeConfig {
+        ooo_rate: 0.1,
+        ooo_delay: Duration::from_millis(ooo_ms),
+        ..jittery(reorder)
+    };
+    let base = delays(with(0, true), n, 12);
+    let free = delays(with(3, true), n, 12);
+    let fifo = delays(with(3, false), n, 12);
+    let (mut latest, mut overtaking) = (i64::MIN, 0);
+    for k in 0..n as usize {
+        let gap = k as i64 * 100_000;
+        if free[k] != base[k] {
+            assert_eq!(free[k], base[k] + 3 * MS as i64);
+            // Held back by itself only: neither clamped to the FIFO order...
+            assert_eq!(fifo[k], free[k], "packet {k}");
+            overtaking += (gap + fifo[k] < latest) as u32;
+        } else {
+            // ...nor pushing later in-order packets back.
+            latest = latest.max(gap + free[k]);
+            assert_eq!(gap + fifo[k], latest, "packet {k}");
+        }
+    }
+    assert!(overtaking > 0);
+}
+
+#[test]
 fn duplicates_follow_the_original_through_the_serializer() {
     let cfg = PipeConfig {
         duplicate: 0.02,
