@@ -118,16 +118,13 @@ impl Pipe {
         }
         self.backlog.drain(now);
         if let Aqm::Red(params) = self.config.aqm {
-            let idle_periods = if self.backlog.is_empty() {
-                // The queue has been empty since the serializer went idle.
-                let idle = now.saturating_since(self.busy_until);
+            // An empty queue has been empty since the serializer went idle.
+            let idle = self.backlog.is_empty().then(|| {
                 let full_packet = self.config.rate.tx_time(DEFAULT_PACKET_BYTES);
-                idle.as_nanos() as f64 / full_packet.as_nanos() as f64
-            } else {
-                0.0
-            };
+                (self.busy_until, full_packet)
+            });
             let q = self.backlog.level(self.config.queue);
-            let avg = self.red.update(params.weight, q, idle_periods);
+            let avg = self.red.update(params.weight, q, now, idle);
             if chance(&mut self.rng, red::drop_probability(&params, avg)) {
                 return self.reject(DropCause::Red);
             }

@@ -1,26 +1,41 @@
 //! Random Early Detection (gentle): the average queue estimator and the drop-probability curve.
 
 use crate::config::RedParams;
+use netloom_time::{Duration, Instant};
 
 /// RED's exponentially weighted average of the queue, in the queue's unit (packets or bytes).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct RedAverage {
     avg: f64,
+    /// When the average was last updated: the idle time before it is already folded in.
+    sampled_at: Instant,
 }
 
 impl RedAverage {
-    /// Folds in the instantaneous queue `q` seen by an arriving packet and returns the new average.
+    /// Folds in the instantaneous queue `q` seen by a packet arriving at `now` and returns the new
+    /// average.
     ///
-    /// `idle_periods` is how many full-size (1500 B) packets the link could have sent while the
-    /// queue was empty before this arrival (0 if it was busy). Floyd & Jacobson's idle correction
-    /// decays the average as if that many empty-queue samples had arrived, (1−w)^m, so a queue
-    /// that drained long ago does not keep dropping; then the regular sample is folded in (as
-    /// ns-2 does), which makes weight = 1 track the instantaneous queue exactly.
+    /// `idle` is `Some((since, full_packet))` when the queue has been empty since `since`, and
+    /// `full_packet` is the time to send a 1500 B packet. Floyd & Jacobson's idle correction
+    /// decays the average as if m = idle time / `full_packet` empty-queue samples had arrived,
+    /// (1−w)^m, so a queue that drained long ago does not keep dropping. Idle time before the
+    /// last update (an arrival dropped while the queue was empty) is not counted twice. Then the
+    /// regular sample is folded in (as ns-2 does), which makes weight 1 track the instantaneous
+    /// queue exactly.
     #[inline]
-    pub(crate) fn update(&mut self, weight: f64, q: f64, idle_periods: f64) -> f64 {
-        if idle_periods > 0.0 {
-            self.avg *= (1.0 - weight).powf(idle_periods);
+    pub(crate) fn update(
+        &mut self,
+        weight: f64,
+        q: f64,
+        now: Instant,
+        idle: Option<(Instant, Duration)>,
+    ) -> f64 {
+        if let Some((since, full_packet)) = idle {
+            let idle = now.saturating_since(since.max(self.sampled_at));
+            let m = idle.as_nanos() as f64 / full_packet.as_nanos() as f64;
+            self.avg *= (1.0 - weight).powf(m);
         }
+        self.sampled_at = now;
         self.avg = (1.0 - weight) * self.avg + weight * q;
         self.avg
     }
@@ -103,13 +118,18 @@ mod tests {
 
     #[test]
     fn average_is_an_ewma_with_idle_decay() {
+        let ms = |n: u64| Instant::from_nanos(n * 1_000_000);
+        let full = Some((ms(10), Duration::from_millis(1)));
         let mut a = RedAverage::default();
         // Busy queue of 8 with w = 0.5: 4, then 6.
-        assert_eq!(a.update(0.5, 8.0, 0.0), 4.0);
-        assert_eq!(a.update(0.5, 8.0, 0.0), 6.0);
-        // Three idle full-size packet times: 6 · 0.5³ = 0.75, then the empty sample: 0.375.
-        assert_eq!(a.update(0.5, 0.0, 3.0), 0.375);
+        assert_eq!(a.update(0.5, 8.0, ms(0), None), 4.0);
+        assert_eq!(a.update(0.5, 8.0, ms(1), None), 6.0);
+        // Empty since 10 ms, so three idle full-size packet times at 13 ms: 6 · 0.5³ = 0.75, then
+        // the empty sample halves it.
+        assert_eq!(a.update(0.5, 0.0, ms(13), full), 0.375);
+        // Still empty since 10 ms, but only 14 − 13 ms are new idle time.
+        assert_eq!(a.update(0.5, 0.0, ms(14), full), 0.375 / 4.0);
         // Weight 1 follows the instantaneous queue whatever came before.
-        assert_eq!(a.update(1.0, 17.0, 2.5), 17.0);
+        assert_eq!(a.update(1.0, 17.0, ms(20), full), 17.0);
     }
 }

@@ -301,10 +301,25 @@ fn red_average_decays_over_idle_time() {
         scheduled(pipe.offer(at(0), 1500));
     }
     assert_eq!(pipe.red.value(), 2.125);
-    // Idle from 4 ms to 7 ms = three 1500 B transmission times: 2.125 · 0.5³, then the empty
-    // sample halves it again.
+    // Idle from 4 ms to 5 ms = one 1500 B transmission time: 2.125 · 0.5, then the empty sample
+    // halves it again. The packet is dropped by a zero queue limit, after RED saw it.
+    let red_cfg = *pipe.config();
+    pipe.set_config(
+        at(5 * MS),
+        PipeConfig {
+            queue: QueueLimit::Packets(0),
+            ..red_cfg
+        },
+    );
+    assert_eq!(
+        pipe.offer(at(5 * MS), 1500),
+        Admission::Dropped(DropCause::Queue)
+    );
+    assert_eq!(pipe.red.value(), 2.125 / 4.0);
+    // Still idle at 7 ms, but the time before 5 ms was already counted: two more periods.
+    pipe.set_config(at(5 * MS), red_cfg);
     scheduled(pipe.offer(at(7 * MS), 1500));
-    assert_eq!(pipe.red.value(), 2.125 / 16.0);
+    assert_eq!(pipe.red.value(), 2.125 / 32.0);
 }
 
 /// Offers `n` 1500 B packets every 100 µs to a 1 Gbit/s pipe (no queueing) and returns
