@@ -22,6 +22,11 @@ pub enum DropCause {
 }
 
 /// Per-pipe counters. `*_in` counts every offered packet, `*_out` every released one.
+///
+/// A duplicate is not offered but is released, so `packets_out` may exceed `packets_in` minus the
+/// drops by `duplicates`. `drops_down` counts both packets offered while down and packets whose
+/// release came after the pipe went down. The queue high-water marks include the packet being
+/// serialized.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PipeCounters {
     pub packets_in: u64,
