@@ -206,3 +206,159 @@ fn draw_exp_ns(rng: &mut Xoshiro256PlusPlus, mean_ns: f64) -> u64 {
 fn draw_on(rng: &mut Xoshiro256PlusPlus, mean_ns: f64) -> u64 {
     draw_exp_ns(rng, mean_ns).max(1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn sender(kind: SourceKind, cap: Option<Rate>, start: Instant, seed: u64) -> OpenSender {
+        OpenSender::new(kind, cap, start, seed)
+    }
+
+    /// Departure times before `until`, polling exactly when the sender asks.
+    fn departures(s: &mut OpenSender, until: Instant) -> Vec<Instant> {
+        let mut out = Vec::new();
+        while let Some(t) = s.poll_at().filter(|&t| t < until) {
+            let seg = s.poll_transmit(t).expect("a packet is due at poll_at");
+            assert_eq!(seg.seq, out.len() as u64);
+            out.push(t);
+        }
+        out
+    }
+
+    fn gaps(times: &[Instant]) -> Vec<u64> {
+        times.windows(2).map(|w| (w[1] - w[0]).as_nanos()).collect()
+    }
+
+    #[test]
+    fn cbr_sends_rate_times_duration_evenly_spaced() {
+        let rate = Rate::bps(6_000_000);
+        let start = Instant(3 * MS);
+        let mut s = sender(SourceKind::Cbr { rate, size: 1500 }, None, start, 1);
+        assert_eq!(
+            s.poll_transmit(Instant(start.0 - 1)),
+            None,
+            "nothing before start"
+        );
+        let t = departures(&mut s, start + Duration::from_secs(1));
+        // 6 Mbit/s × 1 s / (1500 × 8 bit) = 500 packets, one every 2 ms from the start.
+        assert_eq!(t.len(), 500);
+        assert_eq!(t[0], start);
+        assert!(gaps(&t).iter().all(|&g| Duration(g) == rate.tx_time(1500)));
+        assert_eq!(s.stats().sent, 500);
+    }
+
+    #[test]
+    fn cbr_at_an_uneven_rate_does_not_drift() {
+        // 1500 B at 7 Mbit/s is 1 714 285.7 ns: gaps round to either neighbour, yet 3 s hold
+        // exactly 7e6 × 3 / 12 000 = 1750 packets.
+        let rate = Rate::bps(7_000_000);
+        let mut s = sender(SourceKind::Cbr { rate, size: 1500 }, None, Instant::ZERO, 1);
+        let t = departures(&mut s, Instant::ZERO + Duration::from_secs(3));
+        assert_eq!(t.len(), 1750);
+        assert!(gaps(&t).iter().all(|&g| g == 1_714_285 || g == 1_714_286));
+    }
+
+    #[test]
+    fn poisson_count_and_gaps_are_exponential() {
+        // 1500 B at 1.2 Mbit/s: λ = 100 packets/s, mean gap 10 ms. Over 100 s the count is
+        // Poisson(10 000): sd 100, bound ±4 sd. The mean of ~10 000 gaps has sd 0.1 ms: ±4 sd.
+        // P(gap > mean) = e⁻¹ for an exponential; binomial sd √(p(1−p)/n) ≈ 0.0048: ±4 sd.
+        let kind = SourceKind::Poisson {
+            rate: Rate::bps(1_200_000),
+            size: 1500,
+        };
+        let mut s = sender(kind, None, Instant::ZERO, 7);
+        let t = departures(&mut s, Instant::ZERO + Duration::from_secs(100));
+        let n = t.len() as f64;
+        assert!((n - 10_000.0).abs() <= 400.0, "count {n}");
+        let g = gaps(&t);
+        let mean = g.iter().sum::<u64>() as f64 / g.len() as f64;
+        assert!(
+            (mean - 10.0 * MS as f64).abs() <= 0.4 * MS as f64,
+            "mean gap {mean}"
+        );
+        let above = g.iter().filter(|&&x| x as f64 > 10.0 * MS as f64).count() as f64;
+        let p = above / g.len() as f64;
+        assert!(
+            (p - (-1f64).exp()).abs() <= 4.0 * 0.0048,
+            "P(gap > mean) = {p}"
+        );
+    }
+
+    #[test]
+    fn poisson_is_deterministic_per_seed() {
+        let kind = SourceKind::Poisson {
+            rate: Rate::bps(1_200_000),
+            size: 1500,
+        };
+        let until = Instant::ZERO + Duration::from_secs(1);
+        let run = |seed| departures(&mut sender(kind, None, Instant::ZERO, seed), until);
+        assert_eq!(run(3), run(3));
+        assert_ne!(run(3), run(4));
+    }
+
+    #[test]
+    fn onoff_long_run_rate_is_rate_times_duty_cycle() {
+        // 2 Mbit/s while on (one 1500 B packet per 6 ms), on 100 ms, off 400 ms on average:
+        // 2 Mbit/s × 100/500 = 0.4 Mbit/s, 33.3 packets/s. Per on-off cycle, packets − rate ×
+        // cycle length = (4·on − off)/30 ms has sd √(16·100² + 400²)/30 ≈ 18.9 packets; over
+        // 4000 s (8000 cycles) the total's sd is ≈ 1690 packets: bound ±4 sd.
+        let kind = SourceKind::OnOff {
+            rate: Rate::bps(2_000_000),
+            size: 1500,
+            on: Duration::from_millis(100),
+            off: Duration::from_millis(400),
+        };
+        let mut s = sender(kind, None, Instant::ZERO, 11);
+        let t = departures(&mut s, Instant::ZERO + Duration::from_secs(4000));
+        let expected = 4000.0 * 100.0 / 3.0;
+        let sd = 18.9 * 8000f64.sqrt();
+        let n = t.len() as f64;
+        assert!(
+            (n - expected).abs() <= 4.0 * sd,
+            "{n} packets, expected {expected}"
+        );
+        // While on it is CBR: every gap is 6 ms, plus any off periods in between.
+        let g = gaps(&t);
+        assert!(g.iter().all(|&x| x >= 6 * MS));
+        let exact = g.iter().filter(|&&x| x == 6 * MS).count() as f64;
+        assert!(exact / g.len() as f64 > 0.8, "mostly back-to-back while on");
+    }
+
+    #[test]
+    fn cap_spaces_departures() {
+        // CBR at 12 Mbit/s capped at 6 Mbit/s: 500 packets in 1 s, 2 ms apart.
+        let cbr = SourceKind::Cbr {
+            rate: Rate::bps(12_000_000),
+            size: 1500,
+        };
+        let cap = Some(Rate::bps(6_000_000));
+        let mut s = sender(cbr, cap, Instant::ZERO, 1);
+        let t = departures(&mut s, Instant::ZERO + Duration::from_secs(1));
+        assert_eq!(t.len(), 500);
+        assert!(gaps(&t).iter().all(|&g| g == 2 * MS));
+        // Poisson at 1.2 Mbit/s capped at 2.4 Mbit/s: no two departures closer than 5 ms.
+        let poisson = SourceKind::Poisson {
+            rate: Rate::bps(1_200_000),
+            size: 1500,
+        };
+        let mut s = sender(poisson, Some(Rate::bps(2_400_000)), Instant::ZERO, 1);
+        let t = departures(&mut s, Instant::ZERO + Duration::from_secs(10));
+        assert!(t.len() > 500);
+        assert!(gaps(&t).iter().all(|&g| g >= 5 * MS));
+    }
+
+    #[test]
+    fn zero_rate_never_sends() {
+        let kind = SourceKind::Cbr {
+            rate: Rate::bps(0),
+            size: 1500,
+        };
+        let mut s = sender(kind, None, Instant::ZERO, 1);
+        assert_eq!(s.poll_at(), None);
+        assert_eq!(s.poll_transmit(Instant::MAX), None);
+    }
+}
