@@ -145,8 +145,10 @@ pub struct RedSpec {
 }
 
 /// One link between two nodes.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// `Deserialize` is written by hand (through `schema`): serde's `deny_unknown_fields` is silently
+/// ignored next to the flattened `params`, and an unknown key in a link must be an error.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct LinkEntry {
     pub a: String,
     pub b: String,
@@ -163,4 +165,11 @@ pub struct LinkEntry {
     /// Overrides for the b→a direction only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub b_to_a: Option<LinkParams>,
+}
+
+impl<'de> Deserialize<'de> for LinkEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        crate::schema::read_link(&value).map_err(serde::de::Error::custom)
+    }
 }

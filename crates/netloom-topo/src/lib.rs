@@ -1,8 +1,15 @@
 //! netloom's topology: the file format (`doc`), the resolved model (`model`), units, loading with
-//! validation, and generators. It knows nothing of time passing, routing or packets.
+//! validation, writing, summaries and generators. It knows nothing of time passing, routing or
+//! packets.
 
 pub mod doc;
+pub mod error;
 pub mod gen;
+pub mod load;
 pub mod model;
+mod schema;
+pub mod units;
 
+pub use error::{Diagnostic, ErrorKind, TopoError};
+pub use load::{load_path, load_str, parse_str, resolve, Format};
 pub use model::*;

@@ -1,0 +1,853 @@
+//! Loading a topology: reads TOML or JSON, checks it against the schema, resolves each link's
+//! layered parameters into pipes, and validates the graph. Every problem becomes a `Diagnostic`
+//! naming the file, the line (TOML), the link or node, and what would be valid.
+//!
+//! Layering, per link and direction, later layers winning key by key: built-in defaults →
+//! `[defaults]` → `classes[class]` → the link's own keys → its `a_to_b` / `b_to_a` table.
+//! Parallel links between the same two nodes are allowed (each has its own pipes); routing
+//! chooses among them by its metric and tie-breaking.
+
+use crate::doc::{Fraction, LinkParams, LossSpec, NodeEntry, TopologyFile};
+use crate::error::{Diagnostic, ErrorKind, Issue, Seg, Subject, TopoError};
+use crate::model::{NodeId, NodeKind, RoutingMetric, Topology};
+use crate::schema::{self, did_you_mean};
+use crate::units::{self, UnitError};
+use netloom_link::{
+    Aqm, LossModel, PipeConfig, QueueLimit, RedParams, DEFAULT_PACKET_BYTES,
+};
+use netloom_time::{Duration, Rate};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+/// RED's minimum threshold when none is given, in packets (times 1500 bytes for a byte queue).
+pub const RED_DEFAULT_MIN_TH_PACKETS: f64 = 5.0;
+/// RED's maximum threshold when none is given, as a multiple of the minimum.
+pub const RED_DEFAULT_MAX_TH_FACTOR: f64 = 3.0;
+pub const RED_DEFAULT_MAX_P: f64 = 0.1;
+pub const RED_DEFAULT_WEIGHT: f64 = 0.002;
+
+/// The two spellings of the one schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Toml,
+    Json,
+}
+
+impl Format {
+    /// The format a file name's extension announces (`.toml` or `.json`).
+    pub fn from_path(path: &Path) -> Option<Format> {
+        match path.extension()?.to_str()? {
+            "toml" => Some(Format::Toml),
+            "json" => Some(Format::Json),
+            _ => None,
+        }
+    }
+}
+
+/// Reads, checks and resolves a topology file; the format comes from the extension.
+pub fn load_path(path: &Path) -> Result<Topology, TopoError> {
+    let label = path.display().to_string();
+    let fail = |message: String| {
+        TopoError::new(vec![Diagnostic {
+            kind: ErrorKind::Io,
+            file: label.clone(),
+            line: None,
+            subject: None,
+            message,
+        }])
+    };
+    let format = Format::from_path(path).ok_or_else(|| {
+        fail("unknown file type; a topology file ends in .toml or .json".into())
+    })?;
+    let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read: {e}")))?;
+    load_str(&text, format, &label)
+}
+
+/// Checks and resolves a topology given as text. `file_label` names it in errors (and gives
+/// the topology its name when `[topology] name` is not set).
+pub fn load_str(text: &str, format: Format, file_label: &str) -> Result<Topology, TopoError> {
+    let file = parse_str(text, format, file_label)?;
+    let toml_text = (format == Format::Toml).then_some(text);
+    resolve_file(&file, file_label)
+        .map_err(|issues| report(issues, file_label, &Namer::from_file(&file), toml_text))
+}
+
+/// Reads a topology file into its document form, checking keys and value types but not units
+/// or the graph (`resolve` does those).
+pub fn parse_str(text: &str, format: Format, file_label: &str) -> Result<TopologyFile, TopoError> {
+    let syntax = |line: Option<usize>, message: String| {
+        TopoError::new(vec![Diagnostic {
+            kind: ErrorKind::Syntax,
+            file: file_label.to_string(),
+            line,
+            subject: None,
+            message,
+        }])
+    };
+    let value: serde_json::Value = match format {
+        Format::Toml => toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| line_at(text, s.start));
+            syntax(line, format!("invalid TOML: {}", one_line(e.message())))
+        })?,
+        Format::Json => serde_json::from_str(text).map_err(|e| {
+            let message = e.to_string();
+            // serde_json appends " at line L column C"; the line goes in front instead.
+            let message = match message.rfind(" at line ") {
+                Some(i) => message[..i].to_string(),
+                None => message,
+            };
+            syntax(Some(e.line()), format!("invalid JSON: {message}"))
+        })?,
+    };
+    let toml_text = (format == Format::Toml).then_some(text);
+    schema::read_file(&value)
+        .map_err(|issues| report(issues, file_label, &Namer::from_value(&value), toml_text))
+}
+
+/// Resolves a document built in memory (by a generator, say) into the model, with the same
+/// checks as loading a file. Errors carry no line numbers; `file_label` names the document.
+pub fn resolve(file: &TopologyFile, file_label: &str) -> Result<Topology, TopoError> {
+    resolve_file(file, file_label)
+        .map_err(|issues| report(issues, file_label, &Namer::from_file(file), None))
+}
+
+fn one_line(message: &str) -> String {
+    message.trim().replace('\n', "; ")
+}
+
+/// 1-based line of a byte offset.
+fn line_at(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end].iter().filter(|b| **b == b'\n').count() + 1
+}
+
+/// Turns located issues into diagnostics: subjects become link and node names, paths become
+/// lines when the TOML text is at hand.
+fn report(issues: Vec<Issue>, label: &str, namer: &Namer, toml_text: Option<&str>) -> TopoError {
+    // Spans are needed only once something is wrong, so the span-keeping parse happens only here.
+    let doc = toml_text.and_then(|t| toml_edit::ImDocument::parse(t).ok());
+    let diagnostics = issues
+        .into_iter()
+        .map(|issue| Diagnostic {
+            kind: issue.kind,
+            file: label.to_string(),
+            line: match (&doc, toml_text) {
+                (Some(doc), Some(text)) => line_of(doc, text, &issue.path),
+                _ => None,
+            },
+            subject: namer.name(&issue.subject),
+            message: issue.message,
+        })
+        .collect();
+    TopoError::new(diagnostics)
+}
+
+/// A position while walking a TOML document along a path.
+enum Place<'d> {
+    Table(&'d toml_edit::Table),
+    Inline(&'d toml_edit::InlineTable),
+    Tables(&'d toml_edit::ArrayOfTables),
+    Array(&'d toml_edit::Array),
+    Leaf,
+}
+
+impl<'d> Place<'d> {
+    fn of_item(item: &'d toml_edit::Item) -> Place<'d> {
+        match item {
+            toml_edit::Item::Table(t) => Place::Table(t),
+            toml_edit::Item::ArrayOfTables(a) => Place::Tables(a),
+            toml_edit::Item::Value(v) => Place::of_value(v),
+            toml_edit::Item::None => Place::Leaf,
+        }
+    }
+
+    fn of_value(value: &'d toml_edit::Value) -> Place<'d> {
+        match value {
+            toml_edit::Value::InlineTable(t) => Place::Inline(t),
+            toml_edit::Value::Array(a) => Place::Array(a),
+            _ => Place::Leaf,
+        }
+    }
+}
+
+/// The line of the deepest part of `path` found in the document: the key, or the `[[link]]`
+/// header of a link.
+fn line_of(doc: &toml_edit::ImDocument<&str>, text: &str, path: &[Seg]) -> Option<usize> {
+    let mut place = Place::Table(doc.as_table());
+    let mut span = None;
+    for seg in path {
+        let (next, here) = match (place, seg) {
+            (Place::Table(t), Seg::Key(k)) => (
+                t.get(k).map(Place::of_item),
+                t.key(k).and_then(|k| k.span()),
+            ),
+            (Place::Inline(t), Seg::Key(k)) => (
+                t.get(k).map(Place::of_value),
+                t.key(k).and_then(|k| k.span()),
+            ),
+            (Place::Tables(a), Seg::Index(i)) => {
+                (a.get(*i).map(Place::Table), a.get(*i).and_then(|t| t.span()))
+            }
+            (Place::Array(a), Seg::Index(i)) => (
+                a.get(*i).map(Place::of_value),
+                a.get(*i).and_then(|v| v.span()),
+            ),
+            _ => (None, None),
+        };
+        span = here.or(span);
+        match next {
+            Some(p) => place = p,
+            None => break,
+        }
+    }
+    span.map(|s| line_at(text, s.start))
+}
+
+/// Names links as people identify them: `link r1-r2`, or `link #3 (r1-r2)` when parallel links
+/// share the pair (numbering the `[[link]]` entries from 1).
+struct Namer {
+    ends: Vec<Option<(String, String)>>,
+    pairs: HashMap<(String, String), usize>,
+}
+
+impl Namer {
+    fn new(ends: Vec<Option<(String, String)>>) -> Namer {
+        let mut pairs = HashMap::new();
+        for (a, b) in ends.iter().flatten() {
+            *pairs.entry(pair(a, b)).or_insert(0) += 1;
+        }
+        Namer { ends, pairs }
+    }
+
+    fn from_file(file: &TopologyFile) -> Namer {
+        Namer::new(
+            file.links
+                .iter()
+                .map(|l| Some((l.a.clone(), l.b.clone())))
+                .collect(),
+        )
+    }
+
+    /// From the raw tree, when the document did not read cleanly.
+    fn from_value(value: &serde_json::Value) -> Namer {
+        let links = value.get("link").and_then(|l| l.as_array());
+        let ends = links
+            .into_iter()
+            .flatten()
+            .map(|l| {
+                let end = |k: &str| l.get(k).and_then(|v| v.as_str()).map(str::to_string);
+                end("a").zip(end("b"))
+            })
+            .collect();
+        Namer::new(ends)
+    }
+
+    fn name(&self, subject: &Subject) -> Option<String> {
+        match subject {
+            Subject::None => None,
+            Subject::Text(t) => Some(t.clone()),
+            Subject::Link(i) => Some(match self.ends.get(*i).cloned().flatten() {
+                Some((a, b)) if self.pairs.get(&pair(&a, &b)) == Some(&1) => {
+                    format!("link {a}-{b}")
+                }
+                Some((a, b)) => format!("link #{} ({a}-{b})", i + 1),
+                None => format!("link #{}", i + 1),
+            }),
+        }
+    }
+}
+
+fn pair(a: &str, b: &str) -> (String, String) {
+    if a <= b {
+        (a.to_string(), b.to_string())
+    } else {
+        (b.to_string(), a.to_string())
+    }
+}
+
+fn key_path(base: &[Seg], keys: &[&str]) -> Vec<Seg> {
+    let mut p = base.to_vec();
+    p.extend(keys.iter().map(|k| Seg::Key(k.to_string())));
+    p
+}
+
+/// Active queue management as chosen by a layer, before RED's defaults are filled in.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum AqmChoice {
+    DropTail,
+    Red,
+}
+
+/// RED keys as far as the layers set them.
+#[derive(Clone, Copy, Debug, Default)]
+struct RedLayer {
+    min_th: Option<f64>,
+    max_th: Option<f64>,
+    max_p: Option<f64>,
+    weight: Option<f64>,
+}
+
+/// One layer of link parameters, parsed. Merging parsed layers (instead of text) means each
+/// value is parsed once, where it is written, and its error points there.
+#[derive(Clone, Copy, Debug, Default)]
+struct Layer {
+    rate: Option<Rate>,
+    delay: Option<Duration>,
+    jitter: Option<Duration>,
+    reorder: Option<bool>,
+    loss: Option<LossModel>,
+    queue: Option<QueueLimit>,
+    aqm: Option<AqmChoice>,
+    red: RedLayer,
+    duplicate: Option<f64>,
+    ooo_rate: Option<f64>,
+    ooo_delay: Option<Duration>,
+    up: Option<bool>,
+}
+
+impl Layer {
+    /// `self` with every key that `top` sets replaced (RED key by key).
+    fn under(&self, top: &Layer) -> Layer {
+        Layer {
+            rate: top.rate.or(self.rate),
+            delay: top.delay.or(self.delay),
+            jitter: top.jitter.or(self.jitter),
+            reorder: top.reorder.or(self.reorder),
+            loss: top.loss.or(self.loss),
+            queue: top.queue.or(self.queue),
+            aqm: top.aqm.or(self.aqm),
+            red: RedLayer {
+                min_th: top.red.min_th.or(self.red.min_th),
+                max_th: top.red.max_th.or(self.red.max_th),
+                max_p: top.red.max_p.or(self.red.max_p),
+                weight: top.red.weight.or(self.red.weight),
+            },
+            duplicate: top.duplicate.or(self.duplicate),
+            ooo_rate: top.ooo_rate.or(self.ooo_rate),
+            ooo_delay: top.ooo_delay.or(self.ooo_delay),
+            up: top.up.or(self.up),
+        }
+    }
+}
+
+/// Parses layers, recording problems at the path of the offending key.
+struct LayerParser<'i> {
+    issues: &'i mut Vec<Issue>,
+    path: Vec<Seg>,
+    subject: Subject,
+    /// Shown before key names: "" or "a_to_b.".
+    prefix: String,
+}
+
+impl LayerParser<'_> {
+    fn bad(&mut self, keys: &[&str], message: String) {
+        self.issues.push(Issue {
+            kind: ErrorKind::BadValue,
+            path: key_path(&self.path, keys),
+            subject: self.subject.clone(),
+            message,
+        });
+    }
+
+    /// The parsed value, or `None` after recording "`key` <what is wrong>".
+    fn value<T>(&mut self, keys: &[&str], parsed: Option<Result<T, UnitError>>) -> Option<T> {
+        match parsed? {
+            Ok(v) => Some(v),
+            Err(e) => {
+                let name = format!("{}{}", self.prefix, keys.join("."));
+                self.bad(keys, format!("{name} {e}"));
+                None
+            }
+        }
+    }
+
+    /// A probability: "0.5%" or a fraction in [0, 1].
+    fn fraction(&mut self, keys: &[&str], f: Option<&Fraction>) -> Option<f64> {
+        self.value(keys, f.map(units::parse_fraction))
+    }
+
+    /// A number in (0, 1] or (0, ∞), for RED's weight and thresholds.
+    fn positive(&mut self, keys: &[&str], v: Option<f64>, at_most_one: bool) -> Option<f64> {
+        let v = v?;
+        let range = if at_most_one { "in (0, 1]" } else { "above 0" };
+        if v.is_finite() && v > 0.0 && (!at_most_one || v <= 1.0) {
+            Some(v)
+        } else {
+            let name = format!("{}{}", self.prefix, keys.join("."));
+            self.bad(keys, format!("{name} is {v}; it must be a number {range}"));
+            None
+        }
+    }
+
+    fn parse(&mut self, p: &LinkParams) -> Layer {
+        let loss = match &p.loss {
+            None => None,
+            Some(LossSpec::Simple(f)) => self
+                .fraction(&["loss"], Some(f))
+                .map(|p| if p == 0.0 { LossModel::None } else { LossModel::Bernoulli { p } }),
+            Some(LossSpec::GilbertElliott(ge)) => {
+                let model_ok = ge.model == "gilbert-elliott";
+                if !model_ok {
+                    let hint = did_you_mean(&ge.model, &["gilbert-elliott"]);
+                    self.bad(
+                        &["loss", "model"],
+                        format!(
+                            "{}loss.model \"{}\" is not known{hint}; the loss table's model is \"gilbert-elliott\"",
+                            self.prefix, ge.model
+                        ),
+                    );
+                }
+                let p = self.fraction(&["loss", "p"], Some(&ge.p));
+                let r = self.fraction(&["loss", "r"], Some(&ge.r));
+                let bad_loss = self.fraction(&["loss", "bad_loss"], ge.bad_loss.as_ref());
+                let good_loss = self.fraction(&["loss", "good_loss"], ge.good_loss.as_ref());
+                match (model_ok, p, r) {
+                    (true, Some(p), Some(r)) => Some(LossModel::GilbertElliott {
+                        p,
+                        r,
+                        good_loss: good_loss.unwrap_or(0.0),
+                        bad_loss: bad_loss.unwrap_or(1.0),
+                    }),
+                    _ => None,
+                }
+            }
+        };
+        let aqm = match p.aqm.as_deref() {
+            None => None,
+            Some("droptail") => Some(AqmChoice::DropTail),
+            Some("red") => Some(AqmChoice::Red),
+            Some(other) => {
+                let hint = did_you_mean(other, &["droptail", "red"]);
+                self.bad(
+                    &["aqm"],
+                    format!(
+                        "{}aqm \"{other}\" is not known{hint}; write \"droptail\" or \"red\"",
+                        self.prefix
+                    ),
+                );
+                None
+            }
+        };
+        let red = p.red.as_ref().map(|r| RedLayer {
+            min_th: self.positive(&["red", "min_th"], r.min_th, false),
+            max_th: self.positive(&["red", "max_th"], r.max_th, false),
+            max_p: self
+                .fraction(&["red", "max_p"], r.max_p.as_ref())
+                .and_then(|v| self.positive(&["red", "max_p"], Some(v), true)),
+            weight: self.positive(&["red", "weight"], r.weight, true),
+        });
+        Layer {
+            rate: self.value(&["bw"], p.bw.as_deref().map(units::parse_rate)),
+            delay: self.value(&["delay"], p.delay.as_deref().map(units::parse_duration)),
+            jitter: self.value(&["jitter"], p.jitter.as_deref().map(units::parse_duration)),
+            reorder: p.reorder,
+            loss,
+            queue: self.value(&["queue"], p.queue.as_ref().map(units::parse_queue)),
+            aqm,
+            red: red.unwrap_or_default(),
+            duplicate: self.fraction(&["duplicate"], p.duplicate.as_ref()),
+            ooo_rate: self.fraction(&["ooo_rate"], p.ooo_rate.as_ref()),
+            ooo_delay: self.value(&["ooo_delay"], p.ooo_delay.as_deref().map(units::parse_duration)),
+            up: p.up,
+        }
+    }
+}
+
+/// A fully layered direction → its pipe; problems as (kind, message).
+fn finish(layer: &Layer, class: Option<&str>) -> Result<PipeConfig, Vec<(ErrorKind, String)>> {
+    let place = match class {
+        Some(c) => format!("on the link, in its class \"{c}\" or in [defaults]"),
+        None => "on the link or in [defaults]".to_string(),
+    };
+    let mut problems = Vec::new();
+    if layer.rate.is_none() {
+        problems.push((
+            ErrorKind::Missing,
+            format!("no bandwidth; set bw (like bw = \"100Mbit\") {place}"),
+        ));
+    }
+    if layer.delay.is_none() {
+        problems.push((
+            ErrorKind::Missing,
+            format!("no delay; set delay (like delay = \"5ms\") {place}"),
+        ));
+    }
+    let (Some(rate), Some(delay)) = (layer.rate, layer.delay) else {
+        return Err(problems);
+    };
+    let queue = layer
+        .queue
+        .unwrap_or_else(|| QueueLimit::default_for(rate, delay));
+    let aqm = match layer.aqm.unwrap_or(AqmChoice::DropTail) {
+        AqmChoice::DropTail => Aqm::DropTail,
+        AqmChoice::Red => {
+            let unit = match queue {
+                QueueLimit::Packets(_) => 1.0,
+                QueueLimit::Bytes(_) => DEFAULT_PACKET_BYTES as f64,
+            };
+            let min_th = layer.red.min_th.unwrap_or(RED_DEFAULT_MIN_TH_PACKETS * unit);
+            let max_th = layer.red.max_th.unwrap_or(RED_DEFAULT_MAX_TH_FACTOR * min_th);
+            if min_th >= max_th {
+                return Err(vec![(
+                    ErrorKind::BadValue,
+                    format!(
+                        "red.min_th ({min_th}) must be below red.max_th ({max_th}); \
+                         thresholds are in the queue's unit ({})",
+                        if unit == 1.0 { "packets" } else { "bytes" }
+                    ),
+                )]);
+            }
+            Aqm::Red(RedParams {
+                min_th,
+                max_th,
+                max_p: layer.red.max_p.unwrap_or(RED_DEFAULT_MAX_P),
+                weight: layer.red.weight.unwrap_or(RED_DEFAULT_WEIGHT),
+            })
+        }
+    };
+    Ok(PipeConfig {
+        rate,
+        delay,
+        jitter: layer.jitter.unwrap_or(Duration::ZERO),
+        reorder: layer.reorder.unwrap_or(false),
+        queue,
+        aqm,
+        loss: layer.loss.unwrap_or(LossModel::None),
+        duplicate: layer.duplicate.unwrap_or(0.0),
+        ooo_rate: layer.ooo_rate.unwrap_or(0.0),
+        ooo_delay: layer.ooo_delay.unwrap_or(Duration::ZERO),
+        up: layer.up.unwrap_or(true),
+    })
+}
+
+/// Parses one layer, recording its problems at `path` under `subject`.
+fn parse_layer(
+    issues: &mut Vec<Issue>,
+    p: &LinkParams,
+    path: Vec<Seg>,
+    subject: Subject,
+    prefix: &str,
+) -> Layer {
+    LayerParser {
+        issues,
+        path,
+        subject,
+        prefix: prefix.to_string(),
+    }
+    .parse(p)
+}
+
+fn kind_word(kind: NodeKind) -> &'static str {
+    match kind {
+        NodeKind::Host => "host",
+        NodeKind::Router => "router",
+    }
+}
+
+/// Every check after the schema: names, units, layering, links, connectivity.
+fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>> {
+    let mut issues = Vec::new();
+    let meta = file.topology.clone().unwrap_or_default();
+    let routing = match meta.routing.as_deref() {
+        None | Some("delay") => RoutingMetric::Delay,
+        Some("hops") => RoutingMetric::Hops,
+        Some(other) => {
+            issues.push(Issue {
+                kind: ErrorKind::BadValue,
+                path: key_path(&[], &["topology", "routing"]),
+                subject: Subject::Text("[topology]".into()),
+                message: format!(
+                    "routing \"{other}\" is not known{}; write \"delay\" or \"hops\"",
+                    did_you_mean(other, &["delay", "hops"])
+                ),
+            });
+            RoutingMetric::Delay
+        }
+    };
+    let name = meta.name.unwrap_or_else(|| {
+        Path::new(label)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| label.to_string())
+    });
+    let mut topo = Topology::new(name, routing);
+
+    // Nodes; `node_paths[id]` is where each was declared, for errors about it later.
+    let mut node_paths: Vec<Vec<Seg>> = Vec::new();
+    for (kind, key, entries) in [
+        (NodeKind::Host, "hosts", &file.hosts),
+        (NodeKind::Router, "routers", &file.routers),
+    ] {
+        for (i, entry) in entries.iter().enumerate() {
+            let (name, group) = match entry {
+                NodeEntry::Name(n) => (n, None),
+                NodeEntry::Full(t) => (&t.name, t.group.clone()),
+            };
+            let path = vec![Seg::Key(key.into()), Seg::Index(i)];
+            let subject = Subject::Text(format!("{} {name}", kind_word(kind)));
+            if name.trim().is_empty() || name.chars().any(char::is_whitespace) {
+                issues.push(Issue {
+                    kind: ErrorKind::BadValue,
+                    path,
+                    subject,
+                    message: "a node name must be non-empty and without spaces, like \"h1\" or \"r-core\""
+                        .into(),
+                });
+            } else if let Some(prev) = topo.node_id(name) {
+                issues.push(Issue {
+                    kind: ErrorKind::Duplicate,
+                    path,
+                    subject,
+                    message: format!(
+                        "the name is already used by a {}; hosts and routers share one namespace, so every name must be unique",
+                        kind_word(topo.node(prev).kind)
+                    ),
+                });
+            } else {
+                topo.add_node(name.clone(), kind, group);
+                node_paths.push(path);
+            }
+        }
+    }
+
+    let defaults = file
+        .defaults
+        .as_ref()
+        .map(|p| {
+            parse_layer(
+                &mut issues,
+                p,
+                key_path(&[], &["defaults"]),
+                Subject::Text("[defaults]".into()),
+                "",
+            )
+        })
+        .unwrap_or_default();
+    // A layer with a bad value would make every link under it look incomplete ("no bandwidth");
+    // such follow-on errors are not reported.
+    let defaults_ok = issues.is_empty();
+    let mut bad_classes = Vec::new();
+    let classes: BTreeMap<&str, Layer> = file
+        .classes
+        .iter()
+        .map(|(name, p)| {
+            let before = issues.len();
+            let layer = parse_layer(
+                &mut issues,
+                p,
+                key_path(&[], &["classes", name]),
+                Subject::Text(format!("class \"{name}\"")),
+                "",
+            );
+            if issues.len() > before {
+                bad_classes.push(name.as_str());
+            }
+            (name.as_str(), layer)
+        })
+        .collect();
+    let class_names: Vec<&str> = classes.keys().copied().collect();
+
+    for (i, link) in file.links.iter().enumerate() {
+        let path = vec![Seg::Key("link".into()), Seg::Index(i)];
+        let subject = Subject::Link(i);
+        let mut problem = |kind: ErrorKind, keys: &[&str], message: String| {
+            issues.push(Issue {
+                kind,
+                path: key_path(&path, keys),
+                subject: subject.clone(),
+                message,
+            });
+        };
+        let mut end = |key: &str, name: &str| {
+            let id = topo.node_id(name);
+            if id.is_none() {
+                let names: Vec<&str> = topo.nodes.iter().map(|n| n.name.as_str()).collect();
+                problem(
+                    ErrorKind::UnknownName,
+                    &[key],
+                    format!(
+                        "{key} = \"{name}\" is not a node{}; declare it in hosts or routers",
+                        did_you_mean(name, &names)
+                    ),
+                );
+            }
+            id
+        };
+        let a = end("a", &link.a);
+        let b = end("b", &link.b);
+        if link.a == link.b {
+            problem(
+                ErrorKind::SelfLoop,
+                &["b"],
+                format!("a and b are both \"{}\"; a link joins two different nodes", link.a),
+            );
+        }
+        let class = match link.class.as_deref() {
+            None => Some(Layer::default()),
+            Some(c) => match classes.get(c) {
+                Some(layer) => Some(*layer),
+                None => {
+                    let known = if class_names.is_empty() {
+                        "no classes are defined; define it under [classes.NAME]".to_string()
+                    } else {
+                        format!("defined classes: {}", class_names.join(", "))
+                    };
+                    problem(
+                        ErrorKind::UnknownName,
+                        &["class"],
+                        format!(
+                            "class \"{c}\" is not defined{}; {known}",
+                            did_you_mean(c, &class_names)
+                        ),
+                    );
+                    None
+                }
+            },
+        };
+        let shared = link.shared.unwrap_or(false);
+        if shared && (link.a_to_b.is_some() || link.b_to_a.is_some()) {
+            let key = if link.a_to_b.is_some() { "a_to_b" } else { "b_to_a" };
+            problem(
+                ErrorKind::BadValue,
+                &[key],
+                format!(
+                    "a shared link is one pipe for both directions, so it has no {key}; \
+                     remove {key} or set shared = false"
+                ),
+            );
+        }
+        let before = issues.len();
+        let own = parse_layer(&mut issues, &link.params, path.clone(), subject.clone(), "");
+        let mut direction = |p: &Option<LinkParams>, key: &str| {
+            p.as_ref()
+                .map(|p| {
+                    parse_layer(
+                        &mut issues,
+                        p,
+                        key_path(&path, &[key]),
+                        subject.clone(),
+                        &format!("{key}."),
+                    )
+                })
+                .unwrap_or_default()
+        };
+        let ab_layer = direction(&link.a_to_b, "a_to_b");
+        let ba_layer = direction(&link.b_to_a, "b_to_a");
+        let Some(class) = class else { continue };
+        let base = defaults.under(&class).under(&own);
+        let ab = finish(&base.under(&ab_layer), link.class.as_deref());
+        let ba = finish(&base.under(&ba_layer), link.class.as_deref());
+        let mut problems = ab.as_ref().err().cloned().unwrap_or_default();
+        for (kind, message) in ba.as_ref().err().into_iter().flatten() {
+            // The same gap in both directions is one mistake; report it once.
+            if !problems.iter().any(|(_, m)| m == message) {
+                problems.push((*kind, format!("b_to_a: {message}")));
+            }
+        }
+        let layers_ok = issues.len() == before
+            && defaults_ok
+            && !link.class.as_deref().is_some_and(|c| bad_classes.contains(&c));
+        if !layers_ok {
+            problems.clear();
+        }
+        for (kind, message) in problems {
+            issues.push(Issue {
+                kind,
+                path: path.clone(),
+                subject: subject.clone(),
+                message,
+            });
+        }
+        if let (Some(a), Some(b), Ok(ab), Ok(ba)) = (a, b, ab, ba) {
+            if a != b {
+                topo.add_link(a, b, link.class.clone(), ab, (!shared).then_some(ba));
+            }
+        }
+    }
+
+    if issues.is_empty() {
+        check_connected(&topo, &node_paths, &mut issues);
+    }
+    if issues.is_empty() {
+        Ok(topo)
+    } else {
+        Err(issues)
+    }
+}
+
+/// Every host has a link, and the links that are up connect every pair of hosts.
+fn check_connected(topo: &Topology, node_paths: &[Vec<Seg>], issues: &mut Vec<Issue>) {
+    let host_subject = |id: NodeId| Subject::Text(format!("host {}", topo.node(id).name));
+    if topo.hosts.is_empty() {
+        issues.push(Issue {
+            kind: ErrorKind::Missing,
+            path: Vec::new(),
+            subject: Subject::None,
+            message: "no hosts; list them with hosts = [\"h1\", \"h2\"] and connect them with [[link]]"
+                .into(),
+        });
+        return;
+    }
+    let mut degree = vec![0usize; topo.nodes.len()];
+    let mut parent: Vec<usize> = (0..topo.nodes.len()).collect();
+    fn root(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    let mut down = 0;
+    for l in &topo.links {
+        degree[l.a as usize] += 1;
+        degree[l.b as usize] += 1;
+        let up = topo.pipes[l.ab as usize].config.up && topo.pipes[l.ba as usize].config.up;
+        if !up {
+            down += 1;
+            continue;
+        }
+        let (ra, rb) = (root(&mut parent, l.a as usize), root(&mut parent, l.b as usize));
+        parent[ra] = rb;
+    }
+    let mut lonely = false;
+    for &h in &topo.hosts {
+        if degree[h as usize] == 0 {
+            lonely = true;
+            issues.push(Issue {
+                kind: ErrorKind::Unconnected,
+                path: node_paths[h as usize].clone(),
+                subject: host_subject(h),
+                message: format!(
+                    "has no link; connect it with a [[link]] (a = \"{}\", b = \"r1\")",
+                    topo.node(h).name
+                ),
+            });
+        }
+    }
+    if lonely {
+        return;
+    }
+    let first = topo.hosts[0];
+    let first_root = root(&mut parent, first as usize);
+    let apart = topo
+        .hosts
+        .iter()
+        .copied()
+        .find(|&h| root(&mut parent, h as usize) != first_root);
+    if let Some(h) = apart {
+        let note = if down > 0 {
+            format!(" ({down} link(s) start with up = false and do not count)")
+        } else {
+            String::new()
+        };
+        issues.push(Issue {
+            kind: ErrorKind::Unconnected,
+            path: node_paths[h as usize].clone(),
+            subject: host_subject(h),
+            message: format!(
+                "cannot reach host \"{}\" over links that are up{note}; every pair of hosts must be connected",
+                topo.node(first).name
+            ),
+        });
+    }
+}
