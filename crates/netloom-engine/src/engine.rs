@@ -1,0 +1,430 @@
+//! The engine: owns the pipes, the routing tables and the packets in flight, and moves each packet
+//! pipe by pipe along its route. Sans-I/O: a driver asks `poll_at` and calls `advance(now)`.
+
+use crate::packet::{Body, Packet, PacketId, Slab};
+use crate::scheduler::Scheduler;
+use crate::traffic::{FlowSpec, Receiver, Sender, ACK_BYTES};
+use hdrhistogram::Histogram;
+use netloom_link::{Admission, Pipe, PipeConfig, Ticket};
+use netloom_route::Routes;
+use netloom_time::Instant;
+use netloom_topo::{LinkId, NodeId, PipeId, Topology};
+
+/// Something that happens at an instant.
+#[derive(Clone, Copy, Debug)]
+enum Event {
+    /// A packet leaves `pipe` at the far end.
+    Exit {
+        pkt: PacketId,
+        pipe: PipeId,
+        ticket: Ticket,
+    },
+    /// A flow's sender asked to be polled.
+    Wake { flow: u32 },
+}
+
+/// Per-flow measurements, kept by the engine (the sender and receiver keep their own protocol state).
+pub struct FlowStats {
+    /// Data packets the sender put on the network (including retransmissions).
+    pub sent: u64,
+    /// Data packets of this flow dropped inside the network, whatever the cause.
+    pub lost: u64,
+    /// ACKs of this flow dropped inside the network.
+    pub acks_lost: u64,
+    /// One-way latency of delivered data packets, in nanoseconds.
+    pub latency_ns: Histogram<u64>,
+}
+
+struct Flow {
+    spec: FlowSpec,
+    sender: Sender,
+    receiver: Receiver,
+    src_host: u32,
+    dst_host: u32,
+    /// The time of the one `Wake` event that is current; older ones are stale and ignored.
+    wake: Option<Instant>,
+    stats: FlowStats,
+}
+
+/// A packet handed out of the emulated network (see `Body::External`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    pub token: u64,
+    pub at: Instant,
+    pub dst: NodeId,
+}
+
+/// Engine-wide counters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EngineCounters {
+    /// Pipe traversals completed: the unit of emulation work.
+    pub packet_hops: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Packets with no route to their destination.
+    pub unroutable: u64,
+    /// Most packets in flight at once.
+    pub max_in_flight: u64,
+}
+
+/// Why a request to the engine was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("node {0} is not a host")]
+    NotAHost(String),
+    #[error("flow {src} -> {dst}: no route between these hosts")]
+    NoRoute { src: String, dst: String },
+}
+
+pub struct Engine {
+    topo: Topology,
+    routes: Routes,
+    pipes: Vec<Pipe>,
+    /// For each pipe, the node it leads to; `NodeId::MAX` for a shared medium (depends on entry side).
+    pipe_head: Vec<NodeId>,
+    link_up: Vec<bool>,
+    packets: Slab,
+    sched: Scheduler<Event>,
+    flows: Vec<Flow>,
+    delivered: Vec<Delivery>,
+    now: Instant,
+    counters: EngineCounters,
+}
+
+/// SplitMix64: derives independent, well-mixed seeds for pipes and flows from the run's seed.
+pub fn derive_seed(seed: u64, domain: u64, index: u64) -> u64 {
+    let mut z = seed
+        ^ domain.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ index.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+const SEED_PIPES: u64 = 1;
+const SEED_FLOWS: u64 = 2;
+
+impl Engine {
+    /// Builds the engine for `topo` with one seeded RNG per pipe, and routes it.
+    pub fn new(topo: Topology, seed: u64) -> Engine {
+        let routes = Routes::compute(&topo);
+        let pipes = topo
+            .pipes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Pipe::new(p.config, derive_seed(seed, SEED_PIPES, i as u64)))
+            .collect();
+        let pipe_head = (0..topo.pipes.len() as PipeId)
+            .map(|p| {
+                let link = topo.pipes[p as usize].link;
+                if topo.is_shared(link) {
+                    NodeId::MAX
+                } else {
+                    let l = &topo.links[link as usize];
+                    topo.far_end(p, if l.ab == p { l.a } else { l.b })
+                }
+            })
+            .collect();
+        let link_up = topo
+            .links
+            .iter()
+            .map(|l| topo.pipes[l.ab as usize].config.up)
+            .collect();
+        Engine {
+            topo,
+            routes,
+            pipes,
+            pipe_head,
+            link_up,
+            packets: Slab::default(),
+            sched: Scheduler::default(),
+            flows: Vec::new(),
+            delivered: Vec::new(),
+            now: Instant::ZERO,
+            counters: EngineCounters::default(),
+        }
+    }
+
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    pub fn routes(&self) -> &Routes {
+        &self.routes
+    }
+
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    pub fn counters(&self) -> EngineCounters {
+        EngineCounters {
+            max_in_flight: self.packets.capacity_used() as u64,
+            ..self.counters
+        }
+    }
+
+    pub fn pipe(&self, id: PipeId) -> &Pipe {
+        &self.pipes[id as usize]
+    }
+
+    /// Adds a synthetic flow; its sender is first polled at `spec.start`.
+    pub fn add_flow(&mut self, spec: FlowSpec, seed: u64) -> Result<u32, EngineError> {
+        let host = |n: NodeId| {
+            self.routes
+                .host_index(n)
+                .ok_or_else(|| EngineError::NotAHost(self.topo.node(n).name.clone()))
+        };
+        let (src_host, dst_host) = (host(spec.src)?, host(spec.dst)?);
+        if self.routes.path(&self.topo, spec.src, spec.dst).is_none() {
+            return Err(EngineError::NoRoute {
+                src: self.topo.node(spec.src).name.clone(),
+                dst: self.topo.node(spec.dst).name.clone(),
+            });
+        }
+        let id = self.flows.len() as u32;
+        let flow_seed = derive_seed(seed, SEED_FLOWS, id as u64);
+        self.flows.push(Flow {
+            sender: Sender::new(&spec, flow_seed),
+            receiver: Receiver::new(&spec),
+            spec,
+            src_host,
+            dst_host,
+            wake: Some(spec.start),
+            stats: FlowStats {
+                sent: 0,
+                lost: 0,
+                acks_lost: 0,
+                latency_ns: Histogram::new(3).expect("3 significant digits is a valid precision"),
+            },
+        });
+        self.sched.push(spec.start, Event::Wake { flow: id });
+        Ok(id)
+    }
+
+    /// Hands a packet from outside into the network at host `src`, bound for host `dst`.
+    /// Returns false if either is not a host (the packet is counted as unroutable).
+    pub fn inject(
+        &mut self,
+        now: Instant,
+        src: NodeId,
+        dst: NodeId,
+        bytes: u32,
+        token: u64,
+    ) -> bool {
+        self.now = self.now.max(now);
+        let Some(dst_host) = self.routes.host_index(dst) else {
+            self.counters.unroutable += 1;
+            return false;
+        };
+        let pkt = self.packets.insert(Packet {
+            body: Body::External { token },
+            bytes,
+            at: src,
+            dst_host,
+            dst_node: dst,
+            sent_at: self.now,
+        });
+        self.forward(pkt);
+        true
+    }
+
+    /// Packets from `inject` that reached their destination since the last call.
+    pub fn drain_delivered(&mut self) -> std::vec::Drain<'_, Delivery> {
+        self.delivered.drain(..)
+    }
+
+    /// The instant of the next thing to do, if any.
+    pub fn poll_at(&self) -> Option<Instant> {
+        self.sched.peek_time()
+    }
+
+    /// Processes every event due at or before `now`.
+    pub fn advance(&mut self, now: Instant) {
+        while let Some((at, event)) = self.sched.pop_due(now) {
+            self.now = at;
+            self.counters.events += 1;
+            match event {
+                Event::Exit { pkt, pipe, ticket } => self.on_exit(pkt, pipe, ticket),
+                Event::Wake { flow } => {
+                    if self.flows[flow as usize].wake == Some(at) {
+                        self.flows[flow as usize].wake = None;
+                        self.poll_flow(flow);
+                    }
+                }
+            }
+        }
+        self.now = self.now.max(now);
+    }
+
+    /// Changes one pipe's parameters now, without flushing what it carries.
+    pub fn set_pipe_config(&mut self, pipe: PipeId, config: PipeConfig) {
+        let link = self.topo.pipes[pipe as usize].link;
+        self.pipes[pipe as usize].set_config(self.now, config);
+        self.topo.pipes[pipe as usize].config = config;
+        let l = &self.topo.links[link as usize];
+        let up = self.pipes[l.ab as usize].config().up && self.pipes[l.ba as usize].config().up;
+        self.update_link_state(link, up);
+    }
+
+    /// Takes a link down or brings it up (both directions), and reroutes.
+    pub fn set_link_up(&mut self, link: LinkId, up: bool) {
+        let l = &self.topo.links[link as usize];
+        for pipe in [l.ab, l.ba] {
+            let mut config = *self.pipes[pipe as usize].config();
+            config.up = up;
+            self.pipes[pipe as usize].set_config(self.now, config);
+            self.topo.pipes[pipe as usize].config = config;
+        }
+        self.update_link_state(link, up);
+    }
+
+    fn update_link_state(&mut self, link: LinkId, up: bool) {
+        if self.link_up[link as usize] != up {
+            self.link_up[link as usize] = up;
+            self.routes.set_link_up(&self.topo, link, up);
+        }
+    }
+
+    /// Moves the packet on from the node it is at: delivers it there or offers it to the next pipe.
+    fn forward(&mut self, pkt: PacketId) {
+        let p = *self.packets.get(pkt);
+        if p.at == p.dst_node {
+            self.packets.remove(pkt);
+            self.deliver(p);
+            return;
+        }
+        let Some(pipe) = self.routes.next_pipe(p.at, p.dst_host) else {
+            self.counters.unroutable += 1;
+            self.packets.remove(pkt);
+            self.count_drop(&p);
+            return;
+        };
+        match self.pipes[pipe as usize].offer(self.now, p.bytes) {
+            Admission::Dropped(_cause) => {
+                self.packets.remove(pkt);
+                self.count_drop(&p);
+            }
+            Admission::Scheduled { first, duplicate } => {
+                self.sched.push(
+                    first.exit,
+                    Event::Exit {
+                        pkt,
+                        pipe,
+                        ticket: first.ticket,
+                    },
+                );
+                if let Some(copy) = duplicate {
+                    let twin = self.packets.insert(p);
+                    self.sched.push(
+                        copy.exit,
+                        Event::Exit {
+                            pkt: twin,
+                            pipe,
+                            ticket: copy.ticket,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    fn on_exit(&mut self, pkt: PacketId, pipe: PipeId, ticket: Ticket) {
+        let bytes = self.packets.get(pkt).bytes;
+        if !self.pipes[pipe as usize].release(self.now, ticket, bytes) {
+            let p = self.packets.remove(pkt);
+            self.count_drop(&p);
+            return;
+        }
+        self.counters.packet_hops += 1;
+        let head = self.pipe_head[pipe as usize];
+        let p = self.packets.get_mut(pkt);
+        p.at = if head != NodeId::MAX {
+            head
+        } else {
+            self.topo.far_end(pipe, p.at)
+        };
+        self.forward(pkt);
+    }
+
+    fn count_drop(&mut self, p: &Packet) {
+        match p.body {
+            Body::Data { flow, .. } => self.flows[flow as usize].stats.lost += 1,
+            Body::Ack { flow, .. } => self.flows[flow as usize].stats.acks_lost += 1,
+            Body::External { .. } => {}
+        }
+    }
+
+    fn deliver(&mut self, p: Packet) {
+        match p.body {
+            Body::External { token } => self.delivered.push(Delivery {
+                token,
+                at: self.now,
+                dst: p.dst_node,
+            }),
+            Body::Data { flow, seg } => {
+                let now = self.now;
+                let f = &mut self.flows[flow as usize];
+                // Saturating: a latency beyond the histogram's range is recorded at its top.
+                f.stats
+                    .latency_ns
+                    .saturating_record(now.saturating_since(p.sent_at).as_nanos());
+                if let Some(ack) = f.receiver.on_data(now, seg) {
+                    let (src, dst_host, dst_node) = (f.spec.dst, f.src_host, f.spec.src);
+                    let id = self.packets.insert(Packet {
+                        body: Body::Ack { flow, ack },
+                        bytes: ACK_BYTES,
+                        at: src,
+                        dst_host,
+                        dst_node,
+                        sent_at: now,
+                    });
+                    self.forward(id);
+                }
+            }
+            Body::Ack { flow, ack } => {
+                self.flows[flow as usize].sender.on_ack(self.now, &ack);
+                self.poll_flow(flow);
+            }
+        }
+    }
+
+    /// Lets a flow's sender transmit what it may now, then schedules its next wake-up.
+    fn poll_flow(&mut self, flow: u32) {
+        let now = self.now;
+        while let Some(seg) = self.flows[flow as usize].sender.poll_transmit(now) {
+            let f = &mut self.flows[flow as usize];
+            f.stats.sent += 1;
+            let pkt = self.packets.insert(Packet {
+                body: Body::Data { flow, seg },
+                bytes: seg.bytes,
+                at: f.spec.src,
+                dst_host: f.dst_host,
+                dst_node: f.spec.dst,
+                sent_at: now,
+            });
+            self.forward(pkt);
+        }
+        let f = &mut self.flows[flow as usize];
+        // A sender that wants the past after declining to transmit is polled again a nanosecond
+        // later rather than in a loop at the same instant.
+        let next = f.sender.poll_at().map(|t| t.max(Instant(now.0 + 1)));
+        if next.is_some() && next != f.wake {
+            f.wake = next;
+            self.sched.push(next.unwrap(), Event::Wake { flow });
+        }
+    }
+
+    /// Flows with their specs, protocol state and measurements, in the order they were added.
+    pub fn flows(&self) -> impl Iterator<Item = (&FlowSpec, &Sender, &Receiver, &FlowStats)> {
+        self.flows
+            .iter()
+            .map(|f| (&f.spec, &f.sender, &f.receiver, &f.stats))
+    }
+
+    /// Packets currently inside the network.
+    pub fn in_flight(&self) -> usize {
+        self.packets.live()
+    }
+}

@@ -1,0 +1,78 @@
+//! Packet descriptors in flight and the slab that owns them; events refer to them by index.
+
+use crate::traffic::{Ack, Segment};
+use netloom_time::Instant;
+use netloom_topo::NodeId;
+
+/// Index of a packet in the slab.
+pub type PacketId = u32;
+
+/// What a packet carries, as far as the engine cares.
+#[derive(Clone, Copy, Debug)]
+pub enum Body {
+    /// A data segment of synthetic flow `flow`.
+    Data { flow: u32, seg: Segment },
+    /// An acknowledgement travelling back to flow `flow`'s sender.
+    Ack { flow: u32, ack: Ack },
+    /// A packet handed in from outside (a TUN device, a test); `token` is the caller's handle.
+    External { token: u64 },
+}
+
+/// One packet in flight: a descriptor, never a payload.
+#[derive(Clone, Copy, Debug)]
+pub struct Packet {
+    pub body: Body,
+    /// Size on the wire, used for serialization and byte counters.
+    pub bytes: u32,
+    /// The node the packet is at, or entered its current pipe from.
+    pub at: NodeId,
+    /// Destination host, as an index into the routing tables.
+    pub dst_host: u32,
+    pub dst_node: NodeId,
+    pub sent_at: Instant,
+}
+
+/// A free-list arena of packets so that steady-state forwarding never allocates.
+#[derive(Default)]
+pub struct Slab {
+    slots: Vec<Packet>,
+    free: Vec<PacketId>,
+}
+
+impl Slab {
+    pub fn insert(&mut self, p: Packet) -> PacketId {
+        match self.free.pop() {
+            Some(id) => {
+                self.slots[id as usize] = p;
+                id
+            }
+            None => {
+                self.slots.push(p);
+                (self.slots.len() - 1) as PacketId
+            }
+        }
+    }
+
+    pub fn get(&self, id: PacketId) -> &Packet {
+        &self.slots[id as usize]
+    }
+
+    pub fn get_mut(&mut self, id: PacketId) -> &mut Packet {
+        &mut self.slots[id as usize]
+    }
+
+    pub fn remove(&mut self, id: PacketId) -> Packet {
+        self.free.push(id);
+        self.slots[id as usize]
+    }
+
+    /// Packets currently in flight.
+    pub fn live(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    /// The most packets ever in flight at once (the slab never shrinks).
+    pub fn capacity_used(&self) -> usize {
+        self.slots.len()
+    }
+}

@@ -1,0 +1,213 @@
+//! The results of a run as data: per-flow, per-pipe and total figures. Serialized as the stable
+//! `--json` schema documented in docs/json.md (field names and meanings must not change).
+
+use crate::engine::Engine;
+use crate::traffic::SourceKind;
+use netloom_time::{Duration, Instant};
+use netloom_topo::Direction;
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Schema version; bumped only on incompatible changes.
+    pub schema: u32,
+    pub topology: String,
+    pub seed: u64,
+    pub duration_ns: u64,
+    pub flows: Vec<FlowReport>,
+    pub pipes: Vec<PipeReport>,
+    pub totals: Totals,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Latency {
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub max: u64,
+    pub mean: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowReport {
+    pub src: String,
+    pub dst: String,
+    /// Source kind: cbr, poisson, onoff or aimd.
+    pub kind: String,
+    /// Goodput: unique data bytes delivered × 8 / (end − flow start).
+    pub throughput_bps: u64,
+    /// One-way latency of delivered data packets (nanoseconds); zeros if none arrived.
+    pub latency_ns: Latency,
+    /// Data packets sent, retransmissions included.
+    pub sent: u64,
+    /// Unique data packets delivered.
+    pub delivered: u64,
+    /// Data packets dropped inside the network.
+    pub lost: u64,
+    /// Retransmitted data packets (AIMD only; 0 otherwise).
+    pub retransmits: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Drops {
+    pub queue: u64,
+    pub red: u64,
+    pub loss: u64,
+    pub link_down: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PipeReport {
+    /// The link as "a-b" (its end nodes in file order).
+    pub link: String,
+    /// "a-b" or "b-a" relative to `link`, or "shared" for a shared medium.
+    pub direction: String,
+    pub from: String,
+    pub to: String,
+    pub packets_in: u64,
+    pub packets_out: u64,
+    pub bytes_out: u64,
+    /// All drops, whatever the cause.
+    pub drops: u64,
+    pub drops_by_cause: Drops,
+    /// bytes_out × 8 / (rate × duration).
+    pub utilization: f64,
+    pub queue_hwm_packets: u64,
+    pub queue_hwm_bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Totals {
+    pub packet_hops: u64,
+    pub events: u64,
+    pub unroutable: u64,
+    pub max_in_flight: u64,
+    /// Wall-clock time of the run; `null` with `--no-wall-clock` (for byte-identical output).
+    pub wall_seconds: Option<f64>,
+    pub packet_hops_per_second: Option<f64>,
+}
+
+impl Report {
+    /// Summarizes an engine that ran from time zero to `end`.
+    pub fn build(
+        engine: &Engine,
+        seed: u64,
+        end: Instant,
+        wall: Option<std::time::Duration>,
+    ) -> Report {
+        let topo = engine.topology();
+        let duration = end.saturating_since(Instant::ZERO);
+        let flows = engine
+            .flows()
+            .map(|(spec, sender, receiver, stats)| {
+                let active = end.saturating_since(spec.start);
+                let h = &stats.latency_ns;
+                let latency = if h.is_empty() {
+                    Latency {
+                        p50: 0,
+                        p90: 0,
+                        p99: 0,
+                        max: 0,
+                        mean: 0,
+                    }
+                } else {
+                    Latency {
+                        p50: h.value_at_quantile(0.50),
+                        p90: h.value_at_quantile(0.90),
+                        p99: h.value_at_quantile(0.99),
+                        max: h.max(),
+                        mean: h.mean().round() as u64,
+                    }
+                };
+                FlowReport {
+                    src: topo.node(spec.src).name.clone(),
+                    dst: topo.node(spec.dst).name.clone(),
+                    kind: kind_name(&spec.kind).to_string(),
+                    throughput_bps: rate_bps(receiver.stats().bytes, active),
+                    latency_ns: latency,
+                    sent: stats.sent,
+                    delivered: receiver.stats().packets,
+                    lost: stats.lost,
+                    retransmits: sender.stats().retransmits,
+                }
+            })
+            .collect();
+        let pipes = topo
+            .pipes
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                let link = &topo.links[spec.link as usize];
+                let (a, b) = (&topo.node(link.a).name, &topo.node(link.b).name);
+                let shared = link.ab == link.ba;
+                let (direction, from, to) = match (shared, spec.direction) {
+                    (true, _) => ("shared", a, b),
+                    (false, Direction::AtoB) => ("a-b", a, b),
+                    (false, Direction::BtoA) => ("b-a", b, a),
+                };
+                let pipe = engine.pipe(i as u32);
+                let c = pipe.counters();
+                let capacity = pipe.config().rate.bytes_in(duration) as f64 * 8.0;
+                let utilization = if capacity > 0.0 {
+                    c.bytes_out as f64 * 8.0 / capacity
+                } else {
+                    0.0
+                };
+                PipeReport {
+                    link: format!("{a}-{b}"),
+                    direction: direction.to_string(),
+                    from: from.clone(),
+                    to: to.clone(),
+                    packets_in: c.packets_in,
+                    packets_out: c.packets_out,
+                    bytes_out: c.bytes_out,
+                    drops: c.drops_queue + c.drops_red + c.drops_loss + c.drops_down,
+                    drops_by_cause: Drops {
+                        queue: c.drops_queue,
+                        red: c.drops_red,
+                        loss: c.drops_loss,
+                        link_down: c.drops_down,
+                    },
+                    utilization: (utilization * 1e6).round() / 1e6,
+                    queue_hwm_packets: c.queue_hwm_packets,
+                    queue_hwm_bytes: c.queue_hwm_bytes,
+                }
+            })
+            .collect();
+        let counters = engine.counters();
+        let wall_seconds = wall.map(|w| w.as_secs_f64());
+        Report {
+            schema: 1,
+            topology: topo.name.clone(),
+            seed,
+            duration_ns: duration.as_nanos(),
+            flows,
+            pipes,
+            totals: Totals {
+                packet_hops: counters.packet_hops,
+                events: counters.events,
+                unroutable: counters.unroutable,
+                max_in_flight: counters.max_in_flight,
+                wall_seconds,
+                packet_hops_per_second: wall_seconds
+                    .map(|w| counters.packet_hops as f64 / w.max(1e-9)),
+            },
+        }
+    }
+}
+
+fn rate_bps(bytes: u64, over: Duration) -> u64 {
+    if over.as_nanos() == 0 {
+        return 0;
+    }
+    (bytes as u128 * 8 * 1_000_000_000 / over.as_nanos() as u128) as u64
+}
+
+fn kind_name(kind: &SourceKind) -> &'static str {
+    match kind {
+        SourceKind::Cbr { .. } => "cbr",
+        SourceKind::Poisson { .. } => "poisson",
+        SourceKind::OnOff { .. } => "onoff",
+        SourceKind::Aimd { .. } => "aimd",
+    }
+}
