@@ -8,8 +8,11 @@ pub mod gen;
 pub mod load;
 pub mod model;
 mod schema;
+pub mod summary;
 pub mod units;
+pub mod write;
 
 pub use error::{Diagnostic, ErrorKind, TopoError};
 pub use load::{load_path, load_str, parse_str, resolve, Format};
 pub use model::*;
+pub use summary::{summarize, Summary};

@@ -12,9 +12,7 @@ use crate::error::{Diagnostic, ErrorKind, Issue, Seg, Subject, TopoError};
 use crate::model::{NodeId, NodeKind, RoutingMetric, Topology};
 use crate::schema::{self, did_you_mean};
 use crate::units::{self, UnitError};
-use netloom_link::{
-    Aqm, LossModel, PipeConfig, QueueLimit, RedParams, DEFAULT_PACKET_BYTES,
-};
+use netloom_link::{Aqm, LossModel, PipeConfig, QueueLimit, RedParams, DEFAULT_PACKET_BYTES};
 use netloom_time::{Duration, Rate};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -56,9 +54,8 @@ pub fn load_path(path: &Path) -> Result<Topology, TopoError> {
             message,
         }])
     };
-    let format = Format::from_path(path).ok_or_else(|| {
-        fail("unknown file type; a topology file ends in .toml or .json".into())
-    })?;
+    let format = Format::from_path(path)
+        .ok_or_else(|| fail("unknown file type; a topology file ends in .toml or .json".into()))?;
     let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read: {e}")))?;
     load_str(&text, format, &label)
 }
@@ -118,7 +115,11 @@ fn one_line(message: &str) -> String {
 /// 1-based line of a byte offset.
 fn line_at(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    text.as_bytes()[..end].iter().filter(|b| **b == b'\n').count() + 1
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
 }
 
 /// Turns located issues into diagnostics: subjects become link and node names, paths become
@@ -185,9 +186,10 @@ fn line_of(doc: &toml_edit::ImDocument<&str>, text: &str, path: &[Seg]) -> Optio
                 t.get(k).map(Place::of_value),
                 t.key(k).and_then(|k| k.span()),
             ),
-            (Place::Tables(a), Seg::Index(i)) => {
-                (a.get(*i).map(Place::Table), a.get(*i).and_then(|t| t.span()))
-            }
+            (Place::Tables(a), Seg::Index(i)) => (
+                a.get(*i).map(Place::Table),
+                a.get(*i).and_then(|t| t.span()),
+            ),
             (Place::Array(a), Seg::Index(i)) => (
                 a.get(*i).map(Place::of_value),
                 a.get(*i).and_then(|v| v.span()),
@@ -382,9 +384,13 @@ impl LayerParser<'_> {
     fn parse(&mut self, p: &LinkParams) -> Layer {
         let loss = match &p.loss {
             None => None,
-            Some(LossSpec::Simple(f)) => self
-                .fraction(&["loss"], Some(f))
-                .map(|p| if p == 0.0 { LossModel::None } else { LossModel::Bernoulli { p } }),
+            Some(LossSpec::Simple(f)) => self.fraction(&["loss"], Some(f)).map(|p| {
+                if p == 0.0 {
+                    LossModel::None
+                } else {
+                    LossModel::Bernoulli { p }
+                }
+            }),
             Some(LossSpec::GilbertElliott(ge)) => {
                 let model_ok = ge.model == "gilbert-elliott";
                 if !model_ok {
@@ -447,7 +453,10 @@ impl LayerParser<'_> {
             red: red.unwrap_or_default(),
             duplicate: self.fraction(&["duplicate"], p.duplicate.as_ref()),
             ooo_rate: self.fraction(&["ooo_rate"], p.ooo_rate.as_ref()),
-            ooo_delay: self.value(&["ooo_delay"], p.ooo_delay.as_deref().map(units::parse_duration)),
+            ooo_delay: self.value(
+                &["ooo_delay"],
+                p.ooo_delay.as_deref().map(units::parse_duration),
+            ),
             up: p.up,
         }
     }
@@ -485,8 +494,14 @@ fn finish(layer: &Layer, class: Option<&str>) -> Result<PipeConfig, Vec<(ErrorKi
                 QueueLimit::Packets(_) => 1.0,
                 QueueLimit::Bytes(_) => DEFAULT_PACKET_BYTES as f64,
             };
-            let min_th = layer.red.min_th.unwrap_or(RED_DEFAULT_MIN_TH_PACKETS * unit);
-            let max_th = layer.red.max_th.unwrap_or(RED_DEFAULT_MAX_TH_FACTOR * min_th);
+            let min_th = layer
+                .red
+                .min_th
+                .unwrap_or(RED_DEFAULT_MIN_TH_PACKETS * unit);
+            let max_th = layer
+                .red
+                .max_th
+                .unwrap_or(RED_DEFAULT_MAX_TH_FACTOR * min_th);
             if min_th >= max_th {
                 return Err(vec![(
                     ErrorKind::BadValue,
@@ -679,7 +694,10 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
             problem(
                 ErrorKind::SelfLoop,
                 &["b"],
-                format!("a and b are both \"{}\"; a link joins two different nodes", link.a),
+                format!(
+                    "a and b are both \"{}\"; a link joins two different nodes",
+                    link.a
+                ),
             );
         }
         let class = match link.class.as_deref() {
@@ -706,7 +724,11 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
         };
         let shared = link.shared.unwrap_or(false);
         if shared && (link.a_to_b.is_some() || link.b_to_a.is_some()) {
-            let key = if link.a_to_b.is_some() { "a_to_b" } else { "b_to_a" };
+            let key = if link.a_to_b.is_some() {
+                "a_to_b"
+            } else {
+                "b_to_a"
+            };
             problem(
                 ErrorKind::BadValue,
                 &[key],
@@ -746,7 +768,10 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
         }
         let layers_ok = issues.len() == before
             && defaults_ok
-            && !link.class.as_deref().is_some_and(|c| bad_classes.contains(&c));
+            && !link
+                .class
+                .as_deref()
+                .is_some_and(|c| bad_classes.contains(&c));
         if !layers_ok {
             problems.clear();
         }
@@ -783,8 +808,9 @@ fn check_connected(topo: &Topology, node_paths: &[Vec<Seg>], issues: &mut Vec<Is
             kind: ErrorKind::Missing,
             path: Vec::new(),
             subject: Subject::None,
-            message: "no hosts; list them with hosts = [\"h1\", \"h2\"] and connect them with [[link]]"
-                .into(),
+            message:
+                "no hosts; list them with hosts = [\"h1\", \"h2\"] and connect them with [[link]]"
+                    .into(),
         });
         return;
     }
@@ -806,7 +832,10 @@ fn check_connected(topo: &Topology, node_paths: &[Vec<Seg>], issues: &mut Vec<Is
             down += 1;
             continue;
         }
-        let (ra, rb) = (root(&mut parent, l.a as usize), root(&mut parent, l.b as usize));
+        let (ra, rb) = (
+            root(&mut parent, l.a as usize),
+            root(&mut parent, l.b as usize),
+        );
         parent[ra] = rb;
     }
     let mut lonely = false;
@@ -845,7 +874,7 @@ fn check_connected(topo: &Topology, node_paths: &[Vec<Seg>], issues: &mut Vec<Is
             path: node_paths[h as usize].clone(),
             subject: host_subject(h),
             message: format!(
-                "cannot reach host \"{}\" over links that are up{note}; every pair of hosts must be connected",
+                "cannot reach host {} over links that are up{note}; every pair of hosts must be connected",
                 topo.node(first).name
             ),
         });

@@ -29,7 +29,9 @@ pub(crate) const PARAM_KEYS: &[&str] = &[
     "up",
 ];
 const LINK_KEYS: &[&str] = &["a", "b", "class", "shared", "a_to_b", "b_to_a"];
-const TOP_KEYS: &[&str] = &["topology", "defaults", "classes", "hosts", "routers", "link"];
+const TOP_KEYS: &[&str] = &[
+    "topology", "defaults", "classes", "hosts", "routers", "link",
+];
 const META_KEYS: &[&str] = &["name", "routing"];
 const NODE_KEYS: &[&str] = &["name", "group"];
 const RED_KEYS: &[&str] = &["min_th", "max_th", "max_p", "weight"];
@@ -172,7 +174,11 @@ impl Reader {
                         "unknown key \"{}\"{}{}; valid keys: {}",
                         at.name(key),
                         // A dotted key already says where it is.
-                        if at.prefix.is_empty() { format!(" in {what}") } else { String::new() },
+                        if at.prefix.is_empty() {
+                            format!(" in {what}")
+                        } else {
+                            String::new()
+                        },
                         did_you_mean(key, valid),
                         valid.join(", ")
                     ),
@@ -212,7 +218,12 @@ impl Reader {
             Value::String(s) => Some(s.clone()),
             Value::Number(n) => Some(n.to_string()),
             v => {
-                self.wrong(at, key, "a string with a unit, like \"10Mbit\" or \"5ms\"", v);
+                self.wrong(
+                    at,
+                    key,
+                    "a string with a unit, like \"10Mbit\" or \"5ms\"",
+                    v,
+                );
                 None
             }
         }
@@ -283,7 +294,11 @@ impl Reader {
         let r = self.fraction(m, "r", &at);
         let bad_loss = self.fraction(m, "bad_loss", &at);
         let good_loss = self.fraction(m, "good_loss", &at);
-        for (key, present) in [("model", model.is_some()), ("p", p.is_some()), ("r", r.is_some())] {
+        for (key, present) in [
+            ("model", model.is_some()),
+            ("p", p.is_some()),
+            ("r", r.is_some()),
+        ] {
             if !present && !m.contains_key(key) {
                 self.push(
                     ErrorKind::Missing,
@@ -361,9 +376,8 @@ impl Reader {
         let class = self.string(map, "class", at);
         let shared = self.boolean(map, "shared", at);
         let params = self.params(map, at);
-        let mut direction = |key: &str| {
-            Self::get(map, key).and_then(|v| self.param_table(v, &at.key(key), key))
-        };
+        let mut direction =
+            |key: &str| Self::get(map, key).and_then(|v| self.param_table(v, &at.key(key), key));
         let a_to_b = direction("a_to_b");
         let b_to_a = direction("b_to_a");
         Some(LinkEntry {
@@ -452,7 +466,8 @@ impl Reader {
             if let Some(m) = self.table_of_tables(v, &at) {
                 for (name, class) in m {
                     let at = section(&root, "classes", Some(name), &format!("class \"{name}\""));
-                    if let Some(params) = self.param_table(class, &at, &format!("[classes.{name}]")) {
+                    if let Some(params) = self.param_table(class, &at, &format!("[classes.{name}]"))
+                    {
                         classes.insert(name.clone(), params);
                     }
                 }
@@ -465,14 +480,19 @@ impl Reader {
         let routers = self.list(map, "routers", node_list, |r, v, i| {
             r.node(v, &root.key("routers").index(i))
         });
-        let links = self.list(map, "link", "an array of tables ([[link]] in TOML)", |r, v, i| {
-            let at = At {
-                path: vec![Seg::Key("link".into()), Seg::Index(i)],
-                subject: Subject::Link(i),
-                prefix: String::new(),
-            };
-            r.link(v, &at)
-        });
+        let links = self.list(
+            map,
+            "link",
+            "an array of tables ([[link]] in TOML)",
+            |r, v, i| {
+                let at = At {
+                    path: vec![Seg::Key("link".into()), Seg::Index(i)],
+                    subject: Subject::Link(i),
+                    prefix: String::new(),
+                };
+                r.link(v, &at)
+            },
+        );
         Some(TopologyFile {
             topology,
             defaults,
@@ -491,7 +511,10 @@ impl Reader {
                 self.push(
                     ErrorKind::WrongType,
                     at,
-                    format!("[classes] must be a table of named parameter tables, not {}", describe(v)),
+                    format!(
+                        "[classes] must be a table of named parameter tables, not {}",
+                        describe(v)
+                    ),
                 );
                 None
             }

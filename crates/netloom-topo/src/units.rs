@@ -176,7 +176,10 @@ pub fn parse_rate(text: &str) -> Result<Rate, UnitError> {
         },
     };
     if negative && !number.is_zero() {
-        return Err(UnitError::text(text, "is negative; a rate must be positive"));
+        return Err(UnitError::text(
+            text,
+            "is negative; a rate must be positive",
+        ));
     }
     if number.is_zero() {
         return Err(UnitError::text(
@@ -289,8 +292,9 @@ fn check_fraction(x: f64, shown: impl Fn() -> String) -> Result<f64, UnitError> 
     if x.is_nan() || x < 0.0 {
         return Err(UnitError {
             input: shown(),
-            problem: "is not a probability; write a fraction in [0, 1] or a percentage like \"0.5%\""
-                .into(),
+            problem:
+                "is not a probability; write a fraction in [0, 1] or a percentage like \"0.5%\""
+                    .into(),
         });
     }
     if x > 1.0 {
@@ -301,9 +305,7 @@ fn check_fraction(x: f64, shown: impl Fn() -> String) -> Result<f64, UnitError> 
         };
         return Err(UnitError {
             input: shown(),
-            problem: format!(
-                "is more than 1; a plain number is a fraction in [0, 1]{hint}"
-            ),
+            problem: format!("is more than 1; a plain number is a fraction in [0, 1]{hint}"),
         });
     }
     Ok(x)
@@ -340,7 +342,10 @@ pub fn parse_size(text: &str) -> Result<u64, UnitError> {
         }
     };
     if negative || number.is_zero() {
-        return Err(UnitError::text(text, "is not positive; a size must be at least 1B"));
+        return Err(UnitError::text(
+            text,
+            "is not positive; a size must be at least 1B",
+        ));
     }
     match number.times(multiplier) {
         Ok(bytes) => Ok(bytes),
@@ -357,16 +362,21 @@ pub fn parse_queue(value: &QueueSpec) -> Result<QueueLimit, UnitError> {
     match value {
         QueueSpec::Packets(n) if *n <= 0 => Err(UnitError {
             input: n.to_string(),
-            problem: "is not a queue size; write a packet count of at least 1 or a size like \"64KB\""
-                .into(),
+            problem:
+                "is not a queue size; write a packet count of at least 1 or a size like \"64KB\""
+                    .into(),
         }),
-        QueueSpec::Packets(n) => u32::try_from(*n).map(QueueLimit::Packets).map_err(|_| UnitError {
-            input: n.to_string(),
-            problem: format!(
-                "packets is too many; at most {}, or write a size like \"64MB\"",
-                u32::MAX
-            ),
-        }),
+        QueueSpec::Packets(n) => {
+            u32::try_from(*n)
+                .map(QueueLimit::Packets)
+                .map_err(|_| UnitError {
+                    input: n.to_string(),
+                    problem: format!(
+                        "packets is too many; at most {}, or write a size like \"64MB\"",
+                        u32::MAX
+                    ),
+                })
+        }
         QueueSpec::Size(text) => parse_size(text).map(QueueLimit::Bytes),
     }
 }
@@ -382,7 +392,7 @@ pub fn format_rate(rate: Rate) -> String {
         (1_000, "kbit"),
     ]
     .into_iter()
-    .find(|(d, _)| bps >= *d && bps % d == 0);
+    .find(|(d, _)| bps >= *d && bps.is_multiple_of(*d));
     match unit {
         Some((d, name)) => format!("{}{name}", bps / d),
         None => format!("{bps}bit"),
@@ -398,7 +408,7 @@ pub fn format_duration(d: Duration) -> String {
     }
     let unit = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")]
         .into_iter()
-        .find(|(div, _)| ns % div == 0);
+        .find(|(div, _)| ns.is_multiple_of(*div));
     match unit {
         Some((div, name)) => format!("{}{name}", ns / div),
         None => format!("{ns}ns"),
@@ -428,7 +438,9 @@ mod tests {
     use super::*;
 
     fn rate(s: &str) -> u64 {
-        parse_rate(s).unwrap_or_else(|e| panic!("{s}: {e}")).as_bps()
+        parse_rate(s)
+            .unwrap_or_else(|e| panic!("{s}: {e}"))
+            .as_bps()
     }
 
     fn rate_err(s: &str) -> String {
@@ -495,7 +507,10 @@ mod tests {
         assert_eq!(d("0.1s"), 100_000_000);
         assert_eq!(d("0"), 0);
         assert_eq!(d("0ms"), 0);
-        assert_eq!(d("1.000000000000000000000000000000000000000s"), 1_000_000_000);
+        assert_eq!(
+            d("1.000000000000000000000000000000000000000s"),
+            1_000_000_000
+        );
     }
 
     #[test]
@@ -518,13 +533,18 @@ mod tests {
         assert_eq!(f(Fraction::Number(0.25)), 0.25);
         assert_eq!(f(Fraction::Number(1.0)), 1.0);
         assert_eq!(f(Fraction::Text("0.1".into())), 0.1);
-        let e = parse_fraction(&Fraction::Number(50.0)).unwrap_err().to_string();
+        let e = parse_fraction(&Fraction::Number(50.0))
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "50 is more than 1; a plain number is a fraction in [0, 1]; did you mean \"50%\"?"
         );
         for bad in ["150%", "-1%", "x%", "%", "abc", "NaN%", "inf"] {
-            assert!(parse_fraction(&Fraction::Text(bad.into())).is_err(), "{bad}");
+            assert!(
+                parse_fraction(&Fraction::Text(bad.into())).is_err(),
+                "{bad}"
+            );
         }
         assert!(parse_fraction(&Fraction::Number(-0.1)).is_err());
         assert!(parse_fraction(&Fraction::Number(f64::NAN)).is_err());
@@ -537,20 +557,43 @@ mod tests {
         assert_eq!(q(QueueSpec::Size("64KB".into())), QueueLimit::Bytes(64_000));
         assert_eq!(q(QueueSpec::Size("64kB".into())), QueueLimit::Bytes(64_000));
         assert_eq!(q(QueueSpec::Size("1500B".into())), QueueLimit::Bytes(1500));
-        assert_eq!(q(QueueSpec::Size("1MB".into())), QueueLimit::Bytes(1_000_000));
-        assert_eq!(q(QueueSpec::Size("64KiB".into())), QueueLimit::Bytes(65_536));
-        for bad in [QueueSpec::Packets(0), QueueSpec::Packets(-3), QueueSpec::Packets(1 << 40)] {
+        assert_eq!(
+            q(QueueSpec::Size("1MB".into())),
+            QueueLimit::Bytes(1_000_000)
+        );
+        assert_eq!(
+            q(QueueSpec::Size("64KiB".into())),
+            QueueLimit::Bytes(65_536)
+        );
+        for bad in [
+            QueueSpec::Packets(0),
+            QueueSpec::Packets(-3),
+            QueueSpec::Packets(1 << 40),
+        ] {
             assert!(parse_queue(&bad).is_err(), "{bad:?}");
         }
-        let e = parse_queue(&QueueSpec::Size("100".into())).unwrap_err().to_string();
-        assert_eq!(e, "\"100\" has no unit; write 100 (packets, without quotes) or \"100B\"");
+        let e = parse_queue(&QueueSpec::Size("100".into()))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "\"100\" has no unit; write 100 (packets, without quotes) or \"100B\""
+        );
         assert!(parse_queue(&QueueSpec::Size("64kb".into())).is_err());
         assert!(parse_queue(&QueueSpec::Size("0KB".into())).is_err());
     }
 
     #[test]
     fn formats_read_back_exactly() {
-        for bps in [1, 999, 1000, 1_500_000, 10_000_000, 1_000_000_000, 123_456_789] {
+        for bps in [
+            1,
+            999,
+            1000,
+            1_500_000,
+            10_000_000,
+            1_000_000_000,
+            123_456_789,
+        ] {
             let r = Rate::bps(bps);
             assert_eq!(parse_rate(&format_rate(r)), Ok(r), "{bps}");
         }

@@ -1,0 +1,352 @@
+//! Every bad-file case gives one clear error: file, line (TOML), link or node, what is valid.
+
+use netloom_topo::{load_str, ErrorKind, Format, TopoError};
+
+/// Loads TOML that must fail; returns the error.
+fn fail(toml: &str) -> TopoError {
+    match load_str(toml, Format::Toml, "topo.toml") {
+        Ok(_) => panic!("loaded, but should have failed:\n{toml}"),
+        Err(e) => e,
+    }
+}
+
+/// The full message of a TOML text that must fail with exactly one problem.
+fn one(toml: &str) -> String {
+    let e = fail(toml);
+    assert_eq!(e.diagnostics().len(), 1, "expected one error, got:\n{e}");
+    e.to_string()
+}
+
+const NODES: &str = r#"hosts = ["h1", "h2"]
+routers = ["r1", "r2"]
+"#;
+
+/// Three links h1-r1, r1-r2, r2-h2; `middle` is spliced into the r1-r2 link.
+fn with_middle(middle: &str) -> String {
+    format!(
+        r#"{NODES}
+[defaults]
+bw = "1Gbit"
+delay = "1ms"
+
+[[link]]
+a = "h1"
+b = "r1"
+
+[[link]]
+a = "r1"
+b = "r2"
+{middle}
+
+[[link]]
+a = "r2"
+b = "h2"
+"#
+    )
+}
+
+#[test]
+fn the_base_file_loads() {
+    let topo = load_str(&with_middle(""), Format::Toml, "topo.toml").unwrap();
+    assert_eq!(topo.links.len(), 3);
+}
+
+#[test]
+fn ambiguous_bandwidth_names_line_link_and_both_readings() {
+    assert_eq!(
+        one(&with_middle(r#"bw = "10 mbps""#)),
+        "topo.toml:15: link r1-r2: bw \"10 mbps\" is ambiguous: tc reads it as 10 megabytes/s, \
+         most people as 10 megabits/s; write \"10Mbit\" or \"10MB/s\""
+    );
+}
+
+#[test]
+fn unknown_key_in_a_link_is_an_error_with_a_suggestion() {
+    let e = fail(&with_middle(r#"bandwith = "10Mbit""#));
+    assert_eq!(e.kind(), ErrorKind::UnknownKey);
+    assert_eq!(e.first().line, Some(15));
+    let m = e.to_string();
+    assert!(m.starts_with("topo.toml:15: link r1-r2: unknown key \"bandwith\" in [[link]] (did you mean \"bw\"?); valid keys: a, b, class"), "{m}");
+    let m = one(&with_middle(r#"a_to_b = { dealy = "5ms" }"#));
+    assert!(
+        m.contains("link r1-r2: unknown key \"a_to_b.dealy\" (did you mean \"delay\"?)"),
+        "{m}"
+    );
+    let m = one(&with_middle("colour = 3"));
+    assert!(!m.contains("did you mean"), "{m}");
+}
+
+#[test]
+fn unknown_keys_elsewhere() {
+    let m = one(&format!("{NODES}nodes = []\n"));
+    assert!(
+        m.starts_with("topo.toml:3: unknown key \"nodes\" in the file"),
+        "{m}"
+    );
+    let m = one(&with_middle("").replace("[defaults]\n", "[defaults]\nlatency = \"1ms\"\n"));
+    assert!(m.starts_with("topo.toml:5: [defaults]: unknown key \"latency\" in [defaults] (did you mean \"delay\"?)"), "{m}");
+    let m = one(&with_middle(
+        r#"loss = { model = "gilbert-elliott", p = "1%", r = "10%", q = 1 }"#,
+    ));
+    assert!(m.contains("unknown key \"loss.q\""), "{m}");
+    let m = one(&format!(
+        "{}\n[topology]\nrouting = \"hops\"\nseed = 1\n",
+        with_middle("")
+    ));
+    assert!(m.contains("[topology]: unknown key \"seed\""), "{m}");
+}
+
+#[test]
+fn dangling_link_end() {
+    let text = with_middle("").replace("b = \"h2\"", "b = \"h3\"");
+    let e = fail(&text);
+    assert_eq!(e.kind(), ErrorKind::UnknownName);
+    assert_eq!(
+        e.to_string(),
+        "topo.toml:19: link r2-h3: b = \"h3\" is not a node (did you mean \"h1\"?); declare it in hosts or routers"
+    );
+}
+
+#[test]
+fn duplicate_names_across_hosts_and_routers() {
+    let text = with_middle("").replace(
+        r#"routers = ["r1", "r2"]"#,
+        r#"routers = ["r1", "r2", "h1"]"#,
+    );
+    let e = fail(&text);
+    assert_eq!(e.kind(), ErrorKind::Duplicate);
+    assert_eq!(
+        e.to_string(),
+        "topo.toml:2: router h1: the name is already used by a host; hosts and routers share one namespace, so every name must be unique"
+    );
+}
+
+#[test]
+fn self_loop() {
+    let e = fail(&with_middle("").replace("a = \"r1\"\nb = \"r2\"", "a = \"r1\"\nb = \"r1\""));
+    assert_eq!(e.kind(), ErrorKind::SelfLoop);
+    assert!(e
+        .to_string()
+        .contains("link r1-r1: a and b are both \"r1\"; a link joins two different nodes"));
+}
+
+#[test]
+fn zero_negative_and_unitless_rates() {
+    let m = one(&with_middle(r#"bw = "0Mbit""#));
+    assert!(
+        m.starts_with("topo.toml:15: link r1-r2: bw \"0Mbit\" is zero; a rate must be positive"),
+        "{m}"
+    );
+    let m = one(&with_middle(r#"bw = "-10Mbit""#));
+    assert!(m.contains("bw \"-10Mbit\" is negative"), "{m}");
+    let m = one(&with_middle("bw = 100"));
+    assert!(
+        m.contains("bw \"100\" has no unit; write \"100Mbit\" or \"100bit\""),
+        "{m}"
+    );
+    let m = one(&with_middle(r#"delay = "5""#));
+    assert!(
+        m.contains("delay \"5\" has no unit; write \"5ms\" or \"5s\""),
+        "{m}"
+    );
+}
+
+#[test]
+fn unknown_class_lists_the_defined_ones() {
+    let text = format!(
+        "{}\n[classes.core]\nbw = \"10Gbit\"\n",
+        with_middle(r#"class = "cor""#)
+    );
+    let m = one(&text);
+    assert_eq!(
+        m,
+        "topo.toml:15: link r1-r2: class \"cor\" is not defined (did you mean \"core\"?); defined classes: core"
+    );
+}
+
+#[test]
+fn bad_aqm_and_red() {
+    let m = one(&with_middle(r#"aqm = "codel""#));
+    assert!(
+        m.contains("aqm \"codel\" is not known; write \"droptail\" or \"red\""),
+        "{m}"
+    );
+    let m = one(&with_middle(
+        "aqm = \"red\"\nred = { min_th = 30, max_th = 20 }",
+    ));
+    assert!(
+        m.starts_with("topo.toml:12: link r1-r2: red.min_th (30) must be below red.max_th (20)"),
+        "{m}"
+    );
+    let m = one(&with_middle("aqm = \"red\"\nred = { weight = 2 }"));
+    assert!(
+        m.contains("red.weight is 2; it must be a number in (0, 1]"),
+        "{m}"
+    );
+    let m = one(&with_middle("aqm = \"red\"\nred = { max_p = 0 }"));
+    assert!(
+        m.contains("red.max_p is 0; it must be a number in (0, 1]"),
+        "{m}"
+    );
+}
+
+#[test]
+fn host_without_a_link() {
+    let text = with_middle("").replace(r#"hosts = ["h1", "h2"]"#, r#"hosts = ["h1", "h2", "h3"]"#);
+    let e = fail(&text);
+    assert_eq!(e.kind(), ErrorKind::Unconnected);
+    assert_eq!(
+        e.to_string(),
+        "topo.toml:1: host h3: has no link; connect it with a [[link]] (a = \"h3\", b = \"r1\")"
+    );
+}
+
+#[test]
+fn hosts_that_cannot_reach_each_other() {
+    let m = one(&with_middle("up = false"));
+    assert_eq!(
+        m,
+        "topo.toml:1: host h2: cannot reach host h1 over links that are up (1 link(s) start with up = false and do not count); every pair of hosts must be connected"
+    );
+    let text = r#"hosts = ["h1", "h2"]
+routers = ["r1", "r2"]
+[defaults]
+bw = "1Gbit"
+delay = "1ms"
+[[link]]
+a = "h1"
+b = "r1"
+[[link]]
+a = "h2"
+b = "r2"
+"#;
+    assert!(one(text).contains("host h2: cannot reach host h1 over links that are up;"));
+}
+
+#[test]
+fn missing_bandwidth_says_where_to_set_it() {
+    let text = with_middle(r#"class = "wan""#).replace("bw = \"1Gbit\"\n", "")
+        + "\n[classes.wan]\ndelay = \"20ms\"\n";
+    let e = fail(&text);
+    assert_eq!(e.kind(), ErrorKind::Missing);
+    // All three links lack a bandwidth; the first is reported at its [[link]] header.
+    assert_eq!(e.diagnostics().len(), 3);
+    assert_eq!(
+        e.diagnostics()[1].to_string(),
+        "topo.toml:11: link r1-r2: no bandwidth; set bw (like bw = \"100Mbit\") on the link, in its class \"wan\" or in [defaults]"
+    );
+}
+
+#[test]
+fn loss_above_one_suggests_a_percentage() {
+    let m = one(&with_middle("loss = 50"));
+    assert_eq!(
+        m,
+        "topo.toml:15: link r1-r2: loss 50 is more than 1; a plain number is a fraction in [0, 1]; did you mean \"50%\"?"
+    );
+}
+
+#[test]
+fn wrong_types_say_what_is_expected() {
+    let m = one(&with_middle(r#"reorder = "yes""#));
+    assert!(
+        m.contains("link r1-r2: reorder must be true or false, not the string \"yes\""),
+        "{m}"
+    );
+    let m = one(&with_middle("queue = 1.5"));
+    assert!(
+        m.contains("queue must be a whole number of packets like 100 or a size like \"64KB\""),
+        "{m}"
+    );
+    let m = one(&with_middle(r#"queue = "100""#));
+    assert!(
+        m.contains("queue \"100\" has no unit; write 100 (packets, without quotes) or \"100B\""),
+        "{m}"
+    );
+    let m = one("link = 3\n");
+    assert!(
+        m.contains("link must be an array of tables ([[link]] in TOML), not the number 3"),
+        "{m}"
+    );
+}
+
+#[test]
+fn shared_links_have_no_directions() {
+    let m = one(&with_middle("shared = true\na_to_b = { delay = \"2ms\" }"));
+    assert!(
+        m.contains("a shared link is one pipe for both directions, so it has no a_to_b"),
+        "{m}"
+    );
+}
+
+#[test]
+fn bad_routing_metric() {
+    let m = one(&format!(
+        "{}\n[topology]\nrouting = \"hop\"\n",
+        with_middle("")
+    ));
+    assert!(m.ends_with("[topology]: routing \"hop\" is not known (did you mean \"hops\"?); write \"delay\" or \"hops\""), "{m}");
+    assert!(m.starts_with("topo.toml:22:"), "{m}");
+}
+
+#[test]
+fn missing_link_end() {
+    let m = one(&with_middle("").replace("a = \"h1\"\n", ""));
+    assert!(
+        m.starts_with("topo.toml:8: link #1: missing key \"a\""),
+        "{m}"
+    );
+}
+
+#[test]
+fn parallel_links_are_numbered() {
+    let text = with_middle("") + "\n[[link]]\na = \"r2\"\nb = \"r1\"\ndelay = \"1\"\n";
+    let m = one(&text);
+    assert!(
+        m.starts_with("topo.toml:24: link #4 (r2-r1): delay \"1\" has no unit"),
+        "{m}"
+    );
+}
+
+#[test]
+fn syntax_errors_have_lines() {
+    let m = one("hosts = [\"h1\"]\nrouters = [\"r1\"\n[[link]]\n");
+    assert!(m.starts_with("topo.toml:3: invalid TOML:"), "{m}");
+    let e = load_str("{\n  \"hosts\": [\"h1\",]\n}", Format::Json, "topo.json").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Syntax);
+    assert!(
+        e.to_string().starts_with("topo.json:2: invalid JSON:"),
+        "{e}"
+    );
+}
+
+#[test]
+fn json_semantic_errors_name_the_link() {
+    let json = r#"{"hosts": ["h1", "h2"], "link": [{"a": "h1", "b": "h2", "bw": "10mbps", "delay": "1ms"}]}"#;
+    let e = load_str(json, Format::Json, "topo.json").unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("topo.json: link h1-h2: bw \"10mbps\" is ambiguous"),
+        "{e}"
+    );
+}
+
+#[test]
+fn several_errors_are_reported_together() {
+    let text = with_middle("bw = \"fast\"\ndelay = \"-1ms\"\nspeed = 1");
+    let e = fail(&text);
+    // Schema problems (unknown keys) come first; values are checked once the schema is clean.
+    assert_eq!(e.diagnostics().len(), 1, "{e}");
+    let e = fail(&with_middle(
+        "bw = \"fast\"\ndelay = \"-1ms\"\njitter = \"x\"",
+    ));
+    assert_eq!(e.diagnostics().len(), 3, "{e}");
+    let lines: Vec<_> = e.diagnostics().iter().map(|d| d.line).collect();
+    assert_eq!(lines, vec![Some(15), Some(16), Some(17)]);
+}
+
+#[test]
+fn no_hosts() {
+    let m = one("routers = [\"r1\"]\n");
+    assert!(m.starts_with("topo.toml: no hosts;"), "{m}");
+}
