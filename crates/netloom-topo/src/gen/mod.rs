@@ -290,9 +290,17 @@ mod tests {
             let file = generate(&GenKind::with_defaults(kind).unwrap()).unwrap();
             testutil::assert_well_formed(&file);
             let text = toml::to_string(&file).unwrap();
-            assert_eq!(toml::from_str::<TopologyFile>(&text).unwrap(), file, "{kind}");
+            assert_eq!(
+                toml::from_str::<TopologyFile>(&text).unwrap(),
+                file,
+                "{kind}"
+            );
             let json = serde_json::to_string(&file).unwrap();
-            assert_eq!(serde_json::from_str::<TopologyFile>(&json).unwrap(), file, "{kind}");
+            assert_eq!(
+                serde_json::from_str::<TopologyFile>(&json).unwrap(),
+                file,
+                "{kind}"
+            );
         }
         assert_eq!(GenKind::with_defaults("torus"), None);
     }
