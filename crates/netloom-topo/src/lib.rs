@@ -4,6 +4,8 @@
 
 pub mod doc;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gen;
 pub mod load;
 pub mod model;
