@@ -1,1 +1,42 @@
-fn main() {}
+//! `netloom`: the command line. Glue only: parses arguments, calls the library crates, prints,
+//! and maps errors to exit codes (1: the run failed; 2: bad input or usage).
+
+mod check;
+mod gen;
+mod sim;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "netloom", version, about = "A user-space network emulator", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate a topology file and print a summary.
+    Check(check::CheckArgs),
+    /// Generate a topology file (chain, star, ring, mesh, dumbbell, fishbone, tree-mesh, inet).
+    Gen(gen::GenArgs),
+    /// Run a topology with synthetic traffic in virtual time and report.
+    Sim(sim::SimArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(args) => check::run(args),
+        Command::Gen(args) => gen::run(args),
+        Command::Sim(args) => sim::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("netloom: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

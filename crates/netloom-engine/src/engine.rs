@@ -102,6 +102,9 @@ pub fn derive_seed(seed: u64, domain: u64, index: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Latencies above an hour are recorded as an hour (the histogram's fixed range; 3 digits).
+const MAX_LATENCY_NS: u64 = 3_600_000_000_000;
+
 const SEED_PIPES: u64 = 1;
 const SEED_FLOWS: u64 = 2;
 
@@ -196,7 +199,8 @@ impl Engine {
                 sent: 0,
                 lost: 0,
                 acks_lost: 0,
-                latency_ns: Histogram::new(3).expect("3 significant digits is a valid precision"),
+                latency_ns: Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3)
+                    .expect("bounds and 3 significant digits are valid"),
             },
         });
         self.sched.push(spec.start, Event::Wake { flow: id });
@@ -410,9 +414,9 @@ impl Engine {
         // A sender that wants the past after declining to transmit is polled again a nanosecond
         // later rather than in a loop at the same instant.
         let next = f.sender.poll_at().map(|t| t.max(Instant(now.0 + 1)));
-        if next.is_some() && next != f.wake {
+        if let Some(at) = next.filter(|_| next != f.wake) {
             f.wake = next;
-            self.sched.push(next.unwrap(), Event::Wake { flow });
+            self.sched.push(at, Event::Wake { flow });
         }
     }
 

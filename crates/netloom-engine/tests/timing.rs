@@ -115,6 +115,15 @@ fn cbr_below_bottleneck_has_no_drops_and_full_rate() {
     assert_eq!(f.lost, 0);
     assert_eq!(f.delivered + in_flight, f.sent);
     assert!(r.pipes.iter().all(|p| p.drops == 0));
+    // No packet ever waits: each takes 10 us + 1 ms + 10 us of serialization and 5.2 ms of
+    // propagation, 6.22 ms. Percentiles carry 3 significant digits (see docs/json.md).
+    let exact = 6_220_000f64;
+    for v in [f.latency_ns.p50, f.latency_ns.p99, f.latency_ns.max] {
+        assert!(
+            (v as f64 - exact).abs() <= exact * 1e-3,
+            "latency {v} ns, expected {exact}"
+        );
+    }
     // Goodput over 10 s misses only the packets still in flight at the end (a few ms' worth).
     assert!(
         f.throughput_bps <= 8_000_000 && f.throughput_bps >= 7_990_000,
@@ -274,7 +283,7 @@ fn link_down_reroutes_around_a_ring_and_up_restores() {
         Some(pipe(1_000_000_000, 0)),
     );
     let mut e = Engine::new(t, 1);
-    let mut one_way = |e: &mut Engine, at: u64| {
+    let one_way = |e: &mut Engine, at: u64| {
         e.inject(Instant(at), h0, h2, 100, at);
         while let Some(t) = e.poll_at() {
             e.advance(t);
