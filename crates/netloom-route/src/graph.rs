@@ -77,6 +77,11 @@ impl InGraph {
         }
     }
 
+    /// The largest arc weight (0 for an empty graph).
+    pub fn max_weight(&self) -> u64 {
+        self.arcs.iter().map(|a| a.weight).max().unwrap_or(0)
+    }
+
     pub fn arc_count(&self) -> usize {
         self.arcs.len()
     }

@@ -1,7 +1,7 @@
 //! Shortest-path routing: per-destination-host next-hop tables over the topology's pipes.
 //!
 //! `Routes::compute` runs one reverse Dijkstra per destination host over the usable pipes
-//! (compressed sparse rows, buffers reused, destinations split over the cores) and keeps, for
+//! (compressed sparse rows, a radix heap, buffers reused, destinations split over the cores) and keeps, for
 //! every (destination host, node), the pipe to take: `nodes × hosts` entries, never a path per
 //! pair. Routes minimize the sum of propagation delays (ties: fewer hops) or the hop count, as
 //! `Topology::routing` says; remaining ties go to the lowest pipe id, so tables are
@@ -10,6 +10,7 @@
 
 mod diameter;
 mod graph;
+mod heap;
 mod search;
 mod table;
 

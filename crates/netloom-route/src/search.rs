@@ -2,30 +2,25 @@
 //! next-hop column. Buffers are reused across destinations.
 
 use crate::graph::InGraph;
+use crate::heap::{Key, RadixHeap};
 use netloom_topo::{NodeId, PipeId};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// "No route" in a next-hop table.
 pub(crate) const NO_PIPE: PipeId = PipeId::MAX;
 
-/// Distance to the destination, compared as (metric sum, hops): with the delay metric the sum
-/// of delays decides and hop count breaks ties; with the hop metric the sum is always 0.
-type Key = (u64, u32);
-
-const UNREACHED: Key = (u64::MAX, u32::MAX);
-
-/// Reusable state of one search.
-pub(crate) struct Search {
-    dist: Vec<Key>,
-    heap: BinaryHeap<Reverse<(u64, u32, NodeId)>>,
+/// Reusable state of one search. Distances to the destination are packed keys (see `Key`):
+/// with the delay metric the sum of delays decides and hop count breaks ties; with the hop
+/// metric every pipe's delay counts as 0.
+pub(crate) struct Search<K: Key> {
+    dist: Vec<K>,
+    heap: RadixHeap<K>,
 }
 
-impl Search {
-    pub fn new(nodes: usize) -> Search {
+impl<K: Key> Search<K> {
+    pub fn new(nodes: usize) -> Search<K> {
         Search {
-            dist: vec![UNREACHED; nodes],
-            heap: BinaryHeap::new(),
+            dist: vec![K::MAX; nodes],
+            heap: RadixHeap::new(),
         }
     }
 
@@ -35,13 +30,14 @@ impl Search {
     /// neighbour that can tie has a key smaller by at least one hop, so it was popped (and
     /// relaxed n) earlier. The result thus depends only on the graph, not on heap order.
     pub fn fill(&mut self, graph: &InGraph, dst: NodeId, next: &mut [PipeId]) {
-        self.dist.fill(UNREACHED);
+        let nodes = self.dist.len();
+        self.dist.fill(K::MAX);
         next.fill(NO_PIPE);
         self.heap.clear();
-        self.dist[dst as usize] = (0, 0);
-        self.heap.push(Reverse((0, 0, dst)));
-        while let Some(Reverse((delay, hops, m))) = self.heap.pop() {
-            if (delay, hops) != self.dist[m as usize] {
+        self.dist[dst as usize] = K::ZERO;
+        self.heap.push(K::ZERO, dst);
+        while let Some((key, m)) = self.heap.pop() {
+            if key != self.dist[m as usize] {
                 continue; // stale entry: m was reached more cheaply since
             }
             // A host may be the first hop's sender but never forwards for others.
@@ -50,12 +46,12 @@ impl Search {
             }
             for arc in graph.arcs_into(m) {
                 let n = arc.from as usize;
-                let key = (delay.saturating_add(arc.weight), hops + 1);
-                if key < self.dist[n] {
-                    self.dist[n] = key;
+                let cand = key.plus(K::step(arc.weight, nodes));
+                if cand < self.dist[n] {
+                    self.dist[n] = cand;
                     next[n] = arc.pipe;
-                    self.heap.push(Reverse((key.0, key.1, arc.from)));
-                } else if key == self.dist[n] && arc.pipe < next[n] {
+                    self.heap.push(cand, arc.from);
+                } else if cand == self.dist[n] && arc.pipe < next[n] {
                     next[n] = arc.pipe;
                 }
             }

@@ -2,6 +2,7 @@
 //! reconstruction and recomputation on link state changes.
 
 use crate::graph::InGraph;
+use crate::heap::{fits_u64, Key};
 use crate::search::{Search, NO_PIPE};
 use netloom_topo::{LinkId, NodeId, PipeId, Topology};
 
@@ -113,16 +114,20 @@ impl Routes {
         } else {
             std::thread::available_parallelism().map_or(1, |n| n.get())
         };
-        self.fill_columns(&graph, &topo.hosts, threads);
+        if fits_u64(graph.max_weight(), self.nodes) {
+            self.fill_columns::<u64>(&graph, &topo.hosts, threads);
+        } else {
+            self.fill_columns::<u128>(&graph, &topo.hosts, threads);
+        }
     }
 
     /// Fills the columns of `hosts` using `threads` threads. Each column depends only on the
     /// graph, so the result is the same however the destinations are split.
-    fn fill_columns(&mut self, graph: &InGraph, hosts: &[NodeId], threads: usize) {
+    fn fill_columns<K: Key>(&mut self, graph: &InGraph, hosts: &[NodeId], threads: usize) {
         let nodes = self.nodes;
         let per_thread = hosts.len().div_ceil(threads.clamp(1, hosts.len()));
         let fill_range = |first: usize, columns: &mut [PipeId]| {
-            let mut search = Search::new(nodes);
+            let mut search = Search::<K>::new(nodes);
             for (i, column) in columns.chunks_mut(nodes).enumerate() {
                 search.fill(graph, hosts[first + i], column);
             }
@@ -174,8 +179,13 @@ mod tests {
         for threads in [2, 3, 7, 1000] {
             let mut split = one.clone();
             split.next.fill(NO_PIPE);
-            split.fill_columns(&graph, &topo.hosts, threads);
+            split.fill_columns::<u64>(&graph, &topo.hosts, threads);
             assert_eq!(split, one, "{threads} threads");
         }
+        // The wide packing, used when delays are too large for 64 bits, routes the same.
+        let mut wide = one.clone();
+        wide.next.fill(NO_PIPE);
+        wide.fill_columns::<u128>(&graph, &topo.hosts, 1);
+        assert_eq!(wide, one);
     }
 }
