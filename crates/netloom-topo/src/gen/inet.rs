@@ -3,7 +3,7 @@
 //! stubs, with ModelNet's four link classes. Deterministic from a seed.
 
 use super::{require, Builder, GenError, LinkClass};
-use crate::doc::{LinkParams, TopologyFile};
+use crate::doc::TopologyFile;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::BTreeSet;
@@ -14,8 +14,9 @@ use std::collections::BTreeSet;
 /// - transit routers `t1 .. tT`: the first min(m + 1, T) form a clique, each later one links to m
 ///   distinct earlier ones chosen with probability proportional to their degree
 ///   (Barabási–Albert), so there are C(min(m + 1, T), 2) + max(T − m − 1, 0)·m `transit-transit`
-///   links, each with its own delay drawn uniformly from whole milliseconds in
-///   [`transit_delay_min_ms`, `transit_delay_max_ms`];
+///   links; with `transit_delay_ms = Some((lo, hi))` each carries its own delay, drawn uniformly
+///   from whole milliseconds in [lo, hi] (standing in for iNet's geographic distances), which
+///   overrides the class's delay;
 /// - stub routers `s1 .. sS`: each links to one transit router (chosen by degree, like a new
 ///   transit router) and, with probability `multihomed`, to a second one: S to 2S `stub-transit`
 ///   links; with probability `stub_peering` a stub also links to another random stub
@@ -41,18 +42,18 @@ pub struct InetParams {
     pub multihomed: f64,
     /// Probability that a stub peers with another stub, in [0, 1]. Default 0.1.
     pub stub_peering: f64,
-    /// Smallest transit-transit delay, in milliseconds. Default 1.
-    pub transit_delay_min_ms: u64,
-    /// Largest transit-transit delay, in milliseconds (≥ the smallest). Default 10.
-    pub transit_delay_max_ms: u64,
+    /// Range of per-link transit-transit delays in milliseconds, `lo ≤ hi`; `None` gives every
+    /// transit-transit link the class's delay. Default `Some((1, 10))`.
+    pub transit_delay_ms: Option<(u64, u64)>,
     /// Host links. Default 10Mbit, 1ms.
     pub client_stub: LinkClass,
     /// Stub peering links. Default 100Mbit, 2ms.
     pub stub_stub: LinkClass,
     /// Stub uplinks. Default 100Mbit, 5ms.
     pub stub_transit: LinkClass,
-    /// Bandwidth of transit-transit links (their delay is per link). Default "1Gbit".
-    pub transit_bw: String,
+    /// Backbone links; the delay applies only when `transit_delay_ms` is `None`.
+    /// Default 1Gbit, 5ms.
+    pub transit_transit: LinkClass,
 }
 
 impl Default for InetParams {
@@ -65,12 +66,11 @@ impl Default for InetParams {
             transit_links: 2,
             multihomed: 0.25,
             stub_peering: 0.1,
-            transit_delay_min_ms: 1,
-            transit_delay_max_ms: 10,
+            transit_delay_ms: Some((1, 10)),
             client_stub: LinkClass::new("10Mbit", "1ms"),
             stub_stub: LinkClass::new("100Mbit", "2ms"),
             stub_transit: LinkClass::new("100Mbit", "5ms"),
-            transit_bw: "1Gbit".to_string(),
+            transit_transit: LinkClass::new("1Gbit", "5ms"),
         }
     }
 }
@@ -98,8 +98,8 @@ pub(super) fn generate(p: &InetParams) -> Result<TopologyFile, GenError> {
     )?;
     require(
         KIND,
-        p.transit_delay_min_ms <= p.transit_delay_max_ms,
-        "transit_delay_min_ms must not exceed transit_delay_max_ms",
+        !matches!(p.transit_delay_ms, Some((lo, hi)) if lo > hi),
+        "transit_delay_ms needs its low end not above its high end",
     )?;
     let transit_count = p.routers - p.stubs;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(p.seed);
@@ -108,24 +108,18 @@ pub(super) fn generate(p: &InetParams) -> Result<TopologyFile, GenError> {
         ("client-stub", &p.client_stub),
         ("stub-stub", &p.stub_stub),
         ("stub-transit", &p.stub_transit),
+        ("transit-transit", &p.transit_transit),
     ];
     let mut b = Builder::new(name, &classes);
-    b.file.classes.insert(
-        "transit-transit".to_string(),
-        LinkParams {
-            bw: Some(p.transit_bw.clone()),
-            ..LinkParams::default()
-        },
-    );
     let transit = b.routers("t", transit_count);
     let stubs = b.routers("s", p.stubs);
 
     let mut attach = Attachment::default();
     let link_transit = |b: &mut Builder, rng: &mut Xoshiro256PlusPlus, x: usize, y: usize| {
-        let ms = rng.gen_range(p.transit_delay_min_ms..=p.transit_delay_max_ms);
-        b.link(&transit[x], &transit[y], "transit-transit")
-            .params
-            .delay = Some(format!("{ms}ms"));
+        let link = b.link(&transit[x], &transit[y], "transit-transit");
+        if let Some((lo, hi)) = p.transit_delay_ms {
+            link.params.delay = Some(format!("{}ms", rng.gen_range(lo..=hi)));
+        }
     };
     let seed_size = (p.transit_links + 1).min(transit_count);
     for x in 0..seed_size {
@@ -259,6 +253,32 @@ mod tests {
         let other = generate(&InetParams { seed: 2, ..small }).unwrap();
         assert_ne!(a.links, other.links);
         assert_well_formed(&other);
+    }
+
+    #[test]
+    fn transit_delays_are_per_link_in_range_or_the_class_delay() {
+        let small = InetParams {
+            routers: 200,
+            stubs: 20,
+            hosts: 20,
+            ..InetParams::default()
+        };
+        let f = generate(&small).unwrap();
+        let delays: BTreeSet<&str> = f
+            .links
+            .iter()
+            .filter(|l| l.class.as_deref() == Some("transit-transit"))
+            .map(|l| l.params.delay.as_deref().unwrap())
+            .collect();
+        let all: BTreeSet<String> = (1..=10).map(|ms| format!("{ms}ms")).collect();
+        assert_eq!(delays, all.iter().map(String::as_str).collect());
+        let f = generate(&InetParams {
+            transit_delay_ms: None,
+            ..small
+        })
+        .unwrap();
+        assert!(f.links.iter().all(|l| l.params.delay.is_none()));
+        assert_eq!(f.classes["transit-transit"].delay.as_deref(), Some("5ms"));
     }
 
     #[test]
