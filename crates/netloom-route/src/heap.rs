@@ -16,7 +16,7 @@ pub(crate) trait Key: Copy + Ord + std::fmt::Debug + Send + Sync {
     /// `nodes` nodes.
     fn step(delay: u64, nodes: usize) -> Self;
 
-    /// Saturating sum (only `MAX` saturates, and nothing is relaxed from it).
+    /// The sum; the packing is chosen (`fits_u64`, or 128 bits) so that it cannot overflow.
     fn plus(self, step: Self) -> Self;
 
     /// 0 if equal to `last`, else 1 + the index of the highest bit where they differ.
@@ -36,7 +36,7 @@ impl Key for u64 {
 
     #[inline]
     fn plus(self, step: u64) -> u64 {
-        self.saturating_add(step)
+        self + step
     }
 
     #[inline]
@@ -58,7 +58,7 @@ impl Key for u128 {
 
     #[inline]
     fn plus(self, step: u128) -> u128 {
-        self.saturating_add(step)
+        self + step
     }
 
     #[inline]

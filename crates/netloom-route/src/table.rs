@@ -52,8 +52,9 @@ impl Routes {
     }
 
     /// Marks `link` up or down and recomputes. The whole table is recomputed: a failure can
-    /// change routes towards any host, and a full pass is fast enough (see the crate docs) that
-    /// tracking which columns a link affects is not worth its complexity.
+    /// change routes towards any host, and a full pass is fast enough (about 50 ms for the
+    /// default inet, under 2 s for a 100,000-link one, in release on 2 cores) that tracking
+    /// which columns a link affects is not worth its complexity.
     pub fn set_link_up(&mut self, topo: &Topology, link: LinkId, up: bool) {
         self.link_up[link as usize] = up;
         self.fill(topo);
