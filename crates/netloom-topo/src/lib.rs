@@ -8,6 +8,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod gen;
 pub mod load;
+mod locate;
 pub mod model;
 mod schema;
 pub mod summary;

@@ -1,6 +1,6 @@
 //! Loading a topology: reads TOML or JSON, checks it against the schema, resolves each link's
 //! layered parameters into pipes, and validates the graph. Every problem becomes a `Diagnostic`
-//! naming the file, the line (TOML), the link or node, and what would be valid.
+//! naming the file, the line, the link or node, and what would be valid.
 //!
 //! Layering, per link and direction, later layers winning key by key: built-in defaults →
 //! `[defaults]` → `classes[class]` → the link's own keys → its `a_to_b` / `b_to_a` table.
@@ -9,6 +9,7 @@
 
 use crate::doc::{Fraction, LinkParams, LossSpec, NodeEntry, TopologyFile};
 use crate::error::{Diagnostic, ErrorKind, Issue, Seg, Subject, TopoError};
+use crate::locate::{line_at, Lines, Source};
 use crate::model::{NodeId, NodeKind, RoutingMetric, Topology};
 use crate::schema::{self, did_you_mean};
 use crate::units::{self, UnitError};
@@ -64,9 +65,10 @@ pub fn load_path(path: &Path) -> Result<Topology, TopoError> {
 /// the topology its name when `[topology] name` is not set).
 pub fn load_str(text: &str, format: Format, file_label: &str) -> Result<Topology, TopoError> {
     let file = parse_str(text, format, file_label)?;
-    let toml_text = (format == Format::Toml).then_some(text);
-    resolve_file(&file, file_label)
-        .map_err(|issues| report(issues, file_label, &Namer::from_file(&file), toml_text))
+    resolve_file(&file, file_label).map_err(|issues| {
+        let source = Source::new(text, format);
+        report(issues, file_label, &Namer::from_file(&file), Some(source))
+    })
 }
 
 /// Reads a topology file into its document form, checking keys and value types but not units
@@ -96,13 +98,15 @@ pub fn parse_str(text: &str, format: Format, file_label: &str) -> Result<Topolog
             syntax(Some(e.line()), format!("invalid JSON: {message}"))
         })?,
     };
-    let toml_text = (format == Format::Toml).then_some(text);
-    schema::read_file(&value)
-        .map_err(|issues| report(issues, file_label, &Namer::from_value(&value), toml_text))
+    schema::read_file(&value).map_err(|issues| {
+        let source = Source::new(text, format);
+        report(issues, file_label, &Namer::from_value(&value), Some(source))
+    })
 }
 
 /// Resolves a document built in memory (by a generator, say) into the model, with the same
-/// checks as loading a file. Errors carry no line numbers; `file_label` names the document.
+/// checks as loading a file. Errors carry no line numbers (there is no text); `file_label`
+/// names the document.
 pub fn resolve(file: &TopologyFile, file_label: &str) -> Result<Topology, TopoError> {
     resolve_file(file, file_label)
         .map_err(|issues| report(issues, file_label, &Namer::from_file(file), None))
@@ -112,97 +116,22 @@ fn one_line(message: &str) -> String {
     message.trim().replace('\n', "; ")
 }
 
-/// 1-based line of a byte offset.
-fn line_at(text: &str, offset: usize) -> usize {
-    let end = offset.min(text.len());
-    text.as_bytes()[..end]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
-}
-
 /// Turns located issues into diagnostics: subjects become link and node names, paths become
-/// lines when the TOML text is at hand.
-fn report(issues: Vec<Issue>, label: &str, namer: &Namer, toml_text: Option<&str>) -> TopoError {
-    // Spans are needed only once something is wrong, so the span-keeping parse happens only here.
-    let doc = toml_text.and_then(|t| toml_edit::ImDocument::parse(t).ok());
+/// lines where the text is at hand.
+fn report(issues: Vec<Issue>, label: &str, namer: &Namer, source: Option<Source>) -> TopoError {
+    // Positions are needed only once something is wrong, so they are looked up only here.
+    let lines = source.map(Lines::new);
     let diagnostics = issues
         .into_iter()
         .map(|issue| Diagnostic {
             kind: issue.kind,
             file: label.to_string(),
-            line: match (&doc, toml_text) {
-                (Some(doc), Some(text)) => line_of(doc, text, &issue.path),
-                _ => None,
-            },
+            line: lines.as_ref().and_then(|l| l.line_of(&issue.path)),
             subject: namer.name(&issue.subject),
             message: issue.message,
         })
         .collect();
     TopoError::new(diagnostics)
-}
-
-/// A position while walking a TOML document along a path.
-enum Place<'d> {
-    Table(&'d toml_edit::Table),
-    Inline(&'d toml_edit::InlineTable),
-    Tables(&'d toml_edit::ArrayOfTables),
-    Array(&'d toml_edit::Array),
-    Leaf,
-}
-
-impl<'d> Place<'d> {
-    fn of_item(item: &'d toml_edit::Item) -> Place<'d> {
-        match item {
-            toml_edit::Item::Table(t) => Place::Table(t),
-            toml_edit::Item::ArrayOfTables(a) => Place::Tables(a),
-            toml_edit::Item::Value(v) => Place::of_value(v),
-            toml_edit::Item::None => Place::Leaf,
-        }
-    }
-
-    fn of_value(value: &'d toml_edit::Value) -> Place<'d> {
-        match value {
-            toml_edit::Value::InlineTable(t) => Place::Inline(t),
-            toml_edit::Value::Array(a) => Place::Array(a),
-            _ => Place::Leaf,
-        }
-    }
-}
-
-/// The line of the deepest part of `path` found in the document: the key, or the `[[link]]`
-/// header of a link.
-fn line_of(doc: &toml_edit::ImDocument<&str>, text: &str, path: &[Seg]) -> Option<usize> {
-    let mut place = Place::Table(doc.as_table());
-    let mut span = None;
-    for seg in path {
-        let (next, here) = match (place, seg) {
-            (Place::Table(t), Seg::Key(k)) => (
-                t.get(k).map(Place::of_item),
-                t.key(k).and_then(|k| k.span()),
-            ),
-            (Place::Inline(t), Seg::Key(k)) => (
-                t.get(k).map(Place::of_value),
-                t.key(k).and_then(|k| k.span()),
-            ),
-            (Place::Tables(a), Seg::Index(i)) => (
-                a.get(*i).map(Place::Table),
-                a.get(*i).and_then(|t| t.span()),
-            ),
-            (Place::Array(a), Seg::Index(i)) => (
-                a.get(*i).map(Place::of_value),
-                a.get(*i).and_then(|v| v.span()),
-            ),
-            _ => (None, None),
-        };
-        span = here.or(span);
-        match next {
-            Some(p) => place = p,
-            None => break,
-        }
-    }
-    span.map(|s| line_at(text, s.start))
 }
 
 /// Names links as people identify them: `link r1-r2`, or `link #3 (r1-r2)` when parallel links

@@ -321,12 +321,30 @@ fn syntax_errors_have_lines() {
 }
 
 #[test]
-fn json_semantic_errors_name_the_link() {
-    let json = r#"{"hosts": ["h1", "h2"], "link": [{"a": "h1", "b": "h2", "bw": "10mbps", "delay": "1ms"}]}"#;
+fn json_errors_have_lines_too() {
+    let json = r#"{
+  "hosts": ["h1", "h2"],
+  "link": [
+    {"a": "h1", "b": "h2",
+     "bw": "10mbps", "delay": "1ms"}
+  ]
+}"#;
     let e = load_str(json, Format::Json, "topo.json").unwrap_err();
     assert!(
         e.to_string()
-            .starts_with("topo.json: link h1-h2: bw \"10mbps\" is ambiguous"),
+            .starts_with("topo.json:5: link h1-h2: bw \"10mbps\" is ambiguous"),
+        "{e}"
+    );
+    let e = load_str(
+        &json.replace("\"bw\"", "\"bandwidth\""),
+        Format::Json,
+        "topo.json",
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().starts_with(
+            "topo.json:5: link h1-h2: unknown key \"bandwidth\" in [[link]] (did you mean \"bw\"?)"
+        ),
         "{e}"
     );
 }
