@@ -7,6 +7,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gen;
+mod layer;
 pub mod load;
 mod locate;
 pub mod model;

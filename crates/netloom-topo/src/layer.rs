@@ -1,0 +1,305 @@
+//! Link parameters in layers: each layer (`[defaults]`, a class, a link, one direction) is parsed
+//! where it is written, layers are merged in order, and the result becomes a `PipeConfig` with
+//! the built-in defaults filled in. Which layers apply to which link is `load`'s business.
+
+use crate::doc::{Fraction, LinkParams, LossSpec};
+use crate::error::{ErrorKind, Issue, Seg, Subject};
+use crate::schema::did_you_mean;
+use crate::units::{self, UnitError};
+use netloom_link::{Aqm, LossModel, PipeConfig, QueueLimit, RedParams, DEFAULT_PACKET_BYTES};
+use netloom_time::{Duration, Rate};
+
+/// RED's minimum threshold when none is given, in packets (times 1500 bytes for a byte queue).
+pub const RED_DEFAULT_MIN_TH_PACKETS: f64 = 5.0;
+/// RED's maximum threshold when none is given, as a multiple of the minimum.
+pub const RED_DEFAULT_MAX_TH_FACTOR: f64 = 3.0;
+pub const RED_DEFAULT_MAX_P: f64 = 0.1;
+pub const RED_DEFAULT_WEIGHT: f64 = 0.002;
+
+pub(crate) fn key_path(base: &[Seg], keys: &[&str]) -> Vec<Seg> {
+    let mut p = base.to_vec();
+    p.extend(keys.iter().map(|k| Seg::Key(k.to_string())));
+    p
+}
+
+/// Active queue management as chosen by a layer, before RED's defaults are filled in.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum AqmChoice {
+    DropTail,
+    Red,
+}
+
+/// RED keys as far as the layers set them.
+#[derive(Clone, Copy, Debug, Default)]
+struct RedLayer {
+    min_th: Option<f64>,
+    max_th: Option<f64>,
+    max_p: Option<f64>,
+    weight: Option<f64>,
+}
+
+/// One layer of link parameters, parsed. Merging parsed layers (instead of text) means each
+/// value is parsed once, where it is written, and its error points there.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Layer {
+    rate: Option<Rate>,
+    delay: Option<Duration>,
+    jitter: Option<Duration>,
+    reorder: Option<bool>,
+    loss: Option<LossModel>,
+    queue: Option<QueueLimit>,
+    aqm: Option<AqmChoice>,
+    red: RedLayer,
+    duplicate: Option<f64>,
+    ooo_rate: Option<f64>,
+    ooo_delay: Option<Duration>,
+    up: Option<bool>,
+}
+
+impl Layer {
+    /// `self` with every key that `top` sets replaced (RED key by key).
+    pub(crate) fn under(&self, top: &Layer) -> Layer {
+        Layer {
+            rate: top.rate.or(self.rate),
+            delay: top.delay.or(self.delay),
+            jitter: top.jitter.or(self.jitter),
+            reorder: top.reorder.or(self.reorder),
+            loss: top.loss.or(self.loss),
+            queue: top.queue.or(self.queue),
+            aqm: top.aqm.or(self.aqm),
+            red: RedLayer {
+                min_th: top.red.min_th.or(self.red.min_th),
+                max_th: top.red.max_th.or(self.red.max_th),
+                max_p: top.red.max_p.or(self.red.max_p),
+                weight: top.red.weight.or(self.red.weight),
+            },
+            duplicate: top.duplicate.or(self.duplicate),
+            ooo_rate: top.ooo_rate.or(self.ooo_rate),
+            ooo_delay: top.ooo_delay.or(self.ooo_delay),
+            up: top.up.or(self.up),
+        }
+    }
+}
+
+/// Parses layers, recording problems at the path of the offending key.
+struct LayerParser<'i> {
+    issues: &'i mut Vec<Issue>,
+    path: Vec<Seg>,
+    subject: Subject,
+    /// Shown before key names: "" or "a_to_b.".
+    prefix: String,
+}
+
+impl LayerParser<'_> {
+    fn bad(&mut self, keys: &[&str], message: String) {
+        self.issues.push(Issue {
+            kind: ErrorKind::BadValue,
+            path: key_path(&self.path, keys),
+            subject: self.subject.clone(),
+            message,
+        });
+    }
+
+    /// The parsed value, or `None` after recording "`key` <what is wrong>".
+    fn value<T>(&mut self, keys: &[&str], parsed: Option<Result<T, UnitError>>) -> Option<T> {
+        match parsed? {
+            Ok(v) => Some(v),
+            Err(e) => {
+                let name = format!("{}{}", self.prefix, keys.join("."));
+                self.bad(keys, format!("{name} {e}"));
+                None
+            }
+        }
+    }
+
+    /// A probability: "0.5%" or a fraction in [0, 1].
+    fn fraction(&mut self, keys: &[&str], f: Option<&Fraction>) -> Option<f64> {
+        self.value(keys, f.map(units::parse_fraction))
+    }
+
+    /// A number in (0, 1] or (0, ∞), for RED's weight and thresholds.
+    fn positive(&mut self, keys: &[&str], v: Option<f64>, at_most_one: bool) -> Option<f64> {
+        let v = v?;
+        let range = if at_most_one { "in (0, 1]" } else { "above 0" };
+        if v.is_finite() && v > 0.0 && (!at_most_one || v <= 1.0) {
+            Some(v)
+        } else {
+            let name = format!("{}{}", self.prefix, keys.join("."));
+            self.bad(keys, format!("{name} is {v}; it must be a number {range}"));
+            None
+        }
+    }
+
+    fn parse(&mut self, p: &LinkParams) -> Layer {
+        let loss = match &p.loss {
+            None => None,
+            Some(LossSpec::Simple(f)) => self.fraction(&["loss"], Some(f)).map(|p| {
+                if p == 0.0 {
+                    LossModel::None
+                } else {
+                    LossModel::Bernoulli { p }
+                }
+            }),
+            Some(LossSpec::GilbertElliott(ge)) => {
+                let model_ok = ge.model == "gilbert-elliott";
+                if !model_ok {
+                    let hint = did_you_mean(&ge.model, &["gilbert-elliott"]);
+                    self.bad(
+                        &["loss", "model"],
+                        format!(
+                            "{}loss.model \"{}\" is not known{hint}; the loss table's model is \"gilbert-elliott\"",
+                            self.prefix, ge.model
+                        ),
+                    );
+                }
+                let p = self.fraction(&["loss", "p"], Some(&ge.p));
+                let r = self.fraction(&["loss", "r"], Some(&ge.r));
+                let bad_loss = self.fraction(&["loss", "bad_loss"], ge.bad_loss.as_ref());
+                let good_loss = self.fraction(&["loss", "good_loss"], ge.good_loss.as_ref());
+                match (model_ok, p, r) {
+                    (true, Some(p), Some(r)) => Some(LossModel::GilbertElliott {
+                        p,
+                        r,
+                        good_loss: good_loss.unwrap_or(0.0),
+                        bad_loss: bad_loss.unwrap_or(1.0),
+                    }),
+                    _ => None,
+                }
+            }
+        };
+        let aqm = match p.aqm.as_deref() {
+            None => None,
+            Some("droptail") => Some(AqmChoice::DropTail),
+            Some("red") => Some(AqmChoice::Red),
+            Some(other) => {
+                let hint = did_you_mean(other, &["droptail", "red"]);
+                self.bad(
+                    &["aqm"],
+                    format!(
+                        "{}aqm \"{other}\" is not known{hint}; write \"droptail\" or \"red\"",
+                        self.prefix
+                    ),
+                );
+                None
+            }
+        };
+        let red = p.red.as_ref().map(|r| RedLayer {
+            min_th: self.positive(&["red", "min_th"], r.min_th, false),
+            max_th: self.positive(&["red", "max_th"], r.max_th, false),
+            max_p: self
+                .fraction(&["red", "max_p"], r.max_p.as_ref())
+                .and_then(|v| self.positive(&["red", "max_p"], Some(v), true)),
+            weight: self.positive(&["red", "weight"], r.weight, true),
+        });
+        Layer {
+            rate: self.value(&["bw"], p.bw.as_deref().map(units::parse_rate)),
+            delay: self.value(&["delay"], p.delay.as_deref().map(units::parse_duration)),
+            jitter: self.value(&["jitter"], p.jitter.as_deref().map(units::parse_duration)),
+            reorder: p.reorder,
+            loss,
+            queue: self.value(&["queue"], p.queue.as_ref().map(units::parse_queue)),
+            aqm,
+            red: red.unwrap_or_default(),
+            duplicate: self.fraction(&["duplicate"], p.duplicate.as_ref()),
+            ooo_rate: self.fraction(&["ooo_rate"], p.ooo_rate.as_ref()),
+            ooo_delay: self.value(
+                &["ooo_delay"],
+                p.ooo_delay.as_deref().map(units::parse_duration),
+            ),
+            up: p.up,
+        }
+    }
+}
+
+/// A fully layered direction → its pipe; problems as (kind, message).
+pub(crate) fn finish(
+    layer: &Layer,
+    class: Option<&str>,
+) -> Result<PipeConfig, Vec<(ErrorKind, String)>> {
+    let place = match class {
+        Some(c) => format!("on the link, in its class \"{c}\" or in [defaults]"),
+        None => "on the link or in [defaults]".to_string(),
+    };
+    let mut problems = Vec::new();
+    if layer.rate.is_none() {
+        problems.push((
+            ErrorKind::Missing,
+            format!("no bandwidth; set bw (like bw = \"100Mbit\") {place}"),
+        ));
+    }
+    if layer.delay.is_none() {
+        problems.push((
+            ErrorKind::Missing,
+            format!("no delay; set delay (like delay = \"5ms\") {place}"),
+        ));
+    }
+    let (Some(rate), Some(delay)) = (layer.rate, layer.delay) else {
+        return Err(problems);
+    };
+    let queue = layer
+        .queue
+        .unwrap_or_else(|| QueueLimit::default_for(rate, delay));
+    let aqm = match layer.aqm.unwrap_or(AqmChoice::DropTail) {
+        AqmChoice::DropTail => Aqm::DropTail,
+        AqmChoice::Red => {
+            let unit = match queue {
+                QueueLimit::Packets(_) => 1.0,
+                QueueLimit::Bytes(_) => DEFAULT_PACKET_BYTES as f64,
+            };
+            let min_th = layer
+                .red
+                .min_th
+                .unwrap_or(RED_DEFAULT_MIN_TH_PACKETS * unit);
+            let max_th = layer
+                .red
+                .max_th
+                .unwrap_or(RED_DEFAULT_MAX_TH_FACTOR * min_th);
+            if min_th >= max_th {
+                return Err(vec![(
+                    ErrorKind::BadValue,
+                    format!(
+                        "red.min_th ({min_th}) must be below red.max_th ({max_th}); \
+                         thresholds are in the queue's unit ({})",
+                        if unit == 1.0 { "packets" } else { "bytes" }
+                    ),
+                )]);
+            }
+            Aqm::Red(RedParams {
+                min_th,
+                max_th,
+                max_p: layer.red.max_p.unwrap_or(RED_DEFAULT_MAX_P),
+                weight: layer.red.weight.unwrap_or(RED_DEFAULT_WEIGHT),
+            })
+        }
+    };
+    Ok(PipeConfig {
+        rate,
+        delay,
+        jitter: layer.jitter.unwrap_or(Duration::ZERO),
+        reorder: layer.reorder.unwrap_or(false),
+        queue,
+        aqm,
+        loss: layer.loss.unwrap_or(LossModel::None),
+        duplicate: layer.duplicate.unwrap_or(0.0),
+        ooo_rate: layer.ooo_rate.unwrap_or(0.0),
+        ooo_delay: layer.ooo_delay.unwrap_or(Duration::ZERO),
+        up: layer.up.unwrap_or(true),
+    })
+}
+
+/// Parses one layer, recording its problems at `path` under `subject`.
+pub(crate) fn parse_layer(
+    issues: &mut Vec<Issue>,
+    p: &LinkParams,
+    path: Vec<Seg>,
+    subject: Subject,
+    prefix: &str,
+) -> Layer {
+    LayerParser {
+        issues,
+        path,
+        subject,
+        prefix: prefix.to_string(),
+    }
+    .parse(p)
+}
