@@ -16,6 +16,7 @@ pub const RED_DEFAULT_MAX_TH_FACTOR: f64 = 3.0;
 pub const RED_DEFAULT_MAX_P: f64 = 0.1;
 pub const RED_DEFAULT_WEIGHT: f64 = 0.002;
 
+/// The path of `keys` (nested) under `base`.
 pub(crate) fn key_path(base: &[Seg], keys: &[&str]) -> Vec<Seg> {
     let mut p = base.to_vec();
     p.extend(keys.iter().map(|k| Seg::Key(k.to_string())));

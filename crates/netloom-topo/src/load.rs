@@ -263,6 +263,7 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
         }
     }
 
+    let before_defaults = issues.len();
     let defaults = file
         .defaults
         .as_ref()
@@ -278,7 +279,7 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
         .unwrap_or_default();
     // A layer with a bad value would make every link under it look incomplete ("no bandwidth");
     // such follow-on errors are not reported.
-    let defaults_ok = issues.is_empty();
+    let defaults_ok = issues.len() == before_defaults;
     let mut bad_classes = Vec::new();
     let classes: BTreeMap<&str, Layer> = file
         .classes
@@ -397,10 +398,18 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
         let base = defaults.under(&class).under(&own);
         let ab = finish(&base.under(&ab_layer), link.class.as_deref());
         let ba = finish(&base.under(&ba_layer), link.class.as_deref());
-        let mut problems = ab.as_ref().err().cloned().unwrap_or_default();
-        for (kind, message) in ba.as_ref().err().into_iter().flatten() {
-            // The same gap in both directions is one mistake; report it once.
-            if !problems.iter().any(|(_, m)| m == message) {
+        let ab_problems = ab.as_ref().err().cloned().unwrap_or_default();
+        let ba_problems = ba.as_ref().err().cloned().unwrap_or_default();
+        // The same gap in both directions is one mistake, reported once; a gap in one direction
+        // only says which.
+        let mut problems = Vec::new();
+        for (kind, message) in &ab_problems {
+            let both = ba_problems.iter().any(|(_, m)| m == message);
+            let prefix = if both { "" } else { "a_to_b: " };
+            problems.push((*kind, format!("{prefix}{message}")));
+        }
+        for (kind, message) in &ba_problems {
+            if !ab_problems.iter().any(|(_, m)| m == message) {
                 problems.push((*kind, format!("b_to_a: {message}")));
             }
         }

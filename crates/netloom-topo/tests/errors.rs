@@ -368,3 +368,25 @@ fn no_hosts() {
     let m = one("routers = [\"r1\"]\n");
     assert!(m.starts_with("topo.toml: no hosts;"), "{m}");
 }
+
+#[test]
+fn a_gap_in_one_direction_names_the_direction() {
+    let text = with_middle("").replace("bw = \"1Gbit\"\n", "")
+        + "\n[[link]]\na = \"h1\"\nb = \"h2\"\na_to_b = { bw = \"1Mbit\" }\n";
+    let e = fail(&text);
+    let last = e.diagnostics().last().unwrap().to_string();
+    assert!(
+        last.starts_with("topo.toml:20: link h1-h2: b_to_a: no bandwidth;"),
+        "{e}"
+    );
+}
+
+#[test]
+fn node_errors_do_not_hide_link_errors() {
+    let text = with_middle("")
+        .replace("[\"h1\", \"h2\"]", "[\"h1\", \"h2\", \"h1\"]")
+        .replace("bw = \"1Gbit\"\n", "");
+    let e = fail(&text);
+    assert_eq!(e.kind(), ErrorKind::Duplicate);
+    assert!(e.to_string().contains("link r1-r2: no bandwidth"), "{e}");
+}
