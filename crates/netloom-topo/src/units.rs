@@ -353,7 +353,10 @@ pub fn parse_size(text: &str) -> Result<u64, UnitError> {
             text,
             "is not a whole number of bytes; use a smaller unit",
         )),
-        Err(Inexact::TooLarge) => Err(UnitError::text(text, "is too large")),
+        Err(Inexact::TooLarge) => Err(UnitError::text(
+            text,
+            format!("is too large; the largest size is {} bytes", u64::MAX),
+        )),
     }
 }
 
