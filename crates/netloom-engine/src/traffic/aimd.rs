@@ -285,3 +285,315 @@ impl AimdSender {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traffic::AckReceiver;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    const MS: u64 = 1_000_000;
+    const MSS: u32 = 1460;
+
+    /// A fake network: a single bottleneck (drop-tail buffer, fixed service time per packet)
+    /// followed by a fixed one-way delay, and an uncongested reverse path of the same delay.
+    struct Path {
+        /// Service time per packet at the bottleneck; zero for unlimited capacity.
+        service: Duration,
+        /// Packets the bottleneck holds, the one in service included (unused if unlimited).
+        buffer: usize,
+        one_way: Duration,
+        /// Departure times of the packets in the bottleneck.
+        queue: VecDeque<Instant>,
+        /// Decides, before the queue, whether a data packet is lost.
+        lose: Box<dyn FnMut(Instant, Segment) -> bool>,
+        dropped: u64,
+    }
+
+    impl Path {
+        fn new(service_ms: u64, buffer: usize, one_way_ms: u64) -> Path {
+            Path {
+                service: Duration::from_millis(service_ms),
+                buffer,
+                one_way: Duration::from_millis(one_way_ms),
+                queue: VecDeque::new(),
+                lose: Box::new(|_, _| false),
+                dropped: 0,
+            }
+        }
+
+        fn losing(mut self, lose: impl FnMut(Instant, Segment) -> bool + 'static) -> Path {
+            self.lose = Box::new(lose);
+            self
+        }
+
+        /// When `seg`, sent at `now`, reaches the receiver; `None` if it is lost.
+        fn offer(&mut self, now: Instant, seg: Segment) -> Option<Instant> {
+            while self.queue.front().is_some_and(|&t| t <= now) {
+                self.queue.pop_front();
+            }
+            let full = self.service > Duration::ZERO && self.queue.len() >= self.buffer;
+            if (self.lose)(now, seg) || full {
+                self.dropped += 1;
+                return None;
+            }
+            let done = self.queue.back().map_or(now, |&t| t.max(now)) + self.service;
+            if self.service > Duration::ZERO {
+                self.queue.push_back(done);
+            }
+            Some(done + self.one_way)
+        }
+    }
+
+    enum Ev {
+        Data(Segment),
+        Ack(Ack),
+    }
+
+    /// What happened in a run.
+    struct Run {
+        sender: AimdSender,
+        receiver: AckReceiver,
+        path: Path,
+        /// (time, seq) of every transmission.
+        sent: Vec<(Instant, u64)>,
+        /// (time, seq) of every arrival at the receiver.
+        arrived: Vec<(Instant, u64)>,
+        /// (cwnd before, cwnd after) for every ACK that shrank the window.
+        reductions: Vec<(u64, u64)>,
+        /// cwnd after each ACK and each round of transmissions.
+        cwnds: Vec<(Instant, u64)>,
+    }
+
+    impl Run {
+        /// Distinct packets delivered in [from, to), as a fraction of what `per_ms` packets
+        /// per millisecond would carry.
+        fn utilization(&self, from_ms: u64, to_ms: u64, per_ms: f64) -> f64 {
+            let first = |limit: u64| {
+                let mut s = BTreeSet::new();
+                for &(t, seq) in &self.arrived {
+                    if t.0 < limit * MS {
+                        s.insert(seq);
+                    }
+                }
+                s.len()
+            };
+            (first(to_ms) - first(from_ms)) as f64 / ((to_ms - from_ms) as f64 * per_ms)
+        }
+
+        /// Sequence numbers transmitted more than once.
+        fn resent(&self) -> Vec<u64> {
+            let mut count = BTreeMap::new();
+            for &(_, seq) in &self.sent {
+                *count.entry(seq).or_insert(0) += 1;
+            }
+            count
+                .into_iter()
+                .filter(|&(_, n)| n > 1)
+                .map(|(s, _)| s)
+                .collect()
+        }
+    }
+
+    /// Drives an AIMD flow over `path` until `until_ms`, in virtual time.
+    fn run(cap: Option<Rate>, mut path: Path, until_ms: u64) -> Run {
+        let until = Instant(until_ms * MS);
+        let mut sender = AimdSender::new(MSS, cap, Instant::ZERO);
+        let mut receiver = AckReceiver::default();
+        let mut events: BTreeMap<(Instant, u64), Ev> = BTreeMap::new();
+        let mut order = 0;
+        let (mut sent, mut arrived, mut reductions, mut cwnds) = (vec![], vec![], vec![], vec![]);
+        let mut now = Instant::ZERO;
+        loop {
+            let next_event = events.first_key_value().map(|(k, _)| k.0);
+            let wake = sender.poll_at();
+            let Some(t) = [next_event, wake].into_iter().flatten().min() else {
+                break;
+            };
+            if t >= until {
+                break;
+            }
+            assert!(t >= now, "time went back from {now:?} to {t:?}");
+            now = t;
+            if wake == Some(t) {
+                while let Some(seg) = sender.poll_transmit(now) {
+                    assert_eq!(seg.bytes, MSS + HEADER_BYTES);
+                    sent.push((now, seg.seq));
+                    if let Some(at) = path.offer(now, seg) {
+                        order += 1;
+                        events.insert((at, order), Ev::Data(seg));
+                    }
+                }
+                cwnds.push((now, sender.cwnd()));
+                assert_ne!(
+                    sender.poll_at(),
+                    Some(now),
+                    "sender wants the same instant again"
+                );
+                continue;
+            }
+            let (_, ev) = events.pop_first().expect("an event is due");
+            match ev {
+                Ev::Data(seg) => {
+                    arrived.push((now, seg.seq));
+                    let ack = receiver.on_data(now, seg);
+                    order += 1;
+                    events.insert((now + path.one_way, order), Ev::Ack(ack));
+                }
+                Ev::Ack(ack) => {
+                    let cwnd = sender.cwnd();
+                    sender.on_ack(now, &ack);
+                    if sender.cwnd() < cwnd {
+                        reductions.push((cwnd, sender.cwnd()));
+                    }
+                    cwnds.push((now, sender.cwnd()));
+                }
+            }
+        }
+        Run {
+            sender,
+            receiver,
+            path,
+            sent,
+            arrived,
+            reductions,
+            cwnds,
+        }
+    }
+
+    #[test]
+    fn fills_a_bottleneck_and_holds_it() {
+        // RTT 100 ms, one packet per ms (12 Mbit/s of 1500 B): 100 packets per RTT, buffer of
+        // half that. Reno's window saws between ~(100+50)/2 and 150, never far below the
+        // bandwidth-delay product, so goodput stays near capacity once slow start is over.
+        let r = run(None, Path::new(1, 50, 50), 60_000);
+        let u = r.utilization(10_000, 60_000, 1.0);
+        assert!(u >= 0.75, "utilization {u}");
+        assert!(
+            r.path.dropped > 0,
+            "the buffer overflowed, so AIMD had to back off"
+        );
+        assert!(
+            r.reductions.len() >= 5,
+            "sawtooth: {} reductions",
+            r.reductions.len()
+        );
+        let st = r.sender.stats();
+        assert_eq!(st.sent, r.sent.len() as u64);
+        assert_eq!(
+            st.timeouts, 0,
+            "drop-tail losses are repaired by fast retransmit"
+        );
+        // Goodput counts each packet once however often it arrived.
+        let distinct: BTreeSet<u64> = r.arrived.iter().map(|&(_, s)| s).collect();
+        let rs = r.receiver.stats();
+        assert_eq!(rs.packets, distinct.len() as u64);
+        assert_eq!(rs.packets + rs.duplicates, r.arrived.len() as u64);
+        assert_eq!(rs.bytes, rs.packets * (MSS + HEADER_BYTES) as u64);
+    }
+
+    #[test]
+    fn one_loss_halves_the_window_and_resends_exactly_that_packet() {
+        // Unlimited capacity, RTT 100 ms; packet 300 is lost the first time it is sent.
+        let mut first = true;
+        let path = Path::new(0, 0, 50).losing(move |_, seg| {
+            let lose = seg.seq == 300 && first;
+            first &= !lose;
+            lose
+        });
+        let r = run(None, path, 5_000);
+        assert_eq!(r.resent(), vec![300]);
+        let st = r.sender.stats();
+        assert_eq!((st.retransmits, st.timeouts), (1, 0));
+        assert_eq!(r.reductions.len(), 1);
+        let (before, after) = r.reductions[0];
+        assert!(before >= 16, "the window had grown: {before}");
+        assert_eq!(after, before / 2);
+        assert_eq!(r.receiver.stats().duplicates, 0);
+        assert_eq!(r.receiver.stats().packets, r.sent.len() as u64 - 1);
+    }
+
+    #[test]
+    fn losses_in_one_window_halve_once() {
+        // Packets 300 and 310 lost in the same window: NewReno resends both (the second on the
+        // partial ACK) and reduces the window once.
+        let mut lost = BTreeSet::new();
+        let path = Path::new(0, 0, 50)
+            .losing(move |_, seg| [300, 310].contains(&seg.seq) && lost.insert(seg.seq));
+        let r = run(None, path, 5_000);
+        assert_eq!(r.resent(), vec![300, 310]);
+        assert_eq!(r.reductions.len(), 1);
+        assert_eq!(r.sender.stats().timeouts, 0);
+        assert_eq!(r.receiver.stats().duplicates, 0);
+    }
+
+    #[test]
+    fn recovers_from_a_timeout_when_a_whole_window_is_lost() {
+        // Everything sent in [5 s, 5.5 s) is lost: no ACK comes back, only the timer can restart
+        // the flow, from a window of one packet.
+        let path = Path::new(1, 50, 50).losing(|t, _| (5_000 * MS..5_500 * MS).contains(&t.0));
+        let r = run(None, path, 40_000);
+        let st = r.sender.stats();
+        assert!(st.timeouts >= 1);
+        let after_loss = r.cwnds.iter().filter(|(t, _)| t.0 >= 5_000 * MS);
+        assert_eq!(after_loss.map(|&(_, c)| c).min(), Some(1));
+        let u = r.utilization(20_000, 40_000, 1.0);
+        assert!(u >= 0.75, "utilization after recovery {u}");
+        let distinct: BTreeSet<u64> = r.arrived.iter().map(|&(_, s)| s).collect();
+        assert_eq!(r.receiver.stats().packets, distinct.len() as u64);
+    }
+
+    #[test]
+    fn timeouts_back_off_exponentially() {
+        // From 2 s on everything is lost: the oldest packet is resent at RTO, 2·RTO, 4·RTO, ...
+        let path = Path::new(0, 0, 50).losing(|t, _| t.0 >= 2_000 * MS);
+        let r = run(None, path, 30_000);
+        let una = r.sent.iter().find(|&&(t, _)| t.0 >= 2_000 * MS).unwrap().1;
+        let times: Vec<u64> = r
+            .sent
+            .iter()
+            .filter(|&&(_, s)| s == una)
+            .map(|&(t, _)| t.0)
+            .collect();
+        // The first resend is one RTO after the timer's last restart (at the last ACK), not
+        // after the original send; the gaps between resends are the backed-off timeouts.
+        let gaps: Vec<u64> = times[1..].windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.len() >= 4, "resends at {times:?}");
+        assert!(
+            gaps[0] >= 2 * 200 * MS,
+            "first backed-off timeout at least 2 × 200 ms"
+        );
+        for w in gaps.windows(2) {
+            assert_eq!(w[1], 2 * w[0]);
+        }
+    }
+
+    #[test]
+    fn rtt_and_rto_follow_rfc_6298() {
+        // A fixed RTT of 400 ms (paced below an unlimited path, so nothing queues): srtt is
+        // exactly that, rttvar decays to zero, and the timeout is then srtt itself (above the
+        // 200 ms floor). At 100 ms it is the floor.
+        let cap = Some(Rate::bps(6_000_000));
+        let r = run(cap, Path::new(0, 0, 200), 20_000);
+        assert_eq!(r.sender.srtt(), Some(Duration::from_millis(400)));
+        assert_eq!(r.sender.rto(), Duration::from_millis(400));
+        let r = run(cap, Path::new(0, 0, 50), 20_000);
+        assert_eq!(r.sender.rto(), MIN_RTO);
+        assert_eq!(AimdSender::new(MSS, None, Instant::ZERO).rto(), INITIAL_RTO);
+    }
+
+    #[test]
+    fn cap_paces_the_flow() {
+        // Capped at 6 Mbit/s (one 1500 B packet per 2 ms) on an unlimited path: never faster,
+        // and close to the cap once the window has opened.
+        let r = run(Some(Rate::bps(6_000_000)), Path::new(0, 0, 50), 20_000);
+        assert!(r
+            .sent
+            .windows(2)
+            .all(|w| w[1].0 - w[0].0 >= Duration::from_millis(2)));
+        let u = r.utilization(5_000, 20_000, 0.5);
+        assert!(u >= 0.95, "utilization of the cap {u}");
+        // The window stops growing at about twice what is in flight (100 ms / 2 ms = 50).
+        assert!(r.sender.cwnd() <= 110, "cwnd {}", r.sender.cwnd());
+    }
+}
