@@ -149,3 +149,121 @@ fn some_hosts(topo: &Topology) -> String {
         n => format!("{}, … ({n} hosts)", names.join(", ")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netloom_topo::RoutingMetric;
+    use std::collections::BTreeSet;
+
+    const CBR: SourceKind = SourceKind::Cbr {
+        rate: Rate::bps(1_000_000),
+        size: 1500,
+    };
+
+    /// Hosts h0..h{n-1} in groups of `per_group` (a, b, c, ...), plus an ungrouped host "solo"
+    /// if `solo`, and a router "r".
+    fn topo(n: usize, per_group: usize, solo: bool) -> Topology {
+        let mut t = Topology::new("t", RoutingMetric::Delay);
+        t.add_node("r", NodeKind::Router, None);
+        for i in 0..n {
+            let group = ((b'a' + (i / per_group) as u8) as char).to_string();
+            t.add_node(format!("h{i}"), NodeKind::Host, Some(group));
+        }
+        if solo {
+            t.add_node("solo", NodeKind::Host, None);
+        }
+        t
+    }
+
+    fn names(t: &Topology, flows: &[FlowSpec]) -> Vec<(String, String)> {
+        flows
+            .iter()
+            .map(|f| (t.node(f.src).name.clone(), t.node(f.dst).name.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn all_to_all_gives_every_ordered_pair() {
+        let t = topo(5, 5, false);
+        let flows = expand(&Pattern::AllToAll, CBR, None, &t, 1).unwrap();
+        assert_eq!(flows.len(), 5 * 4);
+        let pairs: BTreeSet<_> = flows.iter().map(|f| (f.src, f.dst)).collect();
+        assert_eq!(pairs.len(), 20);
+        assert!(flows.iter().all(|f| f.src != f.dst && f.kind == CBR));
+    }
+
+    #[test]
+    fn starts_are_staggered_within_10ms_and_deterministic() {
+        let t = topo(6, 6, false);
+        let cap = Some(Rate::bps(500_000));
+        let a = expand(&Pattern::AllToAll, CBR, cap, &t, 9).unwrap();
+        assert!(a
+            .iter()
+            .all(|f| f.start < Instant::ZERO + STAGGER && f.cap == cap));
+        let distinct: BTreeSet<_> = a.iter().map(|f| f.start).collect();
+        assert!(distinct.len() > a.len() / 2, "not in lockstep");
+        assert_eq!(a, expand(&Pattern::AllToAll, CBR, cap, &t, 9).unwrap());
+        assert_ne!(a, expand(&Pattern::AllToAll, CBR, cap, &t, 10).unwrap());
+    }
+
+    #[test]
+    fn random_k_picks_k_distinct_hosts_in_other_groups() {
+        // 12 hosts in groups of 3 (a..d) and an ungrouped one.
+        let t = topo(12, 3, true);
+        let flows = expand(&Pattern::RandomK { k: 4 }, CBR, None, &t, 5).unwrap();
+        assert_eq!(flows.len(), 13 * 4);
+        for &h in &t.hosts {
+            let dsts: BTreeSet<NodeId> =
+                flows.iter().filter(|f| f.src == h).map(|f| f.dst).collect();
+            assert_eq!(dsts.len(), 4, "k distinct destinations");
+            for d in dsts {
+                let (g, gd) = (&t.node(h).group, &t.node(d).group);
+                assert!(d != h && (g.is_none() || g != gd), "same group");
+            }
+        }
+        let again = expand(&Pattern::RandomK { k: 4 }, CBR, None, &t, 5).unwrap();
+        assert_eq!(flows, again);
+        let other = expand(&Pattern::RandomK { k: 4 }, CBR, None, &t, 6).unwrap();
+        assert_ne!(names(&t, &flows), names(&t, &other));
+    }
+
+    #[test]
+    fn random_k_uses_all_when_fewer_than_k() {
+        // Groups of 3 among 6 hosts: each host has exactly 3 hosts in the other group.
+        let t = topo(6, 3, false);
+        let flows = expand(&Pattern::RandomK { k: 10 }, CBR, None, &t, 1).unwrap();
+        assert_eq!(flows.len(), 6 * 3);
+        let one_group = topo(4, 4, false);
+        let err = expand(&Pattern::RandomK { k: 2 }, CBR, None, &one_group, 1).unwrap_err();
+        assert!(err.to_string().contains("same group"), "{err}");
+    }
+
+    #[test]
+    fn pairs_resolve_names_in_order() {
+        let t = topo(4, 1, false);
+        let p = Pattern::Pairs(vec![("h2".into(), "h0".into()), ("h1".into(), "h3".into())]);
+        let flows = expand(&p, CBR, None, &t, 1).unwrap();
+        assert_eq!(
+            names(&t, &flows),
+            [("h2".into(), "h0".into()), ("h1".into(), "h3".into())]
+        );
+    }
+
+    #[test]
+    fn bad_pairs_say_what_is_valid() {
+        let t = topo(8, 1, false);
+        let pairs = |a: &str, b: &str| Pattern::Pairs(vec![(a.into(), b.into())]);
+        let err = expand(&pairs("h1", "h9"), CBR, None, &t, 1).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "traffic: unknown host \"h9\"; hosts are h0, h1, h2, h3, h4, … (8 hosts)"
+        );
+        let err = expand(&pairs("r", "h1"), CBR, None, &t, 1).unwrap_err();
+        assert!(matches!(err, TrafficError::NotAHost { ref name, .. } if name == "r"));
+        let err = expand(&pairs("h1", "h1"), CBR, None, &t, 1).unwrap_err();
+        assert_eq!(err, TrafficError::SelfPair { name: "h1".into() });
+        let err = expand(&Pattern::AllToAll, CBR, None, &topo(1, 1, false), 1).unwrap_err();
+        assert!(err.to_string().contains("has 1 host(s)"), "{err}");
+    }
+}
