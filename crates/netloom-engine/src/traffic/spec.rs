@@ -3,6 +3,7 @@
 
 use super::{Pattern, SourceKind, TrafficError, HEADER_BYTES};
 use netloom_time::{Duration, Rate};
+use netloom_topo::units::{parse_duration, parse_rate};
 use std::collections::BTreeMap;
 
 /// Keys `--traffic` accepts.
@@ -195,25 +196,14 @@ fn bad(key: &'static str, value: &str, expected: &str) -> TrafficError {
     }
 }
 
+/// A rate in the topology file's vocabulary (`5Mbit`, `125kB/s`), above zero.
 fn positive_rate(key: &'static str, v: &str) -> Result<Rate, TrafficError> {
-    match units::rate(v) {
-        Some(r) if r.as_bps() > 0 => Ok(r),
-        _ => Err(bad(
-            key,
-            v,
-            "a rate above zero with a unit: bit, kbit, Mbit, Gbit, or kB/s, MB/s, GB/s (5Mbit)",
-        )),
-    }
+    parse_rate(v).map_err(|e| bad(key, v, &e.to_string()))
 }
 
+/// A duration in the topology file's vocabulary (`100ms`, `1.5s`).
 fn duration(key: &'static str, v: &str) -> Result<Duration, TrafficError> {
-    units::duration(v).ok_or_else(|| {
-        bad(
-            key,
-            v,
-            "a duration with a unit: ns, us, ms, s (for example 100ms)",
-        )
-    })
+    parse_duration(v).map_err(|e| bad(key, v, &e.to_string()))
 }
 
 fn positive_duration(key: &'static str, v: &str) -> Result<Duration, TrafficError> {
@@ -223,54 +213,138 @@ fn positive_duration(key: &'static str, v: &str) -> Result<Duration, TrafficErro
     }
 }
 
-/// Number-with-unit parsing, exact in integers.
-mod units {
-    use netloom_time::{Duration, Rate};
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    pub fn rate(v: &str) -> Option<Rate> {
-        let (num, unit) = split(v)?;
-        let per_unit: u64 = match unit {
-            "bit" => 1,
-            "kbit" => 1_000,
-            "Mbit" => 1_000_000,
-            "Gbit" => 1_000_000_000,
-            "kB/s" => 8_000,
-            "MB/s" => 8_000_000,
-            "GB/s" => 8_000_000_000,
-            _ => return None,
-        };
-        scale(num, per_unit).map(Rate)
+    fn ok(s: &str) -> TrafficSpec {
+        parse_spec(s).unwrap_or_else(|e| panic!("{s}: {e}"))
     }
 
-    pub fn duration(v: &str) -> Option<Duration> {
-        let (num, unit) = split(v)?;
-        let per_unit: u64 = match unit {
-            "ns" => 1,
-            "us" | "µs" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            _ => return None,
-        };
-        scale(num, per_unit).map(Duration)
-    }
-
-    /// "12.5Mbit" → ("12.5", "Mbit").
-    fn split(v: &str) -> Option<(&str, &str)> {
-        let at = v.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-        Some(v.split_at(at))
-    }
-
-    /// `num` (a decimal such as "12.5") × `per_unit`, which must come out a whole number.
-    fn scale(num: &str, per_unit: u64) -> Option<u64> {
-        let (int, frac) = num.split_once('.').unwrap_or((num, ""));
-        if int.is_empty() || !(int.bytes().all(|b| b.is_ascii_digit())) || frac.len() > 18 {
-            return None;
+    fn err(s: &str) -> String {
+        match parse_spec(s) {
+            Ok(spec) => panic!("{s} parsed as {spec:?}"),
+            Err(e) => e.to_string(),
         }
-        let digits: u128 = format!("{int}{frac}").parse().ok()?;
-        let denom = 10u128.pow(frac.len() as u32);
-        let value = digits.checked_mul(per_unit as u128)?;
-        (value % denom == 0)
-            .then(|| u64::try_from(value / denom).ok())
-            .flatten()
+    }
+
+    #[test]
+    fn parses_the_documented_examples() {
+        assert_eq!(
+            ok("pattern=pairs pairs=h1:h2,h3:h4 source=cbr rate=5Mbit size=1500"),
+            TrafficSpec {
+                pattern: Pattern::Pairs(vec![
+                    ("h1".into(), "h2".into()),
+                    ("h3".into(), "h4".into())
+                ]),
+                kind: SourceKind::Cbr {
+                    rate: Rate::bps(5_000_000),
+                    size: 1500
+                },
+                cap: None,
+            }
+        );
+        assert_eq!(
+            ok("pattern=all-to-all source=poisson rate=1Mbit"),
+            TrafficSpec {
+                pattern: Pattern::AllToAll,
+                kind: SourceKind::Poisson {
+                    rate: Rate::bps(1_000_000),
+                    size: DEFAULT_SIZE
+                },
+                cap: None,
+            }
+        );
+        assert_eq!(
+            ok("pattern=random-k k=4 source=aimd cap=3Mbit"),
+            TrafficSpec {
+                pattern: Pattern::RandomK { k: 4 },
+                kind: SourceKind::Aimd { mss: 1460 },
+                cap: Some(Rate::bps(3_000_000)),
+            }
+        );
+        assert_eq!(
+            ok("source=onoff rate=2Mbit on=100ms off=400ms"),
+            TrafficSpec {
+                pattern: Pattern::AllToAll,
+                kind: SourceKind::OnOff {
+                    rate: Rate::bps(2_000_000),
+                    size: DEFAULT_SIZE,
+                    on: Duration::from_millis(100),
+                    off: Duration::from_millis(400),
+                },
+                cap: None,
+            }
+        );
+    }
+
+    #[test]
+    fn infers_the_pattern_and_reads_units_exactly() {
+        assert!(matches!(
+            ok("pairs=a:b source=aimd size=576").pattern,
+            Pattern::Pairs(_)
+        ));
+        assert_eq!(
+            ok("k=2 source=aimd size=576"),
+            TrafficSpec {
+                pattern: Pattern::RandomK { k: 2 },
+                kind: SourceKind::Aimd { mss: 536 },
+                cap: None
+            }
+        );
+        let s = ok("  source=cbr\trate=1.5Gbit  cap=125kB/s ");
+        assert_eq!(
+            s.kind,
+            SourceKind::Cbr {
+                rate: Rate::bps(1_500_000_000),
+                size: 1500
+            }
+        );
+        assert_eq!(s.cap, Some(Rate::bps(1_000_000)));
+        let s = ok("source=onoff rate=1kbit on=1.5ms off=0s size=64");
+        assert_eq!(
+            s.kind,
+            SourceKind::OnOff {
+                rate: Rate::bps(1000),
+                size: 64,
+                on: Duration(1_500_000),
+                off: Duration::ZERO,
+            }
+        );
+    }
+
+    #[test]
+    fn each_error_says_what_would_be_valid() {
+        let cases = [
+            ("source=cbr rate=5Mbit speed=3", "unknown key \"speed\"; valid keys: pattern, pairs, k, source, rate, size, on, off, cap"),
+            ("source=cbr rate=5Mbit rate=4Mbit", "key \"rate\" given twice"),
+            ("source=cbr 5Mbit", "\"5Mbit\" is not key=value"),
+            ("rate=5Mbit", "a traffic spec needs source= (source=cbr|poisson|onoff|aimd)"),
+            ("source=cbr", "source=cbr needs rate= (rate=5Mbit)"),
+            ("source=poisson size=100", "source=poisson needs rate="),
+            ("source=onoff rate=1Mbit on=1s", "source=onoff needs off= (off=400ms)"),
+            ("source=tcp", "source=tcp: one of cbr, poisson, onoff, aimd"),
+            ("source=cbr rate=5", "rate=5: \"5\" has no unit; write \"5Mbit\" or \"5bit\""),
+            ("source=cbr rate=0Mbit", "rate=0Mbit: \"0Mbit\""),
+            ("source=cbr rate=10mbps", "rate=10mbps: \"10mbps\" is ambiguous"),
+            ("source=cbr rate=1Mbit size=0", "size=0: bytes on the wire from 1 to 65535"),
+            ("source=aimd size=40", "size=40: bytes on the wire from 41 to 65535"),
+            ("source=aimd rate=1Mbit", "rate= does not apply to source=aimd; an AIMD flow finds its own rate (limit it with cap=)"),
+            ("source=cbr rate=1Mbit on=1s", "on= does not apply to source=cbr; on= and off= are for source=onoff"),
+            ("source=onoff rate=1Mbit on=0s off=1s", "on=0s: a duration above zero"),
+            ("source=onoff rate=1Mbit on=5 off=1s", "on=5: \"5\""),
+            ("pattern=star source=aimd", "pattern=star: one of pairs, all-to-all, random-k"),
+            ("pattern=pairs source=aimd", "pattern=pairs needs pairs= (pairs=h1:h2,h3:h4)"),
+            ("pattern=random-k source=aimd", "pattern=random-k needs k= (k=4)"),
+            ("k=0 source=aimd", "k=0: a whole number of hosts, at least 1"),
+            ("pattern=all-to-all k=3 source=aimd", "k= does not apply to pattern=all-to-all"),
+            ("pairs=h1-h2 source=aimd", "pairs=h1-h2: comma-separated src:dst host names"),
+            ("pairs=h1:h2, source=aimd", "pairs=h1:h2,: comma-separated src:dst"),
+            ("source=aimd cap=fast", "cap=fast: \"fast\" is not a rate; write a number and a unit"),
+        ];
+        for (spec, want) in cases {
+            let got = err(spec);
+            assert!(got.contains(want), "{spec}: got {got:?}, want {want:?}");
+        }
     }
 }
