@@ -1,7 +1,7 @@
-//! The AIMD sender: a Reno-like window flow with an infinite backlog, standing in for ModelNet's
-//! "maximizing TCP flows". Slow start, congestion avoidance, NewReno fast retransmit and
-//! recovery, and an RFC 6298 retransmission timer with Karn's rule, all in whole packets and
-//! integer nanoseconds. Not here: the receiver's side (`receiver`).
+//! The AIMD sender: a Reno-like window flow (ModelNet's "maximizing TCP flow"); not its receiver.
+//!
+//! Slow start, congestion avoidance, NewReno fast retransmit and recovery, and an RFC 6298
+//! retransmission timer with Karn's rule, all in whole packets and integer nanoseconds.
 
 use super::{Ack, Segment, SenderStats, HEADER_BYTES};
 use netloom_time::{Duration, Instant, Rate};

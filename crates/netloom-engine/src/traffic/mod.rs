@@ -1,6 +1,7 @@
-//! Synthetic traffic, sans-I/O: flow specs, per-flow senders (CBR, Poisson, on-off, AIMD) and
-//! receivers, traffic patterns and the `--traffic` spec. It never reads a clock and knows nothing of
-//! pipes or routes: the engine carries the segments and ACKs these state machines produce.
+//! Synthetic traffic, sans-I/O: flows, their senders and receivers, patterns, the `--traffic` spec.
+//!
+//! It never reads a clock and knows nothing of pipes or routes: the engine carries the segments
+//! and ACKs these state machines produce, and asks each sender when it next needs to be polled.
 
 mod aimd;
 mod error;

@@ -1,5 +1,4 @@
-//! Traffic patterns: which hosts talk to which (explicit pairs, all-to-all, k random hosts in
-//! other groups) and when each flow starts. Not here: what a flow sends (`source`, `aimd`).
+//! Traffic patterns: which hosts talk to which, and when each flow starts; not what flows send.
 
 use super::{FlowSpec, SourceKind, TrafficError};
 use netloom_time::{Duration, Instant, Rate};

@@ -1,5 +1,4 @@
-//! Flow receivers: count goodput (each packet once) and duplicates, and, for AIMD flows, answer
-//! every data packet with a cumulative ACK. Not here: latency, which the engine measures.
+//! Flow receivers: goodput, duplicates and AIMD's cumulative ACKs; not latency (the engine's).
 
 use super::{Ack, FlowSpec, Segment, SourceKind};
 use netloom_time::Instant;

@@ -1,5 +1,4 @@
-//! Open-loop sources (CBR, Poisson, on-off): packets leave on a schedule of their own, whatever
-//! the network does with them. Not here: window flows (`aimd`) and what receivers count.
+//! Open-loop sources (CBR, Poisson, on-off) that ignore the network; not window flows (`aimd`).
 
 use super::{Segment, SenderStats, SourceKind};
 use netloom_time::{Duration, Instant, Rate};
@@ -56,7 +55,12 @@ enum Process {
 impl OpenSender {
     /// A sender for an open-loop `kind`. Panics on `SourceKind::Aimd` (a broken invariant:
     /// `Sender::new` dispatches that to `AimdSender`).
-    pub fn new(kind: SourceKind, cap: Option<Rate>, start: Instant, seed: u64) -> OpenSender {
+    pub(super) fn new(
+        kind: SourceKind,
+        cap: Option<Rate>,
+        start: Instant,
+        seed: u64,
+    ) -> OpenSender {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         let (process, size) = match kind {
             SourceKind::Cbr { rate, size } => (

@@ -1,5 +1,4 @@
-//! The `--traffic SPEC` parser: space-separated `key=value` words naming a pattern, a source and
-//! its parameters. Not here: resolving host names (`pattern::expand`).
+//! The `--traffic SPEC` parser (`key=value` words); not host-name resolution (`pattern`).
 
 use super::{Pattern, SourceKind, TrafficError, HEADER_BYTES};
 use netloom_time::{Duration, Rate};
@@ -276,6 +275,20 @@ mod tests {
                 cap: None,
             }
         );
+    }
+
+    #[test]
+    fn the_examples_in_the_documentation_parse() {
+        let doc = include_str!("../../../../docs/traffic.md");
+        let examples: Vec<&str> = doc
+            .split("```traffic\n")
+            .skip(1)
+            .map(|block| block.split("```").next().unwrap_or("").trim())
+            .collect();
+        assert_eq!(examples.len(), 5);
+        for e in examples {
+            ok(e);
+        }
     }
 
     #[test]
