@@ -307,7 +307,6 @@ mod tests {
         queue: VecDeque<Instant>,
         /// Decides, before the queue, whether a data packet is lost.
         lose: Box<dyn FnMut(Instant, Segment) -> bool>,
-        dropped: u64,
     }
 
     impl Path {
@@ -318,7 +317,6 @@ mod tests {
                 one_way: Duration::from_millis(one_way_ms),
                 queue: VecDeque::new(),
                 lose: Box::new(|_, _| false),
-                dropped: 0,
             }
         }
 
@@ -334,7 +332,6 @@ mod tests {
             }
             let full = self.service > Duration::ZERO && self.queue.len() >= self.buffer;
             if (self.lose)(now, seg) || full {
-                self.dropped += 1;
                 return None;
             }
             let done = self.queue.back().map_or(now, |&t| t.max(now)) + self.service;
@@ -345,16 +342,18 @@ mod tests {
         }
     }
 
+    /// An event of the fake network, for flow `.0`.
     enum Ev {
-        Data(Segment),
-        Ack(Ack),
+        Data(usize, Segment),
+        Ack(usize, Ack),
     }
 
     /// What happened in a run.
     struct Run {
         sender: AimdSender,
         receiver: AckReceiver,
-        path: Path,
+        /// Packets of this flow the path dropped.
+        lost: u64,
         /// (time, seq) of every transmission.
         sent: Vec<(Instant, u64)>,
         /// (time, seq) of every arrival at the receiver.
@@ -395,19 +394,36 @@ mod tests {
         }
     }
 
-    /// Drives an AIMD flow over `path` until `until_ms`, in virtual time.
-    fn run(cap: Option<Rate>, mut path: Path, until_ms: u64) -> Run {
+    /// Drives one AIMD flow over `path` until `until_ms`, in virtual time.
+    fn run(cap: Option<Rate>, path: Path, until_ms: u64) -> Run {
+        let sender = AimdSender::new(MSS, cap, Instant::ZERO);
+        run_flows(vec![sender], path, until_ms).pop().unwrap()
+    }
+
+    /// Drives AIMD flows sharing `path` until `until_ms`, in virtual time.
+    fn run_flows(senders: Vec<AimdSender>, mut path: Path, until_ms: u64) -> Vec<Run> {
         let until = Instant(until_ms * MS);
-        let mut sender = AimdSender::new(MSS, cap, Instant::ZERO);
-        let mut receiver = AckReceiver::default();
+        let mut flows: Vec<Run> = senders
+            .into_iter()
+            .map(|sender| Run {
+                sender,
+                receiver: AckReceiver::default(),
+                lost: 0,
+                sent: vec![],
+                arrived: vec![],
+                reductions: vec![],
+                cwnds: vec![],
+            })
+            .collect();
         let mut events: BTreeMap<(Instant, u64), Ev> = BTreeMap::new();
         let mut order = 0;
-        let (mut sent, mut arrived, mut reductions, mut cwnds) = (vec![], vec![], vec![], vec![]);
         let mut now = Instant::ZERO;
         loop {
             let next_event = events.first_key_value().map(|(k, _)| k.0);
-            let wake = sender.poll_at();
-            let Some(t) = [next_event, wake].into_iter().flatten().min() else {
+            let wake = (0..flows.len())
+                .filter_map(|i| flows[i].sender.poll_at().map(|t| (t, i)))
+                .min();
+            let Some(t) = [next_event, wake.map(|w| w.0)].into_iter().flatten().min() else {
                 break;
             };
             if t >= until {
@@ -415,50 +431,47 @@ mod tests {
             }
             assert!(t >= now, "time went back from {now:?} to {t:?}");
             now = t;
-            if wake == Some(t) {
-                while let Some(seg) = sender.poll_transmit(now) {
+            if let Some((_, i)) = wake.filter(|w| w.0 == t) {
+                let f = &mut flows[i];
+                while let Some(seg) = f.sender.poll_transmit(now) {
                     assert_eq!(seg.bytes, MSS + HEADER_BYTES);
-                    sent.push((now, seg.seq));
-                    if let Some(at) = path.offer(now, seg) {
-                        order += 1;
-                        events.insert((at, order), Ev::Data(seg));
+                    f.sent.push((now, seg.seq));
+                    match path.offer(now, seg) {
+                        Some(at) => {
+                            order += 1;
+                            events.insert((at, order), Ev::Data(i, seg));
+                        }
+                        None => f.lost += 1,
                     }
                 }
-                cwnds.push((now, sender.cwnd()));
+                f.cwnds.push((now, f.sender.cwnd()));
                 assert_ne!(
-                    sender.poll_at(),
+                    f.sender.poll_at(),
                     Some(now),
-                    "sender wants the same instant again"
+                    "wants the same instant again"
                 );
                 continue;
             }
             let (_, ev) = events.pop_first().expect("an event is due");
             match ev {
-                Ev::Data(seg) => {
-                    arrived.push((now, seg.seq));
-                    let ack = receiver.on_data(now, seg);
+                Ev::Data(i, seg) => {
+                    flows[i].arrived.push((now, seg.seq));
+                    let ack = flows[i].receiver.on_data(now, seg);
                     order += 1;
-                    events.insert((now + path.one_way, order), Ev::Ack(ack));
+                    events.insert((now + path.one_way, order), Ev::Ack(i, ack));
                 }
-                Ev::Ack(ack) => {
-                    let cwnd = sender.cwnd();
-                    sender.on_ack(now, &ack);
-                    if sender.cwnd() < cwnd {
-                        reductions.push((cwnd, sender.cwnd()));
+                Ev::Ack(i, ack) => {
+                    let f = &mut flows[i];
+                    let cwnd = f.sender.cwnd();
+                    f.sender.on_ack(now, &ack);
+                    if f.sender.cwnd() < cwnd {
+                        f.reductions.push((cwnd, f.sender.cwnd()));
                     }
-                    cwnds.push((now, sender.cwnd()));
+                    f.cwnds.push((now, f.sender.cwnd()));
                 }
             }
         }
-        Run {
-            sender,
-            receiver,
-            path,
-            sent,
-            arrived,
-            reductions,
-            cwnds,
-        }
+        flows
     }
 
     #[test]
@@ -469,10 +482,7 @@ mod tests {
         let r = run(None, Path::new(1, 50, 50), 60_000);
         let u = r.utilization(10_000, 60_000, 1.0);
         assert!(u >= 0.75, "utilization {u}");
-        assert!(
-            r.path.dropped > 0,
-            "the buffer overflowed, so AIMD had to back off"
-        );
+        assert!(r.lost > 0, "the buffer overflowed, so AIMD had to back off");
         assert!(
             r.reductions.len() >= 5,
             "sawtooth: {} reductions",
@@ -490,6 +500,24 @@ mod tests {
         assert_eq!(rs.packets, distinct.len() as u64);
         assert_eq!(rs.packets + rs.duplicates, r.arrived.len() as u64);
         assert_eq!(rs.bytes, rs.packets * (MSS + HEADER_BYTES) as u64);
+    }
+
+    #[test]
+    fn flows_sharing_a_bottleneck_share_it_fairly() {
+        // Four flows, same 100 ms RTT, through the bottleneck above, starting a few ms apart.
+        // Jain's index (Σx)² / (n·Σx²) of their goodputs is 1 for a perfectly fair share.
+        let senders = [0, 3, 7, 11]
+            .map(|ms| AimdSender::new(MSS, None, Instant(ms * MS)))
+            .to_vec();
+        let flows = run_flows(senders, Path::new(1, 50, 50), 100_000);
+        let x: Vec<f64> = flows
+            .iter()
+            .map(|f| f.utilization(20_000, 100_000, 1.0))
+            .collect();
+        let total: f64 = x.iter().sum();
+        let jain = total * total / (4.0 * x.iter().map(|v| v * v).sum::<f64>());
+        assert!(total >= 0.85, "utilization {total} ({x:?})");
+        assert!(jain >= 0.9, "Jain's index {jain} ({x:?})");
     }
 
     #[test]
