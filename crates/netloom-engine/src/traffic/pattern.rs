@@ -256,7 +256,7 @@ mod tests {
         let err = expand(&pairs("h1", "h9"), CBR, None, &t, 1).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "traffic: unknown host \"h9\"; hosts are h0, h1, h2, h3, h4, … (8 hosts)"
+            "unknown host \"h9\"; hosts are h0, h1, h2, h3, h4, … (8 hosts)"
         );
         let err = expand(&pairs("r", "h1"), CBR, None, &t, 1).unwrap_err();
         assert!(matches!(err, TrafficError::NotAHost { ref name, .. } if name == "r"));
