@@ -1,84 +1,246 @@
-//! The event queue: events ordered totally by `(time, insertion sequence)`, so runs are
-//! deterministic and simultaneous events fire in the order they were scheduled.
+//! The event queue: a hierarchical timing wheel. Events fire in total order of
+//! `(time to the nanosecond, insertion order)`, so runs are deterministic and simultaneous events
+//! fire in the order they were scheduled.
+//!
+//! Level 0 has 256 slots of 2^GRAIN_BITS ns; each level above has 256 slots, each as wide as the
+//! whole level below. An event lives at the lowest level whose aligned window around the wheel's
+//! position contains it. Occupancy bitmaps find the next non-empty slot with one
+//! `trailing_zeros` per 64 slots. A slot of a higher level is cascaded (its events re-filed lower down) only
+//! when the caller's time reaches the slot's start, so a later push never lands behind the wheel.
+//! Because windows are aligned, every slot holds its events in insertion order, and a stable sort
+//! by time of a level-0 slot when it fires gives `(time, insertion order)`.
 
 use netloom_time::Instant;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::VecDeque;
 
-struct Entry<E> {
-    at: Instant,
-    seq: u64,
-    event: E,
-}
+const BITS: u32 = 8;
+const SLOTS: usize = 1 << BITS;
+const WORDS: usize = SLOTS / 64;
+/// Width of a level-0 slot: 1024 ns. Wide enough that typical delays cascade only once or twice,
+/// narrow enough that sorting a fired slot is cheap.
+const GRAIN_BITS: u32 = 10;
+/// Enough levels to cover the whole u64 nanosecond range (10 + 7 × 8 = 66 bits).
+const LEVELS: usize = 7;
 
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.at == other.at && self.seq == other.seq
-    }
-}
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<E> Ord for Entry<E> {
-    /// Reversed so that `BinaryHeap` (a max-heap) pops the earliest event first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.at, other.seq).cmp(&(self.at, self.seq))
-    }
+struct Level<E> {
+    /// Bit `i` set when slot `i` holds events.
+    occupied: [u64; WORDS],
+    slots: Vec<Vec<(u64, E)>>,
 }
 
-/// A priority queue of timed events.
+impl<E> Level<E> {
+    fn new() -> Self {
+        Level {
+            occupied: [0; WORDS],
+            slots: (0..SLOTS).map(|_| Vec::new()).collect(),
+        }
+    }
+}
+
+/// A priority queue of timed events for a clock that never goes backwards.
 pub struct Scheduler<E> {
-    heap: BinaryHeap<Entry<E>>,
-    next_seq: u64,
+    /// The wheel's position: no event is earlier, and every push is at or after it.
+    pos: u64,
+    levels: Vec<Level<E>>,
+    /// Events of the level-0 slot being fired, sorted by (time, insertion order).
+    ready: VecDeque<(u64, E)>,
+    /// The end (exclusive) of the level-0 slot in `ready`; pushes before it join `ready`.
+    ready_end: u64,
+    len: usize,
 }
 
 impl<E> Default for Scheduler<E> {
     fn default() -> Self {
         Scheduler {
-            heap: BinaryHeap::new(),
-            next_seq: 0,
+            pos: 0,
+            levels: (0..LEVELS).map(|_| Level::new()).collect(),
+            ready: VecDeque::new(),
+            ready_end: 0,
+            len: 0,
         }
     }
 }
 
+/// The level an event at `at` belongs to when the wheel stands at `pos` (`at ≥ pos`).
+fn level_of(pos: u64, at: u64) -> usize {
+    let diff = (pos ^ at) >> GRAIN_BITS;
+    if diff == 0 {
+        0
+    } else {
+        ((63 - diff.leading_zeros()) / BITS) as usize
+    }
+}
+
+/// Bits of time below the slots of `level`.
+fn shift_of(level: usize) -> u32 {
+    GRAIN_BITS + BITS * level as u32
+}
+
+fn slot_of(at: u64, level: usize) -> usize {
+    ((at >> shift_of(level)) & (SLOTS as u64 - 1)) as usize
+}
+
 impl<E> Scheduler<E> {
+    /// Schedules `event` at `at`. Times before the last instant handed to `pop_due` are fired
+    /// as if due then (the clock never goes backwards).
     pub fn push(&mut self, at: Instant, event: E) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.heap.push(Entry { at, seq, event });
-    }
-
-    /// The time of the earliest event.
-    pub fn peek_time(&self) -> Option<Instant> {
-        self.heap.peek().map(|e| e.at)
-    }
-
-    /// Removes and returns the earliest event if it is due at or before `now`.
-    pub fn pop_due(&mut self, now: Instant) -> Option<(Instant, E)> {
-        if self.heap.peek()?.at > now {
-            return None;
+        let at = at.0.max(self.pos);
+        self.len += 1;
+        if at < self.ready_end {
+            // Inside the slot being fired: keep `ready` sorted, after equal times already there.
+            let i = self.ready.partition_point(|(t, _)| *t <= at);
+            self.ready.insert(i, (at, event));
+        } else {
+            self.file(at, event);
         }
-        self.heap.pop().map(|e| (e.at, e.event))
+    }
+
+    fn file(&mut self, at: u64, event: E) {
+        let level = level_of(self.pos, at);
+        let slot = slot_of(at, level);
+        let l = &mut self.levels[level];
+        l.occupied[slot / 64] |= 1 << (slot % 64);
+        l.slots[slot].push((at, event));
+    }
+
+    /// A time no later than the earliest event: exact once that event's level-0 slot has fired,
+    /// otherwise the start of the wheel slot that holds it. `None` if empty. Advancing to this
+    /// time and calling `pop_due` may find nothing due yet; ask again.
+    pub fn peek_time(&self) -> Option<Instant> {
+        if let Some((at, _)) = self.ready.front() {
+            return Some(Instant(*at));
+        }
+        let (level, slot) = self.next_slot()?;
+        Some(Instant(self.slot_start(level, slot)))
+    }
+
+    /// The lowest non-empty level and its first occupied slot.
+    fn next_slot(&self) -> Option<(usize, usize)> {
+        self.levels.iter().enumerate().find_map(|(i, l)| {
+            let (w, bits) = l.occupied.iter().enumerate().find(|(_, b)| **b != 0)?;
+            Some((i, w * 64 + bits.trailing_zeros() as usize))
+        })
+    }
+
+    /// The first instant covered by `slot` of `level` in the wheel's current window.
+    fn slot_start(&self, level: usize, slot: usize) -> u64 {
+        let shift = shift_of(level + 1);
+        let window = if shift >= 64 {
+            0
+        } else {
+            self.pos >> shift << shift
+        };
+        window | ((slot as u64) << shift_of(level))
+    }
+
+    /// Removes and returns the earliest event if it is due at or before `now`. `now` must not be
+    /// earlier than any `now` given before.
+    pub fn pop_due(&mut self, now: Instant) -> Option<(Instant, E)> {
+        loop {
+            if let Some(&(at, _)) = self.ready.front() {
+                if at > now.0 {
+                    return None;
+                }
+                self.len -= 1;
+                let (at, event) = self.ready.pop_front().expect("front exists");
+                return Some((Instant(at), event));
+            }
+            let (level, slot) = self.next_slot()?;
+            let start = self.slot_start(level, slot);
+            if start > now.0 {
+                return None;
+            }
+            self.pos = start;
+            let l = &mut self.levels[level];
+            l.occupied[slot / 64] &= !(1 << (slot % 64));
+            let events = std::mem::take(&mut l.slots[slot]);
+            if level == 0 {
+                let mut events = events;
+                events.sort_by_key(|(at, _)| *at); // stable: equal times keep insertion order
+                self.ready.extend(events.drain(..));
+                self.ready_end = start + (1 << GRAIN_BITS);
+                self.levels[0].slots[slot] = events;
+            } else {
+                // Cascade: re-file one level or more down, keeping the slot's order.
+                let mut events = events;
+                for (at, event) in events.drain(..) {
+                    self.file(at, event);
+                }
+                // Give the (now empty) vector back so its capacity is reused.
+                self.levels[level].slots[slot] = events;
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::{Rng, SeedableRng};
+
+    fn drain(s: &mut Scheduler<u32>) -> Vec<(u64, u32)> {
+        let mut out = Vec::new();
+        while let Some(t) = s.peek_time() {
+            while let Some((at, e)) = s.pop_due(t) {
+                out.push((at.0, e));
+            }
+        }
+        out
+    }
 
     #[test]
     fn pops_in_time_then_insertion_order() {
         let mut s = Scheduler::default();
-        s.push(Instant(20), "c");
-        s.push(Instant(10), "a");
-        s.push(Instant(20), "d");
-        s.push(Instant(10), "b");
+        s.push(Instant(20), 3);
+        s.push(Instant(10), 1);
+        s.push(Instant(20), 4);
+        s.push(Instant(10), 2);
         assert_eq!(s.pop_due(Instant(5)), None);
-        let order: Vec<_> =
-            std::iter::from_fn(|| s.pop_due(Instant(100)).map(|(_, e)| e)).collect();
-        assert_eq!(order, ["a", "b", "c", "d"]);
+        assert_eq!(drain(&mut s), [(10, 1), (10, 2), (20, 3), (20, 4)]);
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn peek_is_a_lower_bound_and_nothing_fires_early() {
+        let mut s = Scheduler::default();
+        s.push(Instant(1_000_000), 1);
+        let t = s.peek_time().unwrap();
+        assert!(t.0 <= 1_000_000);
+        assert_eq!(s.pop_due(Instant(999_999)), None);
+        assert_eq!(s.pop_due(Instant(1_000_000)), Some((Instant(1_000_000), 1)));
+    }
+
+    /// Against a sorted reference: random times over many scales, pushes interleaved with pops,
+    /// pushes at the current instant while it fires, and equal times.
+    #[test]
+    fn matches_a_sorted_reference() {
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(5);
+        let mut s = Scheduler::default();
+        let mut reference: Vec<(u64, u64, u32)> = Vec::new(); // (time, seq, id)
+        let mut seq = 0u64;
+        let mut now = 0u64;
+        let mut fired = Vec::new();
+        let mut expected = Vec::new();
+        for round in 0..20_000u32 {
+            for _ in 0..rng.gen_range(0..4) {
+                let scale = [1u64, 100, 10_000, 1_000_000, 1 << 40][rng.gen_range(0..5)];
+                let at = now + rng.gen_range(0..scale);
+                s.push(Instant(at), round);
+                reference.push((at, seq, round));
+                seq += 1;
+            }
+            now += rng.gen_range(0..20_000);
+            while let Some((at, e)) = s.pop_due(Instant(now)) {
+                fired.push((at.0, e));
+            }
+            reference.sort();
+            let due = reference.iter().take_while(|r| r.0 <= now).count();
+            expected.extend(reference.drain(..due).map(|(t, _, e)| (t, e)));
+            assert_eq!(fired, expected, "diverged at round {round}");
+        }
     }
 }
