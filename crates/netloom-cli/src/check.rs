@@ -1,9 +1,10 @@
-//! `netloom check FILE`: load, validate and route a topology, then print its summary.
+//! `netloom check FILE`: load, validate and route a topology, then print its summary with the
+//! routed diameter.
 
 use anyhow::Result;
 use clap::Args;
-use netloom_route::Routes;
-use netloom_topo::NodeKind;
+use netloom_route::{Diameter, RouteLength, Routes};
+use netloom_topo::{summarize, Summary, Topology};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -11,95 +12,70 @@ use std::path::PathBuf;
 pub struct CheckArgs {
     /// Topology file (.toml or .json).
     file: PathBuf,
-    /// Print the summary as JSON.
+    /// Print the summary as JSON (schema in docs/json.md).
     #[arg(long)]
     json: bool,
 }
 
+/// One route at the diameter, by host names.
 #[derive(Serialize)]
-struct Summary {
-    name: String,
-    hosts: usize,
-    routers: usize,
-    links: usize,
-    pipes: usize,
-    shared_links: usize,
-    diameter_hops: u32,
-    diameter_hops_between: [String; 2],
-    diameter_delay_ns: u64,
-    diameter_delay_between: [String; 2],
-    min_bdp_bytes: u64,
-    max_bdp_bytes: u64,
+struct Route {
+    src: String,
+    dst: String,
+    hops: u32,
+    delay_ns: u64,
+}
+
+#[derive(Serialize)]
+struct CheckReport {
+    #[serde(flatten)]
+    summary: Summary,
+    /// The route with the most hops and the one with the largest propagation delay
+    /// (`null` for a topology with a single host).
+    diameter_hops: Option<Route>,
+    diameter_delay: Option<Route>,
     routing_table_bytes: usize,
+}
+
+fn route(topo: &Topology, r: &RouteLength) -> Route {
+    Route {
+        src: topo.node(r.src).name.clone(),
+        dst: topo.node(r.dst).name.clone(),
+        hops: r.hops,
+        delay_ns: r.delay.as_nanos(),
+    }
 }
 
 pub fn run(args: CheckArgs) -> Result<()> {
     let topo = netloom_topo::load_path(&args.file)?;
     let routes = Routes::compute(&topo);
-    let diameter = routes.diameter(&topo);
-    let name = |id| topo.node(id).name.clone();
-    let bdps = topo.pipes.iter().map(|p| {
-        p.config
-            .rate
-            .bytes_in(netloom_time::Duration(p.config.delay.0 * 2))
-    });
-    let (diameter_hops, diameter_hops_between, diameter_delay_ns, diameter_delay_between) =
-        match diameter {
-            Some(d) => (
-                d.by_hops.hops,
-                [name(d.by_hops.src), name(d.by_hops.dst)],
-                d.by_delay.delay.as_nanos(),
-                [name(d.by_delay.src), name(d.by_delay.dst)],
-            ),
-            None => (0, Default::default(), 0, Default::default()),
-        };
-    let s = Summary {
-        name: topo.name.clone(),
-        hosts: topo.hosts.len(),
-        routers: topo
-            .nodes
-            .iter()
-            .filter(|n| n.kind == NodeKind::Router)
-            .count(),
-        links: topo.links.len(),
-        pipes: topo.pipes.len(),
-        shared_links: (0..topo.links.len() as u32)
-            .filter(|&l| topo.is_shared(l))
-            .count(),
-        diameter_hops,
-        diameter_hops_between,
-        diameter_delay_ns,
-        diameter_delay_between,
-        min_bdp_bytes: bdps.clone().min().unwrap_or(0),
-        max_bdp_bytes: bdps.max().unwrap_or(0),
+    // The loader refuses files whose hosts are not all connected, so the diameter is missing
+    // only when there is a single host.
+    let diameter: Option<Diameter> = routes.diameter(&topo);
+    let report = CheckReport {
+        summary: summarize(&topo),
+        diameter_hops: diameter.map(|d| route(&topo, &d.by_hops)),
+        diameter_delay: diameter.map(|d| route(&topo, &d.by_delay)),
         routing_table_bytes: routes.memory_bytes(),
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
-    let d = netloom_time::Duration;
     println!("{}: ok", args.file.display());
-    println!("  name            {}", s.name);
-    println!("  hosts           {}", s.hosts);
-    println!("  routers         {}", s.routers);
-    println!(
-        "  links           {} ({} pipes, {} shared)",
-        s.links, s.pipes, s.shared_links
-    );
-    println!(
-        "  diameter        {} hops ({} -> {}), {} one-way delay ({} -> {})",
-        s.diameter_hops,
-        s.diameter_hops_between[0],
-        s.diameter_hops_between[1],
-        d(s.diameter_delay_ns),
-        s.diameter_delay_between[0],
-        s.diameter_delay_between[1]
-    );
-    println!(
-        "  link BDP        {} .. {} bytes (rate x 2 x delay)",
-        s.min_bdp_bytes, s.max_bdp_bytes
-    );
-    println!("  routing tables  {} bytes", s.routing_table_bytes);
+    println!("{}", report.summary);
+    if let (Some(h), Some(d)) = (&report.diameter_hops, &report.diameter_delay) {
+        let show = |r: &Route| {
+            format!(
+                "{} hops, {} ({} -> {})",
+                r.hops,
+                netloom_time::Duration(r.delay_ns),
+                r.src,
+                r.dst
+            )
+        };
+        println!("diameter  {} by hops; {} by delay", show(h), show(d));
+    }
+    println!("routing   {} bytes of next-hop tables", report.routing_table_bytes);
     Ok(())
 }

@@ -39,7 +39,8 @@ pub struct GenArgs {
     seed: Option<u64>,
     /// Set a link class, e.g. `--class access=10Mbit/1ms`; repeatable. Classes per kind:
     /// chain, ring, mesh, fishbone: access, backbone; star: access; dumbbell: access, bottleneck;
-    /// tree-mesh: core, tree, last-mile; inet: client-stub, stub-stub, stub-transit.
+    /// tree-mesh: core, tree, last-mile; inet: client-stub, stub-stub, stub-transit, transit-transit
+    /// (which replaces inet's per-link random transit delays).
     #[arg(long = "class", value_name = "NAME=BW/DELAY")]
     classes: Vec<String>,
 }
@@ -172,10 +173,15 @@ fn apply(kind: &mut GenKind, args: &GenArgs) -> Result<Vec<&'static str>> {
             set(&mut p.stubs, args.stubs);
             set(&mut p.hosts, args.hosts);
             set(&mut p.seed, args.seed);
+            // A delay given for transit-transit replaces the per-link random delays.
+            if args.classes.iter().any(|c| c.starts_with("transit-transit=")) {
+                p.transit_delay_ms = None;
+            }
             classes.extend([
                 ("client-stub", &mut p.client_stub),
                 ("stub-stub", &mut p.stub_stub),
                 ("stub-transit", &mut p.stub_transit),
+                ("transit-transit", &mut p.transit_transit),
             ]);
             vec!["--routers", "--stubs", "--hosts", "--seed"]
         }
