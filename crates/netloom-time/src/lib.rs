@@ -132,47 +132,40 @@ impl AddAssign for Duration {
 }
 
 impl fmt::Display for Duration {
-    /// Human form with the largest unit that keeps the value exact or short: `1.5ms`, `200us`, `30s`.
+    /// Human form in the largest unit not above it: `1.5ms`, `200us`, `30s` (at most 3
+    /// decimals; for reports, not for re-parsing).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ns = self.0;
-        let (div, unit) = match ns {
-            0 => return write!(f, "0s"),
-            n if n % 1_000_000_000 == 0 || n >= 10_000_000_000 => (1e9, "s"),
-            n if n % 1_000_000 == 0 || n >= 10_000_000 => (1e6, "ms"),
-            n if n % 1_000 == 0 || n >= 10_000 => (1e3, "us"),
-            _ => (1.0, "ns"),
-        };
-        let v = ns as f64 / div;
-        if v.fract() == 0.0 {
-            write!(f, "{}{}", v as u64, unit)
-        } else {
-            write!(f, "{}{}", trim_float(v), unit)
+        if self.0 == 0 {
+            return write!(f, "0s");
         }
+        let units = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")];
+        let (div, unit) = units
+            .into_iter()
+            .find(|&(d, _)| self.0 >= d)
+            .unwrap_or((1, "ns"));
+        write_scaled(f, self.0, div, unit)
     }
 }
 
 impl fmt::Display for Rate {
-    /// Human form in bit/s with SI prefixes: `10Mbit`, `1.5Gbit`.
+    /// Human form in bit/s with SI prefixes: `10Mbit`, `1.5Gbit` (at most 3 decimals).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let b = self.0;
-        let (div, unit) = match b {
-            n if n >= 1_000_000_000 => (1e9, "Gbit"),
-            n if n >= 1_000_000 => (1e6, "Mbit"),
-            n if n >= 1_000 => (1e3, "kbit"),
-            _ => (1.0, "bit"),
-        };
-        let v = b as f64 / div;
-        if v.fract() == 0.0 {
-            write!(f, "{}{}", v as u64, unit)
-        } else {
-            write!(f, "{}{}", trim_float(v), unit)
-        }
+        let units = [(1_000_000_000, "Gbit"), (1_000_000, "Mbit"), (1_000, "kbit")];
+        let (div, unit) = units
+            .into_iter()
+            .find(|&(d, _)| self.0 >= d)
+            .unwrap_or((1, "bit"));
+        write_scaled(f, self.0, div, unit)
     }
 }
 
-fn trim_float(v: f64) -> String {
-    let s = format!("{v:.3}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
+/// Writes `value / div` with up to 3 decimals, trailing zeros trimmed, then `unit`.
+fn write_scaled(f: &mut fmt::Formatter<'_>, value: u64, div: u64, unit: &str) -> fmt::Result {
+    if value.is_multiple_of(div) {
+        return write!(f, "{}{unit}", value / div);
+    }
+    let s = format!("{:.3}", value as f64 / div as f64);
+    write!(f, "{}{unit}", s.trim_end_matches('0').trim_end_matches('.'))
 }
 
 #[cfg(test)]
