@@ -38,6 +38,12 @@ pub struct SimArgs {
 
 pub fn run(args: SimArgs) -> Result<()> {
     let duration = netloom_topo::units::parse_duration(&args.duration).context("--duration")?;
+    if duration.as_nanos() == 0 {
+        anyhow::bail!(
+            "--duration: {:?} simulates nothing; give a positive duration such as 30s",
+            args.duration
+        );
+    }
     let topo = netloom_topo::load_path(&args.file)?;
     let spec = parse_spec(&args.traffic).context("--traffic")?;
     let flows = traffic::expand(&spec.pattern, spec.kind, spec.cap, &topo, args.seed)
@@ -49,12 +55,15 @@ pub fn run(args: SimArgs) -> Result<()> {
     let show_progress = !args.json && std::io::stderr().is_terminal();
     let mut progress = |p: Progress| {
         let done = p.sim_time.as_nanos() as f64 / p.end.as_nanos().max(1) as f64;
+        let wall = p.wall.as_secs_f64().max(1e-9);
+        let eta = wall * (1.0 - done) / done.max(1e-9);
         eprint!(
-            "\r  simulated {} of {} ({:.0}%), {:.1} M packet-hops/s   ",
+            "\r  simulated {} of {} ({:.0}%), {:.1} M packet-hops/s, about {:.0}s left   ",
             Duration(p.sim_time.as_nanos()),
             Duration(p.end.as_nanos()),
             done * 100.0,
-            p.packet_hops as f64 / p.wall.as_secs_f64().max(1e-9) / 1e6
+            p.packet_hops as f64 / wall / 1e6,
+            eta.ceil()
         );
         let _ = std::io::stderr().flush();
     };
@@ -73,7 +82,7 @@ pub fn run(args: SimArgs) -> Result<()> {
         },
     );
     if show_progress {
-        eprint!("\r{:70}\r", "");
+        eprint!("\r{:90}\r", "");
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -520,6 +520,7 @@ fn sim_rejects_a_bad_duration_with_exit_2() {
             "netloom: --duration: \"10mbps\" has an unknown unit",
         ),
         ("soon", "--duration"),
+        ("0s", "netloom: --duration: \"0s\" simulates nothing"),
     ] {
         let out = run(&[
             "sim",
