@@ -76,6 +76,9 @@ pub fn run(args: CheckArgs) -> Result<()> {
         };
         println!("diameter  {} by hops; {} by delay", show(h), show(d));
     }
-    println!("routing   {} bytes of next-hop tables", report.routing_table_bytes);
+    println!(
+        "routing   {} bytes of next-hop tables",
+        report.routing_table_bytes
+    );
     Ok(())
 }

@@ -174,7 +174,11 @@ fn apply(kind: &mut GenKind, args: &GenArgs) -> Result<Vec<&'static str>> {
             set(&mut p.hosts, args.hosts);
             set(&mut p.seed, args.seed);
             // A delay given for transit-transit replaces the per-link random delays.
-            if args.classes.iter().any(|c| c.starts_with("transit-transit=")) {
+            if args
+                .classes
+                .iter()
+                .any(|c| c.starts_with("transit-transit="))
+            {
                 p.transit_delay_ms = None;
             }
             classes.extend([
