@@ -1,4 +1,4 @@
-//! A counting global allocator: live and peak heap bytes of the whole process, for `memory`.
+//! A counting global allocator: live heap bytes of the whole process, for `memory`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -7,11 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 pub struct Counting;
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
 
 fn grew(bytes: usize) {
-    let live = LIVE.fetch_add(bytes, Relaxed) + bytes;
-    PEAK.fetch_max(live, Relaxed);
+    LIVE.fetch_add(bytes, Relaxed);
 }
 
 unsafe impl GlobalAlloc for Counting {
@@ -49,14 +47,4 @@ unsafe impl GlobalAlloc for Counting {
 /// Heap bytes allocated and not yet freed.
 pub fn live() -> usize {
     LIVE.load(Relaxed)
-}
-
-/// Resets the high-water mark to the current live bytes.
-pub fn reset_peak() {
-    PEAK.store(live(), Relaxed);
-}
-
-/// The most heap bytes live at once since the last `reset_peak`.
-pub fn peak() -> usize {
-    PEAK.load(Relaxed)
 }

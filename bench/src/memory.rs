@@ -14,8 +14,8 @@ use serde::Serialize;
 /// Router counts of the inets whose engines are weighed (200 stubs, 400 hosts each).
 const ROUTERS: [usize; 3] = [2000, 4000, 8000];
 
-/// Virtual seconds of the runs that measure packets in flight.
-const RUN_SECONDS: u64 = 5;
+/// Virtual seconds at which the heap of each workload's run is weighed.
+const CHECKPOINTS: [u64; 5] = [1, 5, 10, 20, 30];
 
 #[derive(Debug, Serialize)]
 pub struct MemoryReport {
@@ -44,15 +44,20 @@ pub struct EngineRow {
     pub routes_bytes_per_entry: f64,
 }
 
-/// Heap growth while a workload runs, against the most packets in flight at once.
+/// Heap growth while a workload runs, weighed at each of `CHECKPOINTS`.
 #[derive(Debug, Serialize)]
 pub struct InFlightRow {
     pub workload: String,
+    pub samples: Vec<Sample>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Sample {
+    pub virtual_seconds: u64,
+    /// The most packets in flight at once so far.
     pub max_in_flight: u64,
-    /// Live heap at the end of the run minus before it (capacity kept by slab, queues, wheel).
+    /// Live heap now minus before the run (capacity kept by slab, queues, wheel slots).
     pub retained_bytes: usize,
-    /// Highest live heap during the run minus before it.
-    pub peak_bytes: usize,
 }
 
 pub fn run() -> Result<MemoryReport> {
@@ -67,13 +72,20 @@ pub fn run() -> Result<MemoryReport> {
     for case in cases()? {
         let mut engine = case.engine()?;
         let before = alloc::live();
-        alloc::reset_peak();
-        drive(&mut engine, RUN_SECONDS);
+        let samples = CHECKPOINTS
+            .iter()
+            .map(|&seconds| {
+                drive(&mut engine, seconds);
+                Sample {
+                    virtual_seconds: seconds,
+                    max_in_flight: engine.counters().max_in_flight,
+                    retained_bytes: alloc::live().saturating_sub(before),
+                }
+            })
+            .collect();
         in_flight.push(InFlightRow {
             workload: case.name.to_string(),
-            max_in_flight: engine.counters().max_in_flight,
-            retained_bytes: alloc::live().saturating_sub(before),
-            peak_bytes: alloc::peak().saturating_sub(before),
+            samples,
         });
     }
     Ok(MemoryReport {
@@ -119,7 +131,8 @@ fn weigh_engine(routers: usize) -> Result<EngineRow> {
     })
 }
 
-/// The virtual-time driver loop of `sim::run`, without building a report (which allocates).
+/// The virtual-time driver loop of `sim::run` up to `seconds`, without building a report (which
+/// allocates).
 fn drive(engine: &mut Engine, seconds: u64) {
     let end = Instant(seconds * 1_000_000_000);
     while let Some(t) = engine.poll_at().filter(|&t| t < end) {
@@ -148,16 +161,20 @@ pub fn markdown(r: &MemoryReport) -> String {
         .in_flight
         .iter()
         .map(|f| {
-            vec![
-                f.workload.clone(),
-                f.max_in_flight.to_string(),
-                kb(f.retained_bytes),
-                format!("{:.0}", f.retained_bytes as f64 / f.max_in_flight as f64),
-                kb(f.peak_bytes),
-                format!("{:.0}", f.peak_bytes as f64 / f.max_in_flight as f64),
-            ]
+            let mut row = vec![f.workload.clone()];
+            row.extend(f.samples.iter().map(|x| {
+                format!(
+                    "{} KiB, {} pkts, {:.0} B/pkt",
+                    kb(x.retained_bytes),
+                    x.max_in_flight,
+                    x.retained_bytes as f64 / x.max_in_flight as f64
+                )
+            }));
+            row
         })
         .collect();
+    let mut flight_headers = vec!["workload".to_string()];
+    flight_headers.extend(CHECKPOINTS.iter().map(|s| format!("after {s} s")));
     format!(
         "## memory: heap per pipe, per routing entry, per packet in flight\n\n\
          Heap bytes requested from the allocator (a counting `#[global_allocator]`; allocator \
@@ -165,10 +182,11 @@ pub fn markdown(r: &MemoryReport) -> String {
          400 hosts; routing tables are weighed separately with `Routes::compute`.\n\n{}\n\
          **Engine state per pipe** (engine heap without routing tables, slope from {} to {} \
          pipes): **{:.1} bytes**; `size_of::<Pipe>()` = {} bytes.\n\n\
-         Packets in flight: heap growth over {} s of virtual time of each workload (engine and \
-         flows already built) divided by the most packets in flight at once. \"Retained\" is what \
-         the slab, wheel slots and queues keep after the run (capacities grow by doubling, so up \
-         to 2× the need); \"peak\" is the high-water mark during the run.\n\n{}",
+         Packets in flight: live heap growth since the start of each workload's run (engine and \
+         flows already built), weighed at several instants of virtual time, against the most \
+         packets in flight so far (KiB retained, max in flight, bytes per packet). What grows is \
+         capacity kept by the packet slab, the timing wheel's slots and the pipes' queues \
+         (capacities grow by doubling).\n\n{}",
         table(
             &[
                 "topology",
@@ -186,17 +204,12 @@ pub fn markdown(r: &MemoryReport) -> String {
         r.engines[r.engines.len() - 1].pipes,
         r.bytes_per_pipe,
         r.size_of_pipe,
-        RUN_SECONDS,
         table(
-            &[
-                "workload",
-                "max in flight",
-                "retained KiB",
-                "retained B/packet",
-                "peak KiB",
-                "peak B/packet",
-            ],
-            &flight,
+            &flight_headers
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+            &flight
         )
     )
 }
