@@ -1,0 +1,82 @@
+//! What a partition gives under a weighting: the cut, the load per core, and the efficiency
+//! E = Σ edge packets / Σ packets processed (ModelNet §3).
+
+use crate::assignment::Assignment;
+use crate::graph::FlowGraph;
+use serde::Serialize;
+
+/// One core's share. Units are the weighting's (packets for observed counts).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CoreLoad {
+    pub core: u32,
+    pub pipes: usize,
+    /// Sum of its pipes' vertex weights.
+    pub load: f64,
+    /// Pipe traversals it emulates: entries plus every hop into one of its pipes.
+    pub hops: f64,
+    /// Edge packets: those entering the emulation at one of its pipes (C_edge).
+    pub edge_packets: f64,
+    /// Packets it processes: its edge packets plus those handed over by another core (C_p).
+    pub packets: f64,
+}
+
+/// The quality of an assignment.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Evaluation {
+    pub cores: Vec<CoreLoad>,
+    /// Flow on the edges whose pipes are on different cores: for observed counts, the
+    /// cross-core hops.
+    pub cut: f64,
+    /// Total flow on all edges.
+    pub total_flow: f64,
+    /// Σ edge packets / Σ packets processed; `None` if nothing entered.
+    pub efficiency: Option<f64>,
+    /// Largest core load over the mean core load (1 is perfect balance).
+    pub imbalance: f64,
+}
+
+impl Evaluation {
+    /// Evaluates `assignment` (already checked against the topology) on `graph`.
+    pub fn of(graph: &FlowGraph, assignment: &Assignment) -> Evaluation {
+        let mut cores: Vec<CoreLoad> = (0..assignment.cores)
+            .map(|core| CoreLoad {
+                core,
+                ..CoreLoad::default()
+            })
+            .collect();
+        for (p, &c) in assignment.pipes.iter().enumerate() {
+            let core = &mut cores[c as usize];
+            core.pipes += 1;
+            core.load += graph.load[p];
+            core.hops += graph.entry[p];
+            core.edge_packets += graph.entry[p];
+            core.packets += graph.entry[p];
+        }
+        let (mut cut, mut total_flow) = (0.0, 0.0);
+        for (p, q, w) in graph.transitions() {
+            total_flow += w;
+            let to = &mut cores[assignment.core(q) as usize];
+            to.hops += w;
+            if assignment.core(p) != assignment.core(q) {
+                to.packets += w;
+                cut += w;
+            }
+        }
+        let entered: f64 = cores.iter().map(|c| c.edge_packets).sum();
+        let processed: f64 = cores.iter().map(|c| c.packets).sum();
+        let max = cores.iter().map(|c| c.load).fold(0.0, f64::max);
+        let mean = cores.iter().map(|c| c.load).sum::<f64>() / cores.len() as f64;
+        Evaluation {
+            cores,
+            cut,
+            total_flow,
+            efficiency: (entered > 0.0).then(|| entered / processed),
+            imbalance: if mean > 0.0 { max / mean } else { 1.0 },
+        }
+    }
+
+    /// Cross-core transitions per edge packet (x = 1/E − 1).
+    pub fn crossings_per_packet(&self) -> Option<f64> {
+        self.efficiency.map(|e| 1.0 / e - 1.0)
+    }
+}

@@ -1,0 +1,165 @@
+//! The flow graph (ModelNet §5.3): one vertex per pipe, a directed edge from each pipe to every
+//! pipe a packet may take next at the node it leads to, and the weights a weighting puts on
+//! them. The weightings themselves live in `weight`.
+
+use netloom_topo::{NodeKind, PipeId, Topology};
+
+/// A weighted flow graph. Weights are flows (packets or bits per second, or packet counts): what
+/// matters is their ratios.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowGraph {
+    /// Vertex weights: the cost of emulating each pipe, by pipe id.
+    pub load: Vec<f64>,
+    /// Flow that enters the emulation at each pipe (a host's first hop): edge traffic.
+    pub entry: Vec<f64>,
+    /// `next[first[p]..first[p + 1]]`: the pipes that may follow pipe p, ascending.
+    first: Vec<usize>,
+    next: Vec<PipeId>,
+    /// Flow from pipe p into each of its successors, aligned with `next`.
+    flow: Vec<f64>,
+}
+
+/// The undirected, weighted form of a flow graph, in compressed sparse rows: what METIS and
+/// k-cluster read.
+pub(crate) struct Undirected {
+    pub offsets: Vec<usize>,
+    pub neighbours: Vec<PipeId>,
+    /// Sum of the flows both ways between the two pipes.
+    pub weights: Vec<f64>,
+}
+
+impl FlowGraph {
+    /// The structure of `topo`'s flow graph with every weight zero. A packet arriving at a router
+    /// over pipe p may leave over any pipe of another link; hosts never forward.
+    pub fn structure(topo: &Topology) -> FlowGraph {
+        let pipes = topo.pipes.len();
+        let mut into = vec![Vec::new(); topo.nodes.len()];
+        for l in &topo.links {
+            into[l.b as usize].push(l.ab);
+            into[l.a as usize].push(l.ba);
+        }
+        let mut successors: Vec<Vec<PipeId>> = vec![Vec::new(); pipes];
+        for (node, out) in topo.adjacency().iter().enumerate() {
+            if topo.nodes[node].kind == NodeKind::Host {
+                continue;
+            }
+            for &p in &into[node] {
+                let link = topo.pipes[p as usize].link;
+                successors[p as usize].extend(
+                    out.iter()
+                        .map(|&(q, _)| q)
+                        .filter(|&q| topo.pipes[q as usize].link != link),
+                );
+            }
+        }
+        let mut first = Vec::with_capacity(pipes + 1);
+        let mut next = Vec::new();
+        first.push(0);
+        for mut s in successors {
+            s.sort_unstable();
+            s.dedup();
+            next.extend(s);
+            first.push(next.len());
+        }
+        FlowGraph {
+            load: vec![0.0; pipes],
+            entry: vec![0.0; pipes],
+            flow: vec![0.0; next.len()],
+            first,
+            next,
+        }
+    }
+
+    /// Number of vertices (pipes).
+    pub fn pipes(&self) -> usize {
+        self.load.len()
+    }
+
+    /// The (successor, flow) pairs of pipe `p`.
+    pub fn successors(&self, p: PipeId) -> impl Iterator<Item = (PipeId, f64)> + '_ {
+        let range = self.first[p as usize]..self.first[p as usize + 1];
+        self.next[range.clone()]
+            .iter()
+            .copied()
+            .zip(self.flow[range].iter().copied())
+    }
+
+    /// Every directed edge with its flow: (from, to, flow).
+    pub fn transitions(&self) -> impl Iterator<Item = (PipeId, PipeId, f64)> + '_ {
+        (0..self.pipes() as PipeId)
+            .flat_map(move |p| self.successors(p).map(move |(q, w)| (p, q, w)))
+    }
+
+    /// The flow from `from` into `to`, if `to` may follow `from`.
+    pub fn flow_mut(&mut self, from: PipeId, to: PipeId) -> Option<&mut f64> {
+        let range = self.first[from as usize]..self.first[from as usize + 1];
+        let i = self.next[range.clone()].binary_search(&to).ok()?;
+        Some(&mut self.flow[range.start + i])
+    }
+
+    /// Sets every vertex weight to the sum of the flows on the vertex's edges, in and out: the
+    /// paper's vertex weights for the static weighting.
+    pub(crate) fn load_from_incident_flows(&mut self) {
+        self.load.iter_mut().for_each(|w| *w = 0.0);
+        for p in 0..self.pipes() {
+            for i in self.first[p]..self.first[p + 1] {
+                self.load[p] += self.flow[i];
+                self.load[self.next[i] as usize] += self.flow[i];
+            }
+        }
+    }
+
+    pub(crate) fn flows_mut(&mut self) -> &mut [f64] {
+        &mut self.flow
+    }
+
+    /// Merges each pair of opposite directed edges into one undirected edge.
+    pub(crate) fn undirected(&self) -> Undirected {
+        let mut pairs: Vec<(PipeId, PipeId, f64)> = Vec::with_capacity(2 * self.next.len());
+        for (p, q, w) in self.transitions() {
+            pairs.push((p, q, w));
+            pairs.push((q, p, w));
+        }
+        pairs.sort_unstable_by_key(|&(p, q, _)| (p, q));
+        let mut offsets = vec![0; self.pipes() + 1];
+        let mut neighbours = Vec::with_capacity(pairs.len());
+        let mut weights: Vec<f64> = Vec::with_capacity(pairs.len());
+        let mut last = None;
+        for (p, q, w) in pairs {
+            if last == Some((p, q)) {
+                *weights.last_mut().expect("a previous pair") += w;
+                continue;
+            }
+            last = Some((p, q));
+            neighbours.push(q);
+            weights.push(w);
+            offsets[p as usize + 1] += 1;
+        }
+        for i in 0..self.pipes() {
+            offsets[i + 1] += offsets[i];
+        }
+        Undirected {
+            offsets,
+            neighbours,
+            weights,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::weight::tests::chain;
+
+    #[test]
+    fn chain_pipes_follow_each_other_but_never_turn_back() {
+        // h1 - r1 - r2 - h2: pipes 0: h1→r1, 1: r1→h1, 2: r1→r2, 3: r2→r1, 4: r2→h2, 5: h2→r2.
+        let g = FlowGraph::structure(&chain(2));
+        let edges: Vec<_> = g.transitions().map(|(p, q, _)| (p, q)).collect();
+        assert_eq!(edges, [(0, 2), (2, 4), (3, 1), (5, 3)]);
+        let u = g.undirected();
+        let around = |p: usize| u.neighbours[u.offsets[p]..u.offsets[p + 1]].to_vec();
+        assert_eq!(around(2), [0, 4]);
+        assert_eq!(around(1), [3]);
+    }
+}

@@ -1,0 +1,21 @@
+//! Which core owns which pipe: the flow graph (one vertex per pipe, ModelNet §5.3), its
+//! weightings, the random, k-cluster and METIS partitioners, the assignment file, and the
+//! efficiency and capacity a partition gives. It never moves a packet.
+
+mod assignment;
+mod error;
+mod evaluation;
+mod graph;
+mod method;
+mod model;
+mod observation;
+mod weight;
+
+pub use assignment::Assignment;
+pub use error::PartitionError;
+pub use evaluation::{CoreLoad, Evaluation};
+pub use graph::FlowGraph;
+pub use method::{partition, Method, Options};
+pub use model::{Capacity, CapacityModel};
+pub use observation::Observation;
+pub use weight::Demand;
