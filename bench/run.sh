@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds netloom-bench in release and runs every benchmark, printing the report and keeping a copy
 # in bench/results/<UTC date>.md. Extra arguments go to `netloom-bench all` (e.g. --repeat 5).
-# Takes about two minutes on 2 vCPUs; run it on an otherwise idle machine.
+# Honours CARGO_TARGET_DIR. Takes about two minutes on 2 vCPUs; run it on an otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p netloom-bench
 mkdir -p bench/results
-target/release/netloom-bench all "$@" | tee "bench/results/$(date -u +%Y-%m-%d).md"
+"${CARGO_TARGET_DIR:-target}/release/netloom-bench" all "$@" | tee "bench/results/$(date -u +%Y-%m-%d).md"

@@ -1,4 +1,5 @@
-//! The machine a report was measured on: CPU, cores, kernel, compiler, date, build profile.
+//! The machine a report was measured on: CPU, cores, kernel, compiler, date, build profile and
+//! source revision.
 
 use serde::Serialize;
 use std::process::Command;
@@ -13,6 +14,8 @@ pub struct Machine {
     pub date: String,
     /// "release" or "debug": debug builds are an order of magnitude slower.
     pub build: &'static str,
+    /// `git describe --always --dirty` of the working tree the benchmark was run from.
+    pub revision: String,
 }
 
 pub fn detect() -> Machine {
@@ -36,6 +39,7 @@ pub fn detect() -> Machine {
         } else {
             "release"
         },
+        revision: output("git", &["describe", "--always", "--dirty"]),
     }
 }
 
@@ -53,9 +57,9 @@ fn output(program: &str, args: &[&str]) -> String {
 impl Machine {
     pub fn markdown(&self, command: &str) -> String {
         format!(
-            "- machine: {}, {} cores (`nproc`), kernel {}\n- toolchain: {}, {} build\n- date: {}\n\
-             - command: `{command}`\n",
-            self.cpu, self.cores, self.kernel, self.rustc, self.build, self.date
+            "- machine: {}, {} cores (`nproc`), kernel {}\n- toolchain: {}, {} build\n\
+             - source: {}\n- date: {}\n- command: `{command}`\n",
+            self.cpu, self.cores, self.kernel, self.rustc, self.build, self.revision, self.date
         )
     }
 }
