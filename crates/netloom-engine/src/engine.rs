@@ -9,6 +9,7 @@ use netloom_link::{Admission, Pipe, PipeConfig, Ticket};
 use netloom_route::Routes;
 use netloom_time::Instant;
 use netloom_topo::{LinkId, NodeId, PipeId, Topology};
+use std::collections::BTreeMap;
 
 /// Something that happens at an instant.
 #[derive(Clone, Copy, Debug)]
@@ -89,6 +90,9 @@ pub struct Engine {
     delivered: Vec<Delivery>,
     now: Instant,
     counters: EngineCounters,
+    /// Packets per (pipe, next pipe) hop, kept only after `enable_transition_counts`: partitioning
+    /// needs them, and the forwarding path should not pay for them otherwise.
+    transitions: Option<BTreeMap<(PipeId, PipeId), u64>>,
 }
 
 /// SplitMix64: derives independent, well-mixed seeds for pipes and flows from the run's seed.
@@ -146,7 +150,19 @@ impl Engine {
             delivered: Vec::new(),
             now: Instant::ZERO,
             counters: EngineCounters::default(),
+            transitions: None,
         }
+    }
+
+    /// From now on, count every packet that leaves a pipe for a next one, per (pipe, next pipe).
+    pub fn enable_transition_counts(&mut self) {
+        self.transitions.get_or_insert_with(BTreeMap::new);
+    }
+
+    /// Packets per (pipe, next pipe) hop since `enable_transition_counts`, or `None` if not enabled.
+    /// A packet counts when it is offered to the next pipe, whether or not that pipe drops it.
+    pub fn transition_counts(&self) -> Option<&BTreeMap<(PipeId, PipeId), u64>> {
+        self.transitions.as_ref()
     }
 
     pub fn topology(&self) -> &Topology {
@@ -349,6 +365,13 @@ impl Engine {
         } else {
             self.topo.far_end(pipe, p.at)
         };
+        if let Some(counts) = &mut self.transitions {
+            if p.at != p.dst_node {
+                if let Some(next) = self.routes.next_pipe(p.at, p.dst_host) {
+                    *counts.entry((pipe, next)).or_default() += 1;
+                }
+            }
+        }
         self.forward(pkt);
     }
 
