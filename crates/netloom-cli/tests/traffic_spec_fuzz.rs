@@ -310,7 +310,10 @@ fn random_and_mutated_traffic_specs_never_panic() {
             Err(_) => panic!("--traffic {spec:?} panicked (generator seed {SEED:#x})"),
         }
     }
-    eprintln!("{} specs, {parsed} parsed, {expanded} expanded", specs.len());
+    eprintln!(
+        "{} specs, {parsed} parsed, {expanded} expanded",
+        specs.len()
+    );
     // The mix must reach past the parser's first checks, or the test proves little.
     assert!(specs.len() >= 700, "{} specs", specs.len());
     assert!(
