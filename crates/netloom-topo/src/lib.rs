@@ -4,9 +4,11 @@
 
 pub mod doc;
 pub mod error;
+pub mod export;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gen;
+pub mod import;
 mod layer;
 pub mod load;
 mod locate;
@@ -17,6 +19,7 @@ pub mod units;
 pub mod write;
 
 pub use error::{Diagnostic, ErrorKind, TopoError};
-pub use load::{load_path, load_str, parse_str, resolve, Format};
+pub use import::{import_path, import_str, HostPlan, ImportOptions, Imported, InputFormat};
+pub use load::{load_path, load_path_as, load_str, parse_str, resolve, Format};
 pub use model::*;
 pub use summary::{summarize, Summary};

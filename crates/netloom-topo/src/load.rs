@@ -9,6 +9,7 @@
 
 use crate::doc::{LinkParams, NodeEntry, TopologyFile};
 use crate::error::{Diagnostic, ErrorKind, Issue, Seg, Subject, TopoError};
+use crate::import::{self, ImportOptions, InputFormat};
 use crate::layer::{finish, key_path, parse_layer, Layer};
 pub use crate::layer::{
     RED_DEFAULT_MAX_P, RED_DEFAULT_MAX_TH_FACTOR, RED_DEFAULT_MIN_TH_PACKETS, RED_DEFAULT_WEIGHT,
@@ -37,22 +38,26 @@ impl Format {
     }
 }
 
-/// Reads, checks and resolves a topology file; the format comes from the extension.
+/// Reads, checks and resolves a topology file; the format comes from the extension (any format
+/// `import` reads, with its default options).
 pub fn load_path(path: &Path) -> Result<Topology, TopoError> {
+    load_path_as(path, None, &ImportOptions::default()).map(|(topo, _)| topo)
+}
+
+/// Reads, checks and resolves a topology file in `format` (by default, the one its extension
+/// announces). Returns the notes of what an importer assumed (none for native files).
+pub fn load_path_as(
+    path: &Path,
+    format: Option<InputFormat>,
+    options: &ImportOptions,
+) -> Result<(Topology, Vec<String>), TopoError> {
     let label = path.display().to_string();
-    let fail = |message: String| {
-        TopoError::new(vec![Diagnostic {
-            kind: ErrorKind::Io,
-            file: label.clone(),
-            line: None,
-            subject: None,
-            message,
-        }])
-    };
-    let format = Format::from_path(path)
-        .ok_or_else(|| fail("unknown file type; a topology file ends in .toml or .json".into()))?;
-    let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read: {e}")))?;
-    load_str(&text, format, &label)
+    let (format, text) = import::read_input(path, format)?;
+    if let Some(native) = format.native() {
+        return load_str(&text, native, &label).map(|topo| (topo, Vec::new()));
+    }
+    let imported = import::import_str(&text, format, &label, options)?;
+    Ok((resolve(&imported.file, &label)?, imported.notes))
 }
 
 /// Checks and resolves a topology given as text. `file_label` names it in errors (and gives

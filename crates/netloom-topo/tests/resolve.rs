@@ -253,7 +253,7 @@ fn load_path_rejects_unknown_extensions_and_missing_files() {
     let e = load_path(Path::new("topo.yaml")).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "topo.yaml: unknown file type; a topology file ends in .toml or .json"
+        "topo.yaml: unknown file type; a topology file ends in .toml, .json, .graphml, .gml, .graph (ModelNet) or .inet, or its format must be given"
     );
     let e = load_path(Path::new("/nonexistent/topo.toml")).unwrap_err();
     assert!(

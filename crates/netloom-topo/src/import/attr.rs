@@ -1,0 +1,211 @@
+//! What the attributes of a node or an edge mean, whichever file they come from: the Topology
+//! Zoo's (`Latitude`, `Longitude`, `LinkSpeedRaw`, `LinkSpeed` + `LinkSpeedUnits`), Shadow's
+//! (`latency`, `bandwidth`, `jitter`, `packet_loss`, `host_bandwidth_up/down`) and netloom's own
+//! (as `convert` writes them). GraphML and GML share it; other attributes are ignored.
+
+use super::geo::Position;
+use super::params;
+use crate::doc::{Fraction, LinkParams, LossSpec};
+use crate::units;
+use netloom_time::Rate;
+
+/// Attributes as `(name, text)` in file order.
+pub(crate) type Attrs = Vec<(String, String)>;
+
+fn get<'a>(attrs: &'a Attrs, name: &str) -> Option<&'a str> {
+    attrs.iter().find(|(k, _)| k == name).map(|(_, v)| v.trim())
+}
+
+fn pairs(attrs: &Attrs) -> impl Iterator<Item = (&str, &str)> {
+    attrs.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct NodeAttrs {
+    pub position: Option<Position>,
+    pub host: bool,
+    pub group: Option<String>,
+    pub access_up: Option<String>,
+    pub access_down: Option<String>,
+}
+
+/// Reads a node's attributes; the error names the attribute and says what would be valid.
+pub(crate) fn node(attrs: &Attrs) -> Result<NodeAttrs, String> {
+    let degrees = |name: &str, limit: f64| -> Result<Option<f64>, String> {
+        get(attrs, name)
+            .map(|text| match text.parse::<f64>() {
+                Ok(v) if v.abs() <= limit => Ok(v),
+                _ => Err(format!(
+                    "{name} = \"{text}\" is not a number of degrees in [-{limit}, {limit}]"
+                )),
+            })
+            .transpose()
+    };
+    let lat = degrees("Latitude", 90.0)?;
+    let lon = degrees("Longitude", 180.0)?;
+    let rate = |name: &str| -> Result<Option<String>, String> {
+        get(attrs, name)
+            .map(|text| {
+                units::parse_rate(text)
+                    .map(|_| text.to_string())
+                    .map_err(|e| format!("{name} = {e}"))
+            })
+            .transpose()
+    };
+    let host = match get(attrs, "kind") {
+        None | Some("router") => false,
+        Some("host") => true,
+        Some(other) => return Err(format!("kind = \"{other}\"; write \"host\" or \"router\"")),
+    };
+    Ok(NodeAttrs {
+        position: lat.zip(lon).map(|(lat, lon)| Position::Earth { lat, lon }),
+        host,
+        group: get(attrs, "group").map(str::to_string),
+        access_up: rate("host_bandwidth_up")?,
+        access_down: rate("host_bandwidth_down")?,
+    })
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct EdgeAttrs {
+    pub class: Option<String>,
+    pub shared: Option<bool>,
+    pub params: LinkParams,
+    pub a_to_b: Option<LinkParams>,
+    pub b_to_a: Option<LinkParams>,
+}
+
+/// Reads an edge's attributes. netloom's own keys win over the Zoo's and Shadow's.
+pub(crate) fn edge(attrs: &Attrs) -> Result<EdgeAttrs, String> {
+    let mut p = params::unflatten(pairs(attrs), "")?.unwrap_or_default();
+    if p.bw.is_none() {
+        p.bw = zoo_rate(attrs)?;
+    }
+    let checked = |name: &str, rate: bool| -> Result<Option<String>, String> {
+        get(attrs, name)
+            .map(|text| {
+                let ok = if rate {
+                    units::parse_rate(text).map(drop)
+                } else {
+                    units::parse_duration(text).map(drop)
+                };
+                ok.map(|()| text.to_string())
+                    .map_err(|e| format!("{name} = {e}"))
+            })
+            .transpose()
+    };
+    if p.bw.is_none() {
+        p.bw = checked("bandwidth", true)?;
+    }
+    if p.delay.is_none() {
+        p.delay = checked("latency", false)?;
+    }
+    if p.loss.is_none() {
+        if let Some(text) = get(attrs, "packet_loss") {
+            let loss = Fraction::Number(text.parse::<f64>().map_err(|_| {
+                format!("packet_loss = \"{text}\" is not a probability; write a fraction in [0, 1]")
+            })?);
+            units::parse_fraction(&loss).map_err(|e| format!("packet_loss = {e}"))?;
+            p.loss = Some(LossSpec::Simple(loss));
+        }
+    }
+    let shared = match get(attrs, "shared") {
+        None => None,
+        Some("true" | "1") => Some(true),
+        Some("false" | "0") => Some(false),
+        Some(other) => return Err(format!("shared = \"{other}\"; write true or false")),
+    };
+    Ok(EdgeAttrs {
+        class: get(attrs, "class").map(str::to_string),
+        shared,
+        params: p,
+        a_to_b: params::unflatten(pairs(attrs), "a_to_b.")?,
+        b_to_a: params::unflatten(pairs(attrs), "b_to_a.")?,
+    })
+}
+
+/// The Zoo's link speed: `LinkSpeedRaw` in bit/s, else `LinkSpeed` with `LinkSpeedUnits`.
+fn zoo_rate(attrs: &Attrs) -> Result<Option<String>, String> {
+    if let Some(text) = get(attrs, "LinkSpeedRaw") {
+        return match text.parse::<f64>() {
+            // Rounded to whole bit/s: the Zoo writes these as floats ("2500000000.0").
+            Ok(bps) if (1.0..1e18).contains(&bps) => {
+                Ok(Some(units::format_rate(Rate(bps.round() as u64))))
+            }
+            _ => Err(format!(
+                "LinkSpeedRaw = \"{text}\" is not a positive number of bit/s"
+            )),
+        };
+    }
+    let Some(speed) = get(attrs, "LinkSpeed") else {
+        return Ok(None);
+    };
+    let unit = get(attrs, "LinkSpeedUnits").unwrap_or("");
+    let prefix = match unit.to_ascii_uppercase().as_str() {
+        "" => "",
+        "K" => "k",
+        "M" => "M",
+        "G" => "G",
+        "T" => "T",
+        _ => {
+            return Err(format!(
+                "LinkSpeedUnits = \"{unit}\" is not one of K, M, G, T"
+            ))
+        }
+    };
+    let text = format!("{speed}{prefix}bit");
+    units::parse_rate(&text)
+        .map(|_| Some(text))
+        .map_err(|e| format!("LinkSpeed = \"{speed}\", LinkSpeedUnits = \"{unit}\": {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attrs(list: &[(&str, &str)]) -> Attrs {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn zoo_speeds_prefer_the_raw_bits() {
+        let e = edge(&attrs(&[
+            ("LinkSpeed", "2.5"),
+            ("LinkSpeedUnits", "G"),
+            ("LinkSpeedRaw", "2500000000.0"),
+        ]))
+        .unwrap();
+        assert_eq!(e.params.bw.as_deref(), Some("2500Mbit"));
+        let e = edge(&attrs(&[("LinkSpeed", "155"), ("LinkSpeedUnits", "M")])).unwrap();
+        assert_eq!(e.params.bw.as_deref(), Some("155Mbit"));
+        assert!(edge(&attrs(&[("LinkSpeedRaw", "fast")]))
+            .unwrap_err()
+            .contains("LinkSpeedRaw"));
+        assert!(edge(&attrs(&[("LinkSpeed", "1"), ("LinkSpeedUnits", "X")])).is_err());
+    }
+
+    #[test]
+    fn shadow_attributes_and_netloom_keys() {
+        let e = edge(&attrs(&[
+            ("latency", "10 ms"),
+            ("bandwidth", "100 Mbit"),
+            ("packet_loss", "0.01"),
+            ("jitter", "1 ms"),
+        ]))
+        .unwrap();
+        assert_eq!(e.params.delay.as_deref(), Some("10 ms"));
+        assert_eq!(e.params.bw.as_deref(), Some("100 Mbit"));
+        assert_eq!(e.params.jitter.as_deref(), Some("1 ms"));
+        assert!(edge(&attrs(&[("latency", "10")]))
+            .unwrap_err()
+            .starts_with("latency"));
+        assert!(edge(&attrs(&[("packet_loss", "2")])).is_err());
+        let n = node(&attrs(&[("host_bandwidth_up", "1 Gbit"), ("kind", "host")])).unwrap();
+        assert_eq!((n.host, n.access_up.as_deref()), (true, Some("1 Gbit")));
+        assert!(node(&attrs(&[("Latitude", "91"), ("Longitude", "0")])).is_err());
+        let n = node(&attrs(&[("Latitude", "1")])).unwrap();
+        assert_eq!(n.position, None, "a latitude alone is not a position");
+    }
+}

@@ -1,0 +1,99 @@
+//! Where nodes are (latitude/longitude on the Earth, or a point on Inet's plane) and the
+//! propagation delay that the distance between two of them implies. Shared by every importer.
+
+use netloom_time::Duration;
+
+/// Mean Earth radius (IUGG), for great-circle distances.
+pub const EARTH_RADIUS_KM: f64 = 6371.0;
+/// Speed of light in optical fibre: c divided by a refractive index of about 1.5, i.e. about
+/// 2/3 c. The default speed for delays from distances.
+pub const FIBRE_KM_PER_S: f64 = 200_000.0;
+
+/// A node's position, in the coordinates its file uses.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Position {
+    /// Degrees: latitude in [-90, 90], longitude in [-180, 180].
+    Earth { lat: f64, lon: f64 },
+    /// Inet's plane, in its own units.
+    Plane { x: f64, y: f64 },
+}
+
+/// Great-circle distance by the haversine formula (accurate for short distances too).
+pub(crate) fn great_circle_km(lat1: f64, lon1: f64, lat2: f64, lon2: f64) -> f64 {
+    let (p1, p2) = (lat1.to_radians(), lat2.to_radians());
+    let dp = p2 - p1;
+    let dl = (lon2 - lon1).to_radians();
+    let h = (dp / 2.0).sin().powi(2) + p1.cos() * p2.cos() * (dl / 2.0).sin().powi(2);
+    2.0 * EARTH_RADIUS_KM * h.sqrt().min(1.0).asin()
+}
+
+/// How distances become delays.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Speed {
+    /// Kilometres per second, for positions on the Earth.
+    pub km_per_s: f64,
+    /// Nanoseconds per unit, for positions on a plane.
+    pub ns_per_unit: u64,
+}
+
+/// The delay between two positions, rounded to whole microseconds (finer is noise next to the
+/// uncertainty of a city's coordinates); `None` if they are not in the same coordinates.
+pub(crate) fn delay(a: Position, b: Position, speed: Speed) -> Option<Duration> {
+    let ns = match (a, b) {
+        (Position::Earth { lat, lon }, Position::Earth { lat: l2, lon: o2 }) => {
+            great_circle_km(lat, lon, l2, o2) / speed.km_per_s * 1e9
+        }
+        (Position::Plane { x, y }, Position::Plane { x: x2, y: y2 }) => {
+            (x - x2).hypot(y - y2) * speed.ns_per_unit as f64
+        }
+        _ => return None,
+    };
+    // Saturating float-to-int conversion: absurd coordinates give a long delay, not a panic.
+    let us = (ns / 1000.0).round() as u64;
+    Some(Duration::from_micros(us.min(u64::MAX / 1000)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIBRE: Speed = Speed {
+        km_per_s: FIBRE_KM_PER_S,
+        ns_per_unit: 5_000,
+    };
+
+    #[test]
+    fn new_york_to_chicago_is_about_1150_km_and_5_7_ms() {
+        // Coordinates as in the Zoo's Abilene.graphml.
+        let (ny, chicago) = ((40.71427, -74.00597), (41.85003, -87.65005));
+        let km = great_circle_km(ny.0, ny.1, chicago.0, chicago.1);
+        assert!((km - 1144.0).abs() < 5.0, "{km}");
+        let d = delay(
+            Position::Earth {
+                lat: ny.0,
+                lon: ny.1,
+            },
+            Position::Earth {
+                lat: chicago.0,
+                lon: chicago.1,
+            },
+            FIBRE,
+        )
+        .unwrap();
+        // km / 200 000 km/s, to the microsecond.
+        assert_eq!(d, Duration::from_micros((km / 0.2).round() as u64));
+    }
+
+    #[test]
+    fn antipodes_are_half_the_circumference_and_planes_use_the_unit_delay() {
+        let km = great_circle_km(0.0, 0.0, 0.0, 180.0);
+        assert!((km - std::f64::consts::PI * EARTH_RADIUS_KM).abs() < 1e-6);
+        let p = |x, y| Position::Plane { x, y };
+        assert_eq!(
+            delay(p(0.0, 0.0), p(3.0, 4.0), FIBRE),
+            Some(Duration::from_micros(25))
+        );
+        let earth = Position::Earth { lat: 0.0, lon: 0.0 };
+        assert_eq!(delay(earth, p(0.0, 0.0), FIBRE), None);
+    }
+}

@@ -1,0 +1,228 @@
+//! Link parameters as flat key → value maps: layering, the keys two directions share, and the
+//! dotted attribute names (`red.min_th`, `a_to_b.bw`) that GraphML and DOT carry. Works on the
+//! document's `LinkParams`, never on parsed units.
+
+use crate::doc::LinkParams;
+use serde_json::{Map, Value};
+
+/// The parameter keys a link, a class or a direction may set (`LinkParams`' fields).
+pub(crate) const KEYS: [&str; 12] = [
+    "bw",
+    "delay",
+    "jitter",
+    "reorder",
+    "loss",
+    "queue",
+    "aqm",
+    "red",
+    "duplicate",
+    "ooo_rate",
+    "ooo_delay",
+    "up",
+];
+
+pub(crate) fn to_map(params: &LinkParams) -> Map<String, Value> {
+    match serde_json::to_value(params) {
+        Ok(Value::Object(map)) => map,
+        _ => unreachable!("LinkParams serializes to an object"),
+    }
+}
+
+/// Reads a map back; fails (with serde's message) when a value has the wrong shape.
+pub(crate) fn from_map(map: Map<String, Value>) -> Result<LinkParams, String> {
+    serde_json::from_value(Value::Object(map)).map_err(|e| e.to_string())
+}
+
+fn checked(map: Map<String, Value>) -> LinkParams {
+    from_map(map).expect("a map made from LinkParams reads back")
+}
+
+/// `over` layered on `base`, as `load` layers them: key by key, `red` tables merged inside.
+pub(crate) fn layer(base: &LinkParams, over: &LinkParams) -> LinkParams {
+    let mut out = to_map(base);
+    for (key, value) in to_map(over) {
+        match (out.get_mut(&key), value) {
+            (Some(Value::Object(old)), Value::Object(new)) if key == "red" => old.extend(new),
+            (_, value) => {
+                out.insert(key, value);
+            }
+        }
+    }
+    checked(out)
+}
+
+/// The keys set to the same value in both.
+pub(crate) fn common(a: &LinkParams, b: &LinkParams) -> LinkParams {
+    let b = to_map(b);
+    checked(
+        to_map(a)
+            .into_iter()
+            .filter(|(k, v)| b.get(k) == Some(v))
+            .collect(),
+    )
+}
+
+/// The keys of `a` that `base` does not set to the same value; `None` if there are none.
+pub(crate) fn minus(a: &LinkParams, base: &LinkParams) -> Option<LinkParams> {
+    let base = to_map(base);
+    let rest: Map<String, Value> = to_map(a)
+        .into_iter()
+        .filter(|(k, v)| base.get(k) != Some(v))
+        .collect();
+    (!rest.is_empty()).then(|| checked(rest))
+}
+
+/// Flat `(name, text)` pairs: nested tables become dotted names, each after `prefix` (empty, or
+/// ending in a dot like "a_to_b.").
+pub(crate) fn flatten(params: &LinkParams, prefix: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let root = prefix.strip_suffix('.').unwrap_or(prefix);
+    flatten_into(&Value::Object(to_map(params)), root, &mut out);
+    out
+}
+
+fn flatten_into(value: &Value, name: &str, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                let sub = if name.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{name}.{key}")
+                };
+                flatten_into(v, &sub, out);
+            }
+        }
+        Value::String(s) => out.push((name.to_string(), s.clone())),
+        other => out.push((name.to_string(), other.to_string())),
+    }
+}
+
+/// Builds parameters from flat attributes whose names (after `prefix`) start with one of
+/// `KEYS`; other attributes are not parameters and are skipped. `None` if none matched.
+/// A value's type follows its key: `true`/`false` for switches, numbers for thresholds,
+/// a number or a text like "0.5%" for probabilities, packets or a size for `queue`.
+pub(crate) fn unflatten<'a>(
+    attrs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    prefix: &str,
+) -> Result<Option<LinkParams>, String> {
+    let mut root = Map::new();
+    for (name, text) in attrs {
+        let Some(path) = name.strip_prefix(prefix) else {
+            continue;
+        };
+        let parts: Vec<&str> = path.split('.').collect();
+        if !KEYS.contains(&parts[0]) {
+            continue;
+        }
+        let leaf = parts[parts.len() - 1];
+        let value = typed(leaf, text).map_err(|why| format!("{name} = \"{text}\": {why}"))?;
+        insert(&mut root, &parts, value).map_err(|why| format!("{name}: {why}"))?;
+    }
+    if root.is_empty() {
+        return Ok(None);
+    }
+    from_map(root).map(Some)
+}
+
+fn insert(map: &mut Map<String, Value>, parts: &[&str], value: Value) -> Result<(), String> {
+    match parts {
+        [] => Err("empty name".into()),
+        [last] => {
+            if map.insert(last.to_string(), value).is_some() {
+                return Err("given twice".into());
+            }
+            Ok(())
+        }
+        [first, rest @ ..] => match map
+            .entry(first.to_string())
+            .or_insert_with(|| Value::Object(Map::new()))
+        {
+            Value::Object(inner) => insert(inner, rest, value),
+            _ => Err(format!("\"{first}\" is both a value and a table")),
+        },
+    }
+}
+
+fn typed(leaf: &str, text: &str) -> Result<Value, String> {
+    let text = text.trim();
+    let number = || {
+        text.parse::<f64>()
+            .ok()
+            .filter(|n| n.is_finite())
+            .and_then(|n| serde_json::Number::from_f64(n).map(Value::Number))
+    };
+    Ok(match leaf {
+        "reorder" | "up" => match text {
+            "true" | "1" => Value::Bool(true),
+            "false" | "0" => Value::Bool(false),
+            _ => return Err("write true or false".into()),
+        },
+        "min_th" | "max_th" | "weight" => number().ok_or("write a number")?,
+        "queue" => match text.parse::<i64>() {
+            Ok(n) => Value::from(n),
+            Err(_) => Value::String(text.to_string()),
+        },
+        "loss" | "duplicate" | "ooo_rate" | "max_p" | "p" | "r" | "bad_loss" | "good_loss" => {
+            number().unwrap_or_else(|| Value::String(text.to_string()))
+        }
+        _ => Value::String(text.to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::{Fraction, QueueSpec, RedSpec};
+
+    fn params() -> LinkParams {
+        LinkParams {
+            bw: Some("10Mbit".into()),
+            delay: Some("0".into()),
+            queue: Some(QueueSpec::Packets(50)),
+            loss: Some(crate::doc::LossSpec::Simple(Fraction::Number(0.25))),
+            red: Some(RedSpec {
+                min_th: Some(5.0),
+                max_p: Some(Fraction::Text("2%".into())),
+                ..RedSpec::default()
+            }),
+            up: Some(false),
+            ..LinkParams::default()
+        }
+    }
+
+    #[test]
+    fn flat_attributes_read_back_with_their_types() {
+        let flat = flatten(&params(), "a_to_b.");
+        assert!(flat.contains(&("a_to_b.red.min_th".into(), "5.0".into())));
+        let back = unflatten(
+            flat.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            "a_to_b.",
+        );
+        assert_eq!(back, Ok(Some(params())));
+        assert_eq!(unflatten([("label", "x")], ""), Ok(None));
+        assert!(unflatten([("up", "maybe")], "").unwrap_err().contains("up"));
+        assert!(unflatten([("red", "1"), ("red.min_th", "2")], "").is_err());
+    }
+
+    #[test]
+    fn layering_merges_red_and_directions_split_into_common_and_rest() {
+        let over = LinkParams {
+            red: Some(RedSpec {
+                weight: Some(0.5),
+                ..RedSpec::default()
+            }),
+            bw: Some("1Gbit".into()),
+            ..LinkParams::default()
+        };
+        let merged = layer(&params(), &over);
+        assert_eq!(merged.bw.as_deref(), Some("1Gbit"));
+        let red = merged.red.clone().unwrap();
+        assert_eq!((red.min_th, red.weight), (Some(5.0), Some(0.5)));
+        let both = common(&params(), &merged);
+        assert_eq!(both.delay.as_deref(), Some("0"));
+        assert_eq!(both.bw, None);
+        assert_eq!(minus(&merged, &both).unwrap().bw.as_deref(), Some("1Gbit"));
+        assert_eq!(minus(&both, &both), None);
+    }
+}
