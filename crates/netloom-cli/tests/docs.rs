@@ -327,3 +327,49 @@ fn the_key_tree_describes_arrays_by_their_first_element() {
     let keys: Vec<_> = key_paths(&v).into_iter().collect();
     assert_eq!(keys, ["a", "a[].b", "a[].c", "a[].c.d", "f", "g"]);
 }
+
+/// The long flags (`--name`) a help text mentions, without `--help` and `--version`.
+fn long_flags(help: &str) -> BTreeSet<String> {
+    help.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .filter(|w| w.starts_with("--") && w.len() > 2 && !w.starts_with("---"))
+        .filter(|w| *w != "--help" && *w != "--version")
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every subcommand has its section in docs/cli.md, and every flag of every subcommand is
+/// documented (in docs/cli.md, or on the page about that feature in docs/).
+#[test]
+fn every_subcommand_and_flag_is_documented() {
+    let cli_doc = read_doc("docs/cli.md");
+    let mut all_docs = String::new();
+    for entry in std::fs::read_dir(repo_file("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            all_docs.push_str(&std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    let help = run_in(None, &["--help"]).ok().stdout;
+    let commands: Vec<String> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|c| c != "help")
+        .collect();
+    assert!(commands.len() >= 3, "no commands in:\n{help}");
+    for command in &commands {
+        assert!(
+            cli_doc.contains(&format!("## `netloom {command}")),
+            "docs/cli.md has no \"## `netloom {command} ...`\" section"
+        );
+        let help = run_in(None, &[command.as_str(), "--help"]).ok().stdout;
+        for flag in long_flags(&help) {
+            assert!(
+                all_docs.contains(&format!("`{flag}")),
+                "`netloom {command} {flag}` is not documented in docs/ (write it as `{flag} ...`)"
+            );
+        }
+    }
+}
