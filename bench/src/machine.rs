@@ -16,6 +16,8 @@ pub struct Machine {
     pub build: &'static str,
     /// `git describe --always --dirty` of the working tree the benchmark was run from.
     pub revision: String,
+    /// 1-, 5- and 15-minute load averages when the run started: other work skews the figures.
+    pub load_average: String,
 }
 
 pub fn detect() -> Machine {
@@ -40,6 +42,9 @@ pub fn detect() -> Machine {
             "release"
         },
         revision: output("git", &["describe", "--always", "--dirty"]),
+        load_average: std::fs::read_to_string("/proc/loadavg")
+            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+            .unwrap_or_else(|_| "unknown".to_string()),
     }
 }
 
@@ -57,9 +62,16 @@ fn output(program: &str, args: &[&str]) -> String {
 impl Machine {
     pub fn markdown(&self, command: &str) -> String {
         format!(
-            "- machine: {}, {} cores (`nproc`), kernel {}\n- toolchain: {}, {} build\n\
-             - source: {}\n- date: {}\n- command: `{command}`\n",
-            self.cpu, self.cores, self.kernel, self.rustc, self.build, self.revision, self.date
+            "- machine: {}, {} cores (`nproc`), kernel {}, load average {} at start\n\
+             - toolchain: {}, {} build\n- source: {}\n- date: {}\n- command: `{command}`\n",
+            self.cpu,
+            self.cores,
+            self.kernel,
+            self.load_average,
+            self.rustc,
+            self.build,
+            self.revision,
+            self.date
         )
     }
 }
