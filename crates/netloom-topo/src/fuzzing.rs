@@ -3,7 +3,9 @@
 //! Each takes arbitrary bytes and must never panic, except on a broken invariant it asserts.
 
 use crate::doc::{Fraction, QueueSpec};
-use crate::load::{load_str, Format};
+use crate::export;
+use crate::import::{self, import_str, HostPlan, ImportOptions, InputFormat};
+use crate::load::{load_str, resolve, Format};
 use crate::units;
 
 /// Loads arbitrary text as a TOML topology; any outcome but a panic is fine.
@@ -37,6 +39,65 @@ pub fn units(data: &[u8]) {
     if let Ok(p) = units::parse_fraction(&Fraction::Text(text.to_string())) {
         assert!((0.0..=1.0).contains(&p), "{text:?} gave {p}");
     }
+}
+
+/// Imports arbitrary text in `format` with one host per router. Whatever imports and resolves
+/// must survive export to GraphML and import back as the same topology.
+fn import(data: &[u8], format: InputFormat) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let options = ImportOptions {
+        hosts: HostPlan::parse("1").expect("a valid plan"),
+        ..ImportOptions::default()
+    };
+    let Ok(imported) = import_str(text, format, "fuzz", &options) else {
+        return;
+    };
+    let Ok(topo) = resolve(&imported.file, "fuzz") else {
+        return;
+    };
+    let graphml = export::to_graphml(&imported.file, "fuzz", None);
+    let back = import_str(
+        &graphml,
+        InputFormat::GraphMl,
+        "fuzz",
+        &ImportOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("exported GraphML does not import: {e}\n{graphml}"));
+    let again = resolve(&back.file, "fuzz").expect("exported GraphML resolves");
+    assert_eq!(
+        again, topo,
+        "GraphML round trip changed the topology\n{graphml}"
+    );
+}
+
+/// GraphML (Topology Zoo style) import of arbitrary text.
+pub fn import_graphml(data: &[u8]) {
+    import(data, InputFormat::GraphMl);
+}
+
+/// GML (Zoo and Shadow style) import of arbitrary text.
+pub fn import_gml(data: &[u8]) {
+    import(data, InputFormat::Gml);
+}
+
+/// ModelNet `.graph` import of arbitrary text, and the same text as the `.model` of a small
+/// valid graph.
+pub fn import_modelnet(data: &[u8]) {
+    import(data, InputFormat::ModelNet);
+    if let Ok(text) = std::str::from_utf8(data) {
+        let graph = "<topology><vertices><vertex int_idx=\"0\" role=\"virtnode\"/>\
+                     <vertex int_idx=\"1\" role=\"gateway\"/></vertices><edges>\
+                     <edge int_src=\"0\" int_dst=\"1\" int_idx=\"0\" dbl_kbps=\"10\" int_delayms=\"1\"/>\
+                     </edges></topology>";
+        let _ = import::import_modelnet(graph, "g", text, "m", &ImportOptions::default());
+    }
+}
+
+/// Inet 3.0 import of arbitrary text.
+pub fn import_inet(data: &[u8]) {
+    import(data, InputFormat::Inet);
 }
 
 #[cfg(test)]
