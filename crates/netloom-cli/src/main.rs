@@ -3,6 +3,7 @@
 
 mod check;
 mod gen;
+mod partition;
 mod sim;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +24,8 @@ enum Command {
     Gen(gen::GenArgs),
     /// Run a topology with synthetic traffic in virtual time and report.
     Sim(sim::SimArgs),
+    /// Assign pipes to cores (random, kcluster, metis) and print cut, balance and efficiency.
+    Partition(partition::PartitionArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Gen(args) => gen::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::Partition(args) => partition::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -34,6 +34,27 @@ pub struct SimArgs {
     /// How many pipes the tables show (busiest first); 0 for all.
     #[arg(long, default_value_t = 20)]
     top: usize,
+    /// Measure efficiency for this pipe → core assignment (docs/partition.md).
+    #[arg(long, conflicts_with = "cores")]
+    assignment: Option<PathBuf>,
+    /// Partition the pipes over this many cores (static weights) and measure efficiency.
+    #[arg(long)]
+    cores: Option<u32>,
+    /// The partitioner for --cores: random, kcluster or metis (default).
+    #[arg(long, requires = "cores")]
+    method: Option<netloom_partition::Method>,
+    /// Write the packet counts per pipe and per pair of consecutive pipes to FILE, for
+    /// `partition --weights observed:FILE` and `--measure FILE`.
+    #[arg(long)]
+    observe: Option<PathBuf>,
+}
+
+/// The report with the optional `partition` section (docs/partition.md) after its own fields.
+#[derive(serde::Serialize)]
+struct ReportWithPartition<'a> {
+    #[serde(flatten)]
+    report: &'a Report,
+    partition: &'a netloom_partition::Measurement,
 }
 
 pub fn run(args: SimArgs) -> Result<()> {
@@ -48,7 +69,17 @@ pub fn run(args: SimArgs) -> Result<()> {
     let spec = parse_spec(&args.traffic).context("--traffic")?;
     let flows = traffic::expand(&spec.pattern, spec.kind, spec.cap, &topo, args.seed)
         .context("--traffic")?;
+    let assignment = crate::partition::sim_assignment(
+        &topo,
+        args.assignment.as_deref(),
+        args.cores,
+        args.method,
+        args.seed,
+    )?;
     let mut engine = Engine::new(topo, args.seed);
+    if assignment.is_some() || args.observe.is_some() {
+        engine.enable_transition_counts();
+    }
     for flow in flows {
         engine.add_flow(flow, args.seed)?;
     }
@@ -84,10 +115,35 @@ pub fn run(args: SimArgs) -> Result<()> {
     if show_progress {
         eprint!("\r{:90}\r", "");
     }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print_tables(&report, args.top);
+    let observation = crate::partition::observation(&engine);
+    if let Some(path) = &args.observe {
+        std::fs::write(path, observation.to_json() + "\n")
+            .with_context(|| format!("--observe {}", path.display()))?;
+    }
+    let measured = match &assignment {
+        Some(a) => Some(crate::partition::measure(
+            engine.topology(),
+            &observation,
+            a,
+        )?),
+        None => None,
+    };
+    match (args.json, &measured) {
+        (true, None) => println!("{}", serde_json::to_string_pretty(&report)?),
+        (true, Some(partition)) => println!(
+            "{}",
+            serde_json::to_string_pretty(&ReportWithPartition {
+                report: &report,
+                partition
+            })?
+        ),
+        (false, _) => {
+            print_tables(&report, args.top);
+            if let Some(m) = &measured {
+                println!();
+                crate::partition::print_measurement(m);
+            }
+        }
     }
     Ok(())
 }

@@ -80,3 +80,57 @@ impl Evaluation {
         self.efficiency.map(|e| 1.0 / e - 1.0)
     }
 }
+
+/// One core's measured share of a run, in packets.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MeasuredCore {
+    pub core: u32,
+    pub pipes: usize,
+    /// Packets offered to its pipes (its emulation work in hops).
+    pub hops: u64,
+    /// Packets that entered the emulation at one of its pipes.
+    pub edge_packets: u64,
+    /// Packets it processed: its edge packets plus those handed over by another core.
+    pub packets: u64,
+}
+
+/// Efficiency, cross-core hops and per-core packets of an assignment, counted from a run's
+/// observed counts (the `partition` section of `sim --json`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Measurement {
+    /// Σ edge packets / Σ packets processed by all cores; `null` if nothing entered.
+    pub efficiency: Option<f64>,
+    /// Packet hops from a pipe on one core to a pipe on another.
+    pub cross_core_hops: u64,
+    pub edge_packets: u64,
+    pub packets: u64,
+    /// Largest core's hops over the mean core's.
+    pub imbalance: f64,
+    pub cores: Vec<MeasuredCore>,
+}
+
+impl Measurement {
+    /// Reads the evaluation of an assignment on an observed flow graph, whose weights are
+    /// packet counts (exact in `f64` below 2^53).
+    pub fn of(observed: &Evaluation) -> Measurement {
+        let cores: Vec<MeasuredCore> = observed
+            .cores
+            .iter()
+            .map(|c| MeasuredCore {
+                core: c.core,
+                pipes: c.pipes,
+                hops: c.hops as u64,
+                edge_packets: c.edge_packets as u64,
+                packets: c.packets as u64,
+            })
+            .collect();
+        Measurement {
+            efficiency: observed.efficiency,
+            cross_core_hops: observed.cut as u64,
+            edge_packets: cores.iter().map(|c| c.edge_packets).sum(),
+            packets: cores.iter().map(|c| c.packets).sum(),
+            imbalance: observed.imbalance,
+            cores,
+        }
+    }
+}

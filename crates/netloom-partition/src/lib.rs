@@ -13,7 +13,7 @@ mod weight;
 
 pub use assignment::Assignment;
 pub use error::PartitionError;
-pub use evaluation::{CoreLoad, Evaluation};
+pub use evaluation::{CoreLoad, Evaluation, MeasuredCore, Measurement};
 pub use graph::FlowGraph;
 pub use method::{partition, Method, Options};
 pub use model::{Capacity, CapacityModel};

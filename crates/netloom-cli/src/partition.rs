@@ -1,0 +1,331 @@
+//! `netloom partition FILE --cores K --method M`: assigns pipes to cores and prints the cut, the
+//! balance, the predicted efficiency and each core's load; `--model` prints the capacity the
+//! §5.1 model predicts per core count. Also the glue `sim` uses to measure an assignment.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use netloom_engine::traffic::{self, parse_spec, FlowSpec, SourceKind, HEADER_BYTES};
+use netloom_engine::Engine;
+use netloom_partition::{
+    partition, Assignment, Capacity, CapacityModel, CoreLoad, Demand, Evaluation, FlowGraph,
+    Measurement, Method, Observation, Options,
+};
+use netloom_route::Routes;
+use netloom_topo::Topology;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+pub struct PartitionArgs {
+    /// Topology file (.toml or .json).
+    file: PathBuf,
+    /// Number of cores to split the pipes between.
+    #[arg(long)]
+    cores: u32,
+    /// Partitioner: random, kcluster or metis.
+    #[arg(long, default_value = "metis")]
+    method: Method,
+    /// Flow graph weights: static (the paper's conservative all-to-all), uniform,
+    /// observed:FILE (counts written by `sim --observe FILE`) or traffic:SPEC (a --traffic spec).
+    #[arg(long, default_value = "static")]
+    weights: String,
+    /// Seed of the partitioner (and of a traffic:SPEC pattern).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// METIS: the most loaded core may carry this many times the mean load.
+    #[arg(long, default_value_t = 1.03)]
+    imbalance: f64,
+    /// Write the assignment (docs/partition.md) to this file.
+    #[arg(short = 'o', long)]
+    output: Option<PathBuf>,
+    /// Also measure the partition against counts written by `sim --observe FILE`.
+    #[arg(long)]
+    measure: Option<PathBuf>,
+    /// Print the §5.1 capacity model for 1 to --cores cores instead of per-core loads.
+    #[arg(long)]
+    model: bool,
+    /// Model: CPU time to emulate one hop.
+    #[arg(long, default_value = "0.5us")]
+    hop_cost: String,
+    /// Model: CPU time for a packet to enter a core (from an edge or from another core).
+    #[arg(long, default_value = "8us")]
+    entry_cost: String,
+    /// Print the result as JSON (schema in docs/partition.md).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct PartitionReport<'a> {
+    topology: &'a str,
+    pipes: usize,
+    cores: u32,
+    method: &'static str,
+    weights: &'a str,
+    seed: u64,
+    /// Flow between cores under the weights, and as a share of all flow.
+    cut: f64,
+    cut_fraction: f64,
+    imbalance: f64,
+    efficiency: Option<f64>,
+    per_core: &'a [CoreLoad],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    measured: Option<Measurement>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<Vec<Capacity>>,
+}
+
+pub fn run(args: PartitionArgs) -> Result<()> {
+    let topo = netloom_topo::load_path(&args.file)?;
+    let graph = weigh(&topo, &args.weights, args.seed).context("--weights")?;
+    let options = |cores| Options {
+        imbalance: args.imbalance,
+        ..Options::new(args.method, cores, args.seed)
+    };
+    let assignment = assign(&topo, &graph, &options(args.cores))?;
+    let eval = Evaluation::of(&graph, &assignment);
+    if let Some(path) = &args.output {
+        std::fs::write(path, assignment.to_json() + "\n")
+            .with_context(|| format!("-o {}", path.display()))?;
+    }
+    let measured = match &args.measure {
+        Some(path) => Some(measure(&topo, &read_observation(path)?, &assignment)?),
+        None => None,
+    };
+    let model = if args.model {
+        let costs = CapacityModel {
+            hop_cost_s: seconds(&args.hop_cost).context("--hop-cost")?,
+            entry_cost_s: seconds(&args.entry_cost).context("--entry-cost")?,
+        };
+        let mut rows = Vec::new();
+        for cores in 1..=args.cores {
+            let a = assign(&topo, &graph, &options(cores))?;
+            rows.extend(costs.predict(&Evaluation::of(&graph, &a)));
+        }
+        Some(rows)
+    } else {
+        None
+    };
+    let report = PartitionReport {
+        topology: &topo.name,
+        pipes: topo.pipes.len(),
+        cores: args.cores,
+        method: args.method.name(),
+        weights: &args.weights,
+        seed: args.seed,
+        cut: eval.cut,
+        cut_fraction: if eval.total_flow > 0.0 {
+            eval.cut / eval.total_flow
+        } else {
+            0.0
+        },
+        imbalance: eval.imbalance,
+        efficiency: eval.efficiency,
+        per_core: &eval.cores,
+        measured,
+        model,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report);
+    }
+    Ok(())
+}
+
+fn seconds(text: &str) -> Result<f64> {
+    Ok(netloom_topo::units::parse_duration(text)?.as_secs_f64())
+}
+
+/// The flow graph of `topo` under a `--weights` value.
+pub fn weigh(topo: &Topology, weights: &str, seed: u64) -> Result<FlowGraph> {
+    Ok(match weights.split_once(':') {
+        None if weights == "static" => FlowGraph::conservative(topo, &Routes::compute(topo)),
+        None if weights == "uniform" => FlowGraph::uniform(topo),
+        Some(("observed", file)) => FlowGraph::observed(topo, &read_observation(Path::new(file))?)?,
+        Some(("traffic", spec)) => {
+            let spec = parse_spec(spec)?;
+            let flows = traffic::expand(&spec.pattern, spec.kind, spec.cap, topo, seed)?;
+            let demands: Vec<Demand> = flows.iter().map(demand).collect();
+            FlowGraph::from_demands(topo, &Routes::compute(topo), &demands)
+        }
+        _ => bail!("{weights:?}: expected static, uniform, observed:FILE or traffic:SPEC"),
+    })
+}
+
+/// What the partitioner needs to know of a synthetic flow: its rate limit and packet sizes.
+fn demand(flow: &FlowSpec) -> Demand {
+    let (rate, packet_bytes, acked) = match flow.kind {
+        SourceKind::Cbr { rate, size } | SourceKind::Poisson { rate, size } => {
+            (Some(rate.as_bps() as f64), size, false)
+        }
+        SourceKind::OnOff {
+            rate,
+            size,
+            on,
+            off,
+        } => {
+            let duty = on.as_secs_f64() / (on.as_secs_f64() + off.as_secs_f64()).max(1e-12);
+            (Some(rate.as_bps() as f64 * duty), size, false)
+        }
+        SourceKind::Aimd { mss } => (None, mss + HEADER_BYTES, true),
+    };
+    let cap = flow.cap.map(|c| c.as_bps() as f64);
+    Demand {
+        src: flow.src,
+        dst: flow.dst,
+        max_bps: match (rate, cap) {
+            (Some(r), Some(c)) => Some(r.min(c)),
+            (r, c) => r.or(c),
+        },
+        packet_bytes,
+        acked,
+    }
+}
+
+/// Partitions `graph` and names the topology in the assignment.
+pub fn assign(topo: &Topology, graph: &FlowGraph, options: &Options) -> Result<Assignment> {
+    let mut a = partition(graph, options)?;
+    a.topology = Some(topo.name.clone());
+    Ok(a)
+}
+
+fn read_observation(path: &Path) -> Result<Observation> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Observation::from_json(&text).with_context(|| path.display().to_string())
+}
+
+/// The assignment `sim` measures: read from `--assignment FILE`, or made by `--method` over
+/// `--cores` with the static weights.
+pub fn sim_assignment(
+    topo: &Topology,
+    file: Option<&Path>,
+    cores: Option<u32>,
+    method: Option<Method>,
+    seed: u64,
+) -> Result<Option<Assignment>> {
+    if let Some(path) = file {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("--assignment: reading {}", path.display()))?;
+        let a = Assignment::from_json(&text, topo)
+            .with_context(|| format!("--assignment {}", path.display()))?;
+        return Ok(Some(a));
+    }
+    let Some(cores) = cores else { return Ok(None) };
+    let graph = FlowGraph::conservative(topo, &Routes::compute(topo));
+    let method = method.unwrap_or(Method::Metis);
+    Ok(Some(assign(
+        topo,
+        &graph,
+        &Options::new(method, cores, seed),
+    )?))
+}
+
+/// The packet counts of a run whose engine counted transitions.
+pub fn observation(engine: &Engine) -> Observation {
+    let topo = engine.topology();
+    Observation {
+        topology: topo.name.clone(),
+        packets: (0..topo.pipes.len() as u32)
+            .map(|p| engine.pipe(p).counters().packets_in)
+            .collect(),
+        transitions: engine
+            .transition_counts()
+            .into_iter()
+            .flatten()
+            .map(|(&(p, q), &n)| (p, q, n))
+            .collect(),
+    }
+}
+
+/// Efficiency, cross-core hops and per-core packets of `assignment` in an observed run.
+pub fn measure(topo: &Topology, obs: &Observation, assignment: &Assignment) -> Result<Measurement> {
+    let graph = FlowGraph::observed(topo, obs)?;
+    Ok(Measurement::of(&Evaluation::of(&graph, assignment)))
+}
+
+/// The text lines `sim` prints for a measured partition.
+pub fn print_measurement(m: &Measurement) {
+    match m.efficiency {
+        Some(e) => print!("efficiency {:.4}", e),
+        None => print!("efficiency -"),
+    }
+    println!(
+        " over {} cores: {} edge packets, {} packets processed, {} cross-core hops",
+        m.cores.len(),
+        m.edge_packets,
+        m.packets,
+        m.cross_core_hops
+    );
+    println!(
+        "{:>6} {:>8} {:>14} {:>14} {:>14}",
+        "core", "pipes", "hops", "edge packets", "packets"
+    );
+    for c in &m.cores {
+        println!(
+            "{:>6} {:>8} {:>14} {:>14} {:>14}",
+            c.core, c.pipes, c.hops, c.edge_packets, c.packets
+        );
+    }
+}
+
+fn print_report(r: &PartitionReport) {
+    println!(
+        "{}: {} pipes over {} cores by {} ({} weights, seed {})",
+        r.topology, r.pipes, r.cores, r.method, r.weights, r.seed
+    );
+    println!(
+        "cut {:.6e} ({:.2}% of all flow), imbalance {:.3} (max/mean load), predicted efficiency {}",
+        r.cut,
+        r.cut_fraction * 100.0,
+        r.imbalance,
+        r.efficiency.map_or("-".to_string(), |e| format!("{e:.4}"))
+    );
+    if let Some(rows) = &r.model {
+        println!();
+        println!(
+            "{:>6} {:>10} {:>10} {:>10} {:>14} {:>16}",
+            "cores", "path len", "crossings", "efficiency", "balanced pps", "busiest-core pps"
+        );
+        for c in rows {
+            println!(
+                "{:>6} {:>10.2} {:>10.3} {:>10.4} {:>14.0} {:>16.0}",
+                c.cores,
+                c.path_length,
+                c.crossings,
+                c.efficiency,
+                c.balanced_pps,
+                c.busiest_core_pps
+            );
+        }
+    } else {
+        println!();
+        println!(
+            "{:>6} {:>8} {:>14} {:>8} {:>14} {:>14}",
+            "core", "pipes", "load", "load %", "edge", "processed"
+        );
+        let total: f64 = r
+            .per_core
+            .iter()
+            .map(|c| c.load)
+            .sum::<f64>()
+            .max(f64::MIN_POSITIVE);
+        for c in r.per_core {
+            println!(
+                "{:>6} {:>8} {:>14.6e} {:>8.2} {:>14.6e} {:>14.6e}",
+                c.core,
+                c.pipes,
+                c.load,
+                c.load * 100.0 / total,
+                c.edge_packets,
+                c.packets
+            );
+        }
+    }
+    if let Some(m) = &r.measured {
+        println!();
+        print!("measured: ");
+        print_measurement(m);
+    }
+}

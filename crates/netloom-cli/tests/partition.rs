@@ -1,0 +1,210 @@
+//! `netloom partition` and the partition section of `sim --json`: efficiency counted by hand
+//! from the report's own per-pipe counters, the same numbers from `partition --measure`, and
+//! assignments that repeat per seed.
+
+mod common;
+
+use common::{bin, TempDir};
+use serde_json::Value;
+use std::process::Command;
+
+/// h1 - r1 - r2 - r3 - h2 with a narrow middle so that the AIMD flow loses packets.
+const CHAIN: &str = r#"
+hosts = ["h1", "h2"]
+routers = ["r1", "r2", "r3"]
+
+[topology]
+name = "chain"
+
+[[link]]
+a = "h1"
+b = "r1"
+bw = "100Mbit"
+delay = "1ms"
+
+[[link]]
+a = "r1"
+b = "r2"
+bw = "100Mbit"
+delay = "1ms"
+
+[[link]]
+a = "r2"
+b = "r3"
+bw = "5Mbit"
+delay = "5ms"
+queue = "6KB"
+
+[[link]]
+a = "r3"
+b = "h2"
+bw = "100Mbit"
+delay = "1ms"
+"#;
+
+fn netloom(args: &[&str]) -> Value {
+    let out = Command::new(bin())
+        .args(args)
+        .output()
+        .expect("run netloom");
+    assert!(
+        out.status.success(),
+        "netloom {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
+fn packets_in(report: &Value, from: &str, to: &str) -> u64 {
+    report["pipes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["from"] == from && p["to"] == to)
+        .unwrap_or_else(|| panic!("no pipe {from}->{to}"))["packets_in"]
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn sim_efficiency_equals_a_hand_count() {
+    let dir = TempDir::new("partition-hand");
+    let topo = dir.write("chain.toml", CHAIN);
+    // Pipes: links in file order, a→b then b→a. Core 0: h1-r1 and r1-r2; core 1: the rest.
+    let assignment = dir.write(
+        "a.json",
+        r#"{"cores": 2, "pipes": [0, 0, 0, 0, 1, 1, 1, 1], "topology": "chain"}"#,
+    );
+    let observed = dir.path().join("obs.json");
+    let r = netloom(&[
+        "sim",
+        topo.to_str().unwrap(),
+        "--duration",
+        "3s",
+        "--traffic",
+        "pattern=pairs pairs=h1:h2 source=aimd",
+        "--json",
+        "--assignment",
+        assignment.to_str().unwrap(),
+        "--observe",
+        observed.to_str().unwrap(),
+    ]);
+    // Data enter at h1→r1 and cross at r2→r3; ACKs enter at h2→r3 and cross at r2→r1.
+    let data_in = packets_in(&r, "h1", "r1");
+    let acks_in = packets_in(&r, "h2", "r3");
+    let data_cross = packets_in(&r, "r2", "r3");
+    let acks_cross = packets_in(&r, "r2", "r1");
+    assert!(r["pipes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["drops"].as_u64() > Some(0)));
+    let p = &r["partition"];
+    assert_eq!(p["edge_packets"], data_in + acks_in);
+    assert_eq!(p["cross_core_hops"], data_cross + acks_cross);
+    assert_eq!(p["packets"], data_in + acks_in + data_cross + acks_cross);
+    assert_eq!(p["cores"][0]["edge_packets"], data_in);
+    assert_eq!(p["cores"][0]["packets"], data_in + acks_cross);
+    assert_eq!(p["cores"][1]["edge_packets"], acks_in);
+    assert_eq!(p["cores"][1]["packets"], acks_in + data_cross);
+    let e = (data_in + acks_in) as f64 / (data_in + acks_in + data_cross + acks_cross) as f64;
+    assert!((p["efficiency"].as_f64().unwrap() - e).abs() < 1e-12);
+    // The observation file the run wrote is a weighting for `partition`.
+    let again = netloom(&[
+        "partition",
+        topo.to_str().unwrap(),
+        "--cores",
+        "2",
+        "--weights",
+        &format!("observed:{}", observed.display()),
+        "--json",
+    ]);
+    assert_eq!(again["pipes"], 8);
+}
+
+#[test]
+fn sim_partitions_like_partition_does() {
+    let dir = TempDir::new("partition-same");
+    let topo = dir.write("chain.toml", CHAIN);
+    let file = dir.path().join("a.json");
+    let observed = dir.path().join("obs.json");
+    let p = netloom(&[
+        "partition",
+        topo.to_str().unwrap(),
+        "--cores",
+        "2",
+        "--method",
+        "kcluster",
+        "--seed",
+        "4",
+        "-o",
+        file.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(p["per_core"].as_array().unwrap().len(), 2);
+    let sim = |extra: &[&str]| {
+        let mut args = vec![
+            "sim",
+            topo.to_str().unwrap(),
+            "--duration",
+            "1s",
+            "--seed",
+            "4",
+            "--no-wall-clock",
+            "--traffic",
+            "pattern=pairs pairs=h1:h2 source=aimd",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        netloom(&args)
+    };
+    let by_flags = sim(&[
+        "--cores",
+        "2",
+        "--method",
+        "kcluster",
+        "--observe",
+        observed.to_str().unwrap(),
+    ]);
+    let by_file = sim(&["--assignment", file.to_str().unwrap()]);
+    assert_eq!(by_flags, by_file);
+    let measured = netloom(&[
+        "partition",
+        topo.to_str().unwrap(),
+        "--cores",
+        "2",
+        "--method",
+        "kcluster",
+        "--seed",
+        "4",
+        "--measure",
+        observed.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(measured["measured"], by_file["partition"]);
+    // Without partition flags the report has no partition section.
+    assert!(sim(&[]).get("partition").is_none());
+}
+
+#[test]
+fn bad_assignments_are_refused_with_a_reason() {
+    let dir = TempDir::new("partition-bad");
+    let topo = dir.write("chain.toml", CHAIN);
+    let short = dir.write("a.json", r#"{"cores": 2, "pipes": [0, 1]}"#);
+    let out = Command::new(bin())
+        .args([
+            "sim",
+            topo.to_str().unwrap(),
+            "--traffic",
+            "pattern=pairs pairs=h1:h2 source=aimd",
+        ])
+        .args(["--assignment", short.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("assignment has 2 pipes, but topology \"chain\" has 8"),
+        "{err}"
+    );
+}
