@@ -1,10 +1,9 @@
 //! Graphviz DOT: hosts as boxes, routers as ellipses, each link an undirected edge labelled
-//! with its rate and delay and carrying every parameter as an attribute. With an assignment,
-//! nodes are filled with their core's colour and each link drawn in the colours of its pipes.
+//! with its rate and delay and carrying every parameter as an attribute. With the core of each
+//! pipe, nodes are filled with their core's colour and each link drawn in its pipes' colours.
 
-use super::{colour, effective_links, link_attrs, node_cores, nodes};
+use super::{colour, effective_links, link_attrs, link_cores, node_cores, nodes};
 use crate::doc::TopologyFile;
-use crate::import::Assignment;
 use std::fmt::Write;
 
 /// A DOT identifier: always quoted, with `"` and `\` escaped.
@@ -12,10 +11,11 @@ fn id(text: &str) -> String {
     format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-/// The topology as a DOT graph named `name`.
-pub fn to_dot(file: &TopologyFile, name: &str, assignment: Option<&Assignment>) -> String {
+/// The topology as a DOT graph named `name`; `cores[p]`, if given, is the core of pipe `p`.
+pub fn to_dot(file: &TopologyFile, name: &str, cores: Option<&[u32]>) -> String {
     let mut out = String::new();
-    let cores = assignment.map(node_cores).unwrap_or_default();
+    let node_core = cores.map(|c| node_cores(file, c)).unwrap_or_default();
+    let links_core = cores.map(|c| link_cores(file, c)).unwrap_or_default();
     // Writing to a String cannot fail.
     let _ = writeln!(out, "graph {} {{", id(name));
     let _ = writeln!(out, "  node [fontsize=10]; edge [fontsize=8];");
@@ -24,7 +24,7 @@ pub fn to_dot(file: &TopologyFile, name: &str, assignment: Option<&Assignment>) 
         if let Some(g) = group {
             attrs.push(format!("group={}", id(g)));
         }
-        if let Some(&core) = cores.get(node) {
+        if let Some(&core) = node_core.get(node) {
             attrs.push(format!("style=filled, fillcolor={}", id(colour(core))));
             attrs.push(format!("core={core}"));
         }
@@ -42,9 +42,9 @@ pub fn to_dot(file: &TopologyFile, name: &str, assignment: Option<&Assignment>) 
                 .iter()
                 .map(|(k, v)| format!("{}={}", id(k), id(v))),
         );
-        if let Some(a) = assignment {
-            let pipes = [a.core_of(i, &l.a), a.core_of(i, &l.b)];
-            let colours: Vec<&str> = pipes.iter().flatten().map(|&c| colour(c)).collect();
+        if let Some(&(ab, ba)) = links_core.get(i) {
+            let mut colours: Vec<&str> = [ab, ba].into_iter().flatten().map(colour).collect();
+            colours.dedup();
             if !colours.is_empty() {
                 attrs.push(format!("color={}, penwidth=2", id(&colours.join(":"))));
             }
@@ -64,7 +64,6 @@ pub fn to_dot(file: &TopologyFile, name: &str, assignment: Option<&Assignment>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::import::PipeCore;
 
     #[test]
     fn links_carry_their_parameters_and_cores_their_colours() {
@@ -81,24 +80,7 @@ b_to_a = { loss = "1%" }
 "#,
         )
         .unwrap();
-        let a = Assignment {
-            cores: vec!["x".into(), "y".into()],
-            pipes: vec![
-                PipeCore {
-                    link: 0,
-                    from: "h\"1".into(),
-                    to: "h2".into(),
-                    core: 0,
-                },
-                PipeCore {
-                    link: 0,
-                    from: "h2".into(),
-                    to: "h\"1".into(),
-                    core: 1,
-                },
-            ],
-        };
-        let dot = to_dot(&file, "t", Some(&a));
+        let dot = to_dot(&file, "t", Some(&[0, 1]));
         assert!(dot.starts_with("graph \"t\" {\n"), "{dot}");
         assert!(
             dot.contains(

@@ -1,11 +1,10 @@
 //! GraphML writer: nodes with `label`, `kind` (host or router) and `group`; links with every
 //! parameter under netloom's names (`bw`, `delay`, `red.min_th`, `a_to_b.bw`, ...), which
-//! `import` reads back to the same topology; with an assignment, `core` per node and
-//! `core_a_to_b` / `core_b_to_a` (core names) per link, for colouring in a viewer.
+//! `import` reads back to the same topology; given the core of each pipe, `core` per node and
+//! `core_a_to_b` / `core_b_to_a` per link, for colouring in a viewer.
 
-use super::{effective_links, link_attrs, node_cores, nodes};
+use super::{effective_links, link_attrs, link_cores, node_cores, nodes};
 use crate::doc::TopologyFile;
-use crate::import::Assignment;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -20,20 +19,16 @@ fn escape(text: &str) -> String {
 /// Data of one element, `(attribute name, text)`.
 type Data = Vec<(String, String)>;
 
-/// The topology as GraphML; `name` becomes the graph's `name` attribute.
-pub fn to_graphml(file: &TopologyFile, name: &str, assignment: Option<&Assignment>) -> String {
+/// The topology as GraphML; `name` names the graph unless the document does; `cores[p]`, if
+/// given, is the core of pipe `p`.
+pub fn to_graphml(file: &TopologyFile, name: &str, cores: Option<&[u32]>) -> String {
     let meta = file.topology.clone().unwrap_or_default();
     let mut graph: Data = vec![("name".into(), meta.name.unwrap_or_else(|| name.to_string()))];
     if let Some(r) = meta.routing {
         graph.push(("routing".into(), r));
     }
-    let cores = assignment.map(node_cores).unwrap_or_default();
-    let core_name = |core: usize| {
-        assignment
-            .and_then(|a| a.cores.get(core))
-            .cloned()
-            .unwrap_or_else(|| core.to_string())
-    };
+    let node_core = cores.map(|c| node_cores(file, c)).unwrap_or_default();
+    let links_core = cores.map(|c| link_cores(file, c)).unwrap_or_default();
     let node_data: Vec<(&str, Data)> = nodes(file)
         .into_iter()
         .map(|(n, host, group)| {
@@ -44,8 +39,8 @@ pub fn to_graphml(file: &TopologyFile, name: &str, assignment: Option<&Assignmen
             if let Some(g) = group {
                 d.push(("group".into(), g.to_string()));
             }
-            if let Some(&c) = cores.get(n) {
-                d.push(("core".into(), core_name(c)));
+            if let Some(&c) = node_core.get(n) {
+                d.push(("core".into(), c.to_string()));
             }
             (n, d)
         })
@@ -56,10 +51,10 @@ pub fn to_graphml(file: &TopologyFile, name: &str, assignment: Option<&Assignmen
         .enumerate()
         .map(|(i, l)| {
             let mut d = link_attrs(l);
-            if let Some(a) = assignment {
-                for (key, from) in [("core_a_to_b", &l.a), ("core_b_to_a", &l.b)] {
-                    if let Some(c) = a.core_of(i, from) {
-                        d.push((key.into(), core_name(c)));
+            if let Some(&(ab, ba)) = links_core.get(i) {
+                for (key, core) in [("core_a_to_b", ab), ("core_b_to_a", ba)] {
+                    if let Some(c) = core {
+                        d.push((key.into(), c.to_string()));
                     }
                 }
             }

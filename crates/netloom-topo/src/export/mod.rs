@@ -1,6 +1,7 @@
 //! Exports for viewing and for other tools: Graphviz DOT and GraphML, each link with its
 //! parameters (after defaults and classes) as attributes, optionally coloured by the core that
-//! owns each pipe. The GraphML reads back through `import` without loss.
+//! owns each pipe (a per-pipe core list, as in the partition crate's assignment file). The
+//! GraphML reads back through `import` without loss.
 
 mod dot;
 mod graphml;
@@ -10,7 +11,7 @@ pub use graphml::to_graphml;
 
 use crate::doc::{LinkEntry, LinkParams, NodeEntry, TopologyFile};
 use crate::import::params;
-use crate::import::Assignment;
+use crate::import::pipe_ids;
 use std::collections::BTreeMap;
 
 /// Each link with `[defaults]` and its class folded into its own keys, so that an exported
@@ -47,16 +48,26 @@ fn nodes(file: &TopologyFile) -> Vec<(&str, bool, Option<&str>)> {
         .collect()
 }
 
+/// Per link, the cores of its a→b and b→a pipes; `cores[p]` is the core of pipe `p` as
+/// `pipe_ids` numbers them (the partition crate's assignment file lists them so).
+fn link_cores(file: &TopologyFile, cores: &[u32]) -> Vec<(Option<u32>, Option<u32>)> {
+    let core = |p: u32| cores.get(p as usize).copied();
+    pipe_ids(file)
+        .into_iter()
+        .map(|(ab, ba)| (core(ab), core(ba)))
+        .collect()
+}
+
 /// The core each node is drawn in: the one that owns most of the pipes leaving it (the lower
-/// core on a tie); nodes with no assigned pipe have none.
-fn node_cores(assignment: &Assignment) -> BTreeMap<String, usize> {
-    let mut counts: BTreeMap<&str, BTreeMap<usize, usize>> = BTreeMap::new();
-    for p in &assignment.pipes {
-        *counts
-            .entry(&p.from)
-            .or_default()
-            .entry(p.core)
-            .or_default() += 1;
+/// core on a tie).
+fn node_cores(file: &TopologyFile, cores: &[u32]) -> BTreeMap<String, u32> {
+    let mut counts: BTreeMap<&str, BTreeMap<u32, usize>> = BTreeMap::new();
+    for (l, (ab, ba)) in file.links.iter().zip(link_cores(file, cores)) {
+        for (node, core) in [(&l.a, ab), (&l.b, ba)] {
+            if let Some(c) = core {
+                *counts.entry(node).or_default().entry(c).or_default() += 1;
+            }
+        }
     }
     counts
         .into_iter()
@@ -75,8 +86,8 @@ const PALETTE: [&str; 12] = [
     "#bcbd22", "#17becf", "#393b79", "#637939",
 ];
 
-fn colour(core: usize) -> &'static str {
-    PALETTE[core % PALETTE.len()]
+fn colour(core: u32) -> &'static str {
+    PALETTE[core as usize % PALETTE.len()]
 }
 
 /// Flat `(name, text)` pairs of a link: class, shared, its parameters and its directions.

@@ -200,8 +200,13 @@ impl Graph {
         self.gather_classes();
         self.fill_gaps(options, &mut notes);
         let mut file = TopologyFile {
+            // The name is fixed here, so that the native file keeps it when renamed.
             topology: Some(Meta {
-                name: self.name.clone(),
+                name: self.name.clone().or_else(|| {
+                    std::path::Path::new(label)
+                        .file_stem()
+                        .map(|s| s.to_string_lossy().into_owned())
+                }),
                 routing: self.routing.clone(),
             }),
             classes: self.classes.clone(),
@@ -238,7 +243,7 @@ impl Graph {
         Ok(Imported {
             file,
             notes,
-            assignment: None,
+            cores: None,
         })
     }
 

@@ -13,7 +13,7 @@ mod modelnet;
 pub(crate) mod params;
 mod xml;
 
-pub use assignment::{Assignment, PipeCore};
+pub use assignment::{pipe_ids, CoreMap};
 pub use geo::{EARTH_RADIUS_KM, FIBRE_KM_PER_S};
 
 use crate::doc::TopologyFile;
@@ -160,7 +160,7 @@ pub struct Imported {
     /// One line per kind of assumption, with counts ("12 of 40 links had no speed: ...").
     pub notes: Vec<String>,
     /// Which core owns which pipe, when the input said (ModelNet's `.model`).
-    pub assignment: Option<Assignment>,
+    pub cores: Option<CoreMap>,
 }
 
 /// Imports `text` in `format`; `label` names the file in errors. Native files are only parsed
@@ -177,7 +177,7 @@ pub fn import_str(
             return Ok(Imported {
                 file: parse_str(text, native, label)?,
                 notes: Vec::new(),
-                assignment: None,
+                cores: None,
             });
         }
         InputFormat::GraphMl => graphml::read(text, label)?,
@@ -189,7 +189,7 @@ pub fn import_str(
 }
 
 /// Imports a ModelNet `.graph` with its `.model`: the model's emulator per hop becomes the
-/// assignment of the corresponding pipe.
+/// core of the corresponding pipe.
 pub fn import_modelnet(
     graph_text: &str,
     graph_label: &str,
@@ -201,7 +201,7 @@ pub fn import_modelnet(
     let cores = modelnet::read_model(model_text, model_label)?;
     let edges = graph.directed_edges.clone();
     let mut imported = graph.into_imported(graph_label, options)?;
-    imported.assignment = Some(modelnet::assignment(
+    imported.cores = Some(modelnet::core_map(
         &imported.file,
         &edges,
         &cores,

@@ -1,9 +1,9 @@
 //! ModelNet's XML: the `.graph` (gateway and virtnode vertices; one-way edges with a `specs`
 //! class and `dbl_kbps`, `int_delayms`, `dbl_plr`, `int_qlen` overrides) and the `.model`'s
-//! emulator per hop, which becomes an `Assignment`. Gateways are routers `r<idx>`, virtnodes
+//! emulator per hop, which becomes the core of each pipe (`CoreMap`). Gateways are routers `r<idx>`, virtnodes
 //! are hosts `vn<int_vn>`; each spec is a class.
 
-use super::assignment::{Assignment, PipeCore};
+use super::assignment::{pipe_ids, CoreMap};
 use super::graph::{pair_directed, Graph, Names, Node, OneWay, Placed};
 use super::{fail, xml};
 use crate::doc::{Fraction, LinkParams, LossSpec, QueueSpec, TopologyFile};
@@ -227,14 +227,16 @@ pub(crate) fn read_model(text: &str, label: &str) -> Result<ModelCores, TopoErro
     Ok(model)
 }
 
-/// The assignment of the links made from `edges` (where `pair_directed` put each edge).
-pub(crate) fn assignment(
+/// The core of each pipe of the links made from `edges` (where `pair_directed` put each edge).
+pub(crate) fn core_map(
     file: &TopologyFile,
     edges: &[Placed],
     model: &ModelCores,
     label: &str,
-) -> Result<Assignment, TopoError> {
-    let mut pipes = Vec::new();
+) -> Result<CoreMap, TopoError> {
+    let ids = pipe_ids(file);
+    let total = ids.last().map_or(0, |&(_, ba)| ba as usize + 1);
+    let mut pipes = vec![None; total];
     for (i, (idx, core, line)) in model.hops.iter().enumerate() {
         let Some(placed) = edges.iter().find(|p| &p.id == idx) else {
             return Err(fail(
@@ -245,20 +247,14 @@ pub(crate) fn assignment(
                 "names no edge of the graph".into(),
             ));
         };
-        let link = &file.links[placed.link];
-        let (from, to) = match placed.direction {
-            Direction::AtoB => (&link.a, &link.b),
-            Direction::BtoA => (&link.b, &link.a),
+        let (ab, ba) = ids[placed.link];
+        let pipe = match placed.direction {
+            Direction::AtoB => ab,
+            Direction::BtoA => ba,
         };
-        pipes.push(PipeCore {
-            link: placed.link,
-            from: from.clone(),
-            to: to.clone(),
-            core: *core,
-        });
+        pipes[pipe as usize] = Some(*core as u32);
     }
-    pipes.sort_by(|x, y| (x.link, &x.from).cmp(&(y.link, &y.from)));
-    Ok(Assignment {
+    Ok(CoreMap {
         cores: model.cores.clone(),
         pipes,
     })
@@ -315,13 +311,12 @@ mod tests {
   <emul hostname="emu2"><hop int_idx="2"/><hop int_idx="3" emul="emu1"/></emul>
 </emulators></model>"#;
         let cores = read_model(model, "t.model").unwrap();
-        let a = assignment(&file, &edges, &cores, "t.model").unwrap();
-        assert_eq!(a.cores, ["emu1", "emu2"]);
-        assert_eq!(a.core_of(0, "vn0"), Some(0));
-        assert_eq!(a.core_of(1, "vn1"), Some(1));
-        assert_eq!(a.core_of(1, "r0"), Some(0));
+        let map = core_map(&file, &edges, &cores, "t.model").unwrap();
+        assert_eq!(map.cores, ["emu1", "emu2"]);
+        // Link 0 is vn0-r0 (hops 0 and 1), link 1 is vn1-r0 (hops 2 and 3).
+        assert_eq!(map.pipes, [Some(0), Some(0), Some(1), Some(0)]);
         let err = read_model("<model><hop int_idx=\"9\" emul=\"e\"/></model>", "m")
-            .map(|c| assignment(&file, &edges, &c, "m"))
+            .map(|c| core_map(&file, &edges, &c, "m"))
             .unwrap()
             .unwrap_err();
         assert_eq!(
