@@ -186,6 +186,52 @@ fn every_generated_kind_passes_check() {
     assert_eq!(v["hosts"], 40);
 }
 
+/// Every generated kind also runs: one small CBR flow per host, all routed, all sending.
+#[test]
+fn every_generated_kind_runs_in_sim() {
+    let dir = TempDir::new("gen-sim");
+    for (kind, flags) in [
+        ("chain", &[][..]),
+        ("star", &[]),
+        ("ring", &[]),
+        ("mesh", &[]),
+        ("dumbbell", &[]),
+        ("fishbone", &[]),
+        ("tree-mesh", &["--height", "2"]),
+        (
+            "inet",
+            &["--routers", "60", "--stubs", "10", "--hosts", "12"],
+        ),
+    ] {
+        let file = dir.path().join(format!("{kind}.toml"));
+        let mut args = vec!["gen", kind];
+        args.extend(flags);
+        let file_arg = file.display().to_string();
+        args.extend(["-o", &file_arg]);
+        run(&args).ok();
+        let v = run(&[
+            "sim",
+            &file_arg,
+            "--traffic",
+            "k=1 source=cbr rate=1Mbit",
+            "--duration",
+            "100ms",
+            "--json",
+            "--no-wall-clock",
+        ])
+        .ok()
+        .json();
+        let flows = v["flows"].as_array().unwrap();
+        assert!(!flows.is_empty(), "{kind}: no flows");
+        // 1 Mbit/s of 1500-byte packets for at least 90 ms: at least 7 packets each.
+        for f in flows {
+            assert!(f["sent"].as_u64().unwrap() >= 7, "{kind}: {f}");
+            assert!(f["delivered"].as_u64().unwrap() >= 1, "{kind}: {f}");
+        }
+        assert_eq!(v["totals"]["unroutable"], 0, "{kind}");
+    }
+}
+
 #[test]
 fn gen_without_output_prints_toml_that_check_accepts() {
     let out = run(&["gen", "ring", "--routers", "3", "--hosts-per", "2"]).ok();
