@@ -10,8 +10,10 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct CheckArgs {
-    /// Topology file (.toml or .json).
+    /// Topology file (.toml or .json, or a format docs/import.md lists).
     file: PathBuf,
+    #[command(flatten)]
+    input: crate::input::InputArgs,
     /// Print the summary as JSON (schema in docs/json.md).
     #[arg(long)]
     json: bool,
@@ -47,7 +49,7 @@ fn route(topo: &Topology, r: &RouteLength) -> Route {
 }
 
 pub fn run(args: CheckArgs) -> Result<()> {
-    let topo = netloom_topo::load_path(&args.file)?;
+    let topo = args.input.load(&args.file)?;
     let routes = Routes::compute(&topo);
     // The loader refuses files whose hosts are not all connected, so the diameter is missing
     // only when there is a single host.

@@ -2,7 +2,9 @@
 //! and maps errors to exit codes (1: the run failed; 2: bad input or usage).
 
 mod check;
+mod convert;
 mod gen;
+mod input;
 mod partition;
 mod sim;
 
@@ -20,6 +22,9 @@ struct Cli {
 enum Command {
     /// Validate a topology file and print a summary.
     Check(check::CheckArgs),
+    /// Convert a topology (Topology Zoo GraphML, GML, ModelNet, Inet, native) to the native
+    /// format, Graphviz DOT or GraphML.
+    Convert(convert::ConvertArgs),
     /// Generate a topology file (chain, star, ring, mesh, dumbbell, fishbone, tree-mesh, inet).
     Gen(gen::GenArgs),
     /// Run a topology with synthetic traffic in virtual time and report.
@@ -32,6 +37,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => check::run(args),
+        Command::Convert(args) => convert::run(args),
         Command::Gen(args) => gen::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Partition(args) => partition::run(args),

@@ -12,8 +12,10 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct SimArgs {
-    /// Topology file (.toml or .json).
+    /// Topology file (.toml or .json, or a format docs/import.md lists).
     file: PathBuf,
+    #[command(flatten)]
+    input: crate::input::InputArgs,
     /// Traffic, as space-separated key=value words (see docs/traffic.md), e.g.
     /// "pattern=random-k k=4 source=aimd cap=3Mbit".
     #[arg(long)]
@@ -65,7 +67,7 @@ pub fn run(args: SimArgs) -> Result<()> {
             args.duration
         );
     }
-    let topo = netloom_topo::load_path(&args.file)?;
+    let topo = args.input.load(&args.file)?;
     let spec = parse_spec(&args.traffic).context("--traffic")?;
     let flows = traffic::expand(&spec.pattern, spec.kind, spec.cap, &topo, args.seed)
         .context("--traffic")?;

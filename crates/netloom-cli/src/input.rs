@@ -1,0 +1,102 @@
+//! The topology input flags that `check`, `sim` and `convert` share: `--format` and the import
+//! options (hosts to attach, defaults for what a file leaves out; docs/import.md). Prints what
+//! an importer assumed to standard error, so nothing is guessed silently.
+
+use anyhow::{anyhow, Result};
+use clap::Args;
+use netloom_topo::import::FIBRE_KM_PER_S;
+use netloom_topo::{ErrorKind, HostPlan, ImportOptions, InputFormat, Topology};
+use std::path::Path;
+
+#[derive(Args, Clone, Debug)]
+pub struct InputArgs {
+    /// Input format if the extension does not say: toml, json, graphml, gml, modelnet or inet.
+    #[arg(long, value_parser = format_name)]
+    format: Option<InputFormat>,
+    /// Hosts to attach to each router of an imported file: N, or NAME=N,... for some routers,
+    /// or both (1,core=4).
+    #[arg(long, value_name = "N|NAME=N,...", value_parser = HostPlan::parse)]
+    hosts_per_router: Option<HostPlan>,
+    /// Rate and delay of the link of each attached host.
+    #[arg(long, value_name = "BW/DELAY", default_value = "1Gbit/100us")]
+    access_link: String,
+    /// Rate of an imported link whose file gives none.
+    #[arg(long, default_value = "1Gbit")]
+    default_bw: String,
+    /// Delay of an imported link whose length is unknown (an end without coordinates).
+    #[arg(long, default_value = "1ms")]
+    default_delay: String,
+    /// Signal speed for delays from coordinates, in km/s (default: light in fibre, 2/3 c).
+    #[arg(long, default_value_t = FIBRE_KM_PER_S)]
+    km_per_s: f64,
+    /// Delay per unit of distance on an Inet file's plane.
+    #[arg(long, default_value = "5us")]
+    inet_delay_per_unit: String,
+}
+
+fn format_name(name: &str) -> Result<InputFormat, String> {
+    InputFormat::from_name(name).ok_or_else(|| format!("one of {}", InputFormat::NAMES.join(", ")))
+}
+
+impl InputArgs {
+    pub fn format(&self) -> Option<InputFormat> {
+        self.format
+    }
+
+    pub fn options(&self) -> Result<ImportOptions> {
+        let Some((bw, delay)) = self.access_link.split_once('/') else {
+            return Err(anyhow!(
+                "--access-link {}: write BW/DELAY, e.g. 1Gbit/100us",
+                self.access_link
+            ));
+        };
+        if !(self.km_per_s.is_finite() && self.km_per_s > 0.0) {
+            return Err(anyhow!(
+                "--km-per-s {}: must be a positive speed",
+                self.km_per_s
+            ));
+        }
+        Ok(ImportOptions {
+            hosts: self.hosts_per_router.clone().unwrap_or_default(),
+            access_bw: bw.to_string(),
+            access_delay: delay.to_string(),
+            default_bw: self.default_bw.clone(),
+            default_delay: self.default_delay.clone(),
+            km_per_s: self.km_per_s,
+            inet_delay_per_unit: self.inet_delay_per_unit.clone(),
+        })
+    }
+
+    /// Loads and resolves `path` in any format, printing the importer's notes. A router-level
+    /// file without hosts gets told how to attach some.
+    pub fn load(&self, path: &Path) -> Result<Topology> {
+        let (topo, notes) = netloom_topo::load_path_as(path, self.format, &self.options()?)
+            .map_err(|e| {
+                let native = self
+                    .format
+                    .or_else(|| InputFormat::from_path(path))
+                    .is_some_and(|f| f.native().is_some());
+                if !native
+                    && e.kind() == ErrorKind::Missing
+                    && e.first().message.starts_with("no hosts")
+                {
+                    anyhow!(
+                        "{}: no hosts: the file describes routers only; attach hosts with \
+                         --hosts-per-router N (docs/import.md)",
+                        path.display()
+                    )
+                } else {
+                    e.into()
+                }
+            })?;
+        print_notes(path, &notes);
+        Ok(topo)
+    }
+}
+
+/// What an importer assumed, one line each on standard error.
+pub fn print_notes(path: &Path, notes: &[String]) {
+    for note in notes {
+        eprintln!("netloom: {}: {note}", path.display());
+    }
+}
