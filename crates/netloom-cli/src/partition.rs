@@ -17,8 +17,10 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 pub struct PartitionArgs {
-    /// Topology file (.toml or .json).
+    /// Topology file (.toml or .json, or a format docs/import.md lists).
     file: PathBuf,
+    #[command(flatten)]
+    input: crate::input::InputArgs,
     /// Number of cores to split the pipes between.
     #[arg(long)]
     cores: u32,
@@ -76,7 +78,7 @@ struct PartitionReport<'a> {
 }
 
 pub fn run(args: PartitionArgs) -> Result<()> {
-    let topo = netloom_topo::load_path(&args.file)?;
+    let topo = args.input.load(&args.file)?;
     let graph = weigh(&topo, &args.weights, args.seed).context("--weights")?;
     let options = |cores| Options {
         imbalance: args.imbalance,
