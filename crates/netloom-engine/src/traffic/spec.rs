@@ -138,6 +138,7 @@ fn source(words: &mut Words) -> Result<SourceKind, TrafficError> {
             words.reject(&["on", "off"], &what, "; on= and off= are for source=onoff")?;
             let rate = positive_rate("rate", words.require("rate", &what, "rate=5Mbit")?)?;
             let size = size(words, 1)?;
+            packets_per_ns_at_most_one(rate, size)?;
             Ok(if name == "cbr" {
                 SourceKind::Cbr { rate, size }
             } else {
@@ -149,6 +150,7 @@ fn source(words: &mut Words) -> Result<SourceKind, TrafficError> {
             let on = positive_duration("on", words.require("on", &what, "on=100ms")?)?;
             let off = duration("off", words.require("off", &what, "off=400ms")?)?;
             let size = size(words, 1)?;
+            packets_per_ns_at_most_one(rate, size)?;
             Ok(SourceKind::OnOff {
                 rate,
                 size,
@@ -196,6 +198,18 @@ fn bad(key: &'static str, value: &str, expected: &str) -> TrafficError {
 }
 
 /// A rate in the topology file's vocabulary (`5Mbit`, `125kB/s`), above zero.
+/// Time is kept in whole nanoseconds, so a source may send at most one packet per nanosecond;
+/// faster rates would also simulate for ever.
+fn packets_per_ns_at_most_one(rate: Rate, size: u32) -> Result<(), TrafficError> {
+    let max_bps = u64::from(size) * 8 * 1_000_000_000;
+    if rate.as_bps() > max_bps {
+        let text = rate.to_string();
+        let valid = format!("at most one {size}-byte packet per nanosecond ({max_bps}bit)");
+        return Err(bad("rate", &text, &valid));
+    }
+    Ok(())
+}
+
 fn positive_rate(key: &'static str, v: &str) -> Result<Rate, TrafficError> {
     parse_rate(v).map_err(|e| bad(key, v, &e.to_string()))
 }
@@ -354,6 +368,8 @@ mod tests {
             ("pairs=h1-h2 source=aimd", "pairs=h1-h2: comma-separated src:dst host names"),
             ("pairs=h1:h2, source=aimd", "pairs=h1:h2,: comma-separated src:dst"),
             ("source=aimd cap=fast", "cap=fast: \"fast\" is not a rate; write a number and a unit"),
+            ("source=cbr rate=20000Gbit size=1000", "rate=20000Gbit: at most one 1000-byte packet per nanosecond (8000000000000bit)"),
+            ("source=poisson rate=18446744073709551615bit", "at most one 1500-byte packet per nanosecond"),
         ];
         for (spec, want) in cases {
             let got = err(spec);
