@@ -68,6 +68,16 @@ pub struct GenError {
 
 /// Builds the topology file for `kind`.
 pub fn generate(kind: &GenKind) -> Result<TopologyFile, GenError> {
+    let (nodes, links) = kind.size();
+    if nodes > MAX_NODES || links > MAX_LINKS {
+        return Err(GenError {
+            kind: kind.name(),
+            message: format!(
+                "these parameters make {nodes} nodes and {links} links; the limit is \
+                 {MAX_NODES} nodes and {MAX_LINKS} links"
+            ),
+        });
+    }
     match kind {
         GenKind::Chain(p) => shape::chain(p),
         GenKind::Star(p) => shape::star(p),
@@ -77,6 +87,71 @@ pub fn generate(kind: &GenKind) -> Result<TopologyFile, GenError> {
         GenKind::Fishbone(p) => shape::fishbone(p),
         GenKind::TreeMesh(p) => tree_mesh::generate(p),
         GenKind::Inet(p) => inet::generate(p),
+    }
+}
+
+/// Generators refuse anything larger, before allocating: far beyond what one machine emulates,
+/// yet reachable by a typo (`--hosts 100000000`, a tree of arity 50).
+pub const MAX_NODES: u128 = 10_000_000;
+pub const MAX_LINKS: u128 = 50_000_000;
+
+impl GenKind {
+    fn name(&self) -> &'static str {
+        let i = match self {
+            GenKind::Chain(_) => 0,
+            GenKind::Star(_) => 1,
+            GenKind::Ring(_) => 2,
+            GenKind::Mesh(_) => 3,
+            GenKind::Dumbbell(_) => 4,
+            GenKind::Fishbone(_) => 5,
+            GenKind::TreeMesh(_) => 6,
+            GenKind::Inet(_) => 7,
+        };
+        Self::NAMES[i]
+    }
+
+    /// Nodes and links the generator will make (an upper bound for inet), computed without
+    /// overflow so absurd parameters are caught before anything is built.
+    pub fn size(&self) -> (u128, u128) {
+        let n = |v: usize| v as u128;
+        match self {
+            GenKind::Chain(p) => (n(p.routers) + 2, n(p.routers) + 1),
+            GenKind::Star(p) => (n(p.hosts) + 1, n(p.hosts)),
+            GenKind::Ring(p) => (
+                n(p.routers) * (1 + n(p.hosts_per_router)),
+                n(p.routers) * (1 + n(p.hosts_per_router)),
+            ),
+            GenKind::Mesh(p) => (
+                n(p.routers) * (1 + n(p.hosts_per_router)),
+                n(p.routers) * n(p.routers).saturating_sub(1) / 2
+                    + n(p.routers) * n(p.hosts_per_router),
+            ),
+            GenKind::Dumbbell(p) => (2 + 2 * n(p.hosts_per_side), 1 + 2 * n(p.hosts_per_side)),
+            GenKind::Fishbone(p) => (
+                n(p.routers) * (1 + n(p.hosts_per_spur)),
+                n(p.routers).saturating_sub(1) + n(p.routers) * n(p.hosts_per_spur),
+            ),
+            GenKind::TreeMesh(p) => {
+                // Per tree: 1 + n + … + n^(h−1) routers, n^(h−1) leaves; saturating so that
+                // huge arities or heights stay comparable with the limit.
+                let (mut routers, mut level) = (0u128, 1u128);
+                for _ in 0..p.height {
+                    routers = routers.saturating_add(level);
+                    level = level.saturating_mul(n(p.arity));
+                }
+                let leaves = level / n(p.arity).max(1);
+                let hosts = leaves.saturating_mul(n(p.hosts_per_leaf));
+                let per_tree = routers.saturating_add(hosts);
+                let nodes = per_tree.saturating_mul(n(p.trees));
+                // Every node but the m roots has one uplink; the roots are fully meshed.
+                let core = n(p.trees) * n(p.trees).saturating_sub(1) / 2;
+                (nodes, nodes.saturating_sub(n(p.trees)).saturating_add(core))
+            }
+            GenKind::Inet(p) => (
+                n(p.routers) + n(p.hosts),
+                n(p.routers) * (n(p.transit_links) + 2) + n(p.hosts),
+            ),
+        }
     }
 }
 
@@ -303,5 +378,44 @@ mod tests {
             );
         }
         assert_eq!(GenKind::with_defaults("torus"), None);
+    }
+
+    #[test]
+    fn size_predicts_what_is_built() {
+        for kind in GenKind::NAMES {
+            let k = GenKind::with_defaults(kind).unwrap();
+            let file = generate(&k).unwrap();
+            let (nodes, links) = k.size();
+            let built = (file.hosts.len() + file.routers.len()) as u128;
+            assert_eq!(nodes, built, "{kind} nodes");
+            let built_links = file.links.len() as u128;
+            if kind == "inet" {
+                assert!(
+                    links >= built_links,
+                    "inet links bound {links} < {built_links}"
+                );
+            } else {
+                assert_eq!(links, built_links, "{kind} links");
+            }
+        }
+    }
+
+    #[test]
+    fn absurd_sizes_are_refused_before_building() {
+        let star = GenKind::Star(StarParams {
+            hosts: 100_000_000,
+            ..StarParams::default()
+        });
+        let err = generate(&star).unwrap_err().to_string();
+        assert!(
+            err.contains("gen star") && err.contains("100000001 nodes"),
+            "{err}"
+        );
+        let tree = GenKind::TreeMesh(TreeMeshParams {
+            arity: 50,
+            height: 60,
+            ..TreeMeshParams::default()
+        });
+        assert!(generate(&tree).is_err());
     }
 }
