@@ -30,6 +30,8 @@ struct Route {
 
 #[derive(Serialize)]
 struct CheckReport {
+    /// Schema version; bumped only on incompatible changes (docs/json.md).
+    schema: u32,
     #[serde(flatten)]
     summary: Summary,
     /// The route with the most hops and the one with the largest propagation delay
@@ -55,6 +57,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
     // only when there is a single host.
     let diameter: Option<Diameter> = routes.diameter(&topo);
     let report = CheckReport {
+        schema: 1,
         summary: summarize(&topo),
         diameter_hops: diameter.map(|d| route(&topo, &d.by_hops)),
         diameter_delay: diameter.map(|d| route(&topo, &d.by_delay)),

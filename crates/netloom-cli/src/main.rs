@@ -1,5 +1,5 @@
 //! `netloom`: the command line. Glue only: parses arguments, calls the library crates, prints,
-//! and maps errors to exit codes (1: the run failed; 2: bad input or usage).
+//! and maps every error to exit code 2 (bad input or usage, as clap does; docs/cli.md).
 
 mod check;
 mod convert;
