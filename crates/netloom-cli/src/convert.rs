@@ -111,7 +111,7 @@ pub fn run(args: ConvertArgs) -> Result<()> {
             cores: map.cores.len().max(1) as u32,
             pipes: map.pipes.iter().map(|c| c.unwrap_or(0)).collect(),
             topology: Some(topo.name.clone()),
-            method: Some(format!("modelnet model {}", args.model_label())),
+            method: Some("modelnet .model".into()),
         };
         let path = args.output.with_extension("assignment.json");
         std::fs::write(&path, a.to_json() + "\n")
@@ -157,13 +157,4 @@ pub fn run(args: ConvertArgs) -> Result<()> {
         file.links.len()
     );
     Ok(())
-}
-
-impl ConvertArgs {
-    fn model_label(&self) -> String {
-        self.model
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default()
-    }
 }

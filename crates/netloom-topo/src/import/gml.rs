@@ -5,7 +5,7 @@
 
 use super::attr::{self, Attrs};
 use super::fail;
-use super::graph::{pair_directed, Graph, Link, Names, Node, OneWay};
+use super::graph::{Edges, Graph, Names};
 use crate::error::{ErrorKind, TopoError};
 use std::collections::HashMap;
 
@@ -227,18 +227,10 @@ pub(crate) fn read(text: &str, label: &str) -> Result<Graph, TopoError> {
         }
         let info = attr::node(&attrs(node))
             .map_err(|m| err(line, subject.clone(), ErrorKind::BadValue, m))?;
-        graph.nodes.push(Node {
-            name: names.claim(scalar(node, "label").unwrap_or(id)),
-            host: info.host,
-            group: info.group,
-            position: info.position,
-            access_up: info.access_up,
-            access_down: info.access_down,
-        });
+        graph.add_node(names.claim(scalar(node, "label").unwrap_or(id)), info);
     }
     let directed = scalar(body, "directed") == Some("1");
-    let mut one_way = Vec::new();
-    let mut loops = 0;
+    let mut edges = Edges::new(directed);
     for (i, (edge, line)) in lists("edge").enumerate() {
         let end = |k: &str| scalar(edge, k).unwrap_or("");
         let subject = Some(format!(
@@ -259,39 +251,9 @@ pub(crate) fn read(text: &str, label: &str) -> Result<Graph, TopoError> {
         let (a, b) = (node("source")?, node("target")?);
         let info = attr::edge(&attrs(edge))
             .map_err(|m| err(line, subject.clone(), ErrorKind::BadValue, m))?;
-        if a == b {
-            loops += 1;
-            continue;
-        }
-        if directed {
-            one_way.push(OneWay {
-                from: a,
-                to: b,
-                class: info.class,
-                params: info.params,
-                id: (i + 1).to_string(),
-            });
-        } else {
-            graph.links.push(Link {
-                a,
-                b,
-                class: info.class,
-                shared: info.shared,
-                params: info.params,
-                a_to_b: info.a_to_b,
-                b_to_a: info.b_to_a,
-            });
-        }
+        edges.add(&mut graph, a, b, info, (i + 1).to_string());
     }
-    if loops > 0 {
-        graph.notes.push(format!(
-            "{loops} edge(s) from a node to itself were left out (Shadow uses them for traffic \
-             between hosts of one node; here such traffic crosses only the access links)"
-        ));
-    }
-    if directed {
-        pair_directed(&mut graph, one_way);
-    }
+    edges.finish(&mut graph);
     Ok(graph)
 }
 

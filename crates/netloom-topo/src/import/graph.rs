@@ -2,6 +2,7 @@
 //! rates and delays filled in (from positions where known, else from the options), classes
 //! gathered, hosts attached, and a note for every assumption. Importers only read syntax.
 
+use super::attr::{EdgeAttrs, NodeAttrs};
 use super::geo::{self, Position, Speed};
 use super::params;
 use super::{fail, ImportOptions, Imported};
@@ -168,7 +169,76 @@ pub(crate) fn pair_directed(graph: &mut Graph, edges: Vec<OneWay>) {
     }
 }
 
+/// Collects the edges of a GraphML or GML file: undirected ones become links at once, one-way
+/// ones are paired at the end (`pair_directed`), self-loops are counted and left out.
+pub(crate) struct Edges {
+    directed: bool,
+    one_way: Vec<OneWay>,
+    loops: usize,
+}
+
+impl Edges {
+    pub fn new(directed: bool) -> Edges {
+        Edges {
+            directed,
+            one_way: Vec::new(),
+            loops: 0,
+        }
+    }
+
+    /// Adds the edge `a`–`b` (indices into `graph.nodes`); `id` names it in the file.
+    pub fn add(&mut self, graph: &mut Graph, a: usize, b: usize, e: EdgeAttrs, id: String) {
+        if a == b {
+            self.loops += 1;
+        } else if self.directed {
+            self.one_way.push(OneWay {
+                from: a,
+                to: b,
+                class: e.class,
+                params: e.params,
+                id,
+            });
+        } else {
+            graph.links.push(Link {
+                a,
+                b,
+                class: e.class,
+                shared: e.shared,
+                params: e.params,
+                a_to_b: e.a_to_b,
+                b_to_a: e.b_to_a,
+            });
+        }
+    }
+
+    pub fn finish(self, graph: &mut Graph) {
+        if self.loops > 0 {
+            graph.notes.push(format!(
+                "{} edge(s) from a node to itself were left out: a link joins two nodes (Shadow's \
+                 self-loops stand for traffic between hosts of one node, which here crosses only \
+                 their access links)",
+                self.loops
+            ));
+        }
+        if self.directed {
+            pair_directed(graph, self.one_way);
+        }
+    }
+}
+
 impl Graph {
+    /// Adds a node called `name` (already unique) with what its attributes say.
+    pub fn add_node(&mut self, name: String, info: NodeAttrs) {
+        self.nodes.push(Node {
+            name,
+            host: info.host,
+            group: info.group,
+            position: info.position,
+            access_up: info.access_up,
+            access_down: info.access_down,
+        });
+    }
+
     /// The native document: fills in what is missing, gathers classes, attaches hosts.
     pub fn into_imported(
         mut self,

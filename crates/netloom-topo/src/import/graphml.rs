@@ -3,7 +3,7 @@
 //! Nodes are named by their `label` (else their id); parallel edges stay parallel links.
 
 use super::attr::{self, Attrs};
-use super::graph::{pair_directed, Graph, Link, Names, Node, OneWay};
+use super::graph::{Edges, Graph, Names};
 use super::xml;
 use crate::error::{ErrorKind, TopoError};
 use roxmltree::Node as XmlNode;
@@ -133,19 +133,11 @@ pub(crate) fn read(text: &str, label: &str) -> Result<Graph, TopoError> {
             .iter()
             .find(|(k, _)| k == "label")
             .map_or(id, |(_, v)| v.as_str());
-        graph.nodes.push(Node {
-            name: names.claim(wanted),
-            host: info.host,
-            group: info.group,
-            position: info.position,
-            access_up: info.access_up,
-            access_down: info.access_down,
-        });
+        graph.add_node(names.claim(wanted), info);
     }
 
     let directed = g.attribute("edgedefault") == Some("directed");
-    let mut one_way = Vec::new();
-    let mut loops = 0;
+    let mut edges = Edges::new(directed);
     for (i, e) in xml::children(g, "edge").enumerate() {
         let end = |which: &str| e.attribute(which).unwrap_or("");
         let subject = format!(
@@ -168,43 +160,20 @@ pub(crate) fn read(text: &str, label: &str) -> Result<Graph, TopoError> {
         let (a, b) = (node_of("source")?, node_of("target")?);
         let info = attr::edge(&attrs_of(e, "edge", &subject)?)
             .map_err(|m| xml::error(label, e, &subject, ErrorKind::BadValue, m))?;
-        if a == b {
-            loops += 1;
-            continue;
-        }
-        if directed {
-            one_way.push(OneWay {
-                from: a,
-                to: b,
-                class: info.class,
-                params: info.params,
-                id: e.attribute("id").unwrap_or("").to_string(),
-            });
-        } else {
-            graph.links.push(Link {
-                a,
-                b,
-                class: info.class,
-                shared: info.shared,
-                params: info.params,
-                a_to_b: info.a_to_b,
-                b_to_a: info.b_to_a,
-            });
-        }
+        edges.add(
+            &mut graph,
+            a,
+            b,
+            info,
+            e.attribute("id").unwrap_or("").to_string(),
+        );
     }
-    if loops > 0 {
-        graph.notes.push(format!(
-            "{loops} edge(s) from a node to itself were left out (a link joins two nodes)"
-        ));
-    }
+    edges.finish(&mut graph);
     let hyperedges = xml::children(g, "hyperedge").count();
     if hyperedges > 0 {
         graph.notes.push(format!(
             "{hyperedges} <hyperedge> element(s) were left out (not supported)"
         ));
-    }
-    if directed {
-        pair_directed(&mut graph, one_way);
     }
     Ok(graph)
 }
