@@ -55,7 +55,7 @@ fn read(path: &Path) -> Result<String> {
 }
 
 fn import(args: &ConvertArgs) -> Result<Imported> {
-    let options = args.input.options()?;
+    let options = args.input.options(&args.file)?;
     let Some(model) = &args.model else {
         return Ok(netloom_topo::import_path(
             &args.file,

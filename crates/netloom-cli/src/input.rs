@@ -43,7 +43,21 @@ impl InputArgs {
         self.format
     }
 
-    pub fn options(&self) -> Result<ImportOptions> {
+    /// Whether `path` is read as a native file.
+    fn native(&self, path: &Path) -> bool {
+        self.format
+            .or_else(|| InputFormat::from_path(path))
+            .is_some_and(|f| f.native().is_some())
+    }
+
+    /// The import options for reading `path`.
+    pub fn options(&self, path: &Path) -> Result<ImportOptions> {
+        if self.native(path) && self.hosts_per_router.is_some() {
+            return Err(anyhow!(
+                "--hosts-per-router is for imported formats; {} lists its own hosts",
+                path.display()
+            ));
+        }
         let Some((bw, delay)) = self.access_link.split_once('/') else {
             return Err(anyhow!(
                 "--access-link {}: write BW/DELAY, e.g. 1Gbit/100us",
@@ -70,13 +84,10 @@ impl InputArgs {
     /// Loads and resolves `path` in any format, printing the importer's notes. A router-level
     /// file without hosts gets told how to attach some.
     pub fn load(&self, path: &Path) -> Result<Topology> {
-        let (topo, notes) = netloom_topo::load_path_as(path, self.format, &self.options()?)
-            .map_err(|e| {
-                let native = self
-                    .format
-                    .or_else(|| InputFormat::from_path(path))
-                    .is_some_and(|f| f.native().is_some());
-                if !native
+        let options = self.options(path)?;
+        let (topo, notes) =
+            netloom_topo::load_path_as(path, self.format, &options).map_err(|e| {
+                if !self.native(path)
                     && e.kind() == ErrorKind::Missing
                     && e.first().message.starts_with("no hosts")
                 {

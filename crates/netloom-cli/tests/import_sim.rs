@@ -99,6 +99,13 @@ fn assumptions_are_printed_and_defaults_can_be_changed() {
     ] {
         assert!(out.stderr.contains(note), "{note}\n{}", out.stderr);
     }
+    let native =
+        run(&["check", "examples/dumbbell.toml", "--hosts-per-router", "1"]).expect_code(2);
+    assert!(
+        native.stderr.contains("lists its own hosts"),
+        "{}",
+        native.stderr
+    );
     let bad = run(&["check", &zoo("Cesnet2.graphml"), "--hosts-per-router", "x"]).expect_code(2);
     assert!(
         bad.stderr.contains("\"x\" is not a whole number"),
