@@ -4,7 +4,9 @@
 
 use anyhow::{anyhow, Result};
 use clap::Args;
-use netloom_topo::import::FIBRE_KM_PER_S;
+use netloom_topo::import::{
+    ACCESS_BW, ACCESS_DELAY, DEFAULT_BW, DEFAULT_DELAY, FIBRE_KM_PER_S, INET_DELAY_PER_UNIT,
+};
 use netloom_topo::{ErrorKind, HostPlan, ImportOptions, InputFormat, Topology};
 use std::path::Path;
 
@@ -18,19 +20,19 @@ pub struct InputArgs {
     #[arg(long, value_name = "N|NAME=N,...", value_parser = HostPlan::parse)]
     hosts_per_router: Option<HostPlan>,
     /// Rate and delay of the link of each attached host.
-    #[arg(long, value_name = "BW/DELAY", default_value = "1Gbit/100us")]
+    #[arg(long, value_name = "BW/DELAY", default_value_t = format!("{ACCESS_BW}/{ACCESS_DELAY}"))]
     access_link: String,
     /// Rate of an imported link whose file gives none.
-    #[arg(long, default_value = "1Gbit")]
+    #[arg(long, default_value = DEFAULT_BW)]
     default_bw: String,
     /// Delay of an imported link whose length is unknown (an end without coordinates).
-    #[arg(long, default_value = "1ms")]
+    #[arg(long, default_value = DEFAULT_DELAY)]
     default_delay: String,
-    /// Signal speed for delays from coordinates, in km/s (default: light in fibre, 2/3 c).
+    /// Signal speed for delays from coordinates, in km/s (200000 is light in fibre, about 2/3 c).
     #[arg(long, default_value_t = FIBRE_KM_PER_S)]
     km_per_s: f64,
     /// Delay per unit of distance on an Inet file's plane.
-    #[arg(long, default_value = "5us")]
+    #[arg(long, default_value = INET_DELAY_PER_UNIT)]
     inet_delay_per_unit: String,
 }
 

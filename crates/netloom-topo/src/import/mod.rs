@@ -120,6 +120,17 @@ impl HostPlan {
     }
 }
 
+/// Rate of a link whose file gives none.
+pub const DEFAULT_BW: &str = "1Gbit";
+/// Delay of a link whose length is unknown.
+pub const DEFAULT_DELAY: &str = "1ms";
+/// Rate of the link of each attached host.
+pub const ACCESS_BW: &str = "1Gbit";
+/// Delay of the link of each attached host.
+pub const ACCESS_DELAY: &str = "100us";
+/// Delay per unit of Inet's plane: its 10 000 × 10 000 plane as 10 000 km at fibre speed.
+pub const INET_DELAY_PER_UNIT: &str = "5us";
+
 /// The values an importer uses where a file says nothing. Every use is counted in the notes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ImportOptions {
@@ -143,12 +154,12 @@ impl Default for ImportOptions {
     fn default() -> ImportOptions {
         ImportOptions {
             hosts: HostPlan::default(),
-            access_bw: "1Gbit".into(),
-            access_delay: "100us".into(),
-            default_bw: "1Gbit".into(),
-            default_delay: "1ms".into(),
+            access_bw: ACCESS_BW.into(),
+            access_delay: ACCESS_DELAY.into(),
+            default_bw: DEFAULT_BW.into(),
+            default_delay: DEFAULT_DELAY.into(),
             km_per_s: FIBRE_KM_PER_S,
-            inet_delay_per_unit: "5us".into(),
+            inet_delay_per_unit: INET_DELAY_PER_UNIT.into(),
         }
     }
 }
