@@ -150,7 +150,11 @@ impl fmt::Display for Duration {
 impl fmt::Display for Rate {
     /// Human form in bit/s with SI prefixes: `10Mbit`, `1.5Gbit` (at most 3 decimals).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let units = [(1_000_000_000, "Gbit"), (1_000_000, "Mbit"), (1_000, "kbit")];
+        let units = [
+            (1_000_000_000, "Gbit"),
+            (1_000_000, "Mbit"),
+            (1_000, "kbit"),
+        ];
         let (div, unit) = units
             .into_iter()
             .find(|&(d, _)| self.0 >= d)
