@@ -97,12 +97,12 @@ pub fn markdown(rows: &[SimRow], repeat: usize) -> String {
                 r.workload.clone(),
                 format!("`{}`", r.traffic),
                 format!("{} / {} / {}", r.hosts, r.links, r.flows),
-                format!("{:.1}", r.packet_hops as f64 / 1e6),
+                r.packet_hops.to_string(),
                 r.packet_hops_per_second.show(1e6, 2),
                 r.events_per_second.show(1e6, 2),
                 r.max_in_flight.to_string(),
                 r.virtual_per_wall.show(1.0, 2),
-                r.wall_seconds.show(1.0, 2),
+                r.wall_seconds.show(1.0, 3),
             ]
         })
         .collect();
@@ -115,7 +115,7 @@ pub fn markdown(rows: &[SimRow], repeat: usize) -> String {
                 "workload",
                 "traffic",
                 "hosts / links / flows",
-                "M packet-hops per run",
+                "packet-hops per run",
                 "M packet-hops/s",
                 "M events/s",
                 "max in flight",
