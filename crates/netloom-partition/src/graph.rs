@@ -113,30 +113,63 @@ impl FlowGraph {
         &mut self.flow
     }
 
-    /// Merges each pair of opposite directed edges into one undirected edge.
+    /// Merges each pair of opposite directed edges into one undirected edge: each pipe's
+    /// neighbours are its successors merged with its predecessors (both ascending), in O(edges).
     pub(crate) fn undirected(&self) -> Undirected {
-        let mut pairs: Vec<(PipeId, PipeId, f64)> = Vec::with_capacity(2 * self.next.len());
-        for (p, q, w) in self.transitions() {
-            pairs.push((p, q, w));
-            pairs.push((q, p, w));
+        let n = self.pipes();
+        // Predecessors by counting sort: a transposed copy of `next`, ascending per pipe.
+        let mut pred_first = vec![0usize; n + 1];
+        for &q in &self.next {
+            pred_first[q as usize + 1] += 1;
         }
-        pairs.sort_unstable_by_key(|&(p, q, _)| (p, q));
-        let mut offsets = vec![0; self.pipes() + 1];
-        let mut neighbours = Vec::with_capacity(pairs.len());
-        let mut weights: Vec<f64> = Vec::with_capacity(pairs.len());
-        let mut last = None;
-        for (p, q, w) in pairs {
-            if last == Some((p, q)) {
-                *weights.last_mut().expect("a previous pair") += w;
-                continue;
+        for i in 0..n {
+            pred_first[i + 1] += pred_first[i];
+        }
+        let mut fill = pred_first.clone();
+        let mut pred = vec![0 as PipeId; self.next.len()];
+        let mut pred_flow = vec![0.0; self.next.len()];
+        for p in 0..n {
+            for i in self.first[p]..self.first[p + 1] {
+                let slot = &mut fill[self.next[i] as usize];
+                pred[*slot] = p as PipeId;
+                pred_flow[*slot] = self.flow[i];
+                *slot += 1;
             }
-            last = Some((p, q));
-            neighbours.push(q);
-            weights.push(w);
-            offsets[p as usize + 1] += 1;
         }
-        for i in 0..self.pipes() {
-            offsets[i + 1] += offsets[i];
+        let mut offsets = Vec::with_capacity(n + 1);
+        let mut neighbours = Vec::with_capacity(2 * self.next.len());
+        let mut weights = Vec::with_capacity(2 * self.next.len());
+        offsets.push(0);
+        for p in 0..n {
+            let (mut a, a_end) = (self.first[p], self.first[p + 1]);
+            let (mut b, b_end) = (pred_first[p], pred_first[p + 1]);
+            while a < a_end || b < b_end {
+                let succ = (a < a_end).then(|| self.next[a]);
+                let prev = (b < b_end).then(|| pred[b]);
+                let (q, w) = match (succ, prev) {
+                    (Some(x), Some(y)) if x == y => {
+                        let w = self.flow[a] + pred_flow[b];
+                        (a, b) = (a + 1, b + 1);
+                        (x, w)
+                    }
+                    (Some(x), Some(y)) if x < y => {
+                        a += 1;
+                        (x, self.flow[a - 1])
+                    }
+                    (Some(x), None) => {
+                        a += 1;
+                        (x, self.flow[a - 1])
+                    }
+                    (_, Some(y)) => {
+                        b += 1;
+                        (y, pred_flow[b - 1])
+                    }
+                    (None, None) => unreachable!("the loop runs while either list has more"),
+                };
+                neighbours.push(q);
+                weights.push(w);
+            }
+            offsets.push(neighbours.len());
         }
         Undirected {
             offsets,
