@@ -74,11 +74,6 @@ impl Evaluation {
             imbalance: if mean > 0.0 { max / mean } else { 1.0 },
         }
     }
-
-    /// Cross-core transitions per edge packet (x = 1/E − 1).
-    pub fn crossings_per_packet(&self) -> Option<f64> {
-        self.efficiency.map(|e| 1.0 / e - 1.0)
-    }
 }
 
 /// One core's measured share of a run, in packets.
