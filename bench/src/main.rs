@@ -24,7 +24,7 @@ static HEAP: alloc::Counting = alloc::Counting;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// Runs of each measurement; the report gives median, min and max.
+    /// Runs of each timed measurement (sim, load); the report gives median, min and max.
     #[arg(long, global = true, default_value_t = 3,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     repeat: usize,
