@@ -6,4 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p netloom-bench
 mkdir -p bench/results
-"${CARGO_TARGET_DIR:-target}/release/netloom-bench" all "$@" | tee "bench/results/$(date -u +%Y-%m-%d).md"
+# Written aside first: truncating a committed results file at the start would make the report's
+# source revision read "-dirty".
+report=$(mktemp)
+trap 'rm -f "$report"' EXIT
+"${CARGO_TARGET_DIR:-target}/release/netloom-bench" all "$@" | tee "$report"
+cat "$report" > "bench/results/$(date -u +%Y-%m-%d).md"
