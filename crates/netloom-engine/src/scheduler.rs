@@ -19,6 +19,8 @@ const WORDS: usize = SLOTS / 64;
 /// Width of a level-0 slot: 1024 ns. Wide enough that typical delays cascade only once or twice,
 /// narrow enough that sorting a fired slot is cheap.
 const GRAIN_BITS: u32 = 10;
+/// Most events a drained slot's vector may keep room for.
+const RETAIN: usize = 256;
 /// Enough levels to cover the whole u64 nanosecond range (10 + 7 × 8 = 66 bits).
 const LEVELS: usize = 7;
 
@@ -130,6 +132,15 @@ impl<E> Scheduler<E> {
         window | ((slot as u64) << shift_of(level))
     }
 
+    /// Gives a drained slot its vector back so its capacity is reused, unless it grew beyond
+    /// `RETAIN`: every slot keeping its peak would hold memory for all events in flight once per
+    /// slot (hundreds of MB on large runs), where a fresh vector costs only a few reallocations.
+    fn recycle(&mut self, level: usize, slot: usize, events: Vec<(u64, E)>) {
+        if events.capacity() <= RETAIN {
+            self.levels[level].slots[slot] = events;
+        }
+    }
+
     /// Removes and returns the earliest event if it is due at or before `now`. `now` must not be
     /// earlier than any `now` given before.
     pub fn pop_due(&mut self, now: Instant) -> Option<(Instant, E)> {
@@ -155,15 +166,14 @@ impl<E> Scheduler<E> {
                 events.sort_by_key(|(at, _)| *at); // stable: equal times keep insertion order
                 self.ready.extend(events.drain(..));
                 self.ready_end = start + (1 << GRAIN_BITS);
-                self.levels[0].slots[slot] = events;
+                self.recycle(0, slot, events);
             } else {
                 // Cascade: re-file one level or more down, keeping the slot's order.
                 let mut events = events;
                 for (at, event) in events.drain(..) {
                     self.file(at, event);
                 }
-                // Give the (now empty) vector back so its capacity is reused.
-                self.levels[level].slots[slot] = events;
+                self.recycle(level, slot, events);
             }
         }
     }
