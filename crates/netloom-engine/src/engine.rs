@@ -47,12 +47,21 @@ struct Flow {
     stats: FlowStats,
 }
 
-/// A packet handed out of the emulated network (see `Body::External`).
+/// What became of a packet handed in with `inject` (see `Body::External`), in the order it
+/// happened. Every token ends in exactly one `Delivered` or `Dropped` per copy: the original,
+/// plus one more copy for each `Duplicated`, so the caller can count references to a payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Delivery {
-    pub token: u64,
-    pub at: Instant,
-    pub dst: NodeId,
+pub enum Output {
+    /// A copy reached host `dst`, due at `at` (its emulated arrival time).
+    Delivered {
+        token: u64,
+        at: Instant,
+        dst: NodeId,
+    },
+    /// A pipe duplicated the packet: one more copy of `token` is now in flight.
+    Duplicated { token: u64 },
+    /// A copy was dropped inside the network (by the model, or for lack of a route).
+    Dropped { token: u64 },
 }
 
 /// Engine-wide counters.
@@ -87,7 +96,7 @@ pub struct Engine {
     packets: Slab,
     sched: Scheduler<Event>,
     flows: Vec<Flow>,
-    delivered: Vec<Delivery>,
+    outputs: Vec<Output>,
     now: Instant,
     counters: EngineCounters,
     /// Packets per (pipe, next pipe) hop, kept only after `enable_transition_counts`: partitioning
@@ -159,7 +168,7 @@ impl Engine {
             packets: Slab::default(),
             sched: Scheduler::default(),
             flows: Vec::new(),
-            delivered: Vec::new(),
+            outputs: Vec::new(),
             now: Instant::ZERO,
             counters: EngineCounters::default(),
             transitions: None,
@@ -261,9 +270,9 @@ impl Engine {
         true
     }
 
-    /// Packets from `inject` that reached their destination since the last call.
-    pub fn drain_delivered(&mut self) -> std::vec::Drain<'_, Delivery> {
-        self.delivered.drain(..)
+    /// What became of injected packets since the last call, in order.
+    pub fn drain_outputs(&mut self) -> std::vec::Drain<'_, Output> {
+        self.outputs.drain(..)
     }
 
     /// The instant of the next thing to do, if any.
@@ -347,6 +356,9 @@ impl Engine {
                     },
                 );
                 if let Some(copy) = duplicate {
+                    if let Body::External { token } = p.body {
+                        self.outputs.push(Output::Duplicated { token });
+                    }
                     let twin = self.packets.insert(p);
                     self.sched.push(
                         copy.exit,
@@ -390,13 +402,13 @@ impl Engine {
         match p.body {
             Body::Data { flow, .. } => self.flows[flow as usize].stats.lost += 1,
             Body::Ack { flow, .. } => self.flows[flow as usize].stats.acks_lost += 1,
-            Body::External { .. } => {}
+            Body::External { token } => self.outputs.push(Output::Dropped { token }),
         }
     }
 
     fn deliver(&mut self, p: Packet) {
         match p.body {
-            Body::External { token } => self.delivered.push(Delivery {
+            Body::External { token } => self.outputs.push(Output::Delivered {
                 token,
                 at: self.now,
                 dst: p.dst_node,

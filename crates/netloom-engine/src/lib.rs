@@ -8,5 +8,5 @@ mod scheduler;
 pub mod sim;
 pub mod traffic;
 
-pub use engine::{derive_seed, Delivery, Engine, EngineCounters, EngineError, FlowStats};
+pub use engine::{derive_seed, Engine, EngineCounters, EngineError, FlowStats, Output};
 pub use report::Report;

@@ -3,7 +3,7 @@
 
 use netloom_engine::sim::{self, SimOptions};
 use netloom_engine::traffic::{FlowSpec, SourceKind};
-use netloom_engine::{Engine, Report};
+use netloom_engine::{Engine, Output, Report};
 use netloom_link::{PipeConfig, QueueLimit};
 use netloom_time::{Duration, Instant, Rate};
 use netloom_topo::{NodeId, NodeKind, RoutingMetric, Topology};
@@ -68,11 +68,16 @@ fn one_packet_arrives_at_sum_of_delays_and_serializations() {
         .iter()
         .map(|&(bps, d)| Rate::bps(bps).tx_time(1000).as_nanos() + d * 1000)
         .sum();
-    let got: Vec<_> = e.drain_delivered().collect();
-    assert_eq!(got.len(), 1);
-    assert_eq!(got[0].token, 42);
-    assert_eq!(got[0].dst, h2);
-    assert_eq!(got[0].at, Instant(start.0 + expected));
+    let got: Vec<_> = e.drain_outputs().collect();
+    let at = Instant(start.0 + expected);
+    assert_eq!(
+        got,
+        [Output::Delivered {
+            token: 42,
+            at,
+            dst: h2
+        }]
+    );
     assert_eq!(e.counters().packet_hops, hops.len() as u64);
 }
 
@@ -288,8 +293,10 @@ fn link_down_reroutes_around_a_ring_and_up_restores() {
         while let Some(t) = e.poll_at() {
             e.advance(t);
         }
-        let d = e.drain_delivered().next().expect("delivered");
-        (d.at.0 - at) / 1_000
+        match e.drain_outputs().next() {
+            Some(Output::Delivered { at: arrived, .. }) => (arrived.0 - at) / 1_000,
+            other => panic!("expected a delivery, got {other:?}"),
+        }
     };
     // Serialization of 100 bytes at 1 Gbit/s is 800 ns per hop, 4 hops: 3.2 us, rounded down here.
     assert_eq!(one_way(&mut e, 0), 2_003);
@@ -297,4 +304,49 @@ fn link_down_reroutes_around_a_ring_and_up_restores() {
     assert_eq!(one_way(&mut e, 10_000_000), 4_003);
     e.set_link_up(ring_links[0], true);
     assert_eq!(one_way(&mut e, 20_000_000), 2_003);
+}
+
+#[test]
+fn injected_packets_end_once_per_copy() {
+    // A duplicating first hop, then a lossy one: every copy is accounted for exactly once, so a
+    // driver can reference-count payloads.
+    let mut dup = pipe(1_000_000_000, 10);
+    dup.duplicate = 1.0;
+    let mut lossy = pipe(1_000_000_000, 10);
+    lossy.loss = netloom_link::LossModel::Bernoulli { p: 0.5 };
+    let mut t = Topology::new("dup", RoutingMetric::Delay);
+    let h1 = t.add_node("h1", NodeKind::Host, None);
+    let r = t.add_node("r", NodeKind::Router, None);
+    let h2 = t.add_node("h2", NodeKind::Host, None);
+    t.add_link(h1, r, None, dup, Some(dup));
+    t.add_link(r, h2, None, lossy, Some(lossy));
+    let mut e = Engine::new(t, 9);
+    for token in 0..200 {
+        assert!(e.inject(Instant(token * 10_000), h1, h2, 500, token));
+    }
+    while let Some(at) = e.poll_at() {
+        e.advance(at);
+    }
+    let mut copies = [0i64; 200];
+    let (mut delivered, mut dropped) = (0, 0);
+    for out in e.drain_outputs() {
+        match out {
+            Output::Duplicated { token } => copies[token as usize] += 1,
+            Output::Delivered { token, .. } => {
+                copies[token as usize] -= 1;
+                delivered += 1;
+            }
+            Output::Dropped { token } => {
+                copies[token as usize] -= 1;
+                dropped += 1;
+            }
+        }
+    }
+    // Each token started as one copy, was duplicated once, and both copies ended.
+    assert!(copies.iter().all(|&c| c == -1), "{copies:?}");
+    assert_eq!(delivered + dropped, 400);
+    assert!(
+        delivered > 100 && dropped > 100,
+        "{delivered} delivered, {dropped} dropped"
+    );
 }
