@@ -1,0 +1,277 @@
+//! The real-time loop: read what hosts send, hand descriptors to the engine, advance it to the
+//! wall clock, write out what is due, then wait for the next deadline or packet in the chosen
+//! precision mode. Exit times come from the engine's schedule, never from when a packet was
+//! actually written, so one late packet does not delay those behind it (no delay cascading).
+
+use crate::accuracy::{Accuracy, AccuracyReport, Thresholds};
+use crate::clock::Clock;
+use crate::ip::destination;
+use crate::pool::Pool;
+use netloom_engine::{Engine, Output};
+use netloom_time::Instant;
+use netloom_topo::NodeId;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::io;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// The hosts' side of the emulator: one packet interface per host, indexed like
+/// `Topology::hosts`. TUN devices in namespaces in production, queues in memory in tests.
+pub trait PacketIo {
+    /// Waits up to `timeout` (`None`: indefinitely, `Some(ZERO)`: just look) until some host has
+    /// a packet to read, and appends their indices to `ready`. May return early and empty.
+    fn wait(&mut self, timeout: Option<Duration>, ready: &mut Vec<u32>) -> io::Result<()>;
+    /// Reads one packet sent by `host`; `ErrorKind::WouldBlock` when there is none.
+    fn recv(&mut self, host: u32, buf: &mut [u8]) -> io::Result<usize>;
+    /// Hands `packet` to `host`.
+    fn send(&mut self, host: u32, packet: &[u8]) -> io::Result<()>;
+}
+
+/// How the driver waits between deadlines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    /// Never sleeps: polls for packets and deadlines continuously on its own core. Deadlines
+    /// are met within microseconds; one CPU is always busy.
+    Busy,
+    /// Sleeps until `spin` before a deadline, then polls: timers here wake 15–60 µs late, so a
+    /// spin window of that size keeps most of the precision for a fraction of the CPU.
+    Hybrid { spin: Duration },
+    /// Sleeps until each deadline or packet: least CPU, releases late by the timer's slack.
+    Sleep,
+}
+
+/// Packets read from and written to one host.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct HostCounters {
+    pub packets_in: u64,
+    pub bytes_in: u64,
+    pub packets_out: u64,
+    pub bytes_out: u64,
+    /// Packets from this host that were not IPv4 or IPv6, or were truncated; dropped.
+    pub malformed: u64,
+    /// Packets from this host to an address no host has; dropped and counted, no ICMP is sent.
+    pub unknown_destination: u64,
+}
+
+/// Packets read from one host in one go before the others get a turn.
+const READ_BATCH: usize = 64;
+/// Longest single wait, so a stop request is noticed promptly even when nothing happens.
+const MAX_WAIT: Duration = Duration::from_millis(20);
+
+pub struct Driver<I: PacketIo> {
+    engine: Engine,
+    io: I,
+    clock: Clock,
+    precision: Precision,
+    pool: Pool,
+    /// Host index by address.
+    hosts_by_addr: HashMap<IpAddr, u32>,
+    /// Node of each host index.
+    host_nodes: Vec<NodeId>,
+    counters: Vec<HostCounters>,
+    accuracy: Accuracy,
+    ready: Vec<u32>,
+    outbox: Vec<Output>,
+    /// Read buffer for packets that arrive when every pool buffer is in flight.
+    overflow: Box<[u8]>,
+}
+
+impl<I: PacketIo> Driver<I> {
+    /// A driver for `engine`, whose hosts (in `Topology::hosts` order) have the `addresses`
+    /// given per host and send packets of at most `max_packet` bytes; at most `max_in_flight`
+    /// packets are held at once.
+    pub fn new(
+        engine: Engine,
+        io: I,
+        addresses: &[Vec<IpAddr>],
+        max_packet: usize,
+        max_in_flight: usize,
+        precision: Precision,
+        thresholds: Thresholds,
+    ) -> Driver<I> {
+        let host_nodes = engine.topology().hosts.clone();
+        let hosts_by_addr = addresses
+            .iter()
+            .enumerate()
+            .flat_map(|(i, addrs)| addrs.iter().map(move |a| (*a, i as u32)))
+            .collect();
+        Driver {
+            counters: vec![HostCounters::default(); host_nodes.len()],
+            engine,
+            io,
+            clock: Clock::start(),
+            precision,
+            pool: Pool::new(max_packet, max_in_flight),
+            hosts_by_addr,
+            host_nodes,
+            accuracy: Accuracy::new(thresholds),
+            ready: Vec::new(),
+            outbox: Vec::new(),
+            overflow: vec![0; max_packet].into_boxed_slice(),
+        }
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// For runtime changes (`set_pipe_config`, `set_link_up`); they apply from now on.
+    pub fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+
+    pub fn io(&self) -> &I {
+        &self.io
+    }
+
+    pub fn io_mut(&mut self) -> &mut I {
+        &mut self.io
+    }
+
+    pub fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    pub fn accuracy(&self) -> AccuracyReport {
+        self.accuracy.report()
+    }
+
+    pub fn host_counters(&self) -> &[HostCounters] {
+        &self.counters
+    }
+
+    /// Packets whose payload the driver holds (inside the emulated network).
+    pub fn in_flight(&self) -> usize {
+        self.pool.in_use()
+    }
+
+    /// Runs until `stop` is set.
+    pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
+        while !stop.load(Ordering::Relaxed) {
+            self.step()?;
+        }
+        Ok(())
+    }
+
+    /// One turn of the loop: wait (as the precision mode says), read, advance, write.
+    pub fn step(&mut self) -> io::Result<()> {
+        let timeout = self.wait_budget();
+        self.ready.clear();
+        self.io.wait(Some(timeout), &mut self.ready)?;
+        for i in 0..self.ready.len() {
+            let host = self.ready[i];
+            self.receive(host)?;
+        }
+        self.engine.advance(self.clock.now());
+        self.flush()
+    }
+
+    /// How long the next wait may last before a deadline needs attention.
+    fn wait_budget(&self) -> Duration {
+        let until_deadline = match self.engine.poll_at() {
+            Some(at) => self.clock.until(at),
+            None => MAX_WAIT,
+        };
+        match self.precision {
+            Precision::Busy => Duration::ZERO,
+            Precision::Hybrid { spin } => until_deadline.saturating_sub(spin).min(MAX_WAIT),
+            Precision::Sleep => until_deadline.min(MAX_WAIT),
+        }
+    }
+
+    /// Reads up to a batch of packets from `host` into pool buffers and injects them.
+    fn receive(&mut self, host: u32) -> io::Result<()> {
+        for _ in 0..READ_BATCH {
+            let Some(id) = self.pool.take() else {
+                // Every buffer is in flight: the packet is read so the host is not stalled, and
+                // lost outside the model's say.
+                return match self.io.recv(host, &mut self.overflow) {
+                    Ok(_) => {
+                        self.accuracy.record_physical_drop();
+                        Ok(())
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+                    Err(e) => Err(e),
+                };
+            };
+            let len = match self.io.recv(host, self.pool.space(id)) {
+                Ok(len) => len,
+                Err(e) => {
+                    self.pool.put_back(id);
+                    return match e.kind() {
+                        io::ErrorKind::WouldBlock => Ok(()),
+                        _ => Err(e),
+                    };
+                }
+            };
+            let now = self.clock.now();
+            let c = &mut self.counters[host as usize];
+            c.packets_in += 1;
+            c.bytes_in += len as u64;
+            let dst = match destination(&self.pool.space(id)[..len]) {
+                Ok(addr) => self.hosts_by_addr.get(&addr).copied(),
+                Err(_) => {
+                    self.counters[host as usize].malformed += 1;
+                    self.pool.put_back(id);
+                    continue;
+                }
+            };
+            let Some(dst) = dst else {
+                self.counters[host as usize].unknown_destination += 1;
+                self.pool.put_back(id);
+                continue;
+            };
+            self.pool.fill(id, len);
+            let (src_node, dst_node) = (
+                self.host_nodes[host as usize],
+                self.host_nodes[dst as usize],
+            );
+            if !self
+                .engine
+                .inject(now, src_node, dst_node, len as u32, u64::from(id))
+            {
+                self.counters[host as usize].unknown_destination += 1;
+                self.pool.release(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every packet the engine released, measuring how late each is, and settles the
+    /// payloads of copies that were duplicated or dropped.
+    fn flush(&mut self) -> io::Result<()> {
+        self.outbox.extend(self.engine.drain_outputs());
+        for i in 0..self.outbox.len() {
+            match self.outbox[i] {
+                Output::Delivered { token, at, dst } => {
+                    let id = token as u32;
+                    let host = self
+                        .engine
+                        .routes()
+                        .host_index(dst)
+                        .expect("the engine delivers only to hosts");
+                    let lateness = self.clock.now().saturating_since(at);
+                    self.accuracy
+                        .record_release(Duration::from_nanos(lateness.as_nanos()));
+                    let packet = self.pool.packet(id);
+                    let len = packet.len() as u64;
+                    match self.io.send(host, packet) {
+                        Ok(()) => {
+                            let c = &mut self.counters[host as usize];
+                            c.packets_out += 1;
+                            c.bytes_out += len;
+                        }
+                        Err(_) => self.accuracy.record_physical_drop(),
+                    }
+                    self.pool.release(id);
+                }
+                Output::Duplicated { token } => self.pool.hold(token as u32),
+                Output::Dropped { token } => self.pool.release(token as u32),
+            }
+        }
+        self.outbox.clear();
+        Ok(())
+    }
+}

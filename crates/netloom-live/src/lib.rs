@@ -1,0 +1,15 @@
+//! The real-time driver: runs netloom's engine against the wall clock, reading hosts' packets,
+//! moving their descriptors through the emulated network and writing each packet out at its
+//! exit time, while measuring how late every release is. The OS side (namespaces, TUN) is behind
+//! the `PacketIo` trait, so the loop is tested without root.
+
+mod accuracy;
+mod clock;
+mod driver;
+mod ip;
+mod pool;
+
+pub use accuracy::{Accuracy, AccuracyReport, Thresholds};
+pub use clock::Clock;
+pub use driver::{Driver, HostCounters, PacketIo, Precision};
+pub use ip::{destination, Malformed};
