@@ -7,6 +7,7 @@ mod gen;
 mod input;
 mod partition;
 mod sim;
+mod table;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

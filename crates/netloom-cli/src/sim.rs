@@ -190,43 +190,7 @@ fn print_tables(r: &Report, top: usize) {
         );
     }
     println!();
-    let mut pipes: Vec<_> = r.pipes.iter().collect();
-    pipes.sort_by(|a, b| {
-        b.utilization
-            .total_cmp(&a.utilization)
-            .then(b.drops.cmp(&a.drops))
-    });
-    let shown = if top == 0 {
-        pipes.len()
-    } else {
-        top.min(pipes.len())
-    };
-    println!(
-        "{:<24} {:>8} {:>12} {:>10} {:>8} {:>8} {:>8} {:>8}   ({} of {} pipes, busiest first)",
-        "pipe",
-        "util %",
-        "packets out",
-        "drops",
-        "queue",
-        "red",
-        "loss",
-        "down",
-        shown,
-        pipes.len()
-    );
-    for p in &pipes[..shown] {
-        println!(
-            "{:<24} {:>8.2} {:>12} {:>10} {:>8} {:>8} {:>8} {:>8}",
-            format!("{}->{}", p.from, p.to),
-            p.utilization * 100.0,
-            p.packets_out,
-            p.drops,
-            p.drops_by_cause.queue,
-            p.drops_by_cause.red,
-            p.drops_by_cause.loss,
-            p.drops_by_cause.link_down
-        );
-    }
+    crate::table::print_pipes(&r.pipes, top);
     println!();
     let t = &r.totals;
     print!("{} packet-hops, {} events", t.packet_hops, t.events);
