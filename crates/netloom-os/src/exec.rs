@@ -1,0 +1,75 @@
+//! Running unmodified programs inside a host's namespace, through `ip netns exec`, which also
+//! bind-mounts the host's `/etc/netns/<ns>/hosts` over `/etc/hosts` so host names resolve.
+
+use crate::{netns, OsError};
+use std::path::Path;
+use std::process::{Command, ExitStatus};
+
+/// A `Command` that runs `argv` inside namespace `ns` (for callers that want to capture output or
+/// run in the background). Processes started this way are killed when the experiment goes down.
+pub fn command(ns: &str, argv: &[String]) -> Result<Command, OsError> {
+    if argv.is_empty() {
+        return Err(OsError::InvalidSpec {
+            experiment: ns.to_string(),
+            reason: "no command given; write the program and its arguments after `--`".to_string(),
+        });
+    }
+    if !netns::exists(ns) {
+        return Err(OsError::NoNamespace { ns: ns.to_string() });
+    }
+    let mut command = Command::new(ip_binary());
+    command.args(["netns", "exec", ns]).args(argv);
+    Ok(command)
+}
+
+/// Runs `argv` inside namespace `ns` with inherited stdio and returns its exit status. While it
+/// runs, this process ignores SIGINT and SIGQUIT (as `system(3)` does), so Ctrl-C reaches only the
+/// program, which decides how to end, and its status is what comes back.
+pub fn exec(ns: &str, argv: &[String]) -> Result<ExitStatus, OsError> {
+    let mut child = command(ns, argv)?
+        .spawn()
+        .map_err(|e| OsError::io("start `ip netns exec` (is iproute2 installed?)", e))?;
+    let _ignored = IgnoreInterrupts::new();
+    child
+        .wait()
+        .map_err(|e| OsError::io(format!("wait for {:?} in {ns}", argv[0]), e))
+}
+
+/// `ip` from iproute2: its usual place, else whatever `PATH` finds.
+fn ip_binary() -> &'static str {
+    ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap_or("ip")
+}
+
+/// SIGINT and SIGQUIT ignored for its lifetime, the previous handlers restored afterwards. Made
+/// after the child is spawned, because an ignored disposition would be inherited across exec.
+struct IgnoreInterrupts {
+    saved: [(libc::c_int, libc::sigaction); 2],
+}
+
+impl IgnoreInterrupts {
+    fn new() -> Self {
+        let saved = [libc::SIGINT, libc::SIGQUIT].map(|signal| {
+            // SAFETY: sigaction is plain old data; all-zero is a valid (empty) value.
+            let mut ignore: libc::sigaction = unsafe { std::mem::zeroed() };
+            ignore.sa_sigaction = libc::SIG_IGN;
+            // SAFETY: as above.
+            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: both pointers are to live sigaction values; SIG_IGN is a valid disposition.
+            unsafe { libc::sigaction(signal, &ignore, &mut old) };
+            (signal, old)
+        });
+        IgnoreInterrupts { saved }
+    }
+}
+
+impl Drop for IgnoreInterrupts {
+    fn drop(&mut self) {
+        for (signal, old) in &self.saved {
+            // SAFETY: `old` is the disposition sigaction returned for this signal.
+            unsafe { libc::sigaction(*signal, old, std::ptr::null_mut()) };
+        }
+    }
+}

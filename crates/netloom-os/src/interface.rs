@@ -1,0 +1,128 @@
+//! Interface configuration inside the calling thread's namespace: links up, MTU, addresses.
+//!
+//! Plain `ioctl`s on a datagram socket opened in the namespace do all a host needs, so there is no
+//! netlink dependency and no `ip` process per host. `nl0` is a TUN device, which the kernel marks
+//! IFF_NOARP; IPv6 therefore skips duplicate address detection on it, exactly as `nodad` would.
+
+use crate::OsError;
+use std::ffi::CStr;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// An `ifreq` naming `name`, every other field zero.
+pub(crate) fn ifreq_for(name: &CStr) -> libc::ifreq {
+    // SAFETY: `ifreq` is plain old data (a name array and a union of integers and sockaddrs), so
+    // all-zero bytes are a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    let bytes = name.to_bytes();
+    assert!(
+        bytes.len() < libc::IFNAMSIZ,
+        "interface names are short constants"
+    );
+    for (dst, &src) in req.ifr_name.iter_mut().zip(bytes) {
+        *dst = src as libc::c_char;
+    }
+    req
+}
+
+/// Brings `lo` up and configures `dev`: MTU, the IPv4 address with its prefix, the IPv6 address
+/// with its prefix, then up. Call from a thread inside the target namespace.
+pub(crate) fn configure(
+    dev: &CStr,
+    mtu: u32,
+    ipv4: (Ipv4Addr, u8),
+    ipv6: (Ipv6Addr, u8),
+) -> Result<(), OsError> {
+    let inet = socket(libc::AF_INET)?;
+    set_up(&inet, c"lo")?;
+
+    let mut req = ifreq_for(dev);
+    req.ifr_ifru.ifru_mtu = mtu as libc::c_int;
+    ioctl(&inet, libc::SIOCSIFMTU, &mut req, || {
+        format!("set MTU {mtu} on {dev:?}")
+    })?;
+
+    let mut req = ifreq_for(dev);
+    req.ifr_ifru.ifru_addr = sockaddr_v4(ipv4.0);
+    ioctl(&inet, libc::SIOCSIFADDR, &mut req, || {
+        format!("add {} to {dev:?}", ipv4.0)
+    })?;
+    let mask = Ipv4Addr::from(u32::MAX.checked_shl(32 - u32::from(ipv4.1)).unwrap_or(0));
+    let mut req = ifreq_for(dev);
+    req.ifr_ifru.ifru_netmask = sockaddr_v4(mask);
+    ioctl(&inet, libc::SIOCSIFNETMASK, &mut req, || {
+        format!("set netmask /{} on {dev:?}", ipv4.1)
+    })?;
+
+    let mut req = ifreq_for(dev);
+    ioctl(&inet, libc::SIOCGIFINDEX, &mut req, || {
+        format!("find {dev:?}")
+    })?;
+    // SAFETY: SIOCGIFINDEX just filled the union's index member.
+    let index = unsafe { req.ifr_ifru.ifru_ifindex };
+    let inet6 = socket(libc::AF_INET6)?;
+    let mut req6 = libc::in6_ifreq {
+        ifr6_addr: libc::in6_addr {
+            s6_addr: ipv6.0.octets(),
+        },
+        ifr6_prefixlen: u32::from(ipv6.1),
+        ifr6_ifindex: index,
+    };
+    ioctl(&inet6, libc::SIOCSIFADDR, &mut req6, || {
+        format!("add {} to {dev:?}", ipv6.0)
+    })?;
+
+    set_up(&inet, dev)
+}
+
+fn set_up(sock: &OwnedFd, dev: &CStr) -> Result<(), OsError> {
+    let mut req = ifreq_for(dev);
+    ioctl(sock, libc::SIOCGIFFLAGS, &mut req, || {
+        format!("read flags of {dev:?}")
+    })?;
+    // SAFETY: SIOCGIFFLAGS just filled the union's flags member.
+    let flags = unsafe { req.ifr_ifru.ifru_flags };
+    req.ifr_ifru.ifru_flags = flags | (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+    ioctl(sock, libc::SIOCSIFFLAGS, &mut req, || {
+        format!("bring {dev:?} up")
+    })
+}
+
+fn socket(family: libc::c_int) -> Result<OwnedFd, OsError> {
+    // SAFETY: socket has no memory preconditions.
+    let raw = unsafe { libc::socket(family, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return Err(OsError::last("open a socket for interface configuration"));
+    }
+    // SAFETY: `raw` was just returned by socket and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+/// Runs one interface `ioctl` whose argument is `*arg`.
+fn ioctl<T>(
+    sock: &OwnedFd,
+    request: libc::Ioctl,
+    arg: &mut T,
+    what: impl FnOnce() -> String,
+) -> Result<(), OsError> {
+    // SAFETY: every request used here reads or writes exactly the structure its callers pass
+    // (`ifreq`, or `in6_ifreq` for SIOCSIFADDR on an AF_INET6 socket), which outlives the call.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), request, arg as *mut T) } < 0 {
+        return Err(OsError::last(what()));
+    }
+    Ok(())
+}
+
+fn sockaddr_v4(addr: Ipv4Addr) -> libc::sockaddr {
+    let sin = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: 0,
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(addr).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: `sockaddr_in` and `sockaddr` have the same size (16 bytes) and the kernel reads the
+    // union member as a `sockaddr_in` when the family is AF_INET.
+    unsafe { std::mem::transmute::<libc::sockaddr_in, libc::sockaddr>(sin) }
+}

@@ -1,0 +1,31 @@
+//! netloom's OS edge: network namespaces, TUN devices, epoll, CPU placement and the registry of
+//! running experiments. Every `unsafe` block and every syscall of the project lives in this crate;
+//! the engine above it only sees file descriptors, packets and plain data.
+//!
+//! Linux only, and most of it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN).
+
+mod cpu;
+mod error;
+mod exec;
+mod experiment;
+mod interface;
+mod netns;
+mod plan;
+mod poller;
+mod registry;
+mod signal;
+mod tun;
+
+pub use cpu::{pin_current_thread, set_timer_slack_ns};
+pub use error::OsError;
+pub use exec::{command, exec};
+pub use experiment::{clean, stop, terminate, CleanReport, Experiment, ExperimentSpec, HostSpec};
+pub use netns::enter as enter_namespace;
+pub use plan::{
+    address_plan, check_experiment_name, check_host_name, namespace_name, DEFAULT_MTU,
+    IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU,
+};
+pub use poller::Poller;
+pub use registry::{find_host, registry_dir, running, Record, RecordHost};
+pub use signal::install_stop_handler;
+pub use tun::{Tun, TUN_NAME};
