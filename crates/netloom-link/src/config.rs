@@ -3,8 +3,11 @@
 //! Parsing and validation of these values from a topology file live in `netloom-topo`;
 //! this module only says what they mean.
 
+use crate::profile::DelayProfile;
+use crate::trace::Trace;
 use netloom_time::{Duration, Rate};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// How much a pipe's queue may hold (packets waiting for or in serialization).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,6 +77,83 @@ pub struct PipeConfig {
     pub ooo_delay: Duration,
     /// Administrative state; a down pipe drops everything offered and everything in flight.
     pub up: bool,
+    /// An 802.11 channel: MAC overhead, noise, competing stations and retries on each packet.
+    pub wireless: Option<Wireless>,
+}
+
+/// The 802.11 physical layer a wireless pipe emulates: its rates, modulations and bundled MAC
+/// delay profiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Standard {
+    /// 802.11b (DSSS and CCK): 1, 2, 5.5 and 11 Mbit/s.
+    B,
+    /// 802.11g (ERP-OFDM): 6, 9, 12, 18, 24, 36, 48 and 54 Mbit/s.
+    G,
+}
+
+impl Standard {
+    /// The PHY rates of the standard, in bit/s.
+    pub fn rates_bps(self) -> &'static [u64] {
+        match self {
+            Standard::B => &[1_000_000, 2_000_000, 5_500_000, 11_000_000],
+            Standard::G => &[
+                6_000_000, 9_000_000, 12_000_000, 18_000_000, 24_000_000, 36_000_000, 48_000_000,
+                54_000_000,
+            ],
+        }
+    }
+
+    /// As written in topology files: "802.11b", "802.11g".
+    pub fn name(self) -> &'static str {
+        match self {
+            Standard::B => "802.11b",
+            Standard::G => "802.11g",
+        }
+    }
+}
+
+/// The 802.11 retry limit (dot11ShortRetryLimit): transmission attempts of one frame, the first
+/// included, before the sender gives up.
+pub const DEFAULT_RETRY_LIMIT: u8 = 7;
+
+/// A wireless channel (Dummynet on PlanetLab, section 4). Each attempt occupies the channel for
+/// the packet at `rate` plus a MAC overhead drawn from the delay profile, stretched by
+/// 1 / (1 − `netload`); it fails with the packet error rate at `snr_db` or with `collision`, and
+/// is retried up to `retry_limit` attempts in all before the packet is dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Wireless {
+    pub standard: Standard,
+    /// Signal-to-noise ratio at the receiver in dB; `None` means no noise errors.
+    pub snr_db: Option<f64>,
+    /// Fraction of air time taken by other stations, in [0, 1).
+    pub netload: f64,
+    /// Probability that an attempt collides, in [0, 1].
+    pub collision: f64,
+    /// Attempts per packet, at least 1.
+    pub retry_limit: u8,
+}
+
+impl Wireless {
+    /// A clear channel of `standard`: no noise, no other stations, the standard's retry limit.
+    pub fn new(standard: Standard) -> Wireless {
+        Wireless {
+            standard,
+            snr_db: None,
+            netload: 0.0,
+            collision: 0.0,
+            retry_limit: DEFAULT_RETRY_LIMIT,
+        }
+    }
+}
+
+/// The parts of a pipe's model that are data rather than numbers (so not in the `Copy`
+/// `PipeConfig`): they are loaded once and do not change when the configuration does.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PipeData {
+    /// A measured MAC delay profile, replacing the bundled one of a wireless pipe's rate.
+    pub profile: Option<Arc<DelayProfile>>,
+    /// Mahimahi delivery opportunities, replacing serialization at `rate`.
+    pub trace: Option<Arc<Trace>>,
 }
 
 /// Packet size used when a queue limit or a default is expressed in packets.
@@ -107,6 +187,7 @@ impl PipeConfig {
             ooo_rate: 0.0,
             ooo_delay: Duration::ZERO,
             up: true,
+            wireless: None,
         }
     }
 }

@@ -1,10 +1,12 @@
 //! The pipe state machine: queue occupancy, AQM, serialization, delay and impairments.
 
 use crate::backlog::Backlog;
-use crate::config::{Aqm, PipeConfig, DEFAULT_PACKET_BYTES};
+use crate::config::{Aqm, PipeConfig, PipeData, DEFAULT_PACKET_BYTES};
 use crate::loss::LossState;
 use crate::red::{self, RedAverage};
 use crate::rng::{chance, PipeRng};
+use crate::trace::TraceCursor;
+use crate::wireless::Radio;
 use netloom_time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 
@@ -19,6 +21,8 @@ pub enum DropCause {
     Loss,
     /// The link was down when the packet arrived or went down while it was in flight.
     LinkDown,
+    /// A wireless transmission failed on every attempt up to the retry limit.
+    TxFail,
 }
 
 /// Per-pipe counters. `*_in` counts every offered packet, `*_out` every released one.
@@ -37,6 +41,10 @@ pub struct PipeCounters {
     pub drops_red: u64,
     pub drops_loss: u64,
     pub drops_down: u64,
+    /// Wireless packets given up after the retry limit.
+    pub drops_tx_fail: u64,
+    /// Wireless transmission attempts after the first (link-level retransmissions).
+    pub retries: u64,
     pub duplicates: u64,
     pub queue_hwm_packets: u64,
     pub queue_hwm_bytes: u64,
@@ -69,9 +77,14 @@ pub enum Admission {
 /// One pipe. See the crate documentation for the protocol.
 ///
 /// Stages of `offer`, in order: link state → loss → queue occupancy → AQM (RED) → drop-tail →
-/// serialization at `rate` → delay ± jitter (+ `ooo_delay` for out-of-order packets) → duplicate.
+/// serialization at `rate` (or the trace's next opportunities; or wireless attempts, which may
+/// fail) → delay ± jitter (+ `ooo_delay` for out-of-order packets) → duplicate.
 pub struct Pipe {
     config: PipeConfig,
+    data: PipeData,
+    /// The wireless channel, present when `config.wireless` is.
+    radio: Option<Radio>,
+    trace: TraceCursor,
     rng: PipeRng,
     backlog: Backlog,
     /// When the serializer finishes the last accepted packet.
@@ -89,7 +102,15 @@ pub struct Pipe {
 impl Pipe {
     /// A pipe with `config` whose random decisions all come from one generator seeded by `seed`.
     pub fn new(config: PipeConfig, seed: u64) -> Pipe {
+        Pipe::with_data(config, seed, PipeData::default())
+    }
+
+    /// A pipe that also uses `data`: a measured MAC profile, a delivery trace.
+    pub fn with_data(config: PipeConfig, seed: u64, data: PipeData) -> Pipe {
         Pipe {
+            radio: radio_for(&config, &data),
+            trace: TraceCursor::default(),
+            data,
             config,
             rng: PipeRng::seed_from_u64(seed),
             backlog: Backlog::default(),
@@ -137,14 +158,18 @@ impl Pipe {
         if !self.backlog.fits(self.config.queue, bytes) {
             return self.reject(DropCause::Queue);
         }
-        let first = self.schedule(now, bytes);
+        let Some(first) = self.schedule(now, bytes) else {
+            return self.reject(DropCause::TxFail);
+        };
         // Draw before looking at the queue, so the duplication pattern does not depend on it.
         // The copy is made inside the pipe, past the AQM, so only the queue limit applies to it.
         let duplicate = if chance(&mut self.rng, self.config.duplicate)
             && self.backlog.fits(self.config.queue, bytes)
         {
             self.counters.duplicates += 1;
-            Some(self.schedule(now, bytes))
+            let copy = self.schedule(now, bytes);
+            self.counters.drops_tx_fail += u64::from(copy.is_none());
+            copy
         } else {
             None
         };
@@ -167,6 +192,10 @@ impl Pipe {
     /// times; later packets see the new configuration. Going down invalidates tickets in flight.
     pub fn set_config(&mut self, now: Instant, config: PipeConfig) {
         let going_down = self.config.up && !config.up;
+        // The PER table and the profile depend only on these; rebuilding costs a table.
+        if (config.wireless, config.rate) != (self.config.wireless, self.config.rate) {
+            self.radio = radio_for(&config, &self.data);
+        }
         self.config = config;
         if going_down {
             self.epoch = self.epoch.wrapping_add(1);
@@ -195,19 +224,34 @@ impl Pipe {
             DropCause::Red => c.drops_red += 1,
             DropCause::Loss => c.drops_loss += 1,
             DropCause::LinkDown => c.drops_down += 1,
+            DropCause::TxFail => c.drops_tx_fail += 1,
         }
         Admission::Dropped(cause)
     }
 
-    /// Serializes an admitted packet behind the ones already queued and picks its exit time.
-    fn schedule(&mut self, now: Instant, bytes: u32) -> Departure {
+    /// Serializes an admitted packet behind the ones already queued and picks its exit time;
+    /// `None` if a wireless channel gave up on it (a transmit failure, which the caller counts).
+    /// A failed packet still held the queue and the channel for all its attempts.
+    fn schedule(&mut self, now: Instant, bytes: u32) -> Option<Departure> {
         let tx_start = now.max(self.busy_until);
-        let tx_end = tx_start + self.config.rate.tx_time(u64::from(bytes));
+        let airtime = self.config.rate.tx_time(u64::from(bytes));
+        let (tx_end, delivered) = if let Some(trace) = &self.data.trace {
+            (self.trace.deliver(trace, now, bytes), true)
+        } else if let Some(radio) = &mut self.radio {
+            let t = radio.transmit(tx_start, bytes, airtime, &mut self.rng);
+            self.counters.retries += u64::from(t.attempts - 1);
+            (t.end, t.delivered)
+        } else {
+            (tx_start + airtime, true)
+        };
         self.busy_until = tx_end;
         self.backlog.push(tx_end, bytes);
         let c = &mut self.counters;
         c.queue_hwm_packets = c.queue_hwm_packets.max(self.backlog.packets());
         c.queue_hwm_bytes = c.queue_hwm_bytes.max(self.backlog.bytes());
+        if !delivered {
+            return None;
+        }
 
         let exit = tx_end + self.sample_delay();
         let exit = if chance(&mut self.rng, self.config.ooo_rate) {
@@ -223,10 +267,10 @@ impl Pipe {
                 fifo_exit
             }
         };
-        Departure {
+        Some(Departure {
             exit,
             ticket: Ticket { epoch: self.epoch },
-        }
+        })
     }
 
     /// Propagation delay plus a jitter sample uniform in [−jitter, +jitter], clamped at zero.
@@ -244,6 +288,12 @@ impl Pipe {
                 .saturating_sub(jitter),
         )
     }
+}
+
+/// The wireless channel `config` asks for, if any.
+fn radio_for(config: &PipeConfig, data: &PipeData) -> Option<Radio> {
+    let w = config.wireless.as_ref()?;
+    Some(Radio::new(config, w, data.profile.as_ref()))
 }
 
 #[cfg(test)]

@@ -285,6 +285,7 @@ pub(crate) fn finish(
         ooo_rate: layer.ooo_rate.unwrap_or(0.0),
         ooo_delay: layer.ooo_delay.unwrap_or(Duration::ZERO),
         up: layer.up.unwrap_or(true),
+        wireless: None,
     })
 }
 

@@ -1,0 +1,73 @@
+//! Scheduled changes of a link: states taken at fixed offsets from the start, once or repeating
+//! every period ("at 10s set delay=50ms", "down from 20s to 25s").
+
+use netloom_time::Duration;
+
+/// Steps (offset, state), in increasing offset order, the first at offset 0. State 0 is the
+/// link's own configuration; what the other states are is the caller's business.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    steps: Vec<(Duration, u32)>,
+    every: Option<Duration>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("step {index}: offsets must increase")]
+    NotIncreasing { index: usize },
+    #[error("step {index}: offset {offset} is not before the period {every}")]
+    BeyondPeriod {
+        index: usize,
+        offset: Duration,
+        every: Duration,
+    },
+    #[error("a repeating schedule needs a period above 0")]
+    ZeroPeriod,
+}
+
+impl Schedule {
+    /// `steps` at strictly increasing offsets. Without a step at 0 the schedule starts in state
+    /// 0; with `every`, it starts over at each multiple of `every`, and every offset must be
+    /// below it.
+    pub fn new(
+        mut steps: Vec<(Duration, u32)>,
+        every: Option<Duration>,
+    ) -> Result<Schedule, ScheduleError> {
+        if every == Some(Duration::ZERO) {
+            return Err(ScheduleError::ZeroPeriod);
+        }
+        for (index, &(offset, _)) in steps.iter().enumerate() {
+            if index > 0 && offset <= steps[index - 1].0 {
+                return Err(ScheduleError::NotIncreasing { index });
+            }
+            if let Some(every) = every.filter(|&e| offset >= e) {
+                return Err(ScheduleError::BeyondPeriod {
+                    index,
+                    offset,
+                    every,
+                });
+            }
+        }
+        if steps
+            .first()
+            .is_none_or(|&(offset, _)| offset > Duration::ZERO)
+        {
+            steps.insert(0, (Duration::ZERO, 0));
+        }
+        Ok(Schedule { steps, every })
+    }
+
+    /// Step `n`, counted over all periods from 0: (time since the start, state), or `None` past
+    /// the end of a schedule that does not repeat.
+    pub(crate) fn step(&self, n: u64) -> Option<(Duration, u32)> {
+        let len = self.steps.len() as u64;
+        let (period, i) = (n / len, (n % len) as usize);
+        let base = match self.every {
+            Some(every) => every.as_nanos().saturating_mul(period),
+            None if period == 0 => 0,
+            None => return None,
+        };
+        let (offset, state) = self.steps[i];
+        Some((Duration(base.saturating_add(offset.as_nanos())), state))
+    }
+}

@@ -1,0 +1,87 @@
+//! A link's changes over time: a plan (a schedule or a Markov graph) and the timeline that steps
+//! through it, sans-I/O, so the virtual-time and real-time drivers apply the same changes.
+
+use crate::markov::Markov;
+use crate::rng::PipeRng;
+use crate::schedule::Schedule;
+use netloom_time::{Duration, Instant};
+use rand::SeedableRng;
+use std::sync::Arc;
+
+/// How a link's state changes; states are indices into configurations the caller keeps.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Plan {
+    Schedule(Schedule),
+    Markov(Markov),
+}
+
+/// Where a link is in its plan: the current state and when the next change is due. Starts at
+/// time zero; a Markov plan's draws come from its own generator seeded by `seed`.
+pub struct Timeline {
+    plan: Arc<Plan>,
+    rng: PipeRng,
+    state: u32,
+    next_at: Option<Instant>,
+    /// The next schedule step (counted over all periods).
+    step: u64,
+}
+
+impl Timeline {
+    pub fn new(plan: Arc<Plan>, seed: u64) -> Timeline {
+        let mut t = Timeline {
+            plan,
+            rng: PipeRng::seed_from_u64(seed),
+            state: 0,
+            next_at: None,
+            step: 0,
+        };
+        let plan = t.plan.clone();
+        match &*plan {
+            Plan::Schedule(s) => t.take_step(s),
+            Plan::Markov(m) => {
+                t.state = m.start();
+                let dwell = m.dwell(t.state, &mut t.rng);
+                t.next_at = Some(Instant::ZERO + Duration(dwell));
+            }
+        }
+        t
+    }
+
+    /// The state in force now.
+    pub fn state(&self) -> u32 {
+        self.state
+    }
+
+    /// When the next change is due; `None` if the state is final.
+    pub fn poll_at(&self) -> Option<Instant> {
+        self.next_at
+    }
+
+    /// Makes every change due at or before `now`, each timed from the one before (not from
+    /// `now`, so a late call does not shift the plan); returns the state then in force.
+    pub fn advance(&mut self, now: Instant) -> u32 {
+        while let Some(at) = self.next_at.filter(|&at| at <= now) {
+            let plan = self.plan.clone();
+            match &*plan {
+                Plan::Schedule(s) => self.take_step(s),
+                Plan::Markov(m) => match m.next(self.state, &mut self.rng) {
+                    Some(next) => {
+                        self.state = next;
+                        self.next_at = Some(at + Duration(m.dwell(next, &mut self.rng)));
+                    }
+                    None => self.next_at = None,
+                },
+            }
+        }
+        self.state
+    }
+
+    /// Enters the next schedule step and looks up the one after it.
+    fn take_step(&mut self, s: &Schedule) {
+        if let Some((_, state)) = s.step(self.step) {
+            self.state = state;
+        }
+        self.step += 1;
+        self.next_at = s.step(self.step).map(|(offset, _)| Instant::ZERO + offset);
+    }
+}
