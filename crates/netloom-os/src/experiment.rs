@@ -248,6 +248,7 @@ impl Experiment {
                     let ns = &namespaces[i];
                     let result = netns::create_and_enter(ns).and_then(|()| {
                         made.lock().expect("no panics while held").push(ns.clone());
+                        interface::quiet_ipv6()?;
                         let tun = Tun::create_here()?;
                         interface::configure(
                             &std::ffi::CString::new(TUN_NAME).expect("no NUL"),

@@ -25,6 +25,15 @@ pub(crate) fn ifreq_for(name: &CStr) -> libc::ifreq {
     req
 }
 
+/// Stops the kernel from sending IPv6 router solicitations on interfaces created from now on in
+/// the calling thread's namespace: no router will answer on `nl0`, and each would reach the
+/// driver as a packet for an unknown address. (`/proc/sys/net` shows the namespace of the thread
+/// that opens it.)
+pub(crate) fn quiet_ipv6() -> Result<(), OsError> {
+    let path = "/proc/sys/net/ipv6/conf/default/router_solicitations";
+    std::fs::write(path, "0").map_err(|e| OsError::io(format!("write {path}"), e))
+}
+
 /// Brings `lo` up and configures `dev`: MTU, the IPv4 address with its prefix, the IPv6 address
 /// with its prefix, then up. Call from a thread inside the target namespace.
 pub(crate) fn configure(
