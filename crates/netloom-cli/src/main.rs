@@ -1,11 +1,14 @@
 //! `netloom`: the command line. Glue only: parses arguments, calls the library crates, prints,
-//! and maps every error to exit code 2 (bad input or usage, as clap does; docs/cli.md).
+//! and maps every error to exit code 2 (bad input or usage, as clap does; docs/cli.md); `exec`
+//! and `shell` exit with the code of the program they ran.
 
 mod check;
 mod convert;
 mod gen;
 mod input;
+mod live;
 mod partition;
+mod run;
 mod sim;
 mod table;
 
@@ -32,6 +35,17 @@ enum Command {
     Sim(sim::SimArgs),
     /// Assign pipes to cores (random, kcluster, metis) and print cut, balance and efficiency.
     Partition(partition::PartitionArgs),
+    /// Bring a topology up live: a network namespace and TUN device per host, the engine in
+    /// real time. Needs root.
+    Run(run::RunArgs),
+    /// Stop a running (detached) experiment and tear it down.
+    Stop(live::StopArgs),
+    /// Remove what a crashed or killed experiment left behind.
+    Clean(live::CleanArgs),
+    /// Run a program inside a host of a running experiment; passes its exit code through.
+    Exec(live::ExecArgs),
+    /// Open a shell inside a host of a running experiment.
+    Shell(live::ShellArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +56,11 @@ fn main() -> ExitCode {
         Command::Gen(args) => gen::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Partition(args) => partition::run(args),
+        Command::Run(args) => run::run(args),
+        Command::Stop(args) => live::stop(args),
+        Command::Clean(args) => live::clean(args),
+        Command::Exec(args) => live::exec(args).map(|code| std::process::exit(code.into())),
+        Command::Shell(args) => live::shell(args).map(|code| std::process::exit(code.into())),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

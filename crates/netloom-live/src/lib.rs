@@ -8,8 +8,10 @@ mod clock;
 mod driver;
 mod ip;
 mod pool;
+mod tun_io;
 
 pub use accuracy::{Accuracy, AccuracyReport, Thresholds};
 pub use clock::Clock;
 pub use driver::{Driver, HostCounters, PacketIo, Precision};
 pub use ip::{destination, Malformed};
+pub use tun_io::TunIo;

@@ -1,0 +1,348 @@
+//! `netloom run FILE`: brings a topology up live (one network namespace and TUN device per host)
+//! and drives the engine in real time until Ctrl-C, SIGTERM, `netloom stop` or `--duration`;
+//! with `--detach`, returns once every host is up. Tears everything down on the way out and
+//! prints accuracy, per-host and per-pipe figures.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use netloom_engine::{Engine, Report};
+use netloom_live::{AccuracyReport, Driver, HostCounters, Precision, Thresholds, TunIo};
+use netloom_os::{address_plan, Experiment, ExperimentSpec, HostSpec};
+use serde::Serialize;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// Topology file (.toml or .json, or a format docs/import.md lists).
+    file: PathBuf,
+    #[command(flatten)]
+    input: crate::input::InputArgs,
+    /// Experiment name (default: the file name without extension); names the hosts' namespaces.
+    #[arg(long)]
+    name: Option<String>,
+    /// Return once every host is up; the emulator keeps running in the background until
+    /// `netloom stop`.
+    #[arg(long)]
+    detach: bool,
+    /// How the engine waits between deadlines: busy (a core spins, microsecond accuracy),
+    /// hybrid (sleep, then spin for the last --spin) or sleep (least CPU, timer slack).
+    #[arg(long, default_value = "hybrid", value_parser = ["busy", "hybrid", "sleep"])]
+    precision: String,
+    /// With --precision hybrid: how long before a deadline to stop sleeping and spin.
+    #[arg(long, default_value = "60us")]
+    spin: String,
+    /// Stop by itself after this long (for scripts and tests).
+    #[arg(long)]
+    duration: Option<String>,
+    /// MTU of every host's interface (jumbo frames up to 65535 allowed).
+    #[arg(long, default_value_t = 1500)]
+    mtu: u32,
+    /// A packet released later than this after its scheduled time counts as late.
+    #[arg(long, default_value = "100us")]
+    late_threshold: String,
+    /// The run is marked inaccurate when more than this fraction of packets is late.
+    #[arg(long, default_value_t = 0.001)]
+    max_late_fraction: f64,
+    /// Seed of the pipes' random choices (loss, jitter).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Pin the engine to this CPU.
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// Print the final report as JSON (docs/live.md).
+    #[arg(long)]
+    json: bool,
+    /// How many pipes the final table shows (busiest first); 0 for all.
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+    /// Internal: the background process of --detach writes this file once every host is up.
+    #[arg(long, hide = true)]
+    ready_file: Option<PathBuf>,
+}
+
+/// Most packets held inside the emulated network at once; more are dropped and counted as
+/// physical drops (the run is then marked inaccurate).
+const MAX_IN_FLIGHT: usize = 65_536;
+
+#[derive(Serialize)]
+struct HostReport {
+    name: String,
+    ipv4: IpAddr,
+    ipv6: IpAddr,
+    #[serde(flatten)]
+    counters: HostCounters,
+}
+
+#[derive(Serialize)]
+struct RunReport {
+    experiment: String,
+    precision: String,
+    wall_seconds: f64,
+    accuracy: AccuracyReport,
+    hosts: Vec<HostReport>,
+    pipes: Vec<netloom_engine::report::PipeReport>,
+}
+
+pub fn run(args: RunArgs) -> Result<()> {
+    let topo = args.input.load(&args.file)?;
+    let name = match &args.name {
+        Some(n) => n.clone(),
+        None => default_name(&args.file)?,
+    };
+    let precision = precision(&args)?;
+    let thresholds = Thresholds {
+        late: std_duration(&args.late_threshold).context("--late-threshold")?,
+        max_late_fraction: args.max_late_fraction,
+    };
+    let stop_after = args
+        .duration
+        .as_deref()
+        .map(std_duration)
+        .transpose()
+        .context("--duration")?;
+    if args.detach {
+        return detach(&name);
+    }
+    let spec = ExperimentSpec {
+        name: name.clone(),
+        hosts: topo
+            .hosts
+            .iter()
+            .enumerate()
+            .map(|(i, &node)| {
+                let (ipv4, ipv6) = address_plan(i);
+                HostSpec {
+                    name: topo.node(node).name.clone(),
+                    ipv4,
+                    ipv6,
+                }
+            })
+            .collect(),
+        mtu: args.mtu,
+    };
+    let addresses: Vec<Vec<IpAddr>> = spec
+        .hosts
+        .iter()
+        .map(|h| vec![IpAddr::V4(h.ipv4), IpAddr::V6(h.ipv6)])
+        .collect();
+    // Signals first, so a Ctrl-C during setup still tears down what was made.
+    let stop = netloom_os::install_stop_handler()?;
+    let started = std::time::Instant::now();
+    let mut experiment = Experiment::create(&spec)?;
+    eprintln!(
+        "netloom: experiment {name} is up: {} hosts in {:.2} s ({} precision); Ctrl-C or `netloom stop --name {name}` ends it",
+        spec.hosts.len(),
+        started.elapsed().as_secs_f64(),
+        args.precision
+    );
+    if let Some(ready) = &args.ready_file {
+        std::fs::write(ready, b"up\n").with_context(|| format!("writing {}", ready.display()))?;
+    }
+    if let Some(cpu) = args.cpu {
+        netloom_os::pin_current_thread(cpu)?;
+    }
+    netloom_os::set_timer_slack_ns(1);
+    let engine = Engine::new(topo, args.seed);
+    let io = TunIo::new(experiment.tuns())?;
+    let max_packet = args.mtu as usize;
+    let mut driver = Driver::new(
+        engine,
+        io,
+        &addresses,
+        max_packet,
+        MAX_IN_FLIGHT,
+        precision,
+        thresholds,
+    );
+    let run_started = std::time::Instant::now();
+    let result = drive(&mut driver, stop, stop_after);
+    let wall = run_started.elapsed();
+    let report = final_report(&driver, &spec, &name, &args.precision, wall);
+    drop(driver);
+    let teardown = experiment.teardown();
+    result?;
+    teardown?;
+    print_report(&report, args.json, args.top)
+}
+
+/// Steps the driver until asked to stop or until `stop_after` has passed.
+fn drive(
+    driver: &mut Driver<TunIo<'_>>,
+    stop: &AtomicBool,
+    stop_after: Option<Duration>,
+) -> Result<()> {
+    let deadline = stop_after.map(|d| std::time::Instant::now() + d);
+    while !stop.load(Ordering::Relaxed) {
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            break;
+        }
+        driver.step().context("moving packets")?;
+    }
+    Ok(())
+}
+
+fn final_report(
+    driver: &Driver<TunIo<'_>>,
+    spec: &ExperimentSpec,
+    name: &str,
+    precision: &str,
+    wall: Duration,
+) -> RunReport {
+    let end = driver.now();
+    let sim = Report::build(driver.engine(), 0, end, Some(wall));
+    RunReport {
+        experiment: name.to_string(),
+        precision: precision.to_string(),
+        wall_seconds: wall.as_secs_f64(),
+        accuracy: driver.accuracy(),
+        hosts: spec
+            .hosts
+            .iter()
+            .zip(driver.host_counters())
+            .map(|(h, c)| HostReport {
+                name: h.name.clone(),
+                ipv4: IpAddr::V4(h.ipv4),
+                ipv6: IpAddr::V6(h.ipv6),
+                counters: *c,
+            })
+            .collect(),
+        pipes: sim.pipes,
+    }
+}
+
+fn print_report(r: &RunReport, json: bool, top: usize) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(r)?);
+        return Ok(());
+    }
+    let a = &r.accuracy;
+    let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
+    println!(
+        "{}: {:.1} s live, {} precision: {}",
+        r.experiment,
+        r.wall_seconds,
+        r.precision,
+        if a.accurate { "ACCURATE" } else { "INACCURATE" }
+    );
+    println!(
+        "  lateness of {} released packets: p50 {} us, p99 {} us, p99.9 {} us, max {} us; {} later than {} us; {} physical drops",
+        a.released,
+        us(a.lateness_ns_p50),
+        us(a.lateness_ns_p99),
+        us(a.lateness_ns_p999),
+        us(a.lateness_ns_max),
+        a.late,
+        us(a.late_threshold_ns),
+        a.physical_drops
+    );
+    if !a.accurate {
+        println!(
+            "  WARNING: this run missed its deadlines or lost packets outside the model; its results do not describe the emulated network"
+        );
+    }
+    println!();
+    println!(
+        "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "host", "address", "pkts in", "pkts out", "malformed", "unknown", "MB in"
+    );
+    for h in &r.hosts {
+        let c = &h.counters;
+        println!(
+            "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10.3}",
+            h.name,
+            h.ipv4.to_string(),
+            c.packets_in,
+            c.packets_out,
+            c.malformed,
+            c.unknown_destination,
+            c.bytes_in as f64 / 1e6
+        );
+    }
+    println!();
+    crate::table::print_pipes(&r.pipes, top);
+    Ok(())
+}
+
+/// Starts this same command in the background and returns once it reports every host up (or
+/// fails, showing its log).
+fn detach(name: &str) -> Result<()> {
+    let dir = netloom_os::registry_dir();
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let ready = dir.join(format!("{name}.ready"));
+    let log_path = dir.join(format!("{name}.log"));
+    let _ = std::fs::remove_file(&ready);
+    let log = std::fs::File::create(&log_path)
+        .with_context(|| format!("creating {}", log_path.display()))?;
+    let mut argv: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--detach")
+        .collect();
+    argv.extend([
+        "--name".into(),
+        name.into(),
+        "--ready-file".into(),
+        ready.display().to_string(),
+    ]);
+    let mut child = {
+        use std::os::unix::process::CommandExt;
+        std::process::Command::new(std::env::current_exe()?)
+            .args(&argv)
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            // Its own process group: a Ctrl-C at this terminal is not for it.
+            .process_group(0)
+            .spawn()
+            .context("starting the background emulator")?
+    };
+    let give_up = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        if ready.exists() {
+            let _ = std::fs::remove_file(&ready);
+            println!(
+                "netloom: experiment {name} is up (pid {}); log in {}; `netloom stop --name {name}` tears it down",
+                child.id(),
+                log_path.display()
+            );
+            return Ok(());
+        }
+        if let Some(status) = child.try_wait()? {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            bail!("the background emulator exited ({status}) before it was up:\n{log}");
+        }
+        if std::time::Instant::now() > give_up {
+            let _ = child.kill();
+            bail!(
+                "the background emulator was not up after 120 s; see {}",
+                log_path.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn default_name(file: &Path) -> Result<String> {
+    let stem = file
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .context("the file name gives no experiment name; pass --name")?;
+    Ok(stem.to_string())
+}
+
+fn precision(args: &RunArgs) -> Result<Precision> {
+    Ok(match args.precision.as_str() {
+        "busy" => Precision::Busy,
+        "sleep" => Precision::Sleep,
+        _ => Precision::Hybrid {
+            spin: std_duration(&args.spin).context("--spin")?,
+        },
+    })
+}
+
+pub fn std_duration(text: &str) -> Result<Duration> {
+    let d = netloom_topo::units::parse_duration(text)?;
+    Ok(Duration::from_nanos(d.as_nanos()))
+}
