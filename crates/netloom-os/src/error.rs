@@ -35,6 +35,9 @@ pub enum OsError {
     #[error("no network namespace {ns:?}: is the experiment still running? (`netloom clean` removes leftovers)")]
     NoNamespace { ns: String },
 
+    #[error("experiment {name:?} is not running (its process {pid} is gone); `netloom clean --name {name}` removes what it left")]
+    NotRunning { name: String, pid: u32 },
+
     #[error("no experiment is running; start one with `netloom run FILE`")]
     NoExperiment,
 
@@ -54,7 +57,7 @@ pub enum OsError {
         hosts: Vec<String>,
     },
 
-    #[error("registry entry {}: {reason}; remove the directory or run `netloom clean`", path.display())]
+    #[error("registry entry {}: {reason}; netloom cannot tell which namespaces it lists, so remove them (`ip netns list`) and the entry's directory by hand", path.display())]
     Registry { path: PathBuf, reason: String },
 
     #[error("experiment {name:?} (pid {pid}) did not stop within {seconds} s; kill it (`kill -9 {pid}`) and run `netloom clean`")]

@@ -4,7 +4,7 @@
 
 use crate::plan::{self, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU};
 use crate::registry::{self, Claim, Record, RecordHost};
-use crate::tun::TUN_NAME;
+use crate::tun::TUN_NAME_C;
 use crate::{interface, netns, OsError, Tun};
 use std::collections::HashSet;
 use std::fmt;
@@ -220,66 +220,13 @@ impl Experiment {
             return Err(OsError::NamespaceExists { ns: ns.clone() });
         }
         netns::prepare_run_dir()?;
+        let (made, tuns) = bring_up(spec, &namespaces);
+        self.namespaces = made;
+        self.tuns = tuns?;
         for (host, ns) in spec.hosts.iter().zip(&namespaces) {
-            self.etc_dirs.push(ns.clone());
             netns::write_hosts(ns, &spec.hosts_file(&host.name))?;
+            self.etc_dirs.push(ns.clone());
         }
-
-        // Namespaces come up on a few short-lived threads: a thread that made a namespace stays
-        // inside it, and the main thread never changes namespace.
-        let next = AtomicUsize::new(0);
-        let failed = AtomicBool::new(false);
-        let made = Mutex::new(Vec::new());
-        let slots: Mutex<Vec<Option<Tun>>> =
-            Mutex::new((0..spec.hosts.len()).map(|_| None).collect());
-        let errors = Mutex::new(Vec::new());
-        let workers = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .clamp(1, 4)
-            .min(spec.hosts.len());
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= spec.hosts.len() || failed.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let host = &spec.hosts[i];
-                    let ns = &namespaces[i];
-                    let result = netns::create_and_enter(ns).and_then(|()| {
-                        made.lock().expect("no panics while held").push(ns.clone());
-                        interface::quiet_ipv6()?;
-                        let tun = Tun::create_here()?;
-                        interface::configure(
-                            &std::ffi::CString::new(TUN_NAME).expect("no NUL"),
-                            spec.mtu,
-                            (host.ipv4, IPV4_PREFIX_LEN),
-                            (host.ipv6, IPV6_PREFIX_LEN),
-                        )?;
-                        Ok(tun)
-                    });
-                    match result {
-                        Ok(tun) => slots.lock().expect("no panics while held")[i] = Some(tun),
-                        Err(err) => {
-                            failed.store(true, Ordering::Relaxed);
-                            errors.lock().expect("no panics while held").push((i, err));
-                        }
-                    }
-                });
-            }
-        });
-        self.namespaces = made.into_inner().expect("workers have ended");
-        let mut errors = errors.into_inner().expect("workers have ended");
-        errors.sort_by_key(|(i, _)| *i);
-        if let Some((_, err)) = errors.into_iter().next() {
-            return Err(err);
-        }
-        self.tuns = slots
-            .into_inner()
-            .expect("workers have ended")
-            .into_iter()
-            .map(|tun| tun.expect("every host succeeded"))
-            .collect();
         Ok(())
     }
 
@@ -332,6 +279,70 @@ impl Experiment {
         }
         first_error.map_or(Ok(()), Err)
     }
+}
+
+/// Makes every host's namespace, TUN device and addresses on a few short-lived threads: a thread
+/// that made a namespace stays inside it, and the calling thread never changes namespace.
+/// Returns the namespaces made (also on error, so they can be removed) and the TUNs in host order,
+/// or the error of the lowest-numbered host that failed.
+fn bring_up(
+    spec: &ExperimentSpec,
+    namespaces: &[String],
+) -> (Vec<String>, Result<Vec<Tun>, OsError>) {
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let made = Mutex::new(Vec::new());
+    let slots: Mutex<Vec<Option<Tun>>> = Mutex::new((0..spec.hosts.len()).map(|_| None).collect());
+    let errors = Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4)
+        .min(spec.hosts.len());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= spec.hosts.len() || failed.load(Ordering::Relaxed) {
+                    break;
+                }
+                let host = &spec.hosts[i];
+                let result = netns::create_and_enter(&namespaces[i]).and_then(|()| {
+                    made.lock()
+                        .expect("no panics while held")
+                        .push(namespaces[i].clone());
+                    interface::quiet_ipv6()?;
+                    let tun = Tun::create_here()?;
+                    interface::configure(
+                        TUN_NAME_C,
+                        spec.mtu,
+                        (host.ipv4, IPV4_PREFIX_LEN),
+                        (host.ipv6, IPV6_PREFIX_LEN),
+                    )?;
+                    Ok(tun)
+                });
+                match result {
+                    Ok(tun) => slots.lock().expect("no panics while held")[i] = Some(tun),
+                    Err(err) => {
+                        failed.store(true, Ordering::Relaxed);
+                        errors.lock().expect("no panics while held").push((i, err));
+                    }
+                }
+            });
+        }
+    });
+    let made = made.into_inner().expect("workers have ended");
+    let mut errors = errors.into_inner().expect("workers have ended");
+    errors.sort_by_key(|(i, _)| *i);
+    if let Some((_, err)) = errors.into_iter().next() {
+        return (made, Err(err));
+    }
+    let tuns = slots
+        .into_inner()
+        .expect("workers have ended")
+        .into_iter()
+        .map(|tun| tun.expect("every host succeeded"))
+        .collect();
+    (made, Ok(tuns))
 }
 
 /// Closes TUN devices from many threads at once. Closing one unregisters its device, and the
@@ -456,10 +467,17 @@ fn clean_in(dir: &Path, experiment: Option<&str>) -> Result<CleanReport, OsError
                 report.experiments.push(record.name);
                 report.registry_dirs.push(path);
             }
-            // No record: a creation that died before writing one, so nothing else was made.
+            // No record: a creation that died before writing one, so nothing else was made; or
+            // one that is starting right now, which a minute's grace leaves alone.
             Ok(None) => {
-                registry::remove(&path)?;
-                report.registry_dirs.push(path);
+                let age = std::fs::metadata(&path)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok());
+                if age.is_some_and(|age| age > Duration::from_secs(60)) {
+                    registry::remove(&path)?;
+                    report.registry_dirs.push(path);
+                }
             }
             // An unreadable record names no namespaces; only the user can decide about it.
             Err(err) => return Err(err),

@@ -165,13 +165,27 @@ pub(crate) fn remove(ns: &str) -> Result<bool, OsError> {
     }
 }
 
-/// Writes `/etc/netns/<ns>/hosts`.
+/// Writes `/etc/netns/<ns>/hosts`. Fails if `/etc/netns/<ns>` exists already: that directory
+/// would not be ours to remove.
 pub(crate) fn write_hosts(ns: &str, contents: &str) -> Result<(), OsError> {
+    std::fs::create_dir_all(ETC_DIR).map_err(|e| OsError::io(format!("create {ETC_DIR}"), e))?;
     let dir = etc_dir(ns);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| OsError::io(format!("create {}", dir.display()), e))?;
+    std::fs::create_dir(&dir).map_err(|e| {
+        let what = match e.kind() {
+            io::ErrorKind::AlreadyExists => format!(
+                "create {} (it exists but is not this experiment's: remove it if it is a leftover)",
+                dir.display()
+            ),
+            _ => format!("create {}", dir.display()),
+        };
+        OsError::io(what, e)
+    })?;
     let file = dir.join("hosts");
-    std::fs::write(&file, contents).map_err(|e| OsError::io(format!("write {}", file.display()), e))
+    std::fs::write(&file, contents).map_err(|e| {
+        // The directory is ours (create_dir succeeded), so it goes with the failure.
+        let _ = std::fs::remove_dir_all(&dir);
+        OsError::io(format!("write {}", file.display()), e)
+    })
 }
 
 /// Removes `/etc/netns/<ns>`; returns whether it existed.

@@ -61,9 +61,16 @@ pub fn running() -> Result<Vec<Record>, OsError> {
 }
 
 /// The experiment and host for `netloom exec HOST`: the named experiment, or the only running
-/// one. Several running and none named is an error listing them.
+/// one. Several running and none named is an error listing them, and so is a named experiment
+/// whose process is gone.
 pub fn find_host(experiment: Option<&str>, host: &str) -> Result<(Record, RecordHost), OsError> {
     let record = find(&registry_dir(), experiment)?;
+    if !record.alive {
+        return Err(OsError::NotRunning {
+            name: record.name,
+            pid: record.pid,
+        });
+    }
     match record.hosts.iter().find(|h| h.name == host) {
         Some(found) => {
             let found = found.clone();

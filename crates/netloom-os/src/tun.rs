@@ -9,7 +9,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// The name of the TUN device inside every host's namespace.
 pub const TUN_NAME: &str = "nl0";
-const TUN_NAME_C: &CStr = c"nl0";
+pub(crate) const TUN_NAME_C: &CStr = c"nl0";
 
 /// A non-blocking TUN device without packet information: each read returns one IPv4 or IPv6
 /// packet, each write injects one.

@@ -128,3 +128,34 @@ fn exec_passes_the_exit_code_through() {
     let err = netloom_os::exec("nl-no-such-namespace", &argv("true")).unwrap_err();
     assert!(matches!(err, OsError::NoNamespace { .. }), "{err}");
 }
+
+#[test]
+fn a_failure_after_the_namespaces_exist_removes_them_and_keeps_what_is_not_ours() {
+    if !can_run("a_failure_after_the_namespaces_exist_removes_them_and_keeps_what_is_not_ours") {
+        return;
+    }
+    let spec = ExperimentSpec::planned(&unique("rollback"), ["h1", "h2"]);
+    let namespaces: Vec<String> = ["h1", "h2"]
+        .iter()
+        .map(|h| netloom_os::namespace_name(&spec.name, h))
+        .collect();
+    let _leftovers = Leftovers(namespaces.clone());
+    // Someone else's /etc/netns directory for h2: hosts files are written after the namespaces
+    // are up, so creation fails late.
+    let foreign = std::path::Path::new("/etc/netns").join(&namespaces[1]);
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::write(foreign.join("resolv.conf"), "# not netloom's\n").unwrap();
+    let err = Experiment::create(&spec).unwrap_err().to_string();
+    assert!(err.contains("exists but is not this experiment's"), "{err}");
+    for ns in &namespaces {
+        assert!(!netns_exists(ns), "{ns} left behind");
+    }
+    assert!(!std::path::Path::new("/etc/netns")
+        .join(&namespaces[0])
+        .exists());
+    assert!(
+        foreign.join("resolv.conf").exists(),
+        "removed a directory that is not netloom's"
+    );
+    assert!(!netloom_os::registry_dir().join(&spec.name).exists());
+}
