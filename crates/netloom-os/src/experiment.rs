@@ -2,9 +2,10 @@
 //! file, registry entry) and taken down again; `clean` and `stop` for experiments owned by other
 //! processes. It does not move packets: the driver reads and writes the `Tun`s.
 
+use crate::interface::DeviceCounters;
 use crate::plan::{self, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU};
 use crate::registry::{self, Claim, Record, RecordHost};
-use crate::tun::TUN_NAME_C;
+use crate::tun::{TUN_NAME, TUN_NAME_C};
 use crate::{interface, netns, OsError, Tun};
 use std::collections::HashSet;
 use std::fmt;
@@ -242,6 +243,29 @@ impl Experiment {
     /// The namespace of host `i` (in spec order).
     pub fn namespace(&self, i: usize) -> String {
         plan::namespace_name(&self.spec.name, &self.spec.hosts[i].name)
+    }
+
+    /// The kernel's counters of every host's `nl0`, in host order. Cheap enough to call once a
+    /// second for hundreds of hosts (one thread visits every namespace).
+    pub fn device_counters(&self) -> Result<Vec<DeviceCounters>, OsError> {
+        let namespaces: Vec<String> = (0..self.spec.hosts.len())
+            .map(|i| self.namespace(i))
+            .collect();
+        // On a thread of its own: entering namespaces must not move the caller.
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    namespaces
+                        .iter()
+                        .map(|ns| {
+                            netns::enter(ns)?;
+                            interface::counters(TUN_NAME)
+                        })
+                        .collect()
+                })
+                .join()
+                .expect("reading counters does not panic")
+        })
     }
 
     /// Runs `argv` on `host` like the free function `exec`.

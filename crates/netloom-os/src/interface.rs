@@ -9,6 +9,53 @@ use std::ffi::CStr;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+/// The kernel's packet counters of one host's `nl0`, from the host's side: `tx` is what the host
+/// sent into the TUN (towards the engine), `rx` what the engine wrote into it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceCounters {
+    /// Packets the engine has read (the kernel counts them when they are read, not when sent).
+    pub tx_packets: u64,
+    /// Packets the host sent that the kernel dropped because the TUN's queue (500 packets, the
+    /// device's txqueuelen) was full: the engine did not read fast enough. A physical drop.
+    pub tx_dropped: u64,
+    /// Packets the engine wrote.
+    pub rx_packets: u64,
+    pub rx_dropped: u64,
+}
+
+/// Reads `dev`'s counters in the calling thread's namespace, from `/proc/thread-self/net/dev`
+/// (`/proc/self/net` would show the namespace of the process's main thread).
+pub(crate) fn counters(dev: &str) -> Result<DeviceCounters, OsError> {
+    let path = "/proc/thread-self/net/dev";
+    let text = std::fs::read_to_string(path).map_err(|e| OsError::io(format!("read {path}"), e))?;
+    parse_counters(&text, dev).ok_or_else(|| {
+        OsError::io(
+            format!("find {dev} in {path}"),
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        )
+    })
+}
+
+fn parse_counters(text: &str, dev: &str) -> Option<DeviceCounters> {
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().split(':').next() == Some(dev))?;
+    let fields: Vec<u64> = line
+        .split_once(':')?
+        .1
+        .split_whitespace()
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    // Receive: bytes packets errs drop fifo frame compressed multicast; then transmit: bytes
+    // packets errs drop ...
+    Some(DeviceCounters {
+        rx_packets: *fields.get(1)?,
+        rx_dropped: *fields.get(3)?,
+        tx_packets: *fields.get(9)?,
+        tx_dropped: *fields.get(11)?,
+    })
+}
+
 /// An `ifreq` naming `name`, every other field zero.
 pub(crate) fn ifreq_for(name: &CStr) -> libc::ifreq {
     // SAFETY: `ifreq` is plain old data (a name array and a union of integers and sockaddrs), so
@@ -134,4 +181,28 @@ fn sockaddr_v4(addr: Ipv4Addr) -> libc::sockaddr {
     // SAFETY: `sockaddr_in` and `sockaddr` have the same size (16 bytes) and the kernel reads the
     // union member as a `sockaddr_in` when the family is AF_INET.
     unsafe { std::mem::transmute::<libc::sockaddr_in, libc::sockaddr>(sin) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_come_from_the_right_columns() {
+        let text = "Inter-|   Receive                                                |  Transmit\n \
+             face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n    \
+             lo:       0       0    0    0    0     0          0         0        0       0    0    0    0     0       0          0\n   \
+             nl0:    2800      10    0    1    0     0          0         0    56000     200    0   77    0     0       0          0\n";
+        let c = parse_counters(text, "nl0").unwrap();
+        assert_eq!(
+            c,
+            DeviceCounters {
+                rx_packets: 10,
+                rx_dropped: 1,
+                tx_packets: 200,
+                tx_dropped: 77
+            }
+        );
+        assert!(parse_counters(text, "nl1").is_none());
+    }
 }

@@ -20,6 +20,7 @@ pub use cpu::{pin_current_thread, set_timer_slack_ns};
 pub use error::OsError;
 pub use exec::{command, exec};
 pub use experiment::{clean, stop, terminate, CleanReport, Experiment, ExperimentSpec, HostSpec};
+pub use interface::DeviceCounters;
 pub use netns::enter as enter_namespace;
 pub use plan::{
     address_plan, check_experiment_name, check_host_name, namespace_name, DEFAULT_MTU,

@@ -3,7 +3,9 @@
 
 mod support;
 
-use netloom_os::{enter_namespace, Experiment, ExperimentSpec, OsError, Poller, TUN_NAME};
+use netloom_os::{
+    enter_namespace, DeviceCounters, Experiment, ExperimentSpec, OsError, Poller, TUN_NAME,
+};
 use std::io::ErrorKind;
 use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
 use std::process::Command;
@@ -202,6 +204,37 @@ fn jumbo_frames_pass_whole() {
         20 + 8 + payload.len(),
         "one unfragmented packet"
     );
+}
+
+#[test]
+fn device_counters_show_what_the_kernel_dropped_before_the_engine_read() {
+    if !can_run("device_counters_show_what_the_kernel_dropped_before_the_engine_read") {
+        return;
+    }
+    let (spec, _leftovers) = spec("count", &["h1", "h2"]);
+    let experiment = Experiment::create(&spec).unwrap();
+    let sock = socket_in(
+        &experiment.namespace(0),
+        SocketAddr::from((spec.hosts[0].ipv4, 0)),
+    );
+    // Nobody reads h1's TUN, so its queue (500 packets) overflows.
+    for _ in 0..1000 {
+        sock.send_to(b"x", (spec.hosts[1].ipv4, 9)).unwrap();
+    }
+    let counters = experiment.device_counters().unwrap();
+    assert_eq!(counters.len(), 2);
+    let h1 = counters[0];
+    assert_eq!(h1.tx_packets, 0, "{h1:?}");
+    assert!(h1.tx_dropped >= 500, "{h1:?}");
+    assert_eq!(counters[1], DeviceCounters::default());
+    // The kernel counts a packet as sent when the engine reads it.
+    let mut buf = [0u8; 2048];
+    let mut read = 0;
+    while experiment.tuns()[0].read(&mut buf).is_ok() {
+        read += 1;
+    }
+    assert_eq!(read, 500, "the queue holds 500 packets");
+    assert_eq!(experiment.device_counters().unwrap()[0].tx_packets, 500);
 }
 
 #[test]
