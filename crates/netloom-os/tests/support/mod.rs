@@ -24,7 +24,9 @@ pub fn can_run(test: &str) -> bool {
         None
     };
     if let Some(reason) = reason {
-        eprintln!("SKIPPED {test}: {reason}");
+        // Written to stderr directly, past the test harness's capture, so the skip is seen.
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
         return false;
     }
     run_dir();
