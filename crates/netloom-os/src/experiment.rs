@@ -1,20 +1,20 @@
 //! `Experiment`: every host of one live experiment brought up (namespace, TUN, addresses, hosts
-//! file, registry entry) and taken down again; `clean` and `stop` for experiments owned by other
-//! processes. It does not move packets: the driver reads and writes the `Tun`s.
+//! file, registry entry) by the process that owns it, and taken down again. It does not move
+//! packets (the driver reads and writes the `Tun`s) and does not deal with other processes'
+//! experiments (`cleanup` does).
 
 use crate::interface::DeviceCounters;
 use crate::plan::{self, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU};
 use crate::registry::{self, Claim, Record, RecordHost};
 use crate::tun::{TUN_NAME, TUN_NAME_C};
-use crate::{interface, netns, OsError, Tun};
+use crate::{cleanup, interface, netns, OsError, Tun};
 use std::collections::HashSet;
-use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// One host: its name (also its name in every hosts file) and its addresses.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +41,8 @@ impl ExperimentSpec {
             .into_iter()
             .enumerate()
             .map(|(i, host)| {
+                // Past the plan's end (which `create` refuses) the last address repeats rather
+                // than panicking here.
                 let (ipv4, ipv6) = plan::address_plan(i.min(MAX_HOSTS - 1));
                 HostSpec {
                     name: host.into(),
@@ -160,7 +162,7 @@ impl Experiment {
                 })
             }
             Claim::Taken(_) => {
-                clean_in(&dir, Some(&spec.name))?;
+                cleanup::clean_in(&dir, Some(&spec.name))?;
                 match registry::claim(&dir, &spec.name)? {
                     Claim::Claimed(path) => path,
                     Claim::Taken(record) => {
@@ -408,143 +410,6 @@ impl Drop for Experiment {
             );
         }
     }
-}
-
-/// What `clean` removed.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CleanReport {
-    pub experiments: Vec<String>,
-    pub namespaces: Vec<String>,
-    pub etc_dirs: Vec<PathBuf>,
-    /// Processes killed because they were still inside a namespace being removed.
-    pub processes: Vec<u32>,
-    pub registry_dirs: Vec<PathBuf>,
-}
-
-impl CleanReport {
-    pub fn is_empty(&self) -> bool {
-        self.experiments.is_empty() && self.registry_dirs.is_empty()
-    }
-}
-
-impl fmt::Display for CleanReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_empty() {
-            return writeln!(f, "nothing to clean");
-        }
-        let list = |items: &[String]| {
-            if items.is_empty() {
-                "none".to_string()
-            } else {
-                items.join(", ")
-            }
-        };
-        writeln!(f, "experiments: {}", list(&self.experiments))?;
-        writeln!(f, "namespaces removed: {}", list(&self.namespaces))?;
-        let pids: Vec<String> = self.processes.iter().map(u32::to_string).collect();
-        writeln!(f, "processes killed: {}", list(&pids))
-    }
-}
-
-/// Removes the leftovers of every dead experiment (its owner is gone), or of the named one:
-/// processes inside its namespaces, the namespaces, `/etc/netns` directories, the registry entry.
-/// Only namespaces listed in a registry entry are touched. Cleaning a running experiment is an
-/// error (`stop` it instead); cleaning a name that is not registered does nothing.
-pub fn clean(experiment: Option<&str>) -> Result<CleanReport, OsError> {
-    clean_in(&registry::registry_dir(), experiment)
-}
-
-fn clean_in(dir: &Path, experiment: Option<&str>) -> Result<CleanReport, OsError> {
-    let mut report = CleanReport::default();
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(report),
-        Err(e) => return Err(OsError::io(format!("list {}", dir.display()), e)),
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if experiment.is_some_and(|wanted| wanted != name) || !path.is_dir() {
-            continue;
-        }
-        match registry::read(&path) {
-            Ok(Some(record)) if record.alive => {
-                if experiment.is_some() {
-                    return Err(OsError::StillRunning {
-                        name: record.name,
-                        pid: record.pid,
-                    });
-                }
-            }
-            Ok(Some(record)) => {
-                let namespaces: Vec<String> = record.hosts.iter().map(|h| h.ns.clone()).collect();
-                report.processes.extend(netns::kill_processes(&namespaces)?);
-                for ns in &namespaces {
-                    if netns::remove(ns)? {
-                        report.namespaces.push(ns.clone());
-                    }
-                    if netns::remove_etc(ns)? {
-                        report.etc_dirs.push(netns::etc_dir(ns));
-                    }
-                }
-                registry::remove(&path)?;
-                report.experiments.push(record.name);
-                report.registry_dirs.push(path);
-            }
-            // No record: a creation that died before writing one, so nothing else was made; or
-            // one that is starting right now, which a minute's grace leaves alone.
-            Ok(None) => {
-                let age = std::fs::metadata(&path)
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| t.elapsed().ok());
-                if age.is_some_and(|age| age > Duration::from_secs(60)) {
-                    registry::remove(&path)?;
-                    report.registry_dirs.push(path);
-                }
-            }
-            // An unreadable record names no namespaces; only the user can decide about it.
-            Err(err) => return Err(err),
-        }
-    }
-    Ok(report)
-}
-
-/// Stops a running experiment owned by another process (`netloom stop`): sends its owner SIGTERM
-/// and waits up to `timeout` for it to exit; then removes whatever the owner left behind. With no
-/// name, the only running experiment. Returns the experiment's record.
-pub fn stop(experiment: Option<&str>, timeout: Duration) -> Result<Record, OsError> {
-    let dir = registry::registry_dir();
-    let record = registry::find(&dir, experiment)?;
-    if record.alive {
-        terminate(record.pid)?;
-        let deadline = Instant::now() + timeout;
-        while registry::read(&dir.join(&record.name))?.is_some_and(|r| r.alive) {
-            if Instant::now() >= deadline {
-                return Err(OsError::StopTimeout {
-                    name: record.name,
-                    pid: record.pid,
-                    seconds: timeout.as_secs(),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-    clean_in(&dir, Some(&record.name))?;
-    Ok(record)
-}
-
-/// Sends SIGTERM to `pid` (an experiment's owner, which then tears its experiment down). A
-/// process that is already gone is not an error.
-pub fn terminate(pid: u32) -> Result<(), OsError> {
-    // SAFETY: kill has no memory preconditions.
-    if unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) } != 0 {
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::ESRCH) {
-            return Err(OsError::io(format!("send SIGTERM to pid {pid}"), err));
-        }
-    }
-    Ok(())
 }
 
 fn require_root(what: &'static str) -> Result<(), OsError> {

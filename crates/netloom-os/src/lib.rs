@@ -4,6 +4,7 @@
 //!
 //! Linux only, and most of it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN).
 
+mod cleanup;
 mod cpu;
 mod error;
 mod exec;
@@ -16,10 +17,11 @@ mod registry;
 mod signal;
 mod tun;
 
+pub use cleanup::{clean, stop, terminate, CleanReport};
 pub use cpu::{pin_current_thread, set_timer_slack_ns};
 pub use error::OsError;
 pub use exec::{command, exec};
-pub use experiment::{clean, stop, terminate, CleanReport, Experiment, ExperimentSpec, HostSpec};
+pub use experiment::{Experiment, ExperimentSpec, HostSpec};
 pub use interface::DeviceCounters;
 pub use netns::enter as enter_namespace;
 pub use plan::{

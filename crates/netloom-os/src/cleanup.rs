@@ -1,0 +1,145 @@
+//! Other processes' experiments: `stop` a running one, `clean` the leftovers of dead ones. Only
+//! what a registry entry lists is ever removed.
+
+use crate::registry::{self, Record};
+use crate::{netns, OsError};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// What `clean` removed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CleanReport {
+    pub experiments: Vec<String>,
+    pub namespaces: Vec<String>,
+    pub etc_dirs: Vec<PathBuf>,
+    /// Processes killed because they were still inside a namespace being removed.
+    pub processes: Vec<u32>,
+    pub registry_dirs: Vec<PathBuf>,
+}
+
+impl CleanReport {
+    pub fn is_empty(&self) -> bool {
+        self.experiments.is_empty() && self.registry_dirs.is_empty()
+    }
+}
+
+impl fmt::Display for CleanReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_empty() {
+            return writeln!(f, "nothing to clean");
+        }
+        let list = |items: &[String]| {
+            if items.is_empty() {
+                "none".to_string()
+            } else {
+                items.join(", ")
+            }
+        };
+        writeln!(f, "experiments: {}", list(&self.experiments))?;
+        writeln!(f, "namespaces removed: {}", list(&self.namespaces))?;
+        let pids: Vec<String> = self.processes.iter().map(u32::to_string).collect();
+        writeln!(f, "processes killed: {}", list(&pids))
+    }
+}
+
+/// Removes the leftovers of every dead experiment (its owner is gone), or of the named one:
+/// processes inside its namespaces, the namespaces, `/etc/netns` directories, the registry entry.
+/// Only namespaces listed in a registry entry are touched. Cleaning a running experiment is an
+/// error (`stop` it instead); cleaning a name that is not registered does nothing.
+pub fn clean(experiment: Option<&str>) -> Result<CleanReport, OsError> {
+    clean_in(&registry::registry_dir(), experiment)
+}
+
+pub(crate) fn clean_in(dir: &Path, experiment: Option<&str>) -> Result<CleanReport, OsError> {
+    let mut report = CleanReport::default();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(report),
+        Err(e) => return Err(OsError::io(format!("list {}", dir.display()), e)),
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if experiment.is_some_and(|wanted| wanted != name) || !path.is_dir() {
+            continue;
+        }
+        match registry::read(&path) {
+            Ok(Some(record)) if record.alive => {
+                if experiment.is_some() {
+                    return Err(OsError::StillRunning {
+                        name: record.name,
+                        pid: record.pid,
+                    });
+                }
+            }
+            Ok(Some(record)) => {
+                let namespaces: Vec<String> = record.hosts.iter().map(|h| h.ns.clone()).collect();
+                report.processes.extend(netns::kill_processes(&namespaces)?);
+                for ns in &namespaces {
+                    if netns::remove(ns)? {
+                        report.namespaces.push(ns.clone());
+                    }
+                    if netns::remove_etc(ns)? {
+                        report.etc_dirs.push(netns::etc_dir(ns));
+                    }
+                }
+                registry::remove(&path)?;
+                report.experiments.push(record.name);
+                report.registry_dirs.push(path);
+            }
+            // No record: a creation that died before writing one, so nothing else was made; or
+            // one that is starting right now, which a minute's grace leaves alone.
+            Ok(None) => {
+                let age = std::fs::metadata(&path)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok());
+                if age.is_some_and(|age| age > Duration::from_secs(60)) {
+                    registry::remove(&path)?;
+                    report.registry_dirs.push(path);
+                }
+            }
+            // An unreadable record names no namespaces; only the user can decide about it.
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(report)
+}
+
+/// Stops a running experiment owned by another process (`netloom stop`): sends its owner SIGTERM
+/// and waits up to `timeout` for it to exit; then removes whatever the owner left behind. With no
+/// name, the only running experiment. Returns the experiment's record.
+pub fn stop(experiment: Option<&str>, timeout: Duration) -> Result<Record, OsError> {
+    let dir = registry::registry_dir();
+    let record = registry::find(&dir, experiment)?;
+    if record.alive {
+        terminate(record.pid)?;
+        let deadline = Instant::now() + timeout;
+        while registry::read(&dir.join(&record.name))?.is_some_and(|r| r.alive) {
+            if Instant::now() >= deadline {
+                return Err(OsError::StopTimeout {
+                    name: record.name,
+                    pid: record.pid,
+                    seconds: timeout.as_secs(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    clean_in(&dir, Some(&record.name))?;
+    Ok(record)
+}
+
+/// Sends SIGTERM to `pid` (an experiment's owner, which then tears its experiment down). A
+/// process that is already gone is not an error.
+pub fn terminate(pid: u32) -> Result<(), OsError> {
+    // SAFETY: kill has no memory preconditions.
+    if unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) } != 0 {
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::ESRCH) {
+            return Err(OsError::io(format!("send SIGTERM to pid {pid}"), err));
+        }
+    }
+    Ok(())
+}
