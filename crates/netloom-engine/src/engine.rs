@@ -5,7 +5,7 @@ use crate::packet::{Body, Packet, PacketId, Slab};
 use crate::scheduler::Scheduler;
 use crate::traffic::{FlowSpec, Receiver, Sender, ACK_BYTES};
 use hdrhistogram::Histogram;
-use netloom_link::{Admission, Pipe, PipeConfig, Ticket};
+use netloom_link::{Admission, Pipe, PipeConfig, Ticket, Timeline};
 use netloom_route::Routes;
 use netloom_time::Instant;
 use netloom_topo::{LinkId, NodeId, PipeId, Topology};
@@ -22,6 +22,8 @@ enum Event {
     },
     /// A flow's sender asked to be polled.
     Wake { flow: u32 },
+    /// A time-varying link (`Topology::plans[plan]`) changes state.
+    Reconfigure { plan: u32 },
 }
 
 /// Per-flow measurements, kept by the engine (the sender and receiver keep their own protocol state).
@@ -102,6 +104,8 @@ pub struct Engine {
     /// Packets per (pipe, next pipe) hop, kept only after `enable_transition_counts`: partitioning
     /// needs them, and the forwarding path should not pay for them otherwise.
     transitions: Option<BTreeMap<(PipeId, PipeId), u64>>,
+    /// Where each time-varying link is in its plan, in the order of `Topology::plans`.
+    timelines: Vec<Timeline>,
 }
 
 /// SplitMix64: derives independent, well-mixed seeds for pipes and flows from the run's seed.
@@ -132,6 +136,7 @@ fn latency_histogram() -> Histogram<u32> {
 
 const SEED_PIPES: u64 = 1;
 const SEED_FLOWS: u64 = 2;
+const SEED_PLANS: u64 = 3;
 
 impl Engine {
     /// Builds the engine for `topo` with one seeded RNG per pipe, and routes it.
@@ -141,7 +146,10 @@ impl Engine {
             .pipes
             .iter()
             .enumerate()
-            .map(|(i, p)| Pipe::new(p.config, derive_seed(seed, SEED_PIPES, i as u64)))
+            .map(|(i, p)| {
+                let seed = derive_seed(seed, SEED_PIPES, i as u64);
+                Pipe::with_data(p.config, seed, p.data.clone())
+            })
             .collect();
         let pipe_head = (0..topo.pipes.len() as PipeId)
             .map(|p| {
@@ -159,7 +167,7 @@ impl Engine {
             .iter()
             .map(|l| topo.pipes[l.ab as usize].config.up)
             .collect();
-        Engine {
+        let mut engine = Engine {
             topo,
             routes,
             pipes,
@@ -172,6 +180,44 @@ impl Engine {
             now: Instant::ZERO,
             counters: EngineCounters::default(),
             transitions: None,
+            timelines: Vec::new(),
+        };
+        engine.start_plans(seed);
+        engine
+    }
+
+    /// Puts each time-varying link in its plan's first state and schedules its first change.
+    fn start_plans(&mut self, seed: u64) {
+        for (i, plan) in self.topo.plans.iter().enumerate() {
+            let seed = derive_seed(seed, SEED_PLANS, i as u64);
+            self.timelines.push(Timeline::new(plan.plan.clone(), seed));
+        }
+        for plan in 0..self.timelines.len() as u32 {
+            self.enter_state(plan);
+        }
+    }
+
+    /// A time-varying link's change is due now: moves its timeline on and applies the state.
+    fn on_reconfigure(&mut self, plan: u32) {
+        self.timelines[plan as usize].advance(self.now);
+        self.enter_state(plan);
+    }
+
+    /// Applies the current state of `plan` to its link's pipes (without flushing them) and
+    /// schedules the next change.
+    fn enter_state(&mut self, plan: u32) {
+        let timeline = &self.timelines[plan as usize];
+        let (state, next) = (timeline.state(), timeline.poll_at());
+        let p = &self.topo.plans[plan as usize];
+        let (ab, ba) = p.states[state as usize];
+        let l = &self.topo.links[p.link as usize];
+        let (ab_pipe, ba_pipe) = (l.ab, l.ba);
+        self.set_pipe_config(ab_pipe, ab);
+        if ba_pipe != ab_pipe {
+            self.set_pipe_config(ba_pipe, ba);
+        }
+        if let Some(at) = next {
+            self.sched.push(at, Event::Reconfigure { plan });
         }
     }
 
@@ -207,6 +253,11 @@ impl Engine {
 
     pub fn pipe(&self, id: PipeId) -> &Pipe {
         &self.pipes[id as usize]
+    }
+
+    /// Packets and bytes queued in `pipe` now (waiting or being serialized).
+    pub fn queue_len(&mut self, pipe: PipeId) -> (u64, u64) {
+        self.pipes[pipe as usize].queue_len(self.now)
     }
 
     /// Adds a synthetic flow; its sender is first polled at `spec.start`.
@@ -293,6 +344,7 @@ impl Engine {
                         self.poll_flow(flow);
                     }
                 }
+                Event::Reconfigure { plan } => self.on_reconfigure(plan),
             }
         }
         self.now = self.now.max(now);

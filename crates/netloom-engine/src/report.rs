@@ -54,6 +54,8 @@ pub struct Drops {
     pub red: u64,
     pub loss: u64,
     pub link_down: u64,
+    /// Wireless packets given up after the retry limit.
+    pub tx_fail: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -161,12 +163,17 @@ impl Report {
                     packets_in: c.packets_in,
                     packets_out: c.packets_out,
                     bytes_out: c.bytes_out,
-                    drops: c.drops_queue + c.drops_red + c.drops_loss + c.drops_down,
+                    drops: c.drops_queue
+                        + c.drops_red
+                        + c.drops_loss
+                        + c.drops_down
+                        + c.drops_tx_fail,
                     drops_by_cause: Drops {
                         queue: c.drops_queue,
                         red: c.drops_red,
                         loss: c.drops_loss,
                         link_down: c.drops_down,
+                        tx_fail: c.drops_tx_fail,
                     },
                     utilization: (utilization * 1e6).round() / 1e6,
                     queue_hwm_packets: c.queue_hwm_packets,

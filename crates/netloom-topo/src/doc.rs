@@ -93,6 +93,27 @@ pub struct LinkParams {
     /// Administrative state at start (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub up: Option<bool>,
+    /// An 802.11 channel: "802.11b" or "802.11g" (docs/wireless.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wireless: Option<String>,
+    /// Signal-to-noise ratio of a wireless link: "12dB" (a plain number is dB too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snr: Option<String>,
+    /// Fraction of air time other stations take: "1%" or a fraction below 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netload: Option<Fraction>,
+    /// Probability that a transmission attempt collides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collision: Option<Fraction>,
+    /// Transmission attempts per packet, the first included (default 7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_limit: Option<i64>,
+    /// A measured MAC delay profile file, relative to the topology file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac_profile: Option<String>,
+    /// A Mahimahi delivery trace file, relative to the topology file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
 }
 
 /// A probability: a plain fraction in [0, 1] or a percentage string "0.5%".
@@ -165,6 +186,66 @@ pub struct LinkEntry {
     /// Overrides for the b→a direction only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub b_to_a: Option<LinkParams>,
+    /// Changes at fixed times, once or repeating.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleSpec>,
+    /// Changes as a Markov graph of states.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub markov: Option<MarkovSpec>,
+}
+
+/// `schedule = { every = "60s", events = [{ at = "10s", set = { delay = "50ms" } }] }`
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleSpec {
+    /// Repeat the events with this period; without it they happen once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every: Option<String>,
+    #[serde(default)]
+    pub events: Vec<ScheduleEvent>,
+}
+
+/// One change: `set` from `at` on, or `set` from `from` until `to` (then what was before).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleEvent {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(default)]
+    pub set: LinkParams,
+}
+
+/// `markov = { start = "good", states = { good = { dwell = "5s", next = { bad = 1 }, set = {...} } } }`
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MarkovSpec {
+    pub start: String,
+    pub states: BTreeMap<String, MarkovStateSpec>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MarkovStateSpec {
+    pub dwell: DwellSpec,
+    /// Next state name → probability; empty: the state lasts forever.
+    #[serde(default)]
+    pub next: BTreeMap<String, Fraction>,
+    /// Link parameters in this state, over the link's own.
+    #[serde(default)]
+    pub set: LinkParams,
+}
+
+/// How long a Markov state lasts: a fixed "5s", or CDF points `[[0, "1s"], [1, "9s"]]`
+/// (probability, duration), linear in between.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum DwellSpec {
+    Fixed(String),
+    Points(Vec<(Fraction, String)>),
 }
 
 impl<'de> Deserialize<'de> for LinkEntry {

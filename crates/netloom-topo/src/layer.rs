@@ -2,12 +2,17 @@
 //! where it is written, layers are merged in order, and the result becomes a `PipeConfig` with
 //! the built-in defaults filled in. Which layers apply to which link is `load`'s business.
 
+use crate::data::DataFiles;
 use crate::doc::{Fraction, LinkParams, LossSpec};
 use crate::error::{ErrorKind, Issue, Seg, Subject};
 use crate::schema::did_you_mean;
 use crate::units::{self, UnitError};
-use netloom_link::{Aqm, LossModel, PipeConfig, QueueLimit, RedParams, DEFAULT_PACKET_BYTES};
+use netloom_link::{
+    Aqm, DelayProfile, LossModel, PipeConfig, PipeData, QueueLimit, RedParams, Standard, Trace,
+    Wireless, DEFAULT_PACKET_BYTES, DEFAULT_RETRY_LIMIT,
+};
 use netloom_time::{Duration, Rate};
+use std::sync::Arc;
 
 /// RED's minimum threshold when none is given, in packets (times 1500 bytes for a byte queue).
 pub const RED_DEFAULT_MIN_TH_PACKETS: f64 = 5.0;
@@ -40,8 +45,9 @@ struct RedLayer {
 }
 
 /// One layer of link parameters, parsed. Merging parsed layers (instead of text) means each
-/// value is parsed once, where it is written, and its error points there.
-#[derive(Clone, Copy, Debug, Default)]
+/// value is parsed once, where it is written, and its error points there. Data files are read
+/// when parsed and shared by reference.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Layer {
     rate: Option<Rate>,
     delay: Option<Duration>,
@@ -55,6 +61,13 @@ pub(crate) struct Layer {
     ooo_rate: Option<f64>,
     ooo_delay: Option<Duration>,
     up: Option<bool>,
+    wireless: Option<Standard>,
+    snr_db: Option<f64>,
+    netload: Option<f64>,
+    collision: Option<f64>,
+    retry_limit: Option<u8>,
+    mac_profile: Option<Arc<DelayProfile>>,
+    trace: Option<Arc<Trace>>,
 }
 
 impl Layer {
@@ -78,6 +91,13 @@ impl Layer {
             ooo_rate: top.ooo_rate.or(self.ooo_rate),
             ooo_delay: top.ooo_delay.or(self.ooo_delay),
             up: top.up.or(self.up),
+            wireless: top.wireless.or(self.wireless),
+            snr_db: top.snr_db.or(self.snr_db),
+            netload: top.netload.or(self.netload),
+            collision: top.collision.or(self.collision),
+            retry_limit: top.retry_limit.or(self.retry_limit),
+            mac_profile: top.mac_profile.clone().or_else(|| self.mac_profile.clone()),
+            trace: top.trace.clone().or_else(|| self.trace.clone()),
         }
     }
 }
@@ -85,6 +105,7 @@ impl Layer {
 /// Parses layers, recording problems at the path of the offending key.
 struct LayerParser<'i> {
     issues: &'i mut Vec<Issue>,
+    files: &'i mut DataFiles,
     path: Vec<Seg>,
     subject: Subject,
     /// Shown before key names: "" or "a_to_b.".
@@ -128,6 +149,58 @@ impl LayerParser<'_> {
             let name = format!("{}{}", self.prefix, keys.join("."));
             self.bad(keys, format!("{name} is {v}; it must be a number {range}"));
             None
+        }
+    }
+
+    /// A data file named by `key`, read through `read`; its problem is recorded at the key.
+    fn file<T>(
+        &mut self,
+        key: &str,
+        name: Option<&String>,
+        read: impl FnOnce(&mut DataFiles, &str) -> Result<Arc<T>, String>,
+    ) -> Option<Arc<T>> {
+        let name = name?;
+        match read(self.files, name) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.bad(&[key], format!("{}{key} \"{name}\": {e}", self.prefix));
+                None
+            }
+        }
+    }
+
+    fn standard(&mut self, name: Option<&str>) -> Option<Standard> {
+        let known = [Standard::B, Standard::G];
+        let name = name?;
+        let found = known.into_iter().find(|s| s.name() == name);
+        if found.is_none() {
+            let names: Vec<&str> = known.iter().map(|s| s.name()).collect();
+            self.bad(
+                &["wireless"],
+                format!(
+                    "{}wireless \"{name}\" is not known{}; write \"802.11b\" or \"802.11g\"",
+                    self.prefix,
+                    did_you_mean(name, &names)
+                ),
+            );
+        }
+        found
+    }
+
+    fn retry_limit(&mut self, v: Option<i64>) -> Option<u8> {
+        let v = v?;
+        match u8::try_from(v) {
+            Ok(n) if n >= 1 => Some(n),
+            _ => {
+                self.bad(
+                    &["retry_limit"],
+                    format!(
+                        "{}retry_limit {v} must be a number of attempts from 1 to 255 (802.11's is 7)",
+                        self.prefix
+                    ),
+                );
+                None
+            }
         }
     }
 
@@ -208,21 +281,33 @@ impl LayerParser<'_> {
                 p.ooo_delay.as_deref().map(units::parse_duration),
             ),
             up: p.up,
+            wireless: self.standard(p.wireless.as_deref()),
+            snr_db: self.value(&["snr"], p.snr.as_deref().map(units::parse_snr)),
+            netload: self.fraction(&["netload"], p.netload.as_ref()),
+            collision: self.fraction(&["collision"], p.collision.as_ref()),
+            retry_limit: self.retry_limit(p.retry_limit),
+            mac_profile: self.file("mac_profile", p.mac_profile.as_ref(), DataFiles::profile),
+            trace: self.file("trace", p.trace.as_ref(), DataFiles::trace),
         }
     }
 }
 
-/// A fully layered direction → its pipe; problems as (kind, message).
+/// A fully layered direction → its pipe and the data it uses; problems as (kind, message).
 pub(crate) fn finish(
     layer: &Layer,
     class: Option<&str>,
-) -> Result<PipeConfig, Vec<(ErrorKind, String)>> {
+) -> Result<(PipeConfig, PipeData), Vec<(ErrorKind, String)>> {
     let place = match class {
         Some(c) => format!("on the link, in its class \"{c}\" or in [defaults]"),
         None => "on the link or in [defaults]".to_string(),
     };
     let mut problems = Vec::new();
-    if layer.rate.is_none() {
+    // A trace sets the pace; its mean rate stands in for bw (default queue, reports).
+    let rate = layer
+        .rate
+        .or_else(|| layer.trace.as_ref().map(|t| Rate::bps(t.mean_rate_bps())));
+    let wireless = wireless(layer, rate, &mut problems);
+    if rate.is_none() {
         problems.push((
             ErrorKind::Missing,
             format!("no bandwidth; set bw (like bw = \"100Mbit\") {place}"),
@@ -234,7 +319,7 @@ pub(crate) fn finish(
             format!("no delay; set delay (like delay = \"5ms\") {place}"),
         ));
     }
-    let (Some(rate), Some(delay)) = (layer.rate, layer.delay) else {
+    let (Some(rate), Some(delay), true) = (rate, layer.delay, problems.is_empty()) else {
         return Err(problems);
     };
     let queue = layer
@@ -273,7 +358,7 @@ pub(crate) fn finish(
             })
         }
     };
-    Ok(PipeConfig {
+    let config = PipeConfig {
         rate,
         delay,
         jitter: layer.jitter.unwrap_or(Duration::ZERO),
@@ -285,13 +370,79 @@ pub(crate) fn finish(
         ooo_rate: layer.ooo_rate.unwrap_or(0.0),
         ooo_delay: layer.ooo_delay.unwrap_or(Duration::ZERO),
         up: layer.up.unwrap_or(true),
-        wireless: None,
+        wireless,
+    };
+    let data = PipeData {
+        profile: layer.mac_profile.clone(),
+        trace: layer.trace.clone(),
+    };
+    Ok((config, data))
+}
+
+/// The wireless channel a layered direction asks for, recording what does not fit together.
+fn wireless(
+    layer: &Layer,
+    rate: Option<Rate>,
+    problems: &mut Vec<(ErrorKind, String)>,
+) -> Option<Wireless> {
+    let Some(standard) = layer.wireless else {
+        let needs_wireless = [
+            ("snr", layer.snr_db.is_some()),
+            ("netload", layer.netload.is_some()),
+            ("collision", layer.collision.is_some()),
+            ("retry_limit", layer.retry_limit.is_some()),
+            ("mac_profile", layer.mac_profile.is_some()),
+        ];
+        if let Some((key, _)) = needs_wireless.iter().find(|(_, set)| *set) {
+            problems.push((
+                ErrorKind::Missing,
+                format!("{key} needs a wireless link; set wireless = \"802.11b\" or \"802.11g\""),
+            ));
+        }
+        return None;
+    };
+    if layer.trace.is_some() {
+        problems.push((
+            ErrorKind::BadValue,
+            "a link is either wireless or driven by a trace, not both; remove trace or wireless"
+                .into(),
+        ));
+    }
+    if let Some(rate) = rate.filter(|r| !standard.rates_bps().contains(&r.as_bps())) {
+        let rates: Vec<String> = standard
+            .rates_bps()
+            .iter()
+            .map(|&b| Rate::bps(b).to_string())
+            .collect();
+        problems.push((
+            ErrorKind::BadValue,
+            format!(
+                "bw {rate} is not a rate of {}; its rates are {}",
+                standard.name(),
+                rates.join(", ")
+            ),
+        ));
+    }
+    let netload = layer.netload.unwrap_or(0.0);
+    if netload >= 1.0 {
+        problems.push((
+            ErrorKind::BadValue,
+            "netload 100% leaves no air time; it must be below 1".into(),
+        ));
+    }
+    Some(Wireless {
+        standard,
+        snr_db: layer.snr_db,
+        netload,
+        collision: layer.collision.unwrap_or(0.0),
+        retry_limit: layer.retry_limit.unwrap_or(DEFAULT_RETRY_LIMIT),
     })
 }
 
 /// Parses one layer, recording its problems at `path` under `subject`.
 pub(crate) fn parse_layer(
     issues: &mut Vec<Issue>,
+    files: &mut DataFiles,
     p: &LinkParams,
     path: Vec<Seg>,
     subject: Subject,
@@ -299,6 +450,7 @@ pub(crate) fn parse_layer(
 ) -> Layer {
     LayerParser {
         issues,
+        files,
         path,
         subject,
         prefix: prefix.to_string(),

@@ -2,6 +2,7 @@
 //! validation, writing, summaries and generators. It knows nothing of time passing, routing or
 //! packets.
 
+mod data;
 pub mod doc;
 pub mod error;
 pub mod export;
@@ -13,6 +14,7 @@ mod layer;
 pub mod load;
 mod locate;
 pub mod model;
+mod plan;
 mod schema;
 pub mod summary;
 pub mod units;

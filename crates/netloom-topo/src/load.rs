@@ -7,6 +7,7 @@
 //! Parallel links between the same two nodes are allowed (each has its own pipes); routing
 //! chooses among them by its metric and tie-breaking.
 
+use crate::data::DataFiles;
 use crate::doc::{LinkParams, NodeEntry, TopologyFile};
 use crate::error::{Diagnostic, ErrorKind, Issue, Seg, Subject, TopoError};
 use crate::import::{self, ImportOptions, InputFormat};
@@ -15,7 +16,8 @@ pub use crate::layer::{
     RED_DEFAULT_MAX_P, RED_DEFAULT_MAX_TH_FACTOR, RED_DEFAULT_MIN_TH_PACKETS, RED_DEFAULT_WEIGHT,
 };
 use crate::locate::{line_at, Lines, Source};
-use crate::model::{NodeId, NodeKind, RoutingMetric, Topology};
+use crate::model::{LinkPlan, NodeId, NodeKind, RoutingMetric, Topology};
+use crate::plan::resolve_plan;
 use crate::schema::{self, did_you_mean};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -268,6 +270,7 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
         }
     }
 
+    let mut files = DataFiles::new(label);
     let before_defaults = issues.len();
     let defaults = file
         .defaults
@@ -275,6 +278,7 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
         .map(|p| {
             parse_layer(
                 &mut issues,
+                &mut files,
                 p,
                 key_path(&[], &["defaults"]),
                 Subject::Text("[defaults]".into()),
@@ -293,6 +297,7 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
             let before = issues.len();
             let layer = parse_layer(
                 &mut issues,
+                &mut files,
                 p,
                 key_path(&[], &["classes", name]),
                 Subject::Text(format!("class \"{name}\"")),
@@ -347,7 +352,7 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
         let class = match link.class.as_deref() {
             None => Some(Layer::default()),
             Some(c) => match classes.get(c) {
-                Some(layer) => Some(*layer),
+                Some(layer) => Some(layer.clone()),
                 None => {
                     let known = if class_names.is_empty() {
                         "no classes are defined; define it under [classes.NAME]".to_string()
@@ -383,12 +388,20 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
             );
         }
         let before = issues.len();
-        let own = parse_layer(&mut issues, &link.params, path.clone(), subject.clone(), "");
+        let own = parse_layer(
+            &mut issues,
+            &mut files,
+            &link.params,
+            path.clone(),
+            subject.clone(),
+            "",
+        );
         let mut direction = |p: &Option<LinkParams>, key: &str| {
             p.as_ref()
                 .map(|p| {
                     parse_layer(
                         &mut issues,
+                        &mut files,
                         p,
                         key_path(&path, &[key]),
                         subject.clone(),
@@ -401,8 +414,9 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
         let ba_layer = direction(&link.b_to_a, "b_to_a");
         let Some(class) = class else { continue };
         let base = defaults.under(&class).under(&own);
-        let ab = finish(&base.under(&ab_layer), link.class.as_deref());
-        let ba = finish(&base.under(&ba_layer), link.class.as_deref());
+        let (ab_base, ba_base) = (base.under(&ab_layer), base.under(&ba_layer));
+        let ab = finish(&ab_base, link.class.as_deref());
+        let ba = finish(&ba_base, link.class.as_deref());
         let ab_problems = ab.as_ref().err().cloned().unwrap_or_default();
         let ba_problems = ba.as_ref().err().cloned().unwrap_or_default();
         // The same gap in both directions is one mistake, reported once; a gap in one direction
@@ -435,9 +449,29 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
                 message,
             });
         }
-        if let (Some(a), Some(b), Ok(ab), Ok(ba)) = (a, b, ab, ba) {
+        let plan = resolve_plan(
+            link,
+            [&ab_base, &ba_base],
+            &mut files,
+            &mut issues,
+            &path,
+            &subject,
+        );
+        if let (Some(a), Some(b), Ok((ab, ab_data)), Ok((ba, ba_data))) = (a, b, ab, ba) {
             if a != b {
-                topo.add_link(a, b, link.class.clone(), ab, (!shared).then_some(ba));
+                let id = topo.add_link(a, b, link.class.clone(), ab, (!shared).then_some(ba));
+                let l = topo.links[id as usize].clone();
+                topo.pipes[l.ab as usize].data = ab_data;
+                if !shared {
+                    topo.pipes[l.ba as usize].data = ba_data;
+                }
+                if let Some((plan, states)) = plan {
+                    topo.plans.push(LinkPlan {
+                        link: id,
+                        plan,
+                        states,
+                    });
+                }
             }
         }
     }

@@ -1,8 +1,9 @@
 //! The resolved topology: nodes, links and the pipes that carry each direction, with every
 //! parameter parsed and validated. The engine, routing and partitioning read only this.
 
-use netloom_link::PipeConfig;
+use netloom_link::{PipeConfig, PipeData, Plan};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Index of a node in `Topology::nodes`.
 pub type NodeId = u32;
@@ -53,6 +54,18 @@ pub struct PipeSpec {
     /// The direction this pipe carries; for a shared medium, `AtoB` (it carries both).
     pub direction: Direction,
     pub config: PipeConfig,
+    /// Data files the pipe uses (a measured MAC profile, a delivery trace); none by default.
+    pub data: PipeData,
+}
+
+/// A link whose configuration changes over time: a schedule or a Markov graph over states.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkPlan {
+    pub link: LinkId,
+    pub plan: Arc<Plan>,
+    /// Each state's configuration of the a→b pipe and of the b→a pipe (the same pipe, and
+    /// configuration, for a shared link).
+    pub states: Vec<(PipeConfig, PipeConfig)>,
 }
 
 /// Which metric shortest-path routing minimizes.
@@ -74,6 +87,8 @@ pub struct Topology {
     pub pipes: Vec<PipeSpec>,
     /// Node ids of the hosts, in node order. Routing tables are indexed by position here.
     pub hosts: Vec<NodeId>,
+    /// Links that change over time, in link order.
+    pub plans: Vec<LinkPlan>,
     by_name: HashMap<String, NodeId>,
 }
 
@@ -120,6 +135,7 @@ impl Topology {
             link,
             direction: Direction::AtoB,
             config: ab,
+            data: PipeData::default(),
         });
         let ba_id = match ba {
             Some(config) => {
@@ -127,6 +143,7 @@ impl Topology {
                     link,
                     direction: Direction::BtoA,
                     config,
+                    data: PipeData::default(),
                 });
                 ab_id + 1
             }

@@ -7,8 +7,9 @@
 //! for untagged enums ("data did not match any variant") do not say what would be valid.
 
 use crate::doc::{
-    Fraction, GilbertElliottSpec, LinkEntry, LinkParams, LossSpec, Meta, NodeEntry, NodeTable,
-    QueueSpec, RedSpec, TopologyFile,
+    DwellSpec, Fraction, GilbertElliottSpec, LinkEntry, LinkParams, LossSpec, MarkovSpec,
+    MarkovStateSpec, Meta, NodeEntry, NodeTable, QueueSpec, RedSpec, ScheduleEvent, ScheduleSpec,
+    TopologyFile,
 };
 use crate::error::{ErrorKind, Issue, Seg, Subject};
 use serde_json::{Map, Value};
@@ -27,8 +28,21 @@ pub(crate) const PARAM_KEYS: &[&str] = &[
     "ooo_rate",
     "ooo_delay",
     "up",
+    "wireless",
+    "snr",
+    "netload",
+    "collision",
+    "retry_limit",
+    "mac_profile",
+    "trace",
 ];
-const LINK_KEYS: &[&str] = &["a", "b", "class", "shared", "a_to_b", "b_to_a"];
+const LINK_KEYS: &[&str] = &[
+    "a", "b", "class", "shared", "a_to_b", "b_to_a", "schedule", "markov",
+];
+const SCHEDULE_KEYS: &[&str] = &["every", "events"];
+const EVENT_KEYS: &[&str] = &["at", "from", "to", "set"];
+const MARKOV_KEYS: &[&str] = &["start", "states"];
+const STATE_KEYS: &[&str] = &["dwell", "next", "set"];
 const TOP_KEYS: &[&str] = &[
     "topology", "defaults", "classes", "hosts", "routers", "link",
 ];
@@ -348,6 +362,165 @@ impl Reader {
             ooo_rate: self.fraction(map, "ooo_rate", at),
             ooo_delay: self.with_unit(map, "ooo_delay", at),
             up: self.boolean(map, "up", at),
+            wireless: self.string(map, "wireless", at),
+            snr: self.with_unit(map, "snr", at),
+            netload: self.fraction(map, "netload", at),
+            collision: self.fraction(map, "collision", at),
+            retry_limit: self.integer(map, "retry_limit", at),
+            mac_profile: self.string(map, "mac_profile", at),
+            trace: self.string(map, "trace", at),
+        }
+    }
+
+    fn integer(&mut self, map: &Map<String, Value>, key: &str, at: &At) -> Option<i64> {
+        match Self::get(map, key)? {
+            Value::Number(n) if n.is_i64() => n.as_i64(),
+            v => {
+                self.wrong(at, key, "a whole number", v);
+                None
+            }
+        }
+    }
+
+    /// A required key of a table: its value, or a "missing" problem showing `example`.
+    fn required<'v>(
+        &mut self,
+        map: &'v Map<String, Value>,
+        key: &str,
+        at: &At,
+        example: &str,
+    ) -> Option<&'v Value> {
+        let v = Self::get(map, key);
+        if v.is_none() {
+            self.push(
+                ErrorKind::Missing,
+                at,
+                format!("missing key \"{}\"; {example}", at.name(key)),
+            );
+        }
+        v
+    }
+
+    /// `schedule = { every = "60s", events = [{ at = "10s", set = { ... } }, ...] }`
+    fn schedule(&mut self, v: &Value, at: &At) -> Option<ScheduleSpec> {
+        let m = self.table(v, at, "schedule", SCHEDULE_KEYS)?;
+        let every = self.with_unit(m, "every", at);
+        let example = "events = [{ at = \"10s\", set = { delay = \"50ms\" } }]";
+        let items = match self.required(m, "events", at, example)? {
+            Value::Array(items) => items,
+            other => {
+                self.wrong(at, "events", "an array of tables", other);
+                return None;
+            }
+        };
+        let events_at = at.key("events");
+        let events = items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, item)| {
+                let at = events_at.index(i);
+                let e = self.table(item, &at, "a schedule event", EVENT_KEYS)?;
+                let example = "an event sets parameters: set = { delay = \"50ms\" }";
+                let set = self.required(e, "set", &at, example)?;
+                Some(ScheduleEvent {
+                    at: self.with_unit(e, "at", &at),
+                    from: self.with_unit(e, "from", &at),
+                    to: self.with_unit(e, "to", &at),
+                    set: self.param_table(set, &at.key("set"), "set")?,
+                })
+            })
+            .collect();
+        Some(ScheduleSpec { every, events })
+    }
+
+    /// `markov = { start = "good", states = { good = { dwell = "5s", next = { bad = 1 }, set = { ... } } } }`
+    fn markov(&mut self, v: &Value, at: &At) -> Option<MarkovSpec> {
+        let m = self.table(v, at, "markov", MARKOV_KEYS)?;
+        let start = self.string(m, "start", at);
+        self.required(m, "start", at, "start = \"good\" names the first state");
+        let example = "states = { good = { dwell = \"5s\", next = { bad = 1 } } }";
+        let states_value = self.required(m, "states", at, example)?;
+        let states_at = at.key("states");
+        let Value::Object(table) = states_value else {
+            self.wrong(at, "states", "a table of named states", states_value);
+            return None;
+        };
+        let mut states = std::collections::BTreeMap::new();
+        for (name, state) in table {
+            let at = states_at.key(name);
+            let Some(s) = self.table(state, &at, "a Markov state", STATE_KEYS) else {
+                continue;
+            };
+            let dwell = self.dwell(s, &at);
+            let next = match Self::get(s, "next") {
+                None => Default::default(),
+                Some(Value::Object(arcs)) => arcs
+                    .keys()
+                    .filter_map(|k| Some((k.clone(), self.fraction(arcs, k, &at.key("next"))?)))
+                    .collect(),
+                Some(other) => {
+                    self.wrong(
+                        &at,
+                        "next",
+                        "a table of state names and probabilities",
+                        other,
+                    );
+                    Default::default()
+                }
+            };
+            let set = match Self::get(s, "set") {
+                None => LinkParams::default(),
+                Some(v) => self
+                    .param_table(v, &at.key("set"), "set")
+                    .unwrap_or_default(),
+            };
+            if let Some(dwell) = dwell {
+                states.insert(name.clone(), MarkovStateSpec { dwell, next, set });
+            }
+        }
+        Some(MarkovSpec {
+            start: start?,
+            states,
+        })
+    }
+
+    /// A dwell time: "5s", or CDF points [[probability, "duration"], ...].
+    fn dwell(&mut self, s: &Map<String, Value>, at: &At) -> Option<DwellSpec> {
+        let expected = "a duration like \"5s\" or CDF points like [[0, \"1s\"], [1, \"9s\"]]";
+        match self.required(s, "dwell", at, &format!("write {expected}"))? {
+            Value::String(d) => Some(DwellSpec::Fixed(d.clone())),
+            Value::Array(points) => {
+                let at = at.key("dwell");
+                let mut out = Vec::new();
+                for (i, point) in points.iter().enumerate() {
+                    let pair = match point {
+                        Value::Array(pair) if pair.len() == 2 => pair,
+                        other => {
+                            self.push(
+                                ErrorKind::WrongType,
+                                &at.index(i),
+                                format!(
+                                    "dwell point {} must be [probability, \"duration\"], not {}",
+                                    i + 1,
+                                    describe(other)
+                                ),
+                            );
+                            return None;
+                        }
+                    };
+                    let mut two = Map::new();
+                    two.insert("p".into(), pair[0].clone());
+                    two.insert("d".into(), pair[1].clone());
+                    let p = self.fraction(&two, "p", &at.index(i));
+                    let d = self.with_unit(&two, "d", &at.index(i));
+                    out.push((p?, d?));
+                }
+                Some(DwellSpec::Points(out))
+            }
+            other => {
+                self.wrong(at, "dwell", expected, other);
+                None
+            }
         }
     }
 
@@ -380,6 +553,9 @@ impl Reader {
             |key: &str| Self::get(map, key).and_then(|v| self.param_table(v, &at.key(key), key));
         let a_to_b = direction("a_to_b");
         let b_to_a = direction("b_to_a");
+        let schedule =
+            Self::get(map, "schedule").and_then(|v| self.schedule(v, &at.key("schedule")));
+        let markov = Self::get(map, "markov").and_then(|v| self.markov(v, &at.key("markov")));
         Some(LinkEntry {
             a: a?,
             b: b?,
@@ -388,6 +564,8 @@ impl Reader {
             params,
             a_to_b,
             b_to_a,
+            schedule,
+            markov,
         })
     }
 

@@ -311,6 +311,23 @@ fn check_fraction(x: f64, shown: impl Fn() -> String) -> Result<f64, UnitError> 
     Ok(x)
 }
 
+/// Parses a signal-to-noise ratio in decibels: "12dB", "-3 dB" or a plain number ("12").
+pub fn parse_snr(text: &str) -> Result<f64, UnitError> {
+    let t = text.trim();
+    let number = t
+        .strip_suffix("dB")
+        .or_else(|| t.strip_suffix("db"))
+        .unwrap_or(t)
+        .trim();
+    match number.parse::<f64>() {
+        Ok(db) if db.is_finite() => Ok(db),
+        _ => Err(UnitError::text(
+            text,
+            "is not an SNR; write decibels like \"12dB\" or \"-3dB\"",
+        )),
+    }
+}
+
 /// Parses a byte size: "1500B", "64KB", "64kB", "1MB", "64KiB". KB and kB are 1000 bytes,
 /// KiB is 1024. Zero is rejected.
 pub fn parse_size(text: &str) -> Result<u64, UnitError> {

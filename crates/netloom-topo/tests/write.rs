@@ -24,6 +24,22 @@ fn everything() -> TopologyFile {
         ooo_rate: Some(Fraction::Text("1%".into())),
         ooo_delay: Some("2ms".into()),
         up: Some(true),
+        ..Default::default()
+    };
+    let wireless = LinkParams {
+        bw: Some("11Mbit".into()),
+        aqm: Some("droptail".into()),
+        wireless: Some("802.11b".into()),
+        snr: Some("12dB".into()),
+        netload: Some(Fraction::Text("1%".into())),
+        collision: Some(Fraction::Number(0.04)),
+        retry_limit: Some(4),
+        mac_profile: Some("tests/data/wireless/lab.profile".into()),
+        ..Default::default()
+    };
+    let traced = LinkParams {
+        trace: Some("tests/data/wireless/cell.trace".into()),
+        ..Default::default()
     };
     let ge = LossSpec::GilbertElliott(GilbertElliottSpec {
         model: "gilbert-elliott".into(),
@@ -74,11 +90,79 @@ fn everything() -> TopologyFile {
                     delay: Some("0".into()),
                     ..Default::default()
                 }),
+                ..Default::default()
             },
             LinkEntry {
                 a: "r1".into(),
                 b: "h2".into(),
                 shared: Some(true),
+                ..Default::default()
+            },
+            LinkEntry {
+                a: "h1".into(),
+                b: "r1".into(),
+                shared: Some(true),
+                params: wireless,
+                schedule: Some(ScheduleSpec {
+                    every: Some("60s".into()),
+                    events: vec![
+                        ScheduleEvent {
+                            at: Some("10s".into()),
+                            set: LinkParams {
+                                snr: Some("5dB".into()),
+                                ..Default::default()
+                            },
+                            ..Default::default()
+                        },
+                        ScheduleEvent {
+                            from: Some("20s".into()),
+                            to: Some("25s".into()),
+                            set: LinkParams {
+                                up: Some(false),
+                                ..Default::default()
+                            },
+                            ..Default::default()
+                        },
+                    ],
+                }),
+                ..Default::default()
+            },
+            LinkEntry {
+                a: "r1".into(),
+                b: "h2".into(),
+                params: LinkParams {
+                    aqm: Some("droptail".into()),
+                    ..traced.clone()
+                },
+                b_to_a: Some(traced),
+                markov: Some(MarkovSpec {
+                    start: "good".into(),
+                    states: [
+                        (
+                            "good".to_string(),
+                            MarkovStateSpec {
+                                dwell: DwellSpec::Fixed("5s".into()),
+                                next: [("bad".to_string(), Fraction::Number(1.0))].into(),
+                                set: LinkParams::default(),
+                            },
+                        ),
+                        (
+                            "bad".to_string(),
+                            MarkovStateSpec {
+                                dwell: DwellSpec::Points(vec![
+                                    (Fraction::Number(0.0), "1s".into()),
+                                    (Fraction::Text("100%".into()), "3s".into()),
+                                ]),
+                                next: [("good".to_string(), Fraction::Text("100%".into()))].into(),
+                                set: LinkParams {
+                                    delay: Some("200ms".into()),
+                                    ..Default::default()
+                                },
+                            },
+                        ),
+                    ]
+                    .into(),
+                }),
                 ..Default::default()
             },
         ],

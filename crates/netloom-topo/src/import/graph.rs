@@ -307,6 +307,7 @@ impl Graph {
                 params: l.params.clone(),
                 a_to_b: l.a_to_b.clone(),
                 b_to_a: l.b_to_a.clone(),
+                ..LinkEntry::default()
             })
             .collect();
         self.attach_hosts(&mut file, label, options, &mut notes)?;
