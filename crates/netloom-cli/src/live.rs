@@ -1,8 +1,9 @@
 //! The commands around a running experiment: `stop`, `clean`, `exec` and `shell`. Each finds
 //! the experiment on its own when only one is running, or takes `--name`.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
+use netloom_live::control;
 use std::time::Duration;
 
 #[derive(Args)]
@@ -77,4 +78,218 @@ fn exit_code(status: std::process::ExitStatus) -> u8 {
         (None, Some(signal)) => (128 + signal) as u8,
         (None, None) => 1,
     }
+}
+
+#[derive(Args)]
+pub struct StatsArgs {
+    /// The experiment (needed only when several are running).
+    #[arg(long)]
+    name: Option<String>,
+    /// Print the figures as JSON (docs/live.md).
+    #[arg(long)]
+    json: bool,
+    /// How many pipes the table shows (busiest first); 0 for all.
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+}
+
+#[derive(Args)]
+pub struct LinkArgs {
+    #[command(subcommand)]
+    action: LinkAction,
+}
+
+#[derive(clap::Subcommand)]
+enum LinkAction {
+    /// Change a link's parameters now, without flushing its queues:
+    /// `netloom link set A B delay=5ms bw=10Mbit loss=1%`.
+    Set {
+        /// The experiment (needed only when several are running).
+        #[arg(long)]
+        name: Option<String>,
+        /// One end of the link.
+        a: String,
+        /// The other end.
+        b: String,
+        /// Which direction: both, a-b (from A to B) or b-a.
+        #[arg(long, default_value = "both")]
+        direction: String,
+        /// key=value parameters: bw, delay, jitter, loss, queue, duplicate, reorder.
+        #[arg(required = true)]
+        params: Vec<String>,
+    },
+    /// Take a link down (both directions); routes are recomputed around it.
+    Down {
+        /// The experiment (needed only when several are running).
+        #[arg(long)]
+        name: Option<String>,
+        a: String,
+        b: String,
+    },
+    /// Bring a link back up; routes are recomputed.
+    Up {
+        /// The experiment (needed only when several are running).
+        #[arg(long)]
+        name: Option<String>,
+        a: String,
+        b: String,
+    },
+}
+
+/// The running experiment to talk to: the named one, or the only one.
+fn target(name: Option<&str>) -> Result<netloom_os::Record> {
+    let alive: Vec<_> = netloom_os::running()?
+        .into_iter()
+        .filter(|r| r.alive && name.is_none_or(|n| n == r.name))
+        .collect();
+    match alive.len() {
+        1 => Ok(alive.into_iter().next().expect("one")),
+        0 => match name {
+            Some(n) => anyhow::bail!("no experiment named {n} is running"),
+            None => anyhow::bail!("no experiment is running"),
+        },
+        _ => anyhow::bail!(
+            "several experiments are running ({}); say which with --name",
+            alive
+                .iter()
+                .map(|r| r.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Sends `request` to the experiment and returns the reply's body, timing the round trip.
+fn ask(name: Option<&str>, request: &control::Request) -> Result<(serde_json::Value, Duration)> {
+    let record = target(name)?;
+    let socket = control::socket_path(&netloom_os::registry_dir(), &record.name);
+    let sent = std::time::Instant::now();
+    let reply = control::request(&socket, request).with_context(|| {
+        format!(
+            "talking to experiment {} ({})",
+            record.name,
+            socket.display()
+        )
+    })?;
+    let took = sent.elapsed();
+    if !reply.ok {
+        anyhow::bail!("{}", reply.error.unwrap_or_default());
+    }
+    Ok((reply.body.unwrap_or_default(), took))
+}
+
+pub fn stats(args: StatsArgs) -> Result<()> {
+    let (body, _) = ask(args.name.as_deref(), &control::Request::Stats)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&body)?);
+        return Ok(());
+    }
+    let a = &body["accuracy"];
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+    let us = |v: &serde_json::Value| format!("{:.1}", n(v) as f64 / 1e3);
+    println!(
+        "up {:.1} s, {} packets inside: {}",
+        n(&body["uptime_ns"]) as f64 / 1e9,
+        n(&body["in_flight"]),
+        if a["accurate"] == true {
+            "ACCURATE so far"
+        } else {
+            "INACCURATE"
+        }
+    );
+    println!(
+        "  lateness of {} released packets: p50 {} us, p99 {} us, p99.9 {} us, max {} us; {} late; {} physical drops",
+        n(&a["released"]),
+        us(&a["lateness_ns_p50"]),
+        us(&a["lateness_ns_p99"]),
+        us(&a["lateness_ns_p999"]),
+        us(&a["lateness_ns_max"]),
+        n(&a["late"]),
+        n(&a["physical_drops"])
+    );
+    println!();
+    println!(
+        "{:<12} {:>10} {:>10} {:>10} {:>10}",
+        "host", "pkts in", "pkts out", "malformed", "unknown"
+    );
+    for h in body["hosts"].as_array().into_iter().flatten() {
+        let c = &h["counters"];
+        println!(
+            "{:<12} {:>10} {:>10} {:>10} {:>10}",
+            h["name"].as_str().unwrap_or(""),
+            n(&c["packets_in"]),
+            n(&c["packets_out"]),
+            n(&c["malformed"]),
+            n(&c["unknown_destination"])
+        );
+    }
+    println!();
+    let mut pipes: Vec<&serde_json::Value> =
+        body["pipes"].as_array().into_iter().flatten().collect();
+    pipes.sort_by(|x, y| y["packets_out"].as_u64().cmp(&x["packets_out"].as_u64()));
+    let shown = if args.top == 0 {
+        pipes.len()
+    } else {
+        args.top.min(pipes.len())
+    };
+    println!(
+        "{:<24} {:>12} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8}   ({} of {} pipes, busiest first)",
+        "pipe",
+        "packets out",
+        "queued",
+        "drops",
+        "queue",
+        "red",
+        "loss",
+        "down",
+        shown,
+        pipes.len()
+    );
+    for p in &pipes[..shown] {
+        let d = &p["drops_by_cause"];
+        println!(
+            "{:<24} {:>12} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8}",
+            format!(
+                "{}->{}",
+                p["from"].as_str().unwrap_or(""),
+                p["to"].as_str().unwrap_or("")
+            ),
+            n(&p["packets_out"]),
+            n(&p["queue_packets"]),
+            n(&p["drops"]),
+            n(&d["queue"]),
+            n(&d["red"]),
+            n(&d["loss"]),
+            n(&d["link_down"])
+        );
+    }
+    Ok(())
+}
+
+pub fn link(args: LinkArgs) -> Result<()> {
+    let (name, request) = match args.action {
+        LinkAction::Set {
+            name,
+            a,
+            b,
+            direction,
+            params,
+        } => (
+            name,
+            control::Request::LinkSet {
+                a,
+                b,
+                direction: Some(direction),
+                params,
+            },
+        ),
+        LinkAction::Down { name, a, b } => (name, control::Request::LinkState { a, b, up: false }),
+        LinkAction::Up { name, a, b } => (name, control::Request::LinkState { a, b, up: true }),
+    };
+    let (body, took) = ask(name.as_deref(), &request)?;
+    println!(
+        "netloom: {body} (applied; {} us round trip)",
+        took.as_micros()
+    );
+    Ok(())
 }

@@ -46,6 +46,10 @@ enum Command {
     Exec(live::ExecArgs),
     /// Open a shell inside a host of a running experiment.
     Shell(live::ShellArgs),
+    /// Show a running experiment's figures: accuracy, packets per host, pipes with their queues.
+    Stats(live::StatsArgs),
+    /// Change a running experiment's link: `link set A B delay=5ms`, `link down A B`, `link up A B`.
+    Link(live::LinkArgs),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +65,8 @@ fn main() -> ExitCode {
         Command::Clean(args) => live::clean(args),
         Command::Exec(args) => live::exec(args).map(|code| std::process::exit(code.into())),
         Command::Shell(args) => live::shell(args).map(|code| std::process::exit(code.into())),
+        Command::Stats(args) => live::stats(args),
+        Command::Link(args) => live::link(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,10 +6,11 @@
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use netloom_engine::{Engine, Report};
-use netloom_live::{AccuracyReport, Driver, HostCounters, Precision, Thresholds, TunIo};
+use netloom_live::{control, AccuracyReport, Driver, HostCounters, Precision, Thresholds, TunIo};
 use netloom_os::{address_plan, Experiment, ExperimentSpec, HostSpec};
 use serde::Serialize;
 use std::net::IpAddr;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -146,7 +147,11 @@ pub fn run(args: RunArgs) -> Result<()> {
     }
     netloom_os::set_timer_slack_ns(1);
     let engine = Engine::new(topo, args.seed);
-    let io = TunIo::new(experiment.tuns())?;
+    let (waker, woken) = UnixStream::pair().context("creating the control waker")?;
+    let socket = control::socket_path(&netloom_os::registry_dir(), &name);
+    let requests = control::serve(&socket, waker)
+        .with_context(|| format!("listening on {}", socket.display()))?;
+    let io = TunIo::new(experiment.tuns(), Some(woken))?;
     let max_packet = args.mtu as usize;
     let mut driver = Driver::new(
         engine,
@@ -157,6 +162,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         precision,
         thresholds,
     );
+    driver.attach_control(requests);
     let run_started = std::time::Instant::now();
     let result = drive(&mut driver, stop, stop_after);
     let wall = run_started.elapsed();

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 fn netloom() -> Command {
@@ -46,16 +47,23 @@ macro_rules! require_live {
     };
 }
 
+/// Live tests run one at a time: two emulators spinning on a 2-vCPU machine would starve each
+/// other and the programs under test, and the tests measure timing.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
 /// One experiment: a topology file and a private registry directory; stops and cleans on drop,
 /// so a failing test leaves no namespace behind.
 struct Lab {
     name: String,
     dir: PathBuf,
     child: Option<Child>,
+    _turn: MutexGuard<'static, ()>,
 }
 
 impl Lab {
     fn new(tag: &str, topology: &str) -> Lab {
+        // A test that failed while holding the lock poisoned it; the next may still run.
+        let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let name = format!("t{}{}", tag, std::process::id() % 100_000);
         let dir = std::env::temp_dir().join(format!("netloom-live-{name}"));
         std::fs::create_dir_all(&dir).unwrap();
@@ -64,6 +72,7 @@ impl Lab {
             name,
             dir,
             child: None,
+            _turn: turn,
         }
     }
 
@@ -248,5 +257,93 @@ fn a_second_experiment_with_the_same_name_is_refused() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    lab.stop();
+}
+
+/// A ring r0-r1-r2-r3 with h1 on r0 and h2 on r2: the short way (r1) has 1 ms hops, the long
+/// way (r3) 3 ms hops; access links 100 us.
+const RING: &str = r#"hosts = ["h1", "h2"]
+routers = ["r0", "r1", "r2", "r3"]
+[defaults]
+bw = "1Gbit"
+delay = "100us"
+[[link]]
+a = "h1"
+b = "r0"
+[[link]]
+a = "h2"
+b = "r2"
+[[link]]
+a = "r0"
+b = "r1"
+delay = "1ms"
+[[link]]
+a = "r1"
+b = "r2"
+delay = "1ms"
+[[link]]
+a = "r2"
+b = "r3"
+delay = "3ms"
+[[link]]
+a = "r3"
+b = "r0"
+delay = "3ms"
+"#;
+
+fn median_rtt(lab: &Lab) -> f64 {
+    median(ping_rtts(
+        &lab.exec("h1", &["ping", "-c", "5", "-i", "0.05", "h2"]),
+    ))
+}
+
+#[test]
+fn link_changes_take_effect_at_once_and_routes_follow_a_link_down() {
+    require_live!();
+    let mut lab = Lab::new("r", RING);
+    lab.start(&["--precision", "busy"]);
+    let near = |rtt: f64, want: f64| (rtt - want).abs() <= 0.3;
+    let rtt = median_rtt(&lab);
+    assert!(near(rtt, 4.4), "short way: {rtt} ms");
+    let link = |args: &[&str]| {
+        let out = lab
+            .cmd()
+            .args(["link"])
+            .args(args)
+            .args(["--name", &lab.name])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "link {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    link(&["down", "r0", "r1"]);
+    let rtt = median_rtt(&lab);
+    assert!(near(rtt, 12.4), "rerouted the long way: {rtt} ms");
+    link(&["set", "r2", "r3", "delay=1ms"]);
+    let rtt = median_rtt(&lab);
+    assert!(near(rtt, 8.4), "after link set: {rtt} ms");
+    link(&["up", "r0", "r1"]);
+    let rtt = median_rtt(&lab);
+    assert!(near(rtt, 4.4), "back the short way: {rtt} ms");
+    let out = lab
+        .cmd()
+        .args(["stats", "--json", "--name", &lab.name])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(stats["accuracy"]["released"].as_u64().unwrap() >= 40);
+    assert_eq!(stats["hosts"].as_array().unwrap().len(), 2);
+    assert!(stats["pipes"][0].get("queue_packets").is_some());
+    let out = lab
+        .cmd()
+        .args(["link", "set", "r0", "r2", "delay=1ms", "--name", &lab.name])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no link joins r0 and r2"));
     lab.stop();
 }

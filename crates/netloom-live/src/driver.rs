@@ -5,6 +5,7 @@
 
 use crate::accuracy::{Accuracy, AccuracyReport, Thresholds};
 use crate::clock::Clock;
+use crate::control::{Pending, Reply, Request};
 use crate::ip::destination;
 use crate::pool::Pool;
 use netloom_engine::{Engine, Output};
@@ -15,6 +16,7 @@ use std::collections::HashMap;
 use std::io;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 /// The hosts' side of the emulator: one packet interface per host, indexed like
@@ -76,6 +78,8 @@ pub struct Driver<I: PacketIo> {
     outbox: Vec<Output>,
     /// Read buffer for packets that arrive when every pool buffer is in flight.
     overflow: Box<[u8]>,
+    /// Requests from `netloom stats` and `netloom link`, if a control channel is attached.
+    control: Option<Receiver<Pending>>,
 }
 
 impl<I: PacketIo> Driver<I> {
@@ -110,7 +114,13 @@ impl<I: PacketIo> Driver<I> {
             ready: Vec::new(),
             outbox: Vec::new(),
             overflow: vec![0; max_packet].into_boxed_slice(),
+            control: None,
         }
+    }
+
+    /// Answers the requests arriving on `control` between turns of the loop.
+    pub fn attach_control(&mut self, control: Receiver<Pending>) {
+        self.control = Some(control);
     }
 
     pub fn engine(&self) -> &Engine {
@@ -165,7 +175,130 @@ impl<I: PacketIo> Driver<I> {
             self.receive(host)?;
         }
         self.engine.advance(self.clock.now());
-        self.flush()
+        self.flush()?;
+        self.serve_requests();
+        Ok(())
+    }
+
+    fn serve_requests(&mut self) {
+        let Some(control) = &self.control else {
+            return;
+        };
+        let pending: Vec<Pending> = control.try_iter().collect();
+        for p in pending {
+            let reply = self.answer(p.request);
+            let _ = p.reply.send(reply);
+        }
+    }
+
+    fn answer(&mut self, request: Request) -> Reply {
+        match request {
+            Request::Stats => Reply::ok(self.stats()),
+            Request::LinkSet {
+                a,
+                b,
+                direction,
+                params,
+            } => self.set_link(&a, &b, direction.as_deref().unwrap_or("both"), &params),
+            Request::LinkState { a, b, up } => match self.find_link(&a, &b) {
+                Ok((link, _)) => {
+                    self.engine.set_link_up(link, up);
+                    Reply::ok(serde_json::json!({ "link": format!("{a}-{b}"), "up": up }))
+                }
+                Err(e) => Reply::error(e),
+            },
+        }
+    }
+
+    /// The link joining nodes `a` and `b`, and whether it is written `a`→`b` in the topology.
+    fn find_link(&self, a: &str, b: &str) -> Result<(u32, bool), String> {
+        let topo = self.engine.topology();
+        let node = |n: &str| {
+            topo.node_id(n)
+                .ok_or_else(|| format!("no node named {n:?}"))
+        };
+        let (na, nb) = (node(a)?, node(b)?);
+        let mut found = topo.links.iter().enumerate().filter_map(|(i, l)| {
+            if (l.a, l.b) == (na, nb) {
+                Some((i as u32, true))
+            } else if (l.a, l.b) == (nb, na) {
+                Some((i as u32, false))
+            } else {
+                None
+            }
+        });
+        match (found.next(), found.next()) {
+            (Some(link), None) => Ok(link),
+            (None, _) => Err(format!("no link joins {a} and {b}")),
+            (Some(_), Some(_)) => Err(format!(
+                "several links join {a} and {b}; change them in the file"
+            )),
+        }
+    }
+
+    fn set_link(&mut self, a: &str, b: &str, direction: &str, params: &[String]) -> Reply {
+        let (link, forward) = match self.find_link(a, b) {
+            Ok(found) => found,
+            Err(e) => return Reply::error(e),
+        };
+        let l = &self.engine.topology().links[link as usize];
+        // Pipes in the direction a→b and b→a as the user named them.
+        let (ab, ba) = if forward { (l.ab, l.ba) } else { (l.ba, l.ab) };
+        let pipes = match direction {
+            "both" if ab == ba => vec![ab],
+            "both" => vec![ab, ba],
+            "a-b" => vec![ab],
+            "b-a" => vec![ba],
+            other => return Reply::error(format!("direction {other:?}: write both, a-b or b-a")),
+        };
+        let mut changed = Vec::new();
+        for pipe in pipes {
+            let current = *self.engine.pipe(pipe).config();
+            match crate::change::apply(current, params) {
+                Ok(config) => changed.push((pipe, config)),
+                Err(e) => return Reply::error(e),
+            }
+        }
+        for (pipe, config) in changed {
+            self.engine.set_pipe_config(pipe, config);
+        }
+        Reply::ok(
+            serde_json::json!({ "link": format!("{a}-{b}"), "direction": direction, "set": params }),
+        )
+    }
+
+    /// Figures so far, as `netloom stats` shows them.
+    fn stats(&mut self) -> serde_json::Value {
+        let now = self.clock.now();
+        let report = netloom_engine::Report::build(&self.engine, 0, now, None);
+        let queues: Vec<(u64, u64)> = (0..report.pipes.len() as u32)
+            .map(|p| self.engine.queue_len(p))
+            .collect();
+        let topo = self.engine.topology();
+        let hosts: Vec<_> = topo
+            .hosts
+            .iter()
+            .zip(&self.counters)
+            .map(|(&n, c)| serde_json::json!({ "name": topo.node(n).name, "counters": c }))
+            .collect();
+        let pipes: Vec<_> = report
+            .pipes
+            .iter()
+            .zip(queues)
+            .map(|(p, (packets, bytes))| {
+                let mut v = serde_json::to_value(p).expect("pipe reports serialize");
+                v["queue_packets"] = packets.into();
+                v["queue_bytes"] = bytes.into();
+                v
+            })
+            .collect();
+        serde_json::json!({
+            "uptime_ns": now.as_nanos(),
+            "in_flight": self.pool.in_use(),
+            "accuracy": self.accuracy.report(),
+            "hosts": hosts,
+            "pipes": pipes,
+        })
     }
 
     /// How long the next wait may last before a deadline needs attention.

@@ -4,7 +4,9 @@
 //! the `PacketIo` trait, so the loop is tested without root.
 
 mod accuracy;
+mod change;
 mod clock;
+pub mod control;
 mod driver;
 mod ip;
 mod pool;

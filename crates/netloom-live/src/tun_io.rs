@@ -1,29 +1,56 @@
-//! The driver's packet I/O over an experiment's TUN devices, one per host, watched by epoll.
+//! The driver's packet I/O over an experiment's TUN devices, one per host, watched by epoll
+//! together with the control channel's waker.
 
 use crate::driver::PacketIo;
 use netloom_os::{OsError, Poller, Tun};
-use std::io;
+use std::io::{self, Read};
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
 use std::time::Duration;
+
+/// The poller token of the waker; host tokens are host indices.
+const WAKE: u32 = u32::MAX;
 
 pub struct TunIo<'a> {
     tuns: &'a [Tun],
     poller: Poller,
+    waker: Option<UnixStream>,
 }
 
 impl<'a> TunIo<'a> {
-    /// Watches `tuns`; host `i` is `tuns[i]`.
-    pub fn new(tuns: &'a [Tun]) -> Result<TunIo<'a>, OsError> {
+    /// Watches `tuns` (host `i` is `tuns[i]`) and, if given, the read end of the control
+    /// channel's waker, so a request interrupts a sleeping wait.
+    pub fn new(tuns: &'a [Tun], waker: Option<UnixStream>) -> Result<TunIo<'a>, OsError> {
         let mut poller = Poller::new()?;
         for (i, tun) in tuns.iter().enumerate() {
             poller.add(tun.fd(), i as u32)?;
         }
-        Ok(TunIo { tuns, poller })
+        if let Some(w) = &waker {
+            w.set_nonblocking(true).map_err(|source| OsError::Io {
+                what: "make the control waker non-blocking".into(),
+                source,
+            })?;
+            poller.add(w.as_fd(), WAKE)?;
+        }
+        Ok(TunIo {
+            tuns,
+            poller,
+            waker,
+        })
     }
 }
 
 impl PacketIo for TunIo<'_> {
     fn wait(&mut self, timeout: Option<Duration>, ready: &mut Vec<u32>) -> io::Result<()> {
-        self.poller.wait(timeout, ready).map_err(io::Error::other)
+        self.poller.wait(timeout, ready).map_err(io::Error::other)?;
+        if let Some(i) = ready.iter().position(|&t| t == WAKE) {
+            ready.swap_remove(i);
+            if let Some(mut w) = self.waker.as_ref() {
+                let mut drain = [0u8; 64];
+                while matches!(w.read(&mut drain), Ok(n) if n > 0) {}
+            }
+        }
+        Ok(())
     }
 
     fn recv(&mut self, host: u32, buf: &mut [u8]) -> io::Result<usize> {
