@@ -80,7 +80,9 @@ impl Trace {
     /// When opportunity `n` (counted over all loops from 0) happens.
     pub fn time_of(&self, n: u64) -> Instant {
         let len = self.ms.len() as u64;
-        let ms = (n / len) * self.period_ms + self.ms[(n % len) as usize];
+        let ms = (n / len)
+            .saturating_mul(self.period_ms)
+            .saturating_add(self.ms[(n % len) as usize]);
         Instant::from_nanos(ms.saturating_mul(NS_PER_MS))
     }
 
@@ -93,11 +95,11 @@ impl Trace {
         if offset == 0 && loops > 0 {
             // The previous loop's last timestamps fall exactly on t.
             let i = self.ms.partition_point(|&m| m < self.period_ms) as u64;
-            return (loops - 1) * len + i;
+            return (loops - 1).saturating_mul(len).saturating_add(i);
         }
         // Within a loop the timestamps are sorted; past the last, the next loop's first one.
         let i = self.ms.partition_point(|&m| m < offset) as u64;
-        loops * len + i
+        loops.saturating_mul(len).saturating_add(i)
     }
 }
 
