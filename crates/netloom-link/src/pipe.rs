@@ -204,6 +204,7 @@ impl Pipe {
             self.busy_until = now;
             self.last_exit = Instant::ZERO;
             self.red = RedAverage::default();
+            self.trace = TraceCursor::default();
         }
     }
 
@@ -235,6 +236,8 @@ impl Pipe {
     fn schedule(&mut self, now: Instant, bytes: u32) -> Option<Departure> {
         let tx_start = now.max(self.busy_until);
         let airtime = self.config.rate.tx_time(u64::from(bytes));
+        // A trace replaces serialization and a radio extends it; the topology loader refuses a
+        // link with both.
         let (tx_end, delivered) = if let Some(trace) = &self.data.trace {
             (self.trace.deliver(trace, now, bytes), true)
         } else if let Some(radio) = &mut self.radio {

@@ -62,3 +62,25 @@ fn an_idle_trace_pipe_waits_for_the_next_opportunity() {
     assert_eq!(exit(pipe.offer(ms(31), 1500)), ms(35));
     assert_eq!(exit(pipe.offer(ms(31), 1500)), ms(42));
 }
+
+#[test]
+fn going_down_frees_the_opportunities_queued_packets_had_taken() {
+    let trace = Arc::new(Trace::parse("10\n20\n30\n40\n").unwrap());
+    let cfg = PipeConfig::new(Rate::bps(trace.mean_rate_bps()), Duration::ZERO);
+    let data = PipeData {
+        profile: None,
+        trace: Some(trace),
+    };
+    let mut pipe = Pipe::with_data(cfg, 1, data);
+    let ms = |v: u64| Instant::from_nanos(v * 1_000_000);
+    for _ in 0..3 {
+        pipe.offer(ms(0), 1500); // take 10, 20 and 30 ms
+    }
+    pipe.set_config(ms(5), PipeConfig { up: false, ..cfg });
+    pipe.set_config(ms(6), cfg);
+    // The three packets were lost with the link; the next one takes the 10 ms opportunity.
+    let Admission::Scheduled { first, .. } = pipe.offer(ms(7), 1500) else {
+        panic!("dropped");
+    };
+    assert_eq!(first.exit, ms(10));
+}
