@@ -71,6 +71,17 @@ pub(crate) struct Layer {
 }
 
 impl Layer {
+    /// The first key naming a data file (`mac_profile`, `trace`) this layer sets, if any.
+    pub(crate) fn data_key(&self) -> Option<&'static str> {
+        if self.mac_profile.is_some() {
+            Some("mac_profile")
+        } else if self.trace.is_some() {
+            Some("trace")
+        } else {
+            None
+        }
+    }
+
     /// `self` with every key that `top` sets replaced (RED key by key).
     pub(crate) fn under(&self, top: &Layer) -> Layer {
         Layer {

@@ -94,6 +94,14 @@ impl Context<'_> {
         segs: &[Seg],
         what: &str,
     ) -> Option<(PipeConfig, PipeConfig)> {
+        // Data files are loaded once per pipe; states change only the numbers.
+        if let Some(key) = over.data_key() {
+            self.bad(
+                segs,
+                format!("{what}: {key} cannot change over time; set it on the link itself"),
+            );
+            return None;
+        }
         let ab = finish(&self.bases[0].under(over), None);
         let ba = finish(&self.bases[1].under(over), None);
         match (ab, ba) {

@@ -136,6 +136,10 @@ fn mistakes_are_located_and_explained() {
             "bw = \"1Mbit\"\n[link.markov]\nstart = \"good\"\nstates.good = { dwell = \"1s\", next = { good = \"50%\", bad = \"40%\" } }\nstates.bad = { dwell = \"1s\" }",
             "tests/topo.toml:8: link sta-ap: markov: state \"good\": the arcs' probabilities add up to 0.9, not 1",
         ),
+        (
+            "bw = \"1Mbit\"\n[link.markov]\nstart = \"a\"\nstates.a = { dwell = \"1s\", set = { trace = \"data/wireless/cell.trace\" } }",
+            "tests/topo.toml:10: link sta-ap: in state \"a\": trace cannot change over time; set it on the link itself",
+        ),
     ];
     let wrong: Vec<String> = cases
         .iter()
