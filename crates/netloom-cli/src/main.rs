@@ -4,6 +4,7 @@
 
 mod check;
 mod convert;
+mod demo;
 mod gen;
 mod input;
 mod live;
@@ -35,6 +36,9 @@ enum Command {
     Sim(sim::SimArgs),
     /// Assign pipes to cores (random, kcluster, metis) and print cut, balance and efficiency.
     Partition(partition::PartitionArgs),
+    /// Bring a bundled topology up live, run ping and iperf3 between two hosts, and print what
+    /// they measured beside what the topology configures. Needs root.
+    Demo(demo::DemoArgs),
     /// Bring a topology up live: a network namespace and TUN device per host, the engine in
     /// real time. Needs root.
     Run(run::RunArgs),
@@ -60,6 +64,7 @@ fn main() -> ExitCode {
         Command::Gen(args) => gen::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Partition(args) => partition::run(args),
+        Command::Demo(args) => demo::run(args),
         Command::Run(args) => run::run(args),
         Command::Stop(args) => live::stop(args),
         Command::Clean(args) => live::clean(args),

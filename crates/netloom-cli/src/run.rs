@@ -8,6 +8,7 @@ use clap::Args;
 use netloom_engine::{Engine, Report};
 use netloom_live::{control, AccuracyReport, Driver, HostCounters, Precision, Thresholds, TunIo};
 use netloom_os::{address_plan, Experiment, ExperimentSpec, HostSpec};
+use netloom_topo::Topology;
 use serde::Serialize;
 use std::net::IpAddr;
 use std::os::unix::net::UnixStream;
@@ -53,6 +54,11 @@ pub struct RunArgs {
     /// Pin the engine to this CPU.
     #[arg(long)]
     cpu: Option<usize>,
+    /// Keep the engine at normal priority. By default, with hybrid and sleep precision, it runs
+    /// at real-time priority (SCHED_FIFO 40) so the programs under test cannot delay its
+    /// wake-ups; busy precision never does (the kernel throttles spinning real-time threads).
+    #[arg(long)]
+    no_realtime: bool,
     /// Print the final report as JSON (docs/live.md).
     #[arg(long)]
     json: bool,
@@ -63,6 +69,10 @@ pub struct RunArgs {
     #[arg(long, hide = true)]
     ready_file: Option<PathBuf>,
 }
+
+/// SCHED_FIFO priority of a sleeping driver: above every normal process, below the kernel's
+/// own real-time threads (which use 50 and up only for interrupts on some kernels).
+pub const REALTIME_PRIORITY: u8 = 40;
 
 /// Most packets held inside the emulated network at once; more are dropped and counted as
 /// physical drops (the run is then marked inaccurate).
@@ -107,28 +117,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     if args.detach {
         return detach(&name);
     }
-    let spec = ExperimentSpec {
-        name: name.clone(),
-        hosts: topo
-            .hosts
-            .iter()
-            .enumerate()
-            .map(|(i, &node)| {
-                let (ipv4, ipv6) = address_plan(i);
-                HostSpec {
-                    name: topo.node(node).name.clone(),
-                    ipv4,
-                    ipv6,
-                }
-            })
-            .collect(),
-        mtu: args.mtu,
-    };
-    let addresses: Vec<Vec<IpAddr>> = spec
-        .hosts
-        .iter()
-        .map(|h| vec![IpAddr::V4(h.ipv4), IpAddr::V6(h.ipv6)])
-        .collect();
+    let (spec, addresses) = plan(&topo, &name, args.mtu);
     // Signals first, so a Ctrl-C during setup still tears down what was made.
     let stop = netloom_os::install_stop_handler()?;
     let started = std::time::Instant::now();
@@ -146,6 +135,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         netloom_os::pin_current_thread(cpu)?;
     }
     netloom_os::set_timer_slack_ns(1);
+    if !args.no_realtime && precision != Precision::Busy {
+        netloom_os::set_realtime_priority(REALTIME_PRIORITY)?;
+    }
     let engine = Engine::new(topo, args.seed);
     let (waker, woken) = UnixStream::pair().context("creating the control waker")?;
     let socket = control::socket_path(&netloom_os::registry_dir(), &name);
@@ -172,6 +164,34 @@ pub fn run(args: RunArgs) -> Result<()> {
     result?;
     teardown?;
     print_report(&report, args.json, args.top)
+}
+
+/// The experiment for `topo`: its hosts in topology order with the documented addresses, and
+/// each host's addresses as the driver routes them.
+pub fn plan(topo: &Topology, name: &str, mtu: u32) -> (ExperimentSpec, Vec<Vec<IpAddr>>) {
+    let spec = ExperimentSpec {
+        name: name.to_string(),
+        hosts: topo
+            .hosts
+            .iter()
+            .enumerate()
+            .map(|(i, &node)| {
+                let (ipv4, ipv6) = address_plan(i);
+                HostSpec {
+                    name: topo.node(node).name.clone(),
+                    ipv4,
+                    ipv6,
+                }
+            })
+            .collect(),
+        mtu,
+    };
+    let addresses = spec
+        .hosts
+        .iter()
+        .map(|h| vec![IpAddr::V4(h.ipv4), IpAddr::V6(h.ipv6)])
+        .collect();
+    (spec, addresses)
 }
 
 /// Steps the driver until asked to stop or until `stop_after` has passed.

@@ -32,6 +32,24 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), OsError> {
     Ok(())
 }
 
+/// Gives the calling thread real-time priority `priority` (SCHED_FIFO, 1–99): it then runs as
+/// soon as it is woken, ahead of every normal process. A driver that sleeps between deadlines
+/// needs this on a small machine, or the applications under test delay it by whole scheduler
+/// time slices (milliseconds). A thread that never sleeps must not have it: the kernel's
+/// real-time throttling would stop it for 50 ms of every second.
+pub fn set_realtime_priority(priority: u8) -> Result<(), OsError> {
+    let param = libc::sched_param {
+        sched_priority: libc::c_int::from(priority.clamp(1, 99)),
+    };
+    // SAFETY: `param` is a live sched_param; pid 0 means the calling thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        return Err(OsError::last(format!(
+            "give the driver real-time priority {priority} (SCHED_FIFO needs root)"
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,6 +60,22 @@ mod tests {
             pin_current_thread(0).unwrap();
             assert!(pin_current_thread(100_000).is_err());
             set_timer_slack_ns(1000);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn realtime_priority_is_granted_to_root() {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("SKIPPED realtime_priority_is_granted_to_root: not root");
+            return;
+        }
+        std::thread::spawn(|| {
+            set_realtime_priority(10).unwrap();
+            // SAFETY: sched_getscheduler has no memory preconditions.
+            assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_FIFO);
         })
         .join()
         .unwrap();

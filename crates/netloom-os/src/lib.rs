@@ -18,7 +18,7 @@ mod signal;
 mod tun;
 
 pub use cleanup::{clean, stop, terminate, CleanReport};
-pub use cpu::{pin_current_thread, set_timer_slack_ns};
+pub use cpu::{pin_current_thread, set_realtime_priority, set_timer_slack_ns};
 pub use error::OsError;
 pub use exec::{command, exec};
 pub use experiment::{Experiment, ExperimentSpec, HostSpec};
