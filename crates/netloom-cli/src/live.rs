@@ -233,7 +233,7 @@ pub fn stats(args: StatsArgs) -> Result<()> {
         args.top.min(pipes.len())
     };
     println!(
-        "{:<24} {:>12} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8}   ({} of {} pipes, busiest first)",
+        "{:<24} {:>12} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8}   ({} of {} pipes, busiest first)",
         "pipe",
         "packets out",
         "queued",
@@ -242,13 +242,14 @@ pub fn stats(args: StatsArgs) -> Result<()> {
         "red",
         "loss",
         "down",
+        "tx fail",
         shown,
         pipes.len()
     );
     for p in &pipes[..shown] {
         let d = &p["drops_by_cause"];
         println!(
-            "{:<24} {:>12} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8}",
+            "{:<24} {:>12} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8}",
             format!(
                 "{}->{}",
                 p["from"].as_str().unwrap_or(""),
@@ -260,7 +261,8 @@ pub fn stats(args: StatsArgs) -> Result<()> {
             n(&d["queue"]),
             n(&d["red"]),
             n(&d["loss"]),
-            n(&d["link_down"])
+            n(&d["link_down"]),
+            n(&d["tx_fail"])
         );
     }
     Ok(())

@@ -16,7 +16,7 @@ pub fn print_pipes(pipes: &[PipeReport], top: usize) {
         top.min(pipes.len())
     };
     println!(
-        "{:<24} {:>8} {:>12} {:>10} {:>8} {:>8} {:>8} {:>8}   ({} of {} pipes, busiest first)",
+        "{:<24} {:>8} {:>12} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8}   ({} of {} pipes, busiest first)",
         "pipe",
         "util %",
         "packets out",
@@ -25,12 +25,13 @@ pub fn print_pipes(pipes: &[PipeReport], top: usize) {
         "red",
         "loss",
         "down",
+        "tx fail",
         shown,
         pipes.len()
     );
     for p in &pipes[..shown] {
         println!(
-            "{:<24} {:>8.2} {:>12} {:>10} {:>8} {:>8} {:>8} {:>8}",
+            "{:<24} {:>8.2} {:>12} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8}",
             format!("{}->{}", p.from, p.to),
             p.utilization * 100.0,
             p.packets_out,
@@ -38,7 +39,8 @@ pub fn print_pipes(pipes: &[PipeReport], top: usize) {
             p.drops_by_cause.queue,
             p.drops_by_cause.red,
             p.drops_by_cause.loss,
-            p.drops_by_cause.link_down
+            p.drops_by_cause.link_down,
+            p.drops_by_cause.tx_fail
         );
     }
 }
