@@ -1,0 +1,236 @@
+//! What the live test binaries (live.rs, live_programs.rs) share: the `Lab` (one experiment,
+//! stopped and cleaned on drop, one at a time per process), the check for root, TUN and the
+//! programs a test runs, and small parsers of ping's output.
+//!
+//! Each test binary uses part of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+pub fn netloom() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_netloom"))
+}
+
+/// Why live tests that run `tools` cannot run here, if they cannot.
+pub fn unavailable(tools: &[&str]) -> Option<String> {
+    // Root, from /proc/self/status's Uid line (no unsafe geteuid needed).
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let uid0 = status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .is_some_and(|l| l.split_whitespace().nth(1) == Some("0"));
+    if !uid0 {
+        return Some("not root".into());
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Some("no /dev/net/tun".into());
+    }
+    for tool in std::iter::once(&"ip").chain(tools) {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            return Some(format!("{tool} is not installed"));
+        }
+    }
+    None
+}
+
+/// Returns from the test, saying why, when it cannot run here: `require_live!("ping")`.
+macro_rules! require_live {
+    ($($tool:expr),*) => {
+        if let Some(why) = live_common::unavailable(&[$($tool),*]) {
+            eprintln!("SKIPPED: live test needs root, TUN and {:?}: {why}", [$($tool),*]);
+            return;
+        }
+    };
+}
+
+/// Live tests run one at a time: two emulators spinning on a 2-vCPU machine would starve each
+/// other and the programs under test, and the tests measure timing. (Test binaries run one after
+/// another, so one lock per binary is enough.)
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// One experiment: a topology file and a private registry directory; stops and cleans on drop,
+/// so a failing test leaves no namespace behind.
+pub struct Lab {
+    pub name: String,
+    pub dir: PathBuf,
+    pub child: Option<Child>,
+    /// Programs started in the hosts with `spawn`; killed on drop if still running.
+    pub background: Vec<Child>,
+    _turn: MutexGuard<'static, ()>,
+}
+
+impl Lab {
+    pub fn new(tag: &str, topology: &str) -> Lab {
+        // A test that failed while holding the lock poisoned it; the next may still run.
+        let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let name = format!("t{}{}", tag, std::process::id() % 100_000);
+        let dir = std::env::temp_dir().join(format!("netloom-live-{name}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("topo.toml"), topology).unwrap();
+        Lab {
+            name,
+            dir,
+            child: None,
+            background: Vec::new(),
+            _turn: turn,
+        }
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = netloom();
+        c.env("NETLOOM_RUN_DIR", self.dir.join("run"));
+        c
+    }
+
+    /// Starts `netloom run` in the foreground of a child process and waits until the hosts are up.
+    pub fn start(&mut self, extra: &[&str]) {
+        let mut c = self.cmd();
+        c.args(["run", "--name", &self.name, "--json"])
+            .arg(self.dir.join("topo.toml"))
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        self.child = Some(c.spawn().expect("netloom run starts"));
+        let give_up = Instant::now() + Duration::from_secs(30);
+        while !self.is_up() {
+            assert!(Instant::now() < give_up, "experiment not up after 30 s");
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                let out = self.child.take().unwrap().wait_with_output().unwrap();
+                panic!(
+                    "netloom run exited ({status}): {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn is_up(&self) -> bool {
+        self.exec("h1", &["true"]).status.success()
+    }
+
+    pub fn exec_cmd(&self, host: &str, argv: &[&str]) -> Command {
+        let mut c = self.cmd();
+        c.args(["exec", "--name", &self.name, host, "--"])
+            .args(argv);
+        c
+    }
+
+    pub fn exec(&self, host: &str, argv: &[&str]) -> Output {
+        self.exec_cmd(host, argv).output().unwrap()
+    }
+
+    /// Starts `argv` on `host` in the background (its output discarded); returns its index in
+    /// `background`.
+    pub fn spawn(&mut self, host: &str, argv: &[&str]) -> usize {
+        let child = self
+            .exec_cmd(host, argv)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.background.push(child);
+        self.background.len() - 1
+    }
+
+    /// Waits until something on `host` listens on TCP `port` (a server started with `spawn`).
+    pub fn wait_listening(&self, host: &str, port: u16) {
+        let give_up = Instant::now() + Duration::from_secs(10);
+        let filter = format!("sport = :{port}");
+        loop {
+            let out = self.exec(host, &["ss", "-Hltn", &filter]);
+            if !out.stdout.is_empty() {
+                return;
+            }
+            assert!(
+                Instant::now() < give_up,
+                "nothing listens on {host}:{port} after 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops the foreground run (as Ctrl-C would) and returns its JSON report.
+    pub fn stop(&mut self) -> serde_json::Value {
+        let out = self
+            .cmd()
+            .args(["stop", "--name", &self.name])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "stop: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = self.child.take().unwrap().wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "run: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("run --json prints its report")
+    }
+
+    pub fn namespaces(&self) -> Vec<String> {
+        let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains(&format!("-{}-", self.name)))
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for mut child in self.background.drain(..) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = self.cmd().args(["clean", "--name", &self.name]).output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Two hosts joined by one 1 Gbit/s link of the given delay.
+pub fn two_hosts(delay: &str) -> String {
+    format!(
+        r#"hosts = ["h1", "h2"]
+[[link]]
+a = "h1"
+b = "h2"
+bw = "1Gbit"
+delay = "{delay}"
+"#
+    )
+}
+
+/// Round-trip times in ms that ping printed for each reply.
+pub fn ping_rtts(out: &Output) -> Vec<f64> {
+    assert!(
+        out.status.success(),
+        "ping failed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split("time=").nth(1))
+        .filter_map(|t| t.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
