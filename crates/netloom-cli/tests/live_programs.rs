@@ -1,0 +1,256 @@
+//! Live emulation measured with real programs (root, namespaces, TUN; ping, iperf3): TCP fills a
+//! 10 Mbit/s link, random loss matches the configured rate within a binomial bound, delays add up
+//! along a chain of routers, two TCP flows share a bottleneck fairly, and a 100 us delay is
+//! emulated to within 30 us of round trip. The tolerances, and why they are what they are, are in
+//! docs/live.md ("Tests and their tolerances"). Each test skips, saying why, where it cannot run.
+
+#[macro_use]
+mod live_common;
+
+use live_common::{median, ping_rtts, Lab};
+use serde_json::Value;
+
+/// Runs an iperf3 client on `host` (with `-J` added) and returns its JSON report.
+fn iperf3_client(lab: &Lab, host: &str, args: &[&str]) -> Value {
+    let mut argv = vec!["iperf3", "-J"];
+    argv.extend_from_slice(args);
+    let out = lab.exec(host, &argv);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "iperf3 {args:?} on {host} printed no JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(
+        out.status.success() && report.get("error").is_none(),
+        "iperf3 {args:?} on {host} failed: {}",
+        report["error"]
+    );
+    report
+}
+
+/// Throughput the receiver measured over the whole test, Mbit/s.
+fn received_mbps(report: &Value) -> f64 {
+    report["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .expect("end.sum_received.bits_per_second")
+        / 1e6
+}
+
+/// The accuracy section of the final report, for failure messages.
+fn accuracy(report: &Value) -> String {
+    report["accuracy"].to_string()
+}
+
+#[test]
+fn iperf3_tcp_fills_a_10mbit_link() {
+    require_live!("iperf3", "ss");
+    let mut lab = Lab::new(
+        "tcp",
+        r#"hosts = ["h1", "h2"]
+[[link]]
+a = "h1"
+b = "h2"
+bw = "10Mbit"
+delay = "5ms"
+"#,
+    );
+    lab.start(&["--precision", "busy"]);
+    lab.spawn("h2", &["iperf3", "-s", "-1"]);
+    lab.wait_listening("h2", 5201);
+    let report = iperf3_client(&lab, "h1", &["-c", "h2", "-t", "5"]);
+    let mbps = received_mbps(&report);
+    let run = lab.stop();
+    eprintln!("measured: TCP over 10 Mbit/s: {mbps:.3} Mbit/s received");
+    // docs/live.md: 9.0 to 10.0 Mbit/s. TCP payload is at most 1448 of every 1500 bytes on the
+    // wire (IPv4, TCP with timestamps), so the link's goodput ceiling is 9.65 Mbit/s; slow start
+    // costs a little of the first second.
+    assert!(
+        (9.0..=10.0).contains(&mbps),
+        "received {mbps:.3} Mbit/s; accuracy {}",
+        accuracy(&run)
+    );
+    assert_eq!(run["accuracy"]["physical_drops"], 0);
+}
+
+#[test]
+fn udp_loss_over_a_10_percent_link_is_within_the_binomial_bound() {
+    require_live!("iperf3", "ss");
+    // Loss only from h1 to h2, so iperf3's control connection and the server's report come
+    // back unharmed; the data all go h1 -> h2.
+    let mut lab = Lab::new(
+        "udp",
+        r#"hosts = ["h1", "h2"]
+[[link]]
+a = "h1"
+b = "h2"
+bw = "100Mbit"
+delay = "1ms"
+a_to_b = { loss = "10%" }
+"#,
+    );
+    lab.start(&["--precision", "busy"]);
+    lab.spawn("h2", &["iperf3", "-s", "-1"]);
+    lab.wait_listening("h2", 5201);
+    let report = iperf3_client(
+        &lab,
+        "h1",
+        &["-c", "h2", "-u", "-b", "2M", "-l", "1000", "-t", "3"],
+    );
+    let run = lab.stop();
+    // iperf3 counts a datagram lost when its sequence number never arrives (the server's
+    // figures, which the client's JSON carries in end.sum).
+    let sum = &report["end"]["sum"];
+    let (lost, total) = (
+        sum["lost_packets"].as_f64().expect("end.sum.lost_packets"),
+        sum["packets"].as_f64().expect("end.sum.packets"),
+    );
+    assert!(total >= 600.0, "only {total} datagrams: {sum}");
+    let fraction = lost / total;
+    eprintln!("measured: UDP over 10 % loss: lost {lost} of {total} = {fraction:.4}");
+    // docs/live.md: within the two-sided 99.9 % normal bound of Binomial(n, 0.1):
+    // 0.1 ± 3.29 × sqrt(0.1 × 0.9 / n) (n = 750: 0.064 to 0.136).
+    let bound = 3.29 * (0.1f64 * 0.9 / total).sqrt();
+    assert!(
+        (fraction - 0.1).abs() <= bound,
+        "lost {lost} of {total} = {fraction:.4}, outside 0.1 ± {bound:.4}; accuracy {}",
+        accuracy(&run)
+    );
+    assert_eq!(run["accuracy"]["physical_drops"], 0);
+}
+
+#[test]
+fn rtt_along_a_chain_of_five_routers_is_twice_the_sum_of_the_hop_delays() {
+    require_live!("ping");
+    // h1 - r1 - r2 - r3 - r4 - r5 - h2 with hop delays 0.5, 1, 1.5, 2, 2.5 and 3 ms: one way
+    // 10.5 ms, round trip 21 ms (plus 12 serializations of 84 bytes at 1 Gbit/s, 8 us).
+    let mut topo = String::from(
+        "hosts = [\"h1\", \"h2\"]\nrouters = [\"r1\", \"r2\", \"r3\", \"r4\", \"r5\"]\n\
+         [defaults]\nbw = \"1Gbit\"\n",
+    );
+    let nodes = ["h1", "r1", "r2", "r3", "r4", "r5", "h2"];
+    for (i, pair) in nodes.windows(2).enumerate() {
+        topo.push_str(&format!(
+            "[[link]]\na = \"{}\"\nb = \"{}\"\ndelay = \"{}us\"\n",
+            pair[0],
+            pair[1],
+            500 * (i + 1)
+        ));
+    }
+    let mut lab = Lab::new("chain", &topo);
+    lab.start(&["--precision", "busy"]);
+    let rtts = ping_rtts(&lab.exec("h1", &["ping", "-c", "20", "-i", "0.05", "h2"]));
+    let run = lab.stop();
+    assert_eq!(rtts.len(), 20, "every echo answered: {rtts:?}");
+    let m = median(rtts.clone());
+    eprintln!("measured: chain median RTT {m:.3} ms (want 21 ± 0.3)");
+    // docs/live.md: the median is 2 × 10.5 ms ± 0.3 ms.
+    assert!(
+        (m - 21.0).abs() <= 0.3,
+        "median RTT {m} ms; all {rtts:?}; accuracy {}",
+        accuracy(&run)
+    );
+}
+
+#[test]
+fn two_tcp_flows_share_a_dumbbell_bottleneck_fairly() {
+    require_live!("iperf3", "ss");
+    let mut lab = Lab::new(
+        "dumb",
+        r#"hosts = ["h1", "h2", "h3", "h4"]
+routers = ["rl", "rr"]
+[defaults]
+bw = "1Gbit"
+delay = "100us"
+[[link]]
+a = "h1"
+b = "rl"
+[[link]]
+a = "h2"
+b = "rl"
+[[link]]
+a = "rl"
+b = "rr"
+bw = "10Mbit"
+delay = "10ms"
+[[link]]
+a = "rr"
+b = "h3"
+[[link]]
+a = "rr"
+b = "h4"
+"#,
+    );
+    lab.start(&["--precision", "busy"]);
+    lab.spawn("h3", &["iperf3", "-s", "-1"]);
+    lab.spawn("h4", &["iperf3", "-s", "-1"]);
+    lab.wait_listening("h3", 5201);
+    lab.wait_listening("h4", 5201);
+    // Both clients at once, for 8 s each.
+    let lab_ref = &lab;
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| iperf3_client(lab_ref, "h1", &["-c", "h3", "-t", "8"]));
+        let b = s.spawn(|| iperf3_client(lab_ref, "h2", &["-c", "h4", "-t", "8"]));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let run = lab.stop();
+    let (a, b) = (received_mbps(&a), received_mbps(&b));
+    let total = a + b;
+    let share = a / total;
+    eprintln!("measured: dumbbell flows {a:.3} and {b:.3} Mbit/s, share {share:.3}");
+    // docs/live.md: each flow between 35 % and 65 % of the total, and the total at least
+    // 8.5 Mbit/s (the goodput ceiling is 9.65 Mbit/s; the two clients start a few ms apart).
+    assert!(
+        total >= 8.5 && (0.35..=0.65).contains(&share),
+        "flows got {a:.3} and {b:.3} Mbit/s (share {share:.3}, total {total:.3}); accuracy {}",
+        accuracy(&run)
+    );
+}
+
+#[test]
+fn a_100us_delay_adds_200us_to_the_round_trip() {
+    require_live!("ping");
+    // One experiment: first the link has no delay (the round trip of the stacks, the TUN
+    // devices and the engine), then `link set` gives it 100 us each way.
+    let mut lab = Lab::new("us", &live_common::two_hosts("0us"));
+    lab.start(&["--precision", "busy"]);
+    let ping = |lab: &Lab| {
+        let rtts = ping_rtts(&lab.exec("h1", &["ping", "-c", "100", "-i", "0.01", "h2"]));
+        assert!(rtts.len() >= 99, "echoes answered: {}", rtts.len());
+        rtts
+    };
+    // A first ping warms up the neighbour entries and caches; its times are not used.
+    lab.exec("h1", &["ping", "-c", "3", "-i", "0.01", "h2"]);
+    let base = ping(&lab);
+    let out = lab
+        .cmd()
+        .args([
+            "link",
+            "set",
+            "h1",
+            "h2",
+            "delay=100us",
+            "--name",
+            &lab.name,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "link set: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let delayed = ping(&lab);
+    let run = lab.stop();
+    let (b, d) = (median(base.clone()), median(delayed.clone()));
+    let added_us = (d - b) * 1000.0;
+    eprintln!("measured: RTT median {b:.3} ms at 0, {d:.3} ms at 100 us: +{added_us:.1} us");
+    // docs/live.md: the medians differ by 200 us ± 30 us.
+    assert!(
+        (added_us - 200.0).abs() <= 30.0,
+        "median RTT {b:.3} ms without delay, {d:.3} ms with 100 us: added {added_us:.1} us; \
+         accuracy {}",
+        accuracy(&run)
+    );
+}
