@@ -3,23 +3,8 @@
 //! document's `LinkParams`, never on parsed units.
 
 use crate::doc::LinkParams;
+use crate::schema::PARAM_KEYS;
 use serde_json::{Map, Value};
-
-/// The parameter keys a link, a class or a direction may set (`LinkParams`' fields).
-pub(crate) const KEYS: [&str; 12] = [
-    "bw",
-    "delay",
-    "jitter",
-    "reorder",
-    "loss",
-    "queue",
-    "aqm",
-    "red",
-    "duplicate",
-    "ooo_rate",
-    "ooo_delay",
-    "up",
-];
 
 pub(crate) fn to_map(params: &LinkParams) -> Map<String, Value> {
     match serde_json::to_value(params) {
@@ -99,7 +84,7 @@ fn flatten_into(value: &Value, name: &str, out: &mut Vec<(String, String)>) {
 }
 
 /// Builds parameters from flat attributes whose names (after `prefix`) start with one of
-/// `KEYS`; other attributes are not parameters and are skipped. `None` if none matched.
+/// `PARAM_KEYS` (the fields of `LinkParams`); other attributes are not parameters and are skipped. `None` if none matched.
 /// A value's type follows its key: `true`/`false` for switches, numbers for thresholds,
 /// a number or a text like "0.5%" for probabilities, packets or a size for `queue`.
 pub(crate) fn unflatten<'a>(
@@ -112,7 +97,7 @@ pub(crate) fn unflatten<'a>(
             continue;
         };
         let parts: Vec<&str> = path.split('.').collect();
-        if !KEYS.contains(&parts[0]) {
+        if !PARAM_KEYS.contains(&parts[0]) {
             continue;
         }
         let leaf = parts[parts.len() - 1];
@@ -159,13 +144,13 @@ fn typed(leaf: &str, text: &str) -> Result<Value, String> {
             _ => return Err("write true or false".into()),
         },
         "min_th" | "max_th" | "weight" => number().ok_or("write a number")?,
+        "retry_limit" => Value::from(text.parse::<i64>().map_err(|_| "write a whole number")?),
         "queue" => match text.parse::<i64>() {
             Ok(n) => Value::from(n),
             Err(_) => Value::String(text.to_string()),
         },
-        "loss" | "duplicate" | "ooo_rate" | "max_p" | "p" | "r" | "bad_loss" | "good_loss" => {
-            number().unwrap_or_else(|| Value::String(text.to_string()))
-        }
+        "loss" | "duplicate" | "ooo_rate" | "max_p" | "p" | "r" | "bad_loss" | "good_loss"
+        | "netload" | "collision" => number().unwrap_or_else(|| Value::String(text.to_string())),
         _ => Value::String(text.to_string()),
     })
 }
@@ -187,6 +172,11 @@ mod tests {
                 ..RedSpec::default()
             }),
             up: Some(false),
+            wireless: Some("802.11b-11".into()),
+            snr: Some("12dB".into()),
+            netload: Some(Fraction::Number(0.01)),
+            collision: Some(Fraction::Text("4%".into())),
+            retry_limit: Some(4),
             ..LinkParams::default()
         }
     }
