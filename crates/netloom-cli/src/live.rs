@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
+use netloom_engine::report::PipeReport;
 use netloom_live::control;
 use std::time::Duration;
 
@@ -224,47 +225,15 @@ pub fn stats(args: StatsArgs) -> Result<()> {
         );
     }
     println!();
-    let mut pipes: Vec<&serde_json::Value> =
-        body["pipes"].as_array().into_iter().flatten().collect();
-    pipes.sort_by(|x, y| y["packets_out"].as_u64().cmp(&x["packets_out"].as_u64()));
-    let shown = if args.top == 0 {
-        pipes.len()
-    } else {
-        args.top.min(pipes.len())
-    };
-    println!(
-        "{:<24} {:>12} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8}   ({} of {} pipes, busiest first)",
-        "pipe",
-        "packets out",
-        "queued",
-        "drops",
-        "queue",
-        "red",
-        "loss",
-        "down",
-        "tx fail",
-        shown,
-        pipes.len()
-    );
-    for p in &pipes[..shown] {
-        let d = &p["drops_by_cause"];
-        println!(
-            "{:<24} {:>12} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8}",
-            format!(
-                "{}->{}",
-                p["from"].as_str().unwrap_or(""),
-                p["to"].as_str().unwrap_or("")
-            ),
-            n(&p["packets_out"]),
-            n(&p["queue_packets"]),
-            n(&p["drops"]),
-            n(&d["queue"]),
-            n(&d["red"]),
-            n(&d["loss"]),
-            n(&d["link_down"]),
-            n(&d["tx_fail"])
-        );
-    }
+    let pipes: Vec<PipeReport> =
+        serde_json::from_value(body["pipes"].clone()).context("the experiment's pipe figures")?;
+    let queued: Vec<u64> = body["pipes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| n(&p["queue_packets"]))
+        .collect();
+    crate::table::print_pipes(&pipes, Some(&queued), args.top);
     Ok(())
 }
 

@@ -288,7 +288,7 @@ fn print_report(r: &RunReport, json: bool, top: usize) -> Result<()> {
         );
     }
     println!();
-    crate::table::print_pipes(&r.pipes, top);
+    crate::table::print_pipes(&r.pipes, None, top);
     Ok(())
 }
 

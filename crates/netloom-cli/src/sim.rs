@@ -190,7 +190,7 @@ fn print_tables(r: &Report, top: usize) {
         );
     }
     println!();
-    crate::table::print_pipes(&r.pipes, top);
+    crate::table::print_pipes(&r.pipes, None, top);
     println!();
     let t = &r.totals;
     print!("{} packet-hops, {} events", t.packet_hops, t.events);

@@ -2,10 +2,12 @@
 
 use netloom_engine::report::PipeReport;
 
-/// The pipes, busiest first (by utilization, then drops); `top` of them, or all with 0.
-pub fn print_pipes(pipes: &[PipeReport], top: usize) {
-    let mut pipes: Vec<_> = pipes.iter().collect();
-    pipes.sort_by(|a, b| {
+/// The pipes, busiest first (by utilization, then drops); `top` of them, or all with 0. With
+/// `queued` (packets queued now, per pipe, in the same order), a column shows it.
+pub fn print_pipes(pipes: &[PipeReport], queued: Option<&[u64]>, top: usize) {
+    let mut order: Vec<usize> = (0..pipes.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (a, b) = (&pipes[a], &pipes[b]);
         b.utilization
             .total_cmp(&a.utilization)
             .then(b.drops.cmp(&a.drops))
@@ -15,11 +17,13 @@ pub fn print_pipes(pipes: &[PipeReport], top: usize) {
     } else {
         top.min(pipes.len())
     };
+    let queue_head = if queued.is_some() { "queued" } else { "" };
     println!(
-        "{:<24} {:>8} {:>12} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8}   ({} of {} pipes, busiest first)",
+        "{:<24} {:>8} {:>12} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8}   ({} of {} pipes, busiest first)",
         "pipe",
         "util %",
         "packets out",
+        queue_head,
         "drops",
         "queue",
         "red",
@@ -29,12 +33,15 @@ pub fn print_pipes(pipes: &[PipeReport], top: usize) {
         shown,
         pipes.len()
     );
-    for p in &pipes[..shown] {
+    for &i in &order[..shown] {
+        let p = &pipes[i];
+        let queue = queued.map_or(String::new(), |q| q[i].to_string());
         println!(
-            "{:<24} {:>8.2} {:>12} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "{:<24} {:>8.2} {:>12} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8}",
             format!("{}->{}", p.from, p.to),
             p.utilization * 100.0,
             p.packets_out,
+            queue,
             p.drops,
             p.drops_by_cause.queue,
             p.drops_by_cause.red,

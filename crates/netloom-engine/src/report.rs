@@ -5,7 +5,7 @@ use crate::engine::Engine;
 use crate::traffic::SourceKind;
 use netloom_time::{Duration, Instant};
 use netloom_topo::Direction;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -48,7 +48,7 @@ pub struct FlowReport {
     pub retransmits: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Drops {
     pub queue: u64,
     pub red: u64,
@@ -58,7 +58,8 @@ pub struct Drops {
     pub tx_fail: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+/// Also read back from JSON, by `netloom stats` from a running experiment.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PipeReport {
     /// The link as "a-b" (its end nodes in file order).
     pub link: String,
