@@ -190,7 +190,14 @@ fn measure(exp: &Experiment, from: &str, to: &str, seconds: u32) -> Result<(f64,
     let text = String::from_utf8_lossy(&ping.stdout);
     let rtt = text
         .lines()
-        .find_map(|l| l.split(" = ").nth(1)?.split('/').nth(1)?.parse::<f64>().ok())
+        .find_map(|l| {
+            l.split(" = ")
+                .nth(1)?
+                .split('/')
+                .nth(1)?
+                .parse::<f64>()
+                .ok()
+        })
         .with_context(|| format!("ping got no reply: {text}"))?;
     println!("running: iperf3 -c {to} -t {seconds} (in {from}), iperf3 -s (in {to})");
     let argv: Vec<String> = ["iperf3", "-s", "-1"]
