@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# Live benchmarks (root): netloom against the floor of this machine, side by side in one run.
+#
+#   1. throughput through a plain TUN-to-TUN forwarder (bench/src/bin/tun-forward.rs: the same
+#      two-host experiment, every packet written to the other TUN at once, busy-polling) and
+#      through `netloom run` on a zero-delay 100 Gbit/s link, busy precision:
+#      64-byte UDP (highest lossless rate by a search, and what arrives at full offered rate)
+#      and TCP (iperf3, 5 s);
+#   2. round trip of a direct veth pair between two namespaces against both paths (sockperf
+#      ping-pong, UDP, 14-byte messages);
+#   3. one-way delay error at 0, 100 us, 1 ms and 10 ms link delay, busy and hybrid precision:
+#      (RTT - 2 x delay - zero-delay median RTT) / 2 per sockperf sample;
+#   4. netloom's own accuracy (lateness percentiles of its --json report) for every run.
+#
+# The emulator (forwarder or netloom) is pinned to CPU 1 (`--cpu 1`), the programs under test to
+# CPU 0 (taskset), so the two do not trade places between runs. Needs iperf3, sockperf, ip,
+# taskset, jq, bc and python3. Writes bench/results/live-<UTC date>.md (and prints it).
+# Knobs: SECONDS_TCP (5), SECONDS_UDP (2), SECONDS_PP (5), REPEAT (3: runs of TCP and of UDP
+# flat out, of which the median is reported with the range), PRECISIONS ("busy hybrid").
+# NETLOOM_SOURCE names the source revision when the tree is not a git checkout.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$(pwd)
+SECONDS_TCP=${SECONDS_TCP:-5}
+SECONDS_UDP=${SECONDS_UDP:-2}
+SECONDS_PP=${SECONDS_PP:-5}
+PRECISIONS=${PRECISIONS:-busy hybrid}
+REPEAT=${REPEAT:-3}
+
+[ "$(id -u)" = 0 ] || { echo "bench/live/run.sh needs root (namespaces, TUN)" >&2; exit 2; }
+for tool in iperf3 sockperf ip taskset jq python3 bc; do
+    command -v "$tool" >/dev/null || { echo "bench/live/run.sh needs $tool" >&2; exit 2; }
+done
+
+cargo build --release -p netloom -p netloom-bench >&2
+bin="${CARGO_TARGET_DIR:-target}/release"
+netloom="$bin/netloom"
+forward="$bin/tun-forward"
+
+work=$(mktemp -d)
+export NETLOOM_RUN_DIR="$work/run"
+EXP=""      # the experiment running now (lbfwd or lbnl)
+EMU_PID=""  # its process
+cleanup() {
+    [ -n "$EMU_PID" ] && kill "$EMU_PID" 2>/dev/null && wait "$EMU_PID" 2>/dev/null
+    "$netloom" clean >/dev/null 2>&1 || true
+    ip netns del lbv1 2>/dev/null || true
+    ip netns del lbv2 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+H2=198.18.0.2   # h2's IPv4 address in the address plan (docs/live.md)
+x() { # x HOST COMMAND...: run on HOST of the current experiment, pinned to CPU 0
+    local host=$1; shift
+    "$netloom" exec --name "$EXP" "$host" -- taskset -c 0 "$@"
+}
+wait_up() {
+    for _ in $(seq 200); do
+        "$netloom" exec --name "$EXP" h1 -- true 2>/dev/null && return 0
+        kill -0 "$EMU_PID" 2>/dev/null || { echo "emulator $EXP died" >&2; exit 1; }
+        sleep 0.05
+    done
+    echo "experiment $EXP not up" >&2; exit 1
+}
+start_forwarder() {
+    EXP=lbfwd
+    "$forward" "$EXP" --cpu 1 >"$work/fwd.json" 2>"$work/fwd.err" &
+    EMU_PID=$!
+    wait_up
+}
+topology() { # topology DELAY: two hosts, one 100 Gbit/s link
+    printf 'hosts = ["h1", "h2"]\n[[link]]\na = "h1"\nb = "h2"\nbw = "100Gbit"\ndelay = "%s"\n' "$1" \
+        >"$work/topo.toml"
+}
+start_netloom() { # start_netloom DELAY PRECISION
+    EXP=lbnl
+    topology "$1"
+    "$netloom" run --name "$EXP" --json --precision "$2" --cpu 1 "$work/topo.toml" \
+        >"$work/report.json" 2>"$work/run.err" &
+    EMU_PID=$!
+    wait_up
+}
+stop_emulator() {
+    kill -TERM "$EMU_PID"
+    wait "$EMU_PID" || true
+    EMU_PID=""
+}
+lateness() { # lateness of the last netloom run: "p50 / p99 / p99.9 us (late N of M)"
+    jq -r '.accuracy | "\(.lateness_ns_p50/1000) / \(.lateness_ns_p99/1000) / \(.lateness_ns_p999/1000) (late \(.late) of \(.released))"' \
+        "$work/report.json"
+}
+
+# --- 1. throughput -------------------------------------------------------------------------------
+udp_at() { # udp_at KPPS: "loss_fraction received_kpps" of 64-byte UDP offered at KPPS (0: flat out)
+    local bits=$(($1 * 1000 * 64 * 8))
+    x h1 iperf3 -c "$H2" -u -l 64 -b "$bits" -t "$SECONDS_UDP" -J |
+        jq -r --argjson t "$SECONDS_UDP" \
+            '.end.sum | "\(.lost_packets / .packets) \((.packets - .lost_packets) / $t / 1000)"'
+}
+median_range() { # median_range DIGITS: "median (min–max)" of the numbers on stdin
+    sort -g | awk -v d="$1" '{v[NR]=$1} END {f="%." d "f"; printf(f " (" f "–" f ")\n", v[int((NR+1)/2)], v[1], v[NR])}'
+}
+RATES="25 50 75 100 125 150 175 200 250 300 400"
+throughput() { # throughput LABEL: appends to $work/tput.md and $work/search.md
+    local label=$1 best=0 loss kpps flat tcp
+    x h2 iperf3 -s -D
+    sleep 0.3
+    tcp=$(for _ in $(seq "$REPEAT"); do
+        x h1 iperf3 -c "$H2" -t "$SECONDS_TCP" -J | jq '.end.sum_received.bits_per_second / 1e9'
+    done | median_range 2)
+    local row="| $label |"
+    for r in $RATES; do
+        read -r loss kpps < <(udp_at "$r")
+        row="$row $(printf '%.3f' "$(echo "$loss * 100" | bc -l)") |"
+        if [ "$(echo "$loss <= 0.001" | bc -l)" = 1 ]; then best=$r; else break; fi
+    done
+    echo "$row" >>"$work/search.md"
+    flat=$(for _ in $(seq "$REPEAT"); do udp_at 0 | awk '{print $2}'; done | median_range 0)
+    printf '| %s | %s | %s | %s |' "$label" "$best" "$flat" "$tcp" >>"$work/tput.md"
+}
+
+: >"$work/tput.md"
+: >"$work/search.md"
+start_forwarder
+throughput "plain TUN forwarder (floor)"
+echo " – |" >>"$work/tput.md"
+stop_emulator
+start_netloom 0us busy
+throughput "netloom run, 0 delay, 100 Gbit/s, busy"
+stop_emulator
+echo " $(lateness) |" >>"$work/tput.md"
+
+# --- 2. round trip over veth, the forwarder and netloom ----------------------------------------------
+PORT=11111
+pingpong() { # pingpong LOGFILE ADDRESS RUN...: sockperf ping-pong, every sample logged
+    local log=$1 addr=$2; shift 2
+    "$@" sockperf pp -i "$addr" -p $PORT -t "$SECONDS_PP" --mps 1000 --full-rtt --full-log "$log" \
+        >/dev/null 2>&1
+}
+ip netns add lbv1
+ip netns add lbv2
+ip link add lbva netns lbv1 type veth peer lbvb netns lbv2
+ip -n lbv1 addr add 10.99.0.1/24 dev lbva
+ip -n lbv2 addr add 10.99.0.2/24 dev lbvb
+ip -n lbv1 link set lbva up
+ip -n lbv2 link set lbvb up
+ip -n lbv1 link set lo up
+ip -n lbv2 link set lo up
+ip netns exec lbv2 taskset -c 0 sockperf sr -i 10.99.0.2 -p $PORT >/dev/null 2>&1 &
+srv=$!
+sleep 0.3
+pingpong "$work/veth.csv" 10.99.0.2 ip netns exec lbv1 taskset -c 0
+kill "$srv"; wait "$srv" 2>/dev/null || true
+ip netns del lbv1; ip netns del lbv2
+
+start_forwarder
+x h2 sockperf sr -i "$H2" -p $PORT >/dev/null 2>&1 &
+sleep 0.3
+pingpong "$work/fwd.csv" "$H2" x h1
+stop_emulator
+
+: >"$work/error.md"
+: >"$work/rtt-nl.md"
+for precision in $PRECISIONS; do
+    base=""
+    for delay in 0 100 1000 10000; do
+        start_netloom "${delay}us" "$precision"
+        x h2 sockperf sr -i "$H2" -p $PORT >/dev/null 2>&1 &
+        sleep 0.3
+        t=$SECONDS_PP
+        [ "$delay" -ge 10000 ] && t=$((SECONDS_PP * 2)) # 50 round trips a second at 10 ms
+        SECONDS_PP=$t pingpong "$work/nl-$precision-$delay.csv" "$H2" x h1
+        stop_emulator
+        if [ -z "$base" ]; then
+            read -r _ base _ _ < <(python3 bench/live/stats.py rtt "$work/nl-$precision-0.csv")
+            cp "$work/nl-$precision-0.csv" "$work/nl0-$precision.csv"
+            echo "| netloom, zero delay, $precision | $(python3 bench/live/stats.py rtt "$work/nl0-$precision.csv" | awk '{print $2" | "$3" | "$4" | "$1}') | $(lateness) |" >>"$work/rtt-nl.md"
+        fi
+        read -r n e50 e99 e999 a99 < <(python3 bench/live/stats.py error "$work/nl-$precision-$delay.csv" "$delay" "$base")
+        read -r _ r50 _ _ < <(python3 bench/live/stats.py rtt "$work/nl-$precision-$delay.csv")
+        echo "| $precision | $delay | $n | $r50 | $e50 | $e99 | $e999 | $a99 | $(lateness) |" >>"$work/error.md"
+    done
+done
+
+# --- report ------------------------------------------------------------------------------------------
+rtt_row() { python3 bench/live/stats.py rtt "$1" | awk '{print $2" | "$3" | "$4" | "$1}'; }
+read -r _ v50 v99 _ < <(python3 bench/live/stats.py rtt "$work/veth.csv")
+report=$(mktemp)
+{
+    echo "# netloom live benchmarks"
+    echo
+    echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($(nproc) vCPUs), kernel $(uname -r)"
+    echo "- source: $(git -C "$repo" describe --always --dirty 2>/dev/null || echo "${NETLOOM_SOURCE:-unknown}")"
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "- command: \`bench/live/run.sh\` (SECONDS_TCP=$SECONDS_TCP SECONDS_UDP=$SECONDS_UDP SECONDS_PP=$SECONDS_PP)"
+    echo "- emulator pinned to CPU 1, programs to CPU 0; iperf3 $(iperf3 --version | head -1 | cut -d' ' -f2), sockperf $(sockperf --version 2>&1 | head -1 | awk '{print $3}')"
+    echo
+    echo "## Throughput"
+    echo
+    echo "64-byte UDP payloads (iperf3 -u -l 64, ${SECONDS_UDP} s per rate): the highest offered rate with"
+    echo "at most 0.1 % loss (loss counted by iperf3's sequence numbers), and what arrives when iperf3"
+    echo "sends flat out (-b 0). TCP: iperf3, ${SECONDS_TCP} s, receiver's rate, MTU 1500. Flat out and TCP:"
+    echo "median (min–max) of $REPEAT runs. netloom's lateness covers its whole run (all of these)."
+    echo
+    echo "| path | lossless 64-byte UDP, kpps | 64-byte UDP flat out, kpps received | TCP Gbit/s | netloom lateness p50 / p99 / p99.9 µs |"
+    echo "|---|---:|---:|---:|---|"
+    cat "$work/tput.md"
+    echo
+    echo "Loss in % at each offered rate (kpps), up to the first rate above 0.1 %:"
+    echo
+    echo "| path | $(echo $RATES | sed 's/ / | /g') |"
+    echo "|---|$(for _ in $RATES; do printf -- '---:|'; done)"
+    cat "$work/search.md"
+    echo
+    echo "## Round trip added over a direct veth pair"
+    echo
+    echo "sockperf ping-pong (UDP, 14-byte messages, 1000 a second, ${SECONDS_PP} s, --full-rtt), µs:"
+    echo
+    echo "| path | RTT p50 | RTT p99 | RTT p99.9 | samples | netloom lateness p50 / p99 / p99.9 µs |"
+    echo "|---|---:|---:|---:|---:|---|"
+    echo "| veth pair | $(rtt_row "$work/veth.csv") | – |"
+    echo "| plain TUN forwarder | $(rtt_row "$work/fwd.csv") | – |"
+    cat "$work/rtt-nl.md"
+    echo
+    read -r _ f50 f99 _ < <(python3 bench/live/stats.py rtt "$work/fwd.csv")
+    read -r _ n50 n99 _ < <(python3 bench/live/stats.py rtt "$work/nl0-busy.csv")
+    echo "Added over veth by netloom (busy): p50 $(echo "$n50 - $v50" | bc -l) µs, p99 $(echo "$n99 - $v99" | bc -l) µs;"
+    echo "by the plain forwarder: p50 $(echo "$f50 - $v50" | bc -l) µs, p99 $(echo "$f99 - $v99" | bc -l) µs."
+    echo
+    echo "## One-way delay error"
+    echo
+    echo "Per sample: (RTT − 2 × delay − median RTT at zero delay in the same precision) / 2, µs;"
+    echo "\"|err| p99\" is the 99th percentile of its magnitude. At 10 ms the run lasts"
+    echo "$((SECONDS_PP * 2)) s (50 round trips a second), so its p99.9 rests on a few samples."
+    echo
+    echo "| precision | delay µs | samples | RTT p50 µs | error p50 | error p99 | error p99.9 | \\|err\\| p99 | netloom lateness p50 / p99 / p99.9 µs (late of released) |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
+    cat "$work/error.md"
+} >"$report"
+mkdir -p bench/results
+cat "$report"
+cp "$report" "bench/results/live-$(date -u +%Y-%m-%d).md"
+rm -f "$report"

@@ -1,0 +1,69 @@
+//! The floor of this machine for live emulation: a plain TUN-to-TUN forwarder with no emulation.
+//! It brings up the same two-host experiment `netloom run` would (`netloom_os::Experiment`, so
+//! `netloom exec --name NAME h1 -- ...` works against it), then busy-polls both TUN devices and
+//! writes every packet read from one host into the other at once: no engine, no descriptors,
+//! no timing. `bench/live/run.sh` measures it side by side with `netloom run`, so the difference
+//! is netloom's own cost.
+//!
+//! `tun-forward NAME [--cpu N]`; runs until SIGINT or SIGTERM, then tears down and prints the
+//! packets forwarded each way.
+
+use netloom_os::{install_stop_handler, pin_current_thread, Experiment, ExperimentSpec};
+use std::io::ErrorKind;
+use std::sync::atomic::Ordering;
+
+/// Packets read from one side before the other side gets a turn (as the driver's READ_BATCH).
+const BATCH: usize = 64;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(name) = args.first() else {
+        return Err("usage: tun-forward NAME [--cpu N]".into());
+    };
+    let cpu = match args.get(1).map(String::as_str) {
+        Some("--cpu") => Some(
+            args.get(2)
+                .ok_or("--cpu needs a number")?
+                .parse::<usize>()?,
+        ),
+        Some(other) => return Err(format!("unknown argument {other:?}").into()),
+        None => None,
+    };
+    let stop = install_stop_handler()?;
+    let spec = ExperimentSpec::planned(name, ["h1", "h2"]);
+    let mut experiment = Experiment::create(&spec)?;
+    if let Some(cpu) = cpu {
+        pin_current_thread(cpu)?;
+    }
+    eprintln!("tun-forward: experiment {name} is up (h1, h2); busy-polling");
+    let mut buf = vec![0u8; 65536];
+    let mut forwarded = [0u64; 2];
+    let mut failed = [0u64; 2];
+    {
+        let tuns = experiment.tuns();
+        while !stop.load(Ordering::Relaxed) {
+            for from in 0..2 {
+                let to = 1 - from;
+                for _ in 0..BATCH {
+                    match tuns[from].read(&mut buf) {
+                        Ok(n) => match tuns[to].write(&buf[..n]) {
+                            Ok(_) => forwarded[from] += 1,
+                            Err(_) => failed[from] += 1,
+                        },
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == ErrorKind::Interrupted => break,
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+        }
+    }
+    experiment.teardown()?;
+    println!(
+        "{{\"forwarded_h1_to_h2\": {}, \"forwarded_h2_to_h1\": {}, \"write_failures\": {}}}",
+        forwarded[0],
+        forwarded[1],
+        failed[0] + failed[1]
+    );
+    Ok(())
+}
