@@ -2,7 +2,8 @@
 # Live benchmarks (root): netloom against the floor of this machine, side by side in one run.
 #
 #   1. throughput through a plain TUN-to-TUN forwarder (bench/src/bin/tun-forward.rs: the same
-#      two-host experiment, every packet written to the other TUN at once, busy-polling) and
+#      two-host experiment, every packet written to the other TUN at once, busy-polling; and
+#      again with --staged turns, read a batch from every host then write, as netloom does) and
 #      through `netloom run` on a zero-delay 100 Gbit/s link, busy precision:
 #      64-byte UDP (highest lossless rate by a search, and what arrives at full offered rate)
 #      and TCP (iperf3, 5 s);
@@ -15,8 +16,9 @@
 # The emulator (forwarder or netloom) is pinned to CPU 1 (`--cpu 1`), the programs under test to
 # CPU 0 (taskset), so the two do not trade places between runs. Needs iperf3, sockperf, ip,
 # taskset, jq, bc and python3. Writes bench/results/live-<UTC date>.md (and prints it).
-# Knobs: SECONDS_TCP (5), SECONDS_UDP (2), SECONDS_PP (5), REPEAT (3: runs of TCP and of UDP
-# flat out, of which the median is reported with the range), PRECISIONS ("busy hybrid").
+# Knobs: SECONDS_TCP (5), SECONDS_UDP (2), SECONDS_PP (5), REPEAT (3: runs of TCP, of UDP flat
+# out and of each rate of the search; medians are reported), PRECISIONS ("busy hybrid").
+# Takes about 10 minutes.
 # NETLOOM_SOURCE names the source revision when the tree is not a git checkout.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -63,9 +65,9 @@ wait_up() {
     done
     echo "experiment $EXP not up" >&2; exit 1
 }
-start_forwarder() {
+start_forwarder() { # start_forwarder [--staged]
     EXP=lbfwd
-    "$forward" "$EXP" --cpu 1 >"$work/fwd.json" 2>"$work/fwd.err" &
+    "$forward" "$EXP" --cpu 1 "$@" >"$work/fwd.json" 2>"$work/fwd.err" &
     EMU_PID=$!
     wait_up
 }
@@ -111,7 +113,8 @@ throughput() { # throughput LABEL: appends to $work/tput.md and $work/search.md
     done | median_range 2)
     local row="| $label |"
     for r in $RATES; do
-        read -r loss kpps < <(udp_at "$r")
+        loss=$(for _ in $(seq "$REPEAT"); do udp_at "$r" | awk '{print $1}'; done |
+            sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
         row="$row $(printf '%.3f' "$(echo "$loss * 100" | bc -l)") |"
         if [ "$(echo "$loss <= 0.001" | bc -l)" = 1 ]; then best=$r; else break; fi
     done
@@ -124,6 +127,10 @@ throughput() { # throughput LABEL: appends to $work/tput.md and $work/search.md
 : >"$work/search.md"
 start_forwarder
 throughput "plain TUN forwarder (floor)"
+echo " – |" >>"$work/tput.md"
+stop_emulator
+start_forwarder --staged
+throughput "plain TUN forwarder, staged turns"
 echo " – |" >>"$work/tput.md"
 stop_emulator
 start_netloom 0us busy
@@ -207,7 +214,10 @@ report=$(mktemp)
     echo "|---|---:|---:|---:|---|"
     cat "$work/tput.md"
     echo
-    echo "Loss in % at each offered rate (kpps), up to the first rate above 0.1 %:"
+    echo "\"staged turns\": the forwarder reads up to 64 packets from each host, then writes them all"
+    echo "(the shape of netloom's loop, without its engine), instead of writing each packet as it is read."
+    echo
+    echo "Loss in % at each offered rate (kpps; median of $REPEAT runs), up to the first rate above 0.1 %:"
     echo
     echo "| path | $(echo $RATES | sed 's/ / | /g') |"
     echo "|---|$(for _ in $RATES; do printf -- '---:|'; done)"

@@ -5,8 +5,12 @@
 //! no timing. `bench/live/run.sh` measures it side by side with `netloom run`, so the difference
 //! is netloom's own cost.
 //!
-//! `tun-forward NAME [--cpu N]`; runs until SIGINT or SIGTERM, then tears down and prints the
-//! packets forwarded each way.
+//! `tun-forward NAME [--cpu N] [--staged]`; runs until SIGINT or SIGTERM, then tears down and
+//! prints the packets forwarded each way.
+//!
+//! `--staged` copies the shape of netloom's loop without its engine: each turn reads up to a batch
+//! from every host first, then writes all of them, instead of writing each packet as soon as it
+//! is read. Comparing the two separates the cost of that turn structure from the engine's.
 
 use netloom_os::{install_stop_handler, pin_current_thread, Experiment, ExperimentSpec};
 use std::io::ErrorKind;
@@ -20,15 +24,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let Some(name) = args.first() else {
         return Err("usage: tun-forward NAME [--cpu N]".into());
     };
-    let cpu = match args.get(1).map(String::as_str) {
-        Some("--cpu") => Some(
-            args.get(2)
-                .ok_or("--cpu needs a number")?
-                .parse::<usize>()?,
-        ),
-        Some(other) => return Err(format!("unknown argument {other:?}").into()),
-        None => None,
-    };
+    let (mut cpu, mut staged) = (None, false);
+    let mut rest = args[1..].iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--cpu" => {
+                cpu = Some(
+                    rest.next()
+                        .ok_or("--cpu needs a number")?
+                        .parse::<usize>()?,
+                )
+            }
+            "--staged" => staged = true,
+            other => return Err(format!("unknown argument {other:?}").into()),
+        }
+    }
     let stop = install_stop_handler()?;
     let spec = ExperimentSpec::planned(name, ["h1", "h2"]);
     let mut experiment = Experiment::create(&spec)?;
@@ -39,9 +49,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut buf = vec![0u8; 65536];
     let mut forwarded = [0u64; 2];
     let mut failed = [0u64; 2];
+    // --staged: per direction, the packets read this turn (buffers reused across turns).
+    let mut stage: [Vec<Vec<u8>>; 2] =
+        [vec![vec![0u8; 65536]; BATCH], vec![vec![0u8; 65536]; BATCH]];
+    let mut staged_len = [[0usize; BATCH]; 2];
     {
         let tuns = experiment.tuns();
-        while !stop.load(Ordering::Relaxed) {
+        while staged && !stop.load(Ordering::Relaxed) {
+            let mut count = [0usize; 2];
+            for from in 0..2 {
+                while count[from] < BATCH {
+                    match tuns[from].read(&mut stage[from][count[from]]) {
+                        Ok(n) => {
+                            staged_len[from][count[from]] = n;
+                            count[from] += 1;
+                        }
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == ErrorKind::Interrupted => break,
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+            for from in 0..2 {
+                for i in 0..count[from] {
+                    match tuns[1 - from].write(&stage[from][i][..staged_len[from][i]]) {
+                        Ok(_) => forwarded[from] += 1,
+                        Err(_) => failed[from] += 1,
+                    }
+                }
+            }
+        }
+        while !staged && !stop.load(Ordering::Relaxed) {
             for from in 0..2 {
                 let to = 1 - from;
                 for _ in 0..BATCH {
