@@ -15,6 +15,7 @@ pub struct TunIo<'a> {
     tuns: &'a [Tun],
     poller: Poller,
     waker: Option<UnixStream>,
+    woken: bool,
 }
 
 impl<'a> TunIo<'a> {
@@ -36,6 +37,7 @@ impl<'a> TunIo<'a> {
             tuns,
             poller,
             waker,
+            woken: false,
         })
     }
 }
@@ -45,6 +47,7 @@ impl PacketIo for TunIo<'_> {
         self.poller.wait(timeout, ready).map_err(io::Error::other)?;
         if let Some(i) = ready.iter().position(|&t| t == WAKE) {
             ready.swap_remove(i);
+            self.woken = true;
             if let Some(mut w) = self.waker.as_ref() {
                 let mut drain = [0u8; 64];
                 while matches!(w.read(&mut drain), Ok(n) if n > 0) {}
@@ -59,5 +62,9 @@ impl PacketIo for TunIo<'_> {
 
     fn send(&mut self, host: u32, packet: &[u8]) -> io::Result<()> {
         self.tuns[host as usize].write(packet).map(|_| ())
+    }
+
+    fn take_wake(&mut self) -> bool {
+        std::mem::take(&mut self.woken)
     }
 }
