@@ -47,6 +47,13 @@ const STOP_WAIT: Duration = Duration::from_secs(20);
 
 pub fn stop(args: StopArgs) -> Result<()> {
     let record = netloom_os::stop(args.name.as_deref(), STOP_WAIT)?;
+    // A detached run wrote its output, the final report included, to its log: show it, then
+    // remove the log so nothing is left behind.
+    let log = crate::run::log_path(&record.name);
+    if let Ok(text) = std::fs::read_to_string(&log) {
+        let _ = std::fs::remove_file(&log);
+        print!("{text}");
+    }
     println!("netloom: stopped experiment {}", record.name);
     Ok(())
 }
@@ -54,6 +61,12 @@ pub fn stop(args: StopArgs) -> Result<()> {
 pub fn clean(args: CleanArgs) -> Result<()> {
     let report = netloom_os::clean(args.name.as_deref())?;
     println!("{report}");
+    for name in &report.experiments {
+        let log = crate::run::log_path(name);
+        if std::fs::remove_file(&log).is_ok() {
+            println!("removed {}", log.display());
+        }
+    }
     Ok(())
 }
 

@@ -57,6 +57,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    netloom_os::restore_default_sigpipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => check::run(args),

@@ -115,7 +115,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         .transpose()
         .context("--duration")?;
     if args.detach {
-        return detach(&name);
+        return detach(&name, args.name.is_none());
     }
     let (spec, addresses) = plan(&topo, &name, args.mtu);
     // Signals first, so a Ctrl-C during setup still tears down what was made.
@@ -294,11 +294,11 @@ fn print_report(r: &RunReport, json: bool, top: usize) -> Result<()> {
 
 /// Starts this same command in the background and returns once it reports every host up (or
 /// fails, showing its log).
-fn detach(name: &str) -> Result<()> {
+fn detach(name: &str, add_name: bool) -> Result<()> {
     let dir = netloom_os::registry_dir();
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let ready = dir.join(format!("{name}.ready"));
-    let log_path = dir.join(format!("{name}.log"));
+    let log_path = log_path(name);
     let _ = std::fs::remove_file(&ready);
     let log = std::fs::File::create(&log_path)
         .with_context(|| format!("creating {}", log_path.display()))?;
@@ -306,12 +306,11 @@ fn detach(name: &str) -> Result<()> {
         .skip(1)
         .filter(|a| a != "--detach")
         .collect();
-    argv.extend([
-        "--name".into(),
-        name.into(),
-        "--ready-file".into(),
-        ready.display().to_string(),
-    ]);
+    // The name defaulted from the file name is passed on, so both processes agree on it.
+    if add_name {
+        argv.extend(["--name".into(), name.into()]);
+    }
+    argv.extend(["--ready-file".into(), ready.display().to_string()]);
     let mut child = {
         use std::os::unix::process::CommandExt;
         std::process::Command::new(std::env::current_exe()?)
@@ -348,6 +347,11 @@ fn detach(name: &str) -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Where a detached run's output goes: `netloom stop` prints and removes it.
+pub fn log_path(name: &str) -> PathBuf {
+    netloom_os::registry_dir().join(format!("{name}.log"))
 }
 
 fn default_name(file: &Path) -> Result<String> {

@@ -165,3 +165,47 @@ fn link_changes_take_effect_at_once_and_routes_follow_a_link_down() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no link joins r0 and r2"));
     lab.stop();
 }
+
+#[test]
+fn a_detached_run_is_stopped_with_its_report_and_leaves_no_log() {
+    require_live!("ping");
+    let lab = Lab::new("b", &two_hosts("1ms"));
+    let topo = lab.dir.join("topo.toml");
+    let out = lab
+        .cmd()
+        .args(["run", "--detach", "--name", &lab.name])
+        .arg(&topo)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "run --detach: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("is up"));
+    assert!(lab
+        .exec("h1", &["ping", "-c", "2", "-i", "0.1", "h2"])
+        .status
+        .success());
+    let out = lab
+        .cmd()
+        .args(["stop", "--name", &lab.name])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "stop: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains("live, hybrid precision"),
+        "stop shows the final report: {report}"
+    );
+    assert!(lab.namespaces().is_empty());
+    let leftovers: Vec<_> = std::fs::read_dir(lab.dir.join("run"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert!(leftovers.is_empty(), "left in the registry: {leftovers:?}");
+}

@@ -26,3 +26,10 @@ pub fn install_stop_handler() -> Result<&'static AtomicBool, OsError> {
     }
     Ok(&STOP)
 }
+
+/// Restores the default action of SIGPIPE (terminate quietly), which the Rust runtime sets to
+/// "ignore": a command whose output is piped into `head` should end, not panic on a write error.
+pub fn restore_default_sigpipe() {
+    // SAFETY: setting a signal's disposition to SIG_DFL has no memory preconditions.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
