@@ -226,18 +226,11 @@ pub fn sim_assignment(
 
 /// The packet counts of a run whose engine counted transitions.
 pub fn observation(engine: &Engine) -> Observation {
-    let topo = engine.topology();
+    let (packets, transitions) = engine.hop_counts();
     Observation {
-        topology: topo.name.clone(),
-        packets: (0..topo.pipes.len() as u32)
-            .map(|p| engine.pipe(p).counters().packets_in)
-            .collect(),
-        transitions: engine
-            .transition_counts()
-            .into_iter()
-            .flatten()
-            .map(|(&(p, q), &n)| (p, q, n))
-            .collect(),
+        topology: engine.topology().name.clone(),
+        packets,
+        transitions,
     }
 }
 

@@ -226,10 +226,19 @@ impl Engine {
         self.transitions.get_or_insert_with(BTreeMap::new);
     }
 
-    /// Packets per (pipe, next pipe) hop since `enable_transition_counts`, or `None` if not enabled.
-    /// A packet counts when it is offered to the next pipe, whether or not that pipe drops it.
-    pub fn transition_counts(&self) -> Option<&BTreeMap<(PipeId, PipeId), u64>> {
-        self.transitions.as_ref()
+    /// What partitioning weighs a run by: packets offered to each pipe (in pipe order), and
+    /// packets per (pipe, next pipe) hop since `enable_transition_counts` (empty if it was not
+    /// called). A hop counts when the packet is offered to the next pipe, whether or not that
+    /// pipe drops it.
+    pub fn hop_counts(&self) -> (Vec<u64>, Vec<(PipeId, PipeId, u64)>) {
+        let packets = self.pipes.iter().map(|p| p.counters().packets_in).collect();
+        let transitions = self
+            .transitions
+            .iter()
+            .flatten()
+            .map(|(&(p, q), &n)| (p, q, n))
+            .collect();
+        (packets, transitions)
     }
 
     pub fn topology(&self) -> &Topology {

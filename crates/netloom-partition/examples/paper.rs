@@ -62,17 +62,11 @@ fn observe(topo: &Topology, duration: netloom_time::Duration) -> Observation {
             progress_every: std::time::Duration::from_secs(1),
         },
     );
+    let (packets, transitions) = engine.hop_counts();
     Observation {
         topology: topo.name.clone(),
-        packets: (0..topo.pipes.len() as u32)
-            .map(|p| engine.pipe(p).counters().packets_in)
-            .collect(),
-        transitions: engine
-            .transition_counts()
-            .unwrap()
-            .iter()
-            .map(|(&(p, q), &n)| (p, q, n))
-            .collect(),
+        packets,
+        transitions,
     }
 }
 
