@@ -187,16 +187,7 @@ fn a_detached_run_is_stopped_with_its_report_and_leaves_no_log() {
         .exec("h1", &["ping", "-c", "2", "-i", "0.1", "h2"])
         .status
         .success());
-    let out = lab
-        .cmd()
-        .args(["stop", "--name", &lab.name])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "stop: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = lab.stop_command();
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(
         report.contains("live, hybrid precision"),

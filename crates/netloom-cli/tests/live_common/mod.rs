@@ -157,8 +157,8 @@ impl Lab {
         }
     }
 
-    /// Stops the foreground run (as Ctrl-C would) and returns its JSON report.
-    pub fn stop(&mut self) -> serde_json::Value {
+    /// Runs `netloom stop` on this experiment, checks it succeeded, and returns what it printed.
+    pub fn stop_command(&self) -> Output {
         let out = self
             .cmd()
             .args(["stop", "--name", &self.name])
@@ -169,6 +169,12 @@ impl Lab {
             "stop: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        out
+    }
+
+    /// Stops the foreground run (as Ctrl-C would) and returns its JSON report.
+    pub fn stop(&mut self) -> serde_json::Value {
+        self.stop_command();
         let out = self.child.take().unwrap().wait_with_output().unwrap();
         assert!(
             out.status.success(),
