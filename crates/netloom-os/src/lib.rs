@@ -18,7 +18,10 @@ mod signal;
 mod tun;
 
 pub use cleanup::{clean, stop, terminate, CleanReport};
-pub use cpu::{pin_current_thread, set_realtime_priority, set_timer_slack_ns};
+pub use cpu::{
+    format_cpu_list, parse_cpu_list, pin_current_thread, set_realtime_priority, set_timer_slack_ns,
+    CacheTopology, SharedCache,
+};
 pub use error::OsError;
 pub use exec::{command, exec};
 pub use experiment::{Experiment, ExperimentSpec, HostSpec};
