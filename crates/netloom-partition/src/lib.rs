@@ -1,6 +1,7 @@
 //! Which core owns which pipe: the flow graph (one vertex per pipe, ModelNet §5.3), its
 //! weightings, the random, k-cluster and METIS partitioners, the assignment file, and the
-//! efficiency and capacity a partition gives. It never moves a packet.
+//! efficiency and capacity a partition gives, and the CPU each core runs on (MX). It never moves
+//! a packet.
 
 mod assignment;
 mod error;
@@ -9,6 +10,7 @@ mod graph;
 mod method;
 mod model;
 mod observation;
+mod placement;
 mod weight;
 
 pub use assignment::Assignment;
@@ -18,4 +20,5 @@ pub use graph::FlowGraph;
 pub use method::{partition, Method, Options};
 pub use model::{Capacity, CapacityModel};
 pub use observation::Observation;
+pub use placement::{cross_core_traffic, place};
 pub use weight::Demand;
