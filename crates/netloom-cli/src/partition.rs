@@ -1,14 +1,16 @@
 //! `netloom partition FILE --cores K --method M`: assigns pipes to cores and prints the cut, the
 //! balance, the predicted efficiency and each core's load; `--model` prints the capacity the
-//! §5.1 model predicts per core count. Also the glue `sim` uses to measure an assignment.
+//! §5.1 model predicts per core count, `--placement` the CPU each core should run on here (MX).
+//! Also the glue `sim` uses to measure an assignment.
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use netloom_engine::traffic::{self, parse_spec, FlowSpec, SourceKind, HEADER_BYTES};
 use netloom_engine::Engine;
+use netloom_os::{format_cpu_list, CacheTopology};
 use netloom_partition::{
-    partition, Assignment, Capacity, CapacityModel, CoreLoad, Demand, Evaluation, FlowGraph,
-    Measurement, Method, Observation, Options,
+    cross_core_traffic, partition, place, Assignment, Capacity, CapacityModel, CoreLoad, Demand,
+    Evaluation, FlowGraph, Measurement, Method, Observation, Options,
 };
 use netloom_route::Routes;
 use netloom_topo::Topology;
@@ -52,6 +54,10 @@ pub struct PartitionArgs {
     /// Model: CPU time for a packet to enter a core (from an edge or from another core).
     #[arg(long, default_value = "8us")]
     entry_cost: String,
+    /// Also suggest a CPU of this machine for each core: cores that exchange the most traffic
+    /// on CPUs that share a cache (MX).
+    #[arg(long)]
+    placement: bool,
     /// Print the result as JSON (schema in docs/partition.md).
     #[arg(long)]
     json: bool,
@@ -75,6 +81,34 @@ struct PartitionReport<'a> {
     measured: Option<Measurement>,
     #[serde(skip_serializing_if = "Option::is_none")]
     model: Option<Vec<Capacity>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    placement: Option<Placement>,
+}
+
+/// `--placement`: the CPU suggested for each core on this machine, and what it is based on.
+#[derive(Serialize)]
+struct Placement {
+    /// The CPUs this process may run on and the caches two or more of them share.
+    machine: CacheTopology,
+    /// `cpu[c]`: the CPU for core c.
+    cpu: Vec<usize>,
+    /// More cores than CPUs, so some CPUs run more than one core.
+    shared_cpus: bool,
+    /// `traffic[i][j]`: flow from core i's pipes into core j's, under the weights.
+    traffic: Vec<Vec<f64>>,
+}
+
+impl Placement {
+    fn of(graph: &FlowGraph, assignment: &Assignment, machine: CacheTopology) -> Placement {
+        let cores = assignment.cores as usize;
+        let traffic = cross_core_traffic(graph, assignment);
+        Placement {
+            cpu: place(cores, &traffic, &machine),
+            shared_cpus: cores > machine.cpus.len(),
+            machine,
+            traffic,
+        }
+    }
 }
 
 pub fn run(args: PartitionArgs) -> Result<()> {
@@ -108,6 +142,9 @@ pub fn run(args: PartitionArgs) -> Result<()> {
     } else {
         None
     };
+    let placement = args
+        .placement
+        .then(|| Placement::of(&graph, &assignment, CacheTopology::detect()));
     let report = PartitionReport {
         topology: &topo.name,
         pipes: topo.pipes.len(),
@@ -126,6 +163,7 @@ pub fn run(args: PartitionArgs) -> Result<()> {
         per_core: &eval.cores,
         measured,
         model,
+        placement,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -318,9 +356,62 @@ fn print_report(r: &PartitionReport) {
             );
         }
     }
+    if let Some(p) = &r.placement {
+        println!();
+        print_placement(p);
+    }
     if let Some(m) = &r.measured {
         println!();
         print!("measured: ");
         print_measurement(m);
+    }
+}
+
+/// The CPU per core, with each core's busiest partner and the cache their CPUs share.
+fn print_placement(p: &Placement) {
+    let caches: Vec<String> = p
+        .machine
+        .shared
+        .iter()
+        .map(|c| format!("L{} {}", c.level, format_cpu_list(&c.cpus)))
+        .collect();
+    let cpus = |n: usize| format!("{n} CPU{}", if n == 1 { "" } else { "s" });
+    println!(
+        "placement on {} ({}); shared caches: {}",
+        cpus(p.machine.cpus.len()),
+        format_cpu_list(&p.machine.cpus),
+        if caches.is_empty() {
+            "none known".to_string()
+        } else {
+            caches.join(", ")
+        }
+    );
+    if p.shared_cpus {
+        println!(
+            "note: {} cores on {}: some CPUs run more than one core",
+            p.cpu.len(),
+            cpus(p.machine.cpus.len())
+        );
+    }
+    println!(
+        "{:>6} {:>6} {:>16} {:>14} {:>8}",
+        "core", "cpu", "busiest partner", "traffic", "cache"
+    );
+    for (c, &cpu) in p.cpu.iter().enumerate() {
+        let exchange = |k: usize| p.traffic[c][k] + p.traffic[k][c];
+        let partner = (0..p.cpu.len())
+            .filter(|&k| k != c && exchange(k) > 0.0)
+            .max_by(|&a, &b| exchange(a).total_cmp(&exchange(b)).then(b.cmp(&a)));
+        match partner {
+            Some(k) => {
+                let cache = match p.machine.shared_level(cpu, p.cpu[k]) {
+                    _ if cpu == p.cpu[k] => "same CPU".to_string(),
+                    Some(level) => format!("L{level}"),
+                    None => "none".to_string(),
+                };
+                println!("{c:>6} {cpu:>6} {k:>16} {:>14.6e} {cache:>8}", exchange(k));
+            }
+            None => println!("{c:>6} {cpu:>6} {:>16} {:>14} {:>8}", "-", "-", "-"),
+        }
     }
 }

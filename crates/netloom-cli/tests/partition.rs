@@ -208,3 +208,62 @@ fn bad_assignments_are_refused_with_a_reason() {
         "{err}"
     );
 }
+
+#[test]
+fn placement_gives_each_core_a_cpu_this_process_may_use() {
+    let dir = TempDir::new("partition-placement");
+    let topo = dir.write("chain.toml", CHAIN);
+    let report = |cores: &str| {
+        netloom(&[
+            "partition",
+            topo.to_str().unwrap(),
+            "--cores",
+            cores,
+            "--placement",
+            "--json",
+        ])
+    };
+    let p = report("3");
+    let placement = &p["placement"];
+    let allowed: Vec<u64> = placement["machine"]["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    let cpus: Vec<u64> = placement["cpu"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    assert_eq!(cpus.len(), 3);
+    assert!(cpus.iter().all(|c| allowed.contains(c)), "{placement}");
+    let mut distinct = cpus.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), cpus.len().min(allowed.len()), "{placement}");
+    assert_eq!(placement["shared_cpus"], allowed.len() < 3);
+    // The traffic matrix is the cut broken down by pair of cores.
+    let traffic: f64 = placement["traffic"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap().iter().map(|t| t.as_f64().unwrap()))
+        .sum();
+    let cut = p["cut"].as_f64().unwrap();
+    assert!(
+        (traffic - cut).abs() <= 1e-9 * cut.max(1.0),
+        "{traffic} vs {cut}"
+    );
+    // Without the flag there is no placement.
+    assert!(netloom(&[
+        "partition",
+        topo.to_str().unwrap(),
+        "--cores",
+        "2",
+        "--json"
+    ])
+    .get("placement")
+    .is_none());
+}
