@@ -1,6 +1,8 @@
 //! The event queue: a hierarchical timing wheel. Events fire in total order of
-//! `(time to the nanosecond, insertion order)`, so runs are deterministic and simultaneous events
-//! fire in the order they were scheduled.
+//! `(time to the nanosecond, rank, insertion order)`, so runs are deterministic. The rank is the
+//! event's own (see `Rank`): simultaneous events of different kinds or pipes fire in an order that
+//! does not depend on which worker scheduled them first, which is what lets a partitioned run
+//! reproduce a single worker's exactly.
 //!
 //! Level 0 has 256 slots of 2^GRAIN_BITS ns; each level above has 256 slots, each as wide as the
 //! whole level below. An event lives at the lowest level whose aligned window around the wheel's
@@ -8,7 +10,7 @@
 //! `trailing_zeros` per 64 slots. A slot of a higher level is cascaded (its events re-filed lower down) only
 //! when the caller's time reaches the slot's start, so a later push never lands behind the wheel.
 //! Because windows are aligned, every slot holds its events in insertion order, and a stable sort
-//! by time of a level-0 slot when it fires gives `(time, insertion order)`.
+//! by (time, rank) of a level-0 slot when it fires gives `(time, rank, insertion order)`.
 
 use netloom_time::Instant;
 use std::collections::VecDeque;
@@ -23,6 +25,11 @@ const GRAIN_BITS: u32 = 10;
 const RETAIN: usize = 256;
 /// Enough levels to cover the whole u64 nanosecond range (10 + 7 × 8 = 66 bits).
 const LEVELS: usize = 7;
+
+/// What orders simultaneous events before insertion order does.
+pub trait Rank {
+    fn rank(&self) -> u64;
+}
 
 struct Level<E> {
     /// Bit `i` set when slot `i` holds events.
@@ -80,14 +87,15 @@ fn slot_of(at: u64, level: usize) -> usize {
     ((at >> shift_of(level)) & (SLOTS as u64 - 1)) as usize
 }
 
-impl<E> Scheduler<E> {
+impl<E: Rank> Scheduler<E> {
     /// Schedules `event` at `at`. Times before the last instant handed to `pop_due` are fired
     /// as if due then (the clock never goes backwards).
     pub fn push(&mut self, at: Instant, event: E) {
         let at = at.0.max(self.pos);
         if at < self.ready_end {
-            // Inside the slot being fired: keep `ready` sorted, after equal times already there.
-            let i = self.ready.partition_point(|(t, _)| *t <= at);
+            // Inside the slot being fired: keep `ready` sorted, after equal keys already there.
+            let key = (at, event.rank());
+            let i = self.ready.partition_point(|(t, e)| (*t, e.rank()) <= key);
             self.ready.insert(i, (at, event));
         } else {
             self.file(at, event);
@@ -163,7 +171,8 @@ impl<E> Scheduler<E> {
             let events = std::mem::take(&mut l.slots[slot]);
             if level == 0 {
                 let mut events = events;
-                events.sort_by_key(|(at, _)| *at); // stable: equal times keep insertion order
+                // Stable: equal (time, rank) keep insertion order.
+                events.sort_by_key(|(at, e)| (*at, e.rank()));
                 self.ready.extend(events.drain(..));
                 self.ready_end = start + (1 << GRAIN_BITS);
                 self.recycle(0, slot, events);
@@ -183,6 +192,13 @@ impl<E> Scheduler<E> {
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    /// Test events rank by their value's tens, so ones with equal tens are peers.
+    impl Rank for u32 {
+        fn rank(&self) -> u64 {
+            u64::from(*self / 10)
+        }
+    }
 
     fn drain(s: &mut Scheduler<u32>) -> Vec<(u64, u32)> {
         let mut out = Vec::new();
@@ -207,6 +223,22 @@ mod tests {
     }
 
     #[test]
+    fn simultaneous_events_fire_by_rank_whatever_the_insertion_order() {
+        let mut s = Scheduler::default();
+        s.push(Instant(20), 31);
+        s.push(Instant(20), 12);
+        s.push(Instant(20), 35);
+        s.push(Instant(20), 11);
+        assert_eq!(drain(&mut s), [(20, 12), (20, 11), (20, 31), (20, 35)]);
+        // The same while the slot fires: a push at the current instant goes by rank too.
+        s.push(Instant(40), 30);
+        assert_eq!(s.pop_due(Instant(40)), Some((Instant(40), 30)));
+        s.push(Instant(40), 50);
+        s.push(Instant(40), 20);
+        assert_eq!(drain(&mut s), [(40, 20), (40, 50)]);
+    }
+
+    #[test]
     fn peek_is_a_lower_bound_and_nothing_fires_early() {
         let mut s = Scheduler::default();
         s.push(Instant(1_000_000), 1);
@@ -222,7 +254,7 @@ mod tests {
     fn matches_a_sorted_reference() {
         let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(5);
         let mut s = Scheduler::default();
-        let mut reference: Vec<(u64, u64, u32)> = Vec::new(); // (time, seq, id)
+        let mut reference: Vec<(u64, u64, u64, u32)> = Vec::new(); // (time, rank, seq, id)
         let mut seq = 0u64;
         let mut now = 0u64;
         let mut fired = Vec::new();
@@ -232,7 +264,7 @@ mod tests {
                 let scale = [1u64, 100, 10_000, 1_000_000, 1 << 40][rng.gen_range(0..5)];
                 let at = now + rng.gen_range(0..scale);
                 s.push(Instant(at), round);
-                reference.push((at, seq, round));
+                reference.push((at, round.rank(), seq, round));
                 seq += 1;
             }
             now += rng.gen_range(0..20_000);
@@ -241,7 +273,7 @@ mod tests {
             }
             reference.sort();
             let due = reference.iter().take_while(|r| r.0 <= now).count();
-            expected.extend(reference.drain(..due).map(|(t, _, e)| (t, e)));
+            expected.extend(reference.drain(..due).map(|(t, _, _, e)| (t, e)));
             assert_eq!(fired, expected, "diverged at round {round}");
         }
     }
