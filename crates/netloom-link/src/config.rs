@@ -190,4 +190,10 @@ impl PipeConfig {
             wireless: None,
         }
     }
+
+    /// The least time any packet spends in the pipe from `offer` to its exit: the delay less the
+    /// jitter. Serialization, queueing and out-of-order holding only add to it.
+    pub fn min_latency(&self) -> Duration {
+        Duration(self.delay.as_nanos().saturating_sub(self.jitter.as_nanos()))
+    }
 }

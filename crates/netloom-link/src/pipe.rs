@@ -218,6 +218,25 @@ impl Pipe {
         &self.counters
     }
 
+    /// Adds counts kept by a replica of this pipe elsewhere (another worker of a partitioned
+    /// run releases the packets it hands on): counts add up, high-water marks take the larger.
+    pub fn absorb_counters(&mut self, other: &PipeCounters) {
+        let c = &mut self.counters;
+        c.packets_in += other.packets_in;
+        c.bytes_in += other.bytes_in;
+        c.packets_out += other.packets_out;
+        c.bytes_out += other.bytes_out;
+        c.drops_queue += other.drops_queue;
+        c.drops_red += other.drops_red;
+        c.drops_loss += other.drops_loss;
+        c.drops_down += other.drops_down;
+        c.drops_tx_fail += other.drops_tx_fail;
+        c.retries += other.retries;
+        c.duplicates += other.duplicates;
+        c.queue_hwm_packets = c.queue_hwm_packets.max(other.queue_hwm_packets);
+        c.queue_hwm_bytes = c.queue_hwm_bytes.max(other.queue_hwm_bytes);
+    }
+
     fn reject(&mut self, cause: DropCause) -> Admission {
         let c = &mut self.counters;
         match cause {
