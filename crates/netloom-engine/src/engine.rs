@@ -1,15 +1,22 @@
 //! The engine: owns the pipes, the routing tables and the packets in flight, and moves each packet
 //! pipe by pipe along its route. Sans-I/O: a driver asks `poll_at` and calls `advance(now)`.
+//!
+//! In a partitioned run each worker has an engine of its own that handles the pipes and hosts it
+//! owns (see `Ownership`) and keeps replicas of the rest for their configuration only. A packet
+//! whose exit from a pipe must be handled by another worker leaves as a `Handoff` the moment it
+//! enters the pipe, carrying its exit time; the driver passes it on with `accept`.
 
-use crate::packet::{Body, Packet, PacketId, Slab};
-use crate::scheduler::Scheduler;
+use crate::ownership::{Ownership, Payload};
+use crate::packet::{Body, Handoff, Packet, PacketId, Slab, DELIVER, NO_ROUTE};
+use crate::scheduler::{Rank, Scheduler};
 use crate::traffic::{FlowSpec, Receiver, Sender, ACK_BYTES};
 use hdrhistogram::Histogram;
-use netloom_link::{Admission, Pipe, PipeConfig, Ticket, Timeline};
+use netloom_link::{Admission, Departure, Pipe, PipeConfig, Ticket, Timeline};
 use netloom_route::Routes;
 use netloom_time::Instant;
 use netloom_topo::{LinkId, NodeId, PipeId, Topology};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Something that happens at an instant.
 #[derive(Clone, Copy, Debug)]
@@ -24,6 +31,19 @@ enum Event {
     Wake { flow: u32 },
     /// A time-varying link (`Topology::plans[plan]`) changes state.
     Reconfigure { plan: u32 },
+}
+
+impl Rank for Event {
+    /// Simultaneous events: link changes first, then exits by pipe, then senders by flow; all
+    /// of which a worker knows without asking the others. Exits of one pipe at one instant keep
+    /// the order the pipe scheduled them in.
+    fn rank(&self) -> u64 {
+        match *self {
+            Event::Reconfigure { plan } => u64::from(plan),
+            Event::Exit { pipe, .. } => 1 << 62 | u64::from(pipe),
+            Event::Wake { flow } => 2 << 62 | u64::from(flow),
+        }
+    }
 }
 
 /// Per-flow measurements, kept by the engine (the sender and receiver keep their own protocol state).
@@ -75,8 +95,14 @@ pub struct EngineCounters {
     pub events: u64,
     /// Packets with no route to their destination.
     pub unroutable: u64,
-    /// Most packets in flight at once.
+    /// Most packets in flight at once (in a partitioned run, the sum of each worker's most).
     pub max_in_flight: u64,
+    /// Hand-offs between workers: exits handled by another worker than the one that scheduled
+    /// them, plus, when payloads are cached, deliveries away from the source host's worker
+    /// (the payload's home), which take one more hop back home.
+    pub cross_core_hops: u64,
+    /// Bytes those hops carry: a descriptor each, plus the payload when payloads are shipped.
+    pub cross_core_bytes: u64,
 }
 
 /// Why a request to the engine was refused.
@@ -106,6 +132,27 @@ pub struct Engine {
     transitions: Option<BTreeMap<(PipeId, PipeId), u64>>,
     /// Where each time-varying link is in its plan, in the order of `Topology::plans`.
     timelines: Vec<Timeline>,
+    /// Set when this engine is one worker of a partitioned run.
+    worker: Option<Worker>,
+    /// Packets for other workers, in the order they were scheduled.
+    handoffs: Vec<Handoff>,
+    /// Packets in flight on workers this one absorbed.
+    absorbed_in_flight: usize,
+}
+
+/// One worker's place in a partitioned run.
+struct Worker {
+    me: u16,
+    ownership: Arc<Ownership>,
+}
+
+/// The bytes a hand-off moves between workers.
+fn crossing_bytes(payload: Payload, packet_bytes: u32) -> u64 {
+    let descriptor = std::mem::size_of::<Handoff>() as u64;
+    match payload {
+        Payload::Cache => descriptor,
+        Payload::Ship => descriptor + u64::from(packet_bytes),
+    }
 }
 
 /// SplitMix64: derives independent, well-mixed seeds for pipes and flows from the run's seed.
@@ -181,9 +228,97 @@ impl Engine {
             counters: EngineCounters::default(),
             transitions: None,
             timelines: Vec::new(),
+            worker: None,
+            handoffs: Vec::new(),
+            absorbed_in_flight: 0,
         };
         engine.start_plans(seed);
         engine
+    }
+
+    /// The engine of worker `me` in a run partitioned by `ownership`. Every worker is built
+    /// from the same topology and seed, so replicated state (routes, time-varying links) agrees.
+    pub fn partitioned(topo: Topology, seed: u64, ownership: Arc<Ownership>, me: usize) -> Engine {
+        assert!(
+            me < ownership.workers(),
+            "worker {me} is not in the partition"
+        );
+        let mut engine = Engine::new(topo, seed);
+        engine.worker = Some(Worker {
+            me: me as u16,
+            ownership,
+        });
+        engine
+    }
+
+    /// Does this engine handle host `host` (by position in `Topology::hosts`)?
+    fn owns_host(&self, host: u32) -> bool {
+        self.worker
+            .as_ref()
+            .is_none_or(|w| w.ownership.host_owner(host) == w.me)
+    }
+
+    /// Packets for other workers scheduled since the last call, in order: give each to
+    /// `accept` of the engine of `Handoff::to` before that engine advances to its time.
+    pub fn take_handoffs(&mut self) -> std::vec::Drain<'_, Handoff> {
+        self.handoffs.drain(..)
+    }
+
+    /// Takes in a packet from another worker; it leaves its pipe at its intended time (or at
+    /// once, if that has passed, which a real-time driver measures as lateness).
+    pub fn accept(&mut self, handoff: Handoff) {
+        let pkt = self.packets.insert(handoff.packet);
+        self.sched.push(
+            handoff.at,
+            Event::Exit {
+                pkt,
+                pipe: handoff.pipe,
+                ticket: handoff.ticket,
+            },
+        );
+    }
+
+    /// Folds the results of another worker of the same partitioned run into this one, so that
+    /// once every worker is absorbed this engine reports the whole run: each pipe and each flow
+    /// end as its owner left it, and counts kept on several workers add up.
+    pub fn absorb(&mut self, mut other: Engine) {
+        let (Some(w), Some(theirs)) = (&self.worker, &other.worker) else {
+            panic!("only workers of a partitioned run absorb each other");
+        };
+        let (ownership, them) = (w.ownership.clone(), theirs.me);
+        for (p, (mine, other_pipe)) in self.pipes.iter_mut().zip(&mut other.pipes).enumerate() {
+            if ownership.pipe_owner(p as PipeId) == them {
+                std::mem::swap(mine, other_pipe);
+            }
+            mine.absorb_counters(other_pipe.counters());
+        }
+        for (mine, theirs) in self.flows.iter_mut().zip(std::mem::take(&mut other.flows)) {
+            if ownership.host_owner(mine.src_host) == them {
+                mine.sender = theirs.sender;
+                mine.stats.sent = theirs.stats.sent;
+                mine.wake = theirs.wake;
+            }
+            if ownership.host_owner(mine.dst_host) == them {
+                mine.receiver = theirs.receiver;
+                mine.stats.latency_ns = theirs.stats.latency_ns;
+            }
+            mine.stats.lost += theirs.stats.lost;
+            mine.stats.acks_lost += theirs.stats.acks_lost;
+        }
+        let c = other.counters();
+        let mine = &mut self.counters;
+        mine.packet_hops += c.packet_hops;
+        mine.events += c.events;
+        mine.unroutable += c.unroutable;
+        mine.max_in_flight += c.max_in_flight;
+        mine.cross_core_hops += c.cross_core_hops;
+        mine.cross_core_bytes += c.cross_core_bytes;
+        if let (Some(mine), Some(theirs)) = (&mut self.transitions, other.transitions) {
+            for (hop, n) in theirs {
+                *mine.entry(hop).or_default() += n;
+            }
+        }
+        self.absorbed_in_flight += other.packets.live();
     }
 
     /// Puts each time-varying link in its plan's first state and schedules its first change.
@@ -255,7 +390,7 @@ impl Engine {
 
     pub fn counters(&self) -> EngineCounters {
         EngineCounters {
-            max_in_flight: self.packets.capacity_used() as u64,
+            max_in_flight: self.counters.max_in_flight + self.packets.capacity_used() as u64,
             ..self.counters
         }
     }
@@ -299,7 +434,9 @@ impl Engine {
                 latency_ns: latency_histogram(),
             },
         });
-        self.sched.push(spec.start, Event::Wake { flow: id });
+        if self.owns_host(src_host) {
+            self.sched.push(spec.start, Event::Wake { flow: id });
+        }
         Ok(id)
     }
 
@@ -323,10 +460,10 @@ impl Engine {
             bytes,
             at: src,
             dst_host,
-            dst_node: dst,
+            next: NO_ROUTE,
             sent_at: self.now,
         });
-        self.forward(pkt);
+        self.start(pkt);
         true
     }
 
@@ -388,75 +525,113 @@ impl Engine {
         }
     }
 
-    /// Moves the packet on from the node it is at: delivers it there or offers it to the next pipe.
-    fn forward(&mut self, pkt: PacketId) {
-        let p = *self.packets.get(pkt);
-        if p.at == p.dst_node {
-            self.packets.remove(pkt);
-            self.deliver(p);
-            return;
-        }
-        let Some(pipe) = self.routes.next_pipe(p.at, p.dst_host) else {
-            self.counters.unroutable += 1;
-            self.packets.remove(pkt);
-            self.count_drop(&p);
-            return;
-        };
-        match self.pipes[pipe as usize].offer(self.now, p.bytes) {
-            Admission::Dropped(_cause) => {
-                self.packets.remove(pkt);
-                self.count_drop(&p);
-            }
-            Admission::Scheduled { first, duplicate } => {
-                self.sched.push(
-                    first.exit,
-                    Event::Exit {
-                        pkt,
-                        pipe,
-                        ticket: first.ticket,
-                    },
-                );
-                if let Some(copy) = duplicate {
-                    if let Body::External { token } = p.body {
-                        self.outputs.push(Output::Duplicated { token });
-                    }
-                    let twin = self.packets.insert(p);
-                    self.sched.push(
-                        copy.exit,
-                        Event::Exit {
-                            pkt: twin,
-                            pipe,
-                            ticket: copy.ticket,
-                        },
-                    );
-                }
-            }
+    /// A new packet at its source: on its way by the routes of now.
+    fn start(&mut self, pkt: PacketId) {
+        let p = self.packets.get(pkt);
+        let hop = self.hop_after(p.at, p.dst_host);
+        self.dispatch(pkt, hop);
+    }
+
+    /// What a packet at `node` does next: the pipe towards `dst_host`, `DELIVER` or `NO_ROUTE`.
+    fn hop_after(&self, node: NodeId, dst_host: u32) -> PipeId {
+        if node == self.topo.hosts[dst_host as usize] {
+            DELIVER
+        } else {
+            self.routes.next_pipe(node, dst_host).unwrap_or(NO_ROUTE)
         }
     }
 
+    /// Delivers the packet where it is, drops it for lack of a route, or offers it to `hop`.
+    fn dispatch(&mut self, pkt: PacketId, hop: PipeId) {
+        match hop {
+            DELIVER => {
+                let p = self.packets.remove(pkt);
+                self.deliver(p);
+            }
+            NO_ROUTE => {
+                self.counters.unroutable += 1;
+                let p = self.packets.remove(pkt);
+                self.count_drop(&p);
+            }
+            pipe => self.enter(pkt, pipe),
+        }
+    }
+
+    /// Offers the packet to `pipe` and, if the pipe takes it, settles where it will arrive and
+    /// what it will do there, and schedules its exit (and its duplicate's).
+    fn enter(&mut self, pkt: PacketId, pipe: PipeId) {
+        let p = *self.packets.get(pkt);
+        let (first, duplicate) = match self.pipes[pipe as usize].offer(self.now, p.bytes) {
+            Admission::Dropped(_cause) => {
+                self.packets.remove(pkt);
+                self.count_drop(&p);
+                return;
+            }
+            Admission::Scheduled { first, duplicate } => (first, duplicate),
+        };
+        let head = match self.pipe_head[pipe as usize] {
+            NodeId::MAX => self.topo.far_end(pipe, p.at),
+            head => head,
+        };
+        let p = Packet {
+            at: head,
+            next: self.hop_after(head, p.dst_host),
+            ..p
+        };
+        *self.packets.get_mut(pkt) = p;
+        self.schedule_exit(pkt, pipe, first);
+        if let Some(copy) = duplicate {
+            if let Body::External { token } = p.body {
+                self.outputs.push(Output::Duplicated { token });
+            }
+            let twin = self.packets.insert(p);
+            self.schedule_exit(twin, pipe, copy);
+        }
+    }
+
+    /// Schedules the packet's exit from `pipe` here, or hands it to the worker that handles
+    /// what follows the exit (the owner of its next pipe or of its destination host).
+    fn schedule_exit(&mut self, pkt: PacketId, pipe: PipeId, departure: Departure) {
+        let Departure { exit, ticket } = departure;
+        if let Some(w) = &self.worker {
+            let p = self.packets.get(pkt);
+            let to = match p.next {
+                DELIVER => w.ownership.host_owner(p.dst_host),
+                NO_ROUTE => w.me,
+                next => w.ownership.pipe_owner(next),
+            };
+            if to != w.me {
+                let packet = self.packets.remove(pkt);
+                self.counters.cross_core_hops += 1;
+                self.counters.cross_core_bytes +=
+                    crossing_bytes(w.ownership.payload(), packet.bytes);
+                self.handoffs.push(Handoff {
+                    at: exit,
+                    to,
+                    pipe,
+                    ticket,
+                    packet,
+                });
+                return;
+            }
+        }
+        self.sched.push(exit, Event::Exit { pkt, pipe, ticket });
+    }
+
     fn on_exit(&mut self, pkt: PacketId, pipe: PipeId, ticket: Ticket) {
-        let bytes = self.packets.get(pkt).bytes;
-        if !self.pipes[pipe as usize].release(self.now, ticket, bytes) {
-            let p = self.packets.remove(pkt);
+        let p = *self.packets.get(pkt);
+        if !self.pipes[pipe as usize].release(self.now, ticket, p.bytes) {
+            self.packets.remove(pkt);
             self.count_drop(&p);
             return;
         }
         self.counters.packet_hops += 1;
-        let head = self.pipe_head[pipe as usize];
-        let p = self.packets.get_mut(pkt);
-        p.at = if head != NodeId::MAX {
-            head
-        } else {
-            self.topo.far_end(pipe, p.at)
-        };
         if let Some(counts) = &mut self.transitions {
-            if p.at != p.dst_node {
-                if let Some(next) = self.routes.next_pipe(p.at, p.dst_host) {
-                    *counts.entry((pipe, next)).or_default() += 1;
-                }
+            if p.next != DELIVER && p.next != NO_ROUTE {
+                *counts.entry((pipe, p.next)).or_default() += 1;
             }
         }
-        self.forward(pkt);
+        self.dispatch(pkt, p.next);
     }
 
     fn count_drop(&mut self, p: &Packet) {
@@ -467,12 +642,24 @@ impl Engine {
         }
     }
 
+    /// Counts the hop back to the payload's home that a delivery away from it costs when
+    /// payloads are cached (the home is the worker of `home_host`).
+    fn count_return_home(&mut self, home_host: u32) {
+        if let Some(w) = &self.worker {
+            if w.ownership.payload() == Payload::Cache && w.ownership.host_owner(home_host) != w.me
+            {
+                self.counters.cross_core_hops += 1;
+                self.counters.cross_core_bytes += crossing_bytes(Payload::Cache, 0);
+            }
+        }
+    }
+
     fn deliver(&mut self, p: Packet) {
         match p.body {
             Body::External { token } => self.outputs.push(Output::Delivered {
                 token,
                 at: self.now,
-                dst: p.dst_node,
+                dst: self.topo.hosts[p.dst_host as usize],
             }),
             Body::Data { flow, seg } => {
                 let now = self.now;
@@ -484,20 +671,23 @@ impl Engine {
                 // The histogram resizes itself, and a 32-bit counter would need 4e9 packets
                 // of the same latency to overflow, so recording cannot fail.
                 let _ = f.stats.latency_ns.record(latency);
-                if let Some(ack) = f.receiver.on_data(now, seg) {
-                    let (src, dst_host, dst_node) = (f.spec.dst, f.src_host, f.spec.src);
+                let (src_host, ack) = (f.src_host, f.receiver.on_data(now, seg));
+                let at = f.spec.dst;
+                self.count_return_home(src_host);
+                if let Some(ack) = ack {
                     let id = self.packets.insert(Packet {
                         body: Body::Ack { flow, ack },
                         bytes: ACK_BYTES,
-                        at: src,
-                        dst_host,
-                        dst_node,
+                        at,
+                        dst_host: src_host,
+                        next: NO_ROUTE,
                         sent_at: now,
                     });
-                    self.forward(id);
+                    self.start(id);
                 }
             }
             Body::Ack { flow, ack } => {
+                self.count_return_home(self.flows[flow as usize].dst_host);
                 self.flows[flow as usize].sender.on_ack(self.now, &ack);
                 self.poll_flow(flow);
             }
@@ -515,10 +705,10 @@ impl Engine {
                 bytes: seg.bytes,
                 at: f.spec.src,
                 dst_host: f.dst_host,
-                dst_node: f.spec.dst,
+                next: NO_ROUTE,
                 sent_at: now,
             });
-            self.forward(pkt);
+            self.start(pkt);
         }
         let f = &mut self.flows[flow as usize];
         // A sender that wants the past after declining to transmit is polled again a nanosecond
@@ -539,6 +729,6 @@ impl Engine {
 
     /// Packets currently inside the network.
     pub fn in_flight(&self) -> usize {
-        self.packets.live()
+        self.packets.live() + self.absorbed_in_flight
     }
 }

@@ -1,12 +1,17 @@
 //! The event engine: moves packet descriptors pipe by pipe along their routes, drives synthetic
 //! traffic, and reports. Sans-I/O: drivers (virtual time in `sim`, real time elsewhere) supply time.
 
+mod barrier;
 mod engine;
+pub mod ownership;
 mod packet;
 pub mod report;
 mod scheduler;
 pub mod sim;
 pub mod traffic;
+pub mod workers;
 
 pub use engine::{derive_seed, Engine, EngineCounters, EngineError, FlowStats, Output};
+pub use ownership::{Ownership, OwnershipError, Payload};
+pub use packet::Handoff;
 pub use report::Report;

@@ -1,8 +1,10 @@
-//! Packet descriptors in flight and the slab that owns them; events refer to them by index.
+//! Packet descriptors in flight, the slab that owns them (events refer to them by index), and the
+//! hand-off that carries one to another worker.
 
 use crate::traffic::{Ack, Segment};
+use netloom_link::Ticket;
 use netloom_time::Instant;
-use netloom_topo::NodeId;
+use netloom_topo::{NodeId, PipeId};
 
 /// Index of a packet in the slab.
 pub type PacketId = u32;
@@ -24,12 +26,51 @@ pub struct Packet {
     pub body: Body,
     /// Size on the wire, used for serialization and byte counters.
     pub bytes: u32,
-    /// The node the packet is at, or entered its current pipe from.
+    /// The node the packet is at, or will arrive at when it leaves its current pipe.
     pub at: NodeId,
     /// Destination host, as an index into the routing tables.
     pub dst_host: u32,
-    pub dst_node: NodeId,
+    /// What happens at `at`: the next pipe, `DELIVER` or `NO_ROUTE`. Chosen when the packet
+    /// enters a pipe, by the routes of that instant, so the worker to hand it to is known a
+    /// whole pipe's delay in advance.
+    pub next: PipeId,
     pub sent_at: Instant,
+}
+
+/// `Packet::next` when `at` is the destination.
+pub const DELIVER: PipeId = PipeId::MAX;
+/// `Packet::next` when `at` has no route to the destination.
+pub const NO_ROUTE: PipeId = PipeId::MAX - 1;
+
+/// A packet crossing to the worker that handles its exit from `pipe` at `at`: the owner of the
+/// next pipe, or of the destination host.
+#[derive(Clone, Copy, Debug)]
+pub struct Handoff {
+    pub(crate) at: Instant,
+    pub(crate) to: u16,
+    pub(crate) pipe: PipeId,
+    pub(crate) ticket: Ticket,
+    pub(crate) packet: Packet,
+}
+
+impl Handoff {
+    /// The packet's intended exit time: hand-off latency never changes it.
+    pub fn at(&self) -> Instant {
+        self.at
+    }
+
+    /// The worker it goes to.
+    pub fn to(&self) -> usize {
+        usize::from(self.to)
+    }
+
+    /// The caller's handle, for a packet handed in with `Engine::inject`.
+    pub fn token(&self) -> Option<u64> {
+        match self.packet.body {
+            Body::External { token } => Some(token),
+            _ => None,
+        }
+    }
 }
 
 /// A free-list arena of packets so that steady-state forwarding never allocates.

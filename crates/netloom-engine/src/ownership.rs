@@ -1,0 +1,258 @@
+//! Which worker owns each pipe and each host in a partitioned run, and the lookahead the
+//! partition allows: the least time between a packet entering a pipe and being handed to another
+//! worker. Built from a pipe → core assignment; knows nothing of how that was computed.
+
+use netloom_time::Duration;
+use netloom_topo::{Direction, NodeId, PipeId, Topology};
+
+/// What crosses between workers when a packet's next pipe belongs to another one (ModelNet §4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Payload {
+    /// Only the descriptor crosses; the payload stays on its home worker (the one that owns the
+    /// source host), so a packet delivered elsewhere takes one more hop back home.
+    #[default]
+    Cache,
+    /// The whole packet crosses at every cross-core hop.
+    Ship,
+}
+
+impl Payload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Payload::Cache => "cache",
+            Payload::Ship => "ship",
+        }
+    }
+}
+
+/// Why an assignment cannot drive a partitioned run.
+#[derive(Debug, thiserror::Error)]
+pub enum OwnershipError {
+    #[error("the assignment names {got} pipes but the topology has {want}")]
+    PipeCount { got: usize, want: usize },
+    #[error("{workers} workers: a partitioned run needs 1 to {max}", max = MAX_WORKERS)]
+    Workers { workers: usize },
+    #[error("pipe {pipe} is assigned to core {core}, but there are only {workers} workers")]
+    Core {
+        pipe: String,
+        core: u32,
+        workers: usize,
+    },
+    #[error(
+        "pipe {pipe} hands packets from worker {from} to worker {to} but can take no time at all \
+         (delay minus jitter is 0): workers could not run ahead of each other. Give it a delay, \
+         or keep both its ends on one worker"
+    )]
+    NoLookahead { pipe: String, from: u16, to: u16 },
+}
+
+/// The most workers a run may have: far more than this machine's cores, and worker ids fit a
+/// `u16`.
+pub const MAX_WORKERS: usize = 256;
+
+/// Pipe and host ownership for `workers` workers.
+#[derive(Clone, Debug)]
+pub struct Ownership {
+    workers: u16,
+    /// Worker of each pipe.
+    pipes: Vec<u16>,
+    /// Worker of each host, in `Topology::hosts` order: the one owning its outgoing pipes.
+    hosts: Vec<u16>,
+    /// Pipes moved to their host's worker so that a host's traffic starts where it arrives.
+    moved: usize,
+    lookahead: Duration,
+    payload: Payload,
+}
+
+impl Ownership {
+    /// Everything on one worker.
+    pub fn single(topo: &Topology) -> Ownership {
+        Ownership::new(topo, &vec![0; topo.pipes.len()], 1, Payload::Cache)
+            .expect("one worker owning everything is always valid")
+    }
+
+    /// Ownership from `assignment` (pipe → core, core < `workers`). A host and all the pipes it
+    /// sends into must share a worker, because a host answers a packet (an ACK, a reply) at the
+    /// very instant it receives it; where the assignment splits them, the host's pipes move to
+    /// the worker of its first one (`moved` counts them).
+    pub fn new(
+        topo: &Topology,
+        assignment: &[u32],
+        workers: usize,
+        payload: Payload,
+    ) -> Result<Ownership, OwnershipError> {
+        if assignment.len() != topo.pipes.len() {
+            return Err(OwnershipError::PipeCount {
+                got: assignment.len(),
+                want: topo.pipes.len(),
+            });
+        }
+        if workers == 0 || workers > MAX_WORKERS {
+            return Err(OwnershipError::Workers { workers });
+        }
+        let mut pipes = Vec::with_capacity(assignment.len());
+        for (p, &core) in assignment.iter().enumerate() {
+            if core as usize >= workers {
+                return Err(OwnershipError::Core {
+                    pipe: pipe_name(topo, p as PipeId),
+                    core,
+                    workers,
+                });
+            }
+            pipes.push(core as u16);
+        }
+        let outgoing = outgoing_pipes(topo);
+        let mut moved = 0;
+        let hosts = topo
+            .hosts
+            .iter()
+            .map(|&h| {
+                let out = &outgoing[h as usize];
+                let Some(&first) = out.first() else {
+                    return 0; // an isolated host sends nothing
+                };
+                let owner = pipes[first as usize];
+                for &p in out {
+                    if pipes[p as usize] != owner {
+                        pipes[p as usize] = owner;
+                        moved += 1;
+                    }
+                }
+                owner
+            })
+            .collect();
+        let mut ownership = Ownership {
+            workers: workers as u16,
+            pipes,
+            hosts,
+            moved,
+            lookahead: Duration(u64::MAX),
+            payload,
+        };
+        ownership.lookahead = ownership.compute_lookahead(topo, &outgoing)?;
+        Ok(ownership)
+    }
+
+    /// The least time from a packet entering a pipe to its hand-off to another worker: a
+    /// partitioned virtual-time run lets workers run this far ahead of each other. `u64::MAX`
+    /// when nothing crosses.
+    fn compute_lookahead(
+        &self,
+        topo: &Topology,
+        outgoing: &[Vec<PipeId>],
+    ) -> Result<Duration, OwnershipError> {
+        let mut host_of = vec![None; topo.nodes.len()];
+        for (i, &h) in topo.hosts.iter().enumerate() {
+            host_of[h as usize] = Some(i);
+        }
+        let mut lookahead = Duration(u64::MAX);
+        for (p, spec) in topo.pipes.iter().enumerate() {
+            let owner = self.pipes[p];
+            let crossing = heads(topo, p as PipeId)
+                .into_iter()
+                .flatten()
+                .find_map(|n| {
+                    let host = host_of[n as usize];
+                    let mut next = outgoing[n as usize].iter().map(|&q| self.pipes[q as usize]);
+                    host.map(|h| self.hosts[h])
+                        .into_iter()
+                        .chain(&mut next)
+                        .find(|&w| w != owner)
+                });
+            let Some(to) = crossing else {
+                continue;
+            };
+            let plan_configs = topo
+                .plans
+                .iter()
+                .filter(|plan| plan.link == spec.link)
+                .flat_map(|plan| plan.states.iter().flat_map(|(ab, ba)| [ab, ba]));
+            let least = std::iter::once(&spec.config)
+                .chain(plan_configs)
+                .map(|c| c.min_latency())
+                .min()
+                .expect("the pipe's own configuration is there");
+            if least == Duration::ZERO {
+                return Err(OwnershipError::NoLookahead {
+                    pipe: pipe_name(topo, p as PipeId),
+                    from: owner,
+                    to,
+                });
+            }
+            lookahead = lookahead.min(least);
+        }
+        Ok(lookahead)
+    }
+
+    pub fn workers(&self) -> usize {
+        usize::from(self.workers)
+    }
+
+    pub fn pipe_owner(&self, pipe: PipeId) -> u16 {
+        self.pipes[pipe as usize]
+    }
+
+    /// The worker of the host at position `host` of `Topology::hosts`.
+    pub fn host_owner(&self, host: u32) -> u16 {
+        self.hosts[host as usize]
+    }
+
+    /// Pipes that changed worker to join their host's.
+    pub fn moved(&self) -> usize {
+        self.moved
+    }
+
+    pub fn lookahead(&self) -> Duration {
+        self.lookahead
+    }
+
+    pub fn payload(&self) -> Payload {
+        self.payload
+    }
+
+    /// The assignment actually run (pipe → worker), after host pipes moved.
+    pub fn assignment(&self) -> Vec<u32> {
+        self.pipes.iter().map(|&w| u32::from(w)).collect()
+    }
+}
+
+/// The pipes each node sends into, in pipe order.
+fn outgoing_pipes(topo: &Topology) -> Vec<Vec<PipeId>> {
+    let mut out = vec![Vec::new(); topo.nodes.len()];
+    for (p, spec) in topo.pipes.iter().enumerate() {
+        let l = &topo.links[spec.link as usize];
+        let tails = match (l.ab == l.ba, spec.direction) {
+            (true, _) => [Some(l.a), Some(l.b)],
+            (false, Direction::AtoB) => [Some(l.a), None],
+            (false, Direction::BtoA) => [Some(l.b), None],
+        };
+        for n in tails.into_iter().flatten() {
+            out[n as usize].push(p as PipeId);
+        }
+    }
+    out
+}
+
+/// The nodes a packet leaving `pipe` may arrive at: the far end, or either end of a shared
+/// medium.
+fn heads(topo: &Topology, pipe: PipeId) -> [Option<NodeId>; 2] {
+    let spec = &topo.pipes[pipe as usize];
+    let l = &topo.links[spec.link as usize];
+    match (l.ab == l.ba, spec.direction) {
+        (true, _) => [Some(l.a), Some(l.b)],
+        (false, Direction::AtoB) => [Some(l.b), None],
+        (false, Direction::BtoA) => [Some(l.a), None],
+    }
+}
+
+/// "a->b" (or "a<->b" for a shared medium), for messages.
+fn pipe_name(topo: &Topology, pipe: PipeId) -> String {
+    let spec = &topo.pipes[pipe as usize];
+    let l = &topo.links[spec.link as usize];
+    let (a, b) = (&topo.node(l.a).name, &topo.node(l.b).name);
+    match (l.ab == l.ba, spec.direction) {
+        (true, _) => format!("{a}<->{b}"),
+        (false, Direction::AtoB) => format!("{a}->{b}"),
+        (false, Direction::BtoA) => format!("{b}->{a}"),
+    }
+}

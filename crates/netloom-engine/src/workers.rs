@@ -1,0 +1,222 @@
+//! The partitioned virtual-time driver: one thread per worker engine, all advancing in lock-step
+//! windows as wide as the partition's lookahead (conservative, YAWNS-style). A packet handed to
+//! another worker always exits at least a lookahead after the window's earliest event, so it
+//! lands in a later window, and every worker sees all its events in the same order a single
+//! engine would: the result does not depend on the partition.
+
+use crate::barrier::{Aborted, SpinBarrier};
+use crate::engine::Engine;
+use crate::packet::Handoff;
+use crate::report::Report;
+use crate::sim::{Progress, SimOptions, PROGRESS_CHECK_EVERY};
+use netloom_time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// How the work was shared, for the report.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct WorkerReport {
+    /// Pipe traversals this worker completed.
+    pub packet_hops: u64,
+    /// Wall time spent waiting for the others at window ends.
+    pub wait_seconds: Option<f64>,
+}
+
+/// Figures of a partitioned run beyond the single-engine report.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ParallelReport {
+    pub workers: usize,
+    pub lookahead_ns: u64,
+    /// Lock-step windows the run took.
+    pub windows: u64,
+    pub per_worker: Vec<WorkerReport>,
+}
+
+/// What the threads share.
+struct Shared {
+    barrier: SpinBarrier,
+    /// Hand-offs waiting for each worker. Filled only in the advance phase and emptied only
+    /// after the barrier that ends it, so no lock is ever contended for longer than an append.
+    inboxes: Vec<Mutex<Vec<Handoff>>>,
+    /// Each worker's earliest pending event (a lower bound), published between barriers.
+    next: Vec<AtomicU64>,
+    /// Each worker's packet-hops so far, for progress.
+    hops: Vec<AtomicU64>,
+    end: Instant,
+    lookahead: u64,
+}
+
+/// Calls the run off if a worker's thread unwinds, so the others stop waiting for it.
+struct AbortOnPanic<'a>(&'a SpinBarrier);
+
+impl Drop for AbortOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.abort();
+        }
+    }
+}
+
+/// Runs the workers' engines (`engines[k]` is worker k of one partitioned run, each with the
+/// same flows added) over [0, duration) and reports the whole run from the merged engine,
+/// which it returns. `lookahead` is the partition's (`Ownership::lookahead`). `on_start(k)` runs
+/// first on worker k's thread (to pin it to a CPU). Worker 0 runs on the calling thread, which
+/// also calls `opts.progress`.
+pub fn run(
+    mut engines: Vec<Engine>,
+    lookahead: Duration,
+    mut opts: SimOptions<'_>,
+    on_start: &(dyn Fn(usize) + Sync),
+) -> (Engine, Report, ParallelReport) {
+    assert!(!engines.is_empty(), "a run needs at least one worker");
+    assert!(
+        lookahead.as_nanos() > 0,
+        "workers need a positive lookahead"
+    );
+    let n = engines.len();
+    let shared = Shared {
+        barrier: SpinBarrier::new(n),
+        inboxes: (0..n).map(|_| Mutex::new(Vec::new())).collect(),
+        next: (0..n).map(|_| AtomicU64::new(0)).collect(),
+        hops: (0..n).map(|_| AtomicU64::new(0)).collect(),
+        end: Instant::ZERO + opts.duration,
+        lookahead: lookahead.as_nanos(),
+    };
+    let started = std::time::Instant::now();
+    let wall_clock = opts.wall_clock;
+    let first = engines.remove(0);
+    let (results, windows) = std::thread::scope(|s| {
+        let others: Vec<_> = engines
+            .into_iter()
+            .enumerate()
+            .map(|(i, engine)| {
+                let shared = &shared;
+                s.spawn(move || {
+                    on_start(i + 1);
+                    work(i + 1, engine, shared, wall_clock, &mut |_, _| {})
+                })
+            })
+            .collect();
+        on_start(0);
+        let mut last_progress = started;
+        let mut report_progress = |sim_time: Instant, shared: &Shared| {
+            let Some(cb) = opts.progress.as_mut() else {
+                return;
+            };
+            let now = std::time::Instant::now();
+            if now - last_progress >= opts.progress_every {
+                last_progress = now;
+                cb(Progress {
+                    sim_time,
+                    end: shared.end,
+                    packet_hops: shared.hops.iter().map(|h| h.load(Ordering::Relaxed)).sum(),
+                    wall: now - started,
+                });
+            }
+        };
+        let mine = work(0, first, &shared, wall_clock, &mut report_progress);
+        let mut results = vec![mine];
+        for t in others {
+            // A worker's panic is the run's: re-raise it here with its own message.
+            results.push(t.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        }
+        let windows = results[0].windows;
+        (results, windows)
+    });
+    let per_worker = results
+        .iter()
+        .map(|r| WorkerReport {
+            packet_hops: r.engine.counters().packet_hops,
+            wait_seconds: r.waited.map(|w| w.as_secs_f64()),
+        })
+        .collect();
+    let mut results = results.into_iter();
+    let mut merged = results.next().expect("worker 0").engine;
+    for r in results {
+        merged.absorb(r.engine);
+    }
+    let wall = wall_clock.then(|| started.elapsed());
+    let report = Report::build(&merged, opts.seed, shared.end, wall);
+    let parallel = ParallelReport {
+        workers: n,
+        lookahead_ns: lookahead.as_nanos(),
+        windows,
+        per_worker,
+    };
+    (merged, report, parallel)
+}
+
+/// One worker's share of the run.
+struct WorkResult {
+    engine: Engine,
+    windows: u64,
+    waited: Option<std::time::Duration>,
+}
+
+/// The window loop of worker `me`: take what others handed over, agree on the window, advance
+/// to its end, hand over what crosses.
+fn work(
+    me: usize,
+    mut engine: Engine,
+    shared: &Shared,
+    timed: bool,
+    progress: &mut dyn FnMut(Instant, &Shared),
+) -> WorkResult {
+    let _guard = AbortOnPanic(&shared.barrier);
+    let mut windows = 0u64;
+    let mut waited = std::time::Duration::ZERO;
+    let mut wait = |shared: &Shared| -> Result<(), Aborted> {
+        if !timed {
+            return shared.barrier.wait();
+        }
+        let t = std::time::Instant::now();
+        let r = shared.barrier.wait();
+        waited += t.elapsed();
+        r
+    };
+    let outcome = (|| -> Result<(), Aborted> {
+        loop {
+            let arrived = std::mem::take(&mut *shared.inboxes[me].lock().expect("no poison"));
+            for handoff in arrived {
+                engine.accept(handoff);
+            }
+            let next = engine.poll_at().map_or(u64::MAX, |t| t.as_nanos());
+            shared.next[me].store(next, Ordering::Relaxed);
+            wait(shared)?;
+            let earliest = shared
+                .next
+                .iter()
+                .map(|n| n.load(Ordering::Relaxed))
+                .min()
+                .expect("at least one worker");
+            if earliest >= shared.end.as_nanos() {
+                return Ok(());
+            }
+            // Every event before the horizon is final: nothing another worker does in this
+            // window can reach back before it.
+            let horizon = earliest
+                .saturating_add(shared.lookahead)
+                .min(shared.end.as_nanos());
+            engine.advance(Instant::from_nanos(horizon - 1));
+            for handoff in engine.take_handoffs() {
+                shared.inboxes[handoff.to()]
+                    .lock()
+                    .expect("no poison")
+                    .push(handoff);
+            }
+            windows += 1;
+            shared.hops[me].store(engine.counters().packet_hops, Ordering::Relaxed);
+            if windows.is_multiple_of(u64::from(PROGRESS_CHECK_EVERY)) {
+                progress(Instant::from_nanos(horizon), shared);
+            }
+            wait(shared)?;
+        }
+    })();
+    // On `Err` another worker panicked: this one just stops, and joining that one re-raises it.
+    let _ = outcome;
+    WorkResult {
+        engine,
+        windows,
+        waited: timed.then_some(waited),
+    }
+}

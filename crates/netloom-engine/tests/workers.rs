@@ -1,0 +1,349 @@
+//! Partitioned runs: however the pipes are split over workers, every flow and every pipe ends
+//! exactly as in a single engine with the same seed.
+
+use netloom_engine::sim::{self, SimOptions};
+use netloom_engine::traffic::{self, parse_spec};
+use netloom_engine::workers::{self, ParallelReport};
+use netloom_engine::{Engine, Ownership, OwnershipError, Payload, Report};
+use netloom_time::Duration;
+use netloom_topo::{load_str, Format, Topology};
+use rand::{Rng, SeedableRng};
+use std::sync::Arc;
+
+/// Four routers in a ring with a chord, two hosts on each, and every impairment the engine
+/// has on some link: jitter with reordering, loss and duplication, RED, out-of-order holding,
+/// a link that goes down and up on a schedule (rerouting), a Markov link, and a shared medium.
+const TOPOLOGY: &str = r#"
+hosts = ["h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8"]
+routers = ["r1", "r2", "r3", "r4"]
+
+[defaults]
+bw = "20Mbit"
+delay = "2ms"
+
+[classes.access]
+bw = "10Mbit"
+delay = "200us"
+jitter = "50us"
+
+[[link]]
+a = "h1"
+b = "r1"
+class = "access"
+
+[[link]]
+a = "h2"
+b = "r1"
+class = "access"
+
+[[link]]
+a = "h3"
+b = "r2"
+class = "access"
+
+[[link]]
+a = "h4"
+b = "r2"
+class = "access"
+
+[[link]]
+a = "h5"
+b = "r3"
+class = "access"
+
+[[link]]
+a = "h6"
+b = "r3"
+class = "access"
+
+[[link]]
+a = "h7"
+b = "r4"
+shared = true
+bw = "11Mbit"
+delay = "300us"
+wireless = "802.11b"
+snr = "12dB"
+
+[[link]]
+a = "h8"
+b = "r4"
+class = "access"
+
+[[link]]
+a = "r1"
+b = "r2"
+loss = "1%"
+duplicate = "0.5%"
+
+[[link]]
+a = "r2"
+b = "r3"
+jitter = "1ms"
+reorder = true
+aqm = "red"
+
+[[link]]
+a = "r3"
+b = "r4"
+ooo_rate = "2%"
+ooo_delay = "3ms"
+
+[[link]]
+a = "r4"
+b = "r1"
+schedule = { every = "2s", events = [{ from = "1s", to = "1500ms", set = { up = false } }] }
+
+[[link]]
+a = "r1"
+b = "r3"
+delay = "5ms"
+markov = { start = "fast", states = { fast = { dwell = "700ms", next = { slow = 1 } }, slow = { dwell = "300ms", next = { fast = 1 }, set = { bw = "2Mbit", delay = "9ms" } } } }
+"#;
+
+const SEED: u64 = 7;
+const SECONDS: u64 = 3;
+
+fn topology() -> Topology {
+    load_str(TOPOLOGY, Format::Toml, "workers.toml").expect("the test topology loads")
+}
+
+/// An engine (of one worker, if `ownership` is given) with the test's traffic.
+fn engine(ownership: Option<(&Arc<Ownership>, usize)>) -> Engine {
+    let topo = topology();
+    let mut flows = Vec::new();
+    for spec in [
+        "pattern=random-k k=3 source=aimd",
+        "pattern=pairs pairs=h1:h6,h7:h2 source=cbr rate=3Mbit size=1200",
+        "pattern=all-to-all source=poisson rate=200kbit",
+    ] {
+        let spec = parse_spec(spec).unwrap();
+        flows.extend(traffic::expand(&spec.pattern, spec.kind, spec.cap, &topo, SEED).unwrap());
+    }
+    let mut engine = match ownership {
+        Some((o, me)) => Engine::partitioned(topo, SEED, o.clone(), me),
+        None => Engine::new(topo, SEED),
+    };
+    engine.enable_transition_counts();
+    for flow in flows {
+        engine.add_flow(flow, SEED).unwrap();
+    }
+    engine
+}
+
+fn options() -> SimOptions<'static> {
+    SimOptions {
+        duration: Duration::from_secs(SECONDS),
+        seed: SEED,
+        wall_clock: false,
+        progress: None,
+        progress_every: std::time::Duration::from_secs(1),
+    }
+}
+
+fn single() -> (Engine, Report) {
+    let mut e = engine(None);
+    let report = sim::run(&mut e, options());
+    (e, report)
+}
+
+fn partitioned(
+    assignment: &[u32],
+    workers: usize,
+    payload: Payload,
+) -> (Engine, Report, ParallelReport) {
+    let ownership = Arc::new(Ownership::new(&topology(), assignment, workers, payload).unwrap());
+    let engines = (0..workers)
+        .map(|k| engine(Some((&ownership, k))))
+        .collect();
+    workers::run(engines, ownership.lookahead(), options(), &|_| {})
+}
+
+/// What must not depend on the partition: every flow's and every pipe's figures, and the
+/// per-hop counts partitioning reads back.
+fn assert_same_run(
+    single: &(Engine, Report),
+    split: &(Engine, Report, ParallelReport),
+    what: &str,
+) {
+    assert_eq!(
+        json(&single.1.flows),
+        json(&split.1.flows),
+        "{what}: flows differ"
+    );
+    assert_eq!(
+        json(&single.1.pipes),
+        json(&split.1.pipes),
+        "{what}: pipes differ"
+    );
+    assert_eq!(
+        single.0.hop_counts(),
+        split.0.hop_counts(),
+        "{what}: hop counts differ"
+    );
+    assert_eq!(
+        single.1.totals.packet_hops, split.1.totals.packet_hops,
+        "{what}"
+    );
+    assert_eq!(
+        single.1.totals.unroutable, split.1.totals.unroutable,
+        "{what}"
+    );
+    assert_eq!(
+        single.0.in_flight(),
+        split.0.in_flight(),
+        "{what}: packets in flight at the end"
+    );
+}
+
+/// Report parts as JSON for comparison, so a difference shows as a readable diff.
+fn json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string_pretty(value).unwrap()
+}
+
+#[test]
+fn any_partition_gives_the_single_engines_run() {
+    let reference = single();
+    assert!(
+        reference.1.totals.packet_hops > 10_000,
+        "the run carries traffic"
+    );
+    let pipes = topology().pipes.len();
+    let round_robin: Vec<u32> = (0..pipes as u32).map(|p| p % 2).collect();
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(3);
+    let random: Vec<u32> = (0..pipes).map(|_| rng.gen_range(0..3)).collect();
+    for (what, assignment, workers) in [
+        ("round robin over 2", &round_robin, 2),
+        ("random over 3", &random, 3),
+    ] {
+        for payload in [Payload::Cache, Payload::Ship] {
+            let split = partitioned(assignment, workers, payload);
+            assert!(
+                split.2.windows > 100,
+                "{what}: the workers ran in lock-step windows"
+            );
+            assert!(split.1.totals.packet_hops > 0);
+            assert_same_run(&reference, &split, what);
+        }
+    }
+}
+
+#[test]
+fn one_worker_owning_everything_hands_nothing_over() {
+    let reference = single();
+    let split = partitioned(&vec![0; topology().pipes.len()], 1, Payload::Cache);
+    assert_same_run(&reference, &split, "one worker");
+    assert_eq!(split.0.counters().cross_core_hops, 0);
+}
+
+/// Cross-core hops and bytes by hand: on a chain h1 - r1 - h2 with the router's pipes on
+/// worker 1, a packet h1→h2 crosses to worker 1 as it enters h1→r1 (worker 1 handles its exit)
+/// and back as it enters r1→h2 (delivered at h2, which worker 0 owns). Cached payloads add no
+/// hop here since every packet ends on its home worker.
+#[test]
+fn cross_core_hops_and_bytes_count_descriptors_or_payloads() {
+    let topo = r#"
+hosts = ["h1", "h2"]
+routers = ["r1"]
+[defaults]
+bw = "100Mbit"
+delay = "1ms"
+[[link]]
+a = "h1"
+b = "r1"
+[[link]]
+a = "r1"
+b = "h2"
+"#;
+    let topo = load_str(topo, Format::Toml, "chain.toml").unwrap();
+    // Pipes: h1→r1, r1→h1, r1→h2, h2→r1. Hosts keep their outgoing pipes on worker 0.
+    let assignment = [0, 1, 1, 0];
+    for payload in [Payload::Cache, Payload::Ship] {
+        let ownership = Arc::new(Ownership::new(&topo, &assignment, 2, payload).unwrap());
+        let spec =
+            parse_spec("pattern=pairs pairs=h1:h2 source=cbr rate=1200kbit size=1000").unwrap();
+        let flows = traffic::expand(&spec.pattern, spec.kind, spec.cap, &topo, 1).unwrap();
+        let engines = (0..2)
+            .map(|k| {
+                let mut e = Engine::partitioned(topo.clone(), 1, ownership.clone(), k);
+                for f in &flows {
+                    e.add_flow(*f, 1).unwrap();
+                }
+                e
+            })
+            .collect();
+        let opts = SimOptions {
+            duration: Duration::from_millis(100),
+            ..options()
+        };
+        let (merged, report, _) = workers::run(engines, ownership.lookahead(), opts, &|_| {});
+        // 1200 kbit/s of 1000-byte packets is one every 6.67 ms, from a start within 10 ms.
+        let (sent, delivered) = (report.flows[0].sent, report.flows[0].delivered);
+        assert!((13..=15).contains(&delivered), "{delivered}");
+        let entered_r1_h2 = report.pipes[2].packets_in;
+        assert!(entered_r1_h2 >= delivered);
+        let c = merged.counters();
+        assert_eq!(c.cross_core_hops, sent + entered_r1_h2);
+        let descriptor = std::mem::size_of::<netloom_engine::Handoff>() as u64;
+        let per_hop = match payload {
+            Payload::Cache => descriptor,
+            Payload::Ship => descriptor + 1000,
+        };
+        assert_eq!(
+            c.cross_core_bytes,
+            c.cross_core_hops * per_hop,
+            "{payload:?}"
+        );
+    }
+}
+
+/// A host answers at the instant a packet arrives, so all the pipes it sends into run on its
+/// worker: a split host's pipes move to the worker of its first.
+#[test]
+fn a_host_keeps_its_outgoing_pipes() {
+    let topo = r#"
+hosts = ["h1", "h2"]
+routers = ["r1", "r2"]
+[defaults]
+bw = "100Mbit"
+delay = "1ms"
+[[link]]
+a = "h1"
+b = "r1"
+[[link]]
+a = "h1"
+b = "r2"
+[[link]]
+a = "r1"
+b = "h2"
+[[link]]
+a = "r2"
+b = "h2"
+"#;
+    let topo = load_str(topo, Format::Toml, "two-homed.toml").unwrap();
+    // Pipes in link order, a→b then b→a: h1→r1 on 0, h1→r2 on 1 (split), the rest on 1.
+    let assignment = [0, 1, 1, 1, 1, 1, 1, 1];
+    let ownership = Ownership::new(&topo, &assignment, 2, Payload::Cache).unwrap();
+    assert_eq!(ownership.moved(), 1);
+    assert_eq!(ownership.host_owner(0), 0);
+    assert_eq!(ownership.pipe_owner(topo.links[1].ab), 0);
+    assert_eq!(ownership.host_owner(1), 1);
+}
+
+#[test]
+fn a_crossing_without_delay_is_refused_with_the_pipe_named() {
+    let topo = r#"
+hosts = ["h1", "h2"]
+[[link]]
+a = "h1"
+b = "h2"
+bw = "1Gbit"
+delay = "0ms"
+"#;
+    let topo = load_str(topo, Format::Toml, "zero.toml").unwrap();
+    let err = Ownership::new(&topo, &[0, 1], 2, Payload::Cache).unwrap_err();
+    assert!(matches!(err, OwnershipError::NoLookahead { .. }));
+    assert!(err.to_string().contains("h1->h2"), "{err}");
+    let err = Ownership::new(&topo, &[0, 2], 2, Payload::Cache).unwrap_err();
+    assert!(err.to_string().contains("core 2"), "{err}");
+}
