@@ -262,6 +262,26 @@ pub fn sim_assignment(
     )?))
 }
 
+/// The CPU for each worker of a partitioned run on this machine: workers that exchange the most
+/// traffic (under the static weighting) on CPUs that share a cache. A note goes to stderr when
+/// there are more workers than CPUs.
+pub fn worker_cpus(topo: &Topology, assignment: &Assignment) -> Vec<usize> {
+    let machine = CacheTopology::detect();
+    let placement = Placement::of(
+        &FlowGraph::conservative(topo, &Routes::compute(topo)),
+        assignment,
+        machine,
+    );
+    if placement.shared_cpus {
+        eprintln!(
+            "netloom: {} workers on {} CPUs: some CPUs run two",
+            assignment.cores,
+            placement.machine.cpus.len()
+        );
+    }
+    placement.cpu
+}
+
 /// The packet counts of a run whose engine counted transitions.
 pub fn observation(engine: &Engine) -> Observation {
     let (packets, transitions) = engine.hop_counts();

@@ -1,14 +1,20 @@
 //! `netloom sim FILE --traffic SPEC --duration D`: a virtual-time run with synthetic traffic,
-//! printed as tables or as the JSON schema of docs/json.md.
+//! on one engine or partitioned over `--workers` threads, printed as tables or as the JSON
+//! schema of docs/json.md.
 
-use anyhow::{Context, Result};
-use clap::Args;
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
 use netloom_engine::sim::{self, Progress, SimOptions};
-use netloom_engine::traffic::{self, parse_spec};
-use netloom_engine::{Engine, Report};
+use netloom_engine::traffic::{self, parse_spec, FlowSpec};
+use netloom_engine::workers::{self, ParallelReport};
+use netloom_engine::{Engine, Ownership, Payload, Report};
+use netloom_partition::Assignment;
 use netloom_time::Duration;
+use netloom_topo::Topology;
+use serde::Serialize;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 #[derive(Args)]
 pub struct SimArgs {
@@ -42,21 +48,57 @@ pub struct SimArgs {
     /// Partition the pipes over this many cores (static weights) and measure efficiency.
     #[arg(long)]
     cores: Option<u32>,
-    /// The partitioner for --cores: random, kcluster or metis (default).
-    #[arg(long, requires = "cores")]
+    /// The partitioner for --cores or --workers: random, kcluster or metis (default).
+    #[arg(long)]
     method: Option<netloom_partition::Method>,
+    /// Run the engine partitioned over this many worker threads, each owning the pipes of one
+    /// core of the assignment (--assignment, or --method over this many cores). The results
+    /// are the same as with one worker.
+    #[arg(long, default_value_t = 1)]
+    workers: u32,
+    /// What crosses between workers: the descriptor only (cache: the payload stays with the
+    /// source host's worker) or the whole packet (ship). Changes the cross-core counts only.
+    #[arg(long, value_enum, default_value = "cache")]
+    payload: PayloadArg,
+    /// Pin each worker to a CPU, communicating workers on CPUs that share a cache (MX).
+    #[arg(long)]
+    pin: bool,
     /// Write the packet counts per pipe and per pair of consecutive pipes to FILE, for
     /// `partition --weights observed:FILE` and `--measure FILE`.
     #[arg(long)]
     observe: Option<PathBuf>,
 }
 
-/// The report with the optional `partition` section (docs/partition.md) after its own fields.
-#[derive(serde::Serialize)]
-struct ReportWithPartition<'a> {
+#[derive(Clone, Copy, ValueEnum)]
+enum PayloadArg {
+    Cache,
+    Ship,
+}
+
+/// The report with the optional `partition` (docs/partition.md) and `workers` sections after
+/// its own fields.
+#[derive(Serialize)]
+struct FullReport<'a> {
     #[serde(flatten)]
     report: &'a Report,
-    partition: &'a netloom_partition::Measurement,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    partition: Option<&'a netloom_partition::Measurement>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    workers: Option<&'a WorkersReport>,
+}
+
+/// How a partitioned run went.
+#[derive(Serialize)]
+struct WorkersReport {
+    #[serde(flatten)]
+    parallel: ParallelReport,
+    payload: &'static str,
+    cross_core_hops: u64,
+    cross_core_bytes: u64,
+    /// Pipes moved to the worker of the host that sends into them.
+    moved_pipes: usize,
+    /// The CPU of each worker, with --pin.
+    cpus: Option<Vec<usize>>,
 }
 
 pub fn run(args: SimArgs) -> Result<()> {
@@ -71,20 +113,31 @@ pub fn run(args: SimArgs) -> Result<()> {
     let spec = parse_spec(&args.traffic).context("--traffic")?;
     let flows = traffic::expand(&spec.pattern, spec.kind, spec.cap, &topo, args.seed)
         .context("--traffic")?;
+    if args.workers == 0 {
+        bail!("--workers 0: give at least 1");
+    }
+    if args.method.is_some() && args.cores.is_none() && args.workers == 1 {
+        bail!("--method needs --cores or --workers");
+    }
+    let partitioned = args.workers > 1;
+    let cores = match (args.cores, partitioned) {
+        (Some(c), true) if c != args.workers => {
+            bail!(
+                "--cores {c} and --workers {}: give one, or the same number",
+                args.workers
+            )
+        }
+        (None, true) if args.assignment.is_none() => Some(args.workers),
+        (cores, _) => cores,
+    };
     let assignment = crate::partition::sim_assignment(
         &topo,
         args.assignment.as_deref(),
-        args.cores,
+        cores,
         args.method,
         args.seed,
     )?;
-    let mut engine = Engine::new(topo, args.seed);
-    if assignment.is_some() || args.observe.is_some() {
-        engine.enable_transition_counts();
-    }
-    for flow in flows {
-        engine.add_flow(flow, args.seed)?;
-    }
+    let counting = assignment.is_some() || args.observe.is_some();
     let show_progress = !args.json && std::io::stderr().is_terminal();
     let mut progress = |p: Progress| {
         let done = p.sim_time.as_nanos() as f64 / p.end.as_nanos().max(1) as f64;
@@ -100,20 +153,34 @@ pub fn run(args: SimArgs) -> Result<()> {
         );
         let _ = std::io::stderr().flush();
     };
-    let report = sim::run(
-        &mut engine,
-        SimOptions {
-            duration,
-            seed: args.seed,
-            wall_clock: !args.no_wall_clock,
-            progress: if show_progress {
-                Some(&mut progress)
-            } else {
-                None
-            },
-            progress_every: std::time::Duration::from_millis(250),
+    let options = SimOptions {
+        duration,
+        seed: args.seed,
+        wall_clock: !args.no_wall_clock,
+        progress: if show_progress {
+            Some(&mut progress)
+        } else {
+            None
         },
-    );
+        progress_every: std::time::Duration::from_millis(250),
+    };
+    let (engine, report, workers, assignment) = match assignment {
+        Some(a) if partitioned => {
+            let run = run_workers(&args, topo, &flows, &a, options)?;
+            (run.0, run.1, Some(run.2), Some(run.3))
+        }
+        a => {
+            let mut engine = Engine::new(topo, args.seed);
+            if counting {
+                engine.enable_transition_counts();
+            }
+            for flow in flows {
+                engine.add_flow(flow, args.seed)?;
+            }
+            let report = sim::run(&mut engine, options);
+            (engine, report, None, a)
+        }
+    };
     if show_progress {
         eprint!("\r{:90}\r", "");
     }
@@ -130,24 +197,112 @@ pub fn run(args: SimArgs) -> Result<()> {
         )?),
         None => None,
     };
-    match (args.json, &measured) {
-        (true, None) => println!("{}", serde_json::to_string_pretty(&report)?),
-        (true, Some(partition)) => println!(
-            "{}",
-            serde_json::to_string_pretty(&ReportWithPartition {
-                report: &report,
-                partition
-            })?
-        ),
-        (false, _) => {
-            print_tables(&report, args.top);
-            if let Some(m) = &measured {
-                println!();
-                crate::partition::print_measurement(m);
-            }
+    if args.json {
+        let full = FullReport {
+            report: &report,
+            partition: measured.as_ref(),
+            workers: workers.as_ref(),
+        };
+        println!("{}", serde_json::to_string_pretty(&full)?);
+    } else {
+        print_tables(&report, args.top);
+        if let Some(m) = &measured {
+            println!();
+            crate::partition::print_measurement(m);
+        }
+        if let Some(w) = &workers {
+            print_workers(w);
         }
     }
     Ok(())
+}
+
+/// A partitioned run: one engine per worker, each with all the flows (a worker drives only
+/// those whose source host it owns). Returns the merged engine, the report, the workers'
+/// figures and the assignment run (after host pipes moved).
+fn run_workers(
+    args: &SimArgs,
+    topo: Topology,
+    flows: &[FlowSpec],
+    assignment: &Assignment,
+    options: SimOptions<'_>,
+) -> Result<(Engine, Report, WorkersReport, Assignment)> {
+    let n = args.workers as usize;
+    if assignment.cores as usize != n {
+        bail!(
+            "the assignment has {} cores and --workers is {n}: they must be equal",
+            assignment.cores
+        );
+    }
+    let payload = match args.payload {
+        PayloadArg::Cache => Payload::Cache,
+        PayloadArg::Ship => Payload::Ship,
+    };
+    let ownership = Arc::new(Ownership::new(&topo, &assignment.pipes, n, payload)?);
+    let run_assignment = Assignment {
+        pipes: ownership.assignment(),
+        ..assignment.clone()
+    };
+    let cpus = args
+        .pin
+        .then(|| crate::partition::worker_cpus(&topo, &run_assignment));
+    let mut engines = Vec::with_capacity(n);
+    for k in 0..n {
+        let mut engine = Engine::partitioned(topo.clone(), args.seed, ownership.clone(), k);
+        engine.enable_transition_counts();
+        for flow in flows {
+            engine.add_flow(*flow, args.seed)?;
+        }
+        engines.push(engine);
+    }
+    let pin = |k: usize| {
+        if let Some(cpus) = &cpus {
+            // A worker that cannot be pinned still runs correctly; say so once per worker.
+            if let Err(e) = netloom_os::pin_current_thread(cpus[k]) {
+                eprintln!("netloom: worker {k}: {e}");
+            }
+        }
+    };
+    let (engine, report, parallel) = workers::run(engines, ownership.lookahead(), options, &pin);
+    let c = engine.counters();
+    let workers = WorkersReport {
+        parallel,
+        payload: payload.name(),
+        cross_core_hops: c.cross_core_hops,
+        cross_core_bytes: c.cross_core_bytes,
+        moved_pipes: ownership.moved(),
+        cpus,
+    };
+    Ok((engine, report, workers, run_assignment))
+}
+
+fn print_workers(w: &WorkersReport) {
+    let p = &w.parallel;
+    println!(
+        "{} workers, lookahead {}, {} windows; payload {}: {} cross-core hops, {} bytes",
+        p.workers,
+        Duration(p.lookahead_ns),
+        p.windows,
+        w.payload,
+        w.cross_core_hops,
+        w.cross_core_bytes
+    );
+    for (k, worker) in p.per_worker.iter().enumerate() {
+        print!("  worker {k}: {} packet-hops", worker.packet_hops);
+        if let Some(s) = worker.wait_seconds {
+            print!(", {s:.3} s waiting for the others");
+        }
+        if let Some(cpus) = &w.cpus {
+            print!(", CPU {}", cpus[k]);
+        }
+        println!();
+    }
+    if w.moved_pipes > 0 {
+        println!(
+            "  {} pipes moved to the worker of the host that sends into them",
+            w.moved_pipes
+        );
+    }
 }
 
 fn mbit(bps: u64) -> String {

@@ -267,3 +267,110 @@ fn placement_gives_each_core_a_cpu_this_process_may_use() {
     .get("placement")
     .is_none());
 }
+
+/// `sim --workers 2`: the same flows and pipes as one worker, with the workers' share reported,
+/// pinned or not, with payloads cached or shipped.
+#[test]
+fn sim_on_two_workers_reports_the_same_run() {
+    let dir = TempDir::new("partition-workers");
+    let topo = dir.write("chain.toml", CHAIN);
+    let topo = topo.to_str().unwrap();
+    let sim = |extra: &[&str]| {
+        let mut args = vec![
+            "sim",
+            topo,
+            "--traffic",
+            "pattern=pairs pairs=h1:h2 source=aimd",
+            "--duration",
+            "3s",
+            "--json",
+            "--no-wall-clock",
+        ];
+        args.extend_from_slice(extra);
+        netloom(&args)
+    };
+    let one = sim(&[]);
+    assert!(one.get("workers").is_none());
+    let cached = sim(&["--workers", "2", "--pin"]);
+    let shipped = sim(&[
+        "--workers",
+        "2",
+        "--payload",
+        "ship",
+        "--method",
+        "kcluster",
+    ]);
+    for two in [&cached, &shipped] {
+        assert_eq!(one["flows"], two["flows"]);
+        assert_eq!(one["pipes"], two["pipes"]);
+        let w = &two["workers"];
+        assert_eq!(w["workers"], 2);
+        assert_eq!(w["per_worker"].as_array().unwrap().len(), 2);
+        let hops: u64 = w["per_worker"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["packet_hops"].as_u64().unwrap())
+            .sum();
+        assert_eq!(hops, one["totals"]["packet_hops"].as_u64().unwrap());
+        assert!(w["windows"].as_u64().unwrap() > 0);
+        assert!(two["partition"]["efficiency"].as_f64().is_some());
+        assert!(w["cross_core_hops"].as_u64().unwrap() > 0);
+    }
+    assert_eq!(cached["workers"]["cpus"].as_array().unwrap().len(), 2);
+    assert_eq!(cached["workers"]["payload"], "cache");
+    assert_eq!(shipped["workers"]["payload"], "ship");
+    // Per hop: a 64-byte descriptor, plus a payload of up to 1500 bytes when shipped.
+    let per_hop = |r: &Value| {
+        r["workers"]["cross_core_bytes"].as_f64().unwrap()
+            / r["workers"]["cross_core_hops"].as_f64().unwrap()
+    };
+    assert_eq!(per_hop(&cached), 64.0);
+    assert!(per_hop(&shipped) > 500.0, "{}", per_hop(&shipped));
+}
+
+#[test]
+fn sim_workers_refuse_what_they_cannot_run() {
+    let dir = TempDir::new("partition-workers-bad");
+    let topo = dir.write(
+        "zero.toml",
+        "hosts = [\"h1\", \"h2\"]\n[[link]]\na = \"h1\"\nb = \"h2\"\nbw = \"1Gbit\"\ndelay = \"0ms\"\n",
+    );
+    let assignment = dir.write("a.json", r#"{"cores": 2, "pipes": [0, 1]}"#);
+    let run = |extra: &[&str]| {
+        let out = Command::new(bin())
+            .args([
+                "sim",
+                topo.to_str().unwrap(),
+                "--traffic",
+                "pattern=pairs pairs=h1:h2 source=aimd",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run(&[
+        "--workers",
+        "2",
+        "--assignment",
+        assignment.to_str().unwrap(),
+    ]);
+    assert!(
+        err.contains("pipe h1->h2") && err.contains("no time at all"),
+        "{err}"
+    );
+    let err = run(&["--workers", "2", "--cores", "3"]);
+    assert!(err.contains("--cores 3 and --workers 2"), "{err}");
+    let err = run(&[
+        "--workers",
+        "3",
+        "--assignment",
+        assignment.to_str().unwrap(),
+    ]);
+    assert!(
+        err.contains("the assignment has 2 cores and --workers is 3"),
+        "{err}"
+    );
+}

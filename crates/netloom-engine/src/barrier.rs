@@ -4,8 +4,10 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// Spins after which a waiter starts yielding its CPU between looks (some tens of µs).
-const SPINS_BEFORE_YIELD: u32 = 1 << 14;
+/// Spins after which a waiter starts yielding its CPU between looks (a few µs): long enough to
+/// catch a partner that is about to arrive, short enough to hand the CPU over quickly when the
+/// partner is waiting for it.
+const SPINS_BEFORE_YIELD: u32 = 1 << 10;
 
 pub struct SpinBarrier {
     parties: usize,

@@ -134,8 +134,8 @@ pub struct Engine {
     timelines: Vec<Timeline>,
     /// Set when this engine is one worker of a partitioned run.
     worker: Option<Worker>,
-    /// Packets for other workers, in the order they were scheduled.
-    handoffs: Vec<Handoff>,
+    /// Packets for each other worker, in the order they were scheduled.
+    handoffs: Vec<Vec<Handoff>>,
     /// Packets in flight on workers this one absorbed.
     absorbed_in_flight: usize,
 }
@@ -244,6 +244,7 @@ impl Engine {
             "worker {me} is not in the partition"
         );
         let mut engine = Engine::new(topo, seed);
+        engine.handoffs = (0..ownership.workers()).map(|_| Vec::new()).collect();
         engine.worker = Some(Worker {
             me: me as u16,
             ownership,
@@ -258,10 +259,10 @@ impl Engine {
             .is_none_or(|w| w.ownership.host_owner(host) == w.me)
     }
 
-    /// Packets for other workers scheduled since the last call, in order: give each to
-    /// `accept` of the engine of `Handoff::to` before that engine advances to its time.
-    pub fn take_handoffs(&mut self) -> std::vec::Drain<'_, Handoff> {
-        self.handoffs.drain(..)
+    /// Packets for worker `to` scheduled since the last call, in order: give each to its
+    /// engine's `accept` before that engine advances to the packet's time.
+    pub fn take_handoffs(&mut self, to: usize) -> std::vec::Drain<'_, Handoff> {
+        self.handoffs[to].drain(..)
     }
 
     /// Takes in a packet from another worker; it leaves its pipe at its intended time (or at
@@ -605,9 +606,8 @@ impl Engine {
                 self.counters.cross_core_hops += 1;
                 self.counters.cross_core_bytes +=
                     crossing_bytes(w.ownership.payload(), packet.bytes);
-                self.handoffs.push(Handoff {
+                self.handoffs[usize::from(to)].push(Handoff {
                     at: exit,
-                    to,
                     pipe,
                     ticket,
                     packet,

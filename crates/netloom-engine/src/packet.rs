@@ -43,11 +43,10 @@ pub const DELIVER: PipeId = PipeId::MAX;
 pub const NO_ROUTE: PipeId = PipeId::MAX - 1;
 
 /// A packet crossing to the worker that handles its exit from `pipe` at `at`: the owner of the
-/// next pipe, or of the destination host.
+/// next pipe, or of the destination host. 64 bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct Handoff {
     pub(crate) at: Instant,
-    pub(crate) to: u16,
     pub(crate) pipe: PipeId,
     pub(crate) ticket: Ticket,
     pub(crate) packet: Packet,
@@ -57,11 +56,6 @@ impl Handoff {
     /// The packet's intended exit time: hand-off latency never changes it.
     pub fn at(&self) -> Instant {
         self.at
-    }
-
-    /// The worker it goes to.
-    pub fn to(&self) -> usize {
-        usize::from(self.to)
     }
 
     /// The caller's handle, for a packet handed in with `Engine::inject`.
@@ -125,5 +119,11 @@ mod tests {
     #[test]
     fn a_packet_in_flight_is_small() {
         assert_eq!(std::mem::size_of::<super::Packet>(), 48);
+    }
+
+    /// What a cross-core hop carries besides a shipped payload (docs/partition.md).
+    #[test]
+    fn a_handoff_is_64_bytes() {
+        assert_eq!(std::mem::size_of::<super::Handoff>(), 64);
     }
 }
