@@ -7,6 +7,7 @@ mod machine;
 mod memory;
 mod report;
 mod sim;
+mod workers;
 mod workload;
 
 use anyhow::Result;
@@ -41,6 +42,8 @@ enum Command {
     Memory,
     /// Time to generate, write, load and route a ~100,000-link inet.
     Load(load::LoadArgs),
+    /// Packet-hops per second of the partitioned engine, 1 worker against N, per partitioner.
+    Workers(workers::WorkersArgs),
     /// All of the above in one report.
     All {
         #[command(flatten)]
@@ -60,6 +63,8 @@ struct Report {
     memory: Option<memory::MemoryReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     load: Option<load::LoadReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    workers: Option<Vec<workers::WorkersRow>>,
 }
 
 fn main() -> Result<()> {
@@ -68,11 +73,12 @@ fn main() -> Result<()> {
         .chain(std::env::args().skip(1))
         .collect::<Vec<_>>()
         .join(" ");
-    let (sim_args, memory, load_args) = match cli.command {
-        Command::Sim(s) => (Some(s), false, None),
-        Command::Memory => (None, true, None),
-        Command::Load(l) => (None, false, Some(l)),
-        Command::All { sim, load } => (Some(sim), true, Some(load)),
+    let (sim_args, memory, load_args, workers_args) = match cli.command {
+        Command::Sim(s) => (Some(s), false, None, None),
+        Command::Memory => (None, true, None, None),
+        Command::Load(l) => (None, false, Some(l), None),
+        Command::Workers(w) => (None, false, None, Some(w)),
+        Command::All { sim, load } => (Some(sim), true, Some(load), None),
     };
     let report = Report {
         machine: machine::detect(),
@@ -80,6 +86,9 @@ fn main() -> Result<()> {
         sim: sim_args.map(|a| sim::run(a, cli.repeat)).transpose()?,
         memory: memory.then(memory::run).transpose()?,
         load: load_args.map(|a| load::run(a, cli.repeat)).transpose()?,
+        workers: workers_args
+            .map(|a| workers::run(a, cli.repeat))
+            .transpose()?,
     };
     if cli.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -95,6 +104,9 @@ fn main() -> Result<()> {
     }
     if let Some(l) = &report.load {
         println!("{}", load::markdown(l, cli.repeat));
+    }
+    if let (Some(rows), Some(args)) = (&report.workers, workers_args) {
+        println!("{}", workers::markdown(rows, args, cli.repeat));
     }
     Ok(())
 }
