@@ -25,7 +25,7 @@ pub struct SimOptions<'a> {
 }
 
 /// How many timestamps to process between looks at the wall clock.
-pub(crate) const PROGRESS_CHECK_EVERY: u32 = 4096;
+const PROGRESS_CHECK_EVERY: u32 = 4096;
 
 /// Runs `engine` in virtual time over [0, duration) and reports. Events due exactly at the end
 /// belong to the next interval and are not processed.

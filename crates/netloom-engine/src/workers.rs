@@ -8,7 +8,7 @@ use crate::barrier::{Aborted, SpinBarrier};
 use crate::engine::Engine;
 use crate::packet::Handoff;
 use crate::report::Report;
-use crate::sim::{Progress, SimOptions, PROGRESS_CHECK_EVERY};
+use crate::sim::{Progress, SimOptions};
 use netloom_time::{Duration, Instant};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -31,6 +31,10 @@ pub struct ParallelReport {
     pub windows: u64,
     pub per_worker: Vec<WorkerReport>,
 }
+
+/// Windows between looks at the wall clock for progress: a window is a whole lookahead of
+/// work, so far fewer than the single driver's events.
+const PROGRESS_CHECK_EVERY: u64 = 64;
 
 /// What the threads share.
 struct Shared {
@@ -206,7 +210,7 @@ fn work(
             }
             windows += 1;
             shared.hops[me].store(engine.counters().packet_hops, Ordering::Relaxed);
-            if windows.is_multiple_of(u64::from(PROGRESS_CHECK_EVERY)) {
+            if windows.is_multiple_of(PROGRESS_CHECK_EVERY) {
                 progress(Instant::from_nanos(horizon), shared);
             }
             wait(shared)?;
