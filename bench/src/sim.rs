@@ -1,11 +1,10 @@
 //! `sim`: packet-hops per second of the virtual-time engine on one core, per workload, over repeats.
 
 use crate::report::{table, Spread};
-use crate::workload::{cases, Case, SEED};
+use crate::workload::{cases, timed, Case, SEED};
 use anyhow::Result;
 use clap::Args;
-use netloom_engine::sim::{self, SimOptions};
-use netloom_time::Duration;
+use netloom_engine::sim;
 use serde::Serialize;
 
 #[derive(Args, Clone, Copy, Debug)]
@@ -47,16 +46,7 @@ fn measure(case: &Case, seconds: u64, repeat: usize) -> Result<SimRow> {
     let mut last = None;
     for i in 0..repeat {
         let mut engine = case.engine()?;
-        let report = sim::run(
-            &mut engine,
-            SimOptions {
-                duration: Duration::from_secs(seconds),
-                seed: SEED,
-                wall_clock: true,
-                progress: None,
-                progress_every: std::time::Duration::MAX,
-            },
-        );
+        let report = sim::run(&mut engine, timed(seconds));
         let wall = report.totals.wall_seconds.unwrap_or(f64::NAN).max(1e-9);
         eprintln!(
             "sim {} run {}/{}: {:.2} M packet-hops/s",

@@ -2,10 +2,10 @@
 //! partitioner, with the efficiency and the cross-core traffic each partition gives.
 
 use crate::report::{table, Spread};
-use crate::workload::{cases, Case, SEED};
+use crate::workload::{cases, timed, Case, SEED};
 use anyhow::Result;
 use clap::Args;
-use netloom_engine::sim::{self, SimOptions};
+use netloom_engine::sim;
 use netloom_engine::traffic::{expand, parse_spec};
 use netloom_engine::{workers, Engine, Ownership, Payload};
 use netloom_partition::{partition, Evaluation, FlowGraph, Method, Observation, Options};
@@ -55,16 +55,6 @@ pub fn run(args: WorkersArgs, repeat: usize) -> Result<Vec<WorkersRow>> {
     Ok(rows)
 }
 
-fn options(seconds: u64) -> SimOptions<'static> {
-    SimOptions {
-        duration: Duration::from_secs(seconds),
-        seed: SEED,
-        wall_clock: true,
-        progress: None,
-        progress_every: std::time::Duration::MAX,
-    }
-}
-
 fn measure(case: &Case, method: Method, args: WorkersArgs, repeat: usize) -> Result<WorkersRow> {
     let graph = FlowGraph::conservative(&case.topo, &Routes::compute(&case.topo));
     let assignment = partition(&graph, &Options::new(method, args.workers as u32, SEED))?;
@@ -81,7 +71,7 @@ fn measure(case: &Case, method: Method, args: WorkersArgs, repeat: usize) -> Res
     // Alternate the two so that drift in the machine's speed hits both alike.
     for i in 0..repeat {
         let mut engine = case.engine()?;
-        let report = sim::run(&mut engine, options(args.seconds));
+        let report = sim::run(&mut engine, timed(args.seconds));
         single.push(report.totals.packet_hops_per_second.unwrap_or(f64::NAN));
         let engines = (0..args.workers)
             .map(|k| {
@@ -93,12 +83,8 @@ fn measure(case: &Case, method: Method, args: WorkersArgs, repeat: usize) -> Res
                 Ok(e)
             })
             .collect::<Result<Vec<_>>>()?;
-        let (merged, report, parallel) = workers::run(
-            engines,
-            ownership.lookahead(),
-            options(args.seconds),
-            &|_| {},
-        );
+        let (merged, report, parallel) =
+            workers::run(engines, ownership.lookahead(), timed(args.seconds), &|_| {});
         let wall = report.totals.wall_seconds.unwrap_or(f64::NAN);
         let rate = report.totals.packet_hops_per_second.unwrap_or(f64::NAN);
         split.push(rate);

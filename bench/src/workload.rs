@@ -1,8 +1,10 @@
 //! The topologies and traffic the benchmarks run, built in-process (generator → resolve).
 
 use anyhow::Result;
+use netloom_engine::sim::SimOptions;
 use netloom_engine::traffic::{expand, parse_spec};
 use netloom_engine::Engine;
+use netloom_time::Duration;
 use netloom_topo::gen::{self, DumbbellParams, GenKind, InetParams, TreeMeshParams};
 use netloom_topo::Topology;
 
@@ -51,6 +53,17 @@ pub fn cases() -> Result<Vec<Case>> {
             traffic: "pattern=pairs pairs=h1:h5,h2:h6 source=aimd",
         },
     ])
+}
+
+/// A timed virtual-time run of `seconds` without progress output.
+pub fn timed(seconds: u64) -> SimOptions<'static> {
+    SimOptions {
+        duration: Duration::from_secs(seconds),
+        seed: SEED,
+        wall_clock: true,
+        progress: None,
+        progress_every: std::time::Duration::MAX,
+    }
 }
 
 /// Generates and resolves a topology of `kind`.
