@@ -2,18 +2,21 @@
 //! wall clock, write out what is due, then wait for the next deadline or packet in the chosen
 //! precision mode. Exit times come from the engine's schedule, never from when a packet was
 //! actually written, so one late packet does not delay those behind it (no delay cascading).
+//! A TCP super-packet (GSO) goes through the engine as its wire-size segments, each timed and
+//! lost on its own; segments of one super-packet due in the same turn are written together.
 
 use crate::accuracy::{Accuracy, AccuracyReport, Thresholds};
 use crate::clock::Clock;
 use crate::control::{Pending, Reply, Request};
 use crate::ip::destination;
-use crate::pool::Pool;
+use crate::pool::{Pool, Size};
+use crate::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
 use netloom_engine::{Engine, Output};
 use netloom_time::Instant;
 use netloom_topo::NodeId;
 use serde::Serialize;
 use std::collections::HashMap;
-use std::io;
+use std::io::{self, IoSlice};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
@@ -29,11 +32,30 @@ pub trait PacketIo {
     fn recv(&mut self, host: u32, buf: &mut [u8]) -> io::Result<usize>;
     /// Hands `packet` to `host`.
     fn send(&mut self, host: u32, packet: &[u8]) -> io::Result<()>;
+    /// Hands `host` the packet made of `parts` joined, as `send` would.
+    fn send_vectored(&mut self, host: u32, parts: &[IoSlice<'_>]) -> io::Result<()> {
+        let joined: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
+        self.send(host, &joined)
+    }
+    /// What the frames of `recv` and `send` are; the same for the I/O's whole life.
+    fn framing(&self) -> Framing {
+        Framing::Plain
+    }
     /// Whether the control channel signalled a request since the last call, so the loop looks
     /// at the channel only then. I/O without a control channel never does.
     fn take_wake(&mut self) -> bool {
         false
     }
+}
+
+/// What a `PacketIo` reads and writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// Bare IPv4 and IPv6 packets.
+    Plain,
+    /// Each packet behind a virtio_net_hdr (a TUN device with IFF_VNET_HDR). With `gso`, hosts
+    /// may send TCP super-packets of up to 64 KB, and the driver may write some.
+    Vnet { gso: bool },
 }
 
 /// How the driver waits between deadlines.
@@ -49,14 +71,16 @@ pub enum Precision {
     Sleep,
 }
 
-/// Packets read from and written to one host.
+/// Packets read from and written to one host, counted as on the wire: a super-packet counts as
+/// its segments, and bytes are IP packets' bytes.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct HostCounters {
     pub packets_in: u64,
     pub bytes_in: u64,
     pub packets_out: u64,
     pub bytes_out: u64,
-    /// Packets from this host that were not IPv4 or IPv6, or were truncated; dropped.
+    /// Packets from this host that were not IPv4 or IPv6, were truncated, or were super-packets
+    /// that cannot be split; dropped.
     pub malformed: u64,
     /// Packets from this host to an address no host has; dropped and counted, no ICMP is sent.
     pub unknown_destination: u64,
@@ -66,6 +90,18 @@ pub struct HostCounters {
 const READ_BATCH: usize = 64;
 /// Longest single wait, so a stop request is noticed promptly even when nothing happens.
 const MAX_WAIT: Duration = Duration::from_millis(20);
+/// The largest frame with GSO: virtio_net_hdr, IPv6 header and the most its payload length says.
+const MAX_SUPER: usize = VNET_HDR_LEN + 40 + 65_535;
+/// Bits of an engine token that number the segment; the pool buffer's index is above them.
+const SEGMENT_BITS: u32 = 16;
+
+fn token(id: u32, segment: u16) -> u64 {
+    u64::from(id) << SEGMENT_BITS | u64::from(segment)
+}
+
+fn untoken(token: u64) -> (u32, u16) {
+    ((token >> SEGMENT_BITS) as u32, token as u16)
+}
 
 pub struct Driver<I: PacketIo> {
     engine: Engine,
@@ -81,16 +117,20 @@ pub struct Driver<I: PacketIo> {
     accuracy: Accuracy,
     ready: Vec<u32>,
     outbox: Vec<Output>,
+    framing: Framing,
     /// Read buffer for packets that arrive when every pool buffer is in flight.
     overflow: Box<[u8]>,
+    /// Where the headers of a run of segments are built before writing.
+    head: [u8; MAX_HEAD],
     /// Requests from `netloom stats` and `netloom link`, if a control channel is attached.
     control: Option<Receiver<Pending>>,
 }
 
 impl<I: PacketIo> Driver<I> {
     /// A driver for `engine`, whose hosts (in `Topology::hosts` order) have the `addresses`
-    /// given per host and send packets of at most `max_packet` bytes; at most `max_in_flight`
-    /// packets are held at once.
+    /// given per host and send packets of at most `max_packet` bytes (the MTU; super-packets of
+    /// GSO are larger); at most `max_in_flight` packets are held at once, and with GSO as many
+    /// super-packets as take the memory of that many packets.
     pub fn new(
         engine: Engine,
         io: I,
@@ -101,6 +141,17 @@ impl<I: PacketIo> Driver<I> {
         thresholds: Thresholds,
     ) -> Driver<I> {
         let host_nodes = engine.topology().hosts.clone();
+        let framing = io.framing();
+        let small = match framing {
+            Framing::Plain => max_packet,
+            Framing::Vnet { .. } => VNET_HDR_LEN + max_packet,
+        };
+        let (large, max_large) = match framing {
+            Framing::Vnet { gso: true } if MAX_SUPER > small => {
+                (MAX_SUPER, (max_in_flight * small / MAX_SUPER).max(1))
+            }
+            _ => (0, 0),
+        };
         let hosts_by_addr = addresses
             .iter()
             .enumerate()
@@ -112,13 +163,15 @@ impl<I: PacketIo> Driver<I> {
             io,
             clock: Clock::start(),
             precision,
-            pool: Pool::new(max_packet, max_in_flight),
+            pool: Pool::new(small, max_in_flight, large, max_large),
             hosts_by_addr,
             host_nodes,
             accuracy: Accuracy::new(thresholds),
             ready: Vec::new(),
             outbox: Vec::new(),
-            overflow: vec![0; max_packet].into_boxed_slice(),
+            framing,
+            overflow: vec![0; small.max(large)].into_boxed_slice(),
+            head: [0; MAX_HEAD],
             control: None,
         }
     }
@@ -326,59 +379,59 @@ impl<I: PacketIo> Driver<I> {
         }
     }
 
-    /// Reads up to a batch of packets from `host` into pool buffers and injects them.
+    /// Reads up to a batch of frames from `host` into pool buffers and injects their packets: a
+    /// super-packet's segments one by one, each with its own size on the wire.
     fn receive(&mut self, host: u32) -> io::Result<()> {
+        let offset = match self.framing {
+            Framing::Plain => 0,
+            Framing::Vnet { .. } => VNET_HDR_LEN,
+        };
         for _ in 0..READ_BATCH {
-            let Some(id) = self.pool.take() else {
-                // Every buffer is in flight: the packet is read so the host is not stalled, and
-                // lost outside the model's say.
-                return match self.io.recv(host, &mut self.overflow) {
-                    Ok(_) => {
-                        self.accuracy.record_physical_drop();
-                        Ok(())
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
-                    Err(e) => Err(e),
-                };
-            };
-            let len = match self.io.recv(host, self.pool.space(id)) {
-                Ok(len) => len,
-                Err(e) => {
-                    self.pool.put_back(id);
-                    return match e.kind() {
-                        io::ErrorKind::WouldBlock => Ok(()),
-                        _ => Err(e),
-                    };
-                }
+            let Some((id, len)) = self.read_frame(host)? else {
+                return Ok(());
             };
             let now = self.clock.now();
+            let frame = &self.pool.space(id)[..len];
+            let parsed = match self.framing {
+                Framing::Plain => Ok(Frame::Single),
+                Framing::Vnet { .. } => segment::parse(frame),
+            }
+            .and_then(|kind| Ok((kind, destination(&frame[offset..])?)));
             let c = &mut self.counters[host as usize];
-            c.packets_in += 1;
-            c.bytes_in += len as u64;
-            let dst = match destination(&self.pool.space(id)[..len]) {
-                Ok(addr) => self.hosts_by_addr.get(&addr).copied(),
+            let (gso, addr) = match parsed {
+                Ok((Frame::Single, addr)) => (None, addr),
+                Ok((Frame::Super(g), addr)) => (Some(g), addr),
                 Err(_) => {
-                    self.counters[host as usize].malformed += 1;
+                    c.packets_in += 1;
+                    c.bytes_in += len.saturating_sub(offset) as u64;
+                    c.malformed += 1;
                     self.pool.put_back(id);
                     continue;
                 }
             };
-            let Some(dst) = dst else {
-                self.counters[host as usize].unknown_destination += 1;
+            let single = (len - offset) as u32;
+            let segments = gso.map_or(1, |g| g.segments());
+            c.packets_in += u64::from(segments);
+            c.bytes_in += u64::from(gso.map_or(single, |g| g.wire_total()));
+            let Some(dst) = self.hosts_by_addr.get(&addr).copied() else {
+                c.unknown_destination += u64::from(segments);
                 self.pool.put_back(id);
                 continue;
             };
-            self.pool.fill(id, len);
+            self.pool.fill(id, len, gso, u32::from(segments));
             let (src_node, dst_node) = (
                 self.host_nodes[host as usize],
                 self.host_nodes[dst as usize],
             );
-            if !self
-                .engine
-                .inject(now, src_node, dst_node, len as u32, u64::from(id))
-            {
-                self.counters[host as usize].unknown_destination += 1;
-                self.pool.release(id);
+            for k in 0..segments {
+                let bytes = gso.map_or(single, |g| g.wire_len(k));
+                if !self
+                    .engine
+                    .inject(now, src_node, dst_node, bytes, token(id, k))
+                {
+                    self.counters[host as usize].unknown_destination += 1;
+                    self.pool.release(id);
+                }
             }
             // Release what fell due while reading before reading on: under a flood, a batch of
             // reads followed by a batch of writes made packets wait for the whole turn
@@ -390,39 +443,164 @@ impl<I: PacketIo> Driver<I> {
         Ok(())
     }
 
+    /// Reads one frame from `host` into a pool buffer and returns the buffer and the frame's
+    /// length; `None` when the host has nothing queued, or when a frame was dropped for want of
+    /// a buffer (the others then get their turn).
+    fn read_frame(&mut self, host: u32) -> io::Result<Option<(u32, usize)>> {
+        // The size of a frame is known only once it is read, so with GSO it is read into a
+        // large buffer; one that fits a small buffer moves there (a copy of at most the MTU), so
+        // a small packet in flight never pins 64 KB.
+        let size = if self.pool.bytes(Size::Large) > 0 {
+            Size::Large
+        } else {
+            Size::Small
+        };
+        let Some(id) = self.pool.take(size) else {
+            return self.read_without_buffer(host);
+        };
+        let len = match self.io.recv(host, self.pool.space(id)) {
+            Ok(len) => len,
+            Err(e) => {
+                self.pool.put_back(id);
+                return match e.kind() {
+                    io::ErrorKind::WouldBlock => Ok(None),
+                    _ => Err(e),
+                };
+            }
+        };
+        if size == Size::Large && len <= self.pool.bytes(Size::Small) {
+            if let Some(small) = self.pool.take(Size::Small) {
+                self.pool.copy(id, small, len);
+                self.pool.put_back(id);
+                return Ok(Some((small, len)));
+            }
+        }
+        Ok(Some((id, len)))
+    }
+
+    /// Every buffer of the size a read needs is in flight: reads the frame anyway, so the host
+    /// is not stalled, and keeps it if a small buffer is free and holds it; otherwise it is lost
+    /// outside the model's say, each of its segments a physical drop.
+    fn read_without_buffer(&mut self, host: u32) -> io::Result<Option<(u32, usize)>> {
+        let len = match self.io.recv(host, &mut self.overflow) {
+            Ok(len) => len,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        if len <= self.pool.bytes(Size::Small) {
+            if let Some(id) = self.pool.take(Size::Small) {
+                self.pool.space(id)[..len].copy_from_slice(&self.overflow[..len]);
+                return Ok(Some((id, len)));
+            }
+        }
+        let segments = match (self.framing, segment::parse(&self.overflow[..len])) {
+            (Framing::Vnet { .. }, Ok(Frame::Super(g))) => g.segments(),
+            _ => 1,
+        };
+        for _ in 0..segments {
+            self.accuracy.record_physical_drop();
+        }
+        Ok(None)
+    }
+
     /// Writes every packet the engine released, measuring how late each is, and settles the
-    /// payloads of copies that were duplicated or dropped.
+    /// payloads of copies that were duplicated or dropped. Consecutive segments of one
+    /// super-packet released together (all of them due by now) go out in one write.
     fn flush(&mut self) -> io::Result<()> {
         self.outbox.extend(self.engine.drain_outputs());
-        for i in 0..self.outbox.len() {
-            match self.outbox[i] {
-                Output::Delivered { token, at, dst } => {
-                    let id = token as u32;
-                    let host = self
-                        .engine
-                        .routes()
-                        .host_index(dst)
-                        .expect("the engine delivers only to hosts");
-                    let lateness = self.clock.now().saturating_since(at);
+        let mut i = 0;
+        while i < self.outbox.len() {
+            let (token, dst) = match self.outbox[i] {
+                Output::Delivered { token, dst, .. } => (token, dst),
+                Output::Duplicated { token } => {
+                    self.pool.hold(untoken(token).0);
+                    i += 1;
+                    continue;
+                }
+                Output::Dropped { token } => {
+                    self.pool.release(untoken(token).0);
+                    i += 1;
+                    continue;
+                }
+            };
+            let (id, first) = untoken(token);
+            let gso = self.pool.gso(id);
+            let mut end = i + 1;
+            if let Some(g) = gso {
+                let segments = usize::from(g.segments());
+                while end < self.outbox.len()
+                    && usize::from(first) + (end - i) < segments
+                    && matches!(self.outbox[end],
+                        Output::Delivered { token: t, dst: d, .. }
+                            if d == dst && t == token + (end - i) as u64)
+                {
+                    end += 1;
+                }
+            }
+            let run = first..first + (end - i) as u16;
+            let host = self
+                .engine
+                .routes()
+                .host_index(dst)
+                .expect("the engine delivers only to hosts");
+            let now = self.clock.now();
+            for output in &self.outbox[i..end] {
+                if let Output::Delivered { at, .. } = output {
+                    let lateness = now.saturating_since(*at);
                     self.accuracy
                         .record_release(Duration::from_nanos(lateness.as_nanos()));
-                    let packet = self.pool.packet(id);
-                    let len = packet.len() as u64;
-                    match self.io.send(host, packet) {
-                        Ok(()) => {
-                            let c = &mut self.counters[host as usize];
-                            c.packets_out += 1;
-                            c.bytes_out += len;
-                        }
-                        Err(_) => self.accuracy.record_physical_drop(),
-                    }
-                    self.pool.release(id);
                 }
-                Output::Duplicated { token } => self.pool.hold(token as u32),
-                Output::Dropped { token } => self.pool.release(token as u32),
             }
+            let frame = self.pool.frame(id);
+            let (sent, bytes) = match gso {
+                None => {
+                    let offset = match self.framing {
+                        Framing::Plain => 0,
+                        Framing::Vnet { .. } => VNET_HDR_LEN,
+                    };
+                    (self.io.send(host, frame), frame.len() - offset)
+                }
+                Some(g) => {
+                    let (head, payload) = g.build(frame, run.clone(), &mut self.head);
+                    let parts = [
+                        IoSlice::new(&self.head[..head]),
+                        IoSlice::new(&frame[payload]),
+                    ];
+                    let bytes = run.clone().map(|k| g.wire_len(k) as usize).sum();
+                    (self.io.send_vectored(host, &parts), bytes)
+                }
+            };
+            match sent {
+                Ok(()) => {
+                    let c = &mut self.counters[host as usize];
+                    c.packets_out += run.len() as u64;
+                    c.bytes_out += bytes as u64;
+                }
+                Err(_) => {
+                    for _ in run.clone() {
+                        self.accuracy.record_physical_drop();
+                    }
+                }
+            }
+            for _ in run {
+                self.pool.release(id);
+            }
+            i = end;
         }
         self.outbox.clear();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_carry_the_buffer_and_the_segment() {
+        for (id, k) in [(0, 0), (7, 44), (u32::MAX, u16::MAX)] {
+            assert_eq!(untoken(token(id, k)), (id, k));
+        }
+        assert_eq!(token(1, 0), token(0, u16::MAX) + 1);
     }
 }

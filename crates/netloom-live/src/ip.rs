@@ -10,6 +10,9 @@ pub enum Malformed {
     NotIp,
     /// Shorter than its fixed header, or than the length its header claims.
     Truncated,
+    /// A GSO super-packet netloom cannot split: not TCP, a GSO type or an IPv6 extension header
+    /// the hosts' kernels do not send, a fragment, or a segment size of zero.
+    Offload,
 }
 
 /// The destination address of an IPv4 or IPv6 packet, after checking its header fits.

@@ -10,10 +10,11 @@ pub mod control;
 mod driver;
 mod ip;
 mod pool;
+pub mod segment;
 mod tun_io;
 
 pub use accuracy::{Accuracy, AccuracyReport, Thresholds};
 pub use clock::Clock;
-pub use driver::{Driver, HostCounters, PacketIo, Precision};
+pub use driver::{Driver, Framing, HostCounters, PacketIo, Precision};
 pub use ip::{destination, Malformed};
 pub use tun_io::TunIo;

@@ -1,10 +1,13 @@
 //! The real-time loop against in-memory hosts: packets are routed by address, released at their
 //! scheduled time (measured against the wall clock, with generous bounds: this runs on shared
-//! CI machines), bad packets are counted, and payloads survive duplication and drops.
+//! CI machines), bad packets are counted, and payloads survive duplication and drops. With GSO,
+//! a super-packet is emulated as its wire-size segments: each timed and lost on its own, and
+//! those due together written together.
 
 use netloom_engine::Engine;
-use netloom_link::{LossModel, PipeConfig};
-use netloom_live::{Driver, PacketIo, Precision, Thresholds};
+use netloom_link::{LossModel, PipeConfig, QueueLimit};
+use netloom_live::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
+use netloom_live::{Driver, Framing, PacketIo, Precision, Thresholds};
 use netloom_time::{Duration as NsDuration, Rate};
 use netloom_topo::{NodeKind, RoutingMetric, Topology};
 use std::collections::VecDeque;
@@ -13,10 +16,10 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 /// Hosts as queues: what they send waits in `inbox`, what they receive lands in `delivered`.
-#[derive(Default)]
 struct MemIo {
     inbox: Vec<VecDeque<Vec<u8>>>,
     delivered: Vec<(u32, Instant, Vec<u8>)>,
+    framing: Framing,
 }
 
 impl PacketIo for MemIo {
@@ -45,6 +48,10 @@ impl PacketIo for MemIo {
         self.delivered.push((host, Instant::now(), packet.to_vec()));
         Ok(())
     }
+
+    fn framing(&self) -> Framing {
+        self.framing
+    }
 }
 
 fn ipv4(dst: [u8; 4], len: usize, id: u8) -> Vec<u8> {
@@ -58,11 +65,21 @@ fn ipv4(dst: [u8; 4], len: usize, id: u8) -> Vec<u8> {
 
 /// h0 - r - h1, 10 Mbit/s and 2 ms per hop; `tweak` adjusts the r-h1 pipes.
 fn driver(precision: Precision, tweak: impl Fn(&mut PipeConfig)) -> Driver<MemIo> {
+    let c = PipeConfig::new(Rate::bps(10_000_000), NsDuration::from_millis(2));
+    driver_over(c, Framing::Plain, precision, tweak)
+}
+
+/// h0 - r - h1 with pipes `c` whose frames are `framing`; `tweak` adjusts the r-h1 pipes.
+fn driver_over(
+    c: PipeConfig,
+    framing: Framing,
+    precision: Precision,
+    tweak: impl Fn(&mut PipeConfig),
+) -> Driver<MemIo> {
     let mut t = Topology::new("pair", RoutingMetric::Delay);
     let h0 = t.add_node("h0", NodeKind::Host, None);
     let r = t.add_node("r", NodeKind::Router, None);
     let h1 = t.add_node("h1", NodeKind::Host, None);
-    let c = PipeConfig::new(Rate::bps(10_000_000), NsDuration::from_millis(2));
     let mut last = c;
     tweak(&mut last);
     t.add_link(h0, r, None, c, Some(c));
@@ -74,6 +91,7 @@ fn driver(precision: Precision, tweak: impl Fn(&mut PipeConfig)) -> Driver<MemIo
     let io = MemIo {
         inbox: vec![VecDeque::new(), VecDeque::new()],
         delivered: Vec::new(),
+        framing,
     };
     Driver::new(
         Engine::new(t, 5),
@@ -176,4 +194,214 @@ fn payloads_survive_duplication_and_loss_and_are_all_returned() {
         assert_eq!(p.len(), 200);
     }
     assert_eq!(d.in_flight(), 0, "every buffer came back");
+}
+
+/// TCP over IPv4 from h0 to h1 with 12 bytes of options: 1500-byte packets at this MSS.
+const MSS: u16 = 1448;
+const HEADERS: usize = 20 + 32;
+
+/// A TCP super-packet as h0's kernel hands it over with GSO: virtio_net_hdr (NEEDS_CSUM, TCPV4,
+/// `MSS`), IPv4 and TCP headers, `segments` full segments of payload from sequence number `seq`.
+fn super_frame(seq: u32, segments: usize) -> Vec<u8> {
+    let mut f = vec![0u8; VNET_HDR_LEN + HEADERS + segments * usize::from(MSS)];
+    f[0] = 1;
+    f[1] = 1;
+    for (at, v) in [(2, HEADERS as u16), (4, MSS), (6, 20), (8, 16)] {
+        f[at..at + 2].copy_from_slice(&v.to_ne_bytes());
+    }
+    let total = (f.len() - VNET_HDR_LEN) as u16;
+    let p = &mut f[VNET_HDR_LEN..];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&total.to_be_bytes());
+    p[6] = 0x40;
+    p[8] = 64;
+    p[9] = 6;
+    p[12..16].copy_from_slice(&[198, 18, 0, 1]);
+    p[16..20].copy_from_slice(&[198, 18, 0, 2]);
+    p[24..28].copy_from_slice(&seq.to_be_bytes());
+    p[32] = 8 << 4;
+    p[33] = 0x18;
+    for (i, b) in p[HEADERS..].iter_mut().enumerate() {
+        *b = (i % 253) as u8;
+    }
+    f
+}
+
+/// The wire packets of a frame a host received: its packet, or the segments of a super-packet.
+fn wire_packets(frame: &[u8]) -> Vec<Vec<u8>> {
+    match segment::parse(frame).expect("netloom writes valid frames") {
+        Frame::Single => vec![frame[VNET_HDR_LEN..].to_vec()],
+        Frame::Super(g) => (0..g.segments())
+            .map(|k| {
+                let mut head = [0u8; MAX_HEAD];
+                let (n, payload) = g.build(frame, k..k + 1, &mut head);
+                [&head[VNET_HDR_LEN..n], &frame[payload]].concat()
+            })
+            .collect(),
+    }
+}
+
+/// The sequence number of a TCP/IPv4 packet without options in the IP header.
+fn seq(packet: &[u8]) -> u32 {
+    u32::from_be_bytes(packet[24..28].try_into().unwrap())
+}
+
+#[test]
+fn a_super_packet_is_timed_and_lost_segment_by_segment() {
+    // 10 Mbit/s, 2 ms per hop: a 1500-byte segment takes 1.2 ms to serialize, so segment k of
+    // a burst reaches h1 at 4 ms + (k + 2) x 1.2 ms (serialized at both hops, back to back).
+    let c = roomy(Rate::bps(10_000_000), NsDuration::from_millis(2));
+    let gso = Framing::Vnet { gso: true };
+    let mut d = driver_over(c, gso, Precision::Busy, |_| {});
+    let n = 40;
+    let sent = Instant::now();
+    d.io_mut().inbox[0].push_back(super_frame(1000, n));
+    run_until_quiet(&mut d, Duration::from_secs(3));
+    let mut got = Vec::new();
+    for (host, at, frame) in &d.io().delivered {
+        assert_eq!(*host, 1);
+        for p in wire_packets(frame) {
+            assert_eq!(p.len(), 1500, "a wire-size segment");
+            got.push((*at, seq(&p)));
+        }
+    }
+    assert_eq!(got.len(), n, "every segment arrives, once");
+    for (k, (at, seq)) in got.iter().enumerate() {
+        assert_eq!(*seq, 1000 + k as u32 * u32::from(MSS), "in order");
+        let due = Duration::from_micros(4_000 + 1_200 * (k as u64 + 2));
+        let took = *at - sent;
+        assert!(took >= due, "segment {k} after {took:?}, due at {due:?}");
+        assert!(
+            took < due + Duration::from_millis(50),
+            "segment {k} after {took:?}"
+        );
+    }
+    // Not held back until the last segment is due: the first one left about 47 ms earlier.
+    let last_due = Duration::from_micros(4_000 + 1_200 * (n as u64 + 1));
+    assert!(
+        got[0].0 - sent < last_due,
+        "the first segment waited for the last"
+    );
+    let acc = d.accuracy();
+    assert_eq!((acc.released, acc.physical_drops), (n as u64, 0));
+    let c = d.host_counters();
+    assert_eq!(
+        (c[0].packets_in, c[0].bytes_in),
+        (n as u64, 1500 * n as u64)
+    );
+    assert_eq!(
+        (c[1].packets_out, c[1].bytes_out),
+        (n as u64, 1500 * n as u64)
+    );
+    assert_eq!(d.in_flight(), 0);
+
+    // With 30 % loss on r-h1, segments are lost one by one: of 4 x 40, the survivors lie within
+    // 3.29 standard deviations of 112, and each arrives whole and in order.
+    let fast = roomy(Rate::bps(1_000_000_000), NsDuration::from_micros(100));
+    let mut d = driver_over(fast, gso, Precision::Busy, |c| {
+        c.loss = LossModel::Bernoulli { p: 0.3 };
+    });
+    for i in 0..4 {
+        d.io_mut().inbox[0].push_back(super_frame(i * 40 * u32::from(MSS), 40));
+    }
+    run_until_quiet(&mut d, Duration::from_secs(3));
+    let seqs: Vec<u32> = d
+        .io()
+        .delivered
+        .iter()
+        .flat_map(|(_, _, f)| wire_packets(f))
+        .map(|p| seq(&p))
+        .collect();
+    assert!(
+        (93..=131).contains(&seqs.len()),
+        "{} of 160 arrived",
+        seqs.len()
+    );
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "in order, no copies");
+    assert!(seqs.iter().all(|s| s % u32::from(MSS) == 0));
+    assert_eq!(d.in_flight(), 0, "every buffer came back");
+}
+
+/// Pipes whose queues hold a burst of super-packets (the default holds a bandwidth-delay
+/// product, which at 10 Mbit/s and 2 ms is a few packets).
+fn roomy(rate: Rate, delay: NsDuration) -> PipeConfig {
+    let mut c = PipeConfig::new(rate, delay);
+    c.queue = QueueLimit::Packets(1000);
+    c
+}
+
+#[test]
+fn segments_due_together_are_written_together() {
+    // 10 Gbit/s and 10 ms per hop: the 45 segments of a 64 KB super-packet fall due within
+    // 55 us of one another, 20 ms after the read. Reading, then waiting 40 ms before the next
+    // turn, leaves all of them due in that turn.
+    let c = roomy(Rate::bps(10_000_000_000), NsDuration::from_millis(10));
+    let gso = Framing::Vnet { gso: true };
+    for loss in [0.0, 0.3] {
+        let mut d = driver_over(c, gso, Precision::Busy, |c| {
+            c.loss = LossModel::Bernoulli { p: loss };
+        });
+        let sent = super_frame(7, 45);
+        d.io_mut().inbox[0].push_back(sent.clone());
+        d.step().unwrap();
+        assert!(d.io().delivered.is_empty());
+        std::thread::sleep(Duration::from_millis(40));
+        d.step().unwrap();
+        let expected = wire_packets(&sent);
+        let frames: Vec<&Vec<u8>> = d.io().delivered.iter().map(|(_, _, f)| f).collect();
+        let mut got: Vec<Vec<u8>> = Vec::new();
+        let mut runs = 0;
+        let mut last_index = None;
+        for frame in &frames {
+            let packets = wire_packets(frame);
+            // Each frame is one run of consecutive segments, and the runs are as long as the
+            // losses allow: a frame starts only where a segment before it was lost.
+            let first = expected.iter().position(|e| *e == packets[0]).unwrap();
+            assert_eq!(&expected[first..first + packets.len()], &packets[..]);
+            if let Some(prev) = last_index {
+                assert!(first > prev, "a gap between frames: {prev} then {first}");
+            }
+            last_index = Some(first + packets.len());
+            runs += 1;
+            got.extend(packets);
+        }
+        if loss == 0.0 {
+            assert_eq!(runs, 1, "one write for the whole super-packet");
+            assert_eq!(got, expected);
+        } else {
+            assert!(
+                runs > 1 && got.len() < 45,
+                "{runs} frames, {} segments",
+                got.len()
+            );
+        }
+        assert_eq!(d.accuracy().released, got.len() as u64);
+        assert_eq!(d.in_flight(), 0);
+    }
+}
+
+#[test]
+fn plain_packets_keep_their_virtio_header_and_bad_super_packets_are_malformed() {
+    let c = PipeConfig::new(Rate::bps(1_000_000_000), NsDuration::from_micros(100));
+    let mut d = driver_over(c, Framing::Vnet { gso: true }, Precision::Busy, |_| {});
+    // A UDP-sized packet whose checksum is left to finish (NEEDS_CSUM at 20 + 6).
+    let mut plain = vec![0u8; VNET_HDR_LEN];
+    plain[0] = 1;
+    plain[6..8].copy_from_slice(&20u16.to_ne_bytes());
+    plain[8..10].copy_from_slice(&6u16.to_ne_bytes());
+    plain.extend(ipv4([198, 18, 0, 2], 100, 9));
+    d.io_mut().inbox[0].push_back(plain.clone());
+    let mut zero_mss = super_frame(1, 3);
+    zero_mss[4..6].fill(0);
+    d.io_mut().inbox[0].push_back(zero_mss);
+    d.io_mut().inbox[0].push_back(plain[..VNET_HDR_LEN - 2].to_vec());
+    run_until_quiet(&mut d, Duration::from_secs(2));
+    let got: Vec<&Vec<u8>> = d.io().delivered.iter().map(|(_, _, f)| f).collect();
+    assert_eq!(got, [&plain], "written as read, header and all");
+    let c = d.host_counters()[0];
+    // Malformed frames count as one packet each, their bytes those behind the virtio_net_hdr.
+    assert_eq!(
+        (c.packets_in, c.bytes_in, c.malformed),
+        (3, 100 + (HEADERS + 3 * 1448) as u64, 2)
+    );
 }

@@ -34,4 +34,4 @@ pub use plan::{
 pub use poller::Poller;
 pub use registry::{find_host, registry_dir, running, Record, RecordHost};
 pub use signal::{install_stop_handler, restore_default_sigpipe};
-pub use tun::{Tun, TUN_NAME};
+pub use tun::{Tun, TUN_NAME, VNET_HDR_LEN};

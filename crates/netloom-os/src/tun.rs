@@ -1,4 +1,6 @@
-//! `Tun`: one host's TUN device, opened inside its namespace; raw IP packets in and out.
+//! `Tun`: one host's TUN device, opened inside its namespace; IP packets in and out, each behind a
+//! virtio_net_hdr, and the offloads (GSO) the device accepts. What the header means and how a
+//! super-packet is split is netloom-live's business, not this module's.
 //!
 //! The device lives as long as the descriptor: dropping the `Tun` removes `nl0` from its namespace.
 
@@ -11,15 +13,21 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 pub const TUN_NAME: &str = "nl0";
 pub(crate) const TUN_NAME_C: &CStr = c"nl0";
 
-/// A non-blocking TUN device without packet information: each read returns one IPv4 or IPv6
-/// packet, each write injects one.
+/// Bytes of the `struct virtio_net_hdr` in front of every packet read from or written to a `Tun`.
+pub const VNET_HDR_LEN: usize = 10;
+
+/// A non-blocking TUN device without packet information, with IFF_VNET_HDR: each read returns a
+/// virtio_net_hdr ([`VNET_HDR_LEN`] bytes) and one IPv4 or IPv6 packet, each write takes the same.
+/// Until [`Tun::set_offload`] turns GSO on, the kernel hands over only packets of at most the MTU
+/// with a zeroed header.
 #[derive(Debug)]
 pub struct Tun {
     fd: OwnedFd,
 }
 
 impl Tun {
-    /// Creates `nl0` in the calling thread's network namespace (IFF_TUN | IFF_NO_PI, O_NONBLOCK).
+    /// Creates `nl0` in the calling thread's network namespace (IFF_TUN | IFF_NO_PI |
+    /// IFF_VNET_HDR, O_NONBLOCK), with offloads off.
     pub(crate) fn create_here() -> Result<Tun, OsError> {
         // SAFETY: the path is a NUL-terminated literal; open has no other preconditions.
         let raw = unsafe {
@@ -38,18 +46,52 @@ impl Tun {
         // SAFETY: `raw` was just returned by open and is owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let mut req = crate::interface::ifreq_for(TUN_NAME_C);
-        req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
+        req.ifr_ifru.ifru_flags =
+            (libc::IFF_TUN | libc::IFF_NO_PI | libc::IFF_VNET_HDR) as libc::c_short;
         // SAFETY: TUNSETIFF reads and writes one `ifreq`, which `req` is and outlives the call.
         if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut req) } < 0 {
             return Err(OsError::last(format!(
                 "create TUN device {TUN_NAME} (TUNSETIFF)"
             )));
         }
+        // The kernel's default is this size already; setting it pins what VNET_HDR_LEN promises.
+        let size = VNET_HDR_LEN as libc::c_int;
+        // SAFETY: TUNSETVNETHDRSZ reads one `int` through the pointer, which outlives the call.
+        if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETVNETHDRSZ, &size) } < 0 {
+            return Err(OsError::last(format!(
+                "set the virtio_net_hdr size of {TUN_NAME} (TUNSETVNETHDRSZ)"
+            )));
+        }
         Ok(Tun { fd })
     }
 
-    /// Reads one packet into `buf`; `WouldBlock` when none is queued. A packet longer than `buf`
-    /// is truncated, so give it at least the MTU.
+    /// With `gso`, lets the kernel hand over TCP super-packets of up to 64 KB (TSO over IPv4 and
+    /// IPv6) and packets whose checksum is left to finish (the header's NEEDS_CSUM flag), instead
+    /// of segmenting and checksumming them in software before the read; without, turns that off.
+    pub fn set_offload(&self, gso: bool) -> Result<(), OsError> {
+        let flags = if gso {
+            libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6
+        } else {
+            0
+        };
+        // SAFETY: TUNSETOFFLOAD takes its argument by value and touches no memory of ours.
+        if unsafe {
+            libc::ioctl(
+                self.fd.as_raw_fd(),
+                libc::TUNSETOFFLOAD,
+                flags as libc::c_ulong,
+            )
+        } < 0
+        {
+            return Err(OsError::last(format!(
+                "set the offloads of {TUN_NAME} (TUNSETOFFLOAD)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reads one virtio_net_hdr and packet into `buf`; `WouldBlock` when none is queued. Give it
+    /// room for the header and the MTU, or for 64 KB and more with GSO on.
     pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the duration of the call.
         let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
@@ -60,11 +102,27 @@ impl Tun {
         }
     }
 
-    /// Writes one whole IP packet; the kernel receives it as if it arrived on `nl0`. Fails with
-    /// `EINVAL` when the first nibble is neither 4 nor 6.
+    /// Writes one virtio_net_hdr and whole IP packet; the kernel receives it as if it arrived on
+    /// `nl0`. Fails with `EINVAL` when the first nibble is neither 4 nor 6 or the header does not
+    /// fit the packet.
     pub fn write(&self, packet: &[u8]) -> io::Result<usize> {
         // SAFETY: `packet` is valid for reads of `packet.len()` bytes for the duration of the call.
         let n = unsafe { libc::write(self.fd.as_raw_fd(), packet.as_ptr().cast(), packet.len()) };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+
+    /// Writes one virtio_net_hdr and packet gathered from `parts`, as `write` does with them
+    /// joined (so the payload of a super-packet can be written from where it lies).
+    pub fn write_vectored(&self, parts: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        let count = libc::c_int::try_from(parts.len())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: `IoSlice` is ABI-compatible with `struct iovec` on Unix, and every slice is
+        // valid for reads of its length for the duration of the call.
+        let n = unsafe { libc::writev(self.fd.as_raw_fd(), parts.as_ptr().cast(), count) };
         if n < 0 {
             Err(io::Error::last_os_error())
         } else {

@@ -5,6 +5,7 @@ mod support;
 
 use netloom_os::{
     enter_namespace, DeviceCounters, Experiment, ExperimentSpec, OsError, Poller, TUN_NAME,
+    VNET_HDR_LEN,
 };
 use std::io::ErrorKind;
 use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
@@ -38,8 +39,14 @@ fn socket_in(ns: &str, addr: SocketAddr) -> UdpSocket {
     .unwrap()
 }
 
+/// `packet` behind a zeroed virtio_net_hdr (no offload), as a `Tun` takes it.
+fn framed(packet: &[u8]) -> Vec<u8> {
+    [&[0u8; VNET_HDR_LEN][..], packet].concat()
+}
+
 /// The next packet on host `token`'s TUN whose destination is `dst` (skipping the kernel's own
-/// IPv6 chatter such as router solicitations), within two seconds.
+/// IPv6 chatter such as router solicitations), within two seconds, without its virtio_net_hdr
+/// (which must be zero: offloads are off until asked for).
 fn read_packet_to(experiment: &Experiment, token: u32, dst: &[u8]) -> Vec<u8> {
     let tun = &experiment.tuns()[token as usize];
     let mut poller = Poller::new().unwrap();
@@ -50,7 +57,8 @@ fn read_packet_to(experiment: &Experiment, token: u32, dst: &[u8]) -> Vec<u8> {
     loop {
         match tun.read(&mut buf) {
             Ok(n) => {
-                let packet = &buf[..n];
+                assert_eq!(buf[..VNET_HDR_LEN], [0; VNET_HDR_LEN], "no offload");
+                let packet = &buf[VNET_HDR_LEN..n];
                 let dst_field = match packet[0] >> 4 {
                     4 => &packet[16..20],
                     _ => &packet[24..40],
@@ -125,7 +133,7 @@ fn two_hosts_come_up_carry_packets_both_ways_and_go_away() {
     };
     let src4 = SocketAddrV4::new(h2.ipv4, 40000);
     experiment.tuns()[0]
-        .write(&udp4(src4, dst4, b"into h1 v4"))
+        .write(&framed(&udp4(src4, dst4, b"into h1 v4")))
         .unwrap();
     let mut buf = [0u8; 64];
     let (n, from) = sock4.recv_from(&mut buf).unwrap();
@@ -141,7 +149,7 @@ fn two_hosts_come_up_carry_packets_both_ways_and_go_away() {
     };
     let src6 = SocketAddrV6::new(h2.ipv6, 40000, 0, 0);
     experiment.tuns()[0]
-        .write(&udp6(src6, dst6, b"into h1 v6"))
+        .write(&framed(&udp6(src6, dst6, b"into h1 v6")))
         .unwrap();
     let (n, from) = sock6.recv_from(&mut buf).unwrap();
     assert_eq!(
