@@ -59,6 +59,11 @@ pub struct RunArgs {
     /// wake-ups; busy precision never does (the kernel throttles spinning real-time threads).
     #[arg(long)]
     no_realtime: bool,
+    /// Turn GSO off: the hosts' kernels cut TCP into MTU-size packets before netloom reads them,
+    /// instead of handing over 64 KB super-packets that netloom times and writes segment by
+    /// segment (docs/live.md).
+    #[arg(long)]
+    no_gso: bool,
     /// Print the final report as JSON (docs/live.md).
     #[arg(long)]
     json: bool,
@@ -143,7 +148,10 @@ pub fn run(args: RunArgs) -> Result<()> {
     let socket = control::socket_path(&netloom_os::registry_dir(), &name);
     let requests = control::serve(&socket, waker)
         .with_context(|| format!("listening on {}", socket.display()))?;
-    let io = TunIo::new(experiment.tuns(), Some(woken))?;
+    let mut io = TunIo::new(experiment.tuns(), Some(woken))?;
+    if args.no_gso {
+        io.set_gso(false)?;
+    }
     let max_packet = args.mtu as usize;
     let mut driver = Driver::new(
         engine,
