@@ -2,11 +2,12 @@
 # Live benchmarks (root): netloom against the floor of this machine, side by side in one run.
 #
 #   1. throughput through a plain TUN-to-TUN forwarder (bench/src/bin/tun-forward.rs: the same
-#      two-host experiment, every packet written to the other TUN at once, busy-polling; and
-#      again with --staged turns, read a batch from every host then write, as netloom does) and
-#      through `netloom run` on a zero-delay 100 Gbit/s link, busy precision:
+#      two-host experiment, every packet written to the other TUN at once, busy-polling; again
+#      with --staged turns, read a batch from every host then write, as netloom does; and again
+#      with --gso, TCP super-packets forwarded whole) and through `netloom run` on a zero-delay
+#      100 Gbit/s link, busy precision, with GSO (the default) and with --no-gso:
 #      64-byte UDP (highest lossless rate by a search, and what arrives at full offered rate)
-#      and TCP (iperf3, 5 s);
+#      and TCP (iperf3, 5 s); and TCP alone with GSO and the link's default queue;
 #   2. round trip of a direct veth pair between two namespaces against both paths (sockperf
 #      ping-pong, UDP, 14-byte messages);
 #   3. one-way delay error at 0, 100 us, 1 ms and 10 ms link delay, busy and hybrid precision:
@@ -17,8 +18,12 @@
 # CPU 0 (taskset), so the two do not trade places between runs. Needs iperf3, sockperf, ip,
 # taskset, jq, bc and python3. Writes bench/results/live-<UTC date>.md (and prints it).
 # Knobs: SECONDS_TCP (5), SECONDS_UDP (2), SECONDS_PP (5), REPEAT (3: runs of TCP, of UDP flat
-# out and of each rate of the search; medians are reported), PRECISIONS ("busy hybrid").
-# Takes about 10 minutes.
+# out and of each rate of the search; medians are reported), PRECISIONS ("busy hybrid"),
+# PARTS ("throughput rtt delay": which of sections 1, 2 and 3 to run; PARTS=throughput takes about
+# 7 minutes; the report is then named live-<date>-<parts>.md), LINK_QUEUE (1000: the queue of
+# netloom's link, in packets, as a host's qdisc would hold; with GSO a super-packet enters it as
+# a burst of up to 45 segments, which the default queue of a zero-delay link, 10 packets, drops).
+# Takes about 13 minutes.
 # NETLOOM_SOURCE names the source revision when the tree is not a git checkout.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,7 +32,10 @@ SECONDS_TCP=${SECONDS_TCP:-5}
 SECONDS_UDP=${SECONDS_UDP:-2}
 SECONDS_PP=${SECONDS_PP:-5}
 PRECISIONS=${PRECISIONS:-busy hybrid}
+LINK_QUEUE=${LINK_QUEUE:-1000}
 REPEAT=${REPEAT:-3}
+PARTS=${PARTS:-throughput rtt delay}
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 [ "$(id -u)" = 0 ] || { echo "bench/live/run.sh needs root (namespaces, TUN)" >&2; exit 2; }
 for tool in iperf3 sockperf ip taskset jq python3 bc; do
@@ -65,20 +73,21 @@ wait_up() {
     done
     echo "experiment $EXP not up" >&2; exit 1
 }
-start_forwarder() { # start_forwarder [--staged]
+start_forwarder() { # start_forwarder [--staged] [--gso]
     EXP=lbfwd
     "$forward" "$EXP" --cpu 1 "$@" >"$work/fwd.json" 2>"$work/fwd.err" &
     EMU_PID=$!
     wait_up
 }
-topology() { # topology DELAY: two hosts, one 100 Gbit/s link
+topology() { # topology DELAY QUEUE: two hosts, one 100 Gbit/s link ("default": its default queue)
     printf 'hosts = ["h1", "h2"]\n[[link]]\na = "h1"\nb = "h2"\nbw = "100Gbit"\ndelay = "%s"\n' "$1" \
         >"$work/topo.toml"
+    [ "$2" = default ] || echo "queue = $2" >>"$work/topo.toml"
 }
-start_netloom() { # start_netloom DELAY PRECISION
+start_netloom() { # start_netloom DELAY PRECISION [FLAGS...]: on a link with LINK_QUEUE
     EXP=lbnl
-    topology "$1"
-    "$netloom" run --name "$EXP" --json --precision "$2" --cpu 1 "$work/topo.toml" \
+    topology "$1" "$LINK_QUEUE"
+    "$netloom" run --name "$EXP" --json --precision "$2" --cpu 1 "${@:3}" "$work/topo.toml" \
         >"$work/report.json" 2>"$work/run.err" &
     EMU_PID=$!
     wait_up
@@ -88,8 +97,8 @@ stop_emulator() {
     wait "$EMU_PID" || true
     EMU_PID=""
 }
-lateness() { # lateness of the last netloom run: "p50 / p99 / p99.9 us (late N of M)"
-    jq -r '.accuracy | "\(.lateness_ns_p50/1000) / \(.lateness_ns_p99/1000) / \(.lateness_ns_p999/1000) (late \(.late) of \(.released))"' \
+lateness() { # of the last netloom run: "p50 / p99 / p99.9 us (late N of M, dropped D)"
+    jq -r '"\(.accuracy | "\(.lateness_ns_p50/1000) / \(.lateness_ns_p99/1000) / \(.lateness_ns_p999/1000) (late \(.late) of \(.released)"), dropped \([.pipes[].drops] | add))"' \
         "$work/report.json"
 }
 
@@ -104,13 +113,16 @@ median_range() { # median_range DIGITS: "median (min–max)" of the numbers on s
     sort -g | awk -v d="$1" '{v[NR]=$1} END {f="%." d "f"; printf(f " (" f "–" f ")\n", v[int((NR+1)/2)], v[1], v[NR])}'
 }
 RATES="25 50 75 100 125 150 175 200 250 300 400"
+tcp_runs() { # tcp_runs: "median (min–max)" Gbit/s of REPEAT iperf3 TCP runs
+    for _ in $(seq "$REPEAT"); do
+        x h1 iperf3 -c "$H2" -t "$SECONDS_TCP" -J | jq '.end.sum_received.bits_per_second / 1e9'
+    done | median_range 2
+}
 throughput() { # throughput LABEL: appends to $work/tput.md and $work/search.md
     local label=$1 best=0 loss kpps flat tcp
     x h2 iperf3 -s -D
     sleep 0.3
-    tcp=$(for _ in $(seq "$REPEAT"); do
-        x h1 iperf3 -c "$H2" -t "$SECONDS_TCP" -J | jq '.end.sum_received.bits_per_second / 1e9'
-    done | median_range 2)
+    tcp=$(tcp_runs)
     local row="| $label |"
     for r in $RATES; do
         loss=$(for _ in $(seq "$REPEAT"); do udp_at "$r" | awk '{print $1}'; done |
@@ -123,20 +135,36 @@ throughput() { # throughput LABEL: appends to $work/tput.md and $work/search.md
     printf '| %s | %s | %s | %s |' "$label" "$best" "$flat" "$tcp" >>"$work/tput.md"
 }
 
-: >"$work/tput.md"
-: >"$work/search.md"
-start_forwarder
-throughput "plain TUN forwarder (floor)"
-echo " – |" >>"$work/tput.md"
-stop_emulator
-start_forwarder --staged
-throughput "plain TUN forwarder, staged turns"
-echo " – |" >>"$work/tput.md"
-stop_emulator
-start_netloom 0us busy
-throughput "netloom run, 0 delay, 100 Gbit/s, busy"
-stop_emulator
-echo " $(lateness) |" >>"$work/tput.md"
+if part throughput; then
+    : >"$work/tput.md"
+    : >"$work/search.md"
+    start_forwarder
+    throughput "plain TUN forwarder (floor)"
+    echo " – |" >>"$work/tput.md"
+    stop_emulator
+    start_forwarder --staged
+    throughput "plain TUN forwarder, staged turns"
+    echo " – |" >>"$work/tput.md"
+    stop_emulator
+    start_forwarder --gso
+    throughput "plain TUN forwarder, GSO"
+    echo " – |" >>"$work/tput.md"
+    stop_emulator
+    start_netloom 0us busy
+    throughput "netloom run, 0 delay, 100 Gbit/s, busy (GSO), $LINK_QUEUE-packet queue"
+    stop_emulator
+    echo " $(lateness) |" >>"$work/tput.md"
+    start_netloom 0us busy --no-gso
+    throughput "netloom run, 0 delay, 100 Gbit/s, busy, --no-gso, $LINK_QUEUE-packet queue"
+    stop_emulator
+    echo " $(lateness) |" >>"$work/tput.md"
+    LINK_QUEUE=default start_netloom 0us busy
+    x h2 iperf3 -s -D
+    sleep 0.3
+    tcp=$(tcp_runs)
+    stop_emulator
+    echo "| netloom run, 0 delay, 100 Gbit/s, busy (GSO), default queue (10 packets), TCP only | – | – | $tcp | $(lateness) |" >>"$work/tput.md"
+fi
 
 # --- 2. round trip over veth, the forwarder and netloom ----------------------------------------------
 PORT=11111
@@ -145,54 +173,57 @@ pingpong() { # pingpong LOGFILE ADDRESS RUN...: sockperf ping-pong, every sample
     "$@" sockperf pp -i "$addr" -p $PORT -t "$SECONDS_PP" --mps 1000 --full-rtt --full-log "$log" \
         >/dev/null 2>&1
 }
-ip netns add lbv1
-ip netns add lbv2
-ip link add lbva netns lbv1 type veth peer lbvb netns lbv2
-ip -n lbv1 addr add 10.99.0.1/24 dev lbva
-ip -n lbv2 addr add 10.99.0.2/24 dev lbvb
-ip -n lbv1 link set lbva up
-ip -n lbv2 link set lbvb up
-ip -n lbv1 link set lo up
-ip -n lbv2 link set lo up
-ip netns exec lbv2 taskset -c 0 sockperf sr -i 10.99.0.2 -p $PORT >/dev/null 2>&1 &
-srv=$!
-sleep 0.3
-pingpong "$work/veth.csv" 10.99.0.2 ip netns exec lbv1 taskset -c 0
-kill "$srv"; wait "$srv" 2>/dev/null || true
-ip netns del lbv1; ip netns del lbv2
+if part rtt; then
+    ip netns add lbv1
+    ip netns add lbv2
+    ip link add lbva netns lbv1 type veth peer lbvb netns lbv2
+    ip -n lbv1 addr add 10.99.0.1/24 dev lbva
+    ip -n lbv2 addr add 10.99.0.2/24 dev lbvb
+    ip -n lbv1 link set lbva up
+    ip -n lbv2 link set lbvb up
+    ip -n lbv1 link set lo up
+    ip -n lbv2 link set lo up
+    ip netns exec lbv2 taskset -c 0 sockperf sr -i 10.99.0.2 -p $PORT >/dev/null 2>&1 &
+    srv=$!
+    sleep 0.3
+    pingpong "$work/veth.csv" 10.99.0.2 ip netns exec lbv1 taskset -c 0
+    kill "$srv"; wait "$srv" 2>/dev/null || true
+    ip netns del lbv1; ip netns del lbv2
 
-start_forwarder
-x h2 sockperf sr -i "$H2" -p $PORT >/dev/null 2>&1 &
-sleep 0.3
-pingpong "$work/fwd.csv" "$H2" x h1
-stop_emulator
+    start_forwarder
+    x h2 sockperf sr -i "$H2" -p $PORT >/dev/null 2>&1 &
+    sleep 0.3
+    pingpong "$work/fwd.csv" "$H2" x h1
+    stop_emulator
+fi
 
 : >"$work/error.md"
 : >"$work/rtt-nl.md"
-for precision in $PRECISIONS; do
-    base=""
-    for delay in 0 100 1000 10000; do
-        start_netloom "${delay}us" "$precision"
-        x h2 sockperf sr -i "$H2" -p $PORT >/dev/null 2>&1 &
-        sleep 0.3
-        t=$SECONDS_PP
-        [ "$delay" -ge 10000 ] && t=$((SECONDS_PP * 2)) # 50 round trips a second at 10 ms
-        SECONDS_PP=$t pingpong "$work/nl-$precision-$delay.csv" "$H2" x h1
-        stop_emulator
-        if [ -z "$base" ]; then
-            read -r _ base _ _ < <(python3 bench/live/stats.py rtt "$work/nl-$precision-0.csv")
-            cp "$work/nl-$precision-0.csv" "$work/nl0-$precision.csv"
-            echo "| netloom, zero delay, $precision | $(python3 bench/live/stats.py rtt "$work/nl0-$precision.csv" | awk '{print $2" | "$3" | "$4" | "$1}') | $(lateness) |" >>"$work/rtt-nl.md"
-        fi
-        read -r n e50 e99 e999 a99 < <(python3 bench/live/stats.py error "$work/nl-$precision-$delay.csv" "$delay" "$base")
-        read -r _ r50 _ _ < <(python3 bench/live/stats.py rtt "$work/nl-$precision-$delay.csv")
-        echo "| $precision | $delay | $n | $r50 | $e50 | $e99 | $e999 | $a99 | $(lateness) |" >>"$work/error.md"
+if part delay; then
+    for precision in $PRECISIONS; do
+        base=""
+        for delay in 0 100 1000 10000; do
+            start_netloom "${delay}us" "$precision"
+            x h2 sockperf sr -i "$H2" -p $PORT >/dev/null 2>&1 &
+            sleep 0.3
+            t=$SECONDS_PP
+            [ "$delay" -ge 10000 ] && t=$((SECONDS_PP * 2)) # 50 round trips a second at 10 ms
+            SECONDS_PP=$t pingpong "$work/nl-$precision-$delay.csv" "$H2" x h1
+            stop_emulator
+            if [ -z "$base" ]; then
+                read -r _ base _ _ < <(python3 bench/live/stats.py rtt "$work/nl-$precision-0.csv")
+                cp "$work/nl-$precision-0.csv" "$work/nl0-$precision.csv"
+                echo "| netloom, zero delay, $precision | $(python3 bench/live/stats.py rtt "$work/nl0-$precision.csv" | awk '{print $2" | "$3" | "$4" | "$1}') | $(lateness) |" >>"$work/rtt-nl.md"
+            fi
+            read -r n e50 e99 e999 a99 < <(python3 bench/live/stats.py error "$work/nl-$precision-$delay.csv" "$delay" "$base")
+            read -r _ r50 _ _ < <(python3 bench/live/stats.py rtt "$work/nl-$precision-$delay.csv")
+            echo "| $precision | $delay | $n | $r50 | $e50 | $e99 | $e999 | $a99 | $(lateness) |" >>"$work/error.md"
+        done
     done
-done
+fi
 
 # --- report ------------------------------------------------------------------------------------------
 rtt_row() { python3 bench/live/stats.py rtt "$1" | awk '{print $2" | "$3" | "$4" | "$1}'; }
-read -r _ v50 v99 _ < <(python3 bench/live/stats.py rtt "$work/veth.csv")
 report=$(mktemp)
 {
     echo "# netloom live benchmarks"
@@ -200,8 +231,9 @@ report=$(mktemp)
     echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($(nproc) vCPUs), kernel $(uname -r)"
     echo "- source: $(git -C "$repo" describe --always --dirty 2>/dev/null || echo "${NETLOOM_SOURCE:-unknown}")"
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "- command: \`bench/live/run.sh\` (SECONDS_TCP=$SECONDS_TCP SECONDS_UDP=$SECONDS_UDP SECONDS_PP=$SECONDS_PP)"
+    echo "- command: \`bench/live/run.sh\` (SECONDS_TCP=$SECONDS_TCP SECONDS_UDP=$SECONDS_UDP SECONDS_PP=$SECONDS_PP PARTS=\"$PARTS\")"
     echo "- emulator pinned to CPU 1, programs to CPU 0; iperf3 $(iperf3 --version | head -1 | cut -d' ' -f2), sockperf $(sockperf --version 2>&1 | head -1 | awk '{print $3}')"
+    if part throughput; then
     echo
     echo "## Throughput"
     echo
@@ -216,12 +248,16 @@ report=$(mktemp)
     echo
     echo "\"staged turns\": the forwarder reads up to 64 packets from each host, then writes them all"
     echo "(the shape of netloom's loop, without its engine), instead of writing each packet as it is read."
+    echo "\"GSO\": the forwarder with the TUN offloads on, so TCP crosses as super-packets of up to 64 KB."
+    echo "netloom's \"dropped\" counts packets its pipes dropped (the queue of the link, here)."
     echo
     echo "Loss in % at each offered rate (kpps; median of $REPEAT runs), up to the first rate above 0.1 %:"
     echo
     echo "| path | $(echo $RATES | sed 's/ / | /g') |"
     echo "|---|$(for _ in $RATES; do printf -- '---:|'; done)"
     cat "$work/search.md"
+    fi
+    if part rtt; then
     echo
     echo "## Round trip added over a direct veth pair"
     echo
@@ -233,10 +269,15 @@ report=$(mktemp)
     echo "| plain TUN forwarder | $(rtt_row "$work/fwd.csv") | – |"
     cat "$work/rtt-nl.md"
     echo
+    read -r _ v50 v99 _ < <(python3 bench/live/stats.py rtt "$work/veth.csv")
     read -r _ f50 f99 _ < <(python3 bench/live/stats.py rtt "$work/fwd.csv")
-    read -r _ n50 n99 _ < <(python3 bench/live/stats.py rtt "$work/nl0-busy.csv")
-    echo "Added over veth by netloom (busy): p50 $(echo "$n50 - $v50" | bc -l) µs, p99 $(echo "$n99 - $v99" | bc -l) µs;"
+    if [ -f "$work/nl0-busy.csv" ]; then
+        read -r _ n50 n99 _ < <(python3 bench/live/stats.py rtt "$work/nl0-busy.csv")
+        echo "Added over veth by netloom (busy): p50 $(echo "$n50 - $v50" | bc -l) µs, p99 $(echo "$n99 - $v99" | bc -l) µs;"
+    fi
     echo "by the plain forwarder: p50 $(echo "$f50 - $v50" | bc -l) µs, p99 $(echo "$f99 - $v99" | bc -l) µs."
+    fi
+    if part delay; then
     echo
     echo "## One-way delay error"
     echo
@@ -247,8 +288,11 @@ report=$(mktemp)
     echo "| precision | delay µs | samples | RTT p50 µs | error p50 | error p99 | error p99.9 | \\|err\\| p99 | netloom lateness p50 / p99 / p99.9 µs (late of released) |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
     cat "$work/error.md"
+    fi
 } >"$report"
 mkdir -p bench/results
+suffix=""
+[ "$PARTS" = "throughput rtt delay" ] || suffix="-${PARTS// /-}"
 cat "$report"
-cp "$report" "bench/results/live-$(date -u +%Y-%m-%d).md"
+cp "$report" "bench/results/live-$(date -u +%Y-%m-%d)$suffix.md"
 rm -f "$report"

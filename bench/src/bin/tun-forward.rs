@@ -5,26 +5,33 @@
 //! no timing. `bench/live/run.sh` measures it side by side with `netloom run`, so the difference
 //! is netloom's own cost.
 //!
-//! `tun-forward NAME [--cpu N] [--staged]`; runs until SIGINT or SIGTERM, then tears down and
-//! prints the packets forwarded each way.
+//! `tun-forward NAME [--cpu N] [--staged] [--gso]`; runs until SIGINT or SIGTERM, then tears down
+//! and prints the frames forwarded each way.
 //!
 //! `--staged` copies the shape of netloom's loop without its engine: each turn reads up to a batch
 //! from every host first, then writes all of them, instead of writing each packet as soon as it
 //! is read. Comparing the two separates the cost of that turn structure from the engine's.
+//!
+//! `--gso` turns on the devices' offloads as `netloom run` does, so TCP crosses as super-packets
+//! of up to 64 KB, each forwarded whole with its virtio_net_hdr: the floor with GSO.
 
-use netloom_os::{install_stop_handler, pin_current_thread, Experiment, ExperimentSpec};
+use netloom_os::{
+    install_stop_handler, pin_current_thread, Experiment, ExperimentSpec, VNET_HDR_LEN,
+};
 use std::io::ErrorKind;
 use std::sync::atomic::Ordering;
 
 /// Packets read from one side before the other side gets a turn (as the driver's READ_BATCH).
 const BATCH: usize = 64;
+/// The largest frame: virtio_net_hdr, IPv6 header and the most its payload length says.
+const FRAME: usize = VNET_HDR_LEN + 40 + 65_535;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(name) = args.first() else {
-        return Err("usage: tun-forward NAME [--cpu N]".into());
+        return Err("usage: tun-forward NAME [--cpu N] [--staged] [--gso]".into());
     };
-    let (mut cpu, mut staged) = (None, false);
+    let (mut cpu, mut staged, mut gso) = (None, false, false);
     let mut rest = args[1..].iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
@@ -36,6 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 )
             }
             "--staged" => staged = true,
+            "--gso" => gso = true,
             other => return Err(format!("unknown argument {other:?}").into()),
         }
     }
@@ -45,13 +53,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(cpu) = cpu {
         pin_current_thread(cpu)?;
     }
+    for tun in experiment.tuns() {
+        tun.set_offload(gso)?;
+    }
     eprintln!("tun-forward: experiment {name} is up (h1, h2); busy-polling");
-    let mut buf = vec![0u8; 65536];
+    let mut buf = vec![0u8; FRAME];
     let mut forwarded = [0u64; 2];
     let mut failed = [0u64; 2];
     // --staged: per direction, the packets read this turn (buffers reused across turns).
     let mut stage: [Vec<Vec<u8>>; 2] =
-        [vec![vec![0u8; 65536]; BATCH], vec![vec![0u8; 65536]; BATCH]];
+        [vec![vec![0u8; FRAME]; BATCH], vec![vec![0u8; FRAME]; BATCH]];
     let mut staged_len = [[0usize; BATCH]; 2];
     {
         let tuns = experiment.tuns();
