@@ -20,10 +20,10 @@
 # Knobs: SECONDS_TCP (5), SECONDS_UDP (2), SECONDS_PP (5), REPEAT (3: runs of TCP, of UDP flat
 # out and of each rate of the search; medians are reported), PRECISIONS ("busy hybrid"),
 # PARTS ("throughput rtt delay": which of sections 1, 2 and 3 to run; PARTS=throughput takes about
-# 7 minutes; the report is then named live-<date>-<parts>.md), LINK_QUEUE (1000: the queue of
+# 4 minutes; the report is then named live-<date>-<parts>.md), LINK_QUEUE (1000: the queue of
 # netloom's link, in packets, as a host's qdisc would hold; with GSO a super-packet enters it as
 # a burst of up to 45 segments, which the default queue of a zero-delay link, 10 packets, drops).
-# Takes about 13 minutes.
+# Takes about 6 minutes.
 # NETLOOM_SOURCE names the source revision when the tree is not a git checkout.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
