@@ -38,6 +38,9 @@ fn clean_after_a_crash_removes_everything_and_spares_foreign_namespaces() {
         .unwrap()
         .spawn()
         .unwrap();
+    // `ip netns exec` enters the namespace only after it has started: wait for that, or clean
+    // could look before the sleeper is inside.
+    wait_until_inside(sleeper.id(), &namespaces[0]);
     std::mem::forget(experiment);
     let registry = netloom_os::registry_dir().join(&name);
     let file = registry.join("experiment.json");
@@ -78,6 +81,21 @@ fn clean_after_a_crash_removes_everything_and_spares_foreign_namespaces() {
         netloom_os::clean(Some(&name)).unwrap().is_empty(),
         "clean is idempotent"
     );
+}
+
+/// Waits (up to 5 s) until process `pid` is in network namespace `ns`.
+fn wait_until_inside(pid: u32, ns: &str) {
+    use std::os::unix::fs::MetadataExt;
+    let id = |path: std::path::PathBuf| std::fs::metadata(path).map(|m| (m.dev(), m.ino())).ok();
+    let target = id(std::path::Path::new("/run/netns").join(ns));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while id(format!("/proc/{pid}/ns/net").into()) != target {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "process {pid} never entered {ns}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
 }
 
 #[test]
