@@ -101,18 +101,19 @@ impl Ownership {
             }
             pipes.push(core as u16);
         }
-        let outgoing = outgoing_pipes(topo);
+        // Each node's outgoing (pipe, far end) pairs; a shared medium appears at both its ends.
+        let adjacency = topo.adjacency();
         let mut moved = 0;
         let hosts = topo
             .hosts
             .iter()
             .map(|&h| {
-                let out = &outgoing[h as usize];
-                let Some(&first) = out.first() else {
+                let out = &adjacency[h as usize];
+                let Some(&(first, _)) = out.first() else {
                     return 0; // an isolated host sends nothing
                 };
                 let owner = pipes[first as usize];
-                for &p in out {
+                for &(p, _) in out {
                     if pipes[p as usize] != owner {
                         pipes[p as usize] = owner;
                         moved += 1;
@@ -129,7 +130,7 @@ impl Ownership {
             lookahead: Duration(u64::MAX),
             payload,
         };
-        ownership.lookahead = ownership.compute_lookahead(topo, &outgoing)?;
+        ownership.lookahead = ownership.compute_lookahead(topo, &adjacency)?;
         Ok(ownership)
     }
 
@@ -139,29 +140,29 @@ impl Ownership {
     fn compute_lookahead(
         &self,
         topo: &Topology,
-        outgoing: &[Vec<PipeId>],
+        adjacency: &[Vec<(PipeId, NodeId)>],
     ) -> Result<Duration, OwnershipError> {
         let mut host_of = vec![None; topo.nodes.len()];
         for (i, &h) in topo.hosts.iter().enumerate() {
             host_of[h as usize] = Some(i);
         }
         let mut lookahead = Duration(u64::MAX);
-        for (p, spec) in topo.pipes.iter().enumerate() {
-            let owner = self.pipes[p];
-            let crossing = heads(topo, p as PipeId)
+        for &(p, head) in adjacency.iter().flatten() {
+            let owner = self.pipes[p as usize];
+            // Who handles what follows the exit at `head`: its host's worker, or the owner of
+            // the pipe it forwards into.
+            let mut after = host_of[head as usize]
+                .map(|h| self.hosts[h])
                 .into_iter()
-                .flatten()
-                .find_map(|n| {
-                    let host = host_of[n as usize];
-                    let mut next = outgoing[n as usize].iter().map(|&q| self.pipes[q as usize]);
-                    host.map(|h| self.hosts[h])
-                        .into_iter()
-                        .chain(&mut next)
-                        .find(|&w| w != owner)
-                });
-            let Some(to) = crossing else {
+                .chain(
+                    adjacency[head as usize]
+                        .iter()
+                        .map(|&(q, _)| self.pipes[q as usize]),
+                );
+            let Some(to) = after.find(|&w| w != owner) else {
                 continue;
             };
+            let spec = &topo.pipes[p as usize];
             let plan_configs = topo
                 .plans
                 .iter()
@@ -174,7 +175,7 @@ impl Ownership {
                 .expect("the pipe's own configuration is there");
             if least == Duration::ZERO {
                 return Err(OwnershipError::NoLookahead {
-                    pipe: pipe_name(topo, p as PipeId),
+                    pipe: pipe_name(topo, p),
                     from: owner,
                     to,
                 });
@@ -213,35 +214,6 @@ impl Ownership {
     /// The assignment actually run (pipe → worker), after host pipes moved.
     pub fn assignment(&self) -> Vec<u32> {
         self.pipes.iter().map(|&w| u32::from(w)).collect()
-    }
-}
-
-/// The pipes each node sends into, in pipe order.
-fn outgoing_pipes(topo: &Topology) -> Vec<Vec<PipeId>> {
-    let mut out = vec![Vec::new(); topo.nodes.len()];
-    for (p, spec) in topo.pipes.iter().enumerate() {
-        let l = &topo.links[spec.link as usize];
-        let tails = match (l.ab == l.ba, spec.direction) {
-            (true, _) => [Some(l.a), Some(l.b)],
-            (false, Direction::AtoB) => [Some(l.a), None],
-            (false, Direction::BtoA) => [Some(l.b), None],
-        };
-        for n in tails.into_iter().flatten() {
-            out[n as usize].push(p as PipeId);
-        }
-    }
-    out
-}
-
-/// The nodes a packet leaving `pipe` may arrive at: the far end, or either end of a shared
-/// medium.
-fn heads(topo: &Topology, pipe: PipeId) -> [Option<NodeId>; 2] {
-    let spec = &topo.pipes[pipe as usize];
-    let l = &topo.links[spec.link as usize];
-    match (l.ab == l.ba, spec.direction) {
-        (true, _) => [Some(l.a), Some(l.b)],
-        (false, Direction::AtoB) => [Some(l.b), None],
-        (false, Direction::BtoA) => [Some(l.a), None],
     }
 }
 
