@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 use netloom_engine::sim;
 use netloom_engine::traffic::{expand, parse_spec};
-use netloom_engine::{workers, Engine, Ownership, Payload};
+use netloom_engine::{workers, Ownership, Payload};
 use netloom_partition::{partition, Evaluation, FlowGraph, Method, Observation, Options};
 use netloom_route::Routes;
 use netloom_time::Duration;
@@ -73,16 +73,7 @@ fn measure(case: &Case, method: Method, args: WorkersArgs, repeat: usize) -> Res
         let mut engine = case.engine()?;
         let report = sim::run(&mut engine, timed(args.seconds));
         single.push(report.totals.packet_hops_per_second.unwrap_or(f64::NAN));
-        let engines = (0..args.workers)
-            .map(|k| {
-                let mut e = Engine::partitioned(case.topo.clone(), SEED, ownership.clone(), k);
-                e.enable_transition_counts();
-                for f in &flows {
-                    e.add_flow(*f, SEED)?;
-                }
-                Ok(e)
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let engines = workers::engines(&case.topo, SEED, &ownership, &flows)?;
         let (merged, report, parallel) =
             workers::run(engines, ownership.lookahead(), timed(args.seconds), &|_| {});
         let wall = report.totals.wall_seconds.unwrap_or(f64::NAN);

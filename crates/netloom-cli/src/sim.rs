@@ -246,15 +246,7 @@ fn run_workers(
     let cpus = args
         .pin
         .then(|| crate::partition::worker_cpus(&topo, &run_assignment));
-    let mut engines = Vec::with_capacity(n);
-    for k in 0..n {
-        let mut engine = Engine::partitioned(topo.clone(), args.seed, ownership.clone(), k);
-        engine.enable_transition_counts();
-        for flow in flows {
-            engine.add_flow(*flow, args.seed)?;
-        }
-        engines.push(engine);
-    }
+    let engines = workers::engines(&topo, args.seed, &ownership, flows)?;
     let pin = |k: usize| {
         if let Some(cpus) = &cpus {
             // A worker that cannot be pinned still runs correctly; say so once per worker.

@@ -5,13 +5,16 @@
 //! engine would: the result does not depend on the partition.
 
 use crate::barrier::{Aborted, SpinBarrier};
-use crate::engine::Engine;
+use crate::engine::{Engine, EngineError};
+use crate::ownership::Ownership;
 use crate::packet::Handoff;
 use crate::report::Report;
 use crate::sim::{Progress, SimOptions};
+use crate::traffic::FlowSpec;
 use netloom_time::{Duration, Instant};
+use netloom_topo::Topology;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// How the work was shared, for the report.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -59,6 +62,26 @@ impl Drop for AbortOnPanic<'_> {
             self.0.abort();
         }
     }
+}
+
+/// One engine per worker of `ownership`, each with all of `flows` (a worker drives those whose
+/// source host it owns) and counting hops per pair of pipes, for the partition's efficiency.
+pub fn engines(
+    topo: &Topology,
+    seed: u64,
+    ownership: &Arc<Ownership>,
+    flows: &[FlowSpec],
+) -> Result<Vec<Engine>, EngineError> {
+    (0..ownership.workers())
+        .map(|k| {
+            let mut engine = Engine::partitioned(topo.clone(), seed, ownership.clone(), k);
+            engine.enable_transition_counts();
+            for flow in flows {
+                engine.add_flow(*flow, seed)?;
+            }
+            Ok(engine)
+        })
+        .collect()
 }
 
 /// Runs the workers' engines (`engines[k]` is worker k of one partitioned run, each with the

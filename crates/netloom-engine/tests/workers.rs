@@ -263,15 +263,7 @@ b = "h2"
         let spec =
             parse_spec("pattern=pairs pairs=h1:h2 source=cbr rate=1200kbit size=1000").unwrap();
         let flows = traffic::expand(&spec.pattern, spec.kind, spec.cap, &topo, 1).unwrap();
-        let engines = (0..2)
-            .map(|k| {
-                let mut e = Engine::partitioned(topo.clone(), 1, ownership.clone(), k);
-                for f in &flows {
-                    e.add_flow(*f, 1).unwrap();
-                }
-                e
-            })
-            .collect();
+        let engines = workers::engines(&topo, 1, &ownership, &flows).unwrap();
         let opts = SimOptions {
             duration: Duration::from_millis(100),
             ..options()
