@@ -112,7 +112,7 @@ pub fn run(
     let started = std::time::Instant::now();
     let wall_clock = opts.wall_clock;
     let first = engines.remove(0);
-    let (results, windows) = std::thread::scope(|s| {
+    let results = std::thread::scope(|s| {
         let others: Vec<_> = engines
             .into_iter()
             .enumerate()
@@ -147,9 +147,11 @@ pub fn run(
             // A worker's panic is the run's: re-raise it here with its own message.
             results.push(t.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
         }
-        let windows = results[0].windows;
-        (results, windows)
+        results
     });
+    // The loop's time, like a single run's: merging and reporting come after.
+    let wall = wall_clock.then(|| started.elapsed());
+    let windows = results[0].windows;
     let per_worker = results
         .iter()
         .map(|r| WorkerReport {
@@ -162,7 +164,6 @@ pub fn run(
     for r in results {
         merged.absorb(r.engine);
     }
-    let wall = wall_clock.then(|| started.elapsed());
     let report = Report::build(&merged, opts.seed, shared.end, wall);
     let parallel = ParallelReport {
         workers: n,
