@@ -456,8 +456,15 @@ impl Engine {
             self.counters.unroutable += 1;
             return false;
         };
+        let home = self.worker.as_ref().map_or(0, |w| w.me);
+        debug_assert!(
+            self.routes
+                .host_index(src)
+                .is_none_or(|h| self.owns_host(h)),
+            "a worker takes in packets only from the hosts it owns"
+        );
         let pkt = self.packets.insert(Packet {
-            body: Body::External { token },
+            body: Body::External { token, home },
             bytes,
             at: src,
             dst_host,
@@ -582,7 +589,7 @@ impl Engine {
         *self.packets.get_mut(pkt) = p;
         self.schedule_exit(pkt, pipe, first);
         if let Some(copy) = duplicate {
-            if let Body::External { token } = p.body {
+            if let Body::External { token, .. } = p.body {
                 self.outputs.push(Output::Duplicated { token });
             }
             let twin = self.packets.insert(p);
@@ -591,15 +598,17 @@ impl Engine {
     }
 
     /// Schedules the packet's exit from `pipe` here, or hands it to the worker that handles
-    /// what follows the exit (the owner of its next pipe or of its destination host).
+    /// what follows the exit (the owner of its next pipe or of its destination host; a packet
+    /// from outside is delivered by its home worker when the ownership says so).
     fn schedule_exit(&mut self, pkt: PacketId, pipe: PipeId, departure: Departure) {
         let Departure { exit, ticket } = departure;
         if let Some(w) = &self.worker {
             let p = self.packets.get(pkt);
-            let to = match p.next {
-                DELIVER => w.ownership.host_owner(p.dst_host),
-                NO_ROUTE => w.me,
-                next => w.ownership.pipe_owner(next),
+            let to = match (p.next, p.body) {
+                (DELIVER, Body::External { home, .. }) if w.ownership.delivers_at_home() => home,
+                (DELIVER, _) => w.ownership.host_owner(p.dst_host),
+                (NO_ROUTE, _) => w.me,
+                (next, _) => w.ownership.pipe_owner(next),
             };
             if to != w.me {
                 let packet = self.packets.remove(pkt);
@@ -638,7 +647,7 @@ impl Engine {
         match p.body {
             Body::Data { flow, .. } => self.flows[flow as usize].stats.lost += 1,
             Body::Ack { flow, .. } => self.flows[flow as usize].stats.acks_lost += 1,
-            Body::External { token } => self.outputs.push(Output::Dropped { token }),
+            Body::External { token, .. } => self.outputs.push(Output::Dropped { token }),
         }
     }
 
@@ -656,7 +665,7 @@ impl Engine {
 
     fn deliver(&mut self, p: Packet) {
         match p.body {
-            Body::External { token } => self.outputs.push(Output::Delivered {
+            Body::External { token, .. } => self.outputs.push(Output::Delivered {
                 token,
                 at: self.now,
                 dst: self.topo.hosts[p.dst_host as usize],

@@ -3,7 +3,7 @@
 //! worker. Built from a pipe → core assignment; knows nothing of how that was computed.
 
 use netloom_time::Duration;
-use netloom_topo::{Direction, NodeId, PipeId, Topology};
+use netloom_topo::{Direction, PipeId, Topology};
 
 /// What crosses between workers when a packet's next pipe belongs to another one (ModelNet §4).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -62,6 +62,10 @@ pub struct Ownership {
     moved: usize,
     lookahead: Duration,
     payload: Payload,
+    /// Whether a packet from outside is delivered by its home worker (`live`).
+    deliver_at_home: bool,
+    /// A pipe that crosses workers in no time, when `live` allowed it (the lookahead is zero).
+    instant_crossing: Option<String>,
 }
 
 impl Ownership {
@@ -76,6 +80,41 @@ impl Ownership {
     /// very instant it receives it; where the assignment splits them, the host's pipes move to
     /// the worker of its first one (`moved` counts them).
     pub fn new(
+        topo: &Topology,
+        assignment: &[u32],
+        workers: usize,
+        payload: Payload,
+    ) -> Result<Ownership, OwnershipError> {
+        let mut ownership = Ownership::assign(topo, assignment, workers, payload)?;
+        ownership.lookahead = ownership.compute_lookahead(topo)?;
+        Ok(ownership)
+    }
+
+    /// Ownership for a live run: as `new` with payloads cached, and a packet from outside is
+    /// delivered by its home worker (the one that read it and holds its payload), which writes
+    /// it out on time without another hop. Live workers never wait for each other, so a pipe
+    /// that crosses workers in no time is allowed: packets crossing it are released late by the
+    /// hand-off (and measured so); `instant_crossing` says which.
+    pub fn live(
+        topo: &Topology,
+        assignment: &[u32],
+        workers: usize,
+    ) -> Result<Ownership, OwnershipError> {
+        let mut ownership = Ownership::assign(topo, assignment, workers, Payload::Cache)?;
+        ownership.deliver_at_home = true;
+        match ownership.compute_lookahead(topo) {
+            Ok(lookahead) => ownership.lookahead = lookahead,
+            Err(OwnershipError::NoLookahead { pipe, .. }) => {
+                ownership.lookahead = Duration::ZERO;
+                ownership.instant_crossing = Some(pipe);
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(ownership)
+    }
+
+    /// Pipe and host owners from `assignment`, without the lookahead.
+    fn assign(
         topo: &Topology,
         assignment: &[u32],
         workers: usize,
@@ -122,43 +161,47 @@ impl Ownership {
                 owner
             })
             .collect();
-        let mut ownership = Ownership {
+        Ok(Ownership {
             workers: workers as u16,
             pipes,
             hosts,
             moved,
             lookahead: Duration(u64::MAX),
             payload,
-        };
-        ownership.lookahead = ownership.compute_lookahead(topo, &adjacency)?;
-        Ok(ownership)
+            deliver_at_home: false,
+            instant_crossing: None,
+        })
     }
 
     /// The least time from a packet entering a pipe to its hand-off to another worker: a
     /// partitioned virtual-time run lets workers run this far ahead of each other. `u64::MAX`
     /// when nothing crosses.
-    fn compute_lookahead(
-        &self,
-        topo: &Topology,
-        adjacency: &[Vec<(PipeId, NodeId)>],
-    ) -> Result<Duration, OwnershipError> {
+    fn compute_lookahead(&self, topo: &Topology) -> Result<Duration, OwnershipError> {
+        let adjacency = topo.adjacency();
         let mut host_of = vec![None; topo.nodes.len()];
         for (i, &h) in topo.hosts.iter().enumerate() {
             host_of[h as usize] = Some(i);
         }
+        // Who may deliver at a host: its own worker, or, when packets are delivered at home,
+        // the worker of any host that sends.
+        let mut homes = self.hosts.clone();
+        homes.sort_unstable();
+        homes.dedup();
         let mut lookahead = Duration(u64::MAX);
         for &(p, head) in adjacency.iter().flatten() {
             let owner = self.pipes[p as usize];
-            // Who handles what follows the exit at `head`: its host's worker, or the owner of
+            // Who handles what follows the exit at `head`: a host's deliverer, or the owner of
             // the pipe it forwards into.
-            let mut after = host_of[head as usize]
-                .map(|h| self.hosts[h])
-                .into_iter()
-                .chain(
-                    adjacency[head as usize]
-                        .iter()
-                        .map(|&(q, _)| self.pipes[q as usize]),
-                );
+            let deliverers: &[u16] = match host_of[head as usize] {
+                None => &[],
+                Some(_) if self.deliver_at_home => &homes,
+                Some(h) => std::slice::from_ref(&self.hosts[h]),
+            };
+            let mut after = deliverers.iter().copied().chain(
+                adjacency[head as usize]
+                    .iter()
+                    .map(|&(q, _)| self.pipes[q as usize]),
+            );
             let Some(to) = after.find(|&w| w != owner) else {
                 continue;
             };
@@ -209,6 +252,17 @@ impl Ownership {
 
     pub fn payload(&self) -> Payload {
         self.payload
+    }
+
+    /// Whether a packet from outside is delivered by the worker that took it in (`live`).
+    pub fn delivers_at_home(&self) -> bool {
+        self.deliver_at_home
+    }
+
+    /// Why a live ownership's lookahead is zero: the name of a pipe that crosses workers in no
+    /// time.
+    pub fn instant_crossing(&self) -> Option<&str> {
+        self.instant_crossing.as_deref()
     }
 
     /// The assignment actually run (pipe → worker), after host pipes moved.

@@ -17,7 +17,8 @@ pub enum Body {
     /// An acknowledgement travelling back to flow `flow`'s sender.
     Ack { flow: u32, ack: Ack },
     /// A packet handed in from outside (a TUN device, a test); `token` is the caller's handle.
-    External { token: u64 },
+    /// `home` is the worker that took it in and holds its payload.
+    External { token: u64, home: u16 },
 }
 
 /// One packet in flight: a descriptor, never a payload.
@@ -43,7 +44,8 @@ pub const DELIVER: PipeId = PipeId::MAX;
 pub const NO_ROUTE: PipeId = PipeId::MAX - 1;
 
 /// A packet crossing to the worker that handles its exit from `pipe` at `at`: the owner of the
-/// next pipe, or of the destination host. 64 bytes.
+/// next pipe, or of the destination host (of the packet's home, for a packet from outside in a
+/// live run: `Ownership::live`). 64 bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct Handoff {
     pub(crate) at: Instant,
@@ -61,7 +63,7 @@ impl Handoff {
     /// The caller's handle, for a packet handed in with `Engine::inject`.
     pub fn token(&self) -> Option<u64> {
         match self.packet.body {
-            Body::External { token } => Some(token),
+            Body::External { token, .. } => Some(token),
             _ => None,
         }
     }

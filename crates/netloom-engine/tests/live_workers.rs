@@ -1,0 +1,199 @@
+//! Partitioned engines as a live run drives them: packets from outside are injected where their
+//! source host is owned, hand-offs cross at once, and every packet is delivered by its home
+//! worker (which holds its payload) at the time one engine would deliver it.
+
+use netloom_engine::{Engine, Output, Ownership};
+use netloom_time::{Duration, Instant};
+use netloom_topo::{load_str, Format, NodeId, Topology};
+use std::sync::Arc;
+
+/// Two hosts on each side of a lossy, duplicating, jittery core link.
+const TOPOLOGY: &str = r#"
+hosts = ["h1", "h2", "h3", "h4"]
+routers = ["r1", "r2"]
+
+[defaults]
+bw = "100Mbit"
+delay = "1ms"
+
+[[link]]
+a = "h1"
+b = "r1"
+
+[[link]]
+a = "h2"
+b = "r1"
+
+[[link]]
+a = "h3"
+b = "r2"
+
+[[link]]
+a = "h4"
+b = "r2"
+
+[[link]]
+a = "r1"
+b = "r2"
+delay = "3ms"
+bw = "20Mbit"
+jitter = "500us"
+loss = "5%"
+duplicate = "5%"
+"#;
+
+const SEED: u64 = 11;
+/// How often the harness advances the engines and passes hand-offs on: well under the
+/// lookahead, as a live worker would.
+const STEP_NS: u64 = 10_000;
+
+fn topology() -> Topology {
+    load_str(TOPOLOGY, Format::Toml, "live-workers.toml").unwrap()
+}
+
+/// What happened to every injected packet: (token, delivered at, destination) per copy
+/// delivered, and the tokens dropped and duplicated, each sorted.
+#[derive(Debug, Default, PartialEq)]
+struct Fates {
+    delivered: Vec<(u64, Instant, NodeId)>,
+    dropped: Vec<u64>,
+    duplicated: Vec<u64>,
+}
+
+impl Fates {
+    fn record(&mut self, output: Output) {
+        match output {
+            Output::Delivered { token, at, dst } => self.delivered.push((token, at, dst)),
+            Output::Dropped { token } => self.dropped.push(token),
+            Output::Duplicated { token } => self.duplicated.push(token),
+        }
+    }
+
+    fn sorted(mut self) -> Fates {
+        self.delivered.sort_unstable();
+        self.dropped.sort_unstable();
+        self.duplicated.sort_unstable();
+        self
+    }
+}
+
+/// Packets every host sends to every other host, one every 97 µs in turn: (time, src, dst,
+/// bytes, token), in time order.
+fn traffic(topo: &Topology) -> Vec<(Instant, NodeId, NodeId, u32, u64)> {
+    let hosts = &topo.hosts;
+    let mut packets = Vec::new();
+    for i in 0..2_000u64 {
+        let src = hosts[(i % 4) as usize];
+        let dst = hosts[((i / 4 + i % 4 + 1) % 4) as usize];
+        if src != dst {
+            let at = Instant::from_nanos((i * 97_000).div_ceil(STEP_NS) * STEP_NS);
+            packets.push((at, src, dst, 200 + (i % 7) as u32 * 150, i));
+        }
+    }
+    packets
+}
+
+/// Runs `engines` (one, or the workers of one partitioned run) over the traffic, each
+/// injecting its own hosts' packets, and returns what each engine output.
+fn run(mut engines: Vec<Engine>, ownership: Option<&Ownership>) -> Vec<Fates> {
+    let topo = topology();
+    let packets = traffic(&topo);
+    let owner = |src: NodeId| {
+        let host = topo.hosts.iter().position(|&h| h == src).unwrap() as u32;
+        ownership.map_or(0, |o| usize::from(o.host_owner(host)))
+    };
+    let mut fates: Vec<Fates> = engines.iter().map(|_| Fates::default()).collect();
+    let end = packets.last().unwrap().0 + Duration::from_millis(50);
+    let mut next = packets.iter().peekable();
+    let mut now = Instant::ZERO;
+    while now <= end {
+        for engine in engines.iter_mut() {
+            engine.advance(now);
+        }
+        while let Some(&&(at, src, dst, bytes, token)) = next.peek() {
+            if at > now {
+                break;
+            }
+            assert!(engines[owner(src)].inject(at, src, dst, bytes, token));
+            next.next();
+        }
+        for from in 0..engines.len() {
+            for to in 0..engines.len() {
+                if to != from {
+                    let handoffs: Vec<_> = engines[from].take_handoffs(to).collect();
+                    for h in handoffs {
+                        assert!(h.at() >= now, "a hand-off arrives before its time");
+                        engines[to].accept(h);
+                    }
+                }
+            }
+        }
+        for (engine, f) in engines.iter_mut().zip(&mut fates) {
+            for output in engine.drain_outputs() {
+                f.record(output);
+            }
+        }
+        now = now + Duration::from_nanos(STEP_NS);
+    }
+    fates
+}
+
+#[test]
+fn live_workers_deliver_at_home_exactly_when_one_engine_does() {
+    let topo = topology();
+    let single = run(vec![Engine::new(topo.clone(), SEED)], None)
+        .pop()
+        .unwrap()
+        .sorted();
+    assert!(single.delivered.len() > 1_200, "{}", single.delivered.len());
+    assert!(!single.dropped.is_empty() && !single.duplicated.is_empty());
+
+    // Left side (h1, h2, r1's pipes) on worker 0, right side on worker 1; the core link's
+    // pipes go with the router they leave.
+    let side = |n: NodeId| u32::from(["h3", "h4", "r2"].contains(&topo.node(n).name.as_str()));
+    let assignment: Vec<u32> = (0..topo.pipes.len() as u32)
+        .map(|p| {
+            let link = &topo.links[topo.pipes[p as usize].link as usize];
+            side(if link.ab == p { link.a } else { link.b })
+        })
+        .collect();
+    let ownership = Arc::new(Ownership::live(&topo, &assignment, 2).unwrap());
+    assert!(ownership.delivers_at_home());
+    // Deliveries at home make every pipe into a host a possible crossing: 1 ms access links.
+    assert_eq!(ownership.lookahead(), Duration::from_millis(1));
+    let engines = (0..2)
+        .map(|k| Engine::partitioned(topo.clone(), SEED, ownership.clone(), k))
+        .collect();
+    let fates = run(engines, Some(&ownership));
+    let home_of = |token: u64| usize::from(token % 4 >= 2);
+    for (k, f) in fates.iter().enumerate() {
+        for &(token, _, _) in &f.delivered {
+            assert_eq!(home_of(token), k, "packet {token} delivered away from home");
+        }
+    }
+    let mut merged = Fates::default();
+    for f in fates {
+        merged.delivered.extend(f.delivered);
+        merged.dropped.extend(f.dropped);
+        merged.duplicated.extend(f.duplicated);
+    }
+    assert_eq!(merged.sorted(), single);
+}
+
+#[test]
+fn a_live_crossing_without_delay_is_allowed_and_named() {
+    let topo = r#"
+hosts = ["h1", "h2"]
+[[link]]
+a = "h1"
+b = "h2"
+bw = "1Gbit"
+delay = "0ms"
+"#;
+    let topo = load_str(topo, Format::Toml, "zero.toml").unwrap();
+    let ownership = Ownership::live(&topo, &[0, 1], 2).unwrap();
+    assert_eq!(ownership.lookahead(), Duration::ZERO);
+    assert_eq!(ownership.instant_crossing(), Some("h1->h2"));
+    let together = Ownership::live(&topo, &[0, 0], 2).unwrap();
+    assert_eq!(together.instant_crossing(), None);
+}
