@@ -105,7 +105,8 @@ pub fn run(args: DemoArgs) -> Result<()> {
         let driver = s.spawn(|| -> Result<_> {
             netloom_os::set_timer_slack_ns(1);
             netloom_os::set_realtime_priority(crate::run::REALTIME_PRIORITY)?;
-            let io = TunIo::new(experiment.tuns(), None)?;
+            let hosts = (0..experiment.tuns().len() as u32).collect();
+            let io = TunIo::new(experiment.tuns(), hosts, None)?;
             let engine = Engine::new(topo.clone(), 1);
             let precision = Precision::Hybrid {
                 spin: Duration::from_micros(60),

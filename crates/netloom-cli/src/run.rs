@@ -1,19 +1,23 @@
 //! `netloom run FILE`: brings a topology up live (one network namespace and TUN device per host)
 //! and drives the engine in real time until Ctrl-C, SIGTERM, `netloom stop` or `--duration`;
-//! with `--detach`, returns once every host is up. Tears everything down on the way out and
-//! prints accuracy, per-host and per-pipe figures.
+//! with `--detach`, returns once every host is up. With `--workers N` the pipes and hosts are
+//! partitioned over N driver threads. Tears everything down on the way out and prints accuracy,
+//! per-host and per-pipe figures.
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use netloom_engine::{Engine, Report};
-use netloom_live::{control, AccuracyReport, Driver, HostCounters, Precision, Thresholds, TunIo};
+use netloom_engine::{Engine, Ownership, Report};
+use netloom_live::mailbox::mailboxes;
+use netloom_live::{
+    control, AccuracyReport, Clock, Driver, HostCounters, Precision, Thresholds, TunIo,
+};
 use netloom_os::{address_plan, Experiment, ExperimentSpec, HostSpec};
 use netloom_topo::Topology;
 use serde::Serialize;
 use std::net::IpAddr;
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Args)]
@@ -51,9 +55,22 @@ pub struct RunArgs {
     /// Seed of the pipes' random choices (loss, jitter).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Pin the engine to this CPU.
-    #[arg(long)]
+    /// Pin the engine to this CPU (with one worker).
+    #[arg(long, conflicts_with = "pin")]
     cpu: Option<usize>,
+    /// Partition the emulation over this many driver threads: each reads the hosts of its part,
+    /// owns its pipes and writes out the packets it read (docs/live.md, "Several workers").
+    #[arg(long, default_value_t = 1)]
+    workers: u32,
+    /// With --workers: the pipe → core assignment to run (from `netloom partition`).
+    #[arg(long)]
+    assignment: Option<PathBuf>,
+    /// With --workers and no --assignment: the partitioner, over static weights (default metis).
+    #[arg(long)]
+    method: Option<netloom_partition::Method>,
+    /// With --workers: pin each worker to a CPU, communicating workers on CPUs sharing a cache.
+    #[arg(long)]
+    pin: bool,
     /// Keep the engine at normal priority. By default, with hybrid and sleep precision, it runs
     /// at real-time priority (SCHED_FIFO 40) so the programs under test cannot delay its
     /// wake-ups; busy precision never does (the kernel throttles spinning real-time threads).
@@ -100,6 +117,31 @@ struct RunReport {
     accuracy: AccuracyReport,
     hosts: Vec<HostReport>,
     pipes: Vec<netloom_engine::report::PipeReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    workers: Option<WorkersReport>,
+}
+
+/// How a run of several workers was split (docs/live.md).
+#[derive(Serialize)]
+struct WorkersReport {
+    workers: usize,
+    /// The least time a packet spends in a pipe before another worker takes it over: how far
+    /// ahead hand-offs travel (0: some cross at once, and arrive late by the hand-off).
+    lookahead_ns: u64,
+    /// Hosts each worker reads and writes for.
+    hosts: Vec<usize>,
+    /// Pipes each worker owns.
+    pipes: Vec<usize>,
+    /// Packets handed from one worker to another.
+    cross_core_hops: u64,
+}
+
+/// How the run is split: the ownership of a run of several workers, `None` for one.
+struct Split {
+    workers: usize,
+    ownership: Option<Arc<Ownership>>,
+    /// CPU of each worker, if pinned.
+    cpus: Vec<Option<usize>>,
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -122,6 +164,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     if args.detach {
         return detach(&name, args.name.is_none());
     }
+    let split = split(&args, &topo)?;
     let (spec, addresses) = plan(&topo, &name, args.mtu);
     // Signals first, so a Ctrl-C during setup still tears down what was made.
     let stop = netloom_os::install_stop_handler()?;
@@ -136,42 +179,184 @@ pub fn run(args: RunArgs) -> Result<()> {
     if let Some(ready) = &args.ready_file {
         std::fs::write(ready, b"up\n").with_context(|| format!("writing {}", ready.display()))?;
     }
-    if let Some(cpu) = args.cpu {
-        netloom_os::pin_current_thread(cpu)?;
-    }
-    netloom_os::set_timer_slack_ns(1);
-    if !args.no_realtime && precision != Precision::Busy {
-        netloom_os::set_realtime_priority(REALTIME_PRIORITY)?;
-    }
-    let engine = Engine::new(topo, args.seed);
-    let (waker, woken) = UnixStream::pair().context("creating the control waker")?;
+    let (inboxes, posts) = mailboxes(split.workers).context("creating the workers' mailboxes")?;
     let socket = control::socket_path(&netloom_os::registry_dir(), &name);
-    let requests = control::serve(&socket, waker)
+    control::serve(&socket, posts.clone())
         .with_context(|| format!("listening on {}", socket.display()))?;
-    let mut io = TunIo::new(experiment.tuns(), Some(woken))?;
-    if args.no_gso {
-        io.set_gso(false)?;
+    let clock = Clock::start();
+    let mut drivers = Vec::with_capacity(split.workers);
+    for (k, inbox) in inboxes.into_iter().enumerate() {
+        let (engine, reads) = match &split.ownership {
+            None => (
+                Engine::new(topo.clone(), args.seed),
+                (0..topo.hosts.len() as u32).collect(),
+            ),
+            Some(o) => (
+                Engine::partitioned(topo.clone(), args.seed, o.clone(), k),
+                (0..topo.hosts.len() as u32)
+                    .filter(|&h| usize::from(o.host_owner(h)) == k)
+                    .collect(),
+            ),
+        };
+        let waker = inbox.waker().context("creating a mailbox waker")?;
+        let mut io = TunIo::new(experiment.tuns(), reads, Some(waker))?;
+        if args.no_gso {
+            io.set_gso(false)?;
+        }
+        let mut driver = Driver::new(
+            engine,
+            io,
+            &addresses,
+            args.mtu as usize,
+            MAX_IN_FLIGHT,
+            precision,
+            thresholds,
+        );
+        driver.connect(inbox, posts.clone(), clock);
+        drivers.push(driver);
     }
-    let max_packet = args.mtu as usize;
-    let mut driver = Driver::new(
-        engine,
-        io,
-        &addresses,
-        max_packet,
-        MAX_IN_FLIGHT,
-        precision,
-        thresholds,
-    );
-    driver.attach_control(requests);
+    drop(posts);
     let run_started = std::time::Instant::now();
-    let result = drive(&mut driver, stop, stop_after);
+    let realtime = !args.no_realtime && precision != Precision::Busy;
+    let (driver, result) = drive_all(drivers, &split.cpus, realtime, stop, stop_after);
     let wall = run_started.elapsed();
-    let report = final_report(&driver, &spec, &name, &args.precision, wall);
+    let mut report = final_report(&driver, &spec, &name, &args.precision, wall);
+    report.workers = split.ownership.as_ref().map(|o| WorkersReport {
+        workers: split.workers,
+        lookahead_ns: o.lookahead().as_nanos(),
+        hosts: (0..split.workers)
+            .map(|k| {
+                (0..topo.hosts.len() as u32)
+                    .filter(|&h| usize::from(o.host_owner(h)) == k)
+                    .count()
+            })
+            .collect(),
+        pipes: (0..split.workers)
+            .map(|k| o.assignment().iter().filter(|&&w| w as usize == k).count())
+            .collect(),
+        cross_core_hops: driver.engine().counters().cross_core_hops,
+    });
     drop(driver);
     let teardown = experiment.teardown();
     result?;
     teardown?;
     print_report(&report, args.json, args.top)
+}
+
+/// The run's split over `--workers`: the assignment (from a file or a partitioner), the
+/// ownership it gives live, and each worker's CPU.
+fn split(args: &RunArgs, topo: &Topology) -> Result<Split> {
+    let workers = args.workers as usize;
+    if workers == 0 {
+        bail!("--workers 0: give at least 1");
+    }
+    if workers == 1 {
+        if args.assignment.is_some() || args.method.is_some() || args.pin {
+            bail!("--assignment, --method and --pin need --workers 2 or more");
+        }
+        return Ok(Split {
+            workers,
+            ownership: None,
+            cpus: vec![args.cpu],
+        });
+    }
+    if args.cpu.is_some() {
+        bail!("--cpu pins a single worker; with --workers, --pin places them");
+    }
+    let assignment = crate::partition::sim_assignment(
+        topo,
+        args.assignment.as_deref(),
+        Some(args.workers),
+        args.method,
+        args.seed,
+    )?
+    .expect("a core count is given");
+    if assignment.cores as usize != workers {
+        bail!(
+            "the assignment has {} cores and --workers is {workers}: they must be equal",
+            assignment.cores
+        );
+    }
+    let ownership = Ownership::live(topo, &assignment.pipes, workers)?;
+    if let Some(pipe) = ownership.instant_crossing() {
+        eprintln!(
+            "netloom: warning: pipe {pipe} joins two workers with no delay: packets crossing it \
+             reach the next worker late by the hand-off (a few microseconds, measured as \
+             late hand-offs); give it a delay or keep its ends on one worker"
+        );
+    }
+    let cpus = match args.pin {
+        true => {
+            let run = netloom_partition::Assignment {
+                pipes: ownership.assignment(),
+                ..assignment
+            };
+            crate::partition::worker_cpus(topo, &run)
+                .into_iter()
+                .map(Some)
+                .collect()
+        }
+        false => vec![None; workers],
+    };
+    Ok(Split {
+        workers,
+        ownership: Some(Arc::new(ownership)),
+        cpus,
+    })
+}
+
+/// Runs every worker's driver on a thread of its own (worker 0 on this one) until asked to
+/// stop, `stop_after` passes, or one fails (the others then stop too); returns worker 0's
+/// driver with the others absorbed, and the first failure.
+fn drive_all<'t>(
+    drivers: Vec<Driver<TunIo<'t>>>,
+    cpus: &[Option<usize>],
+    realtime: bool,
+    stop: &AtomicBool,
+    stop_after: Option<Duration>,
+) -> (Driver<TunIo<'t>>, Result<()>) {
+    let halt = AtomicBool::new(false);
+    let work = |k: usize, mut driver: Driver<TunIo<'t>>| {
+        let result = prepare_thread(cpus[k], realtime)
+            .and_then(|()| drive(&mut driver, stop, &halt, stop_after))
+            .with_context(|| format!("worker {k}"));
+        halt.store(true, Ordering::Relaxed);
+        (driver, result)
+    };
+    let mut drivers = drivers.into_iter();
+    let first = drivers.next().expect("at least one worker");
+    std::thread::scope(|s| {
+        let work = &work;
+        let others: Vec<_> = drivers
+            .enumerate()
+            .map(|(i, d)| {
+                std::thread::Builder::new()
+                    .name(format!("netloom-worker-{}", i + 1))
+                    .spawn_scoped(s, move || work(i + 1, d))
+                    .expect("starting a worker thread")
+            })
+            .collect();
+        let (mut merged, mut result) = work(0, first);
+        for t in others {
+            let (driver, r) = t.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            result = result.and(r);
+            merged.absorb(driver);
+        }
+        (merged, result)
+    })
+}
+
+/// Gets the calling thread ready to drive: pinned if asked, fine-grained timers, and real-time
+/// priority when it sleeps between deadlines.
+fn prepare_thread(cpu: Option<usize>, realtime: bool) -> Result<()> {
+    if let Some(cpu) = cpu {
+        netloom_os::pin_current_thread(cpu)?;
+    }
+    netloom_os::set_timer_slack_ns(1);
+    if realtime {
+        netloom_os::set_realtime_priority(REALTIME_PRIORITY)?;
+    }
+    Ok(())
 }
 
 /// The experiment for `topo`: its hosts in topology order with the documented addresses, and
@@ -202,14 +387,16 @@ pub fn plan(topo: &Topology, name: &str, mtu: u32) -> (ExperimentSpec, Vec<Vec<I
     (spec, addresses)
 }
 
-/// Steps the driver until asked to stop or until `stop_after` has passed.
+/// Steps the driver until asked to stop (`stop`, or `halt` by another worker) or until
+/// `stop_after` has passed.
 fn drive(
     driver: &mut Driver<TunIo<'_>>,
     stop: &AtomicBool,
+    halt: &AtomicBool,
     stop_after: Option<Duration>,
 ) -> Result<()> {
     let deadline = stop_after.map(|d| std::time::Instant::now() + d);
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.load(Ordering::Relaxed) && !halt.load(Ordering::Relaxed) {
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             break;
         }
@@ -244,6 +431,7 @@ fn final_report(
             })
             .collect(),
         pipes: sim.pipes,
+        workers: None,
     }
 }
 
@@ -272,6 +460,19 @@ fn print_report(r: &RunReport, json: bool, top: usize) -> Result<()> {
         us(a.late_threshold_ns),
         a.physical_drops
     );
+    if let Some(w) = &r.workers {
+        println!(
+            "  {} workers (hosts {:?}, pipes {:?}), lookahead {} us: {} hand-offs, {} later than {} us, latest {} us",
+            w.workers,
+            w.hosts,
+            w.pipes,
+            us(w.lookahead_ns),
+            a.handoffs,
+            a.late_handoffs,
+            us(a.late_threshold_ns),
+            us(a.handoff_lateness_ns_max)
+        );
+    }
     if !a.accurate {
         println!(
             "  WARNING: this run missed its deadlines or lost packets outside the model; its results do not describe the emulated network"

@@ -252,6 +252,18 @@ impl Engine {
         engine
     }
 
+    /// This engine's worker in a partitioned run; 0 for a single engine.
+    pub fn worker(&self) -> usize {
+        self.worker.as_ref().map_or(0, |w| usize::from(w.me))
+    }
+
+    /// Does this engine own `pipe` (its state, its figures)? A single engine owns them all.
+    pub fn owns_pipe(&self, pipe: PipeId) -> bool {
+        self.worker
+            .as_ref()
+            .is_none_or(|w| w.ownership.pipe_owner(pipe) == w.me)
+    }
+
     /// Does this engine handle host `host` (by position in `Topology::hosts`)?
     fn owns_host(&self, host: u32) -> bool {
         self.worker

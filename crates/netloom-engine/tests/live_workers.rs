@@ -133,7 +133,7 @@ fn run(mut engines: Vec<Engine>, ownership: Option<&Ownership>) -> Vec<Fates> {
                 f.record(output);
             }
         }
-        now = now + Duration::from_nanos(STEP_NS);
+        now += Duration::from_nanos(STEP_NS);
     }
     fates
 }

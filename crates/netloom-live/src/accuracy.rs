@@ -30,10 +30,17 @@ impl Default for Thresholds {
 /// 100 s (later is recorded as 100 s).
 const MAX_LATENESS_NS: u64 = 100_000_000_000;
 
+#[derive(Clone)]
 pub struct Accuracy {
     thresholds: Thresholds,
     lateness_ns: Histogram<u64>,
     late: u64,
+    /// Packets taken over from another worker, those taken over later than the threshold
+    /// after their intended time, and the latest: a late hand-off shifts the packet's whole
+    /// remaining path, which its release alone cannot show.
+    handoffs: u64,
+    late_handoffs: u64,
+    handoff_lateness_max: Duration,
     /// Packets the model did not drop but that were lost: a write to a host failed, or no buffer
     /// was left to read into.
     physical_drops: u64,
@@ -50,6 +57,11 @@ pub struct AccuracyReport {
     pub late_threshold_ns: u64,
     pub late: u64,
     pub physical_drops: u64,
+    /// With several workers: packets handed from one to another, how many of them arrived later
+    /// than the threshold after their intended time, and the latest (0 with one worker).
+    pub handoffs: u64,
+    pub late_handoffs: u64,
+    pub handoff_lateness_ns_max: u64,
     pub accurate: bool,
 }
 
@@ -61,6 +73,9 @@ impl Accuracy {
                 .expect("bounds and 3 significant digits are valid"),
             late: 0,
             physical_drops: 0,
+            handoffs: 0,
+            late_handoffs: 0,
+            handoff_lateness_max: Duration::ZERO,
         }
     }
 
@@ -77,6 +92,28 @@ impl Accuracy {
         self.physical_drops += 1;
     }
 
+    /// A packet from another worker arrived `lateness` after its intended time (zero if
+    /// before): it continues from when it arrived.
+    pub fn record_handoff(&mut self, lateness: Duration) {
+        self.handoffs += 1;
+        if lateness > self.thresholds.late {
+            self.late_handoffs += 1;
+        }
+        self.handoff_lateness_max = self.handoff_lateness_max.max(lateness);
+    }
+
+    /// Adds another worker's figures (same thresholds) to these.
+    pub fn merge(&mut self, other: &Accuracy) {
+        self.lateness_ns
+            .add(&other.lateness_ns)
+            .expect("histograms of the same bounds add up");
+        self.late += other.late;
+        self.physical_drops += other.physical_drops;
+        self.handoffs += other.handoffs;
+        self.late_handoffs += other.late_handoffs;
+        self.handoff_lateness_max = self.handoff_lateness_max.max(other.handoff_lateness_max);
+    }
+
     pub fn report(&self) -> AccuracyReport {
         let h = &self.lateness_ns;
         let q = |q| {
@@ -87,11 +124,14 @@ impl Accuracy {
             }
         };
         let released = h.len();
-        let late_fraction = if released == 0 {
-            0.0
-        } else {
-            self.late as f64 / released as f64
+        let fraction = |part: u64, whole: u64| {
+            if whole == 0 {
+                0.0
+            } else {
+                part as f64 / whole as f64
+            }
         };
+        let within = |f: f64| f <= self.thresholds.max_late_fraction;
         AccuracyReport {
             released,
             lateness_ns_p50: q(0.5),
@@ -101,7 +141,11 @@ impl Accuracy {
             late_threshold_ns: self.thresholds.late.as_nanos() as u64,
             late: self.late,
             physical_drops: self.physical_drops,
-            accurate: late_fraction <= self.thresholds.max_late_fraction
+            handoffs: self.handoffs,
+            late_handoffs: self.late_handoffs,
+            handoff_lateness_ns_max: self.handoff_lateness_max.as_nanos() as u64,
+            accurate: within(fraction(self.late, released))
+                && within(fraction(self.late_handoffs, self.handoffs))
                 && self.physical_drops == 0,
         }
     }
@@ -127,5 +171,28 @@ mod tests {
         let mut b = Accuracy::new(Thresholds::default());
         b.record_physical_drop();
         assert!(!b.report().accurate);
+    }
+
+    #[test]
+    fn workers_figures_merge_and_late_handoffs_count() {
+        let mut a = Accuracy::new(Thresholds::default());
+        let mut b = Accuracy::new(Thresholds::default());
+        for _ in 0..500 {
+            a.record_release(Duration::from_micros(1));
+            b.record_release(Duration::from_micros(5));
+            b.record_handoff(Duration::ZERO);
+        }
+        let mut merged = a.clone();
+        merged.merge(&b);
+        let r = merged.report();
+        assert_eq!((r.released, r.handoffs, r.late_handoffs), (1000, 500, 0));
+        assert!(r.lateness_ns_p99 >= 5_000 && r.lateness_ns_p50 < 1_010);
+        assert!(r.accurate);
+        b.record_handoff(Duration::from_millis(1));
+        a.merge(&b);
+        let r = a.report();
+        assert_eq!((r.handoffs, r.late_handoffs), (501, 1));
+        assert_eq!(r.handoff_lateness_ns_max, 1_000_000);
+        assert!(!r.accurate, "1 late hand-off in 501 is beyond 0.1 %");
     }
 }

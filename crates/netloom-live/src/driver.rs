@@ -4,13 +4,18 @@
 //! actually written, so one late packet does not delay those behind it (no delay cascading).
 //! A TCP super-packet (GSO) goes through the engine as its wire-size segments, each timed and
 //! lost on its own; segments of one super-packet due in the same turn are written together.
+//! In a run of several workers each driver reads its own hosts, keeps their payloads (the
+//! packets' home) and writes them out when its engine delivers them; its mailbox brings the
+//! hand-offs, payload holds and releases, and requests from the others.
 
 use crate::accuracy::{Accuracy, AccuracyReport, Thresholds};
 use crate::clock::Clock;
-use crate::control::{Pending, Reply, Request};
+use crate::control::{Reply, Request};
 use crate::ip::destination;
+use crate::mailbox::{Answer, Inbox, Message, Post};
 use crate::pool::{Pool, Size};
 use crate::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
+use crate::stats::Snapshot;
 use netloom_engine::{Engine, Output};
 use netloom_time::Instant;
 use netloom_topo::NodeId;
@@ -19,14 +24,14 @@ use std::collections::HashMap;
 use std::io::{self, IoSlice};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 /// The hosts' side of the emulator: one packet interface per host, indexed like
 /// `Topology::hosts`. TUN devices in namespaces in production, queues in memory in tests.
 pub trait PacketIo {
     /// Waits up to `timeout` (`None`: indefinitely, `Some(ZERO)`: just look) until some host has
-    /// a packet to read, and appends their indices to `ready`. May return early and empty.
+    /// a packet to read, and appends their indices to `ready`. May return early and empty (it
+    /// should when the driver's mailbox waker is written).
     fn wait(&mut self, timeout: Option<Duration>, ready: &mut Vec<u32>) -> io::Result<()>;
     /// Reads one packet sent by `host`; `ErrorKind::WouldBlock` when there is none.
     fn recv(&mut self, host: u32, buf: &mut [u8]) -> io::Result<usize>;
@@ -40,11 +45,6 @@ pub trait PacketIo {
     /// What the frames of `recv` and `send` are; the same for the I/O's whole life.
     fn framing(&self) -> Framing {
         Framing::Plain
-    }
-    /// Whether the control channel signalled a request since the last call, so the loop looks
-    /// at the channel only then. I/O without a control channel never does.
-    fn take_wake(&mut self) -> bool {
-        false
     }
 }
 
@@ -73,7 +73,7 @@ pub enum Precision {
 
 /// Packets read from and written to one host, counted as on the wire: a super-packet counts as
 /// its segments, and bytes are IP packets' bytes.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct HostCounters {
     pub packets_in: u64,
     pub bytes_in: u64,
@@ -86,21 +86,40 @@ pub struct HostCounters {
     pub unknown_destination: u64,
 }
 
+impl HostCounters {
+    /// Adds another worker's counts for the same host.
+    pub fn add(&mut self, other: &HostCounters) {
+        self.packets_in += other.packets_in;
+        self.bytes_in += other.bytes_in;
+        self.packets_out += other.packets_out;
+        self.bytes_out += other.bytes_out;
+        self.malformed += other.malformed;
+        self.unknown_destination += other.unknown_destination;
+    }
+}
+
 /// Packets read from one host in one go before the others get a turn.
 const READ_BATCH: usize = 64;
 /// Longest single wait, so a stop request is noticed promptly even when nothing happens.
 const MAX_WAIT: Duration = Duration::from_millis(20);
 /// The largest frame with GSO: virtio_net_hdr, IPv6 header and the most its payload length says.
 const MAX_SUPER: usize = VNET_HDR_LEN + 40 + 65_535;
-/// Bits of an engine token that number the segment; the pool buffer's index is above them.
+/// Bits of an engine token that number the segment; the pool buffer's index is above them,
+/// and the home worker (whose pool holds the buffer) above that.
 const SEGMENT_BITS: u32 = 16;
+const HOME_SHIFT: u32 = SEGMENT_BITS + 32;
 
-fn token(id: u32, segment: u16) -> u64 {
-    u64::from(id) << SEGMENT_BITS | u64::from(segment)
+fn token(home: u16, id: u32, segment: u16) -> u64 {
+    u64::from(home) << HOME_SHIFT | u64::from(id) << SEGMENT_BITS | u64::from(segment)
 }
 
-fn untoken(token: u64) -> (u32, u16) {
-    ((token >> SEGMENT_BITS) as u32, token as u16)
+/// The home worker, buffer and segment of a token.
+fn untoken(token: u64) -> (u16, u32, u16) {
+    (
+        (token >> HOME_SHIFT) as u16,
+        (token >> SEGMENT_BITS) as u32,
+        token as u16,
+    )
 }
 
 pub struct Driver<I: PacketIo> {
@@ -122,8 +141,13 @@ pub struct Driver<I: PacketIo> {
     overflow: Box<[u8]>,
     /// Where the headers of a run of segments are built before writing.
     head: [u8; MAX_HEAD],
-    /// Requests from `netloom stats` and `netloom link`, if a control channel is attached.
-    control: Option<Receiver<Pending>>,
+    /// This driver's worker: the home of the payloads it reads.
+    me: u16,
+    /// Hand-offs and payload news from other workers, and requests from `netloom stats` and
+    /// `netloom link`, once `connect`ed.
+    inbox: Option<Inbox>,
+    /// Where to post to each worker, by worker.
+    posts: Vec<Post>,
 }
 
 impl<I: PacketIo> Driver<I> {
@@ -159,7 +183,6 @@ impl<I: PacketIo> Driver<I> {
             .collect();
         Driver {
             counters: vec![HostCounters::default(); host_nodes.len()],
-            engine,
             io,
             clock: Clock::start(),
             precision,
@@ -172,13 +195,20 @@ impl<I: PacketIo> Driver<I> {
             framing,
             overflow: vec![0; small.max(large)].into_boxed_slice(),
             head: [0; MAX_HEAD],
-            control: None,
+            me: engine.worker() as u16,
+            inbox: None,
+            posts: Vec::new(),
+            engine,
         }
     }
 
-    /// Answers the requests arriving on `control` between turns of the loop.
-    pub fn attach_control(&mut self, control: Receiver<Pending>) {
-        self.control = Some(control);
+    /// Joins the driver to its run: it reads `inbox` every turn (the poller of its I/O should
+    /// watch `inbox.waker()`), posts to worker k on `posts[k]`, and keeps time by `clock`, which
+    /// every worker of the run must share.
+    pub fn connect(&mut self, inbox: Inbox, posts: Vec<Post>, clock: Clock) {
+        self.inbox = Some(inbox);
+        self.posts = posts;
+        self.clock = clock;
     }
 
     pub fn engine(&self) -> &Engine {
@@ -223,20 +253,25 @@ impl<I: PacketIo> Driver<I> {
         Ok(())
     }
 
-    /// One turn of the loop: wait (as the precision mode says), read, advance, write.
+    /// One turn of the loop: wait (as the precision mode says), read the hosts and the
+    /// mailbox, advance, write.
     pub fn step(&mut self) -> io::Result<()> {
-        let timeout = self.wait_budget();
+        let mut timeout = self.wait_budget();
+        if !timeout.is_zero() && self.inbox.as_mut().is_some_and(|i| !i.may_sleep()) {
+            timeout = Duration::ZERO;
+        }
         self.ready.clear();
-        self.io.wait(Some(timeout), &mut self.ready)?;
+        let waited = self.io.wait(Some(timeout), &mut self.ready);
+        if let Some(inbox) = &self.inbox {
+            inbox.awake();
+        }
+        waited?;
         for i in 0..self.ready.len() {
             let host = self.ready[i];
             self.receive(host)?;
         }
-        self.release_due()?;
-        if self.io.take_wake() {
-            self.serve_requests();
-        }
-        Ok(())
+        self.read_inbox();
+        self.release_due()
     }
 
     /// Advances the engine to now and writes out what is due.
@@ -245,20 +280,35 @@ impl<I: PacketIo> Driver<I> {
         self.flush()
     }
 
-    fn serve_requests(&mut self) {
-        let Some(control) = &self.control else {
+    /// Takes in what other workers and the control thread posted: hand-offs (measuring how late
+    /// each arrived), news of this worker's payloads, and requests.
+    fn read_inbox(&mut self) {
+        let Some(mut inbox) = self.inbox.take() else {
             return;
         };
-        let pending: Vec<Pending> = control.try_iter().collect();
-        for p in pending {
-            let reply = self.answer(p.request);
-            let _ = p.reply.send(reply);
+        while let Some(message) = inbox.take() {
+            match message {
+                Message::Handoff(handoff) => {
+                    let lateness = self.clock.now().saturating_since(handoff.at());
+                    self.accuracy
+                        .record_handoff(Duration::from_nanos(lateness.as_nanos()));
+                    self.engine.accept(handoff);
+                }
+                Message::Hold(token) => self.pool.hold(untoken(token).1),
+                Message::Release(token) => self.pool.release(untoken(token).1),
+                Message::Request(request, reply) => {
+                    let _ = reply.send(self.answer(request));
+                }
+            }
         }
+        self.inbox = Some(inbox);
     }
 
-    fn answer(&mut self, request: Request) -> Reply {
-        match request {
-            Request::Stats => Reply::ok(self.stats()),
+    /// This worker's part of the answer to `request`; a change applies to its engine (every
+    /// worker keeps the whole network's configuration and routes).
+    fn answer(&mut self, request: Request) -> Answer {
+        let changed = match request {
+            Request::Stats => return Answer::Stats(Box::new(self.snapshot())),
             Request::LinkSet {
                 a,
                 b,
@@ -272,7 +322,8 @@ impl<I: PacketIo> Driver<I> {
                 }
                 Err(e) => Reply::error(e),
             },
-        }
+        };
+        Answer::Changed(changed)
     }
 
     /// The link joining nodes `a` and `b`, and whether it is written `a`→`b` in the topology.
@@ -332,38 +383,49 @@ impl<I: PacketIo> Driver<I> {
         )
     }
 
-    /// Figures so far, as `netloom stats` shows them.
-    fn stats(&mut self) -> serde_json::Value {
+    /// This worker's figures so far (`netloom stats` merges every worker's): the pipes it owns
+    /// with their queues now, the packets it read and wrote, its lateness.
+    pub fn snapshot(&mut self) -> Snapshot {
         let now = self.clock.now();
         let report = netloom_engine::Report::build(&self.engine, 0, now, None);
-        let queues: Vec<(u64, u64)> = (0..report.pipes.len() as u32)
-            .map(|p| self.engine.queue_len(p))
-            .collect();
-        let topo = self.engine.topology();
-        let hosts: Vec<_> = topo
-            .hosts
-            .iter()
-            .zip(&self.counters)
-            .map(|(&n, c)| serde_json::json!({ "name": topo.node(n).name, "counters": c }))
-            .collect();
-        let pipes: Vec<_> = report
+        let pipes = report
             .pipes
             .iter()
-            .zip(queues)
-            .map(|(p, (packets, bytes))| {
-                let mut v = serde_json::to_value(p).expect("pipe reports serialize");
-                v["queue_packets"] = packets.into();
-                v["queue_bytes"] = bytes.into();
-                v
+            .enumerate()
+            .map(|(p, r)| {
+                let p = p as u32;
+                self.engine.owns_pipe(p).then(|| {
+                    let (packets, bytes) = self.engine.queue_len(p);
+                    let mut v = serde_json::to_value(r).expect("pipe reports serialize");
+                    v["queue_packets"] = packets.into();
+                    v["queue_bytes"] = bytes.into();
+                    v
+                })
             })
             .collect();
-        serde_json::json!({
-            "uptime_ns": now.as_nanos(),
-            "in_flight": self.pool.in_use(),
-            "accuracy": self.accuracy.report(),
-            "hosts": hosts,
-            "pipes": pipes,
-        })
+        let topo = self.engine.topology();
+        Snapshot {
+            uptime_ns: now.as_nanos(),
+            in_flight: self.pool.in_use(),
+            accuracy: self.accuracy.clone(),
+            hosts: topo
+                .hosts
+                .iter()
+                .zip(&self.counters)
+                .map(|(&n, c)| (topo.node(n).name.clone(), *c))
+                .collect(),
+            pipes,
+        }
+    }
+
+    /// Folds the driver of another worker of the same run into this one, once both stopped, so
+    /// this one reports the whole run: engines merged, lateness and counts added up.
+    pub fn absorb(&mut self, other: Driver<I>) {
+        self.engine.absorb(other.engine);
+        self.accuracy.merge(&other.accuracy);
+        for (mine, theirs) in self.counters.iter_mut().zip(&other.counters) {
+            mine.add(theirs);
+        }
     }
 
     /// How long the next wait may last before a deadline needs attention.
@@ -442,7 +504,7 @@ impl<I: PacketIo> Driver<I> {
                 let bytes = gso.map_or(single, |g| g.wire_len(k));
                 if !self
                     .engine
-                    .inject(now, src_node, dst_node, bytes, token(id, k))
+                    .inject(now, src_node, dst_node, bytes, token(self.me, id, k))
                 {
                     self.counters[host as usize].unknown_destination += 1;
                     self.pool.release(id);
@@ -522,17 +584,18 @@ impl<I: PacketIo> Driver<I> {
             let (token, dst) = match self.outbox[i] {
                 Output::Delivered { token, dst, .. } => (token, dst),
                 Output::Duplicated { token } => {
-                    self.pool.hold(untoken(token).0);
+                    self.settle(token, true);
                     i += 1;
                     continue;
                 }
                 Output::Dropped { token } => {
-                    self.pool.release(untoken(token).0);
+                    self.settle(token, false);
                     i += 1;
                     continue;
                 }
             };
-            let (id, first) = untoken(token);
+            let (home, id, first) = untoken(token);
+            debug_assert_eq!(home, self.me, "a packet is delivered by its home worker");
             let gso = self.pool.gso(id);
             let mut end = i + 1;
             if let Some(g) = gso {
@@ -597,7 +660,34 @@ impl<I: PacketIo> Driver<I> {
             i = end;
         }
         self.outbox.clear();
+        // After the holds and releases above: a hold posted to a payload's home must reach it
+        // before any release that a hand-off posted now could cause at another worker.
+        for (to, post) in self.posts.iter().enumerate() {
+            if to != usize::from(self.me) {
+                for handoff in self.engine.take_handoffs(to) {
+                    post.send(Message::Handoff(handoff));
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// One more copy (`hold`) or one fewer of a segment: in this worker's pool, or news posted
+    /// to the worker whose pool holds it.
+    fn settle(&mut self, token: u64, hold: bool) {
+        let (home, id, _) = untoken(token);
+        if home == self.me {
+            match hold {
+                true => self.pool.hold(id),
+                false => self.pool.release(id),
+            }
+        } else {
+            let message = match hold {
+                true => Message::Hold(token),
+                false => Message::Release(token),
+            };
+            self.posts[usize::from(home)].send(message);
+        }
     }
 }
 
@@ -606,10 +696,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tokens_carry_the_buffer_and_the_segment() {
-        for (id, k) in [(0, 0), (7, 44), (u32::MAX, u16::MAX)] {
-            assert_eq!(untoken(token(id, k)), (id, k));
+    fn tokens_carry_the_home_the_buffer_and_the_segment() {
+        for (home, id, k) in [(0, 0, 0), (1, 7, 44), (u16::MAX, u32::MAX, u16::MAX)] {
+            assert_eq!(untoken(token(home, id, k)), (home, id, k));
         }
-        assert_eq!(token(1, 0), token(0, u16::MAX) + 1);
+        assert_eq!(token(0, 1, 0), token(0, 0, u16::MAX) + 1);
     }
 }

@@ -9,12 +9,15 @@ mod clock;
 pub mod control;
 mod driver;
 mod ip;
+pub mod mailbox;
 mod pool;
 pub mod segment;
+mod stats;
 mod tun_io;
 
 pub use accuracy::{Accuracy, AccuracyReport, Thresholds};
 pub use clock::Clock;
 pub use driver::{Driver, Framing, HostCounters, PacketIo, Precision};
 pub use ip::{destination, Malformed};
+pub use stats::Snapshot;
 pub use tun_io::TunIo;

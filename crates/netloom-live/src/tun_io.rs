@@ -1,6 +1,6 @@
-//! The driver's packet I/O over an experiment's TUN devices, one per host, watched by epoll
-//! together with the control channel's waker, and whether the devices hand over GSO
-//! super-packets.
+//! The driver's packet I/O over an experiment's TUN devices, one per host: it reads the hosts
+//! of one worker, watched by epoll together with the worker's mailbox waker, writes to any host,
+//! and says whether the devices it reads hand over GSO super-packets.
 
 use crate::driver::{Framing, PacketIo};
 use netloom_os::{OsError, Poller, Tun};
@@ -14,20 +14,27 @@ const WAKE: u32 = u32::MAX;
 
 pub struct TunIo<'a> {
     tuns: &'a [Tun],
+    /// The hosts this I/O reads.
+    reads: Vec<u32>,
     poller: Poller,
     waker: Option<UnixStream>,
-    woken: bool,
     gso: bool,
 }
 
 impl<'a> TunIo<'a> {
-    /// Watches `tuns` (host `i` is `tuns[i]`) and, if given, the read end of the control
-    /// channel's waker, so a request interrupts a sleeping wait. Turns GSO on: hosts' TCP
-    /// leaves them in super-packets of up to 64 KB (see `set_gso`).
-    pub fn new(tuns: &'a [Tun], waker: Option<UnixStream>) -> Result<TunIo<'a>, OsError> {
+    /// Reads the hosts `reads` of `tuns` (host `i` is `tuns[i]`), writes to any, and watches the
+    /// read end of a mailbox waker if given, so a post interrupts a sleeping wait. Turns GSO on
+    /// for the hosts it reads: their TCP leaves them in super-packets of up to 64 KB (see
+    /// `set_gso`).
+    pub fn new(
+        tuns: &'a [Tun],
+        reads: Vec<u32>,
+        waker: Option<UnixStream>,
+    ) -> Result<TunIo<'a>, OsError> {
         let mut poller = Poller::new()?;
-        for (i, tun) in tuns.iter().enumerate() {
-            poller.add(tun.fd(), i as u32)?;
+        for &i in &reads {
+            let tun = &tuns[i as usize];
+            poller.add(tun.fd(), i)?;
             tun.set_offload(true)?;
         }
         if let Some(w) = &waker {
@@ -39,19 +46,19 @@ impl<'a> TunIo<'a> {
         }
         Ok(TunIo {
             tuns,
+            reads,
             poller,
             waker,
-            woken: false,
             gso: true,
         })
     }
 
-    /// Turns GSO on or off for every device. Off, the hosts' kernels segment TCP themselves and
-    /// every read is one packet of at most the MTU. Call before handing the I/O to a `Driver`,
-    /// which sizes its buffers by `framing()`.
+    /// Turns GSO on or off for the devices this I/O reads. Off, the hosts' kernels segment TCP
+    /// themselves and every read is one packet of at most the MTU. Call before handing the I/O
+    /// to a `Driver`, which sizes its buffers by `framing()`.
     pub fn set_gso(&mut self, on: bool) -> Result<(), OsError> {
-        for tun in self.tuns {
-            tun.set_offload(on)?;
+        for &i in &self.reads {
+            self.tuns[i as usize].set_offload(on)?;
         }
         self.gso = on;
         Ok(())
@@ -63,7 +70,6 @@ impl PacketIo for TunIo<'_> {
         self.poller.wait(timeout, ready).map_err(io::Error::other)?;
         if let Some(i) = ready.iter().position(|&t| t == WAKE) {
             ready.swap_remove(i);
-            self.woken = true;
             if let Some(mut w) = self.waker.as_ref() {
                 let mut drain = [0u8; 64];
                 while matches!(w.read(&mut drain), Ok(n) if n > 0) {}
@@ -86,9 +92,5 @@ impl PacketIo for TunIo<'_> {
 
     fn framing(&self) -> Framing {
         Framing::Vnet { gso: self.gso }
-    }
-
-    fn take_wake(&mut self) -> bool {
-        std::mem::take(&mut self.woken)
     }
 }

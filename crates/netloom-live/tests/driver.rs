@@ -4,64 +4,15 @@
 //! a super-packet is emulated as its wire-size segments: each timed and lost on its own, and
 //! those due together written together.
 
+mod common;
+
+use common::{ipv4, pair, MemIo};
 use netloom_engine::Engine;
 use netloom_link::{LossModel, PipeConfig, QueueLimit};
 use netloom_live::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
-use netloom_live::{Driver, Framing, PacketIo, Precision, Thresholds};
+use netloom_live::{Driver, Framing, Precision, Thresholds};
 use netloom_time::{Duration as NsDuration, Rate};
-use netloom_topo::{NodeKind, RoutingMetric, Topology};
-use std::collections::VecDeque;
-use std::io;
-use std::net::IpAddr;
 use std::time::{Duration, Instant};
-
-/// Hosts as queues: what they send waits in `inbox`, what they receive lands in `delivered`.
-struct MemIo {
-    inbox: Vec<VecDeque<Vec<u8>>>,
-    delivered: Vec<(u32, Instant, Vec<u8>)>,
-    framing: Framing,
-}
-
-impl PacketIo for MemIo {
-    fn wait(&mut self, timeout: Option<Duration>, ready: &mut Vec<u32>) -> io::Result<()> {
-        ready.extend((0..self.inbox.len() as u32).filter(|&h| !self.inbox[h as usize].is_empty()));
-        if ready.is_empty() {
-            // Sleep as a poller would, a little, so the sleeping modes are exercised too.
-            std::thread::sleep(
-                timeout
-                    .unwrap_or(Duration::ZERO)
-                    .min(Duration::from_micros(200)),
-            );
-        }
-        Ok(())
-    }
-
-    fn recv(&mut self, host: u32, buf: &mut [u8]) -> io::Result<usize> {
-        let p = self.inbox[host as usize]
-            .pop_front()
-            .ok_or_else(|| io::Error::from(io::ErrorKind::WouldBlock))?;
-        buf[..p.len()].copy_from_slice(&p);
-        Ok(p.len())
-    }
-
-    fn send(&mut self, host: u32, packet: &[u8]) -> io::Result<()> {
-        self.delivered.push((host, Instant::now(), packet.to_vec()));
-        Ok(())
-    }
-
-    fn framing(&self) -> Framing {
-        self.framing
-    }
-}
-
-fn ipv4(dst: [u8; 4], len: usize, id: u8) -> Vec<u8> {
-    let mut p = vec![0u8; len];
-    p[0] = 0x45;
-    p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
-    p[16..20].copy_from_slice(&dst);
-    p[20] = id;
-    p
-}
 
 /// h0 - r - h1, 10 Mbit/s and 2 ms per hop; `tweak` adjusts the r-h1 pipes.
 fn driver(precision: Precision, tweak: impl Fn(&mut PipeConfig)) -> Driver<MemIo> {
@@ -76,26 +27,10 @@ fn driver_over(
     precision: Precision,
     tweak: impl Fn(&mut PipeConfig),
 ) -> Driver<MemIo> {
-    let mut t = Topology::new("pair", RoutingMetric::Delay);
-    let h0 = t.add_node("h0", NodeKind::Host, None);
-    let r = t.add_node("r", NodeKind::Router, None);
-    let h1 = t.add_node("h1", NodeKind::Host, None);
-    let mut last = c;
-    tweak(&mut last);
-    t.add_link(h0, r, None, c, Some(c));
-    t.add_link(r, h1, None, last, Some(last));
-    let addrs: Vec<Vec<IpAddr>> = vec![
-        vec!["198.18.0.1".parse().unwrap()],
-        vec!["198.18.0.2".parse().unwrap()],
-    ];
-    let io = MemIo {
-        inbox: vec![VecDeque::new(), VecDeque::new()],
-        delivered: Vec::new(),
-        framing,
-    };
+    let (topo, addrs) = pair(c, tweak);
     Driver::new(
-        Engine::new(t, 5),
-        io,
+        Engine::new(topo, 5),
+        MemIo::new(framing),
         &addrs,
         2048,
         1024,

@@ -1,0 +1,188 @@
+//! Mailboxes between the threads of a live run. Each worker has one inbox that every other
+//! worker and the control thread post into: one FIFO queue (std's lock-free list channel), so a
+//! `Hold` posted before a hand-off is always read before the `Release` that hand-off may cause
+//! elsewhere. A post wakes the worker only when it sleeps: waking costs a syscall, and a
+//! spinning worker finds the message on its next turn anyway.
+
+use crate::control::{Reply, Request};
+use crate::stats::Snapshot;
+use netloom_engine::Handoff;
+use std::io::{self, Write};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+
+/// What one thread tells a worker.
+pub enum Message {
+    /// A packet whose exit this worker handles, with its intended exit time.
+    Handoff(Handoff),
+    /// A pipe elsewhere duplicated a segment whose payload this worker holds (engine token).
+    Hold(u64),
+    /// A copy of a segment whose payload this worker holds was dropped elsewhere.
+    Release(u64),
+    /// A request of `netloom stats` or `netloom link`: every worker answers for its own part.
+    Request(Request, Sender<Answer>),
+}
+
+/// A worker's answer to a request.
+pub enum Answer {
+    /// The outcome of a change, the same on every worker (they share the topology).
+    Changed(Reply),
+    /// The figures of this worker's pipes and packets.
+    Stats(Box<Snapshot>),
+}
+
+/// Whether the worker sleeps, and how to wake it.
+struct Door {
+    sleeping: AtomicBool,
+    waker: UnixStream,
+}
+
+/// Where to post to one worker.
+#[derive(Clone)]
+pub struct Post {
+    tx: Sender<Message>,
+    door: Arc<Door>,
+}
+
+impl Post {
+    /// Queues `message` and wakes the worker if it sleeps. False when the worker is gone.
+    pub fn send(&self, message: Message) -> bool {
+        if self.tx.send(message).is_err() {
+            return false;
+        }
+        // Pairs with the fence in `Inbox::may_sleep`: either the worker sees the message
+        // before it sleeps, or this sees it sleeping and wakes it.
+        fence(Ordering::SeqCst);
+        if self.door.sleeping.swap(false, Ordering::SeqCst) {
+            // A full socket buffer already holds a wake-up; nothing else can fail here.
+            let _ = (&self.door.waker).write(&[1]);
+        }
+        true
+    }
+}
+
+/// A worker's end: what was posted to it, in order.
+pub struct Inbox {
+    rx: Receiver<Message>,
+    door: Arc<Door>,
+    /// The read end of the waker, for the worker's poller.
+    woken: UnixStream,
+    /// A message taken while checking before a sleep.
+    early: Option<Message>,
+}
+
+impl Inbox {
+    /// The read end of the waker: the worker's poller watches a copy of it and drains it.
+    pub fn waker(&self) -> io::Result<UnixStream> {
+        self.woken.try_clone()
+    }
+
+    /// Says the worker is about to sleep; false if something is already waiting, in which case
+    /// it must not.
+    pub fn may_sleep(&mut self) -> bool {
+        self.door.sleeping.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if self.early.is_none() {
+            self.early = self.rx.try_recv().ok();
+        }
+        if self.early.is_some() {
+            self.door.sleeping.store(false, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    /// The worker is awake again: posts no longer need to wake it.
+    pub fn awake(&self) {
+        self.door.sleeping.store(false, Ordering::Relaxed);
+    }
+
+    /// The next message, if any; `None` also once every poster is gone.
+    pub fn take(&mut self) -> Option<Message> {
+        if let Some(m) = self.early.take() {
+            return Some(m);
+        }
+        self.rx.try_recv().ok()
+    }
+}
+
+/// One inbox per worker and a post to each, in worker order.
+pub fn mailboxes(workers: usize) -> io::Result<(Vec<Inbox>, Vec<Post>)> {
+    let mut inboxes = Vec::with_capacity(workers);
+    let mut posts = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let (tx, rx) = mpsc::channel();
+        let (waker, woken) = UnixStream::pair()?;
+        waker.set_nonblocking(true)?;
+        woken.set_nonblocking(true)?;
+        let door = Arc::new(Door {
+            sleeping: AtomicBool::new(false),
+            waker,
+        });
+        posts.push(Post {
+            tx,
+            door: door.clone(),
+        });
+        inboxes.push(Inbox {
+            rx,
+            door,
+            woken,
+            early: None,
+        });
+    }
+    Ok((inboxes, posts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    fn pending_wakes(inbox: &Inbox) -> usize {
+        let mut buf = [0u8; 16];
+        (&inbox.woken).read(&mut buf).unwrap_or(0)
+    }
+
+    #[test]
+    fn messages_arrive_in_order_and_wake_only_a_sleeper() {
+        let (mut inboxes, posts) = mailboxes(1).unwrap();
+        let inbox = &mut inboxes[0];
+        assert!(posts[0].send(Message::Hold(1)));
+        assert_eq!(pending_wakes(inbox), 0, "an awake worker is not woken");
+        // A message already queued forbids sleeping and is not lost by the check.
+        assert!(!inbox.may_sleep());
+        assert!(matches!(inbox.take(), Some(Message::Hold(1))));
+        assert!(inbox.may_sleep());
+        assert!(posts[0].send(Message::Release(2)));
+        assert!(posts[0].send(Message::Release(3)));
+        assert_eq!(
+            pending_wakes(inbox),
+            1,
+            "one wake-up for a sleeper, however many posts"
+        );
+        inbox.awake();
+        assert!(matches!(inbox.take(), Some(Message::Release(2))));
+        assert!(matches!(inbox.take(), Some(Message::Release(3))));
+        assert!(inbox.take().is_none());
+    }
+
+    #[test]
+    fn a_post_from_another_thread_wakes_a_sleeping_worker() {
+        let (mut inboxes, posts) = mailboxes(1).unwrap();
+        let mut inbox = inboxes.pop().unwrap();
+        let woken = inbox.waker().unwrap();
+        woken.set_nonblocking(false).unwrap();
+        assert!(inbox.may_sleep());
+        let post = posts[0].clone();
+        let poster = std::thread::spawn(move || post.send(Message::Hold(9)));
+        let mut byte = [0u8; 1];
+        (&woken).read_exact(&mut byte).unwrap();
+        inbox.awake();
+        assert!(poster.join().unwrap());
+        assert!(matches!(inbox.take(), Some(Message::Hold(9))));
+        drop(posts);
+        assert!(inbox.take().is_none(), "nothing once the posters are gone");
+    }
+}
