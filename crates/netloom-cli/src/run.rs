@@ -263,6 +263,13 @@ fn split(args: &RunArgs, topo: &Topology) -> Result<Split> {
     if args.cpu.is_some() {
         bail!("--cpu pins a single worker; with --workers, --pin places them");
     }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if args.precision == "busy" && workers >= cpus {
+        eprintln!(
+            "netloom: warning: {workers} busy workers spin on all {cpus} CPUs: the programs under \
+             test will take CPUs from them for whole time slices; use --precision hybrid"
+        );
+    }
     let assignment = crate::partition::sim_assignment(
         topo,
         args.assignment.as_deref(),
@@ -285,7 +292,7 @@ fn split(args: &RunArgs, topo: &Topology) -> Result<Split> {
              late hand-offs); give it a delay or keep its ends on one worker"
         );
     }
-    let cpus = match args.pin {
+    let pinned = match args.pin {
         true => {
             let run = netloom_partition::Assignment {
                 pipes: ownership.assignment(),
@@ -301,7 +308,7 @@ fn split(args: &RunArgs, topo: &Topology) -> Result<Split> {
     Ok(Split {
         workers,
         ownership: Some(Arc::new(ownership)),
-        cpus,
+        cpus: pinned,
     })
 }
 
