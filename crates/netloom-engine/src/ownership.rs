@@ -183,26 +183,36 @@ impl Ownership {
             host_of[h as usize] = Some(i);
         }
         // Who may deliver at a host: its own worker, or, when packets are delivered at home,
-        // the worker of any host that sends.
+        // the worker of any host that sends (of just the sender, on a pipe from a host: hosts
+        // never forward, so only their own packets leave them).
         let mut homes = self.hosts.clone();
         homes.sort_unstable();
         homes.dedup();
         let mut lookahead = Duration(u64::MAX);
-        for &(p, head) in adjacency.iter().flatten() {
+        let pipes = adjacency
+            .iter()
+            .enumerate()
+            .flat_map(|(tail, out)| out.iter().map(move |&(p, head)| (tail, p, head)));
+        for (tail, p, head) in pipes {
             let owner = self.pipes[p as usize];
-            // Who handles what follows the exit at `head`: a host's deliverer, or the owner of
-            // the pipe it forwards into.
-            let deliverers: &[u16] = match host_of[head as usize] {
-                None => &[],
-                Some(_) if self.deliver_at_home => &homes,
-                Some(h) => std::slice::from_ref(&self.hosts[h]),
+            // Who handles what follows the exit at `head`: a host's deliverer (whose answers
+            // leave on its own pipes), or the owner of the pipe a router forwards into.
+            let forwarders: Vec<u16>;
+            let after: &[u16] = match (host_of[head as usize], host_of[tail]) {
+                (None, _) => {
+                    forwarders = adjacency[head as usize]
+                        .iter()
+                        .map(|&(q, _)| self.pipes[q as usize])
+                        .collect();
+                    &forwarders
+                }
+                (Some(_), Some(sender)) if self.deliver_at_home => {
+                    std::slice::from_ref(&self.hosts[sender])
+                }
+                (Some(_), None) if self.deliver_at_home => &homes,
+                (Some(h), _) => std::slice::from_ref(&self.hosts[h]),
             };
-            let mut after = deliverers.iter().copied().chain(
-                adjacency[head as usize]
-                    .iter()
-                    .map(|&(q, _)| self.pipes[q as usize]),
-            );
-            let Some(to) = after.find(|&w| w != owner) else {
+            let Some(&to) = after.iter().find(|&&w| w != owner) else {
                 continue;
             };
             let spec = &topo.pipes[p as usize];

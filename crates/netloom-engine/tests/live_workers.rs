@@ -191,9 +191,32 @@ bw = "1Gbit"
 delay = "0ms"
 "#;
     let topo = load_str(topo, Format::Toml, "zero.toml").unwrap();
-    let ownership = Ownership::live(&topo, &[0, 1], 2).unwrap();
+    // Each host's packets are delivered by the worker that sends them: nothing crosses.
+    let direct = Ownership::live(&topo, &[0, 1], 2).unwrap();
+    assert_eq!(direct.instant_crossing(), None);
+    let topo = r#"
+hosts = ["h1", "h2"]
+routers = ["r"]
+[defaults]
+bw = "1Gbit"
+delay = "1ms"
+[[link]]
+a = "h1"
+b = "r"
+[[link]]
+a = "r"
+b = "h2"
+delay = "0ms"
+"#;
+    let topo = load_str(topo, Format::Toml, "zero.toml").unwrap();
+    // r's pipes on worker 1: h1's packets leave r->h2 to be delivered by worker 0 at once.
+    let ownership = Ownership::live(&topo, &[0, 1, 1, 1], 2).unwrap();
     assert_eq!(ownership.lookahead(), Duration::ZERO);
-    assert_eq!(ownership.instant_crossing(), Some("h1->h2"));
-    let together = Ownership::live(&topo, &[0, 0], 2).unwrap();
-    assert_eq!(together.instant_crossing(), None);
+    assert_eq!(ownership.instant_crossing(), Some("r->h2"));
+    // With hosts on both workers, a packet leaving r->h2 may have to go home to either, so
+    // that pipe crosses whoever owns it; only one home makes it safe.
+    let split_hosts = Ownership::live(&topo, &[1, 0, 0, 0], 2).unwrap();
+    assert_eq!(split_hosts.instant_crossing(), Some("r->h2"));
+    let one_home = Ownership::live(&topo, &[0, 0, 0, 0], 2).unwrap();
+    assert_eq!(one_home.instant_crossing(), None);
 }
