@@ -126,8 +126,9 @@ struct RunReport {
 struct WorkersReport {
     workers: usize,
     /// The least time a packet spends in a pipe before another worker takes it over: how far
-    /// ahead hand-offs travel (0: some cross at once, and arrive late by the hand-off).
-    lookahead_ns: u64,
+    /// ahead hand-offs travel (0: some cross at once, and arrive late by the hand-off; null:
+    /// nothing can cross).
+    lookahead_ns: Option<u64>,
     /// Hosts each worker reads and writes for.
     hosts: Vec<usize>,
     /// Pipes each worker owns.
@@ -223,7 +224,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let mut report = final_report(&driver, &spec, &name, &args.precision, wall);
     report.workers = split.ownership.as_ref().map(|o| WorkersReport {
         workers: split.workers,
-        lookahead_ns: o.lookahead().as_nanos(),
+        lookahead_ns: Some(o.lookahead().as_nanos()).filter(|&ns| ns != u64::MAX),
         hosts: (0..split.workers)
             .map(|k| {
                 (0..topo.hosts.len() as u32)
@@ -469,11 +470,12 @@ fn print_report(r: &RunReport, json: bool, top: usize) -> Result<()> {
     );
     if let Some(w) = &r.workers {
         println!(
-            "  {} workers (hosts {:?}, pipes {:?}), lookahead {} us: {} hand-offs, {} later than {} us, latest {} us",
+            "  {} workers (hosts {:?}, pipes {:?}), lookahead {}: {} hand-offs, {} later than {} us, latest {} us",
             w.workers,
             w.hosts,
             w.pipes,
-            us(w.lookahead_ns),
+            w.lookahead_ns
+                .map_or("none (nothing crosses)".into(), |ns| format!("{} us", us(ns))),
             a.handoffs,
             a.late_handoffs,
             us(a.late_threshold_ns),
