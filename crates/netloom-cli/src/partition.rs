@@ -262,6 +262,33 @@ pub fn sim_assignment(
     )?))
 }
 
+/// What crosses between workers, as `sim` and `run` take it (`--payload`).
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum PayloadArg {
+    Cache,
+    Ship,
+}
+
+impl From<PayloadArg> for netloom_engine::Payload {
+    fn from(arg: PayloadArg) -> Self {
+        match arg {
+            PayloadArg::Cache => netloom_engine::Payload::Cache,
+            PayloadArg::Ship => netloom_engine::Payload::Ship,
+        }
+    }
+}
+
+/// A run of `workers` workers needs an assignment of as many cores.
+pub fn check_workers(assignment: &Assignment, workers: usize) -> Result<()> {
+    if assignment.cores as usize != workers {
+        bail!(
+            "the assignment has {} cores and --workers is {workers}: they must be equal",
+            assignment.cores
+        );
+    }
+    Ok(())
+}
+
 /// The CPU for each worker of a partitioned run on this machine: workers that exchange the most
 /// traffic (under the static weighting) on CPUs that share a cache. A note goes to stderr when
 /// there are more workers than CPUs.

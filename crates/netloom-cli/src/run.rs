@@ -71,6 +71,11 @@ pub struct RunArgs {
     /// With --workers: pin each worker to a CPU, communicating workers on CPUs sharing a cache.
     #[arg(long)]
     pin: bool,
+    /// With --workers: what crosses between workers. cache: only a descriptor, the payload
+    /// stays with the worker that read it, which writes it out; ship: the payload travels with
+    /// the packet, copied at every crossing, and the destination's worker writes it out.
+    #[arg(long, value_enum, default_value = "cache")]
+    payload: crate::partition::PayloadArg,
     /// Keep the engine at normal priority. By default, with hybrid and sleep precision, it runs
     /// at real-time priority (SCHED_FIFO 40) so the programs under test cannot delay its
     /// wake-ups; busy precision never does (the kernel throttles spinning real-time threads).
@@ -133,8 +138,12 @@ struct WorkersReport {
     hosts: Vec<usize>,
     /// Pipes each worker owns.
     pipes: Vec<usize>,
-    /// Packets handed from one worker to another.
+    /// What crosses: `cache` (a descriptor) or `ship` (the payload too).
+    payload: &'static str,
+    /// Packets handed from one worker to another, and the bytes those hand-offs moved (64 per
+    /// descriptor, plus the packet when shipped).
     cross_core_hops: u64,
+    cross_core_bytes: u64,
 }
 
 /// How the run is split: the ownership of a run of several workers, `None` for one.
@@ -235,7 +244,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         pipes: (0..split.workers)
             .map(|k| o.assignment().iter().filter(|&&w| w as usize == k).count())
             .collect(),
+        payload: o.payload().name(),
         cross_core_hops: driver.engine().counters().cross_core_hops,
+        cross_core_bytes: driver.engine().counters().cross_core_bytes,
     });
     drop(driver);
     let teardown = experiment.teardown();
@@ -254,6 +265,9 @@ fn split(args: &RunArgs, topo: &Topology) -> Result<Split> {
     if workers == 1 {
         if args.assignment.is_some() || args.method.is_some() || args.pin {
             bail!("--assignment, --method and --pin need --workers 2 or more");
+        }
+        if matches!(args.payload, crate::partition::PayloadArg::Ship) {
+            bail!("--payload ship needs --workers 2 or more");
         }
         return Ok(Split {
             workers,
@@ -279,13 +293,8 @@ fn split(args: &RunArgs, topo: &Topology) -> Result<Split> {
         args.seed,
     )?
     .expect("a core count is given");
-    if assignment.cores as usize != workers {
-        bail!(
-            "the assignment has {} cores and --workers is {workers}: they must be equal",
-            assignment.cores
-        );
-    }
-    let ownership = Ownership::live(topo, &assignment.pipes, workers)?;
+    crate::partition::check_workers(&assignment, workers)?;
+    let ownership = Ownership::live(topo, &assignment.pipes, workers, args.payload.into())?;
     if let Some(pipe) = ownership.instant_crossing() {
         eprintln!(
             "netloom: warning: pipe {pipe} joins two workers with no delay: packets crossing it \
@@ -470,13 +479,15 @@ fn print_report(r: &RunReport, json: bool, top: usize) -> Result<()> {
     );
     if let Some(w) = &r.workers {
         println!(
-            "  {} workers (hosts {:?}, pipes {:?}), lookahead {}: {} hand-offs, {} later than {} us, latest {} us",
+            "  {} workers (hosts {:?}, pipes {:?}), payload {}, lookahead {}: {} hand-offs ({} bytes), {} later than {} us, latest {} us",
             w.workers,
             w.hosts,
             w.pipes,
+            w.payload,
             w.lookahead_ns
                 .map_or("none (nothing crosses)".into(), |ns| format!("{} us", us(ns))),
             a.handoffs,
+            w.cross_core_bytes,
             a.late_handoffs,
             us(a.late_threshold_ns),
             us(a.handoff_lateness_ns_max)

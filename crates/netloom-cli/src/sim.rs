@@ -3,11 +3,11 @@
 //! schema of docs/json.md.
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use netloom_engine::sim::{self, Progress, SimOptions};
 use netloom_engine::traffic::{self, parse_spec, FlowSpec};
 use netloom_engine::workers::{self, ParallelReport};
-use netloom_engine::{Engine, Ownership, Payload, Report};
+use netloom_engine::{Engine, Ownership, Report};
 use netloom_partition::Assignment;
 use netloom_time::Duration;
 use netloom_topo::Topology;
@@ -59,7 +59,7 @@ pub struct SimArgs {
     /// What crosses between workers: the descriptor only (cache: the payload stays with the
     /// source host's worker) or the whole packet (ship). Changes the cross-core counts only.
     #[arg(long, value_enum, default_value = "cache")]
-    payload: PayloadArg,
+    payload: crate::partition::PayloadArg,
     /// Pin each worker to a CPU, communicating workers on CPUs that share a cache (MX).
     #[arg(long)]
     pin: bool,
@@ -67,12 +67,6 @@ pub struct SimArgs {
     /// `partition --weights observed:FILE` and `--measure FILE`.
     #[arg(long)]
     observe: Option<PathBuf>,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum PayloadArg {
-    Cache,
-    Ship,
 }
 
 /// The report with the optional `partition` (docs/partition.md) and `workers` sections after
@@ -228,17 +222,13 @@ fn run_workers(
     options: SimOptions<'_>,
 ) -> Result<(Engine, Report, WorkersReport, Assignment)> {
     let n = args.workers as usize;
-    if assignment.cores as usize != n {
-        bail!(
-            "the assignment has {} cores and --workers is {n}: they must be equal",
-            assignment.cores
-        );
-    }
-    let payload = match args.payload {
-        PayloadArg::Cache => Payload::Cache,
-        PayloadArg::Ship => Payload::Ship,
-    };
-    let ownership = Arc::new(Ownership::new(&topo, &assignment.pipes, n, payload)?);
+    crate::partition::check_workers(assignment, n)?;
+    let ownership = Arc::new(Ownership::new(
+        &topo,
+        &assignment.pipes,
+        n,
+        args.payload.into(),
+    )?);
     let run_assignment = Assignment {
         pipes: ownership.assignment(),
         ..assignment.clone()
@@ -259,7 +249,7 @@ fn run_workers(
     let c = engine.counters();
     let workers = WorkersReport {
         parallel,
-        payload: payload.name(),
+        payload: ownership.payload().name(),
         cross_core_hops: c.cross_core_hops,
         cross_core_bytes: c.cross_core_bytes,
         moved_pipes: ownership.moved(),

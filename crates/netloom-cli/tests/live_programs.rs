@@ -285,17 +285,21 @@ a = "r"
 b = "h2"
 "#;
 
-/// Starts `SPLIT_CHAIN` on two workers (default precision: hybrid, at real-time priority; two
-/// busy workers would leave a 2-vCPU machine no CPU for the programs under test).
-fn split_lab(tag: &str) -> Lab {
+/// Starts `SPLIT_CHAIN` on two workers with payloads cached or shipped (default precision:
+/// hybrid, at real-time priority; two busy workers would leave a 2-vCPU machine no CPU for the
+/// programs under test).
+fn split_lab(tag: &str, payload: &str) -> Lab {
     let mut lab = Lab::new(tag, SPLIT_CHAIN);
     let assignment = lab.dir.join("assignment.json");
     std::fs::write(&assignment, r#"{"cores": 2, "pipes": [0, 1, 1, 1]}"#).unwrap();
+    let assignment = assignment.to_str().unwrap();
     lab.start(&[
         "--workers",
         "2",
         "--assignment",
-        assignment.to_str().unwrap(),
+        assignment,
+        "--payload",
+        payload,
     ]);
     lab
 }
@@ -312,7 +316,7 @@ fn handoffs(run: &Value) -> u64 {
 #[test]
 fn two_workers_give_ping_the_rtt_of_one() {
     require_live!("ping");
-    let mut lab = split_lab("w2p");
+    let mut lab = split_lab("w2p", "cache");
     let rtts = ping_rtts(&lab.exec("h1", &["ping", "-c", "20", "-i", "0.05", "h2"]));
     let run = lab.stop();
     assert_eq!(rtts.len(), 20, "every echo answered: {rtts:?}");
@@ -331,14 +335,25 @@ fn two_workers_give_ping_the_rtt_of_one() {
 
 #[test]
 fn two_workers_let_iperf3_tcp_fill_a_10mbit_link() {
+    tcp_on_two_workers("cache");
+}
+
+/// The same with payloads shipped at every crossing: TCP's super-packets cross segment by
+/// segment, each rebuilt as its own packet.
+#[test]
+fn two_workers_shipping_payloads_let_iperf3_tcp_fill_a_10mbit_link() {
+    tcp_on_two_workers("ship");
+}
+
+fn tcp_on_two_workers(payload: &str) {
     require_live!("iperf3", "ss");
-    let mut lab = split_lab("w2t");
+    let mut lab = split_lab(&format!("w2{payload}"), payload);
     lab.spawn("h2", &["iperf3", "-s", "-1"]);
     lab.wait_listening("h2", 5201);
     let report = iperf3_client(&lab, "h1", &["-c", "h2", "-t", "5"]);
     let mbps = received_mbps(&report);
     let run = lab.stop();
-    eprintln!("measured: two workers, TCP over 10 Mbit/s: {mbps:.3} Mbit/s received");
+    eprintln!("measured: two workers ({payload}), TCP over 10 Mbit/s: {mbps:.3} Mbit/s received");
     // As with one worker (docs/live.md): 9.0 to 10.0 Mbit/s.
     assert!(
         (9.0..=10.0).contains(&mbps),

@@ -252,6 +252,13 @@ impl Engine {
         engine
     }
 
+    /// Whether hand-offs carry payloads along (a partitioned run with `Payload::Ship`).
+    pub fn ships_payloads(&self) -> bool {
+        self.worker
+            .as_ref()
+            .is_some_and(|w| w.ownership.payload() == Payload::Ship)
+    }
+
     /// This engine's worker in a partitioned run; 0 for a single engine.
     pub fn worker(&self) -> usize {
         self.worker.as_ref().map_or(0, |w| usize::from(w.me))

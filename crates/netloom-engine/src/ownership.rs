@@ -90,18 +90,20 @@ impl Ownership {
         Ok(ownership)
     }
 
-    /// Ownership for a live run: as `new` with payloads cached, and a packet from outside is
-    /// delivered by its home worker (the one that read it and holds its payload), which writes
-    /// it out on time without another hop. Live workers never wait for each other, so a pipe
-    /// that crosses workers in no time is allowed: packets crossing it are released late by the
-    /// hand-off (and measured so); `instant_crossing` says which.
+    /// Ownership for a live run. With payloads cached, a packet from outside is delivered by its
+    /// home worker (the one that read it and holds its payload), which writes it out on time
+    /// without another hop; shipped, the payload travels with the packet and the destination's
+    /// worker delivers it. Live workers never wait for each other, so a pipe that crosses
+    /// workers in no time is allowed: packets crossing it are released late by the hand-off
+    /// (and measured so); `instant_crossing` says which.
     pub fn live(
         topo: &Topology,
         assignment: &[u32],
         workers: usize,
+        payload: Payload,
     ) -> Result<Ownership, OwnershipError> {
-        let mut ownership = Ownership::assign(topo, assignment, workers, Payload::Cache)?;
-        ownership.deliver_at_home = true;
+        let mut ownership = Ownership::assign(topo, assignment, workers, payload)?;
+        ownership.deliver_at_home = payload == Payload::Cache;
         match ownership.compute_lookahead(topo) {
             Ok(lookahead) => ownership.lookahead = lookahead,
             Err(OwnershipError::NoLookahead { pipe, .. }) => {

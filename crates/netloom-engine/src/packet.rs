@@ -67,6 +67,17 @@ impl Handoff {
             _ => None,
         }
     }
+
+    /// A packet from outside whose payload was shipped along gets its new holder: worker
+    /// `home`, which knows it by `token` from now on. Other packets are left alone.
+    pub fn rehome(&mut self, token: u64, home: u16) {
+        if let Body::External {
+            token: t, home: h, ..
+        } = &mut self.packet.body
+        {
+            (*t, *h) = (token, home);
+        }
+    }
 }
 
 /// A free-list arena of packets so that steady-state forwarding never allocates.

@@ -1,8 +1,9 @@
 //! Partitioned engines as a live run drives them: packets from outside are injected where their
-//! source host is owned, hand-offs cross at once, and every packet is delivered by its home
-//! worker (which holds its payload) at the time one engine would deliver it.
+//! source host is owned, hand-offs cross at once, and every packet is delivered at the time one
+//! engine would deliver it: by its home worker (which holds its payload) when payloads are
+//! cached, by its destination's worker when they are shipped.
 
-use netloom_engine::{Engine, Output, Ownership};
+use netloom_engine::{Engine, Output, Ownership, Payload};
 use netloom_time::{Duration, Instant};
 use netloom_topo::{load_str, Format, NodeId, Topology};
 use std::sync::Arc;
@@ -139,7 +140,7 @@ fn run(mut engines: Vec<Engine>, ownership: Option<&Ownership>) -> Vec<Fates> {
 }
 
 #[test]
-fn live_workers_deliver_at_home_exactly_when_one_engine_does() {
+fn live_workers_deliver_exactly_when_one_engine_does_at_home_or_at_the_destination() {
     let topo = topology();
     let single = run(vec![Engine::new(topo.clone(), SEED)], None)
         .pop()
@@ -150,34 +151,45 @@ fn live_workers_deliver_at_home_exactly_when_one_engine_does() {
 
     // Left side (h1, h2, r1's pipes) on worker 0, right side on worker 1; the core link's
     // pipes go with the router they leave.
-    let side = |n: NodeId| u32::from(["h3", "h4", "r2"].contains(&topo.node(n).name.as_str()));
+    let right = |n: NodeId| ["h3", "h4", "r2"].contains(&topo.node(n).name.as_str());
     let assignment: Vec<u32> = (0..topo.pipes.len() as u32)
         .map(|p| {
             let link = &topo.links[topo.pipes[p as usize].link as usize];
-            side(if link.ab == p { link.a } else { link.b })
+            u32::from(right(if link.ab == p { link.a } else { link.b }))
         })
         .collect();
-    let ownership = Arc::new(Ownership::live(&topo, &assignment, 2).unwrap());
-    assert!(ownership.delivers_at_home());
-    // Deliveries at home make every pipe into a host a possible crossing: 1 ms access links.
-    assert_eq!(ownership.lookahead(), Duration::from_millis(1));
-    let engines = (0..2)
-        .map(|k| Engine::partitioned(topo.clone(), SEED, ownership.clone(), k))
-        .collect();
-    let fates = run(engines, Some(&ownership));
-    let home_of = |token: u64| usize::from(token % 4 >= 2);
-    for (k, f) in fates.iter().enumerate() {
-        for &(token, _, _) in &f.delivered {
-            assert_eq!(home_of(token), k, "packet {token} delivered away from home");
+    for payload in [Payload::Cache, Payload::Ship] {
+        let ownership = Arc::new(Ownership::live(&topo, &assignment, 2, payload).unwrap());
+        // Cached payloads make every pipe from a router into a host a possible crossing (1 ms
+        // access links); shipped ones cross only on the 3 ms core link, less its jitter.
+        let lookahead = match payload {
+            Payload::Cache => Duration::from_millis(1),
+            Payload::Ship => Duration::from_micros(2_500),
+        };
+        assert_eq!(ownership.lookahead(), lookahead);
+        let engines = (0..2)
+            .map(|k| Engine::partitioned(topo.clone(), SEED, ownership.clone(), k))
+            .collect();
+        let fates = run(engines, Some(&ownership));
+        // Hosts 0 and 1 (tokens ≡ 0, 1 mod 4) are on the left, their packets' home.
+        let source_side = |token: u64| usize::from(token % 4 >= 2);
+        for (k, f) in fates.iter().enumerate() {
+            for &(token, _, dst) in &f.delivered {
+                let by = match payload {
+                    Payload::Cache => source_side(token),
+                    Payload::Ship => usize::from(right(dst)),
+                };
+                assert_eq!(by, k, "{payload:?}: packet {token} delivered by worker {k}");
+            }
         }
+        let mut merged = Fates::default();
+        for f in fates {
+            merged.delivered.extend(f.delivered);
+            merged.dropped.extend(f.dropped);
+            merged.duplicated.extend(f.duplicated);
+        }
+        assert_eq!(merged.sorted(), single, "{payload:?}");
     }
-    let mut merged = Fates::default();
-    for f in fates {
-        merged.delivered.extend(f.delivered);
-        merged.dropped.extend(f.dropped);
-        merged.duplicated.extend(f.duplicated);
-    }
-    assert_eq!(merged.sorted(), single);
 }
 
 #[test]
@@ -192,7 +204,7 @@ delay = "0ms"
 "#;
     let topo = load_str(topo, Format::Toml, "zero.toml").unwrap();
     // Each host's packets are delivered by the worker that sends them: nothing crosses.
-    let direct = Ownership::live(&topo, &[0, 1], 2).unwrap();
+    let direct = Ownership::live(&topo, &[0, 1], 2, Payload::Cache).unwrap();
     assert_eq!(direct.instant_crossing(), None);
     let topo = r#"
 hosts = ["h1", "h2"]
@@ -210,13 +222,13 @@ delay = "0ms"
 "#;
     let topo = load_str(topo, Format::Toml, "zero.toml").unwrap();
     // r's pipes on worker 1: h1's packets leave r->h2 to be delivered by worker 0 at once.
-    let ownership = Ownership::live(&topo, &[0, 1, 1, 1], 2).unwrap();
+    let ownership = Ownership::live(&topo, &[0, 1, 1, 1], 2, Payload::Cache).unwrap();
     assert_eq!(ownership.lookahead(), Duration::ZERO);
     assert_eq!(ownership.instant_crossing(), Some("r->h2"));
     // With hosts on both workers, a packet leaving r->h2 may have to go home to either, so
     // that pipe crosses whoever owns it; only one home makes it safe.
-    let split_hosts = Ownership::live(&topo, &[1, 0, 0, 0], 2).unwrap();
+    let split_hosts = Ownership::live(&topo, &[1, 0, 0, 0], 2, Payload::Cache).unwrap();
     assert_eq!(split_hosts.instant_crossing(), Some("r->h2"));
-    let one_home = Ownership::live(&topo, &[0, 0, 0, 0], 2).unwrap();
+    let one_home = Ownership::live(&topo, &[0, 0, 0, 0], 2, Payload::Cache).unwrap();
     assert_eq!(one_home.instant_crossing(), None);
 }

@@ -6,7 +6,8 @@
 //! lost on its own; segments of one super-packet due in the same turn are written together.
 //! In a run of several workers each driver reads its own hosts, keeps their payloads (the
 //! packets' home) and writes them out when its engine delivers them; its mailbox brings the
-//! hand-offs, payload holds and releases, and requests from the others.
+//! hand-offs, payload holds and releases, and requests from the others. When payloads are
+//! shipped instead, each hand-off carries its packet's bytes, and the receiver holds them.
 
 use crate::accuracy::{Accuracy, AccuracyReport, Thresholds};
 use crate::clock::Clock;
@@ -148,6 +149,8 @@ pub struct Driver<I: PacketIo> {
     inbox: Option<Inbox>,
     /// Where to post to each worker, by worker.
     posts: Vec<Post>,
+    /// Hand-offs on their way out, when their payloads are shipped along.
+    shipping: Vec<netloom_engine::Handoff>,
 }
 
 impl<I: PacketIo> Driver<I> {
@@ -198,6 +201,7 @@ impl<I: PacketIo> Driver<I> {
             me: engine.worker() as u16,
             inbox: None,
             posts: Vec::new(),
+            shipping: Vec::new(),
             engine,
         }
     }
@@ -288,11 +292,24 @@ impl<I: PacketIo> Driver<I> {
         };
         while let Some(message) = inbox.take() {
             match message {
-                Message::Handoff(handoff) => {
-                    let lateness = self.clock.now().saturating_since(handoff.at());
-                    self.accuracy
-                        .record_handoff(Duration::from_nanos(lateness.as_nanos()));
-                    self.engine.accept(handoff);
+                Message::Handoff(handoff) => self.take_over(handoff),
+                Message::Shipped(mut handoff, bytes) => {
+                    let len = bytes.len();
+                    match self.pool.take(Size::Small) {
+                        Some(id) if len <= self.pool.bytes(Size::Small) => {
+                            self.pool.space(id)[..len].copy_from_slice(&bytes);
+                            self.pool.fill(id, len, None, 1);
+                            handoff.rehome(token(self.me, id, 0), self.me);
+                            self.take_over(handoff);
+                        }
+                        // No buffer left: the packet is lost outside the model.
+                        other => {
+                            if let Some(id) = other {
+                                self.pool.put_back(id);
+                            }
+                            self.accuracy.record_physical_drop();
+                        }
+                    }
                 }
                 Message::Hold(token) => self.pool.hold(untoken(token).1),
                 Message::Release(token) => self.pool.release(untoken(token).1),
@@ -302,6 +319,14 @@ impl<I: PacketIo> Driver<I> {
             }
         }
         self.inbox = Some(inbox);
+    }
+
+    /// Takes over a packet from another worker, measuring how late it arrived.
+    fn take_over(&mut self, handoff: netloom_engine::Handoff) {
+        let lateness = self.clock.now().saturating_since(handoff.at());
+        self.accuracy
+            .record_handoff(Duration::from_nanos(lateness.as_nanos()));
+        self.engine.accept(handoff);
     }
 
     /// This worker's part of the answer to `request`; a change applies to its engine (every
@@ -662,14 +687,39 @@ impl<I: PacketIo> Driver<I> {
         self.outbox.clear();
         // After the holds and releases above: a hold posted to a payload's home must reach it
         // before any release that a hand-off posted now could cause at another worker.
-        for (to, post) in self.posts.iter().enumerate() {
-            if to != usize::from(self.me) {
+        let (ship, me) = (self.engine.ships_payloads(), usize::from(self.me));
+        for to in (0..self.posts.len()).filter(|&k| k != me) {
+            if !ship {
                 for handoff in self.engine.take_handoffs(to) {
-                    post.send(Message::Handoff(handoff));
+                    self.posts[to].send(Message::Handoff(handoff));
                 }
+                continue;
             }
+            let mut shipping = std::mem::take(&mut self.shipping);
+            shipping.extend(self.engine.take_handoffs(to));
+            for handoff in shipping.drain(..) {
+                let token = handoff.token().expect("live packets come from outside");
+                let bytes = self.wire_packet(token);
+                self.pool.release(untoken(token).1);
+                self.posts[to].send(Message::Shipped(handoff, bytes));
+            }
+            self.shipping = shipping;
         }
         Ok(())
+    }
+
+    /// A copy of the packet `token` names, as one frame of the hosts' I/O: one segment of a
+    /// super-packet is rebuilt as the packet it stands for on the wire.
+    fn wire_packet(&mut self, token: u64) -> Box<[u8]> {
+        let (_, id, segment) = untoken(token);
+        let frame = self.pool.frame(id);
+        match self.pool.gso(id) {
+            None => frame.into(),
+            Some(g) => {
+                let (head, payload) = g.build(frame, segment..segment + 1, &mut self.head);
+                [&self.head[..head], &frame[payload]].concat().into()
+            }
+        }
     }
 
     /// One more copy (`hold`) or one fewer of a segment: in this worker's pool, or news posted

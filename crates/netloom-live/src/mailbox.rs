@@ -17,6 +17,9 @@ use std::sync::Arc;
 pub enum Message {
     /// A packet whose exit this worker handles, with its intended exit time.
     Handoff(Handoff),
+    /// The same, with its payload along (a wire packet, framed as the hosts' I/O frames it),
+    /// when payloads are shipped: this worker holds it from now on.
+    Shipped(Handoff, Box<[u8]>),
     /// A pipe elsewhere duplicated a segment whose payload this worker holds (engine token).
     Hold(u64),
     /// A copy of a segment whose payload this worker holds was dropped elsewhere.

@@ -1,12 +1,13 @@
 //! Drivers of a live run with two workers, against in-memory hosts: h0 and its pipe on worker 0,
 //! the router's pipes and h1 on worker 1. Packets cross by hand-off, are written out by the
-//! worker holding their payload, leave at the time one driver would release them, and every
-//! payload buffer comes back, whichever worker duplicated or dropped its copies.
+//! worker holding their payload (their source's with payloads cached, their destination's with
+//! payloads shipped), leave at the time one driver would release them, and every payload buffer
+//! comes back, whichever worker duplicated or dropped its copies.
 
 mod common;
 
 use common::{ipv4, pair, MemIo};
-use netloom_engine::{Engine, Ownership};
+use netloom_engine::{Engine, Ownership, Payload};
 use netloom_link::{LossModel, PipeConfig};
 use netloom_live::mailbox::mailboxes;
 use netloom_live::{Clock, Driver, Framing, Precision, Thresholds};
@@ -28,10 +29,14 @@ fn lossy(c: &mut PipeConfig) {
 }
 
 /// One driver per worker, connected and sharing one clock.
-fn workers(precision: Precision, tweak: impl Fn(&mut PipeConfig)) -> Vec<Driver<MemIo>> {
+fn workers(
+    precision: Precision,
+    payload: Payload,
+    tweak: impl Fn(&mut PipeConfig),
+) -> Vec<Driver<MemIo>> {
     let (topo, addrs) = pair(pipes(), tweak);
     // Pipes in link order, a→b then b→a: h0→r, r→h0, r→h1, h1→r.
-    let ownership = Arc::new(Ownership::live(&topo, &[0, 1, 1, 1], 2).unwrap());
+    let ownership = Arc::new(Ownership::live(&topo, &[0, 1, 1, 1], 2, payload).unwrap());
     let (inboxes, posts) = mailboxes(2).unwrap();
     let clock = Clock::start();
     inboxes
@@ -97,8 +102,14 @@ fn written(drivers: &[&Driver<MemIo>]) -> Vec<(u32, u8)> {
 }
 
 #[test]
-fn packets_cross_workers_on_time_and_come_home_to_be_written() {
-    let mut ds = workers(Precision::Busy, |_| {});
+fn packets_cross_workers_on_time_and_are_written_where_their_payload_is() {
+    for payload in [Payload::Cache, Payload::Ship] {
+        crossing_on_time(payload);
+    }
+}
+
+fn crossing_on_time(payload: Payload) {
+    let mut ds = workers(Precision::Busy, payload, |_| {});
     let sent = Instant::now();
     let (a, b) = ds.split_at_mut(1);
     send_both_ways(a[0].io_mut(), b[0].io_mut());
@@ -109,15 +120,22 @@ fn packets_cross_workers_on_time_and_come_home_to_be_written() {
         }
     }
     for (k, d) in ds.iter().enumerate() {
+        // Cached, worker k writes its own host's packets to the other; shipped, the other's
+        // packets to its own.
+        let (to, from) = match payload {
+            Payload::Cache => (1 - k, k),
+            Payload::Ship => (k, 1 - k),
+        };
         let got = &d.io().delivered;
-        assert_eq!(
-            got.len(),
-            EACH_WAY,
-            "worker {k} writes its own hosts' packets"
-        );
+        assert_eq!(got.len(), EACH_WAY, "{payload:?}: worker {k}");
         for (n, (host, at, packet)) in got.iter().enumerate() {
-            assert_eq!(*host as usize, 1 - k);
-            assert_eq!(packet[20], (n + 100 * k) as u8, "in order, payload intact");
+            assert_eq!(*host as usize, to);
+            assert_eq!(
+                packet[20],
+                (n + 100 * from) as u8,
+                "in order, payload intact"
+            );
+            assert_eq!(packet.len(), 1000);
             // Two hops of 2 ms and 0.8 ms serialization, plus n serializations queued.
             let due = Duration::from_micros(5_600 + 800 * n as u64);
             let took = *at - sent;
@@ -129,7 +147,8 @@ fn packets_cross_workers_on_time_and_come_home_to_be_written() {
         assert_eq!(d.in_flight(), 0);
     }
     let (d0, d1) = (ds[0].accuracy(), ds[1].accuracy());
-    // h0's packets cross once each way (to r's worker, and home to be delivered); h1's stay.
+    // Cached, h0's packets cross twice (to r's worker, and home to be delivered) and h1's not
+    // at all; shipped, each crosses once (to r's worker, or from it to h0's).
     let n = EACH_WAY as u64;
     assert_eq!((d0.handoffs, d1.handoffs), (n, n));
     // Handed over 2.8 ms ahead or more: late only if a thread lost its CPU that long.
@@ -163,8 +182,15 @@ fn payload_holds_and_releases_cross_threads_and_match_one_driver() {
     // Each packet crosses the lossy link once, and each that survives arrives twice.
     assert!(expected.len() > EACH_WAY && expected.len() < 4 * EACH_WAY);
 
+    for payload in [Payload::Cache, Payload::Ship] {
+        assert_eq!(on_two_threads(payload), expected, "{payload:?}");
+    }
+}
+
+/// Sends both ways through two workers on two threads and returns what was written.
+fn on_two_threads(payload: Payload) -> Vec<(u32, u8)> {
     let spin = Duration::from_micros(100);
-    let mut ds = workers(Precision::Hybrid { spin }, lossy);
+    let mut ds = workers(Precision::Hybrid { spin }, payload, lossy);
     let (a, b) = ds.split_at_mut(1);
     send_both_ways(a[0].io_mut(), b[0].io_mut());
     let quiet = AtomicBool::new(false);
@@ -188,8 +214,8 @@ fn payload_holds_and_releases_cross_threads_and_match_one_driver() {
         assert_eq!(
             d.in_flight(),
             0,
-            "worker {k}: every payload buffer came back"
+            "{payload:?}: every payload buffer of {k} came back"
         );
     }
-    assert_eq!(written(&[&ds[0], &ds[1]]), expected);
+    written(&[&ds[0], &ds[1]])
 }
