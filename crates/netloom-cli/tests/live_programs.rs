@@ -313,24 +313,61 @@ fn handoffs(run: &Value) -> u64 {
     run["accuracy"]["handoffs"].as_u64().unwrap()
 }
 
+/// Median RTT in ms of 20 pings from h1 to h2, after checking each was answered.
+fn split_rtt(lab: &Lab) -> f64 {
+    let rtts = ping_rtts(&lab.exec("h1", &["ping", "-c", "20", "-i", "0.05", "h2"]));
+    assert_eq!(rtts.len(), 20, "every echo answered: {rtts:?}");
+    median(rtts)
+}
+
 #[test]
-fn two_workers_give_ping_the_rtt_of_one() {
+fn two_workers_give_ping_the_rtt_of_one_and_obey_link_set() {
     require_live!("ping");
     let mut lab = split_lab("w2p", "cache");
-    let rtts = ping_rtts(&lab.exec("h1", &["ping", "-c", "20", "-i", "0.05", "h2"]));
-    let run = lab.stop();
-    assert_eq!(rtts.len(), 20, "every echo answered: {rtts:?}");
-    let m = median(rtts.clone());
-    eprintln!("measured: two workers, median RTT {m:.3} ms (want 20 ± 0.3)");
+    let m = split_rtt(&lab);
+    eprintln!("measured: two workers, median RTT {m:.3} ms (want 20.27 ± 0.3)");
     // As with one worker (docs/live.md): 20 ms ± 0.3 ms, plus 2 × 4 serializations of 84 bytes
-    // at 10 Mbit/s (0.27 ms): the median within 0.3 ms of 20.27 ms.
+    // at 10 Mbit/s (0.27 ms).
+    assert!((m - 20.27).abs() <= 0.3, "median RTT {m} ms");
+    // A change reaches every worker: r's pipes run on worker 1, but each worker routes with
+    // its own copy of every pipe's configuration.
+    let out = lab
+        .cmd()
+        .args(["link", "set", "r", "h2", "delay=10ms", "--name", &lab.name])
+        .output()
+        .unwrap();
     assert!(
-        (m - 20.27).abs() <= 0.3,
-        "median RTT {m} ms; all {rtts:?}; accuracy {}",
-        accuracy(&run)
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    assert!(handoffs(&run) >= 40, "each request crosses twice: {run}");
-    assert_eq!(run["accuracy"]["physical_drops"], 0);
+    let m = split_rtt(&lab);
+    eprintln!("measured: two workers after link set, median RTT {m:.3} ms (want 30.27 ± 0.3)");
+    assert!((m - 30.27).abs() <= 0.3, "median RTT after link set {m} ms");
+    // Stats merge both workers' parts: every pipe once, each host's packets counted.
+    let out = lab
+        .cmd()
+        .args(["stats", "--json", "--name", &lab.name])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["pipes"].as_array().unwrap().len(), 4, "{stats}");
+    assert!(
+        stats["hosts"][0]["counters"]["packets_in"]
+            .as_u64()
+            .unwrap()
+            >= 40
+    );
+    assert!(
+        stats["hosts"][1]["counters"]["packets_out"]
+            .as_u64()
+            .unwrap()
+            >= 40
+    );
+    let run = lab.stop();
+    assert!(handoffs(&run) >= 80, "each request crosses twice: {run}");
+    assert_eq!(run["accuracy"]["physical_drops"], 0, "{}", accuracy(&run));
 }
 
 #[test]
