@@ -12,7 +12,11 @@
 #      ping-pong, UDP, 14-byte messages);
 #   3. one-way delay error at 0, 100 us, 1 ms and 10 ms link delay, busy and hybrid precision:
 #      (RTT - 2 x delay - zero-delay median RTT) / 2 per sockperf sample;
-#   4. netloom's own accuracy (lateness percentiles of its --json report) for every run.
+#   4. netloom's own accuracy (lateness percentiles of its --json report) for every run;
+#   5. only with PARTS=workers: one driver against two (`run --workers 2`, hybrid precision) on
+#      h1 - r - h2 split so that every packet of h1 crosses (payloads cached, then shipped), and
+#      on the two-host link, where each worker carries its own host's traffic: UDP flat out and
+#      TCP, with the hand-offs and their lateness.
 #
 # The emulator (forwarder or netloom) is pinned to CPU 1 (`--cpu 1`), the programs under test to
 # CPU 0 (taskset), so the two do not trade places between runs. Needs iperf3, sockperf, ip,
@@ -222,6 +226,43 @@ if part delay; then
     done
 fi
 
+# --- 5. one driver against two ---------------------------------------------------------------------
+start_workers() { # start_workers TOPOLOGY FLAGS...: netloom run, hybrid, unpinned
+    EXP=lbnl
+    "$netloom" run --name "$EXP" --json --precision hybrid "${@:2}" "$1" \
+        >"$work/report.json" 2>"$work/run.err" &
+    EMU_PID=$!
+    wait_up
+}
+handoffs() { # of the last netloom run: "N (late L, latest M us)"
+    jq -r '.accuracy | "\(.handoffs) (late \(.late_handoffs), latest \(.handoff_lateness_ns_max/1000) µs)"' \
+        "$work/report.json"
+}
+workers_row() { # workers_row LABEL TOPOLOGY FLAGS...
+    start_workers "${@:2}"
+    x h2 iperf3 -s -D
+    sleep 0.3
+    local flat tcp
+    flat=$(for _ in $(seq "$REPEAT"); do udp_at 0 | awk '{print $2}'; done | median_range 0)
+    tcp=$(tcp_runs)
+    stop_emulator
+    echo "| $1 | $flat | $tcp | $(lateness) | $(handoffs) |" >>"$work/workers.md"
+}
+if part workers; then
+    : >"$work/workers.md"
+    printf 'hosts = ["h1", "h2"]\nrouters = ["r"]\n[defaults]\nbw = "100Gbit"\ndelay = "10us"\nqueue = %s\n[[link]]\na = "h1"\nb = "r"\n[[link]]\na = "r"\nb = "h2"\n' \
+        "$LINK_QUEUE" >"$work/split.toml"
+    echo '{"cores": 2, "pipes": [0, 1, 1, 1]}' >"$work/split.json"
+    topology 0us "$LINK_QUEUE"
+    workers_row "h1 – r – h2, one worker" "$work/split.toml"
+    workers_row "h1 – r – h2, two workers, split, cache" "$work/split.toml" \
+        --workers 2 --assignment "$work/split.json"
+    workers_row "h1 – r – h2, two workers, split, ship" "$work/split.toml" \
+        --workers 2 --assignment "$work/split.json" --payload ship
+    workers_row "h1 – h2, one worker" "$work/topo.toml"
+    workers_row "h1 – h2, two workers (one host each)" "$work/topo.toml" --workers 2
+fi
+
 # --- report ------------------------------------------------------------------------------------------
 rtt_row() { python3 bench/live/stats.py rtt "$1" | awk '{print $2" | "$3" | "$4" | "$1}'; }
 report=$(mktemp)
@@ -276,6 +317,19 @@ report=$(mktemp)
         echo "Added over veth by netloom (busy): p50 $(echo "$n50 - $v50" | bc -l) µs, p99 $(echo "$n99 - $v99" | bc -l) µs;"
     fi
     echo "by the plain forwarder: p50 $(echo "$f50 - $v50" | bc -l) µs, p99 $(echo "$f99 - $v99" | bc -l) µs."
+    fi
+    if part workers; then
+    echo
+    echo "## One driver against two"
+    echo
+    echo "\`netloom run --precision hybrid [--workers 2 ...]\`, unpinned; links 100 Gbit/s with a"
+    echo "$LINK_QUEUE-packet queue, 10 µs per hop on h1 – r – h2 (split: h1's pipe on worker 0, the"
+    echo "rest on worker 1, so each of h1's packets crosses twice with payloads cached, or once with"
+    echo "each shipped), zero delay on h1 – h2. Median (min–max) of $REPEAT runs."
+    echo
+    echo "| setup | 64-byte UDP flat out, kpps received | TCP Gbit/s | netloom lateness p50 / p99 / p99.9 µs | hand-offs |"
+    echo "|---|---:|---:|---|---|"
+    cat "$work/workers.md"
     fi
     if part delay; then
     echo

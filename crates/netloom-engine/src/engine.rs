@@ -285,7 +285,8 @@ impl Engine {
     }
 
     /// Takes in a packet from another worker; it leaves its pipe at its intended time (or at
-    /// once, if that has passed, which a real-time driver measures as lateness).
+    /// once, if that has passed: the rest of its path then shifts, which is why a real-time
+    /// driver measures how late each hand-off arrives).
     pub fn accept(&mut self, handoff: Handoff) {
         let pkt = self.packets.insert(handoff.packet);
         self.sched.push(
