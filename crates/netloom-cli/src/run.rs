@@ -194,20 +194,20 @@ pub fn run(args: RunArgs) -> Result<()> {
     control::serve(&socket, posts.clone())
         .with_context(|| format!("listening on {}", socket.display()))?;
     let clock = Clock::start();
+    let engines = match &split.ownership {
+        None => vec![Engine::new(topo.clone(), args.seed)],
+        Some(o) => Engine::partitioned_all(&topo, args.seed, o),
+    };
     let mut drivers = Vec::with_capacity(split.workers);
-    for (k, inbox) in inboxes.into_iter().enumerate() {
-        let (engine, reads) = match &split.ownership {
-            None => (
-                Engine::new(topo.clone(), args.seed),
-                (0..topo.hosts.len() as u32).collect(),
-            ),
-            Some(o) => (
-                Engine::partitioned(topo.clone(), args.seed, o.clone(), k),
-                (0..topo.hosts.len() as u32)
-                    .filter(|&h| usize::from(o.host_owner(h)) == k)
-                    .collect(),
-            ),
-        };
+    for ((k, inbox), engine) in inboxes.into_iter().enumerate().zip(engines) {
+        let reads = (0..topo.hosts.len() as u32)
+            .filter(|&h| {
+                split
+                    .ownership
+                    .as_ref()
+                    .is_none_or(|o| usize::from(o.host_owner(h)) == k)
+            })
+            .collect();
         let waker = inbox.waker().context("creating a mailbox waker")?;
         let mut io = TunIo::new(experiment.tuns(), reads, Some(waker))?;
         if args.no_gso {

@@ -189,6 +189,11 @@ impl Engine {
     /// Builds the engine for `topo` with one seeded RNG per pipe, and routes it.
     pub fn new(topo: Topology, seed: u64) -> Engine {
         let routes = Routes::compute(&topo);
+        Engine::routed(topo, routes, seed)
+    }
+
+    /// As `new`, with `routes` already computed for `topo`.
+    fn routed(topo: Topology, routes: Routes, seed: u64) -> Engine {
         let pipes = topo
             .pipes
             .iter()
@@ -239,17 +244,34 @@ impl Engine {
     /// The engine of worker `me` in a run partitioned by `ownership`. Every worker is built
     /// from the same topology and seed, so replicated state (routes, time-varying links) agrees.
     pub fn partitioned(topo: Topology, seed: u64, ownership: Arc<Ownership>, me: usize) -> Engine {
+        let routes = Routes::compute(&topo);
+        Engine::routed(topo, routes, seed).join(ownership, me)
+    }
+
+    /// The engines of every worker of a run partitioned by `ownership`, in worker order, as
+    /// `partitioned` builds them but with the routes computed once and copied (a copy is a
+    /// memcpy of the tables; computing them is a shortest-path search per host).
+    pub fn partitioned_all(topo: &Topology, seed: u64, ownership: &Arc<Ownership>) -> Vec<Engine> {
+        let routes = Routes::compute(topo);
+        (0..ownership.workers())
+            .map(|me| {
+                Engine::routed(topo.clone(), routes.clone(), seed).join(ownership.clone(), me)
+            })
+            .collect()
+    }
+
+    /// Makes this engine worker `me` of `ownership`.
+    fn join(mut self, ownership: Arc<Ownership>, me: usize) -> Engine {
         assert!(
             me < ownership.workers(),
             "worker {me} is not in the partition"
         );
-        let mut engine = Engine::new(topo, seed);
-        engine.handoffs = (0..ownership.workers()).map(|_| Vec::new()).collect();
-        engine.worker = Some(Worker {
+        self.handoffs = (0..ownership.workers()).map(|_| Vec::new()).collect();
+        self.worker = Some(Worker {
             me: me as u16,
             ownership,
         });
-        engine
+        self
     }
 
     /// Whether hand-offs carry payloads along (a partitioned run with `Payload::Ship`).

@@ -72,9 +72,9 @@ pub fn engines(
     ownership: &Arc<Ownership>,
     flows: &[FlowSpec],
 ) -> Result<Vec<Engine>, EngineError> {
-    (0..ownership.workers())
-        .map(|k| {
-            let mut engine = Engine::partitioned(topo.clone(), seed, ownership.clone(), k);
+    Engine::partitioned_all(topo, seed, ownership)
+        .into_iter()
+        .map(|mut engine| {
             engine.enable_transition_counts();
             for flow in flows {
                 engine.add_flow(*flow, seed)?;
