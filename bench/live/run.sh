@@ -27,6 +27,8 @@
 # 4 minutes; the report is then named live-<date>-<parts>.md), LINK_QUEUE (1000: the queue of
 # netloom's link, in packets, as a host's qdisc would hold; with GSO a super-packet enters it as
 # a burst of up to 45 segments, which the default queue of a zero-delay link, 10 packets, drops).
+# UDP_WINDOW (unset: iperf3's default): socket buffer size for the UDP tests (iperf3 -w, both
+# ends), so that a receiver descheduled for a moment does not overflow its socket first.
 # Takes about 6 minutes.
 # NETLOOM_SOURCE names the source revision when the tree is not a git checkout.
 set -euo pipefail
@@ -37,6 +39,7 @@ SECONDS_UDP=${SECONDS_UDP:-2}
 SECONDS_PP=${SECONDS_PP:-5}
 PRECISIONS=${PRECISIONS:-busy hybrid}
 LINK_QUEUE=${LINK_QUEUE:-1000}
+UDP_WINDOW=${UDP_WINDOW:-}
 REPEAT=${REPEAT:-3}
 PARTS=${PARTS:-throughput rtt delay}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
@@ -109,7 +112,8 @@ lateness() { # of the last netloom run: "p50 / p99 / p99.9 us (late N of M, drop
 # --- 1. throughput -------------------------------------------------------------------------------
 udp_at() { # udp_at KPPS: "loss_fraction received_kpps" of 64-byte UDP offered at KPPS (0: flat out)
     local bits=$(($1 * 1000 * 64 * 8))
-    x h1 iperf3 -c "$H2" -u -l 64 -b "$bits" -t "$SECONDS_UDP" -J |
+    # shellcheck disable=SC2086 # UDP_WINDOW is "" or "-w SIZE"
+    x h1 iperf3 -c "$H2" -u -l 64 -b "$bits" -t "$SECONDS_UDP" ${UDP_WINDOW:+-w $UDP_WINDOW} -J |
         jq -r --argjson t "$SECONDS_UDP" \
             '.end.sum | "\(.lost_packets / .packets) \((.packets - .lost_packets) / $t / 1000)"'
 }
@@ -272,7 +276,7 @@ report=$(mktemp)
     echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($(nproc) vCPUs), kernel $(uname -r)"
     echo "- source: $(git -C "$repo" describe --always --dirty 2>/dev/null || echo "${NETLOOM_SOURCE:-unknown}")"
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "- command: \`bench/live/run.sh\` (SECONDS_TCP=$SECONDS_TCP SECONDS_UDP=$SECONDS_UDP SECONDS_PP=$SECONDS_PP PARTS=\"$PARTS\")"
+    echo "- command: \`bench/live/run.sh\` (SECONDS_TCP=$SECONDS_TCP SECONDS_UDP=$SECONDS_UDP SECONDS_PP=$SECONDS_PP PARTS=\"$PARTS\" UDP_WINDOW=\"$UDP_WINDOW\")"
     echo "- emulator pinned to CPU 1, programs to CPU 0; iperf3 $(iperf3 --version | head -1 | cut -d' ' -f2), sockperf $(sockperf --version 2>&1 | head -1 | awk '{print $3}')"
     if part throughput; then
     echo
