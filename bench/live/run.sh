@@ -11,12 +11,16 @@
 #   2. round trip of a direct veth pair between two namespaces against both paths (sockperf
 #      ping-pong, UDP, 14-byte messages);
 #   3. one-way delay error at 0, 100 us, 1 ms and 10 ms link delay, busy and hybrid precision:
-#      (RTT - 2 x delay - zero-delay median RTT) / 2 per sockperf sample;
+#      (RTT - 2 x delay - zero-delay median RTT) / 2 per sockperf sample, the zero-delay median
+#      measured in the same run just before `netloom link set` gives the link its delay (BASE=
+#      separate: from the zero-delay run, as before);
 #   4. netloom's own accuracy (lateness percentiles of its --json report) for every run;
 #   5. only with PARTS=workers: one driver against two (`run --workers 2`, hybrid precision) on
 #      h1 - r - h2 split so that every packet of h1 crosses (payloads cached, then shipped), and
 #      on the two-host link, where each worker carries its own host's traffic: UDP flat out and
 #      TCP, with the hand-offs and their lateness.
+#   With AWAKE="off on", netloom's runs of 1 (the GSO path) and 3 are made both without and with
+#   --keep-cpus-awake (CPU 0, the programs' CPU, kept from halting by a SCHED_IDLE spinner).
 #
 # The emulator (forwarder or netloom) is pinned to CPU 1 (`--cpu 1`), the programs under test to
 # CPU 0 (taskset), so the two do not trade places between runs. Needs iperf3, sockperf, ip,
@@ -26,10 +30,16 @@
 # PARTS ("throughput rtt delay": which of sections 1, 2 and 3 to run; PARTS=throughput takes about
 # 4 minutes; the report is then named live-<date>-<parts>.md), LINK_QUEUE (1000: the queue of
 # netloom's link, in packets, as a host's qdisc would hold; with GSO a super-packet enters it as
-# a burst of up to 45 segments, which the default queue of a zero-delay link, 10 packets, drops).
+# a burst of up to 45 segments, which the default queue of a zero-delay link, 10 packets, drops),
 # UDP_WINDOW (unset: iperf3's default): socket buffer size for the UDP tests (iperf3 -w, both
-# ends), so that a receiver descheduled for a moment does not overflow its socket first.
-# Takes about 6 minutes.
+# ends), so that a receiver descheduled for a moment does not overflow its socket first,
+# AWAKE ("off": netloom without --keep-cpus-awake; "on": with it; "off on": both, side by side),
+# PATHS ("floor staged fwd-gso netloom no-gso default-queue": which rows of section 1 to run;
+# netloom's rows are repeated for every AWAKE mode), SOCKPERF_FLAGS (extra flags for the
+# sockperf client, for example --no-rdtsc), PROGRAMS_RT (0; 1 runs the programs under test at
+# real-time priority, SCHED_FIFO 10, so that no other task on their CPU delays their wake-ups).
+# Every result row records the load average (1 min) when it was measured. Takes about 7 minutes
+# (AWAKE="off on": about 9; PARTS=delay PRECISIONS=busy AWAKE="off on": about 2).
 # NETLOOM_SOURCE names the source revision when the tree is not a git checkout.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -42,7 +52,23 @@ LINK_QUEUE=${LINK_QUEUE:-1000}
 UDP_WINDOW=${UDP_WINDOW:-}
 REPEAT=${REPEAT:-3}
 PARTS=${PARTS:-throughput rtt delay}
+AWAKE=${AWAKE:-off}
+PATHS=${PATHS:-floor staged fwd-gso netloom no-gso default-queue}
+SOCKPERF_FLAGS=${SOCKPERF_FLAGS:-}
+PROGRAMS_RT=${PROGRAMS_RT:-0}
+rt=()
+[ "$PROGRAMS_RT" = 1 ] && rt=(chrt -f 10)
 part() { [[ " $PARTS " == *" $1 "* ]]; }
+path() { [[ " $PATHS " == *" $1 "* ]]; }
+awake_flags() { # awake_flags MODE: netloom run's flags for AWAKE mode MODE (off or on)
+    case $1 in
+    off) ;;
+    on) echo --keep-cpus-awake ;;
+    *) echo "AWAKE: unknown mode $1 (off or on)" >&2; exit 2 ;;
+    esac
+}
+awake_label() { [ "$1" = on ] && echo ", --keep-cpus-awake" || true; }
+load1() { cut -d' ' -f1 /proc/loadavg; }
 
 [ "$(id -u)" = 0 ] || { echo "bench/live/run.sh needs root (namespaces, TUN)" >&2; exit 2; }
 for tool in iperf3 sockperf ip taskset jq python3 bc; do
@@ -68,9 +94,9 @@ cleanup() {
 trap cleanup EXIT
 
 H2=198.18.0.2   # h2's IPv4 address in the address plan (docs/live.md)
-x() { # x HOST COMMAND...: run on HOST of the current experiment, pinned to CPU 0
+x() { # x HOST COMMAND...: run on HOST of the current experiment, pinned to CPU 0 (PROGRAMS_RT=1: SCHED_FIFO 10)
     local host=$1; shift
-    "$netloom" exec --name "$EXP" "$host" -- taskset -c 0 "$@"
+    "$netloom" exec --name "$EXP" "$host" -- taskset -c 0 "${rt[@]}" "$@"
 }
 wait_up() {
     for _ in $(seq 200); do
@@ -140,46 +166,64 @@ throughput() { # throughput LABEL: appends to $work/tput.md and $work/search.md
     done
     echo "$row" >>"$work/search.md"
     flat=$(for _ in $(seq "$REPEAT"); do udp_at 0 | awk '{print $2}'; done | median_range 0)
-    printf '| %s | %s | %s | %s |' "$label" "$best" "$flat" "$tcp" >>"$work/tput.md"
+    printf '| %s | %s | %s | %s | %s |' "$label" "$(load1)" "$best" "$flat" "$tcp" >>"$work/tput.md"
 }
 
 if part throughput; then
     : >"$work/tput.md"
     : >"$work/search.md"
-    start_forwarder
-    throughput "plain TUN forwarder (floor)"
-    echo " – |" >>"$work/tput.md"
-    stop_emulator
-    start_forwarder --staged
-    throughput "plain TUN forwarder, staged turns"
-    echo " – |" >>"$work/tput.md"
-    stop_emulator
-    start_forwarder --gso
-    throughput "plain TUN forwarder, GSO"
-    echo " – |" >>"$work/tput.md"
-    stop_emulator
-    start_netloom 0us busy
-    throughput "netloom run, 0 delay, 100 Gbit/s, busy (GSO), $LINK_QUEUE-packet queue"
-    stop_emulator
-    echo " $(lateness) |" >>"$work/tput.md"
-    start_netloom 0us busy --no-gso
-    throughput "netloom run, 0 delay, 100 Gbit/s, busy, --no-gso, $LINK_QUEUE-packet queue"
-    stop_emulator
-    echo " $(lateness) |" >>"$work/tput.md"
-    LINK_QUEUE=default start_netloom 0us busy
-    x h2 iperf3 -s -D
-    sleep 0.3
-    tcp=$(tcp_runs)
-    stop_emulator
-    echo "| netloom run, 0 delay, 100 Gbit/s, busy (GSO), default queue (10 packets), TCP only | – | – | $tcp | $(lateness) |" >>"$work/tput.md"
+    if path floor; then
+        start_forwarder
+        throughput "plain TUN forwarder (floor)"
+        echo " – |" >>"$work/tput.md"
+        stop_emulator
+    fi
+    if path staged; then
+        start_forwarder --staged
+        throughput "plain TUN forwarder, staged turns"
+        echo " – |" >>"$work/tput.md"
+        stop_emulator
+    fi
+    if path fwd-gso; then
+        start_forwarder --gso
+        throughput "plain TUN forwarder, GSO"
+        echo " – |" >>"$work/tput.md"
+        stop_emulator
+    fi
+    for awake in $AWAKE; do
+        if path netloom; then
+            # shellcheck disable=SC2046 # awake_flags prints zero or one flag
+            start_netloom 0us busy $(awake_flags "$awake")
+            throughput "netloom run, 0 delay, 100 Gbit/s, busy (GSO)$(awake_label "$awake"), $LINK_QUEUE-packet queue"
+            stop_emulator
+            echo " $(lateness) |" >>"$work/tput.md"
+        fi
+        if path no-gso; then
+            # shellcheck disable=SC2046
+            start_netloom 0us busy --no-gso $(awake_flags "$awake")
+            throughput "netloom run, 0 delay, 100 Gbit/s, busy, --no-gso$(awake_label "$awake"), $LINK_QUEUE-packet queue"
+            stop_emulator
+            echo " $(lateness) |" >>"$work/tput.md"
+        fi
+        if path default-queue; then
+            # shellcheck disable=SC2046
+            LINK_QUEUE=default start_netloom 0us busy $(awake_flags "$awake")
+            x h2 iperf3 -s -D
+            sleep 0.3
+            tcp=$(tcp_runs)
+            stop_emulator
+            echo "| netloom run, 0 delay, 100 Gbit/s, busy (GSO)$(awake_label "$awake"), default queue (10 packets), TCP only | $(load1) | – | – | $tcp | $(lateness) |" >>"$work/tput.md"
+        fi
+    done
 fi
 
 # --- 2. round trip over veth, the forwarder and netloom ----------------------------------------------
 PORT=11111
 pingpong() { # pingpong LOGFILE ADDRESS RUN...: sockperf ping-pong, every sample logged
     local log=$1 addr=$2; shift 2
+    # shellcheck disable=SC2086 # SOCKPERF_FLAGS is a list of flags
     "$@" sockperf pp -i "$addr" -p $PORT -t "$SECONDS_PP" --mps 1000 --full-rtt --full-log "$log" \
-        >/dev/null 2>&1
+        $SOCKPERF_FLAGS >/dev/null 2>&1
 }
 if part rtt; then
     ip netns add lbv1
@@ -191,10 +235,10 @@ if part rtt; then
     ip -n lbv2 link set lbvb up
     ip -n lbv1 link set lo up
     ip -n lbv2 link set lo up
-    ip netns exec lbv2 taskset -c 0 sockperf sr -i 10.99.0.2 -p $PORT >/dev/null 2>&1 &
+    ip netns exec lbv2 taskset -c 0 "${rt[@]}" sockperf sr -i 10.99.0.2 -p $PORT >/dev/null 2>&1 &
     srv=$!
     sleep 0.3
-    pingpong "$work/veth.csv" 10.99.0.2 ip netns exec lbv1 taskset -c 0
+    pingpong "$work/veth.csv" 10.99.0.2 ip netns exec lbv1 taskset -c 0 "${rt[@]}"
     kill "$srv"; wait "$srv" 2>/dev/null || true
     ip netns del lbv1; ip netns del lbv2
 
@@ -208,25 +252,44 @@ fi
 : >"$work/error.md"
 : >"$work/rtt-nl.md"
 if part delay; then
+    # One netloom run per delay. Its zero-delay RTT moves between runs on this machine (two
+    # regimes, about 9 and about 21 us, from one minute to the next), so each run first measures
+    # its own zero-delay median (the base), then `netloom link set` gives the link its delay and
+    # the delay is measured against that base. BASE=separate takes the base from the zero-delay
+    # run instead (the method of the runs before 2026-11-21 04:00).
     for precision in $PRECISIONS; do
-        base=""
+      for awake in $AWAKE; do
+        mode="$precision$(awake_label "$awake")"
+        tag="$precision-$awake"
         for delay in 0 100 1000 10000; do
-            start_netloom "${delay}us" "$precision"
+            # shellcheck disable=SC2046
+            start_netloom 0us "$precision" $(awake_flags "$awake")
             x h2 sockperf sr -i "$H2" -p $PORT >/dev/null 2>&1 &
             sleep 0.3
+            load=$(load1)
+            if [ "$delay" != 0 ]; then
+                pingpong "$work/nl-$tag-$delay-base.csv" "$H2" x h1
+                "$netloom" link set --name "$EXP" h1 h2 "delay=${delay}us" >/dev/null
+            fi
             t=$SECONDS_PP
             [ "$delay" -ge 10000 ] && t=$((SECONDS_PP * 2)) # 50 round trips a second at 10 ms
-            SECONDS_PP=$t pingpong "$work/nl-$precision-$delay.csv" "$H2" x h1
+            SECONDS_PP=$t pingpong "$work/nl-$tag-$delay.csv" "$H2" x h1
             stop_emulator
-            if [ -z "$base" ]; then
-                read -r _ base _ _ < <(python3 bench/live/stats.py rtt "$work/nl-$precision-0.csv")
-                cp "$work/nl-$precision-0.csv" "$work/nl0-$precision.csv"
-                echo "| netloom, zero delay, $precision | $(python3 bench/live/stats.py rtt "$work/nl0-$precision.csv" | awk '{print $2" | "$3" | "$4" | "$1}') | $(lateness) |" >>"$work/rtt-nl.md"
+            if [ "$delay" = 0 ]; then
+                cp "$work/nl-$tag-0.csv" "$work/nl0-$tag.csv"
+                echo "| netloom, zero delay, $mode | $(python3 bench/live/stats.py rtt "$work/nl0-$tag.csv" | awk '{print $2" | "$3" | "$4" | "$1}') | $(lateness) |" >>"$work/rtt-nl.md"
+                base_file="$work/nl-$tag-0.csv"
+            elif [ "${BASE:-inline}" = separate ]; then
+                base_file="$work/nl0-$tag.csv"
+            else
+                base_file="$work/nl-$tag-$delay-base.csv"
             fi
-            read -r n e50 e99 e999 a99 < <(python3 bench/live/stats.py error "$work/nl-$precision-$delay.csv" "$delay" "$base")
-            read -r _ r50 _ _ < <(python3 bench/live/stats.py rtt "$work/nl-$precision-$delay.csv")
-            echo "| $precision | $delay | $n | $r50 | $e50 | $e99 | $e999 | $a99 | $(lateness) |" >>"$work/error.md"
+            read -r _ base _ _ < <(python3 bench/live/stats.py rtt "$base_file")
+            read -r n e50 e99 e999 a99 < <(python3 bench/live/stats.py error "$work/nl-$tag-$delay.csv" "$delay" "$base")
+            read -r _ r50 _ _ < <(python3 bench/live/stats.py rtt "$work/nl-$tag-$delay.csv")
+            echo "| $mode | $delay | $load | $n | $base | $r50 | $e50 | $e99 | $e999 | $a99 | $(lateness) |" >>"$work/error.md"
         done
+      done
     done
 fi
 
@@ -276,7 +339,7 @@ report=$(mktemp)
     echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($(nproc) vCPUs), kernel $(uname -r)"
     echo "- source: $(git -C "$repo" describe --always --dirty 2>/dev/null || echo "${NETLOOM_SOURCE:-unknown}")"
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "- command: \`bench/live/run.sh\` (SECONDS_TCP=$SECONDS_TCP SECONDS_UDP=$SECONDS_UDP SECONDS_PP=$SECONDS_PP PARTS=\"$PARTS\" UDP_WINDOW=\"$UDP_WINDOW\")"
+    echo "- command: \`bench/live/run.sh\` (SECONDS_TCP=$SECONDS_TCP SECONDS_UDP=$SECONDS_UDP SECONDS_PP=$SECONDS_PP PARTS=\"$PARTS\" UDP_WINDOW=\"$UDP_WINDOW\" AWAKE=\"$AWAKE\" PATHS=\"$PATHS\" PRECISIONS=\"$PRECISIONS\" SOCKPERF_FLAGS=\"$SOCKPERF_FLAGS\" PROGRAMS_RT=$PROGRAMS_RT)"
     echo "- emulator pinned to CPU 1 (but in \"One driver against two\"), programs to CPU 0; iperf3 $(iperf3 --version | head -1 | cut -d' ' -f2), sockperf $(sockperf --version 2>&1 | head -1 | awk '{print $3}')"
     if part throughput; then
     echo
@@ -287,8 +350,8 @@ report=$(mktemp)
     echo "sends flat out (-b 0). TCP: iperf3, ${SECONDS_TCP} s, receiver's rate, MTU 1500. Flat out and TCP:"
     echo "median (min–max) of $REPEAT runs. netloom's lateness covers its whole run (all of these)."
     echo
-    echo "| path | lossless 64-byte UDP, kpps | 64-byte UDP flat out, kpps received | TCP Gbit/s | netloom lateness p50 / p99 / p99.9 µs |"
-    echo "|---|---:|---:|---:|---|"
+    echo "| path | load | lossless 64-byte UDP, kpps | 64-byte UDP flat out, kpps received | TCP Gbit/s | netloom lateness p50 / p99 / p99.9 µs |"
+    echo "|---|---:|---:|---:|---:|---|"
     cat "$work/tput.md"
     echo
     echo "\"staged turns\": the forwarder reads up to 64 packets from each host, then writes them all"
@@ -316,8 +379,8 @@ report=$(mktemp)
     echo
     read -r _ v50 v99 _ < <(python3 bench/live/stats.py rtt "$work/veth.csv")
     read -r _ f50 f99 _ < <(python3 bench/live/stats.py rtt "$work/fwd.csv")
-    if [ -f "$work/nl0-busy.csv" ]; then
-        read -r _ n50 n99 _ < <(python3 bench/live/stats.py rtt "$work/nl0-busy.csv")
+    if [ -f "$work/nl0-busy-off.csv" ]; then
+        read -r _ n50 n99 _ < <(python3 bench/live/stats.py rtt "$work/nl0-busy-off.csv")
         echo "Added over veth by netloom (busy): p50 $(echo "$n50 - $v50" | bc -l) µs, p99 $(echo "$n99 - $v99" | bc -l) µs;"
     fi
     echo "by the plain forwarder: p50 $(echo "$f50 - $v50" | bc -l) µs, p99 $(echo "$f99 - $v99" | bc -l) µs."
@@ -339,12 +402,19 @@ report=$(mktemp)
     echo
     echo "## One-way delay error"
     echo
-    echo "Per sample: (RTT − 2 × delay − median RTT at zero delay in the same precision) / 2, µs;"
+    echo "Per sample: (RTT − 2 × delay − base) / 2, µs, where the base is the median RTT at zero delay"
+    if [ "${BASE:-inline}" = separate ]; then
+    echo "of the zero-delay run in the same mode (BASE=separate)."
+    else
+    echo "measured for ${SECONDS_PP} s in the same run just before the link got its delay (\`netloom link set\`)."
+    fi
+    echo "\"load\" is the 1-minute load average (a --keep-cpus-awake spinner adds 1 to it)."
+    echo "netloom's lateness covers the whole run, base included."
     echo "\"|err| p99\" is the 99th percentile of its magnitude. At 10 ms the run lasts"
     echo "$((SECONDS_PP * 2)) s (50 round trips a second), so its p99.9 rests on a few samples."
     echo
-    echo "| precision | delay µs | samples | RTT p50 µs | error p50 | error p99 | error p99.9 | \\|err\\| p99 | netloom lateness p50 / p99 / p99.9 µs (late of released) |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
+    echo "| precision | delay µs | load | samples | base µs | RTT p50 µs | error p50 | error p99 | error p99.9 | \\|err\\| p99 | netloom lateness p50 / p99 / p99.9 µs (late of released) |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     cat "$work/error.md"
     fi
 } >"$report"

@@ -76,6 +76,10 @@ pub struct RunArgs {
     /// the packet, copied at every crossing, and the destination's worker writes it out.
     #[arg(long, value_enum, default_value = "cache")]
     payload: crate::partition::PayloadArg,
+    /// Keep every other CPU from halting while the run lasts (a SCHED_IDLE spinning thread on
+    /// each), so programs waiting for packets wake in microseconds, not tens (docs/live.md).
+    #[arg(long, requires = "cpu")]
+    keep_cpus_awake: bool,
     /// Keep the engine at normal priority. By default, with hybrid and sleep precision, it runs
     /// at real-time priority (SCHED_FIFO 40) so the programs under test cannot delay its
     /// wake-ups; busy precision never does (the kernel throttles spinning real-time threads).
@@ -186,6 +190,13 @@ pub fn run(args: RunArgs) -> Result<()> {
         started.elapsed().as_secs_f64(),
         args.precision
     );
+    // Before pinning: the CPUs to keep awake come from this thread's CPU mask.
+    let _awake = match args.cpu.filter(|_| args.keep_cpus_awake) {
+        Some(cpu) => Some(netloom_os::KeepAwake::start(
+            &netloom_os::KeepAwake::cpus_except(cpu),
+        )?),
+        None => None,
+    };
     if let Some(ready) = &args.ready_file {
         std::fs::write(ready, b"up\n").with_context(|| format!("writing {}", ready.display()))?;
     }

@@ -166,7 +166,7 @@ impl CacheTopology {
 
 /// The CPUs in the calling thread's affinity mask (sched_getaffinity), or `None` if it cannot
 /// be read (more than CPU_SETSIZE CPUs).
-fn allowed_cpus() -> Option<Vec<usize>> {
+pub(crate) fn allowed_cpus() -> Option<Vec<usize>> {
     // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is a live cpu_set_t of the size passed; pid 0 means the calling thread.

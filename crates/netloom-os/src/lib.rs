@@ -1,9 +1,10 @@
-//! netloom's OS edge: network namespaces, TUN devices, epoll, CPU placement and the registry of
-//! running experiments. Every `unsafe` block and every syscall of the project lives in this crate;
-//! the engine above it only sees file descriptors, packets and plain data.
+//! netloom's OS edge: network namespaces, TUN devices, epoll, CPU placement, keeping CPUs awake
+//! and the registry of running experiments. Every `unsafe` block and every syscall of the project
+//! lives in this crate; the engine above it only sees file descriptors, packets and plain data.
 //!
 //! Linux only, and most of it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN).
 
+mod awake;
 mod cleanup;
 mod cpu;
 mod error;
@@ -17,6 +18,7 @@ mod registry;
 mod signal;
 mod tun;
 
+pub use awake::KeepAwake;
 pub use cleanup::{clean, stop, terminate, CleanReport};
 pub use cpu::{
     format_cpu_list, parse_cpu_list, pin_current_thread, set_realtime_priority, set_timer_slack_ns,
