@@ -193,11 +193,14 @@ b = "h4"
     lab.spawn("h4", &["iperf3", "-s", "-1"]);
     lab.wait_listening("h3", 5201);
     lab.wait_listening("h4", 5201);
-    // Both clients at once, for 10 s each.
+    // Both clients at once, for 10 s each, with Reno: its AIMD converges to equal shares in a
+    // few of its cycles, where CUBIC's convergence on this shallow bottleneck varies from run
+    // to run (shares 0.35-0.56 over 14 runs, one outside the band, against 0.46-0.56 over 16
+    // with Reno: docs/live.md). The test is about the emulated link sharing fairly.
     let lab_ref = &lab;
     let (a, b) = std::thread::scope(|s| {
-        let a = s.spawn(|| iperf3_client(lab_ref, "h1", &["-c", "h3", "-t", "10"]));
-        let b = s.spawn(|| iperf3_client(lab_ref, "h2", &["-c", "h4", "-t", "10"]));
+        let a = s.spawn(|| iperf3_client(lab_ref, "h1", &["-c", "h3", "-t", "10", "-C", "reno"]));
+        let b = s.spawn(|| iperf3_client(lab_ref, "h2", &["-c", "h4", "-t", "10", "-C", "reno"]));
         (a.join().unwrap(), b.join().unwrap())
     });
     let run = lab.stop();
