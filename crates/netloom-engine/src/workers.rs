@@ -14,7 +14,8 @@ use crate::traffic::FlowSpec;
 use netloom_time::{Duration, Instant};
 use netloom_topo::Topology;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
 
 /// How the work was shared, for the report.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -42,9 +43,10 @@ const PROGRESS_CHECK_EVERY: u64 = 64;
 /// What the threads share.
 struct Shared {
     barrier: SpinBarrier,
-    /// Hand-offs waiting for each worker. Filled only in the advance phase and emptied only
-    /// after the barrier that ends it, so no lock is ever contended for longer than an append.
-    inboxes: Vec<Mutex<Vec<Handoff>>>,
+    /// Where to send each worker its hand-offs: a lock-free queue per worker, one batch per
+    /// sender and window. Batches sent while a window advances are taken after the barrier
+    /// that ends it, which orders the two.
+    inboxes: Vec<Sender<Vec<Handoff>>>,
     /// Each worker's earliest pending event (a lower bound), published between barriers.
     next: Vec<AtomicU64>,
     /// Each worker's packet-hops so far, for progress.
@@ -101,9 +103,10 @@ pub fn run(
         "workers need a positive lookahead"
     );
     let n = engines.len();
+    let (inboxes, mut receivers): (Vec<_>, Vec<_>) = (0..n).map(|_| mpsc::channel()).unzip();
     let shared = Shared {
         barrier: SpinBarrier::new(n),
-        inboxes: (0..n).map(|_| Mutex::new(Vec::new())).collect(),
+        inboxes,
         next: (0..n).map(|_| AtomicU64::new(0)).collect(),
         hops: (0..n).map(|_| AtomicU64::new(0)).collect(),
         end: Instant::ZERO + opts.duration,
@@ -112,15 +115,17 @@ pub fn run(
     let started = std::time::Instant::now();
     let wall_clock = opts.wall_clock;
     let first = engines.remove(0);
+    let first_inbox = receivers.remove(0);
     let results = std::thread::scope(|s| {
         let others: Vec<_> = engines
             .into_iter()
+            .zip(receivers)
             .enumerate()
-            .map(|(i, engine)| {
+            .map(|(i, (engine, inbox))| {
                 let shared = &shared;
                 s.spawn(move || {
                     on_start(i + 1);
-                    work(i + 1, engine, shared, wall_clock, &mut |_, _| {})
+                    work(i + 1, engine, &inbox, shared, wall_clock, &mut |_, _| {})
                 })
             })
             .collect();
@@ -141,7 +146,14 @@ pub fn run(
                 });
             }
         };
-        let mine = work(0, first, &shared, wall_clock, &mut report_progress);
+        let mine = work(
+            0,
+            first,
+            &first_inbox,
+            &shared,
+            wall_clock,
+            &mut report_progress,
+        );
         let mut results = vec![mine];
         for t in others {
             // A worker's panic is the run's: re-raise it here with its own message.
@@ -186,6 +198,7 @@ struct WorkResult {
 fn work(
     me: usize,
     mut engine: Engine,
+    inbox: &Receiver<Vec<Handoff>>,
     shared: &Shared,
     timed: bool,
     progress: &mut dyn FnMut(Instant, &Shared),
@@ -204,8 +217,7 @@ fn work(
     };
     let outcome = (|| -> Result<(), Aborted> {
         loop {
-            let arrived = std::mem::take(&mut *shared.inboxes[me].lock().expect("no poison"));
-            for handoff in arrived {
+            for handoff in inbox.try_iter().flatten() {
                 engine.accept(handoff);
             }
             let next = engine.poll_at().map_or(u64::MAX, |t| t.as_nanos());
@@ -227,9 +239,10 @@ fn work(
                 .min(shared.end.as_nanos());
             engine.advance(Instant::from_nanos(horizon - 1));
             for (to, inbox) in shared.inboxes.iter().enumerate() {
-                let mut handoffs = engine.take_handoffs(to).peekable();
-                if handoffs.peek().is_some() {
-                    inbox.lock().expect("no poison").extend(handoffs);
+                let batch: Vec<Handoff> = engine.take_handoffs(to).collect();
+                if !batch.is_empty() {
+                    // A send fails only to a worker that stopped: the run was called off.
+                    let _ = inbox.send(batch);
                 }
             }
             windows += 1;
