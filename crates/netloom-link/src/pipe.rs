@@ -99,6 +99,17 @@ pub struct Pipe {
     counters: PipeCounters,
 }
 
+/// Who decides whether a packet fits the queue (see `Pipe::offer_following`).
+#[derive(Clone, Copy)]
+enum Queueing {
+    /// The queue limit and the AQM decide for this packet.
+    Decide,
+    /// They decided for the super-packet this segment belongs to, and took it.
+    Decided,
+    /// They refused the super-packet.
+    Refused,
+}
+
 impl Pipe {
     /// A pipe with `config` whose random decisions all come from one generator seeded by `seed`.
     pub fn new(config: PipeConfig, seed: u64) -> Pipe {
@@ -134,15 +145,38 @@ impl Pipe {
 
     /// Offer a packet of `bytes` arriving at `now`. `now` never goes backwards between calls.
     pub fn offer(&mut self, now: Instant, bytes: u32) -> Admission {
+        self.admit(now, bytes, Queueing::Decide)
+    }
+
+    /// Offer the next wire segment of a super-packet whose first segment this pipe was just
+    /// offered: a sending host's queue takes or refuses a TSO packet whole, as one entry, and
+    /// its NIC then sends the segments back to back. So the queue limit and the AQM decided
+    /// with the first segment (`lead_queued`: false if they refused it), and each later segment
+    /// only meets the link itself: its state, random loss and serialization.
+    pub fn offer_following(&mut self, now: Instant, bytes: u32, lead_queued: bool) -> Admission {
+        let queueing = match lead_queued {
+            true => Queueing::Decided,
+            false => Queueing::Refused,
+        };
+        self.admit(now, bytes, queueing)
+    }
+
+    fn admit(&mut self, now: Instant, bytes: u32, queueing: Queueing) -> Admission {
         self.counters.packets_in += 1;
         self.counters.bytes_in += u64::from(bytes);
         if !self.config.up {
             return self.reject(DropCause::LinkDown);
         }
+        if let Queueing::Refused = queueing {
+            return self.reject(DropCause::Queue);
+        }
         if self.loss.lose(&self.config.loss, &mut self.rng) {
             return self.reject(DropCause::Loss);
         }
         self.backlog.drain(now);
+        if let Queueing::Decided = queueing {
+            return self.accept(now, bytes);
+        }
         if let Aqm::Red(params) = self.config.aqm {
             // An empty queue has been empty since the serializer went idle.
             let idle = self.backlog.is_empty().then(|| {
@@ -158,6 +192,11 @@ impl Pipe {
         if !self.backlog.fits(self.config.queue, bytes) {
             return self.reject(DropCause::Queue);
         }
+        self.accept(now, bytes)
+    }
+
+    /// Schedules a packet past the queue's checks, and its duplicate if the pipe makes one.
+    fn accept(&mut self, now: Instant, bytes: u32) -> Admission {
         let Some(first) = self.schedule(now, bytes) else {
             return self.reject(DropCause::TxFail);
         };

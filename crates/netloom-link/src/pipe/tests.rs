@@ -721,3 +721,44 @@ fn no_packet_leaves_before_the_minimum_latency() {
         }
     }
 }
+
+/// A host's queue takes a TSO packet whole: its 45 segments pass a 10-packet queue and leave
+/// back to back at the link's rate, while the next super-packet, arriving when the queue is
+/// full, is refused whole. Random loss still strikes segment by segment.
+#[test]
+fn a_super_packet_is_queued_whole_and_sent_segment_by_segment() {
+    let mut p = Pipe::new(plain(RATE_1MS, 0, QueueLimit::Packets(10)), 1);
+    let lead = scheduled(p.offer(at(0), 1500)).0;
+    assert_eq!(lead.exit, at(MS));
+    for k in 1..45u64 {
+        let (seg, _) = scheduled(p.offer_following(at(0), 1500, true));
+        assert_eq!(seg.exit, at((k + 1) * MS), "segment {k} serialized behind the others");
+    }
+    // 45 in the queue, limit 10: the next super-packet is refused, all of it.
+    assert_eq!(p.offer(at(0), 1500), Admission::Dropped(DropCause::Queue));
+    for _ in 1..45 {
+        assert_eq!(
+            p.offer_following(at(0), 1500, false),
+            Admission::Dropped(DropCause::Queue)
+        );
+    }
+    let c = p.counters();
+    assert_eq!((c.packets_in, c.drops_queue), (90, 45));
+
+    let mut lossy = plain(RATE_1MS, 0, QueueLimit::Packets(10));
+    lossy.loss = LossModel::Bernoulli { p: 0.3 };
+    let mut p = Pipe::new(lossy, 2);
+    let n = 4_000u64;
+    let mut lost = 0;
+    for k in 0..n {
+        // One super-packet of `n` segments, spread in time so the queue never matters.
+        let now = at(k * 2 * MS);
+        let offered = match k {
+            0 => p.offer(now, 1500),
+            _ => p.offer_following(now, 1500, true),
+        };
+        lost += u64::from(offered == Admission::Dropped(DropCause::Loss));
+    }
+    assert_binomial(lost, n, 0.3, "segments lost one by one");
+    assert_eq!(p.counters().drops_queue, 0);
+}
