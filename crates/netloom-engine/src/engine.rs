@@ -11,7 +11,7 @@ use crate::packet::{Body, Handoff, Packet, PacketId, Slab, DELIVER, NO_ROUTE};
 use crate::scheduler::{Rank, Scheduler};
 use crate::traffic::{FlowSpec, Receiver, Sender, ACK_BYTES};
 use hdrhistogram::Histogram;
-use netloom_link::{Admission, Departure, Pipe, PipeConfig, Ticket, Timeline};
+use netloom_link::{Admission, Departure, DropCause, Pipe, PipeConfig, Ticket, Timeline};
 use netloom_route::Routes;
 use netloom_time::Instant;
 use netloom_topo::{LinkId, NodeId, PipeId, Topology};
@@ -138,6 +138,21 @@ pub struct Engine {
     handoffs: Vec<Vec<Handoff>>,
     /// Packets in flight on workers this one absorbed.
     absorbed_in_flight: usize,
+    /// How the packet being injected meets its first pipe; `Alone` for every other entry.
+    arrival: Arrival,
+    /// Whether the first pipe's queue took the super-packet being injected.
+    lead_queued: bool,
+}
+
+/// How an injected packet meets its first pipe (see `Engine::inject_segment`).
+#[derive(Clone, Copy)]
+enum Arrival {
+    /// A packet of its own: the pipe's queue decides for it.
+    Alone,
+    /// The first segment of a super-packet: the queue decides for the whole super-packet.
+    Lead,
+    /// A later segment: the queue decided with the first.
+    Following,
 }
 
 /// One worker's place in a partitioned run.
@@ -236,6 +251,8 @@ impl Engine {
             worker: None,
             handoffs: Vec::new(),
             absorbed_in_flight: 0,
+            arrival: Arrival::Alone,
+            lead_queued: false,
         };
         engine.start_plans(seed);
         engine
@@ -517,6 +534,33 @@ impl Engine {
         true
     }
 
+    /// Hands in segment `index` of a super-packet from host `src` (a TCP packet that a host
+    /// with segmentation offload sends whole): segments are injected in order, one after the
+    /// other, with nothing between them. The first pipe's queue takes or refuses the whole
+    /// super-packet with its first segment, as the host's own queue would hold it as one
+    /// entry, and serializes the segments back to back; each segment then goes on alone
+    /// (random loss, the pipes after the first). Returns false as `inject` does.
+    pub fn inject_segment(
+        &mut self,
+        now: Instant,
+        src: NodeId,
+        dst: NodeId,
+        bytes: u32,
+        token: u64,
+        index: u16,
+    ) -> bool {
+        if index == 0 {
+            self.lead_queued = false;
+            self.arrival = Arrival::Lead;
+        } else {
+            self.arrival = Arrival::Following;
+        }
+        let injected = self.inject(now, src, dst, bytes, token);
+        // Cleared even when the packet never reached a pipe (no route, or delivered at once).
+        self.arrival = Arrival::Alone;
+        injected
+    }
+
     /// What became of injected packets since the last call, in order.
     pub fn drain_outputs(&mut self) -> std::vec::Drain<'_, Output> {
         self.outputs.drain(..)
@@ -611,7 +655,21 @@ impl Engine {
     /// what it will do there, and schedules its exit (and its duplicate's).
     fn enter(&mut self, pkt: PacketId, pipe: PipeId) {
         let p = *self.packets.get(pkt);
-        let (first, duplicate) = match self.pipes[pipe as usize].offer(self.now, p.bytes) {
+        let link = &mut self.pipes[pipe as usize];
+        let admission = match std::mem::replace(&mut self.arrival, Arrival::Alone) {
+            Arrival::Alone => link.offer(self.now, p.bytes),
+            Arrival::Lead => {
+                let admission = link.offer(self.now, p.bytes);
+                // A lead lost on the wire was still queued: its followers go on.
+                self.lead_queued = matches!(
+                    admission,
+                    Admission::Scheduled { .. } | Admission::Dropped(DropCause::Loss)
+                );
+                admission
+            }
+            Arrival::Following => link.offer_following(self.now, p.bytes, self.lead_queued),
+        };
+        let (first, duplicate) = match admission {
             Admission::Dropped(_cause) => {
                 self.packets.remove(pkt);
                 self.count_drop(&p);

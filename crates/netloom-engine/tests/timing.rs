@@ -350,3 +350,51 @@ fn injected_packets_end_once_per_copy() {
         "{delivered} delivered, {dropped} dropped"
     );
 }
+
+/// A super-packet's segments enter the sender's link as the host's queue would let them: the
+/// whole of it past a 10-packet queue, back to back at the link's rate; the next super-packet,
+/// offered while that queue is over its limit, is refused whole. Past the first pipe each
+/// segment is a packet of its own.
+#[test]
+fn a_super_packet_enters_its_first_pipe_whole() {
+    let mut access = pipe(12_000_000, 100);
+    access.queue = QueueLimit::Packets(10);
+    let mut core = pipe(1_000_000_000, 100);
+    core.queue = QueueLimit::Packets(10);
+    let mut t = Topology::new("tso", RoutingMetric::Delay);
+    let h1 = t.add_node("h1", NodeKind::Host, None);
+    let r = t.add_node("r", NodeKind::Router, None);
+    let h2 = t.add_node("h2", NodeKind::Host, None);
+    t.add_link(h1, r, None, access, Some(access));
+    t.add_link(r, h2, None, core, Some(core));
+    let mut e = Engine::new(t, 3);
+    for base in [0u64, 100] {
+        for k in 0..45u16 {
+            let token = base + u64::from(k);
+            assert!(e.inject_segment(Instant(0), h1, h2, 1500, token, k));
+        }
+    }
+    while let Some(at) = e.poll_at() {
+        e.advance(at);
+    }
+    let (mut delivered, mut dropped) = (Vec::new(), Vec::new());
+    for out in e.drain_outputs() {
+        match out {
+            Output::Delivered { token, at, .. } => delivered.push((token, at)),
+            Output::Dropped { token } => dropped.push(token),
+            Output::Duplicated { .. } => unreachable!("no duplication here"),
+        }
+    }
+    // 1500 bytes at 12 Mbit/s take 1 ms: segment k leaves the access link at (k + 1) ms and
+    // arrives 100 us + 12 us + 100 us later, the core link being idle by then.
+    assert_eq!(delivered.len(), 45);
+    for (k, &(token, at)) in delivered.iter().enumerate() {
+        assert_eq!(token, k as u64);
+        assert_eq!(at, Instant((k as u64 + 1) * 1_000_000 + 212_000));
+    }
+    assert_eq!(
+        dropped,
+        (100..145).collect::<Vec<u64>>(),
+        "the second refused whole"
+    );
+}

@@ -526,11 +526,16 @@ impl<I: PacketIo> Driver<I> {
                 self.host_nodes[dst as usize],
             );
             for k in 0..segments {
-                let bytes = gso.map_or(single, |g| g.wire_len(k));
-                if !self
-                    .engine
-                    .inject(now, src_node, dst_node, bytes, token(self.me, id, k))
-                {
+                let token = token(self.me, id, k);
+                let injected = match gso {
+                    None => self.engine.inject(now, src_node, dst_node, single, token),
+                    Some(g) => {
+                        let bytes = g.wire_len(k);
+                        self.engine
+                            .inject_segment(now, src_node, dst_node, bytes, token, k)
+                    }
+                };
+                if !injected {
                     self.counters[host as usize].unknown_destination += 1;
                     self.pool.release(id);
                 }

@@ -732,7 +732,11 @@ fn a_super_packet_is_queued_whole_and_sent_segment_by_segment() {
     assert_eq!(lead.exit, at(MS));
     for k in 1..45u64 {
         let (seg, _) = scheduled(p.offer_following(at(0), 1500, true));
-        assert_eq!(seg.exit, at((k + 1) * MS), "segment {k} serialized behind the others");
+        assert_eq!(
+            seg.exit,
+            at((k + 1) * MS),
+            "segment {k} serialized behind the others"
+        );
     }
     // 45 in the queue, limit 10: the next super-packet is refused, all of it.
     assert_eq!(p.offer(at(0), 1500), Admission::Dropped(DropCause::Queue));
