@@ -197,9 +197,6 @@ pub fn run(args: RunArgs) -> Result<()> {
         )?),
         None => None,
     };
-    if let Some(ready) = &args.ready_file {
-        std::fs::write(ready, b"up\n").with_context(|| format!("writing {}", ready.display()))?;
-    }
     let (inboxes, posts) = mailboxes(split.workers).context("creating the workers' mailboxes")?;
     let socket = control::socket_path(&netloom_os::registry_dir(), &name);
     control::serve(&socket, posts.clone())
@@ -237,6 +234,10 @@ pub fn run(args: RunArgs) -> Result<()> {
         drivers.push(driver);
     }
     drop(posts);
+    // Up means answering: the control socket listens and the workers are about to run.
+    if let Some(ready) = &args.ready_file {
+        std::fs::write(ready, b"up\n").with_context(|| format!("writing {}", ready.display()))?;
+    }
     let run_started = std::time::Instant::now();
     let realtime = !args.no_realtime && precision != Precision::Busy;
     let (driver, result) = drive_all(drivers, &split.cpus, realtime, stop, stop_after);
