@@ -257,6 +257,35 @@ fn a_super_packet_is_timed_and_lost_segment_by_segment() {
     assert_eq!(d.in_flight(), 0, "every buffer came back");
 }
 
+/// A host's queue holds a TSO packet whole: a 40-segment super-packet passes a 5-packet queue
+/// at the sender's link, while a second one read right behind it, with that queue over its
+/// limit, is refused whole (the pipe counts 40 queue drops; nothing is lost outside the model).
+#[test]
+fn a_super_packet_is_queued_whole_at_a_short_first_queue() {
+    let mut c = PipeConfig::new(Rate::bps(10_000_000), NsDuration::from_millis(2));
+    c.queue = QueueLimit::Packets(5);
+    let mut d = driver_over(c, Framing::Vnet { gso: true }, Precision::Busy, |_| {});
+    d.io_mut().inbox[0].push_back(super_frame(1000, 40));
+    d.io_mut().inbox[0].push_back(super_frame(1000 + 40 * u32::from(MSS), 40));
+    run_until_quiet(&mut d, Duration::from_secs(3));
+    let seqs: Vec<u32> = d
+        .io()
+        .delivered
+        .iter()
+        .flat_map(|(_, _, f)| wire_packets(f))
+        .map(|p| seq(&p))
+        .collect();
+    let first: Vec<u32> = (0..40).map(|k| 1000 + k * u32::from(MSS)).collect();
+    assert_eq!(
+        seqs, first,
+        "the first super-packet whole, in order; the second refused"
+    );
+    let h0_to_r = &d.engine().pipe(0).counters();
+    assert_eq!((h0_to_r.packets_in, h0_to_r.drops_queue), (80, 40));
+    assert_eq!(d.accuracy().physical_drops, 0);
+    assert_eq!(d.in_flight(), 0, "every buffer came back");
+}
+
 /// Pipes whose queues hold a burst of super-packets (the default holds a bandwidth-delay
 /// product, which at 10 Mbit/s and 2 ms is a few packets).
 fn roomy(rate: Rate, delay: NsDuration) -> PipeConfig {
