@@ -221,6 +221,14 @@ pub fn stats(args: StatsArgs) -> Result<()> {
         n(&a["late"]),
         n(&a["physical_drops"])
     );
+    if n(&a["handoffs"]) > 0 {
+        println!(
+            "  {} hand-offs between workers: {} late, latest {} us",
+            n(&a["handoffs"]),
+            n(&a["late_handoffs"]),
+            us(&a["handoff_lateness_ns_max"])
+        );
+    }
     println!();
     println!(
         "{:<12} {:>10} {:>10} {:>10} {:>10}",
