@@ -24,7 +24,8 @@
 #
 # The emulator (forwarder or netloom) is pinned to CPU 1 (`--cpu 1`), the programs under test to
 # CPU 0 (taskset), so the two do not trade places between runs. Needs iperf3, sockperf, ip,
-# taskset, jq, bc and python3. Writes bench/results/live-<UTC date>[-<parts>].md, or with -<HHMM> added if that exists (and prints it).
+# taskset, jq, bc and python3. Writes bench/results/live-<UTC date>[-<parts>].md, with -<HHMM>
+# added if that exists, and prints it.
 # Knobs: SECONDS_TCP (5), SECONDS_UDP (2), SECONDS_PP (5), REPEAT (3: runs of TCP, of UDP flat
 # out and of each rate of the search; medians are reported), PRECISIONS ("busy hybrid"),
 # PARTS ("throughput rtt delay": which of sections 1, 2 and 3 to run; PARTS=throughput takes about
