@@ -123,35 +123,16 @@ fn link_changes_take_effect_at_once_and_routes_follow_a_link_down() {
     let near = |rtt: f64, want: f64| (rtt - want).abs() <= 0.3;
     let rtt = median_rtt(&lab);
     assert!(near(rtt, 4.4), "short way: {rtt} ms");
-    let link = |args: &[&str]| {
-        let out = lab
-            .cmd()
-            .args(["link"])
-            .args(args)
-            .args(["--name", &lab.name])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "link {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    link(&["down", "r0", "r1"]);
+    lab.control(&["link", "down", "r0", "r1"]);
     let rtt = median_rtt(&lab);
     assert!(near(rtt, 12.4), "rerouted the long way: {rtt} ms");
-    link(&["set", "r2", "r3", "delay=1ms"]);
+    lab.control(&["link", "set", "r2", "r3", "delay=1ms"]);
     let rtt = median_rtt(&lab);
     assert!(near(rtt, 8.4), "after link set: {rtt} ms");
-    link(&["up", "r0", "r1"]);
+    lab.control(&["link", "up", "r0", "r1"]);
     let rtt = median_rtt(&lab);
     assert!(near(rtt, 4.4), "back the short way: {rtt} ms");
-    let out = lab
-        .cmd()
-        .args(["stats", "--json", "--name", &lab.name])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let out = lab.control(&["stats", "--json"]);
     let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(stats["accuracy"]["released"].as_u64().unwrap() >= 40);
     assert_eq!(stats["hosts"].as_array().unwrap().len(), 2);

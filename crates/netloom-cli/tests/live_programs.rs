@@ -240,24 +240,7 @@ fn a_100us_delay_adds_200us_to_the_round_trip() {
     // A first ping warms up the neighbour entries and caches; its times are not used.
     lab.exec("h1", &["ping", "-c", "3", "-i", "0.01", "h2"]);
     let base = ping(&lab);
-    let out = lab
-        .cmd()
-        .args([
-            "link",
-            "set",
-            "h1",
-            "h2",
-            "delay=100us",
-            "--name",
-            &lab.name,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "link set: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    lab.control(&["link", "set", "h1", "h2", "delay=100us"]);
     let delayed = ping(&lab);
     let run = lab.stop();
     let (b, d) = (median(base.clone()), median(delayed.clone()));
@@ -334,26 +317,12 @@ fn two_workers_give_ping_the_rtt_of_one_and_obey_link_set() {
     assert!((m - 20.27).abs() <= 0.3, "median RTT {m} ms");
     // A change reaches every worker: r's pipes run on worker 1, but each worker routes with
     // its own copy of every pipe's configuration.
-    let out = lab
-        .cmd()
-        .args(["link", "set", "r", "h2", "delay=10ms", "--name", &lab.name])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    lab.control(&["link", "set", "r", "h2", "delay=10ms"]);
     let m = split_rtt(&lab);
     eprintln!("measured: two workers after link set, median RTT {m:.3} ms (want 30.27 ± 0.3)");
     assert!((m - 30.27).abs() <= 0.3, "median RTT after link set {m} ms");
     // Stats merge both workers' parts: every pipe once, each host's packets counted.
-    let out = lab
-        .cmd()
-        .args(["stats", "--json", "--name", &lab.name])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let out = lab.control(&["stats", "--json"]);
     let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(stats["pipes"].as_array().unwrap().len(), 4, "{stats}");
     assert!(

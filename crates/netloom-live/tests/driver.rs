@@ -181,6 +181,16 @@ fn seq(packet: &[u8]) -> u32 {
     u32::from_be_bytes(packet[24..28].try_into().unwrap())
 }
 
+/// The sequence numbers of every wire packet delivered, in the order they were written.
+fn delivered_seqs(d: &Driver<MemIo>) -> Vec<u32> {
+    d.io()
+        .delivered
+        .iter()
+        .flat_map(|(_, _, f)| wire_packets(f))
+        .map(|p| seq(&p))
+        .collect()
+}
+
 #[test]
 fn a_super_packet_is_timed_and_lost_segment_by_segment() {
     // 10 Mbit/s, 2 ms per hop: a 1500-byte segment takes 1.2 ms to serialize, so segment k of
@@ -240,13 +250,7 @@ fn a_super_packet_is_timed_and_lost_segment_by_segment() {
         d.io_mut().inbox[0].push_back(super_frame(i * 40 * u32::from(MSS), 40));
     }
     run_until_quiet(&mut d, Duration::from_secs(3));
-    let seqs: Vec<u32> = d
-        .io()
-        .delivered
-        .iter()
-        .flat_map(|(_, _, f)| wire_packets(f))
-        .map(|p| seq(&p))
-        .collect();
+    let seqs = delivered_seqs(&d);
     assert!(
         (93..=131).contains(&seqs.len()),
         "{} of 160 arrived",
@@ -268,13 +272,7 @@ fn a_super_packet_is_queued_whole_at_a_short_first_queue() {
     d.io_mut().inbox[0].push_back(super_frame(1000, 40));
     d.io_mut().inbox[0].push_back(super_frame(1000 + 40 * u32::from(MSS), 40));
     run_until_quiet(&mut d, Duration::from_secs(3));
-    let seqs: Vec<u32> = d
-        .io()
-        .delivered
-        .iter()
-        .flat_map(|(_, _, f)| wire_packets(f))
-        .map(|p| seq(&p))
-        .collect();
+    let seqs = delivered_seqs(&d);
     let first: Vec<u32> = (0..40).map(|k| 1000 + k * u32::from(MSS)).collect();
     assert_eq!(
         seqs, first,

@@ -157,19 +157,26 @@ impl Lab {
         }
     }
 
-    /// Runs `netloom stop` on this experiment, checks it succeeded, and returns what it printed.
-    pub fn stop_command(&self) -> Output {
+    /// Runs `netloom ARGS --name NAME` against this experiment (`link`, `stats`, `stop`),
+    /// checks it succeeded, and returns what it printed.
+    pub fn control(&self, args: &[&str]) -> Output {
         let out = self
             .cmd()
-            .args(["stop", "--name", &self.name])
+            .args(args)
+            .args(["--name", &self.name])
             .output()
             .unwrap();
         assert!(
             out.status.success(),
-            "stop: {}",
+            "{args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         out
+    }
+
+    /// Runs `netloom stop` on this experiment, checks it succeeded, and returns what it printed.
+    pub fn stop_command(&self) -> Output {
+        self.control(&["stop"])
     }
 
     /// Stops the foreground run (as Ctrl-C would) and returns its JSON report.
