@@ -152,10 +152,17 @@ struct WorkersReport {
 
 /// How the run is split: the ownership of a run of several workers, `None` for one.
 struct Split {
-    workers: usize,
     ownership: Option<Arc<Ownership>>,
+    /// The hosts each worker reads (by position in `Topology::hosts`), by worker.
+    hosts: Vec<Vec<u32>>,
     /// CPU of each worker, if pinned.
     cpus: Vec<Option<usize>>,
+}
+
+impl Split {
+    fn workers(&self) -> usize {
+        self.hosts.len()
+    }
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -197,7 +204,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         )?),
         None => None,
     };
-    let (inboxes, posts) = mailboxes(split.workers).context("creating the workers' mailboxes")?;
+    let (inboxes, posts) = mailboxes(split.workers()).context("creating the workers' mailboxes")?;
     let socket = control::socket_path(&netloom_os::registry_dir(), &name);
     control::serve(&socket, posts.clone())
         .with_context(|| format!("listening on {}", socket.display()))?;
@@ -206,18 +213,10 @@ pub fn run(args: RunArgs) -> Result<()> {
         None => vec![Engine::new(topo.clone(), args.seed)],
         Some(o) => Engine::partitioned_all(&topo, args.seed, o),
     };
-    let mut drivers = Vec::with_capacity(split.workers);
-    for ((k, inbox), engine) in inboxes.into_iter().enumerate().zip(engines) {
-        let reads = (0..topo.hosts.len() as u32)
-            .filter(|&h| {
-                split
-                    .ownership
-                    .as_ref()
-                    .is_none_or(|o| usize::from(o.host_owner(h)) == k)
-            })
-            .collect();
+    let mut drivers = Vec::with_capacity(split.workers());
+    for ((inbox, engine), reads) in inboxes.into_iter().zip(engines).zip(&split.hosts) {
         let waker = inbox.waker().context("creating a mailbox waker")?;
-        let mut io = TunIo::new(experiment.tuns(), reads, Some(waker))?;
+        let mut io = TunIo::new(experiment.tuns(), reads.clone(), Some(waker))?;
         if args.no_gso {
             io.set_gso(false)?;
         }
@@ -244,18 +243,16 @@ pub fn run(args: RunArgs) -> Result<()> {
     let wall = run_started.elapsed();
     let mut report = final_report(&driver, &spec, &name, &args.precision, wall);
     report.workers = split.ownership.as_ref().map(|o| WorkersReport {
-        workers: split.workers,
+        workers: split.workers(),
         lookahead_ns: Some(o.lookahead().as_nanos()).filter(|&ns| ns != u64::MAX),
-        hosts: (0..split.workers)
-            .map(|k| {
-                (0..topo.hosts.len() as u32)
-                    .filter(|&h| usize::from(o.host_owner(h)) == k)
-                    .count()
-            })
-            .collect(),
-        pipes: (0..split.workers)
-            .map(|k| o.assignment().iter().filter(|&&w| w as usize == k).count())
-            .collect(),
+        hosts: split.hosts.iter().map(Vec::len).collect(),
+        pipes: o
+            .assignment()
+            .iter()
+            .fold(vec![0; split.workers()], |mut n, &w| {
+                n[w as usize] += 1;
+                n
+            }),
         payload: o.payload().name(),
         cross_core_hops: driver.engine().counters().cross_core_hops,
         cross_core_bytes: driver.engine().counters().cross_core_bytes,
@@ -282,8 +279,8 @@ fn split(args: &RunArgs, topo: &Topology) -> Result<Split> {
             bail!("--payload ship needs --workers 2 or more");
         }
         return Ok(Split {
-            workers,
             ownership: None,
+            hosts: vec![(0..topo.hosts.len() as u32).collect()],
             cpus: vec![args.cpu],
         });
     }
@@ -327,9 +324,13 @@ fn split(args: &RunArgs, topo: &Topology) -> Result<Split> {
         }
         false => vec![None; workers],
     };
+    let mut hosts = vec![Vec::new(); workers];
+    for h in 0..topo.hosts.len() as u32 {
+        hosts[usize::from(ownership.host_owner(h))].push(h);
+    }
     Ok(Split {
-        workers,
         ownership: Some(Arc::new(ownership)),
+        hosts,
         cpus: pinned,
     })
 }
