@@ -74,7 +74,7 @@ pub enum Precision {
 
 /// Packets read from and written to one host, counted as on the wire: a super-packet counts as
 /// its segments, and bytes are IP packets' bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct HostCounters {
     pub packets_in: u64,
     pub bytes_in: u64,
