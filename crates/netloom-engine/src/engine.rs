@@ -138,13 +138,12 @@ pub struct Engine {
     handoffs: Vec<Vec<Handoff>>,
     /// Packets in flight on workers this one absorbed.
     absorbed_in_flight: usize,
-    /// How the packet being injected meets its first pipe; `Alone` for every other entry.
-    arrival: Arrival,
     /// Whether the first pipe's queue took the super-packet being injected.
     lead_queued: bool,
 }
 
-/// How an injected packet meets its first pipe (see `Engine::inject_segment`).
+/// How a packet meets the pipe it enters: a super-packet's segments at their first pipe are
+/// queued together (see `Engine::inject_segment`); every other entry is `Alone`.
 #[derive(Clone, Copy)]
 enum Arrival {
     /// A packet of its own: the pipe's queue decides for it.
@@ -251,7 +250,6 @@ impl Engine {
             worker: None,
             handoffs: Vec::new(),
             absorbed_in_flight: 0,
-            arrival: Arrival::Alone,
             lead_queued: false,
         };
         engine.start_plans(seed);
@@ -510,6 +508,44 @@ impl Engine {
         bytes: u32,
         token: u64,
     ) -> bool {
+        self.take_in(now, src, dst, bytes, token, Arrival::Alone)
+    }
+
+    /// Hands in segment `index` of a super-packet from host `src` (a TCP packet that a host
+    /// with segmentation offload sends whole): segments are injected in order, one after the
+    /// other, with nothing between them. The first pipe's queue takes or refuses the whole
+    /// super-packet with its first segment, as the host's own queue would hold it as one
+    /// entry, and serializes the segments back to back; each segment then goes on alone
+    /// (random loss, the pipes after the first). Returns false as `inject` does.
+    pub fn inject_segment(
+        &mut self,
+        now: Instant,
+        src: NodeId,
+        dst: NodeId,
+        bytes: u32,
+        token: u64,
+        index: u16,
+    ) -> bool {
+        let arrival = if index == 0 {
+            // Refused unless its first pipe takes it (no route: nothing does).
+            self.lead_queued = false;
+            Arrival::Lead
+        } else {
+            Arrival::Following
+        };
+        self.take_in(now, src, dst, bytes, token, arrival)
+    }
+
+    /// `inject`, with how the packet meets its first pipe.
+    fn take_in(
+        &mut self,
+        now: Instant,
+        src: NodeId,
+        dst: NodeId,
+        bytes: u32,
+        token: u64,
+        arrival: Arrival,
+    ) -> bool {
         self.now = self.now.max(now);
         let Some(dst_host) = self.routes.host_index(dst) else {
             self.counters.unroutable += 1;
@@ -530,35 +566,8 @@ impl Engine {
             next: NO_ROUTE,
             sent_at: self.now,
         });
-        self.start(pkt);
+        self.start(pkt, arrival);
         true
-    }
-
-    /// Hands in segment `index` of a super-packet from host `src` (a TCP packet that a host
-    /// with segmentation offload sends whole): segments are injected in order, one after the
-    /// other, with nothing between them. The first pipe's queue takes or refuses the whole
-    /// super-packet with its first segment, as the host's own queue would hold it as one
-    /// entry, and serializes the segments back to back; each segment then goes on alone
-    /// (random loss, the pipes after the first). Returns false as `inject` does.
-    pub fn inject_segment(
-        &mut self,
-        now: Instant,
-        src: NodeId,
-        dst: NodeId,
-        bytes: u32,
-        token: u64,
-        index: u16,
-    ) -> bool {
-        if index == 0 {
-            self.lead_queued = false;
-            self.arrival = Arrival::Lead;
-        } else {
-            self.arrival = Arrival::Following;
-        }
-        let injected = self.inject(now, src, dst, bytes, token);
-        // Cleared even when the packet never reached a pipe (no route, or delivered at once).
-        self.arrival = Arrival::Alone;
-        injected
     }
 
     /// What became of injected packets since the last call, in order.
@@ -619,11 +628,12 @@ impl Engine {
         }
     }
 
-    /// A new packet at its source: on its way by the routes of now.
-    fn start(&mut self, pkt: PacketId) {
+    /// A new packet at its source: on its way by the routes of now, meeting its first pipe as
+    /// `arrival` says.
+    fn start(&mut self, pkt: PacketId, arrival: Arrival) {
         let p = self.packets.get(pkt);
         let hop = self.hop_after(p.at, p.dst_host);
-        self.dispatch(pkt, hop);
+        self.dispatch(pkt, hop, arrival);
     }
 
     /// What a packet at `node` does next: the pipe towards `dst_host`, `DELIVER` or `NO_ROUTE`.
@@ -636,7 +646,7 @@ impl Engine {
     }
 
     /// Delivers the packet where it is, drops it for lack of a route, or offers it to `hop`.
-    fn dispatch(&mut self, pkt: PacketId, hop: PipeId) {
+    fn dispatch(&mut self, pkt: PacketId, hop: PipeId, arrival: Arrival) {
         match hop {
             DELIVER => {
                 let p = self.packets.remove(pkt);
@@ -647,16 +657,16 @@ impl Engine {
                 let p = self.packets.remove(pkt);
                 self.count_drop(&p);
             }
-            pipe => self.enter(pkt, pipe),
+            pipe => self.enter(pkt, pipe, arrival),
         }
     }
 
     /// Offers the packet to `pipe` and, if the pipe takes it, settles where it will arrive and
     /// what it will do there, and schedules its exit (and its duplicate's).
-    fn enter(&mut self, pkt: PacketId, pipe: PipeId) {
+    fn enter(&mut self, pkt: PacketId, pipe: PipeId, arrival: Arrival) {
         let p = *self.packets.get(pkt);
         let link = &mut self.pipes[pipe as usize];
-        let admission = match std::mem::replace(&mut self.arrival, Arrival::Alone) {
+        let admission = match arrival {
             Arrival::Alone => link.offer(self.now, p.bytes),
             Arrival::Lead => {
                 let admission = link.offer(self.now, p.bytes);
@@ -740,7 +750,7 @@ impl Engine {
                 *counts.entry((pipe, p.next)).or_default() += 1;
             }
         }
-        self.dispatch(pkt, p.next);
+        self.dispatch(pkt, p.next, Arrival::Alone);
     }
 
     fn count_drop(&mut self, p: &Packet) {
@@ -792,7 +802,7 @@ impl Engine {
                         next: NO_ROUTE,
                         sent_at: now,
                     });
-                    self.start(id);
+                    self.start(id, Arrival::Alone);
                 }
             }
             Body::Ack { flow, ack } => {
@@ -817,7 +827,7 @@ impl Engine {
                 next: NO_ROUTE,
                 sent_at: now,
             });
-            self.start(pkt);
+            self.start(pkt, Arrival::Alone);
         }
         let f = &mut self.flows[flow as usize];
         // A sender that wants the past after declining to transmit is polled again a nanosecond
