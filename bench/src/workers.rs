@@ -56,7 +56,8 @@ pub fn run(args: WorkersArgs, repeat: usize) -> Result<Vec<WorkersRow>> {
 }
 
 fn measure(case: &Case, method: Method, args: WorkersArgs, repeat: usize) -> Result<WorkersRow> {
-    let graph = FlowGraph::conservative(&case.topo, &Routes::compute(&case.topo));
+    let routes = Routes::compute(&case.topo);
+    let graph = FlowGraph::conservative(&case.topo, &routes);
     let assignment = partition(&graph, &Options::new(method, args.workers as u32, SEED))?;
     let ownership = Arc::new(Ownership::new(
         &case.topo,
@@ -73,7 +74,7 @@ fn measure(case: &Case, method: Method, args: WorkersArgs, repeat: usize) -> Res
         let mut engine = case.engine()?;
         let report = sim::run(&mut engine, timed(args.seconds));
         single.push(report.totals.packet_hops_per_second.unwrap_or(f64::NAN));
-        let engines = workers::engines(&case.topo, SEED, &ownership, &flows)?;
+        let engines = workers::engines(&case.topo, &routes, SEED, &ownership, &flows)?;
         let (merged, report, parallel) =
             workers::run(engines, ownership.lookahead(), timed(args.seconds), &|_| {});
         let wall = report.totals.wall_seconds.unwrap_or(f64::NAN);

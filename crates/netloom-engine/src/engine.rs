@@ -120,7 +120,6 @@ pub struct Engine {
     pipes: Vec<Pipe>,
     /// For each pipe, the node it leads to; `NodeId::MAX` for a shared medium (depends on entry side).
     pipe_head: Vec<NodeId>,
-    link_up: Vec<bool>,
     packets: Slab,
     sched: Scheduler<Event>,
     flows: Vec<Flow>,
@@ -203,11 +202,12 @@ impl Engine {
     /// Builds the engine for `topo` with one seeded RNG per pipe, and routes it.
     pub fn new(topo: Topology, seed: u64) -> Engine {
         let routes = Routes::compute(&topo);
-        Engine::routed(topo, routes, seed)
+        Engine::with_routes(topo, routes, seed)
     }
 
-    /// As `new`, with `routes` already computed for `topo`.
-    fn routed(topo: Topology, routes: Routes, seed: u64) -> Engine {
+    /// As `new`, with `routes` already computed for `topo` (`Routes::compute`), so a caller that
+    /// needs them too computes them once.
+    pub fn with_routes(topo: Topology, routes: Routes, seed: u64) -> Engine {
         let pipes = topo
             .pipes
             .iter()
@@ -228,17 +228,11 @@ impl Engine {
                 }
             })
             .collect();
-        let link_up = topo
-            .links
-            .iter()
-            .map(|l| topo.pipes[l.ab as usize].config.up)
-            .collect();
         let mut engine = Engine {
             topo,
             routes,
             pipes,
             pipe_head,
-            link_up,
             packets: Slab::default(),
             sched: Scheduler::default(),
             flows: Vec::new(),
@@ -259,18 +253,21 @@ impl Engine {
     /// The engine of worker `me` in a run partitioned by `ownership`. Every worker is built
     /// from the same topology and seed, so replicated state (routes, time-varying links) agrees.
     pub fn partitioned(topo: Topology, seed: u64, ownership: Arc<Ownership>, me: usize) -> Engine {
-        let routes = Routes::compute(&topo);
-        Engine::routed(topo, routes, seed).join(ownership, me)
+        Engine::new(topo, seed).join(ownership, me)
     }
 
     /// The engines of every worker of a run partitioned by `ownership`, in worker order, as
-    /// `partitioned` builds them but with the routes computed once and copied (a copy is a
-    /// memcpy of the tables; computing them is a shortest-path search per host).
-    pub fn partitioned_all(topo: &Topology, seed: u64, ownership: &Arc<Ownership>) -> Vec<Engine> {
-        let routes = Routes::compute(topo);
+    /// `partitioned` builds them but from `routes` computed once for `topo` (a copy is a memcpy
+    /// of the tables; computing them is a shortest-path search per host).
+    pub fn partitioned_all(
+        topo: &Topology,
+        routes: &Routes,
+        seed: u64,
+        ownership: &Arc<Ownership>,
+    ) -> Vec<Engine> {
         (0..ownership.workers())
             .map(|me| {
-                Engine::routed(topo.clone(), routes.clone(), seed).join(ownership.clone(), me)
+                Engine::with_routes(topo.clone(), routes.clone(), seed).join(ownership.clone(), me)
             })
             .collect()
     }
@@ -404,11 +401,12 @@ impl Engine {
         let p = &self.topo.plans[plan as usize];
         let (ab, ba) = p.states[state as usize];
         let l = &self.topo.links[p.link as usize];
-        let (ab_pipe, ba_pipe) = (l.ab, l.ba);
-        self.set_pipe_config(ab_pipe, ab);
-        if ba_pipe != ab_pipe {
-            self.set_pipe_config(ba_pipe, ba);
-        }
+        let changes = if l.ab == l.ba {
+            vec![(l.ab, ab)]
+        } else {
+            vec![(l.ab, ab), (l.ba, ba)]
+        };
+        self.reconfigure(&changes);
         if let Some(at) = next {
             self.sched.push(at, Event::Reconfigure { plan });
         }
@@ -599,32 +597,57 @@ impl Engine {
         self.now = self.now.max(now);
     }
 
-    /// Changes one pipe's parameters now, without flushing what it carries.
-    pub fn set_pipe_config(&mut self, pipe: PipeId, config: PipeConfig) {
-        let link = self.topo.pipes[pipe as usize].link;
-        self.pipes[pipe as usize].set_config(self.now, config);
-        self.topo.pipes[pipe as usize].config = config;
-        let l = &self.topo.links[link as usize];
-        let up = self.pipes[l.ab as usize].config().up && self.pipes[l.ba as usize].config().up;
-        self.update_link_state(link, up);
+    /// Changes pipes' parameters at `now`, without flushing what they carry: everything due
+    /// before `now` happens first (as `advance(now)`), packets already inside keep their exit
+    /// times, and the next packet meets the new parameters. A pipe that goes down drops what it
+    /// holds; routes are recomputed once if any pipe went down or came up.
+    pub fn set_pipe_configs(&mut self, now: Instant, changes: &[(PipeId, PipeConfig)]) {
+        self.advance(now);
+        self.reconfigure(changes);
     }
 
-    /// Takes a link down or brings it up (both directions), and reroutes.
-    pub fn set_link_up(&mut self, link: LinkId, up: bool) {
+    /// Takes a link down or brings it up at `now` (both directions; see `set_pipe_configs`).
+    pub fn set_link_up(&mut self, now: Instant, link: LinkId, up: bool) {
         let l = &self.topo.links[link as usize];
-        for pipe in [l.ab, l.ba] {
-            let mut config = *self.pipes[pipe as usize].config();
-            config.up = up;
-            self.pipes[pipe as usize].set_config(self.now, config);
-            self.topo.pipes[pipe as usize].config = config;
+        let pipes = if l.ab == l.ba {
+            vec![l.ab]
+        } else {
+            vec![l.ab, l.ba]
+        };
+        let changes: Vec<_> = pipes
+            .into_iter()
+            .map(|p| {
+                (
+                    p,
+                    PipeConfig {
+                        up,
+                        ..*self.pipes[p as usize].config()
+                    },
+                )
+            })
+            .collect();
+        self.set_pipe_configs(now, &changes);
+    }
+
+    /// Whether both directions of `link` are up (a link taken down by `set_link_up`, or by a
+    /// schedule, is down).
+    pub fn link_is_up(&self, link: LinkId) -> bool {
+        let l = &self.topo.links[link as usize];
+        self.pipes[l.ab as usize].is_up() && self.pipes[l.ba as usize].is_up()
+    }
+
+    /// Applies `changes` at the engine's time. The pipes are the one owner of their state, up or
+    /// down included; the routing tables are recomputed from it when it changes.
+    fn reconfigure(&mut self, changes: &[(PipeId, PipeConfig)]) {
+        let mut reroute = false;
+        for &(pipe, config) in changes {
+            let pipe = &mut self.pipes[pipe as usize];
+            reroute |= pipe.is_up() != config.up;
+            pipe.set_config(self.now, config);
         }
-        self.update_link_state(link, up);
-    }
-
-    fn update_link_state(&mut self, link: LinkId, up: bool) {
-        if self.link_up[link as usize] != up {
-            self.link_up[link as usize] = up;
-            self.routes.set_link_up(&self.topo, link, up);
+        if reroute {
+            let up: Vec<bool> = self.pipes.iter().map(Pipe::is_up).collect();
+            self.routes.recompute(&self.topo, &up);
         }
     }
 

@@ -4,7 +4,7 @@
 use crate::engine::Engine;
 use crate::traffic::SourceKind;
 use netloom_time::{Duration, Instant};
-use netloom_topo::Direction;
+use netloom_topo::{Direction, PipeId};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Serialize)]
@@ -48,7 +48,7 @@ pub struct FlowReport {
     pub retransmits: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Default, Debug, Serialize, Deserialize)]
 pub struct Drops {
     pub queue: u64,
     pub red: u64,
@@ -88,6 +88,50 @@ pub struct Totals {
     /// Wall-clock time of the run; `null` with `--no-wall-clock` (for byte-identical output).
     pub wall_seconds: Option<f64>,
     pub packet_hops_per_second: Option<f64>,
+}
+
+impl PipeReport {
+    /// The figures of `pipe` over a run of `duration` (for its utilization).
+    pub fn of(engine: &Engine, pipe: PipeId, duration: Duration) -> PipeReport {
+        let topo = engine.topology();
+        let spec = &topo.pipes[pipe as usize];
+        let link = &topo.links[spec.link as usize];
+        let (a, b) = (&topo.node(link.a).name, &topo.node(link.b).name);
+        let shared = link.ab == link.ba;
+        let (direction, from, to) = match (shared, spec.direction) {
+            (true, _) => ("shared", a, b),
+            (false, Direction::AtoB) => ("a-b", a, b),
+            (false, Direction::BtoA) => ("b-a", b, a),
+        };
+        let pipe = engine.pipe(pipe);
+        let c = pipe.counters();
+        let capacity = pipe.config().rate.bytes_in(duration) as f64 * 8.0;
+        let utilization = if capacity > 0.0 {
+            c.bytes_out as f64 * 8.0 / capacity
+        } else {
+            0.0
+        };
+        PipeReport {
+            link: format!("{a}-{b}"),
+            direction: direction.to_string(),
+            from: from.clone(),
+            to: to.clone(),
+            packets_in: c.packets_in,
+            packets_out: c.packets_out,
+            bytes_out: c.bytes_out,
+            drops: c.drops_queue + c.drops_red + c.drops_loss + c.drops_down + c.drops_tx_fail,
+            drops_by_cause: Drops {
+                queue: c.drops_queue,
+                red: c.drops_red,
+                loss: c.drops_loss,
+                link_down: c.drops_down,
+                tx_fail: c.drops_tx_fail,
+            },
+            utilization: (utilization * 1e6).round() / 1e6,
+            queue_hwm_packets: c.queue_hwm_packets,
+            queue_hwm_bytes: c.queue_hwm_bytes,
+        }
+    }
 }
 
 impl Report {
@@ -135,52 +179,8 @@ impl Report {
                 }
             })
             .collect();
-        let pipes = topo
-            .pipes
-            .iter()
-            .enumerate()
-            .map(|(i, spec)| {
-                let link = &topo.links[spec.link as usize];
-                let (a, b) = (&topo.node(link.a).name, &topo.node(link.b).name);
-                let shared = link.ab == link.ba;
-                let (direction, from, to) = match (shared, spec.direction) {
-                    (true, _) => ("shared", a, b),
-                    (false, Direction::AtoB) => ("a-b", a, b),
-                    (false, Direction::BtoA) => ("b-a", b, a),
-                };
-                let pipe = engine.pipe(i as u32);
-                let c = pipe.counters();
-                let capacity = pipe.config().rate.bytes_in(duration) as f64 * 8.0;
-                let utilization = if capacity > 0.0 {
-                    c.bytes_out as f64 * 8.0 / capacity
-                } else {
-                    0.0
-                };
-                PipeReport {
-                    link: format!("{a}-{b}"),
-                    direction: direction.to_string(),
-                    from: from.clone(),
-                    to: to.clone(),
-                    packets_in: c.packets_in,
-                    packets_out: c.packets_out,
-                    bytes_out: c.bytes_out,
-                    drops: c.drops_queue
-                        + c.drops_red
-                        + c.drops_loss
-                        + c.drops_down
-                        + c.drops_tx_fail,
-                    drops_by_cause: Drops {
-                        queue: c.drops_queue,
-                        red: c.drops_red,
-                        loss: c.drops_loss,
-                        link_down: c.drops_down,
-                        tx_fail: c.drops_tx_fail,
-                    },
-                    utilization: (utilization * 1e6).round() / 1e6,
-                    queue_hwm_packets: c.queue_hwm_packets,
-                    queue_hwm_bytes: c.queue_hwm_bytes,
-                }
-            })
+        let pipes = (0..topo.pipes.len() as PipeId)
+            .map(|p| PipeReport::of(engine, p, duration))
             .collect();
         let counters = engine.counters();
         let wall_seconds = wall.map(|w| w.as_secs_f64());

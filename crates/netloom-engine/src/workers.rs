@@ -11,6 +11,7 @@ use crate::packet::Handoff;
 use crate::report::Report;
 use crate::sim::{Progress, SimOptions};
 use crate::traffic::FlowSpec;
+use netloom_route::Routes;
 use netloom_time::{Duration, Instant};
 use netloom_topo::Topology;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -66,15 +67,16 @@ impl Drop for AbortOnPanic<'_> {
     }
 }
 
-/// One engine per worker of `ownership`, each with all of `flows` (a worker drives those whose
+/// One engine per worker of `ownership`, routed by `routes` (computed once for `topo`), each with all of `flows` (a worker drives those whose
 /// source host it owns) and counting hops per pair of pipes, for the partition's efficiency.
 pub fn engines(
     topo: &Topology,
+    routes: &Routes,
     seed: u64,
     ownership: &Arc<Ownership>,
     flows: &[FlowSpec],
 ) -> Result<Vec<Engine>, EngineError> {
-    Engine::partitioned_all(topo, seed, ownership)
+    Engine::partitioned_all(topo, routes, seed, ownership)
         .into_iter()
         .map(|mut engine| {
             engine.enable_transition_counts();

@@ -300,10 +300,57 @@ fn link_down_reroutes_around_a_ring_and_up_restores() {
     };
     // Serialization of 100 bytes at 1 Gbit/s is 800 ns per hop, 4 hops: 3.2 us, rounded down here.
     assert_eq!(one_way(&mut e, 0), 2_003);
-    e.set_link_up(ring_links[0], false);
+    e.set_link_up(Instant(10_000_000), ring_links[0], false);
+    assert!(!e.link_is_up(ring_links[0]));
     assert_eq!(one_way(&mut e, 10_000_000), 4_003);
-    e.set_link_up(ring_links[0], true);
+    e.set_link_up(Instant(20_000_000), ring_links[0], true);
     assert_eq!(one_way(&mut e, 20_000_000), 2_003);
+}
+
+/// Every output up to now, as (token, delivered at ns) or (token, dropped).
+fn outputs_until(e: &mut Engine, end: Instant) -> Vec<(u64, Option<u64>)> {
+    e.advance(end);
+    e.drain_outputs()
+        .filter_map(|o| match o {
+            Output::Delivered { token, at, .. } => Some((token, Some(at.0))),
+            Output::Dropped { token } => Some((token, None)),
+            Output::Duplicated { .. } => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_change_applies_at_the_time_it_is_made() {
+    // h0 - h1 over one 10 ms, 1 Gbit/s link: 100 bytes take 10 ms + 800 ns.
+    let (topo, h0, h1) = chain(&[(1_000_000_000, 10_000)]);
+    let link = 0;
+    let pipe = topo.links[link as usize].ab;
+    let mut e = Engine::new(topo, 1);
+    // Packet 1 is in the pipe until 10.0008 ms; the engine last advanced at 0.
+    e.inject(Instant(0), h0, h1, 100, 1);
+    // A change made at 12 ms: packet 1 had already left, so going down does not drop it.
+    e.set_link_up(Instant(12_000_000), link, false);
+    assert_eq!(
+        outputs_until(&mut e, Instant(12_000_000)),
+        [(1, Some(10_000_800))]
+    );
+    e.set_link_up(Instant(13_000_000), link, true);
+    // A delay set at 20 ms holds for the packet that enters at 20 ms, not for one already in.
+    e.inject(Instant(19_000_000), h0, h1, 100, 2);
+    let slower = PipeConfig {
+        delay: Duration::from_millis(30),
+        ..*e.pipe(pipe).config()
+    };
+    e.set_pipe_configs(Instant(20_000_000), &[(pipe, slower)]);
+    e.inject(Instant(20_000_000), h0, h1, 100, 3);
+    assert_eq!(
+        outputs_until(&mut e, Instant(60_000_000)),
+        [(2, Some(29_000_800)), (3, Some(50_000_800))]
+    );
+    // Down at 70 ms drops the packet inside, which was due at 90.0008 ms.
+    e.inject(Instant(60_000_000), h0, h1, 100, 4);
+    e.set_link_up(Instant(70_000_000), link, false);
+    assert_eq!(outputs_until(&mut e, Instant(100_000_000)), [(4, None)]);
 }
 
 #[test]

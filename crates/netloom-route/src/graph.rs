@@ -23,11 +23,9 @@ pub(crate) struct InGraph {
 }
 
 impl InGraph {
-    /// The graph of pipes that are up both in their configuration and in `link_up`.
-    pub fn build(topo: &Topology, link_up: &[bool]) -> InGraph {
+    /// The graph of the pipes that are up (`up[pipe]`).
+    pub fn build(topo: &Topology, up: &[bool]) -> InGraph {
         let n = topo.nodes.len();
-        let usable =
-            |pipe: PipeId, link: usize| link_up[link] && topo.pipes[pipe as usize].config.up;
         let weight = |pipe: PipeId| match topo.routing {
             RoutingMetric::Delay => topo.pipes[pipe as usize].config.delay.as_nanos(),
             RoutingMetric::Hops => 0,
@@ -37,13 +35,12 @@ impl InGraph {
         let directed = topo
             .links
             .iter()
-            .enumerate()
-            .filter(|(_, l)| l.a != l.b)
-            .flat_map(|(i, l)| [(i, l.ab, l.a, l.b), (i, l.ba, l.b, l.a)])
-            .filter(|&(i, pipe, _, _)| usable(pipe, i));
+            .filter(|l| l.a != l.b)
+            .flat_map(|l| [(l.ab, l.a, l.b), (l.ba, l.b, l.a)])
+            .filter(|&(pipe, _, _)| up[pipe as usize]);
 
         let mut start = vec![0u32; n + 1];
-        for (_, _, _, to) in directed.clone() {
+        for (_, _, to) in directed.clone() {
             start[to as usize + 1] += 1;
         }
         for i in 0..n {
@@ -56,7 +53,7 @@ impl InGraph {
             weight: 0,
         };
         let mut arcs = vec![placeholder; start[n] as usize];
-        for (_, pipe, from, to) in directed {
+        for (pipe, from, to) in directed {
             let slot = &mut fill[to as usize];
             arcs[*slot as usize] = InArc {
                 from,

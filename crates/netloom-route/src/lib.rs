@@ -5,8 +5,9 @@
 //! every (destination host, node), the pipe to take: `nodes × hosts` entries, never a path per
 //! pair. Routes minimize the sum of propagation delays (ties: fewer hops) or the hop count, as
 //! `Topology::routing` says; remaining ties go to the lowest pipe id, so tables are
-//! deterministic. Hosts send and receive but never forward. A link going down or up recomputes
-//! the tables (`Routes::set_link_up`).
+//! deterministic. Hosts send and receive but never forward. Pipes going down or coming up
+//! recompute the tables (`Routes::recompute`); the routes only reflect that state, whose owner
+//! is the caller (the engine's pipes).
 
 mod diameter;
 mod graph;

@@ -1,10 +1,10 @@
 //! `Routes`: the next-hop table of every node towards every host, its O(1) lookup, path
-//! reconstruction and recomputation on link state changes.
+//! reconstruction and recomputation when pipes go down or come up.
 
 use crate::graph::InGraph;
 use crate::heap::{fits_u64, Key};
 use crate::search::{Search, NO_PIPE};
-use netloom_topo::{LinkId, NodeId, PipeId, Topology};
+use netloom_topo::{NodeId, PipeId, Topology};
 
 /// Below this much work (destinations × graph size) one thread is faster than spawning more.
 const PARALLEL_WORK: usize = 1 << 20;
@@ -23,20 +23,19 @@ pub struct Routes {
     next: Vec<PipeId>,
     /// Node id → position in `Topology::hosts`, or `NO_HOST`.
     host_of: Vec<u32>,
-    /// The link state the table was computed for (combined with each pipe's `config.up`).
-    link_up: Vec<bool>,
 }
 
 impl Routes {
-    /// Routes over every pipe whose `config.up` is true, by `topo.routing`.
+    /// Routes over every pipe that is up in its configuration, by `topo.routing`.
     pub fn compute(topo: &Topology) -> Routes {
-        Routes::compute_with(topo, &vec![true; topo.links.len()])
+        let up: Vec<bool> = topo.pipes.iter().map(|p| p.config.up).collect();
+        Routes::compute_with(topo, &up)
     }
 
-    /// Routes with link states overridden: link i is usable only if `link_up[i]` (and each of its
-    /// pipes only if its `config.up`). Panics unless there is one entry per link.
-    pub fn compute_with(topo: &Topology, link_up: &[bool]) -> Routes {
-        assert_eq!(link_up.len(), topo.links.len(), "one link state per link");
+    /// Routes over the pipes that are up now: pipe p is usable only if `up[p]`. The caller owns
+    /// the pipes' state (the engine's pipes, in a run); the table only reflects it. Panics unless
+    /// there is one entry per pipe.
+    pub fn compute_with(topo: &Topology, up: &[bool]) -> Routes {
         let mut host_of = vec![NO_HOST; topo.nodes.len()];
         for (d, &h) in topo.hosts.iter().enumerate() {
             host_of[h as usize] = d as u32;
@@ -45,24 +44,33 @@ impl Routes {
             nodes: topo.nodes.len(),
             next: vec![NO_PIPE; topo.nodes.len() * topo.hosts.len()],
             host_of,
-            link_up: link_up.to_vec(),
         };
-        routes.fill(topo);
+        routes.recompute(topo, up);
         routes
     }
 
-    /// Marks `link` up or down and recomputes. The whole table is recomputed: a failure can
-    /// change routes towards any host, and a full pass is fast enough (about 50 ms for the
-    /// default inet, under 2 s for a 100,000-link one, in release on 2 cores) that tracking
-    /// which columns a link affects is not worth its complexity.
-    pub fn set_link_up(&mut self, topo: &Topology, link: LinkId, up: bool) {
-        self.link_up[link as usize] = up;
-        self.fill(topo);
-    }
-
-    /// The link state the table reflects (before each pipe's own `config.up`).
-    pub fn link_up(&self) -> &[bool] {
-        &self.link_up
+    /// Recomputes every column after pipes went down or came up (`up` as in `compute_with`).
+    /// The whole table is recomputed: a failure can change routes towards any host, and a full
+    /// pass is fast enough (about 50 ms for the default inet, under 2 s for a 100,000-link one,
+    /// in release on 2 cores) that tracking which columns a pipe affects is not worth its
+    /// complexity.
+    pub fn recompute(&mut self, topo: &Topology, up: &[bool]) {
+        assert_eq!(up.len(), topo.pipes.len(), "one state per pipe");
+        if self.next.is_empty() {
+            return;
+        }
+        let graph = InGraph::build(topo, up);
+        let work = topo.hosts.len() * (self.nodes + graph.arc_count());
+        let threads = if work < PARALLEL_WORK {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        };
+        if fits_u64(graph.max_weight(), self.nodes) {
+            self.fill_columns::<u64>(&graph, &topo.hosts, threads);
+        } else {
+            self.fill_columns::<u128>(&graph, &topo.hosts, threads);
+        }
     }
 
     /// The pipe to take at node `at` towards the host at position `dst_host` of
@@ -97,29 +105,7 @@ impl Routes {
 
     /// Bytes held by the tables.
     pub fn memory_bytes(&self) -> usize {
-        self.next.len() * size_of::<PipeId>()
-            + self.host_of.len() * size_of::<u32>()
-            + self.link_up.len()
-    }
-
-    /// Recomputes every column for the current `link_up`, splitting destinations over the
-    /// available cores when the work is large.
-    fn fill(&mut self, topo: &Topology) {
-        if self.next.is_empty() {
-            return;
-        }
-        let graph = InGraph::build(topo, &self.link_up);
-        let work = topo.hosts.len() * (self.nodes + graph.arc_count());
-        let threads = if work < PARALLEL_WORK {
-            1
-        } else {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        };
-        if fits_u64(graph.max_weight(), self.nodes) {
-            self.fill_columns::<u64>(&graph, &topo.hosts, threads);
-        } else {
-            self.fill_columns::<u128>(&graph, &topo.hosts, threads);
-        }
+        self.next.len() * size_of::<PipeId>() + self.host_of.len() * size_of::<u32>()
     }
 
     /// Fills the columns of `hosts` using `threads` threads. Each column depends only on the
@@ -176,7 +162,8 @@ mod tests {
         }
         let one = Routes::compute(&topo);
         assert_eq!(one.next.len(), topo.nodes.len() * topo.hosts.len());
-        let graph = InGraph::build(&topo, &one.link_up);
+        let up: Vec<bool> = topo.pipes.iter().map(|p| p.config.up).collect();
+        let graph = InGraph::build(&topo, &up);
         for threads in [2, 3, 7, 1000] {
             let mut split = one.clone();
             split.next.fill(NO_PIPE);

@@ -56,7 +56,9 @@ fn route_the_default_inet_and_a_100k_link_inet() {
         let t2 = Instant::now();
         let mut routes = Routes::compute(&topo);
         let t3 = Instant::now();
-        routes.set_link_up(&topo, 0, false);
+        let mut up = vec![true; topo.pipes.len()];
+        (up[topo.links[0].ab as usize], up[topo.links[0].ba as usize]) = (false, false);
+        routes.recompute(&topo, &up);
         let t4 = Instant::now();
         println!(
             "{} nodes, {} links, {} hosts: generate {:?}, resolve {:?}, route {:?}, \

@@ -54,6 +54,10 @@ impl Duration {
     pub fn saturating_sub(self, other: Duration) -> Duration {
         Duration(self.0.saturating_sub(other.0))
     }
+    /// Whether this is no time at all.
+    pub const fn is_zero(self) -> bool {
+        self.0 == 0
+    }
 }
 
 impl Instant {
