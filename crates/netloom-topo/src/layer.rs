@@ -1,15 +1,14 @@
-//! Link parameters in layers: each layer (`[defaults]`, a class, a link, one direction) is parsed
-//! where it is written, layers are merged in order, and the result becomes a `PipeConfig` with
-//! the built-in defaults filled in. Which layers apply to which link is `load`'s business.
+//! Parsing the file's link parameters into `LinkPatch`es and finishing a layered patch into a pipe.
 
 use crate::data::DataFiles;
 use crate::doc::{Fraction, LinkParams, LossSpec};
 use crate::error::{ErrorKind, Issue, Seg, Subject};
+use crate::patch::{AqmChoice, LinkPatch, RedPatch};
 use crate::schema::did_you_mean;
 use crate::units::{self, UnitError};
 use netloom_link::{
-    Aqm, DelayProfile, LossModel, PipeConfig, PipeData, QueueLimit, RedParams, Standard, Trace,
-    Wireless, DEFAULT_PACKET_BYTES, DEFAULT_RETRY_LIMIT,
+    Aqm, LossModel, PipeConfig, PipeData, QueueLimit, RedParams, Standard, Wireless,
+    DEFAULT_PACKET_BYTES, DEFAULT_RETRY_LIMIT,
 };
 use netloom_time::{Duration, Rate};
 use std::sync::Arc;
@@ -18,7 +17,9 @@ use std::sync::Arc;
 pub const RED_DEFAULT_MIN_TH_PACKETS: f64 = 5.0;
 /// RED's maximum threshold when none is given, as a multiple of the minimum.
 pub const RED_DEFAULT_MAX_TH_FACTOR: f64 = 3.0;
+/// RED's drop probability at the maximum threshold when none is given.
 pub const RED_DEFAULT_MAX_P: f64 = 0.1;
+/// RED's weight of the average queue when none is given.
 pub const RED_DEFAULT_WEIGHT: f64 = 0.002;
 
 /// The path of `keys` (nested) under `base`.
@@ -26,91 +27,6 @@ pub(crate) fn key_path(base: &[Seg], keys: &[&str]) -> Vec<Seg> {
     let mut p = base.to_vec();
     p.extend(keys.iter().map(|k| Seg::Key(k.to_string())));
     p
-}
-
-/// Active queue management as chosen by a layer, before RED's defaults are filled in.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum AqmChoice {
-    DropTail,
-    Red,
-}
-
-/// RED keys as far as the layers set them.
-#[derive(Clone, Copy, Debug, Default)]
-struct RedLayer {
-    min_th: Option<f64>,
-    max_th: Option<f64>,
-    max_p: Option<f64>,
-    weight: Option<f64>,
-}
-
-/// One layer of link parameters, parsed. Merging parsed layers (instead of text) means each
-/// value is parsed once, where it is written, and its error points there. Data files are read
-/// when parsed and shared by reference.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Layer {
-    rate: Option<Rate>,
-    delay: Option<Duration>,
-    jitter: Option<Duration>,
-    reorder: Option<bool>,
-    loss: Option<LossModel>,
-    queue: Option<QueueLimit>,
-    aqm: Option<AqmChoice>,
-    red: RedLayer,
-    duplicate: Option<f64>,
-    ooo_rate: Option<f64>,
-    ooo_delay: Option<Duration>,
-    up: Option<bool>,
-    wireless: Option<Standard>,
-    snr_db: Option<f64>,
-    netload: Option<f64>,
-    collision: Option<f64>,
-    retry_limit: Option<u8>,
-    mac_profile: Option<Arc<DelayProfile>>,
-    trace: Option<Arc<Trace>>,
-}
-
-impl Layer {
-    /// The first key naming a data file (`mac_profile`, `trace`) this layer sets, if any.
-    pub(crate) fn data_key(&self) -> Option<&'static str> {
-        if self.mac_profile.is_some() {
-            Some("mac_profile")
-        } else if self.trace.is_some() {
-            Some("trace")
-        } else {
-            None
-        }
-    }
-
-    /// `self` with every key that `top` sets replaced (RED key by key).
-    pub(crate) fn under(&self, top: &Layer) -> Layer {
-        Layer {
-            rate: top.rate.or(self.rate),
-            delay: top.delay.or(self.delay),
-            jitter: top.jitter.or(self.jitter),
-            reorder: top.reorder.or(self.reorder),
-            loss: top.loss.or(self.loss),
-            queue: top.queue.or(self.queue),
-            aqm: top.aqm.or(self.aqm),
-            red: RedLayer {
-                min_th: top.red.min_th.or(self.red.min_th),
-                max_th: top.red.max_th.or(self.red.max_th),
-                max_p: top.red.max_p.or(self.red.max_p),
-                weight: top.red.weight.or(self.red.weight),
-            },
-            duplicate: top.duplicate.or(self.duplicate),
-            ooo_rate: top.ooo_rate.or(self.ooo_rate),
-            ooo_delay: top.ooo_delay.or(self.ooo_delay),
-            up: top.up.or(self.up),
-            wireless: top.wireless.or(self.wireless),
-            snr_db: top.snr_db.or(self.snr_db),
-            netload: top.netload.or(self.netload),
-            collision: top.collision.or(self.collision),
-            retry_limit: top.retry_limit.or(self.retry_limit),
-            mac_profile: top.mac_profile.clone().or_else(|| self.mac_profile.clone()),
-            trace: top.trace.clone().or_else(|| self.trace.clone()),
-        }
-    }
 }
 
 /// Parses layers, recording problems at the path of the offending key.
@@ -215,7 +131,7 @@ impl LayerParser<'_> {
         }
     }
 
-    fn parse(&mut self, p: &LinkParams) -> Layer {
+    fn parse(&mut self, p: &LinkParams) -> LinkPatch {
         let loss = match &p.loss {
             None => None,
             Some(LossSpec::Simple(f)) => self.fraction(&["loss"], Some(f)).map(|p| {
@@ -268,7 +184,7 @@ impl LayerParser<'_> {
                 None
             }
         };
-        let red = p.red.as_ref().map(|r| RedLayer {
+        let red = p.red.as_ref().map(|r| RedPatch {
             min_th: self.positive(&["red", "min_th"], r.min_th, false),
             max_th: self.positive(&["red", "max_th"], r.max_th, false),
             max_p: self
@@ -276,7 +192,7 @@ impl LayerParser<'_> {
                 .and_then(|v| self.positive(&["red", "max_p"], Some(v), true)),
             weight: self.positive(&["red", "weight"], r.weight, true),
         });
-        Layer {
+        LinkPatch {
             rate: self.value(&["bw"], p.bw.as_deref().map(units::parse_rate)),
             delay: self.value(&["delay"], p.delay.as_deref().map(units::parse_duration)),
             jitter: self.value(&["jitter"], p.jitter.as_deref().map(units::parse_duration)),
@@ -305,7 +221,7 @@ impl LayerParser<'_> {
 
 /// A fully layered direction → its pipe and the data it uses; problems as (kind, message).
 pub(crate) fn finish(
-    layer: &Layer,
+    layer: &LinkPatch,
     class: Option<&str>,
 ) -> Result<(PipeConfig, PipeData), Vec<(ErrorKind, String)>> {
     let place = match class {
@@ -392,7 +308,7 @@ pub(crate) fn finish(
 
 /// The wireless channel a layered direction asks for, recording what does not fit together.
 fn wireless(
-    layer: &Layer,
+    layer: &LinkPatch,
     rate: Option<Rate>,
     problems: &mut Vec<(ErrorKind, String)>,
 ) -> Option<Wireless> {
@@ -458,7 +374,7 @@ pub(crate) fn parse_layer(
     path: Vec<Seg>,
     subject: Subject,
     prefix: &str,
-) -> Layer {
+) -> LinkPatch {
     LayerParser {
         issues,
         files,

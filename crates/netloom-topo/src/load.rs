@@ -11,12 +11,13 @@ use crate::data::DataFiles;
 use crate::doc::{LinkParams, NodeEntry, TopologyFile};
 use crate::error::{Diagnostic, ErrorKind, Issue, Seg, Subject, TopoError};
 use crate::import::{self, ImportOptions, InputFormat};
-use crate::layer::{finish, key_path, parse_layer, Layer};
+use crate::layer::{finish, key_path, parse_layer};
 pub use crate::layer::{
     RED_DEFAULT_MAX_P, RED_DEFAULT_MAX_TH_FACTOR, RED_DEFAULT_MIN_TH_PACKETS, RED_DEFAULT_WEIGHT,
 };
 use crate::locate::{line_at, Lines, Source};
 use crate::model::{LinkPlan, NodeId, NodeKind, RoutingMetric, Topology};
+use crate::patch::LinkPatch;
 use crate::plan::resolve_plan;
 use crate::schema::{self, did_you_mean};
 use std::collections::{BTreeMap, HashMap};
@@ -290,7 +291,7 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
     // such follow-on errors are not reported.
     let defaults_ok = issues.len() == before_defaults;
     let mut bad_classes = Vec::new();
-    let classes: BTreeMap<&str, Layer> = file
+    let classes: BTreeMap<&str, LinkPatch> = file
         .classes
         .iter()
         .map(|(name, p)| {
@@ -350,7 +351,7 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
             );
         }
         let class = match link.class.as_deref() {
-            None => Some(Layer::default()),
+            None => Some(LinkPatch::default()),
             Some(c) => match classes.get(c) {
                 Some(layer) => Some(layer.clone()),
                 None => {

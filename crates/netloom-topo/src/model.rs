@@ -192,6 +192,20 @@ impl Topology {
         }
     }
 
+    /// The links joining nodes `a` and `b` (usually one), each with whether it is written `a`
+    /// to `b` in the topology (false: `b` to `a`).
+    pub fn links_between(&self, a: NodeId, b: NodeId) -> impl Iterator<Item = (LinkId, bool)> + '_ {
+        self.links.iter().enumerate().filter_map(move |(i, l)| {
+            if (l.a, l.b) == (a, b) {
+                Some((i as LinkId, true))
+            } else if (l.a, l.b) == (b, a) {
+                Some((i as LinkId, false))
+            } else {
+                None
+            }
+        })
+    }
+
     /// "a-b" naming of a link by its end nodes.
     pub fn link_label(&self, link: LinkId) -> String {
         let l = &self.links[link as usize];

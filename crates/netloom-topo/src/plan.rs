@@ -4,7 +4,8 @@
 use crate::data::DataFiles;
 use crate::doc::{DwellSpec, LinkEntry, MarkovSpec, ScheduleSpec};
 use crate::error::{ErrorKind, Issue, Seg, Subject};
-use crate::layer::{finish, parse_layer, Layer};
+use crate::layer::{finish, parse_layer};
+use crate::patch::LinkPatch;
 use crate::schema::did_you_mean;
 use crate::units;
 use netloom_link::empirical::{Empirical, DEFAULT_SAMPLES, PPB};
@@ -23,13 +24,13 @@ struct Context<'a> {
     path: &'a [Seg],
     subject: &'a Subject,
     /// The link's fully layered directions, which every state starts from.
-    bases: [&'a Layer; 2],
+    bases: [&'a LinkPatch; 2],
 }
 
 /// The link's plan, if it has one and it is valid (problems are recorded in `issues`).
 pub(crate) fn resolve_plan(
     link: &LinkEntry,
-    bases: [&Layer; 2],
+    bases: [&LinkPatch; 2],
     files: &mut DataFiles,
     issues: &mut Vec<Issue>,
     path: &[Seg],
@@ -73,7 +74,7 @@ impl Context<'_> {
     }
 
     /// The parameters a state sets, parsed at `segs`.
-    fn layer(&mut self, segs: &[Seg], set: &crate::doc::LinkParams, prefix: &str) -> Layer {
+    fn layer(&mut self, segs: &[Seg], set: &crate::doc::LinkParams, prefix: &str) -> LinkPatch {
         let mut path = self.path.to_vec();
         path.extend(segs.iter().cloned());
         parse_layer(
@@ -90,7 +91,7 @@ impl Context<'_> {
     /// introduced by `what` ("in state \"bad\"").
     fn configs(
         &mut self,
-        over: &Layer,
+        over: &LinkPatch,
         segs: &[Seg],
         what: &str,
     ) -> Option<(PipeConfig, PipeConfig)> {
@@ -199,7 +200,7 @@ impl Context<'_> {
         if let Some(every) = every {
             times.retain(|&t| t < every);
         }
-        let mut ordered: Vec<&(Duration, Option<Duration>, Layer)> = events.iter().collect();
+        let mut ordered: Vec<&(Duration, Option<Duration>, LinkPatch)> = events.iter().collect();
         // `at` events in time order (file order for equal times), then windows in file order.
         ordered.sort_by_key(|(start, stop, _)| {
             (
@@ -216,7 +217,7 @@ impl Context<'_> {
             let over = ordered
                 .iter()
                 .filter(|(start, stop, _)| *start <= t && stop.is_none_or(|s| t < s))
-                .fold(Layer::default(), |acc, (_, _, layer)| acc.under(layer));
+                .fold(LinkPatch::default(), |acc, (_, _, layer)| acc.under(layer));
             states.push(self.configs(&over, &[k("schedule")], &format!("schedule at {t}"))?);
         }
         let steps = times

@@ -14,7 +14,8 @@ use crate::doc::{
 use crate::error::{ErrorKind, Issue, Seg, Subject};
 use serde_json::{Map, Value};
 
-/// Keys of a parameter table (`[defaults]`, a class, a link, `a_to_b`, `b_to_a`).
+/// Keys of a parameter table (`[defaults]`, a class, a link, `a_to_b`, `b_to_a`); the ones
+/// naming data files come last (`DATA_KEYS`).
 pub(crate) const PARAM_KEYS: &[&str] = &[
     "bw",
     "delay",
@@ -36,7 +37,14 @@ pub(crate) const PARAM_KEYS: &[&str] = &[
     "mac_profile",
     "trace",
 ];
-const LINK_KEYS: &[&str] = &[
+/// Where `PARAM_KEYS` splits into the keys holding values and those naming data files.
+const FIRST_DATA_KEY: usize = PARAM_KEYS.len() - 2;
+/// The parameter keys that hold values (numbers, switches, names), as opposed to data files.
+pub(crate) const VALUE_KEYS: &[&str] = PARAM_KEYS.split_at(FIRST_DATA_KEY).0;
+/// The parameter keys naming data files, which are read once, when the topology is loaded.
+pub(crate) const DATA_KEYS: &[&str] = PARAM_KEYS.split_at(FIRST_DATA_KEY).1;
+/// The keys of a `[[link]]` table besides its parameters.
+pub(crate) const LINK_KEYS: &[&str] = &[
     "a", "b", "class", "shared", "a_to_b", "b_to_a", "schedule", "markov",
 ];
 const SCHEDULE_KEYS: &[&str] = &["every", "events"];
@@ -91,7 +99,7 @@ pub(crate) fn suggest<'a>(word: &str, valid: &[&'a str]) -> Option<&'a str> {
 }
 
 /// ' (did you mean "x"?)' or nothing.
-pub(crate) fn did_you_mean(word: &str, valid: &[&str]) -> String {
+pub fn did_you_mean(word: &str, valid: &[&str]) -> String {
     suggest(word, valid)
         .map(|s| format!(" (did you mean \"{s}\"?)"))
         .unwrap_or_default()
@@ -731,6 +739,18 @@ pub(crate) fn read_file(v: &Value) -> Result<TopologyFile, Vec<Issue>> {
     }
 }
 
+/// Reads the parameter keys of a table on its own (a `netloom link set` change) whose keys the
+/// caller has already checked; every problem found.
+pub(crate) fn read_params(map: &Map<String, Value>) -> Result<LinkParams, Vec<Issue>> {
+    let mut reader = Reader::default();
+    let params = reader.params(map, &top());
+    if reader.issues.is_empty() {
+        Ok(params)
+    } else {
+        Err(reader.issues)
+    }
+}
+
 /// Reads one `[[link]]` table (for `LinkEntry`'s `Deserialize`); the first problem's message.
 pub(crate) fn read_link(v: &Value) -> Result<LinkEntry, String> {
     let mut reader = Reader::default();
@@ -757,5 +777,11 @@ mod tests {
         assert_eq!(suggest("latency", &valid), Some("delay"));
         assert_eq!(suggest("jiter", &valid), Some("jitter"));
         assert_eq!(suggest("colour", &valid), None);
+    }
+
+    #[test]
+    fn data_keys_are_the_tail_of_the_parameter_keys() {
+        assert_eq!(DATA_KEYS, ["mac_profile", "trace"]);
+        assert_eq!([VALUE_KEYS, DATA_KEYS].concat(), PARAM_KEYS);
     }
 }

@@ -110,7 +110,12 @@ pub(crate) fn unflatten<'a>(
     from_map(root).map(Some)
 }
 
-fn insert(map: &mut Map<String, Value>, parts: &[&str], value: Value) -> Result<(), String> {
+/// Puts `value` at the dotted name `parts` in `map`, making the tables on the way.
+pub(crate) fn insert(
+    map: &mut Map<String, Value>,
+    parts: &[&str],
+    value: Value,
+) -> Result<(), String> {
     match parts {
         [] => Err("empty name".into()),
         [last] => {
@@ -129,7 +134,9 @@ fn insert(map: &mut Map<String, Value>, parts: &[&str], value: Value) -> Result<
     }
 }
 
-fn typed(leaf: &str, text: &str) -> Result<Value, String> {
+/// `text` as the value the file writes for a key named `leaf` (the last part of a dotted name);
+/// why not, when the key's type is a switch or a number and `text` is not one.
+pub(crate) fn typed(leaf: &str, text: &str) -> Result<Value, String> {
     let text = text.trim();
     let number = || {
         text.parse::<f64>()

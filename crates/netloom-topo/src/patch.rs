@@ -1,0 +1,523 @@
+//! `LinkPatch`: link parameters as far as one place sets them, and applying them to a pipe.
+
+use crate::data::DataFiles;
+use crate::error::{Issue, Subject};
+use crate::import::params::{insert, typed};
+use crate::layer::{finish, parse_layer};
+use crate::schema::{self, did_you_mean, suggest, DATA_KEYS, LINK_KEYS, VALUE_KEYS};
+use netloom_link::{Aqm, DelayProfile, LossModel, PipeConfig, QueueLimit, Standard, Trace};
+use netloom_time::{Duration, Rate};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// Active queue management as a patch chooses it, before RED's defaults are filled in.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum AqmChoice {
+    DropTail,
+    Red,
+}
+
+/// RED keys as far as a patch sets them.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RedPatch {
+    pub(crate) min_th: Option<f64>,
+    pub(crate) max_th: Option<f64>,
+    pub(crate) max_p: Option<f64>,
+    pub(crate) weight: Option<f64>,
+}
+
+/// A parsed partial set of link parameters, in the topology file's vocabulary: what one layer
+/// of the file (`[defaults]`, a class, a link, one direction), a schedule event or Markov state,
+/// or a `netloom link set` change sets, and nothing of what it leaves alone.
+///
+/// Merging parsed patches (instead of text) means each value is parsed once, where it is
+/// written, and its error points there. Data files are read when a layer of the file is parsed
+/// and shared by reference; a patch built by [`LinkPatch::from_table`] never names one.
+///
+/// `Default` is the patch that sets nothing.
+#[derive(Clone, Debug, Default)]
+pub struct LinkPatch {
+    pub(crate) rate: Option<Rate>,
+    pub(crate) delay: Option<Duration>,
+    pub(crate) jitter: Option<Duration>,
+    pub(crate) reorder: Option<bool>,
+    pub(crate) loss: Option<LossModel>,
+    pub(crate) queue: Option<QueueLimit>,
+    pub(crate) aqm: Option<AqmChoice>,
+    pub(crate) red: RedPatch,
+    pub(crate) duplicate: Option<f64>,
+    pub(crate) ooo_rate: Option<f64>,
+    pub(crate) ooo_delay: Option<Duration>,
+    pub(crate) up: Option<bool>,
+    pub(crate) wireless: Option<Standard>,
+    pub(crate) snr_db: Option<f64>,
+    pub(crate) netload: Option<f64>,
+    pub(crate) collision: Option<f64>,
+    pub(crate) retry_limit: Option<u8>,
+    pub(crate) mac_profile: Option<Arc<DelayProfile>>,
+    pub(crate) trace: Option<Arc<Trace>>,
+}
+
+/// Why a change to a link's parameters was refused. `Display` is one line naming the key and
+/// what would be valid; a value the topology file would refuse is refused with the file's words.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PatchError {
+    /// No key was given.
+    #[error("nothing to set; keys: {}", LinkPatch::KEYS.join(", "))]
+    Empty,
+    /// A word of [`LinkPatch::from_words`] without `=`.
+    #[error(
+        "{word:?} is not key=value{}; keys: {}",
+        key_hint(.word),
+        LinkPatch::KEYS.join(", ")
+    )]
+    NotKeyValue {
+        /// The word as given.
+        word: String,
+    },
+    /// A key the topology file does not have either.
+    #[error(
+        "unknown key {key:?}{}; keys: {}",
+        did_you_mean(.key, LinkPatch::KEYS),
+        LinkPatch::KEYS.join(", ")
+    )]
+    UnknownKey {
+        /// The key as given.
+        key: String,
+    },
+    /// A key of a link table that only the topology file sets: one naming a data file, or one
+    /// describing the link rather than its parameters.
+    #[error(
+        "{key} {}; it can only be set in the topology file",
+        if DATA_KEYS.contains(&.key.as_str()) {
+            "names a data file, which is read once, when the topology is loaded"
+        } else {
+            "is part of the link's definition, not one of its parameters"
+        }
+    )]
+    FileOnly {
+        /// The key as given.
+        key: String,
+    },
+    /// A value the topology file would refuse too, or words that do not make a table (a key
+    /// given twice); the message is the loader's, starting with the key.
+    #[error("{0}")]
+    BadValue(String),
+    /// The changed link would not be valid, as the loader would say of a link written so (RED
+    /// thresholds out of order, a rate the wireless standard does not have, ...).
+    #[error("{0}")]
+    InvalidLink(String),
+}
+
+impl LinkPatch {
+    /// The keys a patch sets: every key of a link table in the topology file except the data
+    /// files (`mac_profile`, `trace`) and the link's own keys (`a`, `b`, `class`, `shared`,
+    /// `a_to_b`, `b_to_a`, `schedule`, `markov`).
+    pub const KEYS: &'static [&'static str] = VALUE_KEYS;
+
+    /// The patch a table of link parameters sets, with keys and values as in a link table of
+    /// the topology file (`{"delay": "5ms", "red": {"min_th": 5}}`), checked by the same code
+    /// and refused with the same messages. JSON `null` counts as an absent key, as in the file.
+    pub fn from_table(table: &Map<String, Value>) -> Result<LinkPatch, PatchError> {
+        if table.values().all(Value::is_null) {
+            return Err(PatchError::Empty);
+        }
+        if let Some(refusal) = table.keys().find_map(|key| refusal(key)) {
+            return Err(refusal);
+        }
+        let params = schema::read_params(table).map_err(loader_error)?;
+        let mut issues = Vec::new();
+        // No data file is named (their keys were refused), so none is read from this directory.
+        let mut files = DataFiles::new("");
+        let patch = parse_layer(
+            &mut issues,
+            &mut files,
+            &params,
+            Vec::new(),
+            Subject::None,
+            "",
+        );
+        if issues.is_empty() {
+            Ok(patch)
+        } else {
+            Err(loader_error(issues))
+        }
+    }
+
+    /// The patch `key=value` words set, as `netloom link set A B delay=5ms loss=1%` gives them:
+    /// [`LinkPatch::table_from_words`] then [`LinkPatch::from_table`].
+    pub fn from_words(words: &[impl AsRef<str>]) -> Result<LinkPatch, PatchError> {
+        LinkPatch::from_table(&LinkPatch::table_from_words(words)?)
+    }
+
+    /// The table of [`LinkPatch::from_table`] that `key=value` words stand for, for a client to
+    /// send as JSON. Each value is typed as the file types its key (`queue=20` an integer,
+    /// `queue=64KB` a string, `reorder=true` a boolean, `red.min_th=5` a number, units as
+    /// strings); dotted keys build nested tables (`loss.model=gilbert-elliott loss.p=1%
+    /// loss.r=30%`). Words without `=`, unknown keys and keys a patch cannot set are refused
+    /// here; values are checked by `from_table`, so a value that does not fit its key's type is
+    /// passed on as a string for it to refuse in the file's words.
+    pub fn table_from_words(words: &[impl AsRef<str>]) -> Result<Map<String, Value>, PatchError> {
+        if words.is_empty() {
+            return Err(PatchError::Empty);
+        }
+        let mut table = Map::new();
+        for word in words {
+            let word = word.as_ref();
+            let Some((name, text)) = word.split_once('=') else {
+                return Err(PatchError::NotKeyValue {
+                    word: word.to_string(),
+                });
+            };
+            let parts: Vec<&str> = name.split('.').collect();
+            if let Some(refusal) = refusal(parts[0]) {
+                return Err(refusal);
+            }
+            let text = text.trim();
+            let leaf = parts[parts.len() - 1];
+            let value = typed(leaf, text).unwrap_or_else(|_| Value::String(text.to_string()));
+            insert(&mut table, &parts, value)
+                .map_err(|why| PatchError::BadValue(format!("{name}: {why}")))?;
+        }
+        Ok(table)
+    }
+
+    /// `current` with every key this patch sets replaced, checked as a finished link of the file
+    /// is. What the patch does not set stays exactly as it is, a queue limit that was defaulted
+    /// from the rate and delay included, and RED thresholds too: they keep their numbers when
+    /// `queue` changes between packets and bytes, so a patch doing that should set them as well.
+    ///
+    /// Data files are not part of a `PipeConfig`, so the pipe keeps its own, and the checks that
+    /// involve them are the caller's: the file refuses a link that is both wireless and driven
+    /// by a trace, and this cannot see a trace.
+    pub fn apply(&self, current: &PipeConfig) -> Result<PipeConfig, PatchError> {
+        let layered = LinkPatch::from(current).under(self);
+        match finish(&layered, None) {
+            Ok((config, _)) => Ok(config),
+            Err(problems) => {
+                let messages: Vec<String> = problems.into_iter().map(|(_, m)| m).collect();
+                Err(PatchError::InvalidLink(messages.join("; ")))
+            }
+        }
+    }
+
+    /// The first key naming a data file (`mac_profile`, `trace`) this patch sets, if any.
+    pub(crate) fn data_key(&self) -> Option<&'static str> {
+        if self.mac_profile.is_some() {
+            Some("mac_profile")
+        } else if self.trace.is_some() {
+            Some("trace")
+        } else {
+            None
+        }
+    }
+
+    /// `self` with every key that `top` sets replaced (RED key by key).
+    pub(crate) fn under(&self, top: &LinkPatch) -> LinkPatch {
+        LinkPatch {
+            rate: top.rate.or(self.rate),
+            delay: top.delay.or(self.delay),
+            jitter: top.jitter.or(self.jitter),
+            reorder: top.reorder.or(self.reorder),
+            loss: top.loss.or(self.loss),
+            queue: top.queue.or(self.queue),
+            aqm: top.aqm.or(self.aqm),
+            red: RedPatch {
+                min_th: top.red.min_th.or(self.red.min_th),
+                max_th: top.red.max_th.or(self.red.max_th),
+                max_p: top.red.max_p.or(self.red.max_p),
+                weight: top.red.weight.or(self.red.weight),
+            },
+            duplicate: top.duplicate.or(self.duplicate),
+            ooo_rate: top.ooo_rate.or(self.ooo_rate),
+            ooo_delay: top.ooo_delay.or(self.ooo_delay),
+            up: top.up.or(self.up),
+            wireless: top.wireless.or(self.wireless),
+            snr_db: top.snr_db.or(self.snr_db),
+            netload: top.netload.or(self.netload),
+            collision: top.collision.or(self.collision),
+            retry_limit: top.retry_limit.or(self.retry_limit),
+            mac_profile: top.mac_profile.clone().or_else(|| self.mac_profile.clone()),
+            trace: top.trace.clone().or_else(|| self.trace.clone()),
+        }
+    }
+}
+
+/// The patch that sets every key to `config`'s value (the wireless keys only when it is
+/// wireless), so that finishing it gives `config` back.
+impl From<&PipeConfig> for LinkPatch {
+    fn from(config: &PipeConfig) -> LinkPatch {
+        let (aqm, red) = match config.aqm {
+            Aqm::DropTail => (AqmChoice::DropTail, RedPatch::default()),
+            Aqm::Red(r) => (
+                AqmChoice::Red,
+                RedPatch {
+                    min_th: Some(r.min_th),
+                    max_th: Some(r.max_th),
+                    max_p: Some(r.max_p),
+                    weight: Some(r.weight),
+                },
+            ),
+        };
+        let wireless = config.wireless;
+        LinkPatch {
+            rate: Some(config.rate),
+            delay: Some(config.delay),
+            jitter: Some(config.jitter),
+            reorder: Some(config.reorder),
+            loss: Some(config.loss),
+            queue: Some(config.queue),
+            aqm: Some(aqm),
+            red,
+            duplicate: Some(config.duplicate),
+            ooo_rate: Some(config.ooo_rate),
+            ooo_delay: Some(config.ooo_delay),
+            up: Some(config.up),
+            wireless: wireless.map(|w| w.standard),
+            snr_db: wireless.and_then(|w| w.snr_db),
+            netload: wireless.map(|w| w.netload),
+            collision: wireless.map(|w| w.collision),
+            retry_limit: wireless.map(|w| w.retry_limit),
+            mac_profile: None,
+            trace: None,
+        }
+    }
+}
+
+/// Why a patch cannot set `key`, if it cannot.
+fn refusal(key: &str) -> Option<PatchError> {
+    let key = key.to_string();
+    if VALUE_KEYS.contains(&key.as_str()) {
+        None
+    } else if DATA_KEYS.contains(&key.as_str()) || LINK_KEYS.contains(&key.as_str()) {
+        Some(PatchError::FileOnly { key })
+    } else {
+        Some(PatchError::UnknownKey { key })
+    }
+}
+
+/// ' (did you mean "delay=..."?)' for a word that looks like a key without its value.
+fn key_hint(word: &str) -> String {
+    suggest(word, LinkPatch::KEYS)
+        .map(|key| format!(" (did you mean \"{key}=...\"?)"))
+        .unwrap_or_default()
+}
+
+/// The loader's messages of what is wrong, on one line.
+fn loader_error(issues: Vec<Issue>) -> PatchError {
+    let messages: Vec<String> = issues.into_iter().map(|i| i.message).collect();
+    PatchError::BadValue(messages.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netloom_link::{RedParams, Wireless};
+    use serde_json::json;
+
+    fn words(w: &[&str]) -> Result<Value, PatchError> {
+        LinkPatch::table_from_words(w).map(Value::Object)
+    }
+
+    fn error(w: &[&str]) -> String {
+        match LinkPatch::from_words(w) {
+            Ok(p) => panic!("{w:?} gave {p:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    /// A pipe that sets something of every kind, none of it to its default.
+    fn busy() -> PipeConfig {
+        PipeConfig {
+            jitter: Duration::from_millis(2),
+            reorder: true,
+            queue: QueueLimit::Packets(77),
+            aqm: Aqm::Red(RedParams {
+                min_th: 7.0,
+                max_th: 30.0,
+                max_p: 0.05,
+                weight: 0.01,
+            }),
+            loss: LossModel::GilbertElliott {
+                p: 0.01,
+                r: 0.3,
+                good_loss: 0.0,
+                bad_loss: 0.5,
+            },
+            duplicate: 0.02,
+            ooo_rate: 0.1,
+            ooo_delay: Duration::from_millis(3),
+            ..PipeConfig::new(Rate::bps(100_000_000), Duration::from_millis(10))
+        }
+    }
+
+    #[test]
+    fn words_are_typed_as_the_file_types_their_keys() {
+        assert_eq!(
+            words(&[
+                "bw=10Mbit",
+                "queue=20",
+                "reorder=true",
+                "up=false",
+                "retry_limit=3",
+                "loss=0.01",
+                "duplicate=1%",
+                "red.min_th=5",
+                "red.max_th=15",
+                "red.weight=0.01",
+                "red.max_p=2%",
+            ]),
+            Ok(json!({
+                "bw": "10Mbit",
+                "queue": 20,
+                "reorder": true,
+                "up": false,
+                "retry_limit": 3,
+                "loss": 0.01,
+                "duplicate": "1%",
+                "red": { "min_th": 5.0, "max_th": 15.0, "weight": 0.01, "max_p": "2%" },
+            }))
+        );
+        assert_eq!(words(&["queue=64KB"]), Ok(json!({ "queue": "64KB" })));
+        assert_eq!(
+            words(&["loss.model=gilbert-elliott", "loss.p=1%", "loss.r=30%"]),
+            Ok(json!({ "loss": { "model": "gilbert-elliott", "p": "1%", "r": "30%" } }))
+        );
+        // Left for the file's checks to refuse in the file's words.
+        assert_eq!(words(&["reorder=maybe"]), Ok(json!({ "reorder": "maybe" })));
+    }
+
+    #[test]
+    fn words_that_cannot_be_a_patch_say_why() {
+        assert_eq!(
+            error(&["dealy"]),
+            format!(
+                "\"dealy\" is not key=value (did you mean \"delay=...\"?); keys: {}",
+                LinkPatch::KEYS.join(", ")
+            )
+        );
+        assert_eq!(
+            error(&["bandwidth=10Mbit"]),
+            format!(
+                "unknown key \"bandwidth\" (did you mean \"bw\"?); keys: {}",
+                LinkPatch::KEYS.join(", ")
+            )
+        );
+        assert!(error(&["speed=1Mbit"]).starts_with("unknown key \"speed\"; keys: bw, delay,"));
+        assert_eq!(
+            error(&["trace=up.trace"]),
+            "trace names a data file, which is read once, when the topology is loaded; \
+             it can only be set in the topology file"
+        );
+        assert_eq!(
+            error(&["delay=5ms", "class=x"]),
+            "class is part of the link's definition, not one of its parameters; \
+             it can only be set in the topology file"
+        );
+        assert!(error(&[] as &[&str]).starts_with("nothing to set; keys: bw, delay, jitter,"));
+        assert_eq!(error(&["delay=5ms", "delay=6ms"]), "delay: given twice");
+        assert_eq!(
+            error(&["reorder=maybe"]),
+            "reorder must be true or false, not the string \"maybe\""
+        );
+        assert_eq!(
+            error(&["red.min_tn=5"]),
+            "unknown key \"red.min_tn\" (did you mean \"min_th\"?); valid keys: min_th, max_th, max_p, weight"
+        );
+        assert!(LinkPatch::from_table(&Map::new()).is_err());
+        let only_null = json!({ "delay": null });
+        assert_eq!(
+            LinkPatch::from_table(only_null.as_object().unwrap()).unwrap_err(),
+            PatchError::Empty
+        );
+    }
+
+    #[test]
+    fn apply_changes_what_is_set_and_keeps_the_rest() {
+        let base = busy();
+        let patch = LinkPatch::from_words(&["delay=5ms", "bw=20Mbit"]).unwrap();
+        assert_eq!(
+            patch.apply(&base),
+            Ok(PipeConfig {
+                rate: Rate::bps(20_000_000),
+                delay: Duration::from_millis(5),
+                ..base
+            })
+        );
+        // A queue defaulted from the old rate and delay is kept, not defaulted again.
+        let plain = PipeConfig::new(Rate::bps(1_000_000_000), Duration::from_millis(1));
+        let slower = LinkPatch::from_words(&["bw=10Mbit"]).unwrap().apply(&plain);
+        assert_eq!(slower.unwrap().queue, plain.queue);
+
+        let red = LinkPatch::from_words(&["red.max_th=40"])
+            .unwrap()
+            .apply(&base);
+        let Aqm::Red(r) = red.unwrap().aqm else {
+            panic!("RED was dropped")
+        };
+        assert_eq!((r.min_th, r.max_th, r.max_p), (7.0, 40.0, 0.05));
+        let off = LinkPatch::from_words(&["aqm=droptail", "loss=0", "up=false"]).unwrap();
+        let off = off.apply(&base).unwrap();
+        assert_eq!(
+            (off.aqm, off.loss, off.up),
+            (Aqm::DropTail, LossModel::None, false)
+        );
+        // RED chosen now gets the file's defaults for the queue's unit.
+        let on = LinkPatch::from_words(&["aqm=red"])
+            .unwrap()
+            .apply(&off)
+            .unwrap();
+        let Aqm::Red(r) = on.aqm else {
+            panic!("RED was not chosen")
+        };
+        assert_eq!((r.min_th, r.max_th), (5.0, 15.0));
+        let wifi = LinkPatch::from_words(&["wireless=802.11b", "bw=11Mbit", "snr=20dB"]).unwrap();
+        assert_eq!(
+            wifi.apply(&plain).unwrap().wireless,
+            Some(Wireless {
+                snr_db: Some(20.0),
+                ..Wireless::new(Standard::B)
+            })
+        );
+    }
+
+    #[test]
+    fn apply_checks_the_result_as_a_finished_link() {
+        let invalid =
+            |base: &PipeConfig, w: &[&str]| match LinkPatch::from_words(w).unwrap().apply(base) {
+                Err(PatchError::InvalidLink(m)) => m,
+                other => panic!("{w:?} gave {other:?}"),
+            };
+        let plain = PipeConfig::new(Rate::bps(1_000_000_000), Duration::from_millis(1));
+        assert_eq!(
+            invalid(&plain, &["aqm=red", "queue=100", "red.min_th=20", "red.max_th=10"]),
+            "red.min_th (20) must be below red.max_th (10); thresholds are in the queue's unit (packets)"
+        );
+        // Against the thresholds the pipe already has.
+        assert!(invalid(&busy(), &["red.min_th=30"]).starts_with("red.min_th (30) must be below"));
+        assert_eq!(
+            invalid(&plain, &["wireless=802.11g"]),
+            "bw 1Gbit is not a rate of 802.11g; its rates are 6Mbit, 9Mbit, 12Mbit, 18Mbit, \
+             24Mbit, 36Mbit, 48Mbit, 54Mbit"
+        );
+        assert!(invalid(&plain, &["snr=20dB"]).starts_with("snr needs a wireless link"));
+    }
+
+    #[test]
+    fn a_pipe_as_a_patch_finishes_into_itself() {
+        let wireless = PipeConfig {
+            wireless: Some(Wireless {
+                snr_db: Some(12.0),
+                netload: 0.1,
+                collision: 0.02,
+                retry_limit: 4,
+                ..Wireless::new(Standard::G)
+            }),
+            queue: QueueLimit::Bytes(64_000),
+            ..PipeConfig::new(Rate::bps(54_000_000), Duration::from_millis(1))
+        };
+        for config in [busy(), wireless] {
+            assert_eq!(LinkPatch::default().apply(&config), Ok(config));
+        }
+    }
+}
