@@ -1,5 +1,5 @@
 //! The floor of this machine for live emulation: a plain TUN-to-TUN forwarder with no emulation.
-//! It brings up the same two-host experiment `netloom run` would (`netloom_os::Experiment`, so
+//! It brings up the same two-host experiment `netloom run` would (`netloom_os::Testbed`, so
 //! `netloom exec --name NAME h1 -- ...` works against it), then busy-polls both TUN devices and
 //! writes every packet read from one host into the other at once: no engine, no descriptors,
 //! no timing. `bench/live/run.sh` measures it side by side with `netloom run`, so the difference
@@ -15,9 +15,7 @@
 //! `--gso` turns on the devices' offloads as `netloom run` does, so TCP crosses as super-packets
 //! of up to 64 KB, each forwarded whole with its virtio_net_hdr: the floor with GSO.
 
-use netloom_os::{
-    install_stop_handler, pin_current_thread, Experiment, ExperimentSpec, VNET_HDR_LEN,
-};
+use netloom_os::{install_stop_handler, pin_current_thread, Testbed, TestbedSpec, VNET_HDR_LEN};
 use std::io::ErrorKind;
 use std::sync::atomic::Ordering;
 
@@ -48,12 +46,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let stop = install_stop_handler()?;
-    let spec = ExperimentSpec::planned(name, ["h1", "h2"]);
-    let mut experiment = Experiment::create(&spec)?;
+    let spec = TestbedSpec::planned(name, ["h1", "h2"]);
+    let mut testbed = Testbed::create(&spec)?;
     if let Some(cpu) = cpu {
         pin_current_thread(cpu)?;
     }
-    for tun in experiment.tuns() {
+    for tun in testbed.tuns().iter() {
         tun.set_offload(gso)?;
     }
     eprintln!("tun-forward: experiment {name} is up (h1, h2); busy-polling");
@@ -65,7 +63,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         [vec![vec![0u8; FRAME]; BATCH], vec![vec![0u8; FRAME]; BATCH]];
     let mut staged_len = [[0usize; BATCH]; 2];
     {
-        let tuns = experiment.tuns();
+        let tuns = testbed.tuns();
         while staged && !stop.load(Ordering::Relaxed) {
             let mut count = [0usize; 2];
             for from in 0..2 {
@@ -107,7 +105,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
-    experiment.teardown()?;
+    testbed.teardown()?;
     println!(
         "{{\"forwarded_h1_to_h2\": {}, \"forwarded_h2_to_h1\": {}, \"write_failures\": {}}}",
         forwarded[0],

@@ -1,7 +1,7 @@
 //! Times bringing up and tearing down an experiment of N hosts (root): `cargo run --release -p
 //! netloom-os --example setup -- 2 50 400`. The figures in docs/live.md come from it.
 
-use netloom_os::{Experiment, ExperimentSpec};
+use netloom_os::{Testbed, TestbedSpec};
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -15,12 +15,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         sizes
     } {
         let name = format!("setup{n}-{}", std::process::id());
-        let spec = ExperimentSpec::planned(&name, (0..n).map(|i| format!("h{}", i + 1)));
+        let spec = TestbedSpec::planned(&name, (0..n).map(|i| format!("h{}", i + 1)));
         let start = Instant::now();
-        let mut experiment = Experiment::create(&spec)?;
+        let mut testbed = Testbed::create(&spec)?;
         let up = start.elapsed();
         let start = Instant::now();
-        experiment.teardown()?;
+        testbed.teardown()?;
         let down = start.elapsed();
         println!(
             "{n:>4} hosts: create {:>8.1} ms ({:.2} ms/host), teardown {:>8.1} ms",

@@ -1,9 +1,8 @@
 //! CPU placement and timer precision for the driver's threads, and the machine's CPUs and the
-//! caches they share (sysfs), as plain data for placing workers by cache. The placement decision
-//! itself is not here: it is netloom-partition's, from traffic between partitions.
+//! caches sysfs lists for them, as plain data. Deciding placement from them is not here: it is
+//! netloom-partition's, from traffic between partitions.
 
 use crate::OsError;
-use serde::Serialize;
 use std::path::Path;
 
 /// Sets the calling thread's timer slack (PR_SET_TIMERSLACK): how late the kernel may fire its
@@ -54,24 +53,27 @@ pub fn set_realtime_priority(priority: u8) -> Result<(), OsError> {
     Ok(())
 }
 
-/// The CPUs this process may run on, and which of them share a cache: what placing workers on
-/// CPUs by cache (MX) needs to know of the machine. Plain data, so that placement can be tested
-/// on made-up machines.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct CacheTopology {
-    /// The CPUs this process may run on, ascending; never empty when detected.
-    pub cpus: Vec<usize>,
-    /// Every data or unified cache that two or more of `cpus` share, once, by level then CPUs.
-    /// Empty when the machine does not say (no sysfs cache directory): no sharing is known.
-    pub shared: Vec<SharedCache>,
+/// Puts the calling thread back to normal scheduling (SCHED_OTHER, nice unchanged): what a
+/// driver that has been spinning for long at real-time priority does, so the kernel shares its
+/// CPU with the programs under test instead of stopping it for tens of milliseconds to give
+/// them their turn (RT throttling, the fair server).
+pub fn set_normal_priority() -> Result<(), OsError> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a live sched_param; pid 0 means the calling thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) } != 0 {
+        return Err(OsError::last("give the driver normal priority".to_string()));
+    }
+    Ok(())
 }
 
-/// One cache and the CPUs that share it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct SharedCache {
+/// One data or unified cache as sysfs lists it for a CPU: its level and every CPU sharing it
+/// (CPUs outside this process's mask included). Each CPU lists its own caches, so a cache shared
+/// by several CPUs comes once per CPU; deciding what that means for placement is the caller's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuCache {
     /// 1 for L1, 2 for L2, 3 for L3.
     pub level: u8,
-    /// The CPUs of `CacheTopology::cpus` that share it, ascending.
+    /// The CPUs sharing it, ascending.
     pub cpus: Vec<usize>,
 }
 
@@ -79,94 +81,50 @@ pub struct SharedCache {
 /// x86-64), low enough that a corrupt range cannot allocate gigabytes.
 const MAX_CPU: usize = 1 << 16;
 
-impl CacheTopology {
-    /// This machine: the calling thread's affinity mask (the process's, if called before any
-    /// thread is pinned) and the caches /sys/devices/system/cpu describes. Never fails: a
-    /// missing or unreadable file means that cache's sharing is unknown, and if the mask cannot
-    /// be read, every CPU `available_parallelism` counts is taken.
-    pub fn detect() -> CacheTopology {
-        let cpus = allowed_cpus().unwrap_or_else(|| {
-            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-            (0..n).collect()
-        });
-        CacheTopology::read(Path::new("/sys/devices/system/cpu"), cpus)
-    }
+/// This machine as placing workers by cache needs it: the CPUs the calling thread may run on
+/// (the process's, if called before any thread is pinned), ascending, and the data caches
+/// /sys/devices/system/cpu lists for them. Never fails: if the mask cannot be read, every CPU
+/// `available_parallelism` counts is taken, and an unreadable cache entry is left out.
+pub fn machine_cpus() -> (Vec<usize>, Vec<CpuCache>) {
+    let cpus = allowed_cpus().unwrap_or_else(|| {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (0..n).collect()
+    });
+    let caches = cpu_caches(Path::new("/sys/devices/system/cpu"), &cpus);
+    (cpus, caches)
+}
 
-    /// `cpus` and the caches that `root` (a copy of /sys/devices/system/cpu) describes for them:
-    /// `cpuN/cache/index*/{level,type,shared_cpu_list}`. Instruction caches are left out (packets
-    /// are data), as is any entry with a missing or malformed file.
-    pub fn read(root: &Path, cpus: Vec<usize>) -> CacheTopology {
-        let mut caches = Vec::new();
-        for &cpu in &cpus {
-            let Ok(entries) = std::fs::read_dir(root.join(format!("cpu{cpu}/cache"))) else {
+/// The caches that `root` (a copy of /sys/devices/system/cpu) lists for `cpus`:
+/// `cpuN/cache/index*/{level,type,shared_cpu_list}`. Instruction caches are left out (packets
+/// are data), as is any entry with a missing or malformed file.
+pub fn cpu_caches(root: &Path, cpus: &[usize]) -> Vec<CpuCache> {
+    let mut caches = Vec::new();
+    for &cpu in cpus {
+        let Ok(entries) = std::fs::read_dir(root.join(format!("cpu{cpu}/cache"))) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if !entry.file_name().to_string_lossy().starts_with("index") {
                 continue;
-            };
-            for entry in entries.flatten() {
-                if !entry.file_name().to_string_lossy().starts_with("index") {
-                    continue;
-                }
-                let dir = entry.path();
-                let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
-                let level = read("level").and_then(|l| l.trim().parse::<u8>().ok());
-                let kind = read("type");
-                let shared = read("shared_cpu_list").and_then(|l| parse_cpu_list(&l));
-                if let (Some(level), Some(kind), Some(shared)) = (level, kind, shared) {
-                    if kind.trim() != "Instruction" {
-                        caches.push(SharedCache {
-                            level,
-                            cpus: shared,
-                        });
-                    }
+            }
+            let dir = entry.path();
+            let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+            let level = read("level").and_then(|l| l.trim().parse::<u8>().ok());
+            let kind = read("type");
+            let shared = read("shared_cpu_list").and_then(|l| parse_cpu_list(&l));
+            if let (Some(level), Some(kind), Some(cpus)) = (level, kind, shared) {
+                if kind.trim() != "Instruction" {
+                    caches.push(CpuCache { level, cpus });
                 }
             }
         }
-        CacheTopology::new(cpus, caches)
     }
-
-    /// A topology from the caches each CPU reports: keeps only `cpus` in each (a cache may be
-    /// shared with CPUs this process may not use), drops caches left with fewer than two, and
-    /// removes repeats (every CPU of a cache reports it).
-    pub fn new(
-        mut cpus: Vec<usize>,
-        caches: impl IntoIterator<Item = SharedCache>,
-    ) -> CacheTopology {
-        cpus.sort_unstable();
-        cpus.dedup();
-        let mut shared: Vec<SharedCache> = caches
-            .into_iter()
-            .map(|c| SharedCache {
-                level: c.level,
-                cpus: c
-                    .cpus
-                    .into_iter()
-                    .filter(|x| cpus.binary_search(x).is_ok())
-                    .collect(),
-            })
-            .filter(|c| c.cpus.len() >= 2)
-            .map(|mut c| {
-                c.cpus.sort_unstable();
-                c.cpus.dedup();
-                c
-            })
-            .collect();
-        shared.sort();
-        shared.dedup();
-        CacheTopology { cpus, shared }
-    }
-
-    /// The level of the closest (lowest-level) cache that CPUs `a` and `b` share, if any.
-    pub fn shared_level(&self, a: usize, b: usize) -> Option<u8> {
-        // `shared` is sorted by level, so the first cache holding both is the closest.
-        self.shared
-            .iter()
-            .find(|c| c.cpus.binary_search(&a).is_ok() && c.cpus.binary_search(&b).is_ok())
-            .map(|c| c.level)
-    }
+    caches
 }
 
 /// The CPUs in the calling thread's affinity mask (sched_getaffinity), or `None` if it cannot
 /// be read (more than CPU_SETSIZE CPUs).
-pub(crate) fn allowed_cpus() -> Option<Vec<usize>> {
+pub fn allowed_cpus() -> Option<Vec<usize>> {
     // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is a live cpu_set_t of the size passed; pid 0 means the calling thread.
@@ -275,7 +233,7 @@ mod tests {
     }
 
     #[test]
-    fn sysfs_caches_are_read_deduplicated_and_cut_to_the_allowed_cpus() {
+    fn sysfs_caches_are_read_for_the_cpus_asked_and_bad_entries_skipped() {
         let root = std::env::temp_dir().join(format!("netloom-cpu-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         for cpu in 0..4 {
@@ -283,40 +241,37 @@ mod tests {
             cache(&root, cpu, 0, "1", "Data", &cpu.to_string());
             cache(&root, cpu, 1, "1", "Instruction", pair);
             cache(&root, cpu, 2, "2", "Unified", pair);
-            cache(&root, cpu, 3, "3", "Unified", "0-3,8-11");
         }
         // A malformed entry and one with a missing file are skipped, not errors.
         cache(&root, 0, 4, "4", "Unified", "0-x");
         cache(&root, 1, 4, "4", "Unified", "");
         std::fs::create_dir_all(root.join("cpu1/cache/uevent_dir_not_an_index")).unwrap();
-        // CPU 3 is not allowed; CPU 5 has no cache directory at all.
-        let t = CacheTopology::read(&root, vec![5, 0, 1, 2]);
+        // CPU 3 is not asked for; CPU 5 has no cache directory at all.
+        let mut caches = cpu_caches(&root, &[5, 0, 2]);
         std::fs::remove_dir_all(&root).unwrap();
-        let shared = |level, cpus: &[usize]| SharedCache {
+        caches.sort_by_key(|c| (c.level, c.cpus.clone()));
+        let cache = |level, cpus: &[usize]| CpuCache {
             level,
             cpus: cpus.to_vec(),
         };
-        assert_eq!(t.cpus, [0, 1, 2, 5]);
-        assert_eq!(t.shared, [shared(2, &[0, 1]), shared(3, &[0, 1, 2])]);
-        assert_eq!(t.shared_level(0, 1), Some(2));
-        assert_eq!(t.shared_level(1, 2), Some(3));
-        assert_eq!(t.shared_level(0, 5), None);
+        assert_eq!(
+            caches,
+            [
+                cache(1, &[0]),
+                cache(1, &[2]),
+                cache(2, &[0, 1]),
+                cache(2, &[2, 3])
+            ]
+        );
+        assert!(cpu_caches(&root, &[0, 1]).is_empty(), "no sysfs: no caches");
     }
 
     #[test]
-    fn a_machine_without_cache_information_shares_nothing() {
-        let root = std::env::temp_dir().join("netloom-cpu-test-no-such-sysfs");
-        let t = CacheTopology::read(&root, vec![0, 1]);
-        assert_eq!(t.cpus, [0, 1]);
-        assert!(t.shared.is_empty());
-    }
-
-    #[test]
-    fn this_machine_is_detected() {
-        let t = CacheTopology::detect();
-        assert!(!t.cpus.is_empty());
-        assert!(t.shared.iter().all(|c| c.cpus.len() >= 2));
-        eprintln!("CPUs {} caches {:?}", format_cpu_list(&t.cpus), t.shared);
+    fn this_machine_is_read() {
+        let (cpus, caches) = machine_cpus();
+        assert!(!cpus.is_empty());
+        assert!(caches.iter().all(|c| !c.cpus.is_empty()));
+        eprintln!("CPUs {} caches {caches:?}", format_cpu_list(&cpus));
     }
 
     #[test]

@@ -9,24 +9,23 @@ mod cleanup;
 mod cpu;
 mod error;
 mod exec;
-mod experiment;
 mod interface;
 mod netns;
 mod plan;
 mod poller;
 mod registry;
 mod signal;
+mod testbed;
 mod tun;
 
 pub use awake::KeepAwake;
 pub use cleanup::{clean, stop, terminate, CleanReport};
 pub use cpu::{
-    format_cpu_list, parse_cpu_list, pin_current_thread, set_realtime_priority, set_timer_slack_ns,
-    CacheTopology, SharedCache,
+    allowed_cpus, cpu_caches, format_cpu_list, machine_cpus, parse_cpu_list, pin_current_thread,
+    set_normal_priority, set_realtime_priority, set_timer_slack_ns, CpuCache,
 };
 pub use error::OsError;
 pub use exec::{command, exec};
-pub use experiment::{Experiment, ExperimentSpec, HostSpec};
 pub use interface::DeviceCounters;
 pub use netns::enter as enter_namespace;
 pub use plan::{
@@ -36,4 +35,5 @@ pub use plan::{
 pub use poller::Poller;
 pub use registry::{find_host, registry_dir, running, Record, RecordHost};
 pub use signal::{install_stop_handler, restore_default_sigpipe};
+pub use testbed::{HostSpec, Testbed, TestbedSpec};
 pub use tun::{Tun, TUN_NAME, VNET_HDR_LEN};

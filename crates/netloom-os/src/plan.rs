@@ -26,7 +26,7 @@ const NAME_MAX_LEN: usize = 63;
 /// The addresses of host `i` (0-based): 198.18.0.0 + i + 1 and fd6e:6c00::(i + 1).
 ///
 /// # Panics
-/// When `i >= MAX_HOSTS`; `Experiment::create` rejects such experiments before numbering them.
+/// When `i >= MAX_HOSTS`; `Testbed::create` rejects such experiments before numbering them.
 pub fn address_plan(i: usize) -> (Ipv4Addr, Ipv6Addr) {
     assert!(i < MAX_HOSTS, "host index {i} is beyond the address plan");
     let v4 = u32::from(IPV4_BASE) + i as u32 + 1;

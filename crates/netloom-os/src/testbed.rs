@@ -319,10 +319,7 @@ impl Testbed {
 /// that made a namespace stays inside it, and the calling thread never changes namespace.
 /// Returns the namespaces made (also on error, so they can be removed) and the TUNs in host order,
 /// or the error of the lowest-numbered host that failed.
-fn bring_up(
-    spec: &TestbedSpec,
-    namespaces: &[String],
-) -> (Vec<String>, Result<Vec<Tun>, OsError>) {
+fn bring_up(spec: &TestbedSpec, namespaces: &[String]) -> (Vec<String>, Result<Vec<Tun>, OsError>) {
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let made = Mutex::new(Vec::new());

@@ -3,7 +3,7 @@
 
 mod support;
 
-use netloom_os::{Experiment, ExperimentSpec, OsError};
+use netloom_os::{OsError, Testbed, TestbedSpec};
 use std::process::Command;
 use support::{can_run, netns_exists, unique, Leftovers};
 
@@ -14,7 +14,7 @@ fn clean_after_a_crash_removes_everything_and_spares_foreign_namespaces() {
     }
     let name = unique("crash");
     let foreign = format!("nl-foreign-{}", std::process::id());
-    let spec = ExperimentSpec::planned(&name, ["h1", "h2"]);
+    let spec = TestbedSpec::planned(&name, ["h1", "h2"]);
     let namespaces: Vec<String> = ["h1", "h2"]
         .iter()
         .map(|h| netloom_os::namespace_name(&name, h))
@@ -33,7 +33,7 @@ fn clean_after_a_crash_removes_everything_and_spares_foreign_namespaces() {
     assert!(status.success());
 
     // A crash: the owner vanishes without teardown, leaving a process inside a host.
-    let experiment = Experiment::create(&spec).unwrap();
+    let experiment = Testbed::create(&spec).unwrap();
     let mut sleeper = netloom_os::command(&namespaces[0], &["sleep".into(), "30".into()])
         .unwrap()
         .spawn()
@@ -103,7 +103,7 @@ fn a_foreign_namespace_of_the_same_name_is_refused_and_kept() {
     if !can_run("a_foreign_namespace_of_the_same_name_is_refused_and_kept") {
         return;
     }
-    let spec = ExperimentSpec::planned(&unique("clash"), ["h1", "h2"]);
+    let spec = TestbedSpec::planned(&unique("clash"), ["h1", "h2"]);
     let taken = netloom_os::namespace_name(&spec.name, "h2");
     let _leftovers = Leftovers(vec![
         netloom_os::namespace_name(&spec.name, "h1"),
@@ -114,7 +114,7 @@ fn a_foreign_namespace_of_the_same_name_is_refused_and_kept() {
         .status()
         .unwrap()
         .success());
-    let err = Experiment::create(&spec).unwrap_err();
+    let err = Testbed::create(&spec).unwrap_err();
     assert!(
         matches!(&err, OsError::NamespaceExists { ns } if *ns == taken),
         "{err}"
@@ -129,9 +129,9 @@ fn exec_passes_the_exit_code_through() {
     if !can_run("exec_passes_the_exit_code_through") {
         return;
     }
-    let spec = ExperimentSpec::planned(&unique("exec"), ["h1"]);
+    let spec = TestbedSpec::planned(&unique("exec"), ["h1"]);
     let _leftovers = Leftovers(vec![netloom_os::namespace_name(&spec.name, "h1")]);
-    let experiment = Experiment::create(&spec).unwrap();
+    let experiment = Testbed::create(&spec).unwrap();
     let argv = |s: &str| -> Vec<String> { ["sh", "-c", s].map(String::from).to_vec() };
     let status = netloom_os::exec(&experiment.namespace(0), &argv("exit 3")).unwrap();
     assert_eq!(status.code(), Some(3));
@@ -152,7 +152,7 @@ fn a_failure_after_the_namespaces_exist_removes_them_and_keeps_what_is_not_ours(
     if !can_run("a_failure_after_the_namespaces_exist_removes_them_and_keeps_what_is_not_ours") {
         return;
     }
-    let spec = ExperimentSpec::planned(&unique("rollback"), ["h1", "h2"]);
+    let spec = TestbedSpec::planned(&unique("rollback"), ["h1", "h2"]);
     let namespaces: Vec<String> = ["h1", "h2"]
         .iter()
         .map(|h| netloom_os::namespace_name(&spec.name, h))
@@ -163,7 +163,7 @@ fn a_failure_after_the_namespaces_exist_removes_them_and_keeps_what_is_not_ours(
     let foreign = std::path::Path::new("/etc/netns").join(&namespaces[1]);
     std::fs::create_dir_all(&foreign).unwrap();
     std::fs::write(foreign.join("resolv.conf"), "# not netloom's\n").unwrap();
-    let err = Experiment::create(&spec).unwrap_err().to_string();
+    let err = Testbed::create(&spec).unwrap_err().to_string();
     assert!(err.contains("exists but is not this experiment's"), "{err}");
     for ns in &namespaces {
         assert!(!netns_exists(ns), "{ns} left behind");

@@ -4,8 +4,7 @@
 mod support;
 
 use netloom_os::{
-    enter_namespace, DeviceCounters, Testbed, TestbedSpec, OsError, Poller, TUN_NAME,
-    VNET_HDR_LEN,
+    enter_namespace, DeviceCounters, OsError, Poller, Testbed, TestbedSpec, TUN_NAME, VNET_HDR_LEN,
 };
 use std::io::ErrorKind;
 use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};

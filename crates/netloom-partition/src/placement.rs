@@ -1,11 +1,11 @@
 //! Which CPU each core (worker) runs on: cores that hand each other the most packets go on CPUs
 //! that share the closest cache (MX's core allocator). It lives here, beside the cut, because it
-//! is a decision from traffic between partitions; it reads the machine as netloom-os's plain
-//! `CacheTopology`, so it is tested on made-up machines and never touches the OS itself.
+//! is a decision from traffic between partitions; it reads the machine as a plain
+//! `CacheTopology` that the caller gives, so it is tested on made-up machines.
 
 use crate::assignment::Assignment;
 use crate::graph::FlowGraph;
-use netloom_os::CacheTopology;
+use crate::machine::CacheTopology;
 use std::cmp::Reverse;
 
 /// Traffic between cores under `graph`'s weights: `m[i][j]` is the flow on the flow graph's
@@ -204,8 +204,8 @@ impl Machine {
 mod tests {
     use super::*;
     use crate::evaluation::Evaluation;
+    use crate::machine::SharedCache;
     use crate::weight::tests::chain;
-    use netloom_os::SharedCache;
 
     fn cache(level: u8, cpus: impl IntoIterator<Item = usize>) -> SharedCache {
         SharedCache {
