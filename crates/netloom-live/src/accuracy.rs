@@ -3,7 +3,7 @@
 //! whose lateness or physical drops pass the thresholds is marked inaccurate.
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// When a run stops being accurate.
@@ -30,7 +30,9 @@ impl Default for Thresholds {
 /// 100 s (later is recorded as 100 s).
 const MAX_LATENESS_NS: u64 = 100_000_000_000;
 
-#[derive(Clone)]
+/// Lateness of every release and hand-off, and losses outside the model, of one worker or a
+/// whole run.
+#[derive(Clone, Debug)]
 pub struct Accuracy {
     thresholds: Thresholds,
     lateness_ns: Histogram<u64>,
@@ -47,25 +49,38 @@ pub struct Accuracy {
 }
 
 /// Accuracy figures of a run, for `netloom run` and `stats` (JSON as documented in docs/live.md).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AccuracyReport {
+    /// Packets written to hosts.
     pub released: u64,
+    /// Lateness of released packets (ns, 3 significant digits): median ...
     pub lateness_ns_p50: u64,
+    /// ... 99th percentile ...
     pub lateness_ns_p99: u64,
+    /// ... 99.9th percentile ...
     pub lateness_ns_p999: u64,
+    /// ... and the latest.
     pub lateness_ns_max: u64,
+    /// A release later than this after its scheduled time is late.
     pub late_threshold_ns: u64,
+    /// Packets released later than the threshold.
     pub late: u64,
+    /// Packets lost outside the model (a write to a host failed, no buffer was left).
     pub physical_drops: u64,
     /// With several workers: packets handed from one to another, how many of them arrived later
     /// than the threshold after their intended time, and the latest (0 with one worker).
     pub handoffs: u64,
+    /// Hand-offs that arrived later than the threshold after their intended time.
     pub late_handoffs: u64,
+    /// The latest hand-off, ns after its intended time.
     pub handoff_lateness_ns_max: u64,
+    /// Whether the run stayed within the thresholds (releases and hand-offs) and lost nothing
+    /// outside the model.
     pub accurate: bool,
 }
 
 impl Accuracy {
+    /// Nothing recorded yet, judged by `thresholds`.
     pub fn new(thresholds: Thresholds) -> Accuracy {
         Accuracy {
             thresholds,
@@ -88,6 +103,7 @@ impl Accuracy {
         }
     }
 
+    /// A packet was lost outside the model.
     pub fn record_physical_drop(&mut self) {
         self.physical_drops += 1;
     }
@@ -114,6 +130,7 @@ impl Accuracy {
         self.handoff_lateness_max = self.handoff_lateness_max.max(other.handoff_lateness_max);
     }
 
+    /// The figures so far, and the verdict.
     pub fn report(&self) -> AccuracyReport {
         let h = &self.lateness_ns;
         let q = |q| {

@@ -1,216 +1,314 @@
-//! The control channel of a running experiment: a Unix socket next to its registry record
-//! (`<registry>/<name>/control.sock`), one JSON request and one JSON reply per connection. A
-//! thread accepts connections and posts each request to every worker's mailbox, which wakes a
-//! sleeping worker, so a change takes effect within microseconds; the answers merge into one.
+//! The experiment's side of control: a request resolved once against the topology (which link,
+//! which pipes, which parameters), stamped with the time it is made, posted to every worker as
+//! one order, and the workers' answers merged into one result. The workers' side is `answer`.
 
-use crate::mailbox::{Answer, Message, Post};
-use crate::stats::Snapshot;
-use serde::{Deserialize, Serialize};
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use crate::accuracy::AccuracyReport;
+use crate::clock::Clock;
+use crate::driver::Driver;
+use crate::io::PacketIo;
+use crate::mailbox::{mailboxes, Message, Post};
+use crate::message::{Answer, Change, ChangeKind, Direction, LinkChange, Order, Snapshot};
+use netloom_topo::{did_you_mean, LinkId, LinkPatch, NodeId, PatchError, Topology};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::Arc;
+use std::time::Duration;
 
-/// What a client asks of the running experiment.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "cmd", rename_all = "kebab-case")]
-pub enum Request {
-    /// Figures so far: accuracy, hosts, pipes.
-    Stats,
-    /// Change parameters of the link between `a` and `b`: `params` are `key=value` words in the
-    /// topology file's vocabulary (`delay=5ms`, `bw=10Mbit`, `loss=1%`, `jitter=1ms`,
-    /// `queue=100`, `duplicate=0.1%`); `direction` is `both` (default), `a-b` or `b-a`, relative
-    /// to the order `a` `b` given here.
-    LinkSet {
-        a: String,
-        b: String,
-        #[serde(default)]
-        direction: Option<String>,
-        params: Vec<String>,
+/// Why a request to a running experiment was refused or not answered.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// A name that no node of the topology has.
+    #[error("no node is named {name:?}{hint}")]
+    UnknownNode {
+        /// The name asked for.
+        name: String,
+        /// A suggestion, or nothing.
+        hint: String,
     },
-    /// Take the link between `a` and `b` down (both directions) or bring it up; routes follow.
-    LinkState { a: String, b: String, up: bool },
+    /// Two nodes that no link joins.
+    #[error("no link joins {a} and {b}")]
+    NoLink {
+        /// One end.
+        a: String,
+        /// The other.
+        b: String,
+    },
+    /// Two nodes joined by several links: which one is meant cannot be told.
+    #[error("several links join {a} and {b}; change them in the topology file")]
+    SeveralLinks {
+        /// One end.
+        a: String,
+        /// The other.
+        b: String,
+    },
+    /// Parameters that are not valid link parameters.
+    #[error("link {link}: {source}")]
+    Patch {
+        /// The link, "a-b".
+        link: String,
+        /// What is wrong with them.
+        source: PatchError,
+    },
+    /// The workers refused a change that is valid on its own but not on this link (a rate a
+    /// wireless link does not have, for example).
+    #[error("link {link}: {reason}")]
+    Refused {
+        /// The link, "a-b".
+        link: String,
+        /// The workers' reason.
+        reason: String,
+    },
+    /// Some worker did not answer within the time allowed.
+    #[error("the emulator did not answer within {0:?}")]
+    Timeout(Duration),
+    /// The workers are gone (the run stopped).
+    #[error("the emulator has stopped")]
+    Stopped,
 }
 
-/// The reply: `ok` with a body, or an error message.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Reply {
-    pub ok: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body: Option<serde_json::Value>,
+/// Orders the workers of one run and merges their answers. Cloning it gives another handle to
+/// the same workers (the control socket's threads each hold one).
+#[derive(Clone)]
+pub struct Controller<C: Clock> {
+    posts: Vec<Post>,
+    clock: C,
+    topology: Arc<Topology>,
 }
 
-impl Reply {
-    pub fn ok(body: serde_json::Value) -> Reply {
-        Reply {
-            ok: true,
-            error: None,
-            body: Some(body),
+impl<C: Clock> Controller<C> {
+    /// Connects `drivers` as the workers of one run (worker k is `drivers[k]`; their engines
+    /// must be the workers of one ownership, or the one engine of a single-worker run), so that
+    /// they hand packets to each other, and returns the controller that orders them. `clock` is
+    /// the run's, which the drivers share.
+    pub fn connect<I: PacketIo>(
+        drivers: &mut [Driver<I, C>],
+        clock: C,
+    ) -> std::io::Result<Controller<C>> {
+        let (inboxes, posts) = mailboxes(drivers.len())?;
+        for (driver, inbox) in drivers.iter_mut().zip(inboxes) {
+            driver.io_mut().watch(inbox.waker()?)?;
+            driver.connect(inbox, posts.clone());
         }
+        let topology = Arc::new(
+            drivers
+                .first()
+                .map(|d| d.engine().topology().clone())
+                .unwrap_or_else(|| Topology::new("empty", netloom_topo::RoutingMetric::Delay)),
+        );
+        Ok(Controller {
+            posts,
+            clock,
+            topology,
+        })
     }
 
-    pub fn error(message: impl Into<String>) -> Reply {
-        Reply {
-            ok: false,
-            error: Some(message.into()),
-            body: None,
-        }
+    /// The topology the workers emulate (as loaded; the pipes' current state is the workers').
+    pub fn topology(&self) -> &Topology {
+        &self.topology
     }
-}
 
-/// The socket of experiment `name` in the registry directory `registry`.
-pub fn socket_path(registry: &Path, name: &str) -> PathBuf {
-    registry.join(name).join("control.sock")
-}
+    /// The run's clock.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
 
-/// How long a client waits for the driver's reply.
-const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Listens on `path` on a thread of its own and passes every request to every worker (`posts`),
-/// whose answers merge into one reply. The thread ends once the workers are gone (the next
-/// connection finds their inboxes closed).
-pub fn serve(path: &Path, posts: Vec<Post>) -> std::io::Result<()> {
-    let _ = std::fs::remove_file(path);
-    let listener = UnixListener::bind(path)?;
-    std::thread::Builder::new()
-        .name("netloom-control".into())
-        .spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(conn) = conn else { continue };
-                if handle(conn, &posts).is_err() {
-                    break;
-                }
-            }
+    /// Changes parameters of the link between `a` and `b` from now on, in `direction`: `set` is
+    /// a table of the topology file's link keys (`LinkPatch::from_table`).
+    pub fn link_set(
+        &self,
+        a: &str,
+        b: &str,
+        direction: Direction,
+        set: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Pending<LinkChange>, ControlError> {
+        let (link, forward) = self.link(a, b)?;
+        let label = format!("{a}-{b}");
+        let patch = LinkPatch::from_table(set).map_err(|source| ControlError::Patch {
+            link: label.clone(),
+            source,
         })?;
-    Ok(())
-}
-
-/// Serves one connection; `Err` once the workers are gone.
-fn handle(conn: UnixStream, posts: &[Post]) -> Result<(), ()> {
-    let mut line = String::new();
-    let mut reader = BufReader::new(&conn);
-    if reader.read_line(&mut line).is_err() {
-        return Ok(());
-    }
-    let reply = match serde_json::from_str::<Request>(&line) {
-        Err(e) => Reply::error(format!("bad request: {e}")),
-        Ok(request) => ask(posts, request)?,
-    };
-    let mut conn = &conn;
-    let text = serde_json::to_string(&reply).expect("replies serialize");
-    let _ = writeln!(conn, "{text}");
-    Ok(())
-}
-
-/// Asks every worker and merges their answers: figures add up; a change is applied by each (they
-/// all agree on whether it is valid), and the first refusal is the reply.
-fn ask(posts: &[Post], request: Request) -> Result<Reply, ()> {
-    let (tx, rx) = mpsc::channel();
-    for post in posts {
-        if !post.send(Message::Request(request.clone(), tx.clone())) {
-            return Err(());
-        }
-    }
-    let deadline = Instant::now() + REPLY_TIMEOUT;
-    let mut stats: Option<Snapshot> = None;
-    let mut changed: Option<Reply> = None;
-    for _ in posts {
-        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(Answer::Stats(part)) => match &mut stats {
-                Some(all) => all.merge(*part),
-                None => stats = Some(*part),
+        let l = &self.topology.links[link as usize];
+        // The pipes in the directions a→b and b→a as the request named the ends.
+        let (ab, ba) = if forward { (l.ab, l.ba) } else { (l.ba, l.ab) };
+        let pipes = match direction {
+            Direction::Both if ab == ba => vec![ab],
+            Direction::Both => vec![ab, ba],
+            Direction::AToB => vec![ab],
+            Direction::BToA => vec![ba],
+        };
+        let change = Change {
+            at: self.clock.now(),
+            what: ChangeKind::Patch {
+                pipes,
+                patch: Box::new(patch),
             },
-            Ok(Answer::Changed(reply)) => {
-                if changed.as_ref().is_none_or(|c| c.ok) {
-                    changed = Some(reply);
+        };
+        let done = LinkChange {
+            link: label,
+            direction,
+            set: set.clone(),
+            up: None,
+            at_ns: change.at.as_nanos(),
+        };
+        Ok(self.apply(change, done))
+    }
+
+    /// Takes the link between `a` and `b` down (both directions) or brings it up, from now on;
+    /// routes are recomputed.
+    pub fn link_state(
+        &self,
+        a: &str,
+        b: &str,
+        up: bool,
+    ) -> Result<Pending<LinkChange>, ControlError> {
+        let (link, _) = self.link(a, b)?;
+        let change = Change {
+            at: self.clock.now(),
+            what: ChangeKind::LinkUp { link, up },
+        };
+        let done = LinkChange {
+            link: format!("{a}-{b}"),
+            direction: Direction::Both,
+            set: serde_json::Map::new(),
+            up: Some(up),
+            at_ns: change.at.as_nanos(),
+        };
+        Ok(self.apply(change, done))
+    }
+
+    /// Every worker's figures, merged.
+    pub fn snapshot(&self) -> Pending<Snapshot> {
+        self.ask(Order::Snapshot, |answers| {
+            let mut merged: Option<Snapshot> = None;
+            for answer in answers {
+                let Answer::Snapshot(part) = answer else {
+                    unreachable!("a snapshot order is answered with a snapshot")
+                };
+                match &mut merged {
+                    Some(all) => all.merge(*part),
+                    None => merged = Some(*part),
                 }
             }
-            Err(_) => return Ok(Reply::error("the emulator did not answer in time")),
+            merged.ok_or(ControlError::Stopped)
+        })
+    }
+
+    /// Every worker's accuracy so far (one report per worker, in worker order).
+    pub fn accuracy(&self) -> Pending<Vec<AccuracyReport>> {
+        self.ask(Order::Accuracy, |answers| {
+            Ok(answers
+                .into_iter()
+                .map(|answer| match answer {
+                    Answer::Accuracy(report) => report,
+                    _ => unreachable!("an accuracy order is answered with a report"),
+                })
+                .collect())
+        })
+    }
+
+    /// Posts `change` to every worker; `done` is the result once all applied it.
+    fn apply(&self, change: Change, done: LinkChange) -> Pending<LinkChange> {
+        let change = Arc::new(change);
+        let link = done.link.clone();
+        self.ask(Order::Apply(change.clone()), move |answers| {
+            for answer in answers {
+                if let Answer::Applied(Err(reason)) = answer {
+                    return Err(ControlError::Refused {
+                        link: link.clone(),
+                        reason,
+                    });
+                }
+            }
+            Ok(done.clone())
+        })
+    }
+
+    /// Posts `order` (one per worker; a change is shared) and returns the answers to come,
+    /// merged by `merge`.
+    fn ask<T>(
+        &self,
+        order: Order,
+        merge: impl FnOnce(Vec<Answer>) -> Result<T, ControlError> + Send + 'static,
+    ) -> Pending<T> {
+        let (tx, rx) = mpsc::channel();
+        let mut posted = 0;
+        for post in &self.posts {
+            let copy = match &order {
+                Order::Apply(change) => Order::Apply(change.clone()),
+                Order::Snapshot => Order::Snapshot,
+                Order::Accuracy => Order::Accuracy,
+            };
+            if post.send(Message::Order(copy, tx.clone())) {
+                posted += 1;
+            }
+        }
+        Pending {
+            rx,
+            expected: posted,
+            stopped: posted < self.posts.len(),
+            answers: Vec::with_capacity(posted),
+            merge: Box::new(merge),
         }
     }
-    Ok(match (stats, changed) {
-        (Some(all), _) => Reply::ok(all.to_json()),
-        (None, Some(reply)) => reply,
-        (None, None) => Reply::error("the emulator has no workers"),
-    })
-}
 
-/// Sends `request` to the experiment whose socket is `path` and returns its reply.
-pub fn request(path: &Path, request: &Request) -> std::io::Result<Reply> {
-    let mut conn = UnixStream::connect(path)?;
-    conn.set_read_timeout(Some(REPLY_TIMEOUT + Duration::from_secs(1)))?;
-    writeln!(
-        conn,
-        "{}",
-        serde_json::to_string(request).expect("requests serialize")
-    )?;
-    let mut line = String::new();
-    BufReader::new(&conn).read_line(&mut line)?;
-    serde_json::from_str(&line).map_err(std::io::Error::other)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_request_reaches_every_worker_and_one_reply_the_client() {
-        let dir = std::env::temp_dir().join(format!("netloom-control-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("x")).unwrap();
-        let path = socket_path(&dir, "x");
-        let (inboxes, posts) = crate::mailbox::mailboxes(2).unwrap();
-        serve(&path, posts).unwrap();
-        // Two workers: the second refuses the change.
-        let workers: Vec<_> = inboxes
-            .into_iter()
-            .enumerate()
-            .map(|(k, mut inbox)| {
-                std::thread::spawn(move || loop {
-                    match inbox.take() {
-                        Some(Message::Request(request, reply)) => {
-                            assert_eq!(
-                                request,
-                                Request::LinkState {
-                                    a: "h1".into(),
-                                    b: "r1".into(),
-                                    up: false
-                                }
-                            );
-                            let answer = match k {
-                                0 => Reply::ok(serde_json::json!({"done": true})),
-                                _ => Reply::error("worker 1 says no"),
-                            };
-                            reply.send(Answer::Changed(answer)).unwrap();
-                            return;
-                        }
-                        Some(_) => panic!("only requests here"),
-                        None => std::thread::sleep(Duration::from_millis(1)),
-                    }
-                })
-            })
-            .collect();
-        let req = Request::LinkState {
-            a: "h1".into(),
-            b: "r1".into(),
-            up: false,
-        };
-        let reply = request(&path, &req).unwrap();
-        assert!(!reply.ok);
-        assert_eq!(reply.error.unwrap(), "worker 1 says no");
-        for w in workers {
-            w.join().unwrap();
+    /// The link joining the nodes named `a` and `b`, and whether it is written `a`→`b`.
+    fn link(&self, a: &str, b: &str) -> Result<(LinkId, bool), ControlError> {
+        let (na, nb) = (self.node(a)?, self.node(b)?);
+        let mut found = self.topology.links_between(na, nb);
+        match (found.next(), found.next()) {
+            (Some(link), None) => Ok(link),
+            (None, _) => Err(ControlError::NoLink {
+                a: a.into(),
+                b: b.into(),
+            }),
+            (Some(_), Some(_)) => Err(ControlError::SeveralLinks {
+                a: a.into(),
+                b: b.into(),
+            }),
         }
-        let bad = {
-            let mut c = UnixStream::connect(&path).unwrap();
-            writeln!(c, "{{\"cmd\":\"reboot\"}}").unwrap();
-            let mut line = String::new();
-            BufReader::new(&c).read_line(&mut line).unwrap();
-            serde_json::from_str::<Reply>(&line).unwrap()
-        };
-        assert!(!bad.ok && bad.error.unwrap().contains("bad request"));
-        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn node(&self, name: &str) -> Result<NodeId, ControlError> {
+        self.topology.node_id(name).ok_or_else(|| {
+            let names: Vec<&str> = self
+                .topology
+                .nodes
+                .iter()
+                .map(|n| n.name.as_str())
+                .collect();
+            ControlError::UnknownNode {
+                name: name.into(),
+                hint: did_you_mean(name, &names),
+            }
+        })
+    }
+}
+
+/// The answers of every worker to one order, still to come: `wait` for them (or, when the test
+/// steps the drivers itself, step them first and then `wait`).
+pub struct Pending<T> {
+    rx: Receiver<Answer>,
+    expected: usize,
+    /// Some worker could not be posted to: the run is stopping.
+    stopped: bool,
+    answers: Vec<Answer>,
+    merge: Box<dyn FnOnce(Vec<Answer>) -> Result<T, ControlError> + Send>,
+}
+
+impl<T> Pending<T> {
+    /// Waits up to `timeout` for every answer and merges them.
+    pub fn wait(mut self, timeout: Duration) -> Result<T, ControlError> {
+        if self.stopped {
+            return Err(ControlError::Stopped);
+        }
+        let deadline = std::time::Instant::now() + timeout;
+        while self.answers.len() < self.expected {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(answer) => self.answers.push(answer),
+                Err(mpsc::RecvTimeoutError::Timeout) => return Err(ControlError::Timeout(timeout)),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(ControlError::Stopped),
+            }
+        }
+        (self.merge)(self.answers)
     }
 }

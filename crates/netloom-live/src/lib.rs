@@ -1,23 +1,50 @@
-//! The real-time driver: runs netloom's engine against the wall clock, reading hosts' packets,
-//! moving their descriptors through the emulated network and writing each packet out at its
-//! exit time, while measuring how late every release is. The OS side (namespaces, TUN) is behind
-//! the `PacketIo` trait, so the loop is tested without root.
+//! netloom's live runs: the engine against a clock and hosts' packets. `Experiment` owns a run
+//! (hosts brought up, one driver thread per worker, a control socket, events) and is what the
+//! CLI and other clients start and observe; `Plan` says what to start. Beneath it, `Driver` is
+//! one worker's real-time loop, generic over its `Clock` and its hosts' `PacketIo`, so the loop
+//! and its control are tested in memory with a `TestClock`, without root and without sleeping.
+//!
+//! Modules, by what they own: `driver` (the loop), `payload` (packets' bytes and the hand-off
+//! protocol between workers), `answer` (a worker's answers to orders), `control` (the
+//! experiment's side of those orders), `wait` (the precision modes' waiting policy), `message`
+//! (the leaf of requests, orders, answers and figures), `protocol` and `server` (the control
+//! socket), `report`, `event`, `plan`, `experiment`, and `tun_io`, `segment`, `ip`, `pool` for
+//! the packets themselves.
+
+#![warn(missing_docs)]
 
 mod accuracy;
-mod change;
+mod answer;
 mod clock;
-pub mod control;
+mod control;
 mod driver;
+mod event;
+mod experiment;
+mod io;
 mod ip;
-pub mod mailbox;
+mod mailbox;
+mod message;
+mod payload;
+mod plan;
 mod pool;
+pub mod protocol;
+mod report;
 pub mod segment;
-mod stats;
+mod server;
 mod tun_io;
+mod wait;
+mod worker;
 
 pub use accuracy::{Accuracy, AccuracyReport, Thresholds};
-pub use clock::Clock;
-pub use driver::{Driver, Framing, HostCounters, PacketIo, Precision};
+pub use clock::{Clock, SystemClock, TestClock};
+pub use control::{ControlError, Controller, Pending};
+pub use driver::{Driver, DriverConfig};
+pub use event::{Event, Subscription};
+pub use experiment::{Ending, Experiment, LiveError, ANSWER_TIMEOUT};
+pub use io::{Framing, PacketIo};
 pub use ip::{destination, Malformed};
-pub use stats::Snapshot;
+pub use message::{Direction, HostCounters, LinkChange, PipeState, Request, Snapshot};
+pub use plan::{Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};
+pub use report::{HostInfo, HostReport, Report, RunInfo, WorkersInfo, WorkersReport};
 pub use tun_io::TunIo;
+pub use wait::{Hybrid, Precision, Waiter};

@@ -1,11 +1,10 @@
 //! Mailboxes between the threads of a live run. Each worker has one inbox that every other
-//! worker and the control thread post into: one FIFO queue (std's lock-free list channel), so a
-//! `Hold` posted before a hand-off is always read before the `Release` that hand-off may cause
-//! elsewhere. A post wakes the worker only when it sleeps: waking costs a syscall, and a
-//! spinning worker finds the message on its next turn anyway.
+//! worker and the experiment's control thread post into: one FIFO queue (std's lock-free list
+//! channel), so a `Hold` posted before a hand-off is always read before the `Release` that
+//! hand-off may cause elsewhere. A post wakes the worker only when it sleeps: waking costs a
+//! syscall, and a spinning worker finds the message on its next turn anyway.
 
-use crate::control::{Reply, Request};
-use crate::stats::Snapshot;
+use crate::message::{Answer, Order};
 use netloom_engine::Handoff;
 use std::io::{self, Write};
 use std::os::unix::net::UnixStream;
@@ -14,7 +13,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 
 /// What one thread tells a worker.
-pub enum Message {
+#[derive(Debug)]
+pub(crate) enum Message {
     /// A packet whose exit this worker handles, with its intended exit time.
     Handoff(Handoff),
     /// The same, with its payload along (a wire packet, framed as the hosts' I/O frames it),
@@ -24,19 +24,12 @@ pub enum Message {
     Hold(u64),
     /// A copy of a segment whose payload this worker holds was dropped elsewhere.
     Release(u64),
-    /// A request of `netloom stats` or `netloom link`: every worker answers for its own part.
-    Request(Request, Sender<Answer>),
-}
-
-/// A worker's answer to a request.
-pub enum Answer {
-    /// The outcome of a change, the same on every worker (they share the topology).
-    Changed(Reply),
-    /// The figures of this worker's pipes and packets.
-    Stats(Box<Snapshot>),
+    /// An order of the experiment's (a change, a snapshot): every worker answers for its part.
+    Order(Order, Sender<Answer>),
 }
 
 /// Whether the worker sleeps, and how to wake it.
+#[derive(Debug)]
 struct Door {
     sleeping: AtomicBool,
     waker: UnixStream,
@@ -44,7 +37,7 @@ struct Door {
 
 /// Where to post to one worker.
 #[derive(Clone)]
-pub struct Post {
+pub(crate) struct Post {
     tx: Sender<Message>,
     door: Arc<Door>,
 }
@@ -67,7 +60,7 @@ impl Post {
 }
 
 /// A worker's end: what was posted to it, in order.
-pub struct Inbox {
+pub(crate) struct Inbox {
     rx: Receiver<Message>,
     door: Arc<Door>,
     /// The read end of the waker, for the worker's poller.
@@ -112,7 +105,7 @@ impl Inbox {
 }
 
 /// One inbox per worker and a post to each, in worker order.
-pub fn mailboxes(workers: usize) -> io::Result<(Vec<Inbox>, Vec<Post>)> {
+pub(crate) fn mailboxes(workers: usize) -> io::Result<(Vec<Inbox>, Vec<Post>)> {
     let mut inboxes = Vec::with_capacity(workers);
     let mut posts = Vec::with_capacity(workers);
     for _ in 0..workers {

@@ -2,18 +2,20 @@
 //! of one worker, watched by epoll together with the worker's mailbox waker, writes to any host,
 //! and says whether the devices it reads hand over GSO super-packets.
 
-use crate::driver::{Framing, PacketIo};
+use crate::io::{Framing, PacketIo};
 use netloom_os::{OsError, Poller, Tun};
 use std::io::{self, IoSlice, Read};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The poller token of the waker; host tokens are host indices.
 const WAKE: u32 = u32::MAX;
 
-pub struct TunIo<'a> {
-    tuns: &'a [Tun],
+/// The TUN devices of a testbed as one worker's `PacketIo`.
+pub struct TunIo {
+    tuns: Arc<Vec<Tun>>,
     /// The hosts this I/O reads.
     reads: Vec<u32>,
     poller: Poller,
@@ -21,34 +23,22 @@ pub struct TunIo<'a> {
     gso: bool,
 }
 
-impl<'a> TunIo<'a> {
-    /// Reads the hosts `reads` of `tuns` (host `i` is `tuns[i]`), writes to any, and watches the
-    /// read end of a mailbox waker if given, so a post interrupts a sleeping wait. Turns GSO on
-    /// for the hosts it reads: their TCP leaves them in super-packets of up to 64 KB (see
+impl TunIo {
+    /// Reads the hosts `reads` of `tuns` (host `i` is `tuns[i]`) and writes to any. Turns GSO
+    /// on for the hosts it reads: their TCP leaves them in super-packets of up to 64 KB (see
     /// `set_gso`).
-    pub fn new(
-        tuns: &'a [Tun],
-        reads: Vec<u32>,
-        waker: Option<UnixStream>,
-    ) -> Result<TunIo<'a>, OsError> {
+    pub fn new(tuns: Arc<Vec<Tun>>, reads: Vec<u32>) -> Result<TunIo, OsError> {
         let mut poller = Poller::new()?;
         for &i in &reads {
             let tun = &tuns[i as usize];
             poller.add(tun.fd(), i)?;
             tun.set_offload(true)?;
         }
-        if let Some(w) = &waker {
-            w.set_nonblocking(true).map_err(|source| OsError::Io {
-                what: "make the control waker non-blocking".into(),
-                source,
-            })?;
-            poller.add(w.as_fd(), WAKE)?;
-        }
         Ok(TunIo {
             tuns,
             reads,
             poller,
-            waker,
+            waker: None,
             gso: true,
         })
     }
@@ -65,9 +55,11 @@ impl<'a> TunIo<'a> {
     }
 }
 
-impl PacketIo for TunIo<'_> {
-    fn wait(&mut self, timeout: Option<Duration>, ready: &mut Vec<u32>) -> io::Result<()> {
+impl PacketIo for TunIo {
+    fn wait(&mut self, timeout: Option<Duration>, ready: &mut Vec<u32>) -> io::Result<bool> {
+        let before = ready.len();
         self.poller.wait(timeout, ready).map_err(io::Error::other)?;
+        let timed_out = ready.len() == before;
         if let Some(i) = ready.iter().position(|&t| t == WAKE) {
             ready.swap_remove(i);
             if let Some(mut w) = self.waker.as_ref() {
@@ -75,7 +67,7 @@ impl PacketIo for TunIo<'_> {
                 while matches!(w.read(&mut drain), Ok(n) if n > 0) {}
             }
         }
-        Ok(())
+        Ok(timed_out)
     }
 
     fn recv(&mut self, host: u32, buf: &mut [u8]) -> io::Result<usize> {
@@ -92,5 +84,14 @@ impl PacketIo for TunIo<'_> {
 
     fn framing(&self) -> Framing {
         Framing::Vnet { gso: self.gso }
+    }
+
+    fn watch(&mut self, waker: UnixStream) -> io::Result<()> {
+        waker.set_nonblocking(true)?;
+        self.poller
+            .add(waker.as_fd(), WAKE)
+            .map_err(io::Error::other)?;
+        self.waker = Some(waker);
+        Ok(())
     }
 }

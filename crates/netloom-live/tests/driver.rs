@@ -1,22 +1,26 @@
-//! The real-time loop against in-memory hosts: packets are routed by address, released at their
-//! scheduled time (measured against the wall clock, with generous bounds: this runs on shared
-//! CI machines), bad packets are counted, and payloads survive duplication and drops. With GSO,
-//! a super-packet is emulated as its wire-size segments: each timed and lost on its own, and
-//! those due together written together.
+//! The real-time loop against in-memory hosts and a test clock: packets are routed by address
+//! and released exactly at their scheduled time in every precision mode, bad packets are
+//! counted, payloads survive duplication and drops, a change applies from the instant it is
+//! made, and a stop counts what it drops. With GSO, a super-packet is emulated as its wire-size
+//! segments: each timed and lost on its own, and those due together written together.
 
 mod common;
 
-use common::{ipv4, pair, MemIo};
+use common::{at_us, ipv4, pair, run_until_quiet, us, MemIo};
 use netloom_engine::Engine;
 use netloom_link::{LossModel, PipeConfig, QueueLimit};
 use netloom_live::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
-use netloom_live::{Driver, Framing, Precision, Thresholds};
-use netloom_time::{Duration as NsDuration, Rate};
-use std::time::{Duration, Instant};
+use netloom_live::{
+    Clock, Controller, Direction, Driver, DriverConfig, Framing, Hybrid, Precision, TestClock,
+    Thresholds,
+};
+use netloom_time::{Duration, Instant, Rate};
+
+type TestDriver = Driver<MemIo<TestClock>, TestClock>;
 
 /// h0 - r - h1, 10 Mbit/s and 2 ms per hop; `tweak` adjusts the r-h1 pipes.
-fn driver(precision: Precision, tweak: impl Fn(&mut PipeConfig)) -> Driver<MemIo> {
-    let c = PipeConfig::new(Rate::bps(10_000_000), NsDuration::from_millis(2));
+fn driver(precision: Precision, tweak: impl Fn(&mut PipeConfig)) -> (TestDriver, TestClock) {
+    let c = PipeConfig::new(Rate::bps(10_000_000), Duration::from_millis(2));
     driver_over(c, Framing::Plain, precision, tweak)
 }
 
@@ -26,79 +30,127 @@ fn driver_over(
     framing: Framing,
     precision: Precision,
     tweak: impl Fn(&mut PipeConfig),
-) -> Driver<MemIo> {
+) -> (TestDriver, TestClock) {
     let (topo, addrs) = pair(c, tweak);
-    Driver::new(
-        Engine::new(topo, 5),
-        MemIo::new(framing),
-        &addrs,
-        2048,
-        1024,
+    let clock = TestClock::new();
+    let config = DriverConfig {
+        max_packet: 2048,
+        max_in_flight: 1024,
         precision,
-        Thresholds::default(),
-    )
+        thresholds: Thresholds::default(),
+    };
+    let io = MemIo::new(clock.clone(), framing);
+    let d = Driver::new(Engine::new(topo, 5), io, clock.clone(), &addrs, config);
+    (d, clock)
 }
 
-/// Steps until every host's inbox is read and nothing is left in flight.
-fn run_until_quiet(d: &mut Driver<MemIo>, limit: Duration) {
-    let start = Instant::now();
-    loop {
-        d.step().unwrap();
-        let unread = d.io().inbox.iter().any(|q| !q.is_empty());
-        let busy = d.in_flight() > 0 || d.engine().poll_at().is_some();
-        if !(unread || busy) || start.elapsed() > limit {
-            break;
-        }
-    }
+/// Steps one driver until it is quiet (see `run_until_quiet`).
+fn quiet(d: &mut TestDriver, clock: &TestClock) {
+    run_until_quiet(std::slice::from_mut(d), clock);
+}
+
+/// The hybrid modes the loop is tested in: spin learned, and fixed with no linger.
+fn hybrids() -> [Precision; 2] {
+    [
+        Precision::Hybrid(Hybrid::default()),
+        Precision::Hybrid(Hybrid {
+            spin: Some(us(100)),
+            linger: Duration::ZERO,
+        }),
+    ]
 }
 
 #[test]
 fn packets_are_released_at_their_scheduled_time_in_every_mode() {
-    for precision in [
-        Precision::Busy,
-        Precision::Hybrid {
-            spin: Duration::from_micros(100),
-        },
-        Precision::Sleep,
-    ] {
-        let mut d = driver(precision, |_| {});
-        let sent = Instant::now();
+    for precision in [[Precision::Busy, Precision::Sleep].as_slice(), &hybrids()].concat() {
+        let (mut d, clock) = driver(precision, |_| {});
+        // A turn that does not sleep takes 1 us here, so busy and hybrid spin in 1 us steps;
+        // the waits themselves move the clock, as a real driver's sleeps let time pass.
+        d.io_mut().turn = us(1);
+        clock.set(at_us(1_000));
         for i in 0..5 {
-            d.io_mut().inbox[0].push_back(ipv4([198, 18, 0, 2], 1000, i));
+            d.io_mut().send(0, ipv4([198, 18, 0, 2], 1000, i));
         }
-        run_until_quiet(&mut d, Duration::from_secs(2));
-        let got = &d.io().delivered;
-        assert_eq!(got.len(), 5, "{precision:?}");
-        for (k, (host, at, packet)) in got.iter().enumerate() {
+        while d.io().delivered.len() < 5 {
+            d.step().unwrap();
+            assert!(clock.now() < at_us(100_000), "{precision:?}: not delivered");
+        }
+        for (k, (host, at, packet)) in d.io().delivered.iter().enumerate() {
             assert_eq!(*host, 1);
             assert_eq!(packet[20], k as u8, "FIFO order");
             // Two hops of 2 ms and 0.8 ms serialization each, plus k more serializations of
-            // 0.8 ms queued at the first hop.
-            let due = Duration::from_micros(4_000 + 1_600 + 800 * k as u64);
-            let took = *at - sent;
+            // 0.8 ms queued at the first hop, from the read at 1 ms.
+            let due = at_us(1_000 + 4_000 + 1_600 + 800 * k as u64);
+            let late = at.saturating_since(due);
             assert!(
-                took >= due,
-                "{precision:?}: packet {k} after {took:?}, due at {due:?}"
+                *at >= due,
+                "{precision:?}: packet {k} at {at:?}, due {due:?}"
             );
-            assert!(
-                took < due + Duration::from_millis(50),
-                "{precision:?}: packet {k} after {took:?}"
-            );
+            match precision {
+                // Spinning, it is written in the turn it falls due.
+                Precision::Busy | Precision::Hybrid(_) => assert!(late <= us(1), "{late:?}"),
+                // Sleeping, the wait ends at the deadline.
+                Precision::Sleep => assert_eq!(late, Duration::ZERO),
+            }
         }
         let acc = d.accuracy();
-        assert_eq!(acc.released, 5);
-        assert_eq!(acc.physical_drops, 0);
+        assert_eq!((acc.released, acc.late, acc.physical_drops), (5, 0, 0));
+    }
+}
+
+#[test]
+fn hybrid_spins_only_near_deadlines_and_after_packets() {
+    // A fixed spin of 100 us and a linger of 2 ms: after the read at 0 the driver polls for
+    // 2 ms, then sleeps, waking 100 us before each deadline (the packet leaves h0-r at 2.8 ms
+    // and r-h1 at 5.6 ms), never for more than 1 ms while traffic is recent.
+    let precision = Precision::Hybrid(Hybrid {
+        spin: Some(us(100)),
+        linger: Duration::from_millis(2),
+    });
+    let (mut d, clock) = driver(precision, |_| {});
+    d.io_mut().turn = us(1);
+    d.io_mut().send(0, ipv4([198, 18, 0, 2], 1000, 0));
+    let mut sleeps = Vec::new();
+    while d.io().delivered.is_empty() {
+        let before = clock.now();
+        d.step().unwrap();
+        if clock.now().saturating_since(before) > us(1) {
+            sleeps.push((before, clock.now()));
+        }
+    }
+    let released = d.io().delivered[0].1;
+    assert!(
+        released >= at_us(5_600) && released <= at_us(5_601),
+        "{released:?}"
+    );
+    assert!(
+        sleeps.first().is_some_and(|s| s.0 >= at_us(2_000)),
+        "lingered: {sleeps:?}"
+    );
+    for &(from, to) in &sleeps {
+        assert!(
+            to.saturating_since(from) <= Duration::from_millis(1),
+            "{sleeps:?}"
+        );
+        for deadline in [at_us(2_800), at_us(5_600)] {
+            let spun = to <= Instant(deadline.as_nanos() - 100_000) || from >= deadline;
+            assert!(
+                spun,
+                "slept {from:?}..{to:?} into the spin before {deadline:?}"
+            );
+        }
     }
 }
 
 #[test]
 fn bad_and_unroutable_packets_are_counted_and_dropped() {
-    let mut d = driver(Precision::Busy, |_| {});
-    d.io_mut().inbox[0].push_back(vec![0x99; 30]);
-    d.io_mut().inbox[0].push_back(ipv4([198, 18, 0, 2], 100, 1)[..50].to_vec());
-    d.io_mut().inbox[0].push_back(ipv4([192, 0, 2, 7], 100, 2));
-    d.io_mut().inbox[0].push_back(ipv4([198, 18, 0, 2], 100, 3));
-    run_until_quiet(&mut d, Duration::from_secs(2));
+    let (mut d, clock) = driver(Precision::Busy, |_| {});
+    d.io_mut().send(0, vec![0x99; 30]);
+    d.io_mut()
+        .send(0, ipv4([198, 18, 0, 2], 100, 1)[..50].to_vec());
+    d.io_mut().send(0, ipv4([192, 0, 2, 7], 100, 2));
+    d.io_mut().send(0, ipv4([198, 18, 0, 2], 100, 3));
+    quiet(&mut d, &clock);
     let c = d.host_counters()[0];
     assert_eq!(
         (c.packets_in, c.malformed, c.unknown_destination),
@@ -110,14 +162,14 @@ fn bad_and_unroutable_packets_are_counted_and_dropped() {
 
 #[test]
 fn payloads_survive_duplication_and_loss_and_are_all_returned() {
-    let mut d = driver(Precision::Busy, |c| {
+    let (mut d, clock) = driver(Precision::Busy, |c| {
         c.duplicate = 1.0;
         c.loss = LossModel::Bernoulli { p: 0.3 };
     });
     for i in 0..40 {
-        d.io_mut().inbox[0].push_back(ipv4([198, 18, 0, 2], 200, i));
+        d.io_mut().send(0, ipv4([198, 18, 0, 2], 200, i));
     }
-    run_until_quiet(&mut d, Duration::from_secs(3));
+    quiet(&mut d, &clock);
     let got = &d.io().delivered;
     // Every packet is offered to the lossy pipe once; survivors arrive twice with their payload.
     assert!(
@@ -182,7 +234,7 @@ fn seq(packet: &[u8]) -> u32 {
 }
 
 /// The sequence numbers of every wire packet delivered, in the order they were written.
-fn delivered_seqs(d: &Driver<MemIo>) -> Vec<u32> {
+fn delivered_seqs(d: &TestDriver) -> Vec<u32> {
     d.io()
         .delivered
         .iter()
@@ -195,13 +247,12 @@ fn delivered_seqs(d: &Driver<MemIo>) -> Vec<u32> {
 fn a_super_packet_is_timed_and_lost_segment_by_segment() {
     // 10 Mbit/s, 2 ms per hop: a 1500-byte segment takes 1.2 ms to serialize, so segment k of
     // a burst reaches h1 at 4 ms + (k + 2) x 1.2 ms (serialized at both hops, back to back).
-    let c = roomy(Rate::bps(10_000_000), NsDuration::from_millis(2));
+    let c = roomy(Rate::bps(10_000_000), Duration::from_millis(2));
     let gso = Framing::Vnet { gso: true };
-    let mut d = driver_over(c, gso, Precision::Busy, |_| {});
+    let (mut d, clock) = driver_over(c, gso, Precision::Busy, |_| {});
     let n = 40;
-    let sent = Instant::now();
-    d.io_mut().inbox[0].push_back(super_frame(1000, n));
-    run_until_quiet(&mut d, Duration::from_secs(3));
+    d.io_mut().send(0, super_frame(1000, n));
+    quiet(&mut d, &clock);
     let mut got = Vec::new();
     for (host, at, frame) in &d.io().delivered {
         assert_eq!(*host, 1);
@@ -213,20 +264,8 @@ fn a_super_packet_is_timed_and_lost_segment_by_segment() {
     assert_eq!(got.len(), n, "every segment arrives, once");
     for (k, (at, seq)) in got.iter().enumerate() {
         assert_eq!(*seq, 1000 + k as u32 * u32::from(MSS), "in order");
-        let due = Duration::from_micros(4_000 + 1_200 * (k as u64 + 2));
-        let took = *at - sent;
-        assert!(took >= due, "segment {k} after {took:?}, due at {due:?}");
-        assert!(
-            took < due + Duration::from_millis(50),
-            "segment {k} after {took:?}"
-        );
+        assert_eq!(*at, at_us(4_000 + 1_200 * (k as u64 + 2)), "segment {k}");
     }
-    // Not held back until the last segment is due: the first one left about 47 ms earlier.
-    let last_due = Duration::from_micros(4_000 + 1_200 * (n as u64 + 1));
-    assert!(
-        got[0].0 - sent < last_due,
-        "the first segment waited for the last"
-    );
     let acc = d.accuracy();
     assert_eq!((acc.released, acc.physical_drops), (n as u64, 0));
     let c = d.host_counters();
@@ -242,14 +281,14 @@ fn a_super_packet_is_timed_and_lost_segment_by_segment() {
 
     // With 30 % loss on r-h1, segments are lost one by one: of 4 x 40, the survivors lie within
     // 3.29 standard deviations of 112, and each arrives whole and in order.
-    let fast = roomy(Rate::bps(1_000_000_000), NsDuration::from_micros(100));
-    let mut d = driver_over(fast, gso, Precision::Busy, |c| {
+    let fast = roomy(Rate::bps(1_000_000_000), Duration::from_micros(100));
+    let (mut d, clock) = driver_over(fast, gso, Precision::Busy, |c| {
         c.loss = LossModel::Bernoulli { p: 0.3 };
     });
     for i in 0..4 {
-        d.io_mut().inbox[0].push_back(super_frame(i * 40 * u32::from(MSS), 40));
+        d.io_mut().send(0, super_frame(i * 40 * u32::from(MSS), 40));
     }
-    run_until_quiet(&mut d, Duration::from_secs(3));
+    quiet(&mut d, &clock);
     let seqs = delivered_seqs(&d);
     assert!(
         (93..=131).contains(&seqs.len()),
@@ -266,12 +305,13 @@ fn a_super_packet_is_timed_and_lost_segment_by_segment() {
 /// limit, is refused whole (the pipe counts 40 queue drops; nothing is lost outside the model).
 #[test]
 fn a_super_packet_is_queued_whole_at_a_short_first_queue() {
-    let mut c = PipeConfig::new(Rate::bps(10_000_000), NsDuration::from_millis(2));
+    let mut c = PipeConfig::new(Rate::bps(10_000_000), Duration::from_millis(2));
     c.queue = QueueLimit::Packets(5);
-    let mut d = driver_over(c, Framing::Vnet { gso: true }, Precision::Busy, |_| {});
-    d.io_mut().inbox[0].push_back(super_frame(1000, 40));
-    d.io_mut().inbox[0].push_back(super_frame(1000 + 40 * u32::from(MSS), 40));
-    run_until_quiet(&mut d, Duration::from_secs(3));
+    let (mut d, clock) = driver_over(c, Framing::Vnet { gso: true }, Precision::Busy, |_| {});
+    d.io_mut().send(0, super_frame(1000, 40));
+    d.io_mut()
+        .send(0, super_frame(1000 + 40 * u32::from(MSS), 40));
+    quiet(&mut d, &clock);
     let seqs = delivered_seqs(&d);
     let first: Vec<u32> = (0..40).map(|k| 1000 + k * u32::from(MSS)).collect();
     assert_eq!(
@@ -286,7 +326,7 @@ fn a_super_packet_is_queued_whole_at_a_short_first_queue() {
 
 /// Pipes whose queues hold a burst of super-packets (the default holds a bandwidth-delay
 /// product, which at 10 Mbit/s and 2 ms is a few packets).
-fn roomy(rate: Rate, delay: NsDuration) -> PipeConfig {
+fn roomy(rate: Rate, delay: Duration) -> PipeConfig {
     let mut c = PipeConfig::new(rate, delay);
     c.queue = QueueLimit::Packets(1000);
     c
@@ -297,17 +337,17 @@ fn segments_due_together_are_written_together() {
     // 10 Gbit/s and 10 ms per hop: the 45 segments of a 64 KB super-packet fall due within
     // 55 us of one another, 20 ms after the read. Reading, then waiting 40 ms before the next
     // turn, leaves all of them due in that turn.
-    let c = roomy(Rate::bps(10_000_000_000), NsDuration::from_millis(10));
+    let c = roomy(Rate::bps(10_000_000_000), Duration::from_millis(10));
     let gso = Framing::Vnet { gso: true };
     for loss in [0.0, 0.3] {
-        let mut d = driver_over(c, gso, Precision::Busy, |c| {
+        let (mut d, clock) = driver_over(c, gso, Precision::Busy, |c| {
             c.loss = LossModel::Bernoulli { p: loss };
         });
         let sent = super_frame(7, 45);
-        d.io_mut().inbox[0].push_back(sent.clone());
+        d.io_mut().send(0, sent.clone());
         d.step().unwrap();
         assert!(d.io().delivered.is_empty());
-        std::thread::sleep(Duration::from_millis(40));
+        clock.advance(Duration::from_millis(40));
         d.step().unwrap();
         let expected = wire_packets(&sent);
         let frames: Vec<&Vec<u8>> = d.io().delivered.iter().map(|(_, _, f)| f).collect();
@@ -344,20 +384,20 @@ fn segments_due_together_are_written_together() {
 
 #[test]
 fn plain_packets_keep_their_virtio_header_and_bad_super_packets_are_malformed() {
-    let c = PipeConfig::new(Rate::bps(1_000_000_000), NsDuration::from_micros(100));
-    let mut d = driver_over(c, Framing::Vnet { gso: true }, Precision::Busy, |_| {});
+    let c = PipeConfig::new(Rate::bps(1_000_000_000), Duration::from_micros(100));
+    let (mut d, clock) = driver_over(c, Framing::Vnet { gso: true }, Precision::Busy, |_| {});
     // A UDP-sized packet whose checksum is left to finish (NEEDS_CSUM at 20 + 6).
     let mut plain = vec![0u8; VNET_HDR_LEN];
     plain[0] = 1;
     plain[6..8].copy_from_slice(&20u16.to_ne_bytes());
     plain[8..10].copy_from_slice(&6u16.to_ne_bytes());
     plain.extend(ipv4([198, 18, 0, 2], 100, 9));
-    d.io_mut().inbox[0].push_back(plain.clone());
+    d.io_mut().send(0, plain.clone());
     let mut zero_mss = super_frame(1, 3);
     zero_mss[4..6].fill(0);
-    d.io_mut().inbox[0].push_back(zero_mss);
-    d.io_mut().inbox[0].push_back(plain[..VNET_HDR_LEN - 2].to_vec());
-    run_until_quiet(&mut d, Duration::from_secs(2));
+    d.io_mut().send(0, zero_mss);
+    d.io_mut().send(0, plain[..VNET_HDR_LEN - 2].to_vec());
+    quiet(&mut d, &clock);
     let got: Vec<&Vec<u8>> = d.io().delivered.iter().map(|(_, _, f)| f).collect();
     assert_eq!(got, [&plain], "written as read, header and all");
     let c = d.host_counters()[0];
@@ -366,4 +406,145 @@ fn plain_packets_keep_their_virtio_header_and_bad_super_packets_are_malformed() 
         (c.packets_in, c.bytes_in, c.malformed),
         (3, 100 + (HEADERS + 3 * 1448) as u64, 2)
     );
+}
+
+/// `{"delay": ...}` as a link-set table.
+fn delay(text: &str) -> serde_json::Map<String, serde_json::Value> {
+    let mut set = serde_json::Map::new();
+    set.insert("delay".into(), text.into());
+    set
+}
+
+#[test]
+fn a_link_set_at_t_changes_exit_times_from_t() {
+    // h0 - r - h1, 2 ms and 0.8 ms of serialization per hop. Packet 0 leaves h0 at 5 ms and is
+    // inside r-h1 (7.8 to 10.6 ms) when r-h1 becomes 10 ms long at 10 ms; packet 1, sent at
+    // 9 ms, enters r-h1 at 11.8 ms; packet 2 is sent at 10 ms, just before the change.
+    let (d, clock) = driver(Precision::Sleep, |_| {});
+    let mut ds = [d];
+    let control = Controller::connect(&mut ds, clock.clone()).unwrap();
+    let [mut d] = ds;
+    for (k, at) in [(0, 5_000), (1, 9_000), (2, 10_000)] {
+        d.io_mut()
+            .send_at(0, at_us(at), ipv4([198, 18, 0, 2], 1000, k));
+    }
+    while clock.now() < at_us(10_000) {
+        d.step().unwrap();
+    }
+    assert_eq!(
+        clock.now(),
+        at_us(10_000),
+        "the sleeping driver woke for packet 2"
+    );
+    // The change is made at 10 ms; the driver takes it on its next turn, 50 us later, and
+    // applies it as of 10 ms.
+    let pending = control
+        .link_set("r", "h1", Direction::Both, &delay("10ms"))
+        .unwrap();
+    clock.advance(us(50));
+    d.step().unwrap();
+    let change = pending.wait(std::time::Duration::ZERO).unwrap();
+    assert_eq!((change.link.as_str(), change.at_ns), ("r-h1", 10_000_000));
+    let mut ds = [d];
+    run_until_quiet(&mut ds, &clock);
+    let arrivals: Vec<(u8, Instant)> = ds[0]
+        .io()
+        .delivered
+        .iter()
+        .map(|(_, at, p)| (p[20], *at))
+        .collect();
+    assert_eq!(
+        arrivals,
+        [
+            // Inside r-h1 when the delay changed: keeps its exit time.
+            (0, at_us(10_600)),
+            // Entered r-h1 after the change: 11.8 ms + 10.8 ms.
+            (1, at_us(22_600)),
+            // Read at 10 ms, in r-h1 from 12.8 ms: 2.8 ms + 10.8 ms later.
+            (2, at_us(23_600)),
+        ]
+    );
+    assert_eq!(ds[0].accuracy().late, 0);
+}
+
+#[test]
+fn changes_are_refused_with_the_reason_and_change_nothing() {
+    let (d, clock) = driver(Precision::Busy, |_| {});
+    let mut ds = [d];
+    let control = Controller::connect(&mut ds, clock.clone()).unwrap();
+    let err = |e: netloom_live::ControlError| e.to_string();
+    let unknown = control.link_set("r", "h11", Direction::Both, &delay("1ms"));
+    let unknown = err(unknown.err().unwrap());
+    assert!(
+        unknown.contains("no node is named \"h11\" (did you mean \"h1\"?)"),
+        "{unknown}"
+    );
+    let unlinked = control.link_state("h0", "h1", false);
+    assert_eq!(err(unlinked.err().unwrap()), "no link joins h0 and h1");
+    let bad = control.link_set("r", "h1", Direction::Both, &delay("5 parsecs"));
+    assert!(err(bad.err().unwrap()).starts_with("link r-h1: delay \"5 parsecs\""));
+    // Valid words that this link cannot take: refused by the workers, nothing changed.
+    let mut red = serde_json::Map::new();
+    red.insert("aqm".into(), "red".into());
+    red.insert(
+        "red".into(),
+        serde_json::json!({"min_th": 9.0, "max_th": 3.0}),
+    );
+    let pending = control.link_set("r", "h1", Direction::AToB, &red).unwrap();
+    ds[0].step().unwrap();
+    let refused = err(pending.wait(std::time::Duration::ZERO).err().unwrap());
+    assert!(
+        refused.contains("red.min_th (9) must be below red.max_th (3)"),
+        "{refused}"
+    );
+    let pipe = ds[0].engine().topology().links[1].ab;
+    assert_eq!(
+        ds[0].engine().pipe(pipe).config().aqm,
+        netloom_link::Aqm::DropTail
+    );
+}
+
+#[test]
+fn a_stop_drops_what_is_inside_and_counts_it() {
+    let (mut d, clock) = driver(Precision::Busy, |_| {});
+    for k in 0..3 {
+        d.io_mut().send(0, ipv4([198, 18, 0, 2], 1000, k));
+    }
+    d.step().unwrap();
+    clock.advance(Duration::from_millis(1));
+    d.step().unwrap();
+    let last = d.final_snapshot();
+    assert_eq!(last.in_flight, 3, "read, inside h0-r, not delivered");
+    assert_eq!(last.hosts[0].packets_in, 3);
+    assert_eq!(last.hosts[1].packets_out, 0);
+}
+
+#[test]
+fn a_trace_driven_link_cannot_be_made_wireless() {
+    // As the topology file refuses a link with both: the patch alone cannot see the trace.
+    let (mut topo, addrs) = pair(
+        PipeConfig::new(Rate::bps(10_000_000), Duration::from_millis(2)),
+        |_| {},
+    );
+    let trace = netloom_link::Trace::parse("1\n2\n").unwrap();
+    for p in &mut topo.pipes {
+        p.data.trace = Some(std::sync::Arc::new(trace.clone()));
+    }
+    let clock = TestClock::new();
+    let config = DriverConfig {
+        max_packet: 2048,
+        max_in_flight: 64,
+        precision: Precision::Busy,
+        thresholds: Thresholds::default(),
+    };
+    let io = MemIo::new(clock.clone(), Framing::Plain);
+    let mut ds = [Driver::new(Engine::new(topo, 5), io, clock.clone(), &addrs, config)];
+    let control = Controller::connect(&mut ds, clock).unwrap();
+    let mut set = serde_json::Map::new();
+    set.insert("wireless".into(), "802.11b".into());
+    set.insert("bw".into(), "11Mbit".into());
+    let pending = control.link_set("h0", "r", Direction::Both, &set).unwrap();
+    ds[0].step().unwrap();
+    let refused = pending.wait(std::time::Duration::ZERO).unwrap_err().to_string();
+    assert!(refused.contains("either wireless or driven by a trace"), "{refused}");
 }

@@ -1,61 +1,163 @@
-//! In-memory hosts and the small topology the driver tests run on.
+//! In-memory hosts, the clocks they run on, and the small topology the driver tests run on.
+//!
+//! Each test binary uses part of it.
+#![allow(dead_code)]
 
 use netloom_link::PipeConfig;
-use netloom_live::{Framing, PacketIo};
+use netloom_live::{Clock, Driver, Framing, PacketIo, SystemClock, TestClock};
+use netloom_time::{Duration, Instant};
 use netloom_topo::{NodeKind, RoutingMetric, Topology};
 use std::collections::VecDeque;
 use std::io;
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
 
-/// Hosts as queues: what they send waits in `inbox`, what they receive lands in `delivered`.
-pub struct MemIo {
-    pub inbox: Vec<VecDeque<Vec<u8>>>,
-    pub delivered: Vec<(u32, Instant, Vec<u8>)>,
-    framing: Framing,
+/// A clock a test can let time pass on: a `TestClock` moves at once, the system's is slept on.
+pub trait TestTime: Clock {
+    /// Lets up to `d` pass.
+    fn pass(&self, d: Duration);
 }
 
-impl MemIo {
-    /// Two hosts with nothing sent yet.
-    pub fn new(framing: Framing) -> MemIo {
-        MemIo {
-            inbox: vec![VecDeque::new(), VecDeque::new()],
-            delivered: Vec::new(),
-            framing,
-        }
+impl TestTime for TestClock {
+    fn pass(&self, d: Duration) {
+        self.advance(d);
     }
 }
 
-impl PacketIo for MemIo {
-    fn wait(&mut self, timeout: Option<Duration>, ready: &mut Vec<u32>) -> io::Result<()> {
-        ready.extend((0..self.inbox.len() as u32).filter(|&h| !self.inbox[h as usize].is_empty()));
-        if ready.is_empty() {
-            // Sleep as a poller would, a little, so the sleeping modes are exercised too.
-            std::thread::sleep(
-                timeout
-                    .unwrap_or(Duration::ZERO)
-                    .min(Duration::from_micros(200)),
-            );
+impl TestTime for SystemClock {
+    fn pass(&self, d: Duration) {
+        // A little at a time, as a poller would, so the sleeping modes are exercised too.
+        let d = d.as_nanos().min(200_000);
+        std::thread::sleep(std::time::Duration::from_nanos(d));
+    }
+}
+
+/// Hosts as queues: what each sends waits in `sends` until its time, what they receive lands
+/// in `delivered` with the time it was written.
+pub struct MemIo<C: TestTime> {
+    pub clock: C,
+    pub sends: Vec<VecDeque<(Instant, Vec<u8>)>>,
+    pub delivered: Vec<(u32, Instant, Vec<u8>)>,
+    framing: Framing,
+    /// How long a turn that does not sleep takes (0: the test moves the clock itself).
+    pub turn: Duration,
+}
+
+impl<C: TestTime> MemIo<C> {
+    /// Two hosts with nothing sent yet.
+    pub fn new(clock: C, framing: Framing) -> MemIo<C> {
+        MemIo {
+            clock,
+            sends: vec![VecDeque::new(), VecDeque::new()],
+            delivered: Vec::new(),
+            framing,
+            turn: Duration::ZERO,
         }
-        Ok(())
+    }
+
+    /// Host `host` sends `packet` now.
+    pub fn send(&mut self, host: usize, packet: Vec<u8>) {
+        let now = self.clock.now();
+        self.send_at(host, now, packet);
+    }
+
+    /// Host `host` sends `packet` at `at` (after anything it sends before).
+    pub fn send_at(&mut self, host: usize, at: Instant, packet: Vec<u8>) {
+        self.sends[host].push_back((at, packet));
+    }
+
+    /// When a host next sends, if any will.
+    pub fn next_send(&self) -> Option<Instant> {
+        self.sends
+            .iter()
+            .filter_map(|q| q.front().map(|(t, _)| *t))
+            .min()
+    }
+
+    /// Whether some host still has something to send.
+    pub fn unsent(&self) -> bool {
+        self.sends.iter().any(|q| !q.is_empty())
+    }
+
+    fn due(&self) -> Vec<u32> {
+        let now = self.clock.now();
+        (0..self.sends.len() as u32)
+            .filter(|&h| {
+                self.sends[h as usize]
+                    .front()
+                    .is_some_and(|(t, _)| *t <= now)
+            })
+            .collect()
+    }
+}
+
+impl<C: TestTime> PacketIo for MemIo<C> {
+    fn wait(
+        &mut self,
+        timeout: Option<std::time::Duration>,
+        ready: &mut Vec<u32>,
+    ) -> io::Result<bool> {
+        ready.extend(self.due());
+        if !ready.is_empty() {
+            return Ok(false);
+        }
+        let timeout = Duration::from_nanos(timeout.map_or(u64::MAX, |t| t.as_nanos() as u64));
+        if timeout.is_zero() {
+            self.clock.pass(self.turn);
+            return Ok(false);
+        }
+        let now = self.clock.now();
+        let until = self.next_send().map(|t| t.saturating_since(now));
+        let passes = until.map_or(timeout, |u| u.min(timeout));
+        self.clock.pass(passes);
+        ready.extend(self.due());
+        Ok(ready.is_empty() && self.clock.now().saturating_since(now) >= timeout)
     }
 
     fn recv(&mut self, host: u32, buf: &mut [u8]) -> io::Result<usize> {
-        let p = self.inbox[host as usize]
-            .pop_front()
-            .ok_or_else(|| io::Error::from(io::ErrorKind::WouldBlock))?;
+        let now = self.clock.now();
+        let q = &mut self.sends[host as usize];
+        if q.front().is_none_or(|(t, _)| *t > now) {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let (_, p) = q.pop_front().expect("checked");
         buf[..p.len()].copy_from_slice(&p);
         Ok(p.len())
     }
 
     fn send(&mut self, host: u32, packet: &[u8]) -> io::Result<()> {
-        self.delivered.push((host, Instant::now(), packet.to_vec()));
+        self.delivered
+            .push((host, self.clock.now(), packet.to_vec()));
         Ok(())
     }
 
     fn framing(&self) -> Framing {
         self.framing
     }
+}
+
+/// Steps every driver, moving the test clock to the next thing due, until nothing is left to
+/// read, release or hand over. Panics if they never go quiet (a payload that never comes back).
+pub fn run_until_quiet(drivers: &mut [Driver<MemIo<TestClock>, TestClock>], clock: &TestClock) {
+    for _ in 0..1_000_000 {
+        for d in drivers.iter_mut() {
+            d.step().unwrap();
+        }
+        let next = drivers
+            .iter()
+            .flat_map(|d| [d.engine().poll_at(), d.io().next_send()])
+            .flatten()
+            .min();
+        let held = drivers.iter().any(|d| d.in_flight() > 0);
+        match next {
+            Some(at) if at > clock.now() => clock.set(at),
+            Some(_) => {}
+            // Nothing scheduled but payloads held: a hand-off or a release is in a mailbox,
+            // read on the next turn.
+            None if held => {}
+            None => return,
+        }
+    }
+    panic!("the drivers never went quiet");
 }
 
 /// An IPv4 packet to `dst`, `len` bytes long, whose first payload byte is `id`.
@@ -84,4 +186,14 @@ pub fn pair(c: PipeConfig, tweak: impl Fn(&mut PipeConfig)) -> (Topology, Vec<Ve
         vec!["198.18.0.2".parse().unwrap()],
     ];
     (t, addrs)
+}
+
+/// Microseconds as engine time.
+pub fn us(n: u64) -> Duration {
+    Duration::from_micros(n)
+}
+
+/// An instant, microseconds into the run.
+pub fn at_us(n: u64) -> Instant {
+    Instant(n * 1_000)
 }

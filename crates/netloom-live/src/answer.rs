@@ -1,0 +1,72 @@
+//! A worker's answers to the experiment's orders: a change applied to its engine at the time
+//! the change was made, and a snapshot of what it owns. No I/O, no mailbox: the driver takes
+//! the order from its inbox and sends back what these return.
+
+use crate::accuracy::Accuracy;
+use crate::message::{Change, ChangeKind, HostCounters, PipeState, Snapshot};
+use netloom_engine::report::PipeReport;
+use netloom_engine::Engine;
+use netloom_time::Instant;
+use netloom_topo::PipeId;
+
+/// Applies `change` to `engine`: everything due before the change's time happens first, then
+/// the change, so the next packet meets it from that instant on (or from the engine's time, if
+/// the engine is already past it). Every worker applies every change, to the pipes it owns and
+/// to its replicas of the others', so all agree on whether it is valid.
+pub(crate) fn apply(engine: &mut Engine, change: &Change) -> Result<(), String> {
+    match &change.what {
+        ChangeKind::Patch { pipes, patch } => {
+            let configs = pipes
+                .iter()
+                .map(|&p| {
+                    let config = patch.apply(engine.pipe(p).config()).map_err(|e| e.to_string())?;
+                    // The one rule the patch cannot check: it does not see the pipe's data files.
+                    let traced = engine.topology().pipes[p as usize].data.trace.is_some();
+                    if traced && config.wireless.is_some() {
+                        return Err("a link is either wireless or driven by a trace, not both; \
+                                    it has a trace (set in the topology file)"
+                            .to_string());
+                    }
+                    Ok((p, config))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            engine.set_pipe_configs(change.at, &configs);
+        }
+        ChangeKind::LinkUp { link, up } => engine.set_link_up(change.at, *link, *up),
+    }
+    Ok(())
+}
+
+/// This worker's figures at `now`: the pipes it owns with their queues, the packets it read and
+/// wrote per host, its lateness, and the packets inside its part of the network.
+pub(crate) fn snapshot(
+    engine: &mut Engine,
+    now: Instant,
+    accuracy: &Accuracy,
+    hosts: &[HostCounters],
+) -> Snapshot {
+    let duration = now.saturating_since(Instant::ZERO);
+    let pipes = (0..engine.topology().pipes.len() as PipeId)
+        .map(|p| {
+            engine.owns_pipe(p).then(|| {
+                let report = PipeReport::of(engine, p, duration);
+                let (queue_packets, queue_bytes) = engine.queue_len(p);
+                PipeState {
+                    report,
+                    queue_packets,
+                    queue_bytes,
+                }
+            })
+        })
+        .collect();
+    let counters = engine.counters();
+    Snapshot {
+        at: now,
+        in_flight: engine.in_flight() as u64,
+        accuracy: accuracy.clone(),
+        hosts: hosts.to_vec(),
+        pipes,
+        cross_core_hops: counters.cross_core_hops,
+        cross_core_bytes: counters.cross_core_bytes,
+    }
+}

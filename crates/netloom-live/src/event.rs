@@ -1,0 +1,148 @@
+//! What happens in a run, as it happens, for whoever subscribes: start and stop, link changes,
+//! accuracy alarms, a worker's failure. Each subscriber has a bounded queue: one that does not
+//! keep up loses its own events, counted, and never slows the run.
+
+use crate::message::LinkChange;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+
+/// Events a subscriber's queue holds before it loses new ones.
+pub const QUEUE: usize = 4096;
+
+/// Something that happened in a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum Event {
+    /// Every host is up and every worker runs.
+    Started {
+        /// The experiment.
+        experiment: String,
+        /// How many hosts.
+        hosts: usize,
+        /// How many workers.
+        workers: usize,
+    },
+    /// A link's parameters were set, or it was taken down or brought up.
+    LinkChanged(LinkChange),
+    /// In the last interval, more packets were late than the thresholds allow, or some were
+    /// lost outside the model: the run is becoming inaccurate.
+    AccuracyAlarm {
+        /// When the interval ended, ns since the run started.
+        at_ns: u64,
+        /// The interval's length, ns.
+        interval_ns: u64,
+        /// Packets released in the interval ...
+        released: u64,
+        /// ... of which late.
+        late: u64,
+        /// Hand-offs between workers that arrived late in the interval.
+        late_handoffs: u64,
+        /// Packets lost outside the model in the interval.
+        physical_drops: u64,
+    },
+    /// A worker stopped with an error; the others stop too.
+    WorkerFailed {
+        /// Which worker.
+        worker: usize,
+        /// What went wrong.
+        error: String,
+    },
+    /// The run stopped.
+    Stopped {
+        /// Why: `signal`, `duration`, `request`, `worker failed` or `dropped`.
+        reason: String,
+    },
+}
+
+/// The subscribers of one run.
+#[derive(Debug, Default)]
+pub(crate) struct Events {
+    subscribers: Mutex<Vec<(SyncSender<Event>, Arc<AtomicU64>)>>,
+}
+
+impl Events {
+    /// A new subscriber, which sees every event from now on.
+    pub fn subscribe(&self) -> Subscription {
+        let (tx, rx) = mpsc::sync_channel(QUEUE);
+        let lost = Arc::new(AtomicU64::new(0));
+        self.subscribers
+            .lock()
+            .expect("no subscriber panics holding the lock")
+            .push((tx, lost.clone()));
+        Subscription { rx, lost }
+    }
+
+    /// Gives `event` to every subscriber that has room; one that is gone is forgotten.
+    pub fn publish(&self, event: Event) {
+        let mut subscribers = self
+            .subscribers
+            .lock()
+            .expect("no subscriber panics holding the lock");
+        subscribers.retain(|(tx, lost)| match tx.try_send(event.clone()) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_)) => {
+                lost.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            Err(TrySendError::Disconnected(_)) => false,
+        });
+    }
+}
+
+/// One subscriber's events, in order.
+#[derive(Debug)]
+pub struct Subscription {
+    rx: Receiver<Event>,
+    lost: Arc<AtomicU64>,
+}
+
+impl Subscription {
+    /// The events as they come; ends when the run is gone.
+    pub fn events(&self) -> &Receiver<Event> {
+        &self.rx
+    }
+
+    /// Events this subscriber lost because its queue was full.
+    pub fn lost(&self) -> u64 {
+        self.lost.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stopped(reason: &str) -> Event {
+        Event::Stopped {
+            reason: reason.into(),
+        }
+    }
+
+    #[test]
+    fn every_subscriber_sees_every_event_and_a_slow_one_loses_only_its_own() {
+        let events = Events::default();
+        let fast = events.subscribe();
+        let slow = events.subscribe();
+        for k in 0..QUEUE + 3 {
+            events.publish(stopped(&k.to_string()));
+            assert_eq!(fast.events().try_recv().unwrap(), stopped(&k.to_string()));
+        }
+        assert_eq!((fast.lost(), slow.lost()), (0, 3));
+        assert_eq!(slow.events().try_recv().unwrap(), stopped("0"));
+        drop(slow);
+        events.publish(stopped("last"));
+        assert_eq!(
+            events.subscribers.lock().unwrap().len(),
+            1,
+            "a gone one is forgotten"
+        );
+    }
+
+    #[test]
+    fn events_are_json_lines_with_their_kind() {
+        let json = serde_json::to_string(&stopped("signal")).unwrap();
+        assert_eq!(json, r#"{"event":"stopped","reason":"signal"}"#);
+    }
+}

@@ -1,0 +1,494 @@
+//! `Experiment`: a live run owned by this library. It starts a `Plan` (hosts brought up as
+//! namespaces with TUN devices, one driver thread per worker, a control socket, an accuracy
+//! monitor), answers `stats`, link changes and `stop` as typed calls and over the socket alike,
+//! publishes what happens to its subscribers, and tears everything down when stopped or dropped.
+//! The CLI, and any other client, only parses, prints and waits.
+
+use crate::accuracy::Thresholds;
+use crate::clock::{Clock, SystemClock};
+use crate::control::{ControlError, Controller};
+use crate::driver::{Driver, DriverConfig};
+use crate::event::{Event, Events, Subscription};
+use crate::message::{Direction, LinkChange, Request};
+use crate::plan::{Placement, Plan, PlanError};
+use crate::protocol::{socket_path, Reply, VERSION};
+use crate::report::{Report, RunInfo};
+use crate::server::{Handler, Server};
+use crate::tun_io::TunIo;
+use crate::worker::Worker;
+use netloom_engine::Engine;
+use netloom_os::{HostSpec, KeepAwake, OsError, Testbed, TestbedSpec};
+use serde_json::{Map, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How long a request waits for the workers' answers.
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often the accuracy monitor looks, and over what interval an alarm judges lateness.
+pub const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
+/// How often `wait` looks at the signal flag.
+const SIGNAL_LOOK: Duration = Duration::from_millis(100);
+
+/// Why a live run could not start, answer or stop cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    /// The plan does not fit.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The OS refused something (namespaces, TUN devices, priorities, the registry).
+    #[error(transparent)]
+    Os(#[from] OsError),
+    /// A control request was refused or not answered.
+    #[error(transparent)]
+    Control(#[from] ControlError),
+    /// An I/O error of the run's own machinery (the control socket, a thread).
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A worker stopped with an error.
+    #[error("worker {worker}: {error}")]
+    Worker {
+        /// Which.
+        worker: usize,
+        /// What went wrong.
+        error: String,
+    },
+    /// A host name the experiment does not have.
+    #[error("experiment {experiment} has no host {host:?}{hint}")]
+    UnknownHost {
+        /// The experiment.
+        experiment: String,
+        /// The name asked for.
+        host: String,
+        /// A suggestion, or nothing.
+        hint: String,
+    },
+}
+
+fn io_error(what: &str) -> impl FnOnce(std::io::Error) -> LiveError + '_ {
+    move |source| LiveError::Io {
+        what: what.to_string(),
+        source,
+    }
+}
+
+/// Why `wait` returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// The flag the caller passed was set (a signal, usually).
+    Signal,
+    /// The deadline passed.
+    Deadline,
+    /// A client asked the experiment to stop (the control protocol's `stop`).
+    Requested,
+    /// A worker failed; the others have stopped.
+    WorkerFailed,
+    /// The caller is done with it (a demo that ran its programs, a test).
+    Done,
+}
+
+impl Ending {
+    /// A word for it, as the `stopped` event's reason.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Ending::Signal => "signal",
+            Ending::Deadline => "duration",
+            Ending::Requested => "request",
+            Ending::WorkerFailed => "worker failed",
+            Ending::Done => "done",
+        }
+    }
+}
+
+/// What the experiment's handle and its control socket's threads share.
+struct Shared {
+    info: RunInfo,
+    controller: Controller<SystemClock>,
+    events: Events,
+    stop_requested: AtomicBool,
+    /// Rung when a client asks to stop, so `wait` need not poll for it.
+    bell: Mutex<Sender<()>>,
+}
+
+impl Shared {
+    fn stats(&self) -> Result<Report, LiveError> {
+        let snapshot = self.controller.snapshot().wait(ANSWER_TIMEOUT)?;
+        Ok(Report::new(&self.info, snapshot))
+    }
+
+    fn link_set(
+        &self,
+        a: &str,
+        b: &str,
+        direction: Direction,
+        set: &Map<String, Value>,
+    ) -> Result<LinkChange, LiveError> {
+        let change = self
+            .controller
+            .link_set(a, b, direction, set)?
+            .wait(ANSWER_TIMEOUT)?;
+        self.events.publish(Event::LinkChanged(change.clone()));
+        Ok(change)
+    }
+
+    fn link_state(&self, a: &str, b: &str, up: bool) -> Result<LinkChange, LiveError> {
+        let change = self.controller.link_state(a, b, up)?.wait(ANSWER_TIMEOUT)?;
+        self.events.publish(Event::LinkChanged(change.clone()));
+        Ok(change)
+    }
+
+    /// Serves one request of the control protocol.
+    fn handle(&self, request: Request) -> Reply {
+        let body = match request {
+            Request::Info => Ok(to_value(&self.info)),
+            Request::Stats => self.stats().map(|r| to_value(&r)),
+            Request::LinkSet {
+                a,
+                b,
+                direction,
+                set,
+            } => self.link_set(&a, &b, direction, &set).map(|c| to_value(&c)),
+            Request::LinkState { a, b, up } => self.link_state(&a, &b, up).map(|c| to_value(&c)),
+            Request::Stop => {
+                self.stop_requested.store(true, Ordering::SeqCst);
+                let _ = self.bell.lock().expect("no ringer panics").send(());
+                Ok(serde_json::json!({ "stopping": self.info.experiment }))
+            }
+        };
+        match body {
+            Ok(body) => Reply::ok(body),
+            Err(e) => Reply::error(e.to_string()),
+        }
+    }
+}
+
+fn to_value<T: serde::Serialize>(t: &T) -> Value {
+    serde_json::to_value(t).expect("reports serialize")
+}
+
+/// A running live experiment. Dropping it stops it and tears it down, as `stop` does.
+pub struct Experiment {
+    shared: Arc<Shared>,
+    /// Rung by a worker that ends and by a stop request.
+    rung: Receiver<()>,
+    workers: Vec<Worker<TunIo, SystemClock>>,
+    halt: Arc<AtomicBool>,
+    server: Option<Server>,
+    monitor: Option<Monitor>,
+    _awake: Option<KeepAwake>,
+    /// Last, so the hosts outlive everything that uses their devices.
+    testbed: Option<Testbed>,
+}
+
+impl Experiment {
+    /// Brings every host of `plan` up, starts the workers and the control socket, and returns
+    /// once the experiment answers. On any error everything started so far is stopped and
+    /// removed again.
+    pub fn start(plan: Plan) -> Result<Experiment, LiveError> {
+        let options = plan.options.clone();
+        let hosts = plan.hosts();
+        let spec = TestbedSpec {
+            name: options.name.clone(),
+            hosts: hosts
+                .iter()
+                .map(|h| HostSpec {
+                    name: h.name.clone(),
+                    ipv4: h.ipv4,
+                    ipv6: h.ipv6,
+                })
+                .collect(),
+            mtu: options.mtu,
+        };
+        let testbed = Testbed::create(&spec)?;
+        let info = RunInfo {
+            experiment: options.name.clone(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            protocol: VERSION,
+            precision: plan.precision_name().to_string(),
+            hosts,
+            links: (0..plan.topology.links.len() as u32)
+                .map(|l| plan.topology.link_label(l))
+                .collect(),
+            workers: plan.split(),
+        };
+        // Before any worker is pinned: the CPUs to keep awake come from this thread's mask.
+        let awake = match (&options.placement, options.keep_cpus_awake) {
+            (Placement::Cpu(cpu), true) => Some(KeepAwake::start(&KeepAwake::cpus_except(*cpu))?),
+            _ => None,
+        };
+        let clock = SystemClock::start();
+        let addresses = plan.addresses();
+        let config = DriverConfig {
+            max_packet: options.mtu as usize,
+            max_in_flight: options.max_in_flight,
+            precision: options.precision,
+            thresholds: options.thresholds,
+        };
+        let engines = match &plan.ownership {
+            Some(o) => Engine::partitioned_all(&plan.topology, &plan.routes, options.seed, o),
+            None => vec![Engine::with_routes(
+                plan.topology.clone(),
+                plan.routes.clone(),
+                options.seed,
+            )],
+        };
+        let mut drivers = Vec::with_capacity(engines.len());
+        for (engine, reads) in engines.into_iter().zip(&plan.hosts) {
+            let mut io = TunIo::new(testbed.tuns().clone(), reads.clone())?;
+            if !options.gso {
+                io.set_gso(false)?;
+            }
+            drivers.push(Driver::new(engine, io, clock, &addresses, config));
+        }
+        let controller =
+            Controller::connect(&mut drivers, clock).map_err(io_error("connecting the workers"))?;
+        let (bell, rung) = mpsc::channel();
+        let shared = Arc::new(Shared {
+            info,
+            controller,
+            events: Events::default(),
+            stop_requested: AtomicBool::new(false),
+            bell: Mutex::new(bell.clone()),
+        });
+        let mut experiment = Experiment {
+            shared,
+            rung,
+            workers: Vec::with_capacity(drivers.len()),
+            halt: Arc::new(AtomicBool::new(false)),
+            server: None,
+            monitor: None,
+            _awake: awake,
+            testbed: Some(testbed),
+        };
+        // From here on, an error drops `experiment`, which stops what started and tears down.
+        let realtime = options.realtime && options.precision != crate::wait::Precision::Busy;
+        for (k, driver) in drivers.into_iter().enumerate() {
+            let halt = experiment.halt.clone();
+            let worker = Worker::spawn(k, driver, plan.cpus[k], realtime, halt, bell.clone())
+                .map_err(io_error("starting a worker thread"))?;
+            experiment.workers.push(worker);
+        }
+        let path = socket_path(&netloom_os::registry_dir(), &options.name);
+        let handler: Handler = {
+            let shared = experiment.shared.clone();
+            Arc::new(move |request| shared.handle(request))
+        };
+        experiment.server = Some(
+            Server::start(&path, handler)
+                .map_err(io_error(&format!("listening on {}", path.display())))?,
+        );
+        experiment.monitor = Some(monitor(experiment.shared.clone(), options.thresholds)?);
+        experiment.shared.events.publish(Event::Started {
+            experiment: options.name,
+            hosts: experiment.shared.info.hosts.len(),
+            workers: experiment.workers.len(),
+        });
+        Ok(experiment)
+    }
+
+    /// What the experiment is: name, hosts with their addresses, links, split.
+    pub fn info(&self) -> &RunInfo {
+        &self.shared.info
+    }
+
+    /// The figures so far.
+    pub fn stats(&self) -> Result<Report, LiveError> {
+        self.shared.stats()
+    }
+
+    /// Changes parameters of the link between `a` and `b` from now on, in `direction`; `set` has
+    /// the topology file's link keys (`{"delay": "5ms"}`, docs/topology.md).
+    pub fn link_set(
+        &self,
+        a: &str,
+        b: &str,
+        direction: Direction,
+        set: &Map<String, Value>,
+    ) -> Result<LinkChange, LiveError> {
+        self.shared.link_set(a, b, direction, set)
+    }
+
+    /// Takes the link between `a` and `b` down or brings it up, from now on.
+    pub fn link_state(&self, a: &str, b: &str, up: bool) -> Result<LinkChange, LiveError> {
+        self.shared.link_state(a, b, up)
+    }
+
+    /// Events from now on: link changes, accuracy alarms, a worker's failure, the stop.
+    pub fn subscribe(&self) -> Subscription {
+        self.shared.events.subscribe()
+    }
+
+    /// A program to run inside host `host` (its network namespace), not yet started.
+    pub fn command(&self, host: &str, argv: &[String]) -> Result<std::process::Command, LiveError> {
+        let info = &self.shared.info;
+        if !info.hosts.iter().any(|h| h.name == host) {
+            let names: Vec<&str> = info.hosts.iter().map(|h| h.name.as_str()).collect();
+            return Err(LiveError::UnknownHost {
+                experiment: info.experiment.clone(),
+                host: host.to_string(),
+                hint: netloom_topo::did_you_mean(host, &names),
+            });
+        }
+        let ns = netloom_os::namespace_name(&info.experiment, host);
+        Ok(netloom_os::command(&ns, argv)?)
+    }
+
+    /// Waits until `signal` is set, `deadline` passes, a client asks the experiment to stop, or
+    /// a worker fails, and says which. The run goes on: call `stop` next. It blocks between
+    /// looks at `signal` (a signal handler can only set a flag), a tenth of a second at most.
+    pub fn wait(&self, signal: &AtomicBool, deadline: Option<std::time::Instant>) -> Ending {
+        loop {
+            if signal.load(Ordering::Relaxed) {
+                return Ending::Signal;
+            }
+            let now = std::time::Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Ending::Deadline;
+            }
+            if self.shared.stop_requested.load(Ordering::SeqCst) {
+                return Ending::Requested;
+            }
+            if self.workers.iter().any(Worker::is_finished) {
+                return Ending::WorkerFailed;
+            }
+            let nap = deadline.map_or(SIGNAL_LOOK, |d| (d - now).min(SIGNAL_LOOK));
+            let _ = self.rung.recv_timeout(nap);
+        }
+    }
+
+    /// Stops the workers, takes the final report (packets still inside the network are dropped
+    /// and counted as `in_flight`), closes the control socket and tears every host down.
+    /// `reason` goes into the `stopped` event. A worker's failure is the error, after teardown.
+    pub fn stop(mut self, reason: &Ending) -> Result<Report, LiveError> {
+        self.shutdown(reason.name())
+    }
+
+    fn shutdown(&mut self, reason: &str) -> Result<Report, LiveError> {
+        self.halt.store(true, Ordering::SeqCst);
+        if let Some(mut server) = self.server.take() {
+            server.stop();
+        }
+        if let Some(monitor) = self.monitor.take() {
+            monitor.stop();
+        }
+        let mut failure = None;
+        let mut merged: Option<crate::message::Snapshot> = None;
+        let mut drivers = Vec::with_capacity(self.workers.len());
+        for (k, worker) in self.workers.drain(..).enumerate() {
+            let (driver, result) = worker.join();
+            if let Err(error) = result {
+                self.shared.events.publish(Event::WorkerFailed {
+                    worker: k,
+                    error: error.clone(),
+                });
+                failure.get_or_insert(LiveError::Worker { worker: k, error });
+            }
+            drivers.push(driver);
+        }
+        // Only once every worker stopped: nothing is posted to an inbox any more.
+        for driver in &mut drivers {
+            let part = driver.final_snapshot();
+            match &mut merged {
+                Some(all) => all.merge(part),
+                None => merged = Some(part),
+            }
+        }
+        drop(drivers);
+        self.shared.events.publish(Event::Stopped {
+            reason: reason.to_string(),
+        });
+        let teardown = self.testbed.take().map(|mut t| t.teardown());
+        if let Some(failure) = failure {
+            return Err(failure);
+        }
+        if let Some(Err(e)) = teardown {
+            return Err(e.into());
+        }
+        merged
+            .map(|snapshot| Report::new(&self.shared.info, snapshot))
+            .ok_or_else(|| LiveError::Worker {
+                worker: 0,
+                error: "no worker was started".into(),
+            })
+    }
+}
+
+impl Drop for Experiment {
+    fn drop(&mut self) {
+        if self.testbed.is_some() {
+            let _ = self.shutdown("dropped");
+        }
+    }
+}
+
+/// The accuracy monitor's thread: every `MONITOR_INTERVAL` it compares the workers' accuracy
+/// with the last look and publishes an alarm when the interval's late releases pass the run's
+/// threshold, or when any hand-off was late or any packet lost outside the model. Parked in
+/// between, so it costs the workers one cheap order a second.
+struct Monitor {
+    thread: JoinHandle<()>,
+    halt: Arc<AtomicBool>,
+}
+
+impl Monitor {
+    fn stop(self) {
+        self.halt.store(true, Ordering::SeqCst);
+        self.thread.thread().unpark();
+        let _ = self.thread.join();
+    }
+}
+
+fn monitor(shared: Arc<Shared>, thresholds: Thresholds) -> Result<Monitor, LiveError> {
+    let halt = Arc::new(AtomicBool::new(false));
+    let stop = halt.clone();
+    let thread = std::thread::Builder::new()
+        .name("netloom-monitor".into())
+        .spawn(move || {
+            let mut last = [0u64; 4];
+            let mut last_at = shared.controller.clock().now();
+            loop {
+                let until = std::time::Instant::now() + MONITOR_INTERVAL;
+                while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    std::thread::park_timeout(left);
+                }
+                let Ok(parts) = shared.controller.accuracy().wait(ANSWER_TIMEOUT) else {
+                    continue;
+                };
+                let now = shared.controller.clock().now();
+                let total = parts.iter().fold([0u64; 4], |t, a| {
+                    [
+                        t[0] + a.released,
+                        t[1] + a.late,
+                        t[2] + a.late_handoffs,
+                        t[3] + a.physical_drops,
+                    ]
+                });
+                let d: Vec<u64> = total.iter().zip(last).map(|(t, l)| t - l).collect();
+                let late_beyond =
+                    d[1] > 0 && d[1] as f64 > thresholds.max_late_fraction * d[0].max(1) as f64;
+                if late_beyond || d[2] > 0 || d[3] > 0 {
+                    shared.events.publish(Event::AccuracyAlarm {
+                        at_ns: now.as_nanos(),
+                        interval_ns: now.saturating_since(last_at).as_nanos(),
+                        released: d[0],
+                        late: d[1],
+                        late_handoffs: d[2],
+                        physical_drops: d[3],
+                    });
+                }
+                (last, last_at) = (total, now);
+            }
+        })
+        .map_err(io_error("starting the accuracy monitor"))?;
+    Ok(Monitor { thread, halt })
+}

@@ -1,0 +1,222 @@
+//! The messages of a live run, a leaf that the other modules import and that imports none of
+//! them but `accuracy`: what a client asks (`Request`, the control protocol's schema), what the
+//! experiment tells a worker (`Order`) and the worker's `Answer`, a worker's `Snapshot` of
+//! itself, and the per-host and per-pipe figures those carry.
+
+use crate::accuracy::{Accuracy, AccuracyReport};
+use netloom_engine::report::PipeReport;
+use netloom_time::Instant;
+use netloom_topo::{LinkId, LinkPatch, PipeId};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// Packets read from and written to one host, counted as on the wire: a super-packet counts as
+/// its segments, and bytes are IP packets' bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostCounters {
+    /// Packets the host sent.
+    pub packets_in: u64,
+    /// Bytes the host sent.
+    pub bytes_in: u64,
+    /// Packets written to the host.
+    pub packets_out: u64,
+    /// Bytes written to the host.
+    pub bytes_out: u64,
+    /// Packets from this host that were not IPv4 or IPv6, were truncated, or were super-packets
+    /// that cannot be split; dropped.
+    pub malformed: u64,
+    /// Packets from this host to an address no host has; dropped and counted, no ICMP is sent.
+    pub unknown_destination: u64,
+}
+
+impl HostCounters {
+    /// Adds another worker's counts for the same host.
+    pub fn add(&mut self, other: &HostCounters) {
+        self.packets_in += other.packets_in;
+        self.bytes_in += other.bytes_in;
+        self.packets_out += other.packets_out;
+        self.bytes_out += other.bytes_out;
+        self.malformed += other.malformed;
+        self.unknown_destination += other.unknown_destination;
+    }
+}
+
+/// One pipe's figures now: its report so far and what is queued in it at this moment.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PipeState {
+    /// Counters, drops and utilization, as `netloom sim --json` reports a pipe.
+    #[serde(flatten)]
+    pub report: PipeReport,
+    /// Packets queued now (waiting or being serialized).
+    pub queue_packets: u64,
+    /// Bytes queued now.
+    pub queue_bytes: u64,
+}
+
+/// Which directions of a link a change is for, relative to the order its ends are named in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Direction {
+    /// Both directions (default).
+    #[default]
+    #[serde(rename = "both")]
+    Both,
+    /// From the first end named to the second.
+    #[serde(rename = "a-b")]
+    AToB,
+    /// From the second end named to the first.
+    #[serde(rename = "b-a")]
+    BToA,
+}
+
+impl Direction {
+    /// The protocol's name of the direction.
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Both => "both",
+            Direction::AToB => "a-b",
+            Direction::BToA => "b-a",
+        }
+    }
+}
+
+/// What a client asks of a running experiment: the requests of the control protocol
+/// (docs/control.md), each a JSON object whose `cmd` names it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Request {
+    /// What the experiment is: its name, hosts with their addresses, and links.
+    Info,
+    /// Its figures so far (`Report`).
+    Stats,
+    /// Change some parameters of the link between `a` and `b` now, without flushing its queues.
+    LinkSet {
+        /// One end of the link.
+        a: String,
+        /// The other end.
+        b: String,
+        /// Which directions, relative to `a` and `b`.
+        #[serde(default)]
+        direction: Direction,
+        /// The parameters to change, as a link table of the topology file has them
+        /// (`{"delay": "5ms", "loss": "1%"}`; docs/topology.md).
+        set: serde_json::Map<String, serde_json::Value>,
+    },
+    /// Take the link between `a` and `b` down (both directions) or bring it back up; routes
+    /// follow.
+    LinkState {
+        /// One end of the link.
+        a: String,
+        /// The other end.
+        b: String,
+        /// Up (true) or down.
+        up: bool,
+    },
+    /// Stop the experiment and tear it down, as Ctrl-C or `netloom stop` would.
+    Stop,
+}
+
+impl Request {
+    /// Every request's `cmd`, for error messages.
+    pub const COMMANDS: &'static [&'static str] =
+        &["info", "stats", "link-set", "link-state", "stop"];
+}
+
+/// A change made to a running experiment's link: the reply to a link request, and the event
+/// the experiment publishes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LinkChange {
+    /// The link, as "a-b" with its ends in the order the request named them.
+    pub link: String,
+    /// The directions changed.
+    pub direction: Direction,
+    /// The parameters set, as the request gave them; empty for a link taken down or up.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub set: serde_json::Map<String, serde_json::Value>,
+    /// The link's state after a `link-state` request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up: Option<bool>,
+    /// When it was applied, ns since the run started.
+    pub at_ns: u64,
+}
+
+/// A change of link parameters, resolved by the experiment from a request and applied by every
+/// worker at `at` (each owns some pipes and keeps a replica of the others' configuration).
+#[derive(Debug)]
+pub(crate) struct Change {
+    /// When the change was made: every worker applies it at this instant of the run's clock.
+    pub at: Instant,
+    /// What changes.
+    pub what: ChangeKind,
+}
+
+/// What a `Change` does.
+#[derive(Debug)]
+pub(crate) enum ChangeKind {
+    /// `patch` over the current configuration of each of `pipes`.
+    Patch {
+        pipes: Vec<PipeId>,
+        patch: Box<LinkPatch>,
+    },
+    /// Both directions of `link` down or up.
+    LinkUp { link: LinkId, up: bool },
+}
+
+/// What the experiment asks of a worker besides moving packets.
+#[derive(Debug)]
+pub(crate) enum Order {
+    /// Apply a change (shared by every worker's order).
+    Apply(Arc<Change>),
+    /// Report this worker's figures.
+    Snapshot,
+    /// Report this worker's accuracy only (cheap, for the accuracy alarm).
+    Accuracy,
+}
+
+/// A worker's answer to an `Order`.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// The change applied, or why it could not be (the same on every worker: replicas agree).
+    Applied(Result<(), String>),
+    /// The worker's figures.
+    Snapshot(Box<Snapshot>),
+    /// The worker's accuracy so far.
+    Accuracy(AccuracyReport),
+}
+
+/// One worker's figures at one moment, or all workers' once merged.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    /// When it was taken.
+    pub at: Instant,
+    /// Packets inside the emulated network (their payloads held, or their descriptors in flight).
+    pub in_flight: u64,
+    /// Lateness and losses outside the model.
+    pub accuracy: Accuracy,
+    /// Per host, in `Topology::hosts` order: what this worker read from it and wrote to it.
+    pub hosts: Vec<HostCounters>,
+    /// Per pipe: its state, if this worker owns it.
+    pub pipes: Vec<Option<PipeState>>,
+    /// Packets handed from this worker to another, and the bytes those hand-offs moved.
+    pub cross_core_hops: u64,
+    /// (see `cross_core_hops`)
+    pub cross_core_bytes: u64,
+}
+
+impl Snapshot {
+    /// Adds another worker's part: counts add up, each pipe is its owner's.
+    pub fn merge(&mut self, other: Snapshot) {
+        self.at = self.at.max(other.at);
+        self.in_flight += other.in_flight;
+        self.cross_core_hops += other.cross_core_hops;
+        self.cross_core_bytes += other.cross_core_bytes;
+        self.accuracy.merge(&other.accuracy);
+        for (mine, theirs) in self.hosts.iter_mut().zip(&other.hosts) {
+            mine.add(theirs);
+        }
+        for (mine, theirs) in self.pipes.iter_mut().zip(other.pipes) {
+            if theirs.is_some() {
+                *mine = theirs;
+            }
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! Packets' bytes while their descriptors cross the emulated network, and the protocol that keeps
+//! them in one place across workers. The engine carries only a token (`token`): the home worker
+//! that read the packet, the pool buffer there, the segment. Cached payloads stay home: when a
+//! pipe elsewhere duplicates or drops a copy, its home is told (`Hold`, `Release`), and the
+//! packet is handed back home to be written. Shipped payloads travel with each hand-off and are
+//! taken into the receiver's pool, which then is their home.
+
+use crate::mailbox::{Message, Post};
+use crate::pool::{Pool, Size};
+use crate::segment::MAX_HEAD;
+use netloom_engine::{Engine, Handoff};
+
+/// Bits of an engine token that number the segment; the pool buffer's index is above them,
+/// and the home worker (whose pool holds the buffer) above that.
+const SEGMENT_BITS: u32 = 16;
+const HOME_SHIFT: u32 = SEGMENT_BITS + 32;
+
+/// The token of segment `segment` of the frame in buffer `id` of worker `home`'s pool.
+pub(crate) fn token(home: u16, id: u32, segment: u16) -> u64 {
+    u64::from(home) << HOME_SHIFT | u64::from(id) << SEGMENT_BITS | u64::from(segment)
+}
+
+/// The home worker, buffer and segment of a token.
+pub(crate) fn untoken(token: u64) -> (u16, u32, u16) {
+    (
+        (token >> HOME_SHIFT) as u16,
+        (token >> SEGMENT_BITS) as u32,
+        token as u16,
+    )
+}
+
+/// One worker's payloads: its pool, and where to post news of payloads that live elsewhere.
+pub(crate) struct Payloads {
+    pool: Pool,
+    /// This worker: the home of the payloads it reads.
+    me: u16,
+    /// Where to post to each worker, by worker; empty until the driver is connected.
+    posts: Vec<Post>,
+    /// Hand-offs on their way out, when their payloads are shipped along.
+    shipping: Vec<Handoff>,
+    /// Where a shipped segment's headers are rebuilt.
+    head: [u8; MAX_HEAD],
+}
+
+impl Payloads {
+    /// The payloads of worker `me`, held in `pool`.
+    pub fn new(pool: Pool, me: u16) -> Payloads {
+        Payloads {
+            pool,
+            me,
+            posts: Vec::new(),
+            shipping: Vec::new(),
+            head: [0; MAX_HEAD],
+        }
+    }
+
+    /// Posts to worker k go to `posts[k]` from now on.
+    pub fn connect(&mut self, posts: Vec<Post>) {
+        self.posts = posts;
+    }
+
+    /// This worker.
+    pub fn me(&self) -> u16 {
+        self.me
+    }
+
+    /// The pool of this worker's payloads.
+    pub fn pool(&mut self) -> &mut Pool {
+        &mut self.pool
+    }
+
+    /// The pool, to read.
+    pub fn pool_ref(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// A hand-off that carries its packet's bytes: they go into this worker's pool, which is
+    /// their home from now on. `None` when no buffer is left: the packet is lost outside the
+    /// model, and the caller counts it.
+    pub fn take_shipped(&mut self, mut handoff: Handoff, bytes: &[u8]) -> Option<Handoff> {
+        let id = self.pool.take(Size::Small)?;
+        if bytes.len() > self.pool.bytes(Size::Small) {
+            self.pool.put_back(id);
+            return None;
+        }
+        self.pool.space(id)[..bytes.len()].copy_from_slice(bytes);
+        self.pool.fill(id, bytes.len(), None, 1);
+        handoff.rehome(token(self.me, id, 0), self.me);
+        Some(handoff)
+    }
+
+    /// A token's buffer here got one more copy in flight (`Hold`) or one fewer (`Release`).
+    pub fn settle_here(&mut self, token: u64, hold: bool) {
+        let id = untoken(token).1;
+        match hold {
+            true => self.pool.hold(id),
+            false => self.pool.release(id),
+        }
+    }
+
+    /// One more copy (`hold`) or one fewer of the segment `token` names: in this worker's pool,
+    /// or as news posted to the worker whose pool holds it.
+    pub fn settle(&mut self, token: u64, hold: bool) {
+        let home = untoken(token).0;
+        if home == self.me {
+            return self.settle_here(token, hold);
+        }
+        let message = match hold {
+            true => Message::Hold(token),
+            false => Message::Release(token),
+        };
+        self.posts[usize::from(home)].send(message);
+    }
+
+    /// Posts the engine's hand-offs to the workers that take them over; when payloads are
+    /// shipped, each with a copy of its packet as one frame of the hosts' I/O (a segment of a
+    /// super-packet rebuilt as the packet it stands for), releasing this worker's copy. Call
+    /// after the holds and releases of the same turn: a hold posted to a payload's home must
+    /// reach it before any release that a hand-off posted now could cause at another worker.
+    pub fn post_handoffs(&mut self, engine: &mut Engine) {
+        let (ship, me) = (engine.ships_payloads(), usize::from(self.me));
+        for to in (0..self.posts.len()).filter(|&k| k != me) {
+            if !ship {
+                for handoff in engine.take_handoffs(to) {
+                    self.posts[to].send(Message::Handoff(handoff));
+                }
+                continue;
+            }
+            let mut shipping = std::mem::take(&mut self.shipping);
+            shipping.extend(engine.take_handoffs(to));
+            for handoff in shipping.drain(..) {
+                let token = handoff.token().expect("live packets come from outside");
+                let bytes = self.wire_packet(token);
+                self.pool.release(untoken(token).1);
+                self.posts[to].send(Message::Shipped(handoff, bytes));
+            }
+            self.shipping = shipping;
+        }
+    }
+
+    /// A copy of the packet `token` names, as one frame of the hosts' I/O.
+    fn wire_packet(&mut self, token: u64) -> Box<[u8]> {
+        let (_, id, segment) = untoken(token);
+        let frame = self.pool.frame(id);
+        match self.pool.gso(id) {
+            None => frame.into(),
+            Some(g) => {
+                let (head, payload) = g.build(frame, segment..segment + 1, &mut self.head);
+                [&self.head[..head], &frame[payload]].concat().into()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_carry_the_home_the_buffer_and_the_segment() {
+        for (home, id, k) in [(0, 0, 0), (1, 7, 44), (u16::MAX, u32::MAX, u16::MAX)] {
+            assert_eq!(untoken(token(home, id, k)), (home, id, k));
+        }
+        assert_eq!(token(0, 1, 0), token(0, 0, u16::MAX) + 1);
+    }
+
+    #[test]
+    fn a_shipped_payload_is_rehomed_here_or_refused_when_it_does_not_fit() {
+        let mut p = Payloads::new(Pool::new(64, 1, 0, 0), 3);
+        assert!(p.take_shipped(dummy_handoff(), &[0; 65]).is_none());
+        assert_eq!(p.pool_ref().in_use(), 0, "a refused buffer goes back");
+        let h = p.take_shipped(dummy_handoff(), &[7; 20]).unwrap();
+        let (home, id, segment) = untoken(h.token().unwrap());
+        assert_eq!((home, segment), (3, 0));
+        assert_eq!(p.pool_ref().frame(id), &[7; 20]);
+        assert!(p.take_shipped(dummy_handoff(), &[1]).is_none(), "pool full");
+        p.settle(h.token().unwrap(), false);
+        assert_eq!(p.pool_ref().in_use(), 0);
+    }
+
+    /// A hand-off of one packet from outside, as an engine of a two-worker run makes it.
+    fn dummy_handoff() -> Handoff {
+        use netloom_engine::{Ownership, Payload};
+        use netloom_link::PipeConfig;
+        use netloom_time::{Duration, Instant, Rate};
+        use netloom_topo::{NodeKind, RoutingMetric, Topology};
+        use std::sync::Arc;
+        let mut t = Topology::new("t", RoutingMetric::Delay);
+        let h0 = t.add_node("h0", NodeKind::Host, None);
+        let h1 = t.add_node("h1", NodeKind::Host, None);
+        let c = PipeConfig::new(Rate::bps(1_000_000), Duration::from_millis(1));
+        t.add_link(h0, h1, None, c, Some(c));
+        let o = Arc::new(Ownership::live(&t, &[0, 1], 2, Payload::Ship).unwrap());
+        let mut e = Engine::partitioned(t, 1, o, 0);
+        assert!(e.inject(Instant(0), h0, h1, 100, token(0, 0, 0)));
+        let handoff = e.take_handoffs(1).next();
+        handoff.expect("h1's side is worker 1's")
+    }
+}

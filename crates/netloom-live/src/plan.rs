@@ -1,0 +1,384 @@
+//! What to start, checked and computed once: a topology and how to run it live (workers and the
+//! split of pipes and hosts between them, where they run, precision, payloads, MTU), with the
+//! routes computed once, the flow graph at most once (when partitioning or placement needs it),
+//! the ownership, each worker's hosts and CPU, and each host's addresses. `Experiment::start`
+//! runs a plan; nothing here touches the OS.
+
+use crate::accuracy::Thresholds;
+use crate::report::{HostInfo, WorkersInfo};
+use crate::wait::{Hybrid, Precision};
+use netloom_engine::{Ownership, OwnershipError, Payload};
+use netloom_partition::{
+    cross_core_traffic, partition, place, Assignment, CacheTopology, FlowGraph, Method,
+    PartitionError,
+};
+use netloom_route::Routes;
+use netloom_topo::Topology;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+/// Most packets held inside the emulated network at once, per worker, by default.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 65_536;
+/// SCHED_FIFO priority of a sleeping driver: above every normal process, below the kernel's own
+/// real-time threads (which use 50 and up only for interrupts on some kernels).
+pub const REALTIME_PRIORITY: u8 = 40;
+
+/// Where the workers' threads run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Placement {
+    /// Wherever the scheduler puts them.
+    #[default]
+    Anywhere,
+    /// The one worker on this CPU.
+    Cpu(usize),
+    /// Each worker on a CPU of this machine, workers that exchange the most traffic (under the
+    /// static weighting) on CPUs that share a cache (MX's core allocator).
+    ByCache(CacheTopology),
+}
+
+/// How to split the pipes between several workers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Split {
+    /// Partition the static flow graph with this method.
+    Method(Method),
+    /// Run this assignment (from `netloom partition`).
+    Assignment(Assignment),
+}
+
+/// How to run a topology live.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The experiment's name: names its namespaces, registry entry and control socket.
+    pub name: String,
+    /// How many workers (driver threads).
+    pub workers: usize,
+    /// With several workers: how to split the pipes (default: METIS).
+    pub split: Option<Split>,
+    /// With several workers: what crosses between them.
+    pub payload: Payload,
+    /// Where the workers run.
+    pub placement: Placement,
+    /// How the workers wait between deadlines.
+    pub precision: Precision,
+    /// When releases count as late and the run as inaccurate.
+    pub thresholds: Thresholds,
+    /// Seed of the pipes' random choices.
+    pub seed: u64,
+    /// MTU of every host's interface.
+    pub mtu: u32,
+    /// Whether hosts hand over TCP super-packets (GSO) instead of MTU-size segments.
+    pub gso: bool,
+    /// Whether sleeping workers run at real-time priority.
+    pub realtime: bool,
+    /// Keep every CPU but the one worker's from halting while the run lasts (needs
+    /// `Placement::Cpu`).
+    pub keep_cpus_awake: bool,
+    /// Most packets held inside the emulated network at once, per worker.
+    pub max_in_flight: usize,
+}
+
+impl Options {
+    /// One worker anywhere, hybrid precision, default thresholds, MTU 1500, GSO on, real-time
+    /// priority when sleeping, seed 1.
+    pub fn new(name: impl Into<String>) -> Options {
+        Options {
+            name: name.into(),
+            workers: 1,
+            split: None,
+            payload: Payload::Cache,
+            placement: Placement::Anywhere,
+            precision: Precision::Hybrid(Hybrid::default()),
+            thresholds: Thresholds::default(),
+            seed: 1,
+            mtu: netloom_os::DEFAULT_MTU,
+            gso: true,
+            realtime: true,
+            keep_cpus_awake: false,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+        }
+    }
+}
+
+/// Why a plan cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// Options that do not fit together.
+    #[error("{0}")]
+    Options(String),
+    /// The partitioner failed.
+    #[error(transparent)]
+    Partition(#[from] PartitionError),
+    /// The split does not fit the topology.
+    #[error(transparent)]
+    Ownership(#[from] OwnershipError),
+}
+
+/// A topology and how to run it live, checked, with everything a start needs computed.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub(crate) options: Options,
+    pub(crate) topology: Topology,
+    pub(crate) routes: Routes,
+    /// With several workers: who owns which pipe and host.
+    pub(crate) ownership: Option<Arc<Ownership>>,
+    /// The hosts each worker reads (by position in `Topology::hosts`), by worker.
+    pub(crate) hosts: Vec<Vec<u32>>,
+    /// The CPU of each worker, if placed.
+    pub(crate) cpus: Vec<Option<usize>>,
+    warnings: Vec<String>,
+}
+
+impl Plan {
+    /// Checks `options` against `topology` and computes the run: routes, the split and the
+    /// placement. `cpus_here` is how many CPUs the machine has (for the warning that busy
+    /// workers take all of them).
+    pub fn new(topology: Topology, options: Options, cpus_here: usize) -> Result<Plan, PlanError> {
+        let workers = options.workers;
+        let bad = |m: &str| Err(PlanError::Options(m.to_string()));
+        if workers == 0 {
+            return bad("--workers 0: give at least 1");
+        }
+        if options.keep_cpus_awake && !matches!(options.placement, Placement::Cpu(_)) {
+            return bad("keeping CPUs awake needs the worker on one CPU (--cpu)");
+        }
+        let routes = Routes::compute(&topology);
+        let mut warnings = Vec::new();
+        if workers == 1 {
+            if options.split.is_some() || matches!(options.placement, Placement::ByCache(_)) {
+                return bad("--assignment, --method and --pin need --workers 2 or more");
+            }
+            if options.payload == Payload::Ship {
+                return bad("--payload ship needs --workers 2 or more");
+            }
+            let cpu = match options.placement {
+                Placement::Cpu(cpu) => Some(cpu),
+                _ => None,
+            };
+            return Ok(Plan {
+                hosts: vec![(0..topology.hosts.len() as u32).collect()],
+                cpus: vec![cpu],
+                ownership: None,
+                options,
+                topology,
+                routes,
+                warnings,
+            });
+        }
+        if matches!(options.placement, Placement::Cpu(_)) {
+            return bad("--cpu pins a single worker; with --workers, --pin places them");
+        }
+        if options.precision == Precision::Busy && workers >= cpus_here {
+            warnings.push(format!(
+                "{workers} busy workers spin on all {cpus_here} CPUs: the programs under test \
+                 will take CPUs from them for whole time slices; use --precision hybrid"
+            ));
+        }
+        // The static flow graph, once, if partitioning or placement needs it.
+        let needs_graph = matches!(options.split, None | Some(Split::Method(_)))
+            || matches!(options.placement, Placement::ByCache(_));
+        let graph = needs_graph.then(|| FlowGraph::conservative(&topology, &routes));
+        let assignment = match &options.split {
+            Some(Split::Assignment(a)) => a.clone(),
+            split => {
+                let method = match split {
+                    Some(Split::Method(m)) => *m,
+                    _ => Method::Metis,
+                };
+                let graph = graph.as_ref().expect("computed for a method");
+                let opts = netloom_partition::Options::new(method, workers as u32, options.seed);
+                partition(graph, &opts)?
+            }
+        };
+        if assignment.cores as usize != workers {
+            return Err(PlanError::Options(format!(
+                "the assignment has {} cores and --workers is {workers}: they must be equal",
+                assignment.cores
+            )));
+        }
+        let ownership = Ownership::live(&topology, &assignment.pipes, workers, options.payload)?;
+        if let Some(pipe) = ownership.instant_crossing() {
+            warnings.push(format!(
+                "pipe {pipe} joins two workers with no delay: packets crossing it reach the next \
+                 worker late by the hand-off (a few microseconds, measured as late hand-offs); \
+                 give it a delay or keep its ends on one worker"
+            ));
+        }
+        let cpus = match &options.placement {
+            Placement::ByCache(machine) => {
+                // Placed by the pipes the run really has on each worker (the ownership moves
+                // host pipes to their host's worker).
+                let run = Assignment {
+                    pipes: ownership.assignment(),
+                    ..assignment
+                };
+                let graph = graph.as_ref().expect("computed for placement");
+                let traffic = cross_core_traffic(graph, &run);
+                if workers > machine.cpus.len() {
+                    warnings.push(format!(
+                        "{workers} workers on {} CPUs: some CPUs run two",
+                        machine.cpus.len()
+                    ));
+                }
+                place(workers, &traffic, machine)
+                    .into_iter()
+                    .map(Some)
+                    .collect()
+            }
+            _ => vec![None; workers],
+        };
+        let mut hosts = vec![Vec::new(); workers];
+        for h in 0..topology.hosts.len() as u32 {
+            hosts[usize::from(ownership.host_owner(h))].push(h);
+        }
+        Ok(Plan {
+            options,
+            topology,
+            routes,
+            ownership: Some(Arc::new(ownership)),
+            hosts,
+            cpus,
+            warnings,
+        })
+    }
+
+    /// What the caller should tell the user before the run starts (a split that will be late
+    /// at some crossing, busy workers on every CPU, CPUs shared by workers).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The topology to run.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// Its routes, as computed at the start.
+    pub fn routes(&self) -> &Routes {
+        &self.routes
+    }
+
+    /// The options it runs with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Every host with its addresses (the address plan, docs/live.md), in the topology's order.
+    pub fn hosts(&self) -> Vec<HostInfo> {
+        self.topology
+            .hosts
+            .iter()
+            .enumerate()
+            .map(|(i, &node)| {
+                let (ipv4, ipv6) = netloom_os::address_plan(i);
+                HostInfo {
+                    name: self.topology.node(node).name.clone(),
+                    ipv4,
+                    ipv6,
+                }
+            })
+            .collect()
+    }
+
+    /// Each host's addresses, as the driver routes them.
+    pub(crate) fn addresses(&self) -> Vec<Vec<IpAddr>> {
+        self.hosts()
+            .into_iter()
+            .map(|h| vec![IpAddr::V4(h.ipv4), IpAddr::V6(h.ipv6)])
+            .collect()
+    }
+
+    /// How the run is split, with several workers.
+    pub fn split(&self) -> Option<WorkersInfo> {
+        let o = self.ownership.as_ref()?;
+        let workers = self.hosts.len();
+        Some(WorkersInfo {
+            workers,
+            lookahead_ns: Some(o.lookahead().as_nanos()).filter(|&ns| ns != u64::MAX),
+            hosts: self.hosts.iter().map(Vec::len).collect(),
+            pipes: o.assignment().iter().fold(vec![0; workers], |mut n, &w| {
+                n[w as usize] += 1;
+                n
+            }),
+            payload: o.payload().name().to_string(),
+        })
+    }
+
+    /// The name of the precision mode.
+    pub fn precision_name(&self) -> &'static str {
+        match self.options.precision {
+            Precision::Busy => "busy",
+            Precision::Hybrid(_) => "hybrid",
+            Precision::Sleep => "sleep",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netloom_link::PipeConfig;
+    use netloom_time::{Duration, Rate};
+    use netloom_topo::{NodeKind, RoutingMetric};
+
+    /// h1 - r - h2, 5 ms per hop.
+    fn chain() -> Topology {
+        let mut t = Topology::new("chain", RoutingMetric::Delay);
+        let h1 = t.add_node("h1", NodeKind::Host, None);
+        let r = t.add_node("r", NodeKind::Router, None);
+        let h2 = t.add_node("h2", NodeKind::Host, None);
+        let c = PipeConfig::new(Rate::bps(10_000_000), Duration::from_millis(5));
+        t.add_link(h1, r, None, c, Some(c));
+        t.add_link(r, h2, None, c, Some(c));
+        t
+    }
+
+    fn options(workers: usize) -> Options {
+        Options {
+            workers,
+            ..Options::new("lab")
+        }
+    }
+
+    #[test]
+    fn one_worker_reads_every_host_and_refuses_split_options() {
+        let plan = Plan::new(chain(), options(1), 2).unwrap();
+        assert_eq!(plan.hosts, [vec![0, 1]]);
+        assert!(plan.split().is_none());
+        let ship = Options {
+            payload: Payload::Ship,
+            ..options(1)
+        };
+        let err = Plan::new(chain(), ship, 2).unwrap_err().to_string();
+        assert!(err.contains("--payload ship needs --workers 2"), "{err}");
+        assert!(Plan::new(chain(), options(0), 2).is_err());
+    }
+
+    #[test]
+    fn two_workers_split_by_assignment_and_place_by_cache() {
+        let assignment = Assignment {
+            cores: 2,
+            pipes: vec![0, 1, 1, 1],
+            topology: None,
+            method: None,
+        };
+        let two = Options {
+            split: Some(Split::Assignment(assignment)),
+            placement: Placement::ByCache(CacheTopology::new(vec![0, 1], [])),
+            ..options(2)
+        };
+        let plan = Plan::new(chain(), two, 2).unwrap();
+        let split = plan.split().unwrap();
+        assert_eq!((split.hosts, split.pipes), (vec![1, 1], vec![1, 3]));
+        assert_eq!(split.lookahead_ns, Some(5_000_000));
+        assert_eq!(plan.cpus, [Some(0), Some(1)]);
+        assert!(plan.warnings().is_empty());
+        // METIS by default; a busy pair on a 2-CPU machine is warned about.
+        let busy = Options {
+            precision: Precision::Busy,
+            ..options(2)
+        };
+        let plan = Plan::new(chain(), busy, 2).unwrap();
+        assert_eq!(plan.split().unwrap().workers, 2);
+        assert!(plan.warnings()[0].contains("busy workers spin on all 2 CPUs"));
+    }
+}

@@ -1,0 +1,234 @@
+//! What a live run is (`RunInfo`: its name, hosts with their addresses, links, how it is split)
+//! and one typed `Report` of its figures (hosts, pipes, accuracy, workers), the same for
+//! `netloom stats`, `stats --json` and the final report of `netloom run` (docs/live.md).
+
+use crate::accuracy::AccuracyReport;
+use crate::message::{HostCounters, PipeState, Snapshot};
+use serde::{Deserialize, Serialize};
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// One host of a run: its name and addresses.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// The host's name (also its name in every host's /etc/hosts).
+    pub name: String,
+    /// Its IPv4 address.
+    pub ipv4: Ipv4Addr,
+    /// Its IPv6 address.
+    pub ipv6: Ipv6Addr,
+}
+
+/// How a run of several workers is split (docs/live.md, "Several workers").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkersInfo {
+    /// How many workers.
+    pub workers: usize,
+    /// The least time a packet spends in a pipe before another worker takes it over: how far
+    /// ahead hand-offs travel (0: some cross at once, and arrive late by the hand-off; `None`:
+    /// nothing can cross).
+    pub lookahead_ns: Option<u64>,
+    /// Hosts each worker reads and writes for.
+    pub hosts: Vec<usize>,
+    /// Pipes each worker owns.
+    pub pipes: Vec<usize>,
+    /// What crosses: `cache` (a descriptor) or `ship` (the payload too).
+    pub payload: String,
+}
+
+/// What a running experiment is, as the control protocol's `info` request answers it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// The experiment's name.
+    pub experiment: String,
+    /// The version of netloom running it.
+    pub version: String,
+    /// The control protocol's version it speaks.
+    pub protocol: u32,
+    /// `busy`, `hybrid` or `sleep`.
+    pub precision: String,
+    /// Every host, in the topology's order.
+    pub hosts: Vec<HostInfo>,
+    /// Every link, as "a-b".
+    pub links: Vec<String>,
+    /// How the run is split, with several workers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<WorkersInfo>,
+}
+
+/// One host's figures: who it is and what it sent and received.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostReport {
+    /// Name and addresses.
+    #[serde(flatten)]
+    pub host: HostInfo,
+    /// Packets and bytes read from it and written to it, and what was dropped on the way in.
+    #[serde(flatten)]
+    pub counters: HostCounters,
+}
+
+/// A run of several workers: how it is split, and what crossed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkersReport {
+    /// How it is split.
+    #[serde(flatten)]
+    pub split: WorkersInfo,
+    /// Packets handed from one worker to another.
+    pub cross_core_hops: u64,
+    /// The bytes those hand-offs moved: 64 per descriptor, plus the packet when shipped.
+    pub cross_core_bytes: u64,
+}
+
+/// A live run's figures at one moment: while it runs (`netloom stats`) or when it stopped.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Report {
+    /// The experiment's name.
+    pub experiment: String,
+    /// `busy`, `hybrid` or `sleep`.
+    pub precision: String,
+    /// Time since the run started, ns.
+    pub uptime_ns: u64,
+    /// Packets inside the emulated network now; in the final report, those the stop dropped
+    /// (they never reached their destination).
+    pub in_flight: u64,
+    /// Lateness and losses outside the model, and the verdict.
+    pub accuracy: AccuracyReport,
+    /// Every host, in the topology's order.
+    pub hosts: Vec<HostReport>,
+    /// Every pipe, in the topology's order, as `netloom sim --json` reports pipes, with what is
+    /// queued in it now.
+    pub pipes: Vec<PipeState>,
+    /// With several workers: the split and what crossed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<WorkersReport>,
+}
+
+impl Report {
+    /// The report of run `info` from its workers' merged `snapshot`.
+    pub fn new(info: &RunInfo, snapshot: Snapshot) -> Report {
+        Report {
+            experiment: info.experiment.clone(),
+            precision: info.precision.clone(),
+            uptime_ns: snapshot.at.as_nanos(),
+            in_flight: snapshot.in_flight,
+            accuracy: snapshot.accuracy.report(),
+            hosts: info
+                .hosts
+                .iter()
+                .zip(snapshot.hosts)
+                .map(|(host, counters)| HostReport {
+                    host: host.clone(),
+                    counters,
+                })
+                .collect(),
+            pipes: snapshot.pipes.into_iter().flatten().collect(),
+            workers: info.workers.as_ref().map(|split| WorkersReport {
+                split: split.clone(),
+                cross_core_hops: snapshot.cross_core_hops,
+                cross_core_bytes: snapshot.cross_core_bytes,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accuracy::{Accuracy, Thresholds};
+    use netloom_engine::report::{Drops, PipeReport};
+    use netloom_time::Instant;
+    use std::time::Duration;
+
+    fn pipe(p: usize) -> PipeState {
+        PipeState {
+            report: PipeReport {
+                link: format!("l{p}"),
+                direction: "a-b".into(),
+                from: "x".into(),
+                to: "y".into(),
+                packets_in: p as u64,
+                packets_out: 0,
+                bytes_out: 0,
+                drops: 0,
+                drops_by_cause: Drops::default(),
+                utilization: 0.0,
+                queue_hwm_packets: 0,
+                queue_hwm_bytes: 0,
+            },
+            queue_packets: 0,
+            queue_bytes: 0,
+        }
+    }
+
+    fn part(at_us: u64, owned: &[usize], packets_in: u64) -> Snapshot {
+        let mut accuracy = Accuracy::new(Thresholds::default());
+        accuracy.record_release(Duration::from_micros(at_us));
+        let counters = HostCounters {
+            packets_in,
+            ..HostCounters::default()
+        };
+        Snapshot {
+            at: Instant(at_us * 1_000),
+            in_flight: 1,
+            accuracy,
+            hosts: vec![counters, counters],
+            pipes: (0..3)
+                .map(|p| owned.contains(&p).then(|| pipe(p)))
+                .collect(),
+            cross_core_hops: 5,
+            cross_core_bytes: 320,
+        }
+    }
+
+    fn info(workers: bool) -> RunInfo {
+        let host = |name: &str, i: u8| HostInfo {
+            name: name.into(),
+            ipv4: Ipv4Addr::new(198, 18, 0, i),
+            ipv6: format!("fd6e:6c00::{i}").parse().unwrap(),
+        };
+        RunInfo {
+            experiment: "lab".into(),
+            version: "0".into(),
+            protocol: 1,
+            precision: "hybrid".into(),
+            hosts: vec![host("h1", 1), host("h2", 2)],
+            links: vec!["h1-h2".into()],
+            workers: workers.then(|| WorkersInfo {
+                workers: 2,
+                lookahead_ns: Some(5),
+                hosts: vec![1, 1],
+                pipes: vec![2, 1],
+                payload: "cache".into(),
+            }),
+        }
+    }
+
+    #[test]
+    fn workers_parts_merge_into_every_pipe_once_and_summed_counts() {
+        let mut all = part(10, &[0, 2], 3);
+        all.merge(part(12, &[1], 4));
+        let r = Report::new(&info(true), all);
+        assert_eq!(r.uptime_ns, 12_000);
+        assert_eq!(r.in_flight, 2);
+        assert_eq!(r.accuracy.released, 2);
+        assert_eq!(r.hosts[1].counters.packets_in, 7);
+        assert_eq!(r.hosts[1].host.name, "h2");
+        let pipes: Vec<u64> = r.pipes.iter().map(|p| p.report.packets_in).collect();
+        assert_eq!(pipes, [0, 1, 2]);
+        let w = r.workers.as_ref().unwrap();
+        assert_eq!((w.cross_core_hops, w.split.workers), (10, 2));
+    }
+
+    #[test]
+    fn the_report_reads_back_from_its_json_flat_per_host() {
+        let r = Report::new(&info(false), part(10, &[0, 1, 2], 3));
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["hosts"][0]["name"], "h1");
+        assert_eq!(json["hosts"][0]["ipv4"], "198.18.0.1");
+        assert_eq!(json["hosts"][0]["packets_in"], 3);
+        assert_eq!(json["pipes"][2]["queue_packets"], 0);
+        assert!(json.get("workers").is_none());
+        let back: Report = serde_json::from_value(json).unwrap();
+        assert_eq!(back.hosts, r.hosts);
+        assert_eq!(back.accuracy, r.accuracy);
+    }
+}

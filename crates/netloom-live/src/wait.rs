@@ -1,0 +1,286 @@
+//! How long the driver may sleep before its next turn, by precision mode: the policy alone, as a
+//! function of the time, the next deadline and what happened lately, so it is tested without
+//! sleeping. The driver does the waiting (in `PacketIo::wait`) and tells the `Waiter` how the
+//! wait went.
+//!
+//! Why hybrid looks like this (measured on the 2-vCPU development VM, docs/live.md): a sleeping
+//! thread's timer fires 15–60 µs late and the thread runs up to 100 µs after that, and every code
+//! path idle for milliseconds (the wake-up itself, the TUN write) runs several times slower
+//! than a warm one. So hybrid (1) learns how late its own timed wake-ups are and starts spinning
+//! that much before each deadline; (2) keeps spinning for a while after each packet, because
+//! replies and the next packets of an exchange come within microseconds to milliseconds; (3)
+//! while traffic is recent, never sleeps longer than a millisecond at a time, which keeps the
+//! wake-up path warm at a cost of about a thousand short turns a second. A driver that sleeps
+//! runs at real-time priority so that it wakes on time; one that has spun without a sleep for
+//! longer than `LONG_SPIN` wants normal priority until it next sleeps (`wants_realtime`): a
+//! real-time thread that never sleeps starves the programs sharing its CPU until the kernel
+//! stops it for tens of milliseconds to let them run (measured: 35–50 ms lateness).
+
+use netloom_time::{Duration, Instant};
+
+/// How the driver waits between deadlines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    /// Never sleeps: polls for packets and deadlines continuously on its own core. Deadlines
+    /// are met within microseconds; one CPU is always busy.
+    Busy,
+    /// Sleeps between deadlines and packets, spinning just before each deadline and for a
+    /// while after each packet (see `Hybrid`).
+    Hybrid(Hybrid),
+    /// Sleeps until each deadline or packet: least CPU, releases late by the timer's lateness.
+    Sleep,
+}
+
+/// The settings of hybrid precision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hybrid {
+    /// How long before a deadline to stop sleeping and spin; `None`: learned from how late this
+    /// machine's timed wake-ups are (the default).
+    pub spin: Option<Duration>,
+    /// How long to keep spinning after the last packet read or written before sleeping again.
+    pub linger: Duration,
+}
+
+impl Default for Hybrid {
+    fn default() -> Self {
+        Hybrid {
+            spin: None,
+            linger: DEFAULT_LINGER,
+        }
+    }
+}
+
+/// The default linger: the reply of an exchange (from a kernel, or a program's answer) comes
+/// within this. Longer lingers also catch the next request of a fast ping-pong, but keep the
+/// vCPU busy without a break: the hypervisor then takes it away now and then, and a spin past
+/// `LONG_SPIN` runs at normal priority, where a kernel thread on the same CPU costs a whole
+/// scheduler tick (measured here: ping every 2 ms, p99 3.9 ms with a 2 ms linger, 0.12–0.21 ms
+/// with 500 us; docs/performance.md).
+pub const DEFAULT_LINGER: Duration = Duration::from_micros(500);
+/// The longest single sleep, so a stop request or a change is noticed promptly even when
+/// nothing happens (a posted order also wakes the driver at once).
+pub const MAX_SLEEP: Duration = Duration::from_millis(20);
+/// The longest sleep while traffic is recent (within `WARM_FOR` of the last packet).
+pub const WARM_SLEEP: Duration = Duration::from_millis(1);
+/// How long after the last packet sleeps stay short.
+pub const WARM_FOR: Duration = Duration::from_secs(1);
+/// The learned spin: never under this (timer slack and the cost of the wake-up itself) ...
+pub const MIN_SPIN: Duration = Duration::from_micros(20);
+/// ... nor over this, whatever one wild wake-up said (then the run's lateness shows it).
+pub const MAX_SPIN: Duration = Duration::from_millis(1);
+/// The learned spin before any wake-up was measured.
+pub const INITIAL_SPIN: Duration = Duration::from_micros(100);
+/// How many recent timed wake-ups the learned spin covers.
+const SAMPLES: usize = 32;
+/// A spin run longer than this, with no sleep, goes on at normal priority.
+pub const LONG_SPIN: Duration = Duration::from_millis(5);
+
+/// The driver's waiting state: what the precision mode says, what the last packet was, and
+/// how late recent timed wake-ups were.
+#[derive(Clone, Debug)]
+pub struct Waiter {
+    precision: Precision,
+    /// When a packet was last read or written.
+    last_packet: Option<Instant>,
+    /// Lateness of recent timed wake-ups, ns, a ring.
+    lateness: [u64; SAMPLES],
+    samples: usize,
+    /// The sleep in progress: when it was asked for, and until when.
+    asleep: Option<(Instant, Instant)>,
+    /// When the driver last ended a sleep (or started): the start of the current spin run.
+    spinning_since: Instant,
+}
+
+impl Waiter {
+    /// A waiter for `precision` that has seen nothing yet.
+    pub fn new(precision: Precision) -> Waiter {
+        Waiter {
+            precision,
+            last_packet: None,
+            lateness: [0; SAMPLES],
+            samples: 0,
+            asleep: None,
+            spinning_since: Instant::ZERO,
+        }
+    }
+
+    /// The precision mode.
+    pub fn precision(&self) -> Precision {
+        self.precision
+    }
+
+    /// A packet was read or written at `now`.
+    pub fn packet(&mut self, now: Instant) {
+        self.last_packet = Some(now);
+    }
+
+    /// How long the driver may sleep from `now` with its next deadline at `deadline`: zero means
+    /// poll and come back. Records the sleep, so `woke` can tell how late it ended.
+    pub fn budget(&mut self, now: Instant, deadline: Option<Instant>) -> Duration {
+        let since_packet = self.last_packet.map(|t| now.saturating_since(t));
+        let longest = match since_packet {
+            Some(d) if d < WARM_FOR && matches!(self.precision, Precision::Hybrid(_)) => WARM_SLEEP,
+            _ => MAX_SLEEP,
+        };
+        let until = |spin: Duration| match deadline {
+            Some(at) => at.saturating_since(now).saturating_sub(spin).min(longest),
+            None => longest,
+        };
+        let sleep = match self.precision {
+            Precision::Busy => Duration::ZERO,
+            Precision::Sleep => until(Duration::ZERO),
+            Precision::Hybrid(h) if since_packet.is_some_and(|d| d < h.linger) => Duration::ZERO,
+            Precision::Hybrid(_) => until(self.spin()),
+        };
+        self.asleep = (!sleep.is_zero()).then(|| (now, now + sleep));
+        sleep
+    }
+
+    /// The wait that `budget` allowed ended at `now`; `by_timer` when it ran its course (no
+    /// packet or message cut it short), in which case how late it ended teaches the spin.
+    pub fn woke(&mut self, now: Instant, by_timer: bool) {
+        if let Some((_, until)) = self.asleep.take() {
+            self.spinning_since = now;
+            if by_timer {
+                self.lateness[self.samples % SAMPLES] = now.saturating_since(until).as_nanos();
+                self.samples += 1;
+            }
+        }
+    }
+
+    /// Whether a driver that sleeps in this mode should run at real-time priority at `now`:
+    /// yes while it sleeps or has spun only briefly since its last sleep, no once the spin has
+    /// gone on for `LONG_SPIN`. `about_to_sleep`: the turn's budget allows a sleep, which must
+    /// be taken at real-time priority.
+    pub fn wants_realtime(&self, now: Instant, about_to_sleep: bool) -> bool {
+        about_to_sleep || now.saturating_since(self.spinning_since) < LONG_SPIN
+    }
+
+    /// How long before a deadline hybrid precision starts spinning: as configured, or learned:
+    /// the latest of the recent timed wake-ups, plus half again, within [`MIN_SPIN`,
+    /// `MAX_SPIN`].
+    pub fn spin(&self) -> Duration {
+        match self.precision {
+            Precision::Hybrid(Hybrid {
+                spin: Some(spin), ..
+            }) => spin,
+            Precision::Hybrid(_) if self.samples == 0 => INITIAL_SPIN,
+            Precision::Hybrid(_) => {
+                let seen = self.samples.min(SAMPLES);
+                let latest = self.lateness[..seen].iter().copied().max().unwrap_or(0);
+                Duration::from_nanos(latest.saturating_add(latest / 2))
+                    .max(MIN_SPIN)
+                    .min(MAX_SPIN)
+            }
+            Precision::Busy | Precision::Sleep => Duration::ZERO,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn us(n: u64) -> Duration {
+        Duration::from_micros(n)
+    }
+
+    fn at_us(n: u64) -> Instant {
+        Instant(n * 1_000)
+    }
+
+    fn hybrid() -> Waiter {
+        Waiter::new(Precision::Hybrid(Hybrid::default()))
+    }
+
+    #[test]
+    fn busy_never_sleeps_and_sleep_sleeps_to_the_deadline() {
+        let mut busy = Waiter::new(Precision::Busy);
+        assert_eq!(busy.budget(at_us(0), Some(at_us(500))), Duration::ZERO);
+        let mut sleep = Waiter::new(Precision::Sleep);
+        assert_eq!(sleep.budget(at_us(0), Some(at_us(500))), us(500));
+        assert_eq!(sleep.budget(at_us(0), None), MAX_SLEEP);
+        assert_eq!(sleep.budget(at_us(600), Some(at_us(500))), Duration::ZERO);
+    }
+
+    #[test]
+    fn hybrid_spins_the_learned_lateness_before_a_deadline() {
+        let mut w = hybrid();
+        // Nothing measured yet: the initial spin.
+        assert_eq!(w.budget(at_us(0), Some(at_us(1_000))), us(900));
+        // That sleep ended 40 us late (at 940 instead of 900): spin 60 us from now on.
+        w.woke(at_us(940), true);
+        assert_eq!(w.spin(), us(60));
+        assert_eq!(w.budget(at_us(1_000), Some(at_us(3_000))), us(1_940));
+        // A sleep cut short by a packet teaches nothing.
+        w.woke(at_us(1_200), false);
+        assert_eq!(w.spin(), us(60));
+        // A wild wake-up is capped; a prompt one still counts the latest of the recent ones.
+        w.budget(at_us(2_000), Some(at_us(10_000)));
+        w.woke(at_us(12_000), true);
+        assert_eq!(w.spin(), MAX_SPIN);
+        // An on-time wake-up raises the spin to the floor at least.
+        let mut quiet = hybrid();
+        quiet.budget(at_us(0), Some(at_us(500)));
+        quiet.woke(at_us(400), true);
+        assert_eq!(quiet.spin(), MIN_SPIN);
+    }
+
+    #[test]
+    fn old_wake_ups_are_forgotten() {
+        let mut w = hybrid();
+        w.budget(at_us(0), Some(at_us(1_000)));
+        w.woke(at_us(1_000), true); // 100 us late: spin 150
+        assert_eq!(w.spin(), us(150));
+        for k in 1..=SAMPLES as u64 {
+            let now = at_us(k * 10_000);
+            let sleep = w.budget(now, Some(now + us(1_000)));
+            w.woke(now + sleep, true); // on time
+        }
+        assert_eq!(w.spin(), MIN_SPIN);
+    }
+
+    #[test]
+    fn hybrid_lingers_after_a_packet_then_keeps_sleeps_short_for_a_while() {
+        let mut w = hybrid();
+        w.packet(at_us(0));
+        let linger = DEFAULT_LINGER.as_nanos();
+        assert_eq!(
+            w.budget(Instant(linger - 1), None),
+            Duration::ZERO,
+            "lingering"
+        );
+        assert_eq!(w.budget(Instant(linger), None), WARM_SLEEP);
+        assert_eq!(w.budget(at_us(999_999), None), WARM_SLEEP);
+        assert_eq!(w.budget(at_us(1_000_000), None), MAX_SLEEP);
+        // The linger is a setting; zero turns it off.
+        let mut eager = Waiter::new(Precision::Hybrid(Hybrid {
+            spin: Some(us(60)),
+            linger: Duration::ZERO,
+        }));
+        eager.packet(at_us(0));
+        assert_eq!(eager.budget(at_us(0), Some(at_us(560))), us(500));
+    }
+
+    #[test]
+    fn a_long_spin_gives_up_real_time_priority_until_the_next_sleep() {
+        let mut w = hybrid();
+        // Packets keep coming: the driver spins from 0 on.
+        for t in (0..10_000).step_by(500) {
+            w.packet(at_us(t));
+            assert_eq!(w.budget(at_us(t), None), Duration::ZERO);
+            assert_eq!(
+                w.wants_realtime(at_us(t), false),
+                at_us(t) < at_us(5_000),
+                "{t}"
+            );
+        }
+        // The traffic stops; the linger ends; before sleeping it takes real-time priority back.
+        let sleep = w.budget(at_us(12_000), None);
+        assert!(!sleep.is_zero());
+        assert!(w.wants_realtime(at_us(12_000), true));
+        w.woke(at_us(13_000), true);
+        assert!(w.wants_realtime(at_us(13_000), false), "a new spin run");
+        assert!(!w.wants_realtime(at_us(18_000), false));
+    }
+}

@@ -1,0 +1,83 @@
+//! One worker's thread: made ready to drive (pinned if asked, fine timer slack, real-time
+//! priority when it sleeps, given up during long spins as the driver asks), then stepping its
+//! driver until the run halts or a step fails, in which case it halts the others too. The
+//! driver comes back on `join` for the final report.
+
+use crate::clock::Clock;
+use crate::driver::Driver;
+use crate::io::PacketIo;
+use crate::plan::REALTIME_PRIORITY;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// A worker's thread and what it ends with: its driver, and its error if it failed.
+pub(crate) struct Worker<I: PacketIo, C: Clock> {
+    thread: JoinHandle<(Driver<I, C>, Result<(), String>)>,
+}
+
+impl<I: PacketIo + Send + 'static, C: Clock> Worker<I, C> {
+    /// Runs `driver` as worker `k` on a thread of its own, on `cpu` if given, at real-time
+    /// priority if `realtime`, until `halt` is set; rings `ended` when it ends.
+    pub fn spawn(
+        k: usize,
+        mut driver: Driver<I, C>,
+        cpu: Option<usize>,
+        realtime: bool,
+        halt: Arc<AtomicBool>,
+        ended: Sender<()>,
+    ) -> std::io::Result<Worker<I, C>> {
+        if realtime {
+            // Called by `step`, on the worker's own thread. Taking real-time priority back
+            // cannot fail once it was granted at the start; normal priority never fails.
+            driver.on_priority(|realtime| {
+                let _ = match realtime {
+                    true => netloom_os::set_realtime_priority(REALTIME_PRIORITY),
+                    false => netloom_os::set_normal_priority(),
+                };
+            });
+        }
+        let thread = std::thread::Builder::new()
+            .name(format!("netloom-worker-{k}"))
+            .spawn(move || {
+                let result = prepare(cpu, realtime).and_then(|()| {
+                    while !halt.load(Ordering::Relaxed) {
+                        driver.step().map_err(|e| format!("moving packets: {e}"))?;
+                    }
+                    Ok(())
+                });
+                if result.is_err() {
+                    halt.store(true, Ordering::Relaxed);
+                }
+                // Whoever waits on the run learns at once that this worker ended.
+                let _ = ended.send(());
+                (driver, result)
+            })?;
+        Ok(Worker { thread })
+    }
+
+    /// Whether the thread has ended (halted or failed).
+    pub fn is_finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+
+    /// Waits for the thread to end and returns its driver and outcome.
+    pub fn join(self) -> (Driver<I, C>, Result<(), String>) {
+        self.thread
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+}
+
+/// Gets the calling thread ready to drive.
+fn prepare(cpu: Option<usize>, realtime: bool) -> Result<(), String> {
+    if let Some(cpu) = cpu {
+        netloom_os::pin_current_thread(cpu).map_err(|e| e.to_string())?;
+    }
+    netloom_os::set_timer_slack_ns(1);
+    if realtime {
+        netloom_os::set_realtime_priority(REALTIME_PRIORITY).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
