@@ -1,18 +1,15 @@
 //! `netloom demo`: brings a bundled topology up live, runs real programs between two hosts
 //! (ping, then iperf3 TCP), prints what they measured beside what the topology configures, and
-//! tears everything down. Needs root.
+//! tears everything down. Needs root. Glue: the run is a `netloom_live::Experiment`.
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use netloom_engine::Engine;
-use netloom_live::{Driver, Precision, Thresholds, TunIo};
-use netloom_os::Experiment;
+use netloom_live::{Ending, Experiment, Options, Plan};
 use netloom_route::Routes;
 use netloom_time::{Duration as NsDuration, Rate};
 use netloom_topo::{NodeId, Topology};
 use std::path::PathBuf;
 use std::process::{Child, Output, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 #[derive(Args)]
@@ -26,12 +23,13 @@ pub struct DemoArgs {
     /// The host that answers and receives (default: the last host).
     #[arg(long)]
     to: Option<String>,
-    /// Seconds of iperf3 TCP.
-    #[arg(long, default_value_t = 5)]
+    /// Seconds of iperf3 TCP (1 to 3600).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=3600))]
     seconds: u32,
 }
 
-/// An ICMP echo of ping's default 56-byte payload, on the wire (IPv4 + ICMP headers).
+/// An ICMP echo of ping's default 56-byte payload over IPv4, on the wire (IP + ICMP headers):
+/// the demo pings with `-4`, so this is the size on every pipe.
 const PING_BYTES: u64 = 84;
 
 /// What the topology says a path should give.
@@ -42,8 +40,7 @@ struct Expected {
 
 /// Round trip of a ping-sized packet (propagation and serialization both ways, empty queues) and
 /// the slowest rate on the way out.
-fn expected(topo: &Topology, from: NodeId, to: NodeId) -> Result<Expected> {
-    let routes = Routes::compute(topo);
+fn expected(topo: &Topology, routes: &Routes, from: NodeId, to: NodeId) -> Result<Expected> {
     let there = routes
         .path(topo, from, to)
         .context("no route between the demo's hosts")?;
@@ -66,7 +63,15 @@ fn host(topo: &Topology, name: Option<&str>, default: NodeId) -> Result<NodeId> 
         None => Ok(default),
         Some(n) => match topo.node_id(n) {
             Some(id) if topo.hosts.contains(&id) => Ok(id),
-            _ => bail!("{n:?} is not a host of this topology"),
+            _ => {
+                let hosts: Vec<&str> = topo
+                    .hosts
+                    .iter()
+                    .map(|&h| topo.node(h).name.as_str())
+                    .collect();
+                let hint = netloom_topo::did_you_mean(n, &hosts);
+                bail!("{n:?} is not a host of this topology{hint}")
+            }
         },
     }
 }
@@ -88,57 +93,38 @@ pub fn run(args: DemoArgs) -> Result<()> {
     };
     let from = host(&topo, args.from.as_deref(), first)?;
     let to = host(&topo, args.to.as_deref(), last)?;
-    let want = expected(&topo, from, to)?;
+    if from == to {
+        bail!("--from and --to name the same host; the demo measures between two hosts");
+    }
     let (from_name, to_name) = (topo.node(from).name.clone(), topo.node(to).name.clone());
-    let name = format!("demo{}", std::process::id());
-    let (spec, addresses) = crate::run::plan(&topo, &name, netloom_os::DEFAULT_MTU);
-    let stop = netloom_os::install_stop_handler()?;
-    let mut experiment = Experiment::create(&spec)?;
+    let (hosts, links) = (topo.hosts.len(), topo.links.len());
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let plan = Plan::new(
+        topo,
+        Options::new(format!("demo{}", std::process::id())),
+        cpus,
+    )?;
+    let want = expected(plan.topology(), plan.routes(), from, to)?;
+    // A Ctrl-C must not kill the demo before it tears down: it ends the programs under test
+    // (they share the terminal's process group), and the demo stops on its own.
+    let signal = netloom_os::install_stop_handler()?;
+    let experiment = Experiment::start(plan)?;
+    if signal.load(std::sync::atomic::Ordering::SeqCst) {
+        experiment.stop(&Ending::Signal)?;
+        bail!("interrupted while bringing the hosts up; everything is torn down");
+    }
     println!(
-        "netloom demo: {} is up live ({} hosts, {} links), each host a network namespace",
+        "netloom demo: {} is up live ({hosts} hosts, {links} links), each host a network namespace",
         args.file.display(),
-        topo.hosts.len(),
-        topo.links.len()
     );
-    let finished = AtomicBool::new(false);
-    let outcome = std::thread::scope(|s| {
-        let driver = s.spawn(|| -> Result<_> {
-            netloom_os::set_timer_slack_ns(1);
-            netloom_os::set_realtime_priority(crate::run::REALTIME_PRIORITY)?;
-            let hosts = (0..experiment.tuns().len() as u32).collect();
-            let io = TunIo::new(experiment.tuns(), hosts, None)?;
-            let engine = Engine::new(topo.clone(), 1);
-            let precision = Precision::Hybrid {
-                spin: Duration::from_micros(60),
-            };
-            let mut d = Driver::new(
-                engine,
-                io,
-                &addresses,
-                1500,
-                65_536,
-                precision,
-                Thresholds::default(),
-            );
-            while !finished.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
-                d.step()?;
-            }
-            Ok(d.accuracy())
-        });
-        let measured = measure(&experiment, &from_name, &to_name, args.seconds);
-        finished.store(true, Ordering::Relaxed);
-        let accuracy = driver.join().expect("the driver thread does not panic");
-        (measured, accuracy)
-    });
-    experiment.teardown()?;
-    let (measured, accuracy) = outcome;
+    let measured = measure(&experiment, &from_name, &to_name, args.seconds);
+    let accuracy = experiment.stop(&Ending::Done)?.accuracy;
     let (rtt, tcp) = measured?;
-    let accuracy = accuracy?;
     println!();
     println!("{:<34} {:>16} {:>16}", "", "configured", "measured");
     println!(
         "{:<34} {:>16} {:>16}",
-        format!("ping RTT {from_name} -> {to_name} (mean)"),
+        format!("ping -4 RTT {from_name} -> {to_name} (mean)"),
         format!("{:.3} ms", want.rtt.as_nanos() as f64 / 1e6),
         format!("{rtt:.3} ms")
     );
@@ -150,8 +136,9 @@ pub fn run(args: DemoArgs) -> Result<()> {
     );
     println!();
     println!(
-        "configured RTT: propagation plus serialization of an 84-byte echo both ways, empty queues;\n\
-         configured throughput: the slowest link on the way (TCP goodput stays a little below it)."
+        "configured RTT: propagation plus serialization of an 84-byte IPv4 echo both ways, empty\n\
+         queues; configured throughput: the slowest link on the way (TCP goodput stays a little\n\
+         below it)."
     );
     println!(
         "engine accuracy: {} ({} packets; lateness p50 {:.1} us, p99 {:.1} us, max {:.1} us; {} later than {:.0} us; {} physical drops)",
@@ -170,23 +157,12 @@ pub fn run(args: DemoArgs) -> Result<()> {
 
 /// Runs ping and iperf3 between the two hosts: mean RTT in ms, TCP goodput in bit/s.
 fn measure(exp: &Experiment, from: &str, to: &str, seconds: u32) -> Result<(f64, f64)> {
-    // Both hosts were checked against the topology the experiment was made from.
-    let ns = |host: &str| {
-        let hosts = &exp.spec().hosts;
-        exp.namespace(
-            hosts
-                .iter()
-                .position(|h| h.name == host)
-                .expect("a demo host"),
-        )
-    };
-    let (from_ns, to_ns) = (ns(from), ns(to));
-    let run = |ns: &str, argv: &[&str]| -> Result<Output> {
+    let run = |host: &str, argv: &[&str]| -> Result<Output> {
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-        Ok(netloom_os::command(ns, &argv)?.output()?)
+        Ok(exp.command(host, &argv)?.output()?)
     };
-    println!("running: ping -c 10 {to} (in {from})");
-    let ping = run(&from_ns, &["ping", "-c", "10", "-i", "0.2", to])?;
+    println!("running: ping -4 -c 10 {to} (in {from})");
+    let ping = run(from, &["ping", "-4", "-c", "10", "-i", "0.2", to])?;
     // ping's summary line carries microseconds ("rtt min/avg/max/mdev = 20.043/20.221/..."),
     // where each reply's "time=" has only three significant digits.
     let text = String::from_utf8_lossy(&ping.stdout);
@@ -206,13 +182,14 @@ fn measure(exp: &Experiment, from: &str, to: &str, seconds: u32) -> Result<(f64,
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let mut server: Child = netloom_os::command(&to_ns, &argv)?
+    let mut server: Child = exp
+        .command(to, &argv)?
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()?;
     std::thread::sleep(Duration::from_millis(300));
     let secs = seconds.to_string();
-    let client = run(&from_ns, &["iperf3", "-c", to, "-t", &secs, "-J"]);
+    let client = run(from, &["iperf3", "-c", to, "-t", &secs, "-J"]);
     let _ = server.kill();
     let _ = server.wait();
     let client = client?;

@@ -1,10 +1,11 @@
-//! The commands around a running experiment: `stop`, `clean`, `exec` and `shell`. Each finds
-//! the experiment on its own when only one is running, or takes `--name`.
+//! The commands around a running experiment: `stop`, `clean`, `exec`, `shell`, and `stats` and
+//! `link`, which speak its control protocol; and the printing of a live run's report, shared
+//! with `run`. Each finds the experiment on its own when only one is running, or takes `--name`.
 
 use anyhow::{Context, Result};
 use clap::Args;
-use netloom_engine::report::PipeReport;
-use netloom_live::control;
+use netloom_live::protocol::{call, socket_path};
+use netloom_live::{Direction, LinkChange, Report, Request};
 use std::time::Duration;
 
 #[derive(Args)]
@@ -126,9 +127,10 @@ enum LinkAction {
         /// The other end.
         b: String,
         /// Which direction: both, a-b (from A to B) or b-a.
-        #[arg(long, default_value = "both")]
-        direction: String,
-        /// key=value parameters: bw, delay, jitter, loss, queue, duplicate, reorder.
+        #[arg(long, default_value = "both", value_parser = parse_direction)]
+        direction: Direction,
+        /// key=value parameters, the keys of a link in the topology file (bw, delay, jitter,
+        /// loss, queue, aqm, red.min_th, duplicate, reorder, up, ...; docs/topology.md).
         #[arg(required = true)]
         params: Vec<String>,
     },
@@ -148,6 +150,11 @@ enum LinkAction {
         a: String,
         b: String,
     },
+}
+
+fn parse_direction(text: &str) -> Result<Direction, String> {
+    serde_json::from_value(serde_json::Value::String(text.into()))
+        .map_err(|_| format!("{text:?}: write both, a-b or b-a"))
 }
 
 /// The running experiment to talk to: the named one, or the only one.
@@ -173,89 +180,105 @@ fn target(name: Option<&str>) -> Result<netloom_os::Record> {
     }
 }
 
+/// How long a client waits for the experiment's reply: its own wait for the workers, and more.
+const REPLY_WAIT: Duration = Duration::from_secs(10);
+
 /// Sends `request` to the experiment and returns the reply's body, timing the round trip.
-fn ask(name: Option<&str>, request: &control::Request) -> Result<(serde_json::Value, Duration)> {
+fn ask(name: Option<&str>, request: &Request) -> Result<(serde_json::Value, Duration)> {
     let record = target(name)?;
-    let socket = control::socket_path(&netloom_os::registry_dir(), &record.name);
+    let socket = socket_path(&netloom_os::registry_dir(), &record.name);
     let sent = std::time::Instant::now();
-    let reply = control::request(&socket, request).with_context(|| {
-        format!(
-            "talking to experiment {} ({})",
-            record.name,
-            socket.display()
-        )
-    })?;
-    let took = sent.elapsed();
-    if !reply.ok {
-        anyhow::bail!("{}", reply.error.unwrap_or_default());
-    }
-    Ok((reply.body.unwrap_or_default(), took))
+    let body = call(&socket, request, REPLY_WAIT)
+        .with_context(|| format!("experiment {} ({})", record.name, socket.display()))?;
+    Ok((body, sent.elapsed()))
 }
 
 pub fn stats(args: StatsArgs) -> Result<()> {
-    let (body, _) = ask(args.name.as_deref(), &control::Request::Stats)?;
+    let (body, _) = ask(args.name.as_deref(), &Request::Stats)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&body)?);
         return Ok(());
     }
-    let a = &body["accuracy"];
-    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
-    let us = |v: &serde_json::Value| format!("{:.1}", n(v) as f64 / 1e3);
-    println!(
-        "up {:.1} s, {} packets inside: {}",
-        n(&body["uptime_ns"]) as f64 / 1e9,
-        n(&body["in_flight"]),
-        if a["accurate"] == true {
-            "ACCURATE so far"
-        } else {
-            "INACCURATE"
-        }
-    );
-    println!(
-        "  lateness of {} released packets: p50 {} us, p99 {} us, p99.9 {} us, max {} us; {} late; {} physical drops",
-        n(&a["released"]),
-        us(&a["lateness_ns_p50"]),
-        us(&a["lateness_ns_p99"]),
-        us(&a["lateness_ns_p999"]),
-        us(&a["lateness_ns_max"]),
-        n(&a["late"]),
-        n(&a["physical_drops"])
-    );
-    if n(&a["handoffs"]) > 0 {
-        println!(
-            "  {} hand-offs between workers: {} late, latest {} us",
-            n(&a["handoffs"]),
-            n(&a["late_handoffs"]),
-            us(&a["handoff_lateness_ns_max"])
-        );
-    }
-    println!();
-    println!(
-        "{:<12} {:>10} {:>10} {:>10} {:>10}",
-        "host", "pkts in", "pkts out", "malformed", "unknown"
-    );
-    for h in body["hosts"].as_array().into_iter().flatten() {
-        let c = &h["counters"];
-        println!(
-            "{:<12} {:>10} {:>10} {:>10} {:>10}",
-            h["name"].as_str().unwrap_or(""),
-            n(&c["packets_in"]),
-            n(&c["packets_out"]),
-            n(&c["malformed"]),
-            n(&c["unknown_destination"])
-        );
-    }
-    println!();
-    let pipes: Vec<PipeReport> =
-        serde_json::from_value(body["pipes"].clone()).context("the experiment's pipe figures")?;
-    let queued: Vec<u64> = body["pipes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|p| n(&p["queue_packets"]))
-        .collect();
-    crate::table::print_pipes(&pipes, Some(&queued), args.top);
+    let report: Report = serde_json::from_value(body).context("the experiment's report")?;
+    print_report(&report, false, args.top);
     Ok(())
+}
+
+/// Prints a live run's report: its accuracy, hosts and busiest pipes; `last` for the final
+/// report of a run that stopped (otherwise it is still running).
+pub fn print_report(r: &Report, last: bool, top: usize) {
+    let a = &r.accuracy;
+    let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
+    let verdict = match (a.accurate, last) {
+        (true, true) => "ACCURATE",
+        (true, false) => "ACCURATE so far",
+        (false, _) => "INACCURATE",
+    };
+    let inside = match last {
+        true => format!("{} packets dropped inside at the stop", r.in_flight),
+        false => format!("{} packets inside", r.in_flight),
+    };
+    println!(
+        "{}: {:.1} s live, {} precision, {inside}: {verdict}",
+        r.experiment,
+        r.uptime_ns as f64 / 1e9,
+        r.precision,
+    );
+    println!(
+        "  lateness of {} released packets: p50 {} us, p99 {} us, p99.9 {} us, max {} us; {} later than {} us; {} physical drops",
+        a.released,
+        us(a.lateness_ns_p50),
+        us(a.lateness_ns_p99),
+        us(a.lateness_ns_p999),
+        us(a.lateness_ns_max),
+        a.late,
+        us(a.late_threshold_ns),
+        a.physical_drops
+    );
+    if let Some(w) = &r.workers {
+        let s = &w.split;
+        println!(
+            "  {} workers (hosts {:?}, pipes {:?}), payload {}, lookahead {}: {} hand-offs ({} bytes), {} later than {} us, latest {} us",
+            s.workers,
+            s.hosts,
+            s.pipes,
+            s.payload,
+            s.lookahead_ns
+                .map_or("none (nothing crosses)".into(), |ns| format!("{} us", us(ns))),
+            a.handoffs,
+            w.cross_core_bytes,
+            a.late_handoffs,
+            us(a.late_threshold_ns),
+            us(a.handoff_lateness_ns_max)
+        );
+    }
+    if !a.accurate {
+        println!(
+            "  WARNING: this run missed its deadlines or lost packets outside the model; its results do not describe the emulated network"
+        );
+    }
+    println!();
+    println!(
+        "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "host", "address", "pkts in", "pkts out", "malformed", "unknown", "MB in"
+    );
+    for h in &r.hosts {
+        let c = &h.counters;
+        println!(
+            "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10.3}",
+            h.host.name,
+            h.host.ipv4.to_string(),
+            c.packets_in,
+            c.packets_out,
+            c.malformed,
+            c.unknown_destination,
+            c.bytes_in as f64 / 1e6
+        );
+    }
+    println!();
+    let pipes: Vec<_> = r.pipes.iter().map(|p| p.report.clone()).collect();
+    let queued: Vec<u64> = r.pipes.iter().map(|p| p.queue_packets).collect();
+    crate::table::print_pipes(&pipes, (!last).then_some(&queued[..]), top);
 }
 
 pub fn link(args: LinkArgs) -> Result<()> {
@@ -266,21 +289,42 @@ pub fn link(args: LinkArgs) -> Result<()> {
             b,
             direction,
             params,
-        } => (
-            name,
-            control::Request::LinkSet {
-                a,
-                b,
-                direction: Some(direction),
-                params,
-            },
-        ),
-        LinkAction::Down { name, a, b } => (name, control::Request::LinkState { a, b, up: false }),
-        LinkAction::Up { name, a, b } => (name, control::Request::LinkState { a, b, up: true }),
+        } => {
+            let set = netloom_topo::LinkPatch::table_from_words(&params)
+                .with_context(|| format!("link {a}-{b}"))?;
+            (
+                name,
+                Request::LinkSet {
+                    a,
+                    b,
+                    direction,
+                    set,
+                },
+            )
+        }
+        LinkAction::Down { name, a, b } => (name, Request::LinkState { a, b, up: false }),
+        LinkAction::Up { name, a, b } => (name, Request::LinkState { a, b, up: true }),
     };
     let (body, took) = ask(name.as_deref(), &request)?;
+    let change: LinkChange = serde_json::from_value(body).context("the experiment's reply")?;
+    let what = match change.up {
+        Some(true) => "up".to_string(),
+        Some(false) => "down".to_string(),
+        None => format!(
+            "{} ({})",
+            change
+                .set
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().map_or(v.to_string(), str::to_string)))
+                .collect::<Vec<_>>()
+                .join(" "),
+            change.direction.name()
+        ),
+    };
     println!(
-        "netloom: {body} (applied; {} us round trip)",
+        "netloom: link {} {what}, applied at {:.6} s (reply in {} us)",
+        change.link,
+        change.at_ns as f64 / 1e9,
         took.as_micros()
     );
     Ok(())

@@ -7,10 +7,11 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use netloom_engine::traffic::{self, parse_spec, FlowSpec, SourceKind, HEADER_BYTES};
 use netloom_engine::Engine;
-use netloom_os::{format_cpu_list, CacheTopology};
+use netloom_os::format_cpu_list;
 use netloom_partition::{
-    cross_core_traffic, partition, place, Assignment, Capacity, CapacityModel, CoreLoad, Demand,
-    Evaluation, FlowGraph, Measurement, Method, Observation, Options,
+    cross_core_traffic, partition, place, Assignment, CacheTopology, Capacity, CapacityModel,
+    CoreLoad, Demand, Evaluation, FlowGraph, Measurement, Method, Observation, Options,
+    SharedCache,
 };
 use netloom_route::Routes;
 use netloom_topo::Topology;
@@ -144,7 +145,7 @@ pub fn run(args: PartitionArgs) -> Result<()> {
     };
     let placement = args
         .placement
-        .then(|| Placement::of(&graph, &assignment, CacheTopology::detect()));
+        .then(|| Placement::of(&graph, &assignment, machine()));
     let report = PartitionReport {
         topology: &topo.name,
         pipes: topo.pipes.len(),
@@ -236,28 +237,42 @@ fn read_observation(path: &Path) -> Result<Observation> {
     Observation::from_json(&text).with_context(|| path.display().to_string())
 }
 
+/// This machine's CPUs and the caches they share, read through netloom-os, as placement takes
+/// them.
+pub fn machine() -> CacheTopology {
+    let (cpus, caches) = netloom_os::machine_cpus();
+    let shared = caches.into_iter().map(|c| SharedCache {
+        level: c.level,
+        cpus: c.cpus,
+    });
+    CacheTopology::new(cpus, shared)
+}
+
+/// The assignment `--assignment FILE` names.
+pub fn read_assignment(topo: &Topology, path: &Path) -> Result<Assignment> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--assignment: reading {}", path.display()))?;
+    Assignment::from_json(&text, topo).with_context(|| format!("--assignment {}", path.display()))
+}
+
 /// The assignment `sim` measures: read from `--assignment FILE`, or made by `--method` over
-/// `--cores` with the static weights.
-pub fn sim_assignment(
+/// `--cores` with the static weights of `graph`.
+pub fn sim_assignment<'g>(
     topo: &Topology,
+    graph: &dyn Fn() -> &'g FlowGraph,
     file: Option<&Path>,
     cores: Option<u32>,
     method: Option<Method>,
     seed: u64,
 ) -> Result<Option<Assignment>> {
     if let Some(path) = file {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("--assignment: reading {}", path.display()))?;
-        let a = Assignment::from_json(&text, topo)
-            .with_context(|| format!("--assignment {}", path.display()))?;
-        return Ok(Some(a));
+        return read_assignment(topo, path).map(Some);
     }
     let Some(cores) = cores else { return Ok(None) };
-    let graph = FlowGraph::conservative(topo, &Routes::compute(topo));
     let method = method.unwrap_or(Method::Metis);
     Ok(Some(assign(
         topo,
-        &graph,
+        graph(),
         &Options::new(method, cores, seed),
     )?))
 }
@@ -290,15 +305,10 @@ pub fn check_workers(assignment: &Assignment, workers: usize) -> Result<()> {
 }
 
 /// The CPU for each worker of a partitioned run on this machine: workers that exchange the most
-/// traffic (under the static weighting) on CPUs that share a cache. A note goes to stderr when
-/// there are more workers than CPUs.
-pub fn worker_cpus(topo: &Topology, assignment: &Assignment) -> Vec<usize> {
-    let machine = CacheTopology::detect();
-    let placement = Placement::of(
-        &FlowGraph::conservative(topo, &Routes::compute(topo)),
-        assignment,
-        machine,
-    );
+/// traffic (under the static weights, `graph`) on CPUs that share a cache. A note goes to
+/// stderr when there are more workers than CPUs.
+pub fn worker_cpus(graph: &FlowGraph, assignment: &Assignment) -> Vec<usize> {
+    let placement = Placement::of(graph, assignment, machine());
     if placement.shared_cpus {
         eprintln!(
             "netloom: {} workers on {} CPUs: some CPUs run two",

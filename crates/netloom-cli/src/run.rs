@@ -1,23 +1,14 @@
-//! `netloom run FILE`: brings a topology up live (one network namespace and TUN device per host)
-//! and drives the engine in real time until Ctrl-C, SIGTERM, `netloom stop` or `--duration`;
-//! with `--detach`, returns once every host is up. With `--workers N` the pipes and hosts are
-//! partitioned over N driver threads. Tears everything down on the way out and prints accuracy,
-//! per-host and per-pipe figures.
+//! `netloom run FILE`: turns the flags into a plan, starts it as a `netloom_live::Experiment`
+//! (one network namespace and TUN device per host, the engine in real time), waits for Ctrl-C,
+//! SIGTERM, `netloom stop` or `--duration`, stops it and prints its report; with `--detach`,
+//! starts itself in the background and returns once every host is up. Glue only: the run is
+//! netloom-live's.
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use netloom_engine::{Engine, Ownership, Report};
-use netloom_live::mailbox::mailboxes;
-use netloom_live::{
-    control, AccuracyReport, Clock, Driver, HostCounters, Precision, Thresholds, TunIo,
-};
-use netloom_os::{address_plan, Experiment, ExperimentSpec, HostSpec};
+use netloom_live::{Experiment, Hybrid, Options, Placement, Plan, Precision, Split, Thresholds};
 use netloom_topo::Topology;
-use serde::Serialize;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Args)]
@@ -34,12 +25,18 @@ pub struct RunArgs {
     #[arg(long)]
     detach: bool,
     /// How the engine waits between deadlines: busy (a core spins, microsecond accuracy),
-    /// hybrid (sleep, then spin for the last --spin) or sleep (least CPU, timer slack).
+    /// hybrid (sleeps, spinning before deadlines and after packets) or sleep (least CPU, timer
+    /// lateness).
     #[arg(long, default_value = "hybrid", value_parser = ["busy", "hybrid", "sleep"])]
     precision: String,
-    /// With --precision hybrid: how long before a deadline to stop sleeping and spin.
-    #[arg(long, default_value = "60us")]
+    /// With --precision hybrid: how long before a deadline to stop sleeping and spin; auto
+    /// learns it from how late this machine's timed wake-ups are.
+    #[arg(long, default_value = "auto")]
     spin: String,
+    /// With --precision hybrid: how long to keep spinning after a packet before sleeping, so
+    /// the reply of an exchange finds the engine awake (default 500us; docs/live.md).
+    #[arg(long)]
+    linger: Option<String>,
     /// Stop by itself after this long (for scripts and tests).
     #[arg(long)]
     duration: Option<String>,
@@ -101,80 +98,11 @@ pub struct RunArgs {
     ready_file: Option<PathBuf>,
 }
 
-/// SCHED_FIFO priority of a sleeping driver: above every normal process, below the kernel's
-/// own real-time threads (which use 50 and up only for interrupts on some kernels).
-pub const REALTIME_PRIORITY: u8 = 40;
-
-/// Most packets held inside the emulated network at once; more are dropped and counted as
-/// physical drops (the run is then marked inaccurate).
-const MAX_IN_FLIGHT: usize = 65_536;
-
-#[derive(Serialize)]
-struct HostReport {
-    name: String,
-    ipv4: IpAddr,
-    ipv6: IpAddr,
-    #[serde(flatten)]
-    counters: HostCounters,
-}
-
-#[derive(Serialize)]
-struct RunReport {
-    experiment: String,
-    precision: String,
-    wall_seconds: f64,
-    accuracy: AccuracyReport,
-    hosts: Vec<HostReport>,
-    pipes: Vec<netloom_engine::report::PipeReport>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    workers: Option<WorkersReport>,
-}
-
-/// How a run of several workers was split (docs/live.md).
-#[derive(Serialize)]
-struct WorkersReport {
-    workers: usize,
-    /// The least time a packet spends in a pipe before another worker takes it over: how far
-    /// ahead hand-offs travel (0: some cross at once, and arrive late by the hand-off; null:
-    /// nothing can cross).
-    lookahead_ns: Option<u64>,
-    /// Hosts each worker reads and writes for.
-    hosts: Vec<usize>,
-    /// Pipes each worker owns.
-    pipes: Vec<usize>,
-    /// What crosses: `cache` (a descriptor) or `ship` (the payload too).
-    payload: &'static str,
-    /// Packets handed from one worker to another, and the bytes those hand-offs moved (64 per
-    /// descriptor, plus the packet when shipped).
-    cross_core_hops: u64,
-    cross_core_bytes: u64,
-}
-
-/// How the run is split: the ownership of a run of several workers, `None` for one.
-struct Split {
-    ownership: Option<Arc<Ownership>>,
-    /// The hosts each worker reads (by position in `Topology::hosts`), by worker.
-    hosts: Vec<Vec<u32>>,
-    /// CPU of each worker, if pinned.
-    cpus: Vec<Option<usize>>,
-}
-
-impl Split {
-    fn workers(&self) -> usize {
-        self.hosts.len()
-    }
-}
-
 pub fn run(args: RunArgs) -> Result<()> {
     let topo = args.input.load(&args.file)?;
     let name = match &args.name {
         Some(n) => n.clone(),
         None => default_name(&args.file)?,
-    };
-    let precision = precision(&args)?;
-    let thresholds = Thresholds {
-        late: std_duration(&args.late_threshold).context("--late-threshold")?,
-        max_late_fraction: args.max_late_fraction,
     };
     let stop_after = args
         .duration
@@ -182,356 +110,71 @@ pub fn run(args: RunArgs) -> Result<()> {
         .map(std_duration)
         .transpose()
         .context("--duration")?;
+    let options = options(&args, &topo, name.clone())?;
     if args.detach {
         return detach(&name, args.name.is_none());
     }
-    let split = split(&args, &topo)?;
-    let (spec, addresses) = plan(&topo, &name, args.mtu);
-    // Signals first, so a Ctrl-C during setup still tears down what was made.
-    let stop = netloom_os::install_stop_handler()?;
-    let started = std::time::Instant::now();
-    let mut experiment = Experiment::create(&spec)?;
-    eprintln!(
-        "netloom: experiment {name} is up: {} hosts in {:.2} s ({} precision); Ctrl-C or `netloom stop --name {name}` ends it",
-        spec.hosts.len(),
-        started.elapsed().as_secs_f64(),
-        args.precision
-    );
-    // Before pinning: the CPUs to keep awake come from this thread's CPU mask.
-    let _awake = match args.cpu.filter(|_| args.keep_cpus_awake) {
-        Some(cpu) => Some(netloom_os::KeepAwake::start(
-            &netloom_os::KeepAwake::cpus_except(cpu),
-        )?),
-        None => None,
-    };
-    let (inboxes, posts) = mailboxes(split.workers()).context("creating the workers' mailboxes")?;
-    let socket = control::socket_path(&netloom_os::registry_dir(), &name);
-    control::serve(&socket, posts.clone())
-        .with_context(|| format!("listening on {}", socket.display()))?;
-    let clock = Clock::start();
-    let engines = match &split.ownership {
-        None => vec![Engine::new(topo.clone(), args.seed)],
-        Some(o) => Engine::partitioned_all(&topo, args.seed, o),
-    };
-    let mut drivers = Vec::with_capacity(split.workers());
-    for ((inbox, engine), reads) in inboxes.into_iter().zip(engines).zip(&split.hosts) {
-        let waker = inbox.waker().context("creating a mailbox waker")?;
-        let mut io = TunIo::new(experiment.tuns(), reads.clone(), Some(waker))?;
-        if args.no_gso {
-            io.set_gso(false)?;
-        }
-        let mut driver = Driver::new(
-            engine,
-            io,
-            &addresses,
-            args.mtu as usize,
-            MAX_IN_FLIGHT,
-            precision,
-            thresholds,
-        );
-        driver.connect(inbox, posts.clone(), clock);
-        drivers.push(driver);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let plan = Plan::new(topo, options, cpus)?;
+    for warning in plan.warnings() {
+        eprintln!("netloom: warning: {warning}");
     }
-    drop(posts);
-    // Up means answering: the control socket listens and the workers are about to run.
+    // Signals first, so a Ctrl-C during setup still tears down what was made.
+    let signal = netloom_os::install_stop_handler()?;
+    let started = std::time::Instant::now();
+    let hosts = plan.topology().hosts.len();
+    let precision = plan.precision_name();
+    let experiment = Experiment::start(plan)?;
+    eprintln!(
+        "netloom: experiment {name} is up: {hosts} hosts in {:.2} s ({precision} precision); Ctrl-C or `netloom stop --name {name}` ends it",
+        started.elapsed().as_secs_f64(),
+    );
+    // Up means answering: the control socket listens and the workers run.
     if let Some(ready) = &args.ready_file {
         std::fs::write(ready, b"up\n").with_context(|| format!("writing {}", ready.display()))?;
     }
-    let run_started = std::time::Instant::now();
-    let realtime = !args.no_realtime && precision != Precision::Busy;
-    let (driver, result) = drive_all(drivers, &split.cpus, realtime, stop, stop_after);
-    let wall = run_started.elapsed();
-    let mut report = final_report(&driver, &spec, &name, &args.precision, wall);
-    report.workers = split.ownership.as_ref().map(|o| WorkersReport {
-        workers: split.workers(),
-        lookahead_ns: Some(o.lookahead().as_nanos()).filter(|&ns| ns != u64::MAX),
-        hosts: split.hosts.iter().map(Vec::len).collect(),
-        pipes: o
-            .assignment()
-            .iter()
-            .fold(vec![0; split.workers()], |mut n, &w| {
-                n[w as usize] += 1;
-                n
-            }),
-        payload: o.payload().name(),
-        cross_core_hops: driver.engine().counters().cross_core_hops,
-        cross_core_bytes: driver.engine().counters().cross_core_bytes,
-    });
-    drop(driver);
-    let teardown = experiment.teardown();
-    result?;
-    teardown?;
-    print_report(&report, args.json, args.top)
+    let ending = experiment.wait(signal, stop_after.map(|d| std::time::Instant::now() + d));
+    let report = experiment.stop(&ending)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        crate::live::print_report(&report, true, args.top);
+    }
+    Ok(())
 }
 
-/// The run's split over `--workers`: the assignment (from a file or a partitioner), the
-/// ownership it gives live, and each worker's CPU.
-fn split(args: &RunArgs, topo: &Topology) -> Result<Split> {
-    let workers = args.workers as usize;
-    if workers == 0 {
-        bail!("--workers 0: give at least 1");
-    }
-    if workers == 1 {
-        if args.assignment.is_some() || args.method.is_some() || args.pin {
-            bail!("--assignment, --method and --pin need --workers 2 or more");
-        }
-        if matches!(args.payload, crate::partition::PayloadArg::Ship) {
-            bail!("--payload ship needs --workers 2 or more");
-        }
-        return Ok(Split {
-            ownership: None,
-            hosts: vec![(0..topo.hosts.len() as u32).collect()],
-            cpus: vec![args.cpu],
-        });
-    }
-    if args.cpu.is_some() {
-        bail!("--cpu pins a single worker; with --workers, --pin places them");
-    }
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if args.precision == "busy" && workers >= cpus {
-        eprintln!(
-            "netloom: warning: {workers} busy workers spin on all {cpus} CPUs: the programs under \
-             test will take CPUs from them for whole time slices; use --precision hybrid"
-        );
-    }
-    let assignment = crate::partition::sim_assignment(
-        topo,
-        args.assignment.as_deref(),
-        Some(args.workers),
-        args.method,
-        args.seed,
-    )?
-    .expect("a core count is given");
-    crate::partition::check_workers(&assignment, workers)?;
-    let ownership = Ownership::live(topo, &assignment.pipes, workers, args.payload.into())?;
-    if let Some(pipe) = ownership.instant_crossing() {
-        eprintln!(
-            "netloom: warning: pipe {pipe} joins two workers with no delay: packets crossing it \
-             reach the next worker late by the hand-off (a few microseconds, measured as \
-             late hand-offs); give it a delay or keep its ends on one worker"
-        );
-    }
-    let pinned = match args.pin {
-        true => {
-            let run = netloom_partition::Assignment {
-                pipes: ownership.assignment(),
-                ..assignment
-            };
-            crate::partition::worker_cpus(topo, &run)
-                .into_iter()
-                .map(Some)
-                .collect()
-        }
-        false => vec![None; workers],
+/// The run's options from the flags: how many workers and how they split and run, the
+/// precision, the thresholds.
+fn options(args: &RunArgs, topo: &Topology, name: String) -> Result<Options> {
+    let split = match (&args.assignment, args.method) {
+        (Some(path), _) => Some(Split::Assignment(crate::partition::read_assignment(
+            topo, path,
+        )?)),
+        (None, Some(method)) => Some(Split::Method(method)),
+        (None, None) => None,
     };
-    let mut hosts = vec![Vec::new(); workers];
-    for h in 0..topo.hosts.len() as u32 {
-        hosts[usize::from(ownership.host_owner(h))].push(h);
-    }
-    Ok(Split {
-        ownership: Some(Arc::new(ownership)),
-        hosts,
-        cpus: pinned,
+    let placement = match (args.cpu, args.pin) {
+        (Some(cpu), _) => Placement::Cpu(cpu),
+        (None, true) => Placement::ByCache(crate::partition::machine()),
+        (None, false) => Placement::Anywhere,
+    };
+    Ok(Options {
+        workers: args.workers as usize,
+        split,
+        payload: args.payload.into(),
+        placement,
+        precision: precision(&args.precision, &args.spin, args.linger.as_deref())?,
+        thresholds: Thresholds {
+            late: std_duration(&args.late_threshold).context("--late-threshold")?,
+            max_late_fraction: args.max_late_fraction,
+        },
+        seed: args.seed,
+        mtu: args.mtu,
+        gso: !args.no_gso,
+        realtime: !args.no_realtime,
+        keep_cpus_awake: args.keep_cpus_awake,
+        ..Options::new(name)
     })
-}
-
-/// Runs every worker's driver on a thread of its own (worker 0 on this one) until asked to
-/// stop, `stop_after` passes, or one fails (the others then stop too); returns worker 0's
-/// driver with the others absorbed, and the first failure.
-fn drive_all<'t>(
-    drivers: Vec<Driver<TunIo<'t>>>,
-    cpus: &[Option<usize>],
-    realtime: bool,
-    stop: &AtomicBool,
-    stop_after: Option<Duration>,
-) -> (Driver<TunIo<'t>>, Result<()>) {
-    let halt = AtomicBool::new(false);
-    let work = |k: usize, mut driver: Driver<TunIo<'t>>| {
-        let result = prepare_thread(cpus[k], realtime)
-            .and_then(|()| drive(&mut driver, stop, &halt, stop_after))
-            .with_context(|| format!("worker {k}"));
-        halt.store(true, Ordering::Relaxed);
-        (driver, result)
-    };
-    let mut drivers = drivers.into_iter();
-    let first = drivers.next().expect("at least one worker");
-    std::thread::scope(|s| {
-        let work = &work;
-        let others: Vec<_> = drivers
-            .enumerate()
-            .map(|(i, d)| {
-                std::thread::Builder::new()
-                    .name(format!("netloom-worker-{}", i + 1))
-                    .spawn_scoped(s, move || work(i + 1, d))
-                    .expect("starting a worker thread")
-            })
-            .collect();
-        let (mut merged, mut result) = work(0, first);
-        for t in others {
-            let (driver, r) = t.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-            result = result.and(r);
-            merged.absorb(driver);
-        }
-        (merged, result)
-    })
-}
-
-/// Gets the calling thread ready to drive: pinned if asked, fine-grained timers, and real-time
-/// priority when it sleeps between deadlines.
-fn prepare_thread(cpu: Option<usize>, realtime: bool) -> Result<()> {
-    if let Some(cpu) = cpu {
-        netloom_os::pin_current_thread(cpu)?;
-    }
-    netloom_os::set_timer_slack_ns(1);
-    if realtime {
-        netloom_os::set_realtime_priority(REALTIME_PRIORITY)?;
-    }
-    Ok(())
-}
-
-/// The experiment for `topo`: its hosts in topology order with the documented addresses, and
-/// each host's addresses as the driver routes them.
-pub fn plan(topo: &Topology, name: &str, mtu: u32) -> (ExperimentSpec, Vec<Vec<IpAddr>>) {
-    let spec = ExperimentSpec {
-        name: name.to_string(),
-        hosts: topo
-            .hosts
-            .iter()
-            .enumerate()
-            .map(|(i, &node)| {
-                let (ipv4, ipv6) = address_plan(i);
-                HostSpec {
-                    name: topo.node(node).name.clone(),
-                    ipv4,
-                    ipv6,
-                }
-            })
-            .collect(),
-        mtu,
-    };
-    let addresses = spec
-        .hosts
-        .iter()
-        .map(|h| vec![IpAddr::V4(h.ipv4), IpAddr::V6(h.ipv6)])
-        .collect();
-    (spec, addresses)
-}
-
-/// Steps the driver until asked to stop (`stop`, or `halt` by another worker) or until
-/// `stop_after` has passed.
-fn drive(
-    driver: &mut Driver<TunIo<'_>>,
-    stop: &AtomicBool,
-    halt: &AtomicBool,
-    stop_after: Option<Duration>,
-) -> Result<()> {
-    let deadline = stop_after.map(|d| std::time::Instant::now() + d);
-    while !stop.load(Ordering::Relaxed) && !halt.load(Ordering::Relaxed) {
-        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-            break;
-        }
-        driver.step().context("moving packets")?;
-    }
-    Ok(())
-}
-
-fn final_report(
-    driver: &Driver<TunIo<'_>>,
-    spec: &ExperimentSpec,
-    name: &str,
-    precision: &str,
-    wall: Duration,
-) -> RunReport {
-    let end = driver.now();
-    let sim = Report::build(driver.engine(), 0, end, Some(wall));
-    RunReport {
-        experiment: name.to_string(),
-        precision: precision.to_string(),
-        wall_seconds: wall.as_secs_f64(),
-        accuracy: driver.accuracy(),
-        hosts: spec
-            .hosts
-            .iter()
-            .zip(driver.host_counters())
-            .map(|(h, c)| HostReport {
-                name: h.name.clone(),
-                ipv4: IpAddr::V4(h.ipv4),
-                ipv6: IpAddr::V6(h.ipv6),
-                counters: *c,
-            })
-            .collect(),
-        pipes: sim.pipes,
-        workers: None,
-    }
-}
-
-fn print_report(r: &RunReport, json: bool, top: usize) -> Result<()> {
-    if json {
-        println!("{}", serde_json::to_string_pretty(r)?);
-        return Ok(());
-    }
-    let a = &r.accuracy;
-    let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
-    println!(
-        "{}: {:.1} s live, {} precision: {}",
-        r.experiment,
-        r.wall_seconds,
-        r.precision,
-        if a.accurate { "ACCURATE" } else { "INACCURATE" }
-    );
-    println!(
-        "  lateness of {} released packets: p50 {} us, p99 {} us, p99.9 {} us, max {} us; {} later than {} us; {} physical drops",
-        a.released,
-        us(a.lateness_ns_p50),
-        us(a.lateness_ns_p99),
-        us(a.lateness_ns_p999),
-        us(a.lateness_ns_max),
-        a.late,
-        us(a.late_threshold_ns),
-        a.physical_drops
-    );
-    if let Some(w) = &r.workers {
-        println!(
-            "  {} workers (hosts {:?}, pipes {:?}), payload {}, lookahead {}: {} hand-offs ({} bytes), {} later than {} us, latest {} us",
-            w.workers,
-            w.hosts,
-            w.pipes,
-            w.payload,
-            w.lookahead_ns
-                .map_or("none (nothing crosses)".into(), |ns| format!("{} us", us(ns))),
-            a.handoffs,
-            w.cross_core_bytes,
-            a.late_handoffs,
-            us(a.late_threshold_ns),
-            us(a.handoff_lateness_ns_max)
-        );
-    }
-    if !a.accurate {
-        println!(
-            "  WARNING: this run missed its deadlines or lost packets outside the model; its results do not describe the emulated network"
-        );
-    }
-    println!();
-    println!(
-        "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "host", "address", "pkts in", "pkts out", "malformed", "unknown", "MB in"
-    );
-    for h in &r.hosts {
-        let c = &h.counters;
-        println!(
-            "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10.3}",
-            h.name,
-            h.ipv4.to_string(),
-            c.packets_in,
-            c.packets_out,
-            c.malformed,
-            c.unknown_destination,
-            c.bytes_in as f64 / 1e6
-        );
-    }
-    println!();
-    crate::table::print_pipes(&r.pipes, None, top);
-    Ok(())
 }
 
 /// Starts this same command in the background and returns once it reports every host up (or
@@ -604,13 +247,22 @@ fn default_name(file: &Path) -> Result<String> {
     Ok(stem.to_string())
 }
 
-fn precision(args: &RunArgs) -> Result<Precision> {
-    Ok(match args.precision.as_str() {
+/// `--precision` with, for hybrid, `--spin` (a duration, or `auto` to learn it) and `--linger`.
+fn precision(mode: &str, spin: &str, linger: Option<&str>) -> Result<Precision> {
+    let ns = |text: &str| netloom_topo::units::parse_duration(text);
+    Ok(match mode {
         "busy" => Precision::Busy,
         "sleep" => Precision::Sleep,
-        _ => Precision::Hybrid {
-            spin: std_duration(&args.spin).context("--spin")?,
-        },
+        _ => Precision::Hybrid(Hybrid {
+            spin: match spin {
+                "auto" => None,
+                text => Some(ns(text).context("--spin (a duration, or auto)")?),
+            },
+            linger: match linger {
+                Some(text) => ns(text).context("--linger")?,
+                None => Hybrid::default().linger,
+            },
+        }),
     })
 }
 

@@ -8,7 +8,8 @@ use netloom_engine::sim::{self, Progress, SimOptions};
 use netloom_engine::traffic::{self, parse_spec, FlowSpec};
 use netloom_engine::workers::{self, ParallelReport};
 use netloom_engine::{Engine, Ownership, Report};
-use netloom_partition::Assignment;
+use netloom_partition::{Assignment, FlowGraph};
+use netloom_route::Routes;
 use netloom_time::Duration;
 use netloom_topo::Topology;
 use serde::Serialize;
@@ -124,8 +125,13 @@ pub fn run(args: SimArgs) -> Result<()> {
         (None, true) if args.assignment.is_none() => Some(args.workers),
         (cores, _) => cores,
     };
+    // Routes and the static flow graph, each computed once, when something needs them.
+    let routes = Routes::compute(&topo);
+    let graph_cell = std::cell::OnceCell::new();
+    let graph = || graph_cell.get_or_init(|| FlowGraph::conservative(&topo, &routes));
     let assignment = crate::partition::sim_assignment(
         &topo,
+        &graph,
         args.assignment.as_deref(),
         cores,
         args.method,
@@ -160,11 +166,12 @@ pub fn run(args: SimArgs) -> Result<()> {
     };
     let (engine, report, workers, assignment) = match assignment {
         Some(a) if partitioned => {
-            let run = run_workers(&args, topo, &flows, &a, options)?;
+            let cpus = |run: &Assignment| crate::partition::worker_cpus(graph(), run);
+            let run = run_workers(&args, (&topo, &routes), &flows, &a, &cpus, options)?;
             (run.0, run.1, Some(run.2), Some(run.3))
         }
         a => {
-            let mut engine = Engine::new(topo, args.seed);
+            let mut engine = Engine::with_routes(topo, routes, args.seed);
             if counting {
                 engine.enable_transition_counts();
             }
@@ -216,15 +223,16 @@ pub fn run(args: SimArgs) -> Result<()> {
 /// figures and the assignment run (after host pipes moved).
 fn run_workers(
     args: &SimArgs,
-    topo: Topology,
+    (topo, routes): (&Topology, &Routes),
     flows: &[FlowSpec],
     assignment: &Assignment,
+    worker_cpus: &dyn Fn(&Assignment) -> Vec<usize>,
     options: SimOptions<'_>,
 ) -> Result<(Engine, Report, WorkersReport, Assignment)> {
     let n = args.workers as usize;
     crate::partition::check_workers(assignment, n)?;
     let ownership = Arc::new(Ownership::new(
-        &topo,
+        topo,
         &assignment.pipes,
         n,
         args.payload.into(),
@@ -233,10 +241,8 @@ fn run_workers(
         pipes: ownership.assignment(),
         ..assignment.clone()
     };
-    let cpus = args
-        .pin
-        .then(|| crate::partition::worker_cpus(&topo, &run_assignment));
-    let engines = workers::engines(&topo, args.seed, &ownership, flows)?;
+    let cpus = args.pin.then(|| worker_cpus(&run_assignment));
+    let engines = workers::engines(topo, routes, args.seed, &ownership, flows)?;
     let pin = |k: usize| {
         if let Some(cpus) = &cpus {
             // A worker that cannot be pinned still runs correctly; say so once per worker.
