@@ -452,8 +452,8 @@ fn sim_with_other_seeds_loses_other_packets() {
     );
 }
 
-/// A run long enough (about a second of wall time in a debug build) that progress would be
-/// printed, at least once, if it were shown; it is shown every 250 ms.
+/// A run long enough (about a second of wall time: the engine is optimized in test builds too)
+/// that progress would be printed, at least once, if it were shown; it is shown every 250 ms.
 fn long_run_args(topo: &str) -> Vec<String> {
     [
         "sim",
@@ -461,7 +461,7 @@ fn long_run_args(topo: &str) -> Vec<String> {
         "--traffic",
         "pattern=pairs pairs=h1:h2 source=cbr rate=90Mbit",
         "--duration",
-        "60s",
+        "400s",
         "--top",
         "1",
     ]

@@ -247,3 +247,20 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
+
+pub fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+impl Lab {
+    /// RTTs in ms of `count` pings from `from` to `to`, `interval` s apart, after checking every
+    /// echo was answered. A first short ping warms up the caches; its times are not used.
+    pub fn rtts(&self, from: &str, to: &str, count: usize, interval: &str) -> Vec<f64> {
+        self.exec(from, &["ping", "-c", "3", "-i", "0.01", to]);
+        let count_arg = count.to_string();
+        let out = self.exec(from, &["ping", "-c", &count_arg, "-i", interval, to]);
+        let rtts = ping_rtts(&out);
+        assert_eq!(rtts.len(), count, "every echo answered: {rtts:?}");
+        rtts
+    }
+}
