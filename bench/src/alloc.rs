@@ -1,50 +1,13 @@
-//! A counting global allocator: live heap bytes of the whole process, for `memory`.
+//! Live heap bytes of the whole process, for `memory`: what the instrumented system allocator
+//! (stats_alloc, installed in main.rs) counts as requested and not yet freed, not the
+//! allocator's own overhead.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-
-/// The system allocator, counting requested bytes (not the allocator's own overhead).
-pub struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-fn grew(bytes: usize) {
-    LIVE.fetch_add(bytes, Relaxed);
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc(layout);
-        if !p.is_null() {
-            grew(layout.size());
-        }
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc_zeroed(layout);
-        if !p.is_null() {
-            grew(layout.size());
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout);
-        LIVE.fetch_sub(layout.size(), Relaxed);
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = System.realloc(ptr, layout, new_size);
-        if !p.is_null() {
-            LIVE.fetch_sub(layout.size(), Relaxed);
-            grew(new_size);
-        }
-        p
-    }
-}
+use stats_alloc::INSTRUMENTED_SYSTEM;
 
 /// Heap bytes allocated and not yet freed.
 pub fn live() -> usize {
-    LIVE.load(Relaxed)
+    // A reallocation already adds its growth to the allocated bytes, or its shrinking to the
+    // freed ones; `bytes_reallocated` only repeats that.
+    let s = INSTRUMENTED_SYSTEM.stats();
+    s.bytes_allocated.saturating_sub(s.bytes_deallocated)
 }

@@ -15,7 +15,7 @@ use clap::{Parser, Subcommand};
 use serde::Serialize;
 
 #[global_allocator]
-static HEAP: alloc::Counting = alloc::Counting;
+static HEAP: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
 
 #[derive(Parser)]
 #[command(

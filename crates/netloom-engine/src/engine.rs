@@ -76,14 +76,24 @@ struct Flow {
 pub enum Output {
     /// A copy reached host `dst`, due at `at` (its emulated arrival time).
     Delivered {
+        /// The caller's handle for the packet, as given to `inject`.
         token: u64,
+        /// Emulated arrival time: the instant the copy left its last pipe, which may be earlier
+        /// than the `advance` call that reports it.
         at: Instant,
+        /// The destination host's node.
         dst: NodeId,
     },
     /// A pipe duplicated the packet: one more copy of `token` is now in flight.
-    Duplicated { token: u64 },
+    Duplicated {
+        /// The handle of the duplicated packet, as given to `inject`.
+        token: u64,
+    },
     /// A copy was dropped inside the network (by the model, or for lack of a route).
-    Dropped { token: u64 },
+    Dropped {
+        /// The handle of the dropped packet, as given to `inject`.
+        token: u64,
+    },
 }
 
 /// Engine-wide counters.
@@ -108,12 +118,23 @@ pub struct EngineCounters {
 /// Why a request to the engine was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// `add_flow` was given a source or destination that is a router; carries the node's name.
     #[error("node {0} is not a host")]
     NotAHost(String),
+    /// `add_flow` found no route between the flow's hosts when it was added: the topology is
+    /// disconnected, or links on every path are down.
     #[error("flow {src} -> {dst}: no route between these hosts")]
-    NoRoute { src: String, dst: String },
+    NoRoute {
+        /// Name of the flow's source host.
+        src: String,
+        /// Name of the flow's destination host.
+        dst: String,
+    },
 }
 
+/// The event engine of one run, or of one worker of a partitioned run: the pipes, the routing
+/// tables, the packet descriptors in flight and the synthetic flows. A driver (`sim::run`,
+/// `workers::run`, or a real-time loop) moves it on with `poll_at` and `advance`.
 pub struct Engine {
     topo: Topology,
     routes: Routes,
@@ -432,18 +453,24 @@ impl Engine {
         (packets, transitions)
     }
 
+    /// The topology the engine was built from, as loaded: later changes to pipes
+    /// (`set_pipe_configs`, time-varying links) are in the pipes (`pipe`), not here.
     pub fn topology(&self) -> &Topology {
         &self.topo
     }
 
+    /// The routing tables in use, recomputed whenever a pipe goes down or comes up.
     pub fn routes(&self) -> &Routes {
         &self.routes
     }
 
+    /// The engine's virtual time: the latest instant it advanced to or took a packet in at.
     pub fn now(&self) -> Instant {
         self.now
     }
 
+    /// The engine-wide counters so far, `max_in_flight` including this engine's own peak (the
+    /// high-water mark of its packet slab).
     pub fn counters(&self) -> EngineCounters {
         EngineCounters {
             max_in_flight: self.counters.max_in_flight + self.packets.capacity_used() as u64,
@@ -451,6 +478,9 @@ impl Engine {
         }
     }
 
+    /// Pipe `id`, for its configuration and counters. On a worker of a partitioned run, a pipe it
+    /// does not own is a replica: its configuration is current, but its counters hold only the
+    /// exits this worker handled, until `absorb` merges the owners' pipes.
     pub fn pipe(&self, id: PipeId) -> &Pipe {
         &self.pipes[id as usize]
     }
@@ -573,7 +603,9 @@ impl Engine {
         self.outputs.drain(..)
     }
 
-    /// The instant of the next thing to do, if any.
+    /// A time no later than the next thing to do, if any: exact when that event is close, else
+    /// the start of the timing wheel's slot that holds it, so `advance` to it may find nothing
+    /// due yet (ask again; the slot then gives the exact time).
     pub fn poll_at(&self) -> Option<Instant> {
         self.sched.peek_time()
     }

@@ -17,6 +17,8 @@ pub enum Payload {
 }
 
 impl Payload {
+    /// `cache` or `ship`: the choice as `--payload` names it and the `workers.payload` field of
+    /// the JSON reports shows it.
     pub fn name(self) -> &'static str {
         match self {
             Payload::Cache => "cache",
@@ -28,22 +30,47 @@ impl Payload {
 /// Why an assignment cannot drive a partitioned run.
 #[derive(Debug, thiserror::Error)]
 pub enum OwnershipError {
+    /// The assignment does not have exactly one core per pipe of the topology.
     #[error("the assignment names {got} pipes but the topology has {want}")]
-    PipeCount { got: usize, want: usize },
+    PipeCount {
+        /// Pipes the assignment gives a core.
+        got: usize,
+        /// Pipes of the topology.
+        want: usize,
+    },
+    /// The number of workers is 0 or above `MAX_WORKERS`.
     #[error("{workers} workers: a partitioned run needs 1 to {max}", max = MAX_WORKERS)]
-    Workers { workers: usize },
-    #[error("pipe {pipe} is assigned to core {core}, but there are only {workers} workers")]
-    Core {
-        pipe: String,
-        core: u32,
+    Workers {
+        /// The number of workers asked for.
         workers: usize,
     },
+    /// The assignment puts a pipe on a core that is not below the number of workers.
+    #[error("pipe {pipe} is assigned to core {core}, but there are only {workers} workers")]
+    Core {
+        /// The pipe, as `a->b` (`a<->b` for a shared medium).
+        pipe: String,
+        /// The core the assignment gives it.
+        core: u32,
+        /// The number of workers.
+        workers: usize,
+    },
+    /// A pipe whose exit another worker handles has a least latency (delay minus jitter, in its
+    /// configuration or in any state of its link's time-varying plan) of zero, so the lookahead
+    /// would be zero. Only `Ownership::new` refuses this; `Ownership::live` records the pipe in
+    /// `instant_crossing` instead.
     #[error(
         "pipe {pipe} hands packets from worker {from} to worker {to} but can take no time at all \
          (delay minus jitter is 0): workers could not run ahead of each other. Give it a delay, \
          or keep both its ends on one worker"
     )]
-    NoLookahead { pipe: String, from: u16, to: u16 },
+    NoLookahead {
+        /// The pipe, as `a->b` (`a<->b` for a shared medium).
+        pipe: String,
+        /// The worker that owns the pipe.
+        from: u16,
+        /// A worker that handles what follows the pipe's exit.
+        to: u16,
+    },
 }
 
 /// The most workers a run may have: far more than this machine's cores, and worker ids fit a
@@ -240,10 +267,12 @@ impl Ownership {
         Ok(lookahead)
     }
 
+    /// Workers of the run, 1 to `MAX_WORKERS`.
     pub fn workers(&self) -> usize {
         usize::from(self.workers)
     }
 
+    /// The worker that owns `pipe`, after host pipes moved: the only one that offers it packets.
     pub fn pipe_owner(&self, pipe: PipeId) -> u16 {
         self.pipes[pipe as usize]
     }
@@ -258,10 +287,15 @@ impl Ownership {
         self.moved
     }
 
+    /// The least time from a packet entering a pipe to its hand-off to another worker, over
+    /// every crossing pipe and every state of its time-varying plan: how far the workers of a
+    /// virtual-time run may run apart. `u64::MAX` ns when no pipe crosses workers; zero for a
+    /// live ownership with an `instant_crossing`.
     pub fn lookahead(&self) -> Duration {
         self.lookahead
     }
 
+    /// What a hand-off between workers carries: the descriptor only, or the payload too.
     pub fn payload(&self) -> Payload {
         self.payload
     }

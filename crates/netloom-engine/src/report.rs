@@ -7,30 +7,53 @@ use netloom_time::{Duration, Instant};
 use netloom_topo::{Direction, PipeId};
 use serde::{Deserialize, Serialize};
 
+/// The figures of a run: what `netloom sim --json` prints, ahead of the optional `partition` and
+/// `workers` objects (docs/json.md).
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     /// Schema version; bumped only on incompatible changes.
     pub schema: u32,
+    /// The topology's name (`Topology::name`).
     pub topology: String,
+    /// The seed recorded for the run (`--seed`): with the inputs, it determines every figure
+    /// except the wall-clock ones.
     pub seed: u64,
+    /// Virtual time simulated, in ns: the run covers [0, duration), so events due exactly at
+    /// the end are not processed.
     pub duration_ns: u64,
+    /// One entry per flow, in the order the flows were added to the engine (the pattern's).
     pub flows: Vec<FlowReport>,
+    /// One entry per pipe, in pipe-id order: per link in file order, its `a-b` pipe, then its
+    /// `b-a` pipe, or its one `shared` pipe.
     pub pipes: Vec<PipeReport>,
+    /// Figures of the whole run.
     pub totals: Totals,
 }
 
+/// One-way latency of a flow's delivered data packets, in ns: `flows[].latency_ns` in
+/// `netloom sim --json`. From an HDR histogram with 3 significant digits and 1 µs resolution:
+/// each percentile and the maximum is the highest value of its bucket, never below the exact
+/// figure. All zero when nothing arrived.
 #[derive(Clone, Debug, Serialize)]
 pub struct Latency {
+    /// Median, ns.
     pub p50: u64,
+    /// 90th percentile, ns.
     pub p90: u64,
+    /// 99th percentile, ns.
     pub p99: u64,
+    /// Largest latency, ns (latencies above 100 s are recorded as 100 s).
     pub max: u64,
+    /// Mean of the histogram, ns, rounded to a whole nanosecond.
     pub mean: u64,
 }
 
+/// The figures of one synthetic flow: an element of `flows` in `netloom sim --json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct FlowReport {
+    /// Name of the sending host.
     pub src: String,
+    /// Name of the receiving host.
     pub dst: String,
     /// Source kind: cbr, poisson, onoff or aimd.
     pub kind: String,
@@ -48,45 +71,71 @@ pub struct FlowReport {
     pub retransmits: u64,
 }
 
+/// A pipe's drops by cause, in packets: `pipes[].drops_by_cause` in `netloom sim --json`. Each
+/// drop has one cause; together they make `PipeReport::drops`.
 #[derive(Clone, Default, Debug, Serialize, Deserialize)]
 pub struct Drops {
+    /// The pipe's bounded queue was full (with either `aqm`).
     pub queue: u64,
+    /// RED dropped the packet, deciding from the average queue (`aqm = "red"` only).
     pub red: u64,
+    /// The link's loss model (Bernoulli or Gilbert-Elliott) dropped the packet.
     pub loss: u64,
+    /// This direction of the link was down when the packet arrived, or went down while the
+    /// packet was inside (a pipe that goes down drops what it holds).
     pub link_down: u64,
     /// Wireless packets given up after the retry limit.
     pub tx_fail: u64,
 }
 
-/// Also read back from JSON, by `netloom stats` from a running experiment.
+/// The figures of one pipe: an element of `pipes` in `netloom sim --json`. Also read back from
+/// JSON, by `netloom stats` from a running experiment.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PipeReport {
     /// The link as "a-b" (its end nodes in file order).
     pub link: String,
     /// "a-b" or "b-a" relative to `link`, or "shared" for a shared medium.
     pub direction: String,
+    /// Name of the node that sends into the pipe (for a shared medium, the link's `a`).
     pub from: String,
+    /// Name of the node at the pipe's far end (for a shared medium, the link's `b`).
     pub to: String,
+    /// Packets offered to the pipe, those it then dropped included.
     pub packets_in: u64,
+    /// Packets that left the pipe at its far end: its share of the run's packet-hops. A copy the
+    /// pipe made counts here without having been offered.
     pub packets_out: u64,
+    /// Bytes on the wire of the packets counted in `packets_out`.
     pub bytes_out: u64,
     /// All drops, whatever the cause.
     pub drops: u64,
+    /// `drops` broken down by cause.
     pub drops_by_cause: Drops,
     /// bytes_out × 8 / (rate × duration).
     pub utilization: f64,
+    /// High-water mark of the pipe's queue in packets, the packet being serialized included.
     pub queue_hwm_packets: u64,
+    /// High-water mark of the pipe's queue in bytes, the packet being serialized included.
     pub queue_hwm_bytes: u64,
 }
 
+/// Figures of the whole run: `totals` in `netloom sim --json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Totals {
+    /// Pipe traversals completed, the unit of emulation work: the sum of `pipes[].packets_out`.
     pub packet_hops: u64,
+    /// Events the engine processed: packet exits, sender wake-ups (stale ones included) and
+    /// changes of time-varying links.
     pub events: u64,
+    /// Packets that met no route to their destination.
     pub unroutable: u64,
+    /// Most packets inside the network at one time; in a partitioned run, the sum of each
+    /// worker's peak.
     pub max_in_flight: u64,
     /// Wall-clock time of the run; `null` with `--no-wall-clock` (for byte-identical output).
     pub wall_seconds: Option<f64>,
+    /// `packet_hops / wall_seconds`, the emulator's speed in packet-hops per second; `null` with
+    /// `--no-wall-clock`. Not deterministic.
     pub packet_hops_per_second: Option<f64>,
 }
 

@@ -7,20 +7,30 @@ use netloom_time::{Duration, Instant};
 /// How far a virtual-time run has got, for progress display.
 #[derive(Clone, Copy, Debug)]
 pub struct Progress {
+    /// Virtual time reached: the instant being processed (in a partitioned run, the end of the
+    /// window just done).
     pub sim_time: Instant,
+    /// Virtual time at which the run stops: zero plus `SimOptions::duration`.
     pub end: Instant,
+    /// Pipe traversals completed so far, all workers together.
     pub packet_hops: u64,
+    /// Wall-clock time since the run's loop started.
     pub wall: std::time::Duration,
 }
 
 /// Options of a virtual-time run.
 pub struct SimOptions<'a> {
+    /// Virtual time to simulate: the run covers [0, duration).
     pub duration: Duration,
+    /// The seed to record in the report. It seeds nothing: the engine and its flows drew their
+    /// seeds when they were built, so pass the one they were built with.
     pub seed: u64,
     /// Measure wall-clock time into the report (off for byte-identical output).
     pub wall_clock: bool,
     /// Called about every `progress_every` of wall time.
     pub progress: Option<&'a mut dyn FnMut(Progress)>,
+    /// Least wall time between two `progress` calls. The clock is read only every 4096
+    /// timestamps (64 windows in a partitioned run), so calls can come further apart.
     pub progress_every: std::time::Duration,
 }
 

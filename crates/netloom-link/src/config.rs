@@ -12,7 +12,11 @@ use std::sync::Arc;
 /// How much a pipe's queue may hold (packets waiting for or in serialization).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum QueueLimit {
+    /// At most this many packets, whatever their size (Dummynet's queue in slots). A packet is
+    /// refused when the queue already holds this many.
     Packets(u32),
+    /// At most this many bytes of packets (Dummynet's queue in Kbytes). A packet is refused if
+    /// it would take the total above the limit.
     Bytes(u64),
 }
 
@@ -24,34 +28,54 @@ pub enum QueueLimit {
 /// is dropped. The average queue is an EWMA with weight `weight`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RedParams {
+    /// Lower threshold of the average queue, in the queue's unit: below it nothing is dropped
+    /// early. The topology loader requires it above 0 and below `max_th`.
     pub min_th: f64,
+    /// Upper threshold of the average queue, in the queue's unit: the drop probability reaches
+    /// `max_p` here and 1 at twice this value (gentle RED).
     pub max_th: f64,
+    /// Drop probability when the average queue reaches `max_th`, in (0, 1] (Dummynet's `max_p`,
+    /// Floyd & Jacobson's max_p).
     pub max_p: f64,
+    /// Weight of each new queue sample in the average, in (0, 1] (Floyd & Jacobson's w_q,
+    /// Dummynet's `w_q`); 1 makes RED act on the instantaneous queue.
     pub weight: f64,
 }
 
 /// Active queue management policy at the tail of the queue.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Aqm {
+    /// No early drops: a packet is dropped only when the queue limit would be exceeded.
     DropTail,
+    /// Random Early Detection ahead of the drop-tail check, as Dummynet's `red` pipes; the
+    /// queue limit still applies to the packets RED lets through.
     Red(RedParams),
 }
 
 /// Random loss applied to each packet as it enters the pipe.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum LossModel {
+    /// No random loss; draws nothing from the pipe's generator.
     None,
     /// Each packet is lost independently with probability `p`.
     Bernoulli {
+        /// Probability that an offered packet is lost, in [0, 1] (Dummynet's `plr`).
         p: f64,
     },
     /// Two-state Markov chain advanced once per packet: good→bad with probability `p`, bad→good
     /// with `r`; a packet is lost with `good_loss` in the good state and `bad_loss` in the bad one.
     /// Long-run loss = (r·good_loss + p·bad_loss) / (p + r).
     GilbertElliott {
+        /// Probability of moving from the good to the bad state at a packet, in [0, 1].
         p: f64,
+        /// Probability of moving from the bad back to the good state at a packet, in [0, 1];
+        /// the mean stay in the bad state is 1 / `r` packets.
         r: f64,
+        /// Probability of losing a packet while the chain is in the good state, in [0, 1]
+        /// (the topology file's default is 0).
         good_loss: f64,
+        /// Probability of losing a packet while the chain is in the bad state, in [0, 1]
+        /// (the topology file's default is 1).
         bad_loss: f64,
     },
 }
@@ -67,13 +91,19 @@ pub struct PipeConfig {
     pub jitter: Duration,
     /// With jitter: may a packet overtake the one before it? If false, exits stay in FIFO order.
     pub reorder: bool,
+    /// How much the queue holds, the packet being serialized included; by default the
+    /// bandwidth × round-trip delay product (`QueueLimit::default_for`).
     pub queue: QueueLimit,
+    /// Early-drop policy applied before the queue limit.
     pub aqm: Aqm,
+    /// Random loss drawn as each packet enters, before it reaches the queue.
     pub loss: LossModel,
     /// Probability that a packet is duplicated (the copy is queued right behind it).
     pub duplicate: f64,
     /// NemC out-of-order generation: fraction of packets held back by an extra `ooo_delay`.
     pub ooo_rate: f64,
+    /// NemC's ooo_delay: the extra time, on top of the packet's delay and jitter, that an
+    /// out-of-order packet is held back. Such a packet does not hold back the ones after it.
     pub ooo_delay: Duration,
     /// Administrative state; a down pipe drops everything offered and everything in flight.
     pub up: bool,
@@ -122,6 +152,9 @@ pub const DEFAULT_RETRY_LIMIT: u8 = 7;
 /// is retried up to `retry_limit` attempts in all before the packet is dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Wireless {
+    /// 802.11b or 802.11g: with the pipe's `rate` it selects the modulation (hence the BER
+    /// curve) and the bundled MAC delay profile. The topology loader refuses a rate the
+    /// standard does not have.
     pub standard: Standard,
     /// Signal-to-noise ratio at the receiver in dB; `None` means no noise errors.
     pub snr_db: Option<f64>,

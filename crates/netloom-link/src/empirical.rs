@@ -18,16 +18,33 @@ pub const MAX_SAMPLES: u32 = 1 << 20;
 /// Why a list of points is not a CDF.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CdfError {
+    /// The list of points is empty.
     #[error("a distribution needs at least one point")]
     Empty,
+    /// A point's probability is above `PPB` (1).
     #[error("point {index}: probability {ppb} ppb is above 1")]
-    ProbabilityAboveOne { index: usize, ppb: u64 },
+    ProbabilityAboveOne {
+        /// The offending point's position in the list, from 0.
+        index: usize,
+        /// Its probability, in parts per billion.
+        ppb: u64,
+    },
+    /// A point's probability is below the previous point's.
     #[error("point {index}: probabilities must not decrease")]
-    ProbabilityDecreases { index: usize },
+    ProbabilityDecreases {
+        /// The offending point's position in the list, from 0.
+        index: usize,
+    },
+    /// A point's value is below the previous point's.
     #[error("point {index}: values must not decrease")]
-    ValueDecreases { index: usize },
+    ValueDecreases {
+        /// The offending point's position in the list, from 0.
+        index: usize,
+    },
+    /// The last point's probability is not exactly `PPB`, so the CDF never reaches 1.
     #[error("the last point's probability must be 1")]
     LastNotOne,
+    /// The requested number of samples is 0 or above `MAX_SAMPLES`; holds that number.
     #[error("samples must be between 1 and {MAX_SAMPLES}, not {0}")]
     Samples(u32),
 }

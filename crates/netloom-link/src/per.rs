@@ -8,8 +8,11 @@ use netloom_time::Rate;
 /// Convolutional code rate of an OFDM mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CodeRate {
+    /// R = 1/2, the mother code (6, 12 and 24 Mbit/s).
     Half,
+    /// R = 2/3, punctured (48 Mbit/s).
     TwoThirds,
+    /// R = 3/4, punctured (9, 18, 36 and 54 Mbit/s).
     ThreeQuarters,
 }
 
@@ -25,7 +28,13 @@ pub enum Modulation {
     /// 802.11b 11 Mbit/s.
     Cck11,
     /// 802.11g: BPSK (2), QPSK (4), 16-QAM or 64-QAM, with a code rate.
-    Ofdm { constellation: u16, code: CodeRate },
+    Ofdm {
+        /// Constellation size M, the points per subcarrier symbol: 2 (BPSK), 4 (QPSK), 16 or 64
+        /// (QAM).
+        constellation: u16,
+        /// The convolutional code's rate, which sets the coded BER (Viterbi union bound).
+        code: CodeRate,
+    },
 }
 
 impl Modulation {

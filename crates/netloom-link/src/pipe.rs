@@ -33,20 +33,35 @@ pub enum DropCause {
 /// serialized.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PipeCounters {
+    /// Packets offered (`offer` and `offer_following`), dropped or not; duplicates excluded.
     pub packets_in: u64,
+    /// Bytes of the packets counted in `packets_in`, as the caller gave them.
     pub bytes_in: u64,
+    /// Packets released while their ticket was still valid, duplicates included.
     pub packets_out: u64,
+    /// Bytes of the packets counted in `packets_out`.
     pub bytes_out: u64,
+    /// Packets refused by the queue limit (drop-tail), including later segments of a
+    /// super-packet whose first segment was refused.
     pub drops_queue: u64,
+    /// Packets RED dropped early, before the queue limit was checked.
     pub drops_red: u64,
+    /// Packets lost by the loss model (Bernoulli or Gilbert-Elliott) as they entered.
     pub drops_loss: u64,
+    /// Packets offered while the link was down, plus packets whose release came after it went
+    /// down.
     pub drops_down: u64,
     /// Wireless packets given up after the retry limit.
     pub drops_tx_fail: u64,
     /// Wireless transmission attempts after the first (link-level retransmissions).
     pub retries: u64,
+    /// Copies made by duplication (each also scheduled, and counted out when released); a
+    /// copy whose wireless transmission fails is counted here and in `drops_tx_fail`.
     pub duplicates: u64,
+    /// The most packets the queue held (waiting or being serialized), sampled each time a
+    /// packet was scheduled.
     pub queue_hwm_packets: u64,
+    /// The most bytes the queue held, sampled like `queue_hwm_packets`.
     pub queue_hwm_bytes: u64,
 }
 
@@ -59,15 +74,23 @@ pub struct Ticket {
 /// When a scheduled packet leaves the far end of the pipe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Departure {
+    /// When the packet leaves the far end: the end of its serialization (or trace opportunity,
+    /// or last wireless attempt), plus delay ± jitter, plus `ooo_delay` if picked out of order.
+    /// The caller calls `release` at this instant.
     pub exit: Instant,
+    /// To hand back to `release` with the packet; it tells the pipe whether it went down since.
     pub ticket: Ticket,
 }
 
 /// The pipe's answer to an offered packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admission {
+    /// The pipe refused the packet for this cause (already counted in `PipeCounters`); the
+    /// caller discards it.
     Dropped(DropCause),
+    /// The pipe accepted the packet; the caller holds it until its exit.
     Scheduled {
+        /// The offered packet's own departure.
         first: Departure,
         /// Present when the pipe duplicated the packet: the copy's own departure.
         duplicate: Option<Departure>,
@@ -134,6 +157,7 @@ impl Pipe {
         }
     }
 
+    /// The configuration in force: the one given at creation or the last `set_config`.
     pub fn config(&self) -> &PipeConfig {
         &self.config
     }
@@ -253,6 +277,7 @@ impl Pipe {
         (self.backlog.packets(), self.backlog.bytes())
     }
 
+    /// The counters since the pipe was created, including any absorbed from replicas.
     pub fn counters(&self) -> &PipeCounters {
         &self.counters
     }

@@ -12,6 +12,9 @@ use std::sync::{Arc, OnceLock};
 pub struct DelayProfile {
     /// The `name` line of the file, if any.
     pub name: Option<String>,
+    /// MAC overhead added to each transmission attempt, in nanoseconds (the file's delays are
+    /// milliseconds with up to 6 decimals, so the conversion is exact): backoff, preambles, MAC
+    /// framing, SIFS and ACK, drawn afresh for every attempt.
     pub overhead: Empirical,
 }
 
@@ -20,22 +23,33 @@ pub struct DelayProfile {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}: {problem}")]
 pub struct ProfileError {
+    /// Line number in the file, from 1; the file's last line for a problem of the whole curve.
     pub line: usize,
+    /// What is wrong there.
     pub problem: ProfileProblem,
 }
 
+/// What is wrong with one line of a profile file, or with the curve its points make.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ProfileProblem {
+    /// The line is none of the known forms (`name`, `samples`, the `prob delay` header, a
+    /// `probability delay_ms` pair); holds the line without its comment.
     #[error("\"{0}\" is not a line of a profile; write `prob delay_ms` pairs like `0.5 1.25`, or `name`, `samples`")]
     Unknown(String),
+    /// A pair's probability is not a decimal in [0, 1] with at most 9 decimals; holds the text.
     #[error(
         "probability \"{0}\" must be a decimal in [0, 1] with at most 9 decimals, like 0.0625"
     )]
     Probability(String),
+    /// A pair's delay is not a non-negative decimal of milliseconds with at most 6 decimals
+    /// (whole nanoseconds); holds the text.
     #[error("delay \"{0}\" must be milliseconds as a decimal with at most 6 decimals, like 0.402")]
     Delay(String),
+    /// The `samples` line's count is not a whole number that fits in u32; holds the text.
     #[error("samples \"{0}\" must be a whole number")]
     Samples(String),
+    /// The points do not make a CDF, or the sample count is out of range (see `CdfError`);
+    /// reported at the last line.
     #[error("{0}")]
     Curve(#[from] CdfError),
 }

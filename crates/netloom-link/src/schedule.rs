@@ -11,16 +11,26 @@ pub struct Schedule {
     every: Option<Duration>,
 }
 
+/// Why a list of steps is not a valid schedule (`Schedule::new`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ScheduleError {
+    /// A step's offset is not above the previous step's (equal offsets are refused too).
     #[error("step {index}: offsets must increase")]
-    NotIncreasing { index: usize },
+    NotIncreasing {
+        /// The offending step's position in the list given, from 0.
+        index: usize,
+    },
+    /// In a repeating schedule, a step's offset is at or past the period.
     #[error("step {index}: offset {offset} is not before the period {every}")]
     BeyondPeriod {
+        /// The offending step's position in the list given, from 0.
         index: usize,
+        /// Its offset from the start of the period.
         offset: Duration,
+        /// The period.
         every: Duration,
     },
+    /// The period is zero, so the schedule would repeat without time passing.
     #[error("a repeating schedule needs a period above 0")]
     ZeroPeriod,
 }

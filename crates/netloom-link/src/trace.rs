@@ -20,12 +20,27 @@ pub struct Trace {
 /// What is wrong with a trace file, and on which line (1-based).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TraceError {
+    /// A non-blank line is not a whole number of milliseconds that fits in u64 (a sign, a
+    /// decimal point or a unit all make it fail).
     #[error("line {line}: \"{text}\" is not a whole number of milliseconds")]
-    NotANumber { line: usize, text: String },
+    NotANumber {
+        /// Line number, from 1.
+        line: usize,
+        /// The line's text, trimmed.
+        text: String,
+    },
+    /// A timestamp is smaller than the one before it.
     #[error("line {line}: {ms} ms is before the line above; timestamps must not decrease")]
-    Decreasing { line: usize, ms: u64 },
+    Decreasing {
+        /// Line number, from 1.
+        line: usize,
+        /// The timestamp on that line, in milliseconds.
+        ms: u64,
+    },
+    /// The file has no timestamps (empty or only blank lines).
     #[error("the trace has no timestamps")]
     Empty,
+    /// Every timestamp is 0, so the loop would have no length.
     #[error("the last timestamp is 0 ms; a trace must end after 0 to loop")]
     ZeroPeriod,
 }

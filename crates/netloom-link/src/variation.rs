@@ -11,7 +11,11 @@ use std::sync::Arc;
 /// How a link's state changes; states are indices into configurations the caller keeps.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Plan {
+    /// Fixed changes at offsets from time 0, once or every period; starts in the state of its
+    /// step at offset 0 (state 0, the link's own configuration, if none was given).
     Schedule(Schedule),
+    /// Random changes: states with empirical dwell times and probabilistic arcs (Dummynet on
+    /// PlanetLab, Figure 10); starts in the graph's start state.
     Markov(Markov),
 }
 
@@ -27,6 +31,8 @@ pub struct Timeline {
 }
 
 impl Timeline {
+    /// A timeline at time 0, in the plan's first state: a schedule's step at offset 0, or a
+    /// Markov graph's start state with its first dwell time already drawn from `seed`'s stream.
     pub fn new(plan: Arc<Plan>, seed: u64) -> Timeline {
         let mut t = Timeline {
             plan,

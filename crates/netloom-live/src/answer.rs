@@ -19,7 +19,9 @@ pub(crate) fn apply(engine: &mut Engine, change: &Change) -> Result<(), String> 
             let configs = pipes
                 .iter()
                 .map(|&p| {
-                    let config = patch.apply(engine.pipe(p).config()).map_err(|e| e.to_string())?;
+                    let config = patch
+                        .apply(engine.pipe(p).config())
+                        .map_err(|e| e.to_string())?;
                     // The one rule the patch cannot check: it does not see the pipe's data files.
                     let traced = engine.topology().pipes[p as usize].data.trace.is_some();
                     if traced && config.wireless.is_some() {

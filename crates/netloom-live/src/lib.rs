@@ -11,8 +11,6 @@
 //! socket), `report`, `event`, `plan`, `experiment`, and `tun_io`, `segment`, `ip`, `pool` for
 //! the packets themselves.
 
-#![warn(missing_docs)]
-
 mod accuracy;
 mod answer;
 mod clock;

@@ -538,13 +538,25 @@ fn a_trace_driven_link_cannot_be_made_wireless() {
         thresholds: Thresholds::default(),
     };
     let io = MemIo::new(clock.clone(), Framing::Plain);
-    let mut ds = [Driver::new(Engine::new(topo, 5), io, clock.clone(), &addrs, config)];
+    let mut ds = [Driver::new(
+        Engine::new(topo, 5),
+        io,
+        clock.clone(),
+        &addrs,
+        config,
+    )];
     let control = Controller::connect(&mut ds, clock).unwrap();
     let mut set = serde_json::Map::new();
     set.insert("wireless".into(), "802.11b".into());
     set.insert("bw".into(), "11Mbit".into());
     let pending = control.link_set("h0", "r", Direction::Both, &set).unwrap();
     ds[0].step().unwrap();
-    let refused = pending.wait(std::time::Duration::ZERO).unwrap_err().to_string();
-    assert!(refused.contains("either wireless or driven by a trace"), "{refused}");
+    let refused = pending
+        .wait(std::time::Duration::ZERO)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("either wireless or driven by a trace"),
+        "{refused}"
+    );
 }

@@ -10,15 +10,23 @@ use std::time::{Duration, Instant};
 /// What `clean` removed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CleanReport {
+    /// Names of the dead experiments whose leftovers were removed.
     pub experiments: Vec<String>,
+    /// Network namespaces unmounted and deleted from `/run/netns`; those already gone are not
+    /// listed.
     pub namespaces: Vec<String>,
+    /// `/etc/netns/<ns>` directories (the hosts' hosts files) deleted.
     pub etc_dirs: Vec<PathBuf>,
     /// Processes killed because they were still inside a namespace being removed.
     pub processes: Vec<u32>,
+    /// Registry directories deleted: one per cleaned experiment, plus those of creations that
+    /// died before writing a record and are over a minute old.
     pub registry_dirs: Vec<PathBuf>,
 }
 
 impl CleanReport {
+    /// Whether nothing was removed: no experiment cleaned and no registry directory deleted
+    /// (the other lists can only be non-empty when an experiment was cleaned).
     pub fn is_empty(&self) -> bool {
         self.experiments.is_empty() && self.registry_dirs.is_empty()
     }

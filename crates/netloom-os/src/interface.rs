@@ -20,6 +20,8 @@ pub struct DeviceCounters {
     pub tx_dropped: u64,
     /// Packets the engine wrote.
     pub rx_packets: u64,
+    /// Packets the engine wrote that the kernel dropped before the host received them (the
+    /// receive `drop` column of `/proc/net/dev`).
     pub rx_dropped: u64,
 }
 

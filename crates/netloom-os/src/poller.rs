@@ -16,6 +16,8 @@ pub struct Poller {
 }
 
 impl Poller {
+    /// An epoll instance with nothing registered. Probes once whether the kernel has
+    /// epoll_pwait2; without it `precise` is false and timeouts fall back to milliseconds.
     pub fn new() -> Result<Poller, OsError> {
         // SAFETY: epoll_create1 has no memory preconditions.
         let raw = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };

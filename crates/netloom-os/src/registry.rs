@@ -20,6 +20,7 @@ pub fn registry_dir() -> PathBuf {
 /// One registered experiment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
+    /// The experiment's name, also the name of its registry directory.
     pub name: String,
     /// The process that owns the experiment (holds its TUN devices).
     pub pid: u32,
@@ -29,6 +30,8 @@ pub struct Record {
     pub pid_start: Option<u64>,
     /// Seconds since the Unix epoch.
     pub created_unix: u64,
+    /// Every host of the experiment, in topology order: the namespaces `stop` and `clean` may
+    /// remove.
     pub hosts: Vec<RecordHost>,
     /// Whether the owner is still running; computed when read, never stored.
     #[serde(skip)]
@@ -38,10 +41,13 @@ pub struct Record {
 /// One host of a registered experiment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordHost {
+    /// The host's name in the topology (and in every host's `/etc/hosts`).
     pub name: String,
     /// Its network namespace (`/run/netns/<ns>`).
     pub ns: String,
+    /// Its IPv4 address on `nl0`, in 198.18.0.0/15.
     pub ipv4: Ipv4Addr,
+    /// Its IPv6 address on `nl0`, in fd6e:6c00::/64.
     pub ipv6: Ipv6Addr,
 }
 

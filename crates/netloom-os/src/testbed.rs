@@ -19,15 +19,23 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// One host: its name (also its name in every hosts file) and its addresses.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostSpec {
+    /// The host's name: 1 to 63 characters of `A-Z a-z 0-9 _ . -` starting with a letter or a
+    /// digit, not a number or an address; its namespace is `nl-<experiment>-<name>`.
     pub name: String,
+    /// Its IPv4 address on `nl0`: inside 198.18.0.0/15, not the network or broadcast address.
     pub ipv4: Ipv4Addr,
+    /// Its IPv6 address on `nl0`: inside fd6e:6c00::/64, not fd6e:6c00::.
     pub ipv6: Ipv6Addr,
 }
 
 /// What to bring up.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TestbedSpec {
+    /// The experiment's name: 1 to 63 characters of `A-Z a-z 0-9 _ . -` starting with a letter
+    /// or a digit. It names the registry entry and is part of every namespace's name.
     pub name: String,
+    /// The hosts, in topology order (host `i` is the `i`-th TUN of `Testbed::tuns`); 1 to
+    /// `MAX_HOSTS`, with distinct names and addresses.
     pub hosts: Vec<HostSpec>,
     /// MTU of every `nl0`: `DEFAULT_MTU` (1500) unless the topology says otherwise; 1280 to 65535.
     pub mtu: u32,
@@ -241,6 +249,7 @@ impl Testbed {
         &self.tuns
     }
 
+    /// What was brought up: the spec `create` was given.
     pub fn spec(&self) -> &TestbedSpec {
         &self.spec
     }

@@ -8,7 +8,9 @@ use serde::Serialize;
 /// One core's share. Units are the weighting's (packets for observed counts).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct CoreLoad {
+    /// The core's number, 0 to cores − 1.
     pub core: u32,
+    /// Pipes the assignment gives it.
     pub pipes: usize,
     /// Sum of its pipes' vertex weights.
     pub load: f64,
@@ -23,6 +25,7 @@ pub struct CoreLoad {
 /// The quality of an assignment.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Evaluation {
+    /// One entry per core of the assignment, core 0 first, including cores that own no pipe.
     pub cores: Vec<CoreLoad>,
     /// Flow on the edges whose pipes are on different cores: for observed counts, the
     /// cross-core hops.
@@ -79,7 +82,9 @@ impl Evaluation {
 /// One core's measured share of a run, in packets.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct MeasuredCore {
+    /// The core's number, 0 to cores − 1.
     pub core: u32,
+    /// Pipes the assignment gives it.
     pub pipes: usize,
     /// Packets offered to its pipes (its emulation work in hops).
     pub hops: u64,
@@ -97,10 +102,13 @@ pub struct Measurement {
     pub efficiency: Option<f64>,
     /// Packet hops from a pipe on one core to a pipe on another.
     pub cross_core_hops: u64,
+    /// Packets that entered the emulation from hosts, over all cores (Σ C_edge).
     pub edge_packets: u64,
+    /// Packets processed by all cores: edge packets plus cross-core hops (Σ C_p).
     pub packets: u64,
     /// Largest core's hops over the mean core's.
     pub imbalance: f64,
+    /// One entry per core, core 0 first.
     pub cores: Vec<MeasuredCore>,
 }
 

@@ -27,8 +27,11 @@ pub enum Method {
 }
 
 impl Method {
+    /// The methods' names as `--method` and the assignment file's `method` spell them (parsing
+    /// also accepts `k-cluster`).
     pub const NAMES: [&'static str; 3] = ["random", "kcluster", "metis"];
 
+    /// This method's entry in `NAMES`.
     pub fn name(self) -> &'static str {
         match self {
             Method::Random => "random",
@@ -57,8 +60,12 @@ impl FromStr for Method {
 /// Parameters of a partitioning run.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Options {
+    /// Which partitioner to run.
     pub method: Method,
+    /// How many cores to split the pipes over; 0 is refused with `NoCores`.
     pub cores: u32,
+    /// Seeds the random shuffle, k-cluster's seed pipes (one generator stream per run) and
+    /// METIS's generator (taken modulo `i32::MAX`); the same seed gives the same assignment.
     pub seed: u64,
     /// METIS: the largest core load may be this many times the mean (METIS's default is 1.03).
     pub imbalance: f64,
@@ -67,6 +74,8 @@ pub struct Options {
 }
 
 impl Options {
+    /// Options with the defaults for the rest: imbalance 1.03 and 5 k-cluster runs, as in the
+    /// paper.
     pub fn new(method: Method, cores: u32, seed: u64) -> Options {
         Options {
             method,

@@ -26,11 +26,13 @@ impl Default for CapacityModel {
 /// The model's prediction for one partition.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Capacity {
+    /// The number of cores n of the partition.
     pub cores: u32,
     /// Expected path length l: pipe traversals per edge packet.
     pub path_length: f64,
     /// Expected cross-core transitions per edge packet, x.
     pub crossings: f64,
+    /// The partition's efficiency E under the weights; x = 1/E − 1.
     pub efficiency: f64,
     /// Edge packets per second if the load were balanced (the paper's formula).
     pub balanced_pps: f64,

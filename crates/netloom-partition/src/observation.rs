@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 /// What a run saw. The JSON form is documented in docs/partition.md.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Observation {
+    /// The name of the topology the run emulated; it must match when the file is read back.
     pub topology: String,
     /// `packets[p]`: packets offered to pipe p (whether it dropped them or not).
     pub packets: Vec<u64>,
@@ -17,6 +18,8 @@ pub struct Observation {
 }
 
 impl Observation {
+    /// Parses the JSON form. It is checked against a topology only when used
+    /// (`FlowGraph::observed`).
     pub fn from_json(text: &str) -> Result<Observation, PartitionError> {
         serde_json::from_str(text).map_err(|source| PartitionError::Json {
             what: "observation",
@@ -24,6 +27,7 @@ impl Observation {
         })
     }
 
+    /// The JSON form, on one line.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("an observation always serializes")
     }

@@ -8,7 +8,9 @@ use netloom_topo::{NodeId, NodeKind, PipeId, Topology};
 /// One flow of an explicit traffic pattern, as the partitioner needs to know it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Demand {
+    /// The node that sends the data packets (a host).
     pub src: NodeId,
+    /// The node they go to, which sends the ACKs when `acked`.
     pub dst: NodeId,
     /// The most the flow sends, in bit/s; `None` for an elastic (TCP-like) flow that takes what
     /// the network gives it.

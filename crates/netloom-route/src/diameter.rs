@@ -8,8 +8,11 @@ use netloom_topo::{NodeId, Topology};
 /// One route between two hosts and its length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RouteLength {
+    /// The host the route starts at.
     pub src: NodeId,
+    /// The host the route ends at.
     pub dst: NodeId,
+    /// Pipes crossed from `src` to `dst`, following the next-hop tables.
     pub hops: u32,
     /// Sum of the propagation delays (`config.delay`) of its pipes.
     pub delay: Duration,

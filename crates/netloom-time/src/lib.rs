@@ -29,21 +29,30 @@ pub struct Instant(pub u64);
 pub struct Rate(pub u64);
 
 impl Duration {
+    /// No time at all; also what `Duration::default()` gives.
     pub const ZERO: Duration = Duration(0);
+    /// The longest span, `u64::MAX` ns (about 584 years). It stands for "never": a zero rate's
+    /// `tx_time`, and the value the saturating additions stop at.
     pub const MAX: Duration = Duration(u64::MAX);
 
+    /// `ns` nanoseconds, exactly.
     pub const fn from_nanos(ns: u64) -> Self {
         Duration(ns)
     }
+    /// `us` microseconds. Unlike `+`, the conversion does not saturate: a product above
+    /// `u64::MAX` ns overflows (a panic where overflow checks are on).
     pub const fn from_micros(us: u64) -> Self {
         Duration(us * 1_000)
     }
+    /// `ms` milliseconds; does not saturate, like `from_micros`.
     pub const fn from_millis(ms: u64) -> Self {
         Duration(ms * 1_000_000)
     }
+    /// `s` whole seconds; does not saturate, like `from_micros` (the limit is about 584 years).
     pub const fn from_secs(s: u64) -> Self {
         Duration(s * 1_000_000_000)
     }
+    /// The span in nanoseconds, the unit it is stored in.
     pub const fn as_nanos(self) -> u64 {
         self.0
     }
@@ -51,6 +60,7 @@ impl Duration {
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1e9
     }
+    /// `self − other`, or zero if `other` is the longer span.
     pub fn saturating_sub(self, other: Duration) -> Duration {
         Duration(self.0.saturating_sub(other.0))
     }
@@ -61,12 +71,17 @@ impl Duration {
 }
 
 impl Instant {
+    /// The driver's epoch, time 0; a link's plan of changes (a `Timeline`) starts here.
     pub const ZERO: Instant = Instant(0);
+    /// The last representable instant, `u64::MAX` ns after the epoch; `Instant + Duration`
+    /// saturates here, so it also stands for "never".
     pub const MAX: Instant = Instant(u64::MAX);
 
+    /// The instant `ns` nanoseconds after the driver's epoch.
     pub const fn from_nanos(ns: u64) -> Self {
         Instant(ns)
     }
+    /// Nanoseconds since the driver's epoch.
     pub const fn as_nanos(self) -> u64 {
         self.0
     }
@@ -77,9 +92,12 @@ impl Instant {
 }
 
 impl Rate {
+    /// A rate of `bits_per_second` bit/s (SI: 1 Mbit/s is 1 000 000). Zero is representable
+    /// and means a link that never finishes sending (see `tx_time`).
     pub const fn bps(bits_per_second: u64) -> Self {
         Rate(bits_per_second)
     }
+    /// The rate in bit/s.
     pub const fn as_bps(self) -> u64 {
         self.0
     }

@@ -20,17 +20,25 @@ pub struct TopologyFile {
     /// Named parameter sets; a link names one with `class = "..."`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub classes: BTreeMap<String, LinkParams>,
+    /// The hosts (`hosts`), in file order: where applications and traffic live; they send and
+    /// receive but never forward. There must be at least one, and each needs a link.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<NodeEntry>,
+    /// The routers (`routers`), in file order: nodes that forward between their links.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routers: Vec<NodeEntry>,
+    /// The links: `[[link]]` tables in TOML, the array `link` in JSON. Their order numbers them
+    /// in errors (`link #3 (r1-r2)`) when parallel links join the same pair.
     #[serde(default, rename = "link", skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<LinkEntry>,
 }
 
+/// The `[topology]` section: the topology's name and routing metric.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Meta {
+    /// The topology's name; without it, the file name without its extension (for a document
+    /// resolved in memory, its label's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// "delay" (default) or "hops".
@@ -42,13 +50,18 @@ pub struct Meta {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum NodeEntry {
+    /// A bare name, `"h1"`: a node without a group.
     Name(String),
+    /// A table, `{ name = "h1", group = "g1" }`.
     Full(NodeTable),
 }
 
+/// The table form of a host or router entry.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeTable {
+    /// The node's name: non-empty, without spaces, case-sensitive, and unique among hosts and
+    /// routers together. A host's name is also its name in every host's /etc/hosts in a live run.
     pub name: String,
     /// A grouping label (for example the subtree a host hangs off); traffic patterns use it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -66,6 +79,8 @@ pub struct LinkParams {
     /// Propagation delay: "5ms", "100us", "250ns", "1s".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay: Option<String>,
+    /// Jitter: each packet's delay varies uniformly in [delay − jitter, delay + jitter], never
+    /// below 0. A duration; default "0".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter: Option<String>,
     /// May jitter reorder packets? Default false.
@@ -80,6 +95,7 @@ pub struct LinkParams {
     /// "droptail" or "red".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aqm: Option<String>,
+    /// RED parameters, used only with `aqm = "red"`; layers merge them key by key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub red: Option<RedSpec>,
     /// Duplication probability: "1%" or a fraction.
@@ -88,6 +104,7 @@ pub struct LinkParams {
     /// NemC out-of-order generation: fraction of packets held back by `ooo_delay`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ooo_rate: Option<Fraction>,
+    /// Extra delay of the packets `ooo_rate` picks: a duration; default "0".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ooo_delay: Option<String>,
     /// Administrative state at start (default true).
@@ -120,14 +137,21 @@ pub struct LinkParams {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Fraction {
+    /// A plain number: a fraction in [0, 1], like `0.005`. Above 1 is an error that suggests the
+    /// percentage (`2` → `"2%"`).
     Number(f64),
+    /// A string: a percentage from 0% to 100%, like `"0.5%"`, or a fraction in [0, 1] as text.
     Text(String),
 }
 
+/// The `loss` key: random loss as packets enter the pipe. A later layer's value replaces an
+/// earlier one whole, whichever form each has.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum LossSpec {
+    /// Bernoulli loss: each packet is dropped independently with this probability.
     Simple(Fraction),
+    /// Bursty loss: a two-state Gilbert-Elliott chain advanced once per packet.
     GilbertElliott(GilbertElliottSpec),
 }
 
@@ -135,19 +159,30 @@ pub enum LossSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GilbertElliottSpec {
+    /// Must be `"gilbert-elliott"`, the only loss table model; required.
     pub model: String,
+    /// Probability of moving from the good to the bad state, per packet; required.
     pub p: Fraction,
+    /// Probability of moving from the bad to the good state, per packet; required. The mean
+    /// burst is 1 / r packets.
     pub r: Fraction,
+    /// Loss probability in the bad state; default 1 (every packet is lost).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bad_loss: Option<Fraction>,
+    /// Loss probability in the good state; default 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub good_loss: Option<Fraction>,
 }
 
+/// The `queue` key: how much a pipe's queue holds. Without it, the pipe holds its
+/// bandwidth-delay product (rate × 2 × delay), at least 15 000 bytes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum QueueSpec {
+    /// An integer: a number of packets, from 1 to `u32::MAX`.
     Packets(i64),
+    /// A string: bytes with a unit, like `"1500B"`, `"64KB"` (64 000) or `"64KiB"` (65 536); a
+    /// number without a unit in quotes is an error.
     Size(String),
 }
 
@@ -155,12 +190,19 @@ pub enum QueueSpec {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RedSpec {
+    /// Average queue below which nothing is dropped; above 0 and below `max_th`. Default 5
+    /// packets, or 7 500 bytes for a byte queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_th: Option<f64>,
+    /// Average queue at which the drop probability reaches `max_p`; it then rises to 1 at twice
+    /// `max_th`. Default 3 × `min_th`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_th: Option<f64>,
+    /// Drop probability at `max_th`, in (0, 1]; default 0.1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_p: Option<Fraction>,
+    /// Weight of each new sample in the moving average of the queue length, in (0, 1];
+    /// default 0.002.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<f64>,
 }
@@ -171,13 +213,19 @@ pub struct RedSpec {
 /// ignored next to the flattened `params`, and an unknown key in a link must be an error.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct LinkEntry {
+    /// One end: the name of a host or router. The a→b direction leaves from here.
     pub a: String,
+    /// The other end: the name of a host or router other than `a` (a node cannot link to itself).
     pub b: String,
+    /// The `[classes.NAME]` whose parameters the link starts from, over `[defaults]`; it must be
+    /// defined.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
     /// One pipe shared by both directions (a shared medium) instead of one pipe per direction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared: Option<bool>,
+    /// The link's own parameter keys, written in the link table itself; they override its class
+    /// and `[defaults]` for both directions.
     #[serde(flatten)]
     pub params: LinkParams,
     /// Overrides for the a→b direction only.
@@ -201,6 +249,8 @@ pub struct ScheduleSpec {
     /// Repeat the events with this period; without it they happen once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub every: Option<String>,
+    /// The changes, each to both directions. With `every`, each `at` and `from` must fall before
+    /// the period and each `to` at or before it.
     #[serde(default)]
     pub events: Vec<ScheduleEvent>,
 }
@@ -209,12 +259,17 @@ pub struct ScheduleSpec {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleEvent {
+    /// Time from the start (`"10s"`) from which `set` applies for good; not with `from` or `to`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<String>,
+    /// Start of a window (`"20s"`) in which `set` applies; needs `to`, not with `at`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
+    /// End of the window, after `from`; then what was in force before comes back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
+    /// The parameters that change, over the link's own: any link parameter key but the data files
+    /// `mac_profile` and `trace`. Required.
     #[serde(default)]
     pub set: LinkParams,
 }
@@ -223,13 +278,18 @@ pub struct ScheduleEvent {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MarkovSpec {
+    /// The state the link is in at time 0; must be a key of `states`.
     pub start: String,
+    /// The states by name (`markov.states.NAME`); the resolved plan numbers them in name order.
     pub states: BTreeMap<String, MarkovStateSpec>,
 }
 
+/// One state of a Markov graph: how long it lasts, where it goes next, and the link
+/// parameters it sets.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MarkovStateSpec {
+    /// How long each visit to the state lasts; required, and never 0.
     pub dwell: DwellSpec,
     /// Next state name → probability; empty: the state lasts forever.
     #[serde(default)]
@@ -244,7 +304,10 @@ pub struct MarkovStateSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum DwellSpec {
+    /// Every visit lasts this duration, like `"5s"`.
     Fixed(String),
+    /// CDF points (probability, duration) like `[[0, "1s"], [1, "9s"]]`: neither may decrease,
+    /// and the last probability is 1; a dwell is drawn linearly between points.
     Points(Vec<(Fraction, String)>),
 }
 

@@ -31,6 +31,7 @@ pub enum ErrorKind {
 /// One problem in a topology file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
+    /// What kind of mistake it is, for code that branches on it; `message` says the rest.
     pub kind: ErrorKind,
     /// The file as the caller labelled it (usually its path).
     pub file: String,
@@ -95,6 +96,8 @@ impl TopoError {
         &self.diagnostics[0]
     }
 
+    /// Every problem found, at least one, in the order found. `Display` prints only the first
+    /// 20 and a count of the rest; this has them all.
     pub fn diagnostics(&self) -> &[Diagnostic] {
         &self.diagnostics
     }

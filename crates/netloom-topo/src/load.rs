@@ -26,7 +26,9 @@ use std::path::Path;
 /// The two spellings of the one schema.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// TOML, the native format (`.toml`).
     Toml,
+    /// JSON with the same schema (`.json`); the links are the array `link`.
     Json,
 }
 

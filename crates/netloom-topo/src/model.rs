@@ -12,15 +12,23 @@ pub type LinkId = u32;
 /// Index of a pipe in `Topology::pipes`.
 pub type PipeId = u32;
 
+/// Whether a node is a host or a router; both share one namespace of names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum NodeKind {
+    /// Declared in `hosts`: sends and receives traffic but never forwards. Each host has a
+    /// column in the routing tables (by its position in `Topology::hosts`).
     Host,
+    /// Declared in `routers`: forwards packets between its links.
     Router,
 }
 
+/// A host or router, at its `NodeId` in `Topology::nodes`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
+    /// The node's name from the file: non-empty, without spaces, unique among hosts and routers.
+    /// A host's name is also its name in every host's /etc/hosts in a live run.
     pub name: String,
+    /// Host or router, from the section that declared it.
     pub kind: NodeKind,
     /// Grouping label (for example the subtree a host belongs to); `None` if not given.
     pub group: Option<String>,
@@ -35,9 +43,13 @@ pub enum Direction {
     BtoA,
 }
 
+/// One link (a `[[link]]` entry) between two different nodes, carried by one pipe per
+/// direction or by one shared pipe.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Link {
+    /// The node its `a` key names; the a→b pipe (`ab`) carries traffic away from it.
     pub a: NodeId,
+    /// The node its `b` key names; the loader refuses a link whose ends are the same node.
     pub b: NodeId,
     /// The class it was configured from, if any.
     pub class: Option<String>,
@@ -50,9 +62,13 @@ pub struct Link {
 /// One pipe: the configuration of one direction of a link (or of a shared medium).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PipeSpec {
+    /// The link whose direction (or, for a shared medium, both) this pipe carries.
     pub link: LinkId,
     /// The direction this pipe carries; for a shared medium, `AtoB` (it carries both).
     pub direction: Direction,
+    /// The pipe's parameters with every layer applied (built-in defaults, `[defaults]`, class,
+    /// link, `a_to_b` or `b_to_a`), but no schedule or Markov state: a link in `plans`
+    /// takes its states' configurations as it runs.
     pub config: PipeConfig,
     /// Data files the pipe uses (a measured MAC profile, a delivery trace); none by default.
     pub data: PipeData,
@@ -61,7 +77,10 @@ pub struct PipeSpec {
 /// A link whose configuration changes over time: a schedule or a Markov graph over states.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinkPlan {
+    /// The link that changes; a state sets both its directions.
     pub link: LinkId,
+    /// When the state changes: the link's `schedule` (states in time order) or `markov` graph
+    /// (states in name order). Its states are indices into `states`.
     pub plan: Arc<Plan>,
     /// Each state's configuration of the a→b pipe and of the b→a pipe (the same pipe, and
     /// configuration, for a shared link).
@@ -78,12 +97,22 @@ pub enum RoutingMetric {
     Hops,
 }
 
+/// A validated topology: nodes, links and pipes, indexed by `NodeId`, `LinkId` and `PipeId`.
+/// `load_path`, `load_str` and `resolve` build it from a file; `new`, `add_node` and `add_link`
+/// by hand.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Topology {
+    /// The `[topology]` name, or the file name without its extension.
     pub name: String,
+    /// The metric routing minimizes, from `[topology] routing` (default `Delay`).
     pub routing: RoutingMetric,
+    /// Every node, indexed by `NodeId`, in the order added (the loader adds the hosts, then the
+    /// routers, each in file order).
     pub nodes: Vec<Node>,
+    /// Every link, indexed by `LinkId`, in file order.
     pub links: Vec<Link>,
+    /// Every pipe, indexed by `PipeId`: for each link in order, its a→b pipe, then its b→a pipe
+    /// unless it is shared.
     pub pipes: Vec<PipeSpec>,
     /// Node ids of the hosts, in node order. Routing tables are indexed by position here.
     pub hosts: Vec<NodeId>,
@@ -159,10 +188,12 @@ impl Topology {
         link
     }
 
+    /// The id of the node called `name` (names are case-sensitive), or `None`.
     pub fn node_id(&self, name: &str) -> Option<NodeId> {
         self.by_name.get(name).copied()
     }
 
+    /// The node with this id; panics if there is none.
     pub fn node(&self, id: NodeId) -> &Node {
         &self.nodes[id as usize]
     }

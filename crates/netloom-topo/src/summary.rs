@@ -12,19 +12,30 @@ use std::fmt;
 /// same product the default queue is sized from.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
+    /// The topology's name: `[topology] name`, or the file name without its extension.
     pub name: String,
+    /// Count of hosts, the nodes traffic starts and ends at.
     pub hosts: usize,
+    /// Count of routers, the nodes that only forward.
     pub routers: usize,
+    /// Count of links, one per `[[link]]` entry, shared or not.
     pub links: usize,
+    /// Number of pipes: two per duplex link, one per shared link.
     pub pipes: usize,
+    /// Links that are one pipe for both directions (`shared = true`).
     pub shared_links: usize,
     /// Links with at least one direction down at start.
     pub links_down: usize,
     /// Sum of all pipe rates.
     pub total_rate_bps: u64,
+    /// Rate of the slowest pipe, in bit/s (for a trace link without `bw`, the trace's mean rate).
     pub min_rate_bps: u64,
+    /// Rate of the fastest pipe, in bit/s.
     pub max_rate_bps: u64,
+    /// Smallest bandwidth-delay product of a pipe, in bytes: the queue that pipe gets by default,
+    /// before the 15 000-byte floor.
     pub min_bdp_bytes: u64,
+    /// Largest bandwidth-delay product of a pipe, in bytes.
     pub max_bdp_bytes: u64,
 }
 

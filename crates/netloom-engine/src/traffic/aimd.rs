@@ -69,6 +69,9 @@ pub struct AimdSender {
 }
 
 impl AimdSender {
+    /// A sender of `mss` payload bytes per packet (`mss + HEADER_BYTES` on the wire), its
+    /// departures spaced to `cap` if there is one, first wanting to transmit at `start`. It
+    /// begins in slow start with a window of 2 packets and a 1 s timeout.
     pub fn new(mss: u32, cap: Option<Rate>, start: Instant) -> AimdSender {
         let wire = mss.saturating_add(HEADER_BYTES);
         AimdSender {
@@ -119,6 +122,7 @@ impl AimdSender {
         Duration(base.0.saturating_mul(1 << self.backoff)).min(MAX_RTO)
     }
 
+    /// Packets sent, retransmissions and timeouts so far.
     pub fn stats(&self) -> SenderStats {
         self.stats
     }
@@ -134,6 +138,9 @@ impl AimdSender {
         self.resend_una || self.in_flight() < self.cwnd
     }
 
+    /// When to call `poll_transmit` next: the earlier of the next departure the pacing allows,
+    /// if the window has room or a packet is to be resent, and the retransmission timer's
+    /// deadline. `None` when neither applies.
     pub fn poll_at(&self) -> Option<Instant> {
         let send = self.can_send().then_some(self.send_at);
         match (send, self.rto_at) {
@@ -142,6 +149,9 @@ impl AimdSender {
         }
     }
 
+    /// Handles a retransmission timeout due by `now`, then returns the packet to send at `now`,
+    /// if the pacing and the window allow one: the oldest unacknowledged packet when it is to be
+    /// resent, otherwise the next in sequence. Call until `None`.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
         if self.rto_at.is_some_and(|t| now >= t) {
             self.on_timeout();
@@ -182,6 +192,9 @@ impl AimdSender {
         })
     }
 
+    /// Takes in an ACK that reached the sender at `now`: times the echoed packet (unless it was
+    /// retransmitted), and either slides and grows the window on new data acknowledged, or
+    /// counts a duplicate ACK, the third of which starts fast retransmit and recovery.
     pub fn on_ack(&mut self, now: Instant, ack: &Ack) {
         self.send_at = self.send_at.max(now);
         if ack.next > self.high {

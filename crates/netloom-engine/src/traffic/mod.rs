@@ -29,26 +29,48 @@ pub const HEADER_BYTES: u32 = 40;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SourceKind {
     /// Constant bit rate: packets of `size` bytes, evenly spaced so the long-run rate is `rate`.
-    Cbr { rate: Rate, size: u32 },
+    Cbr {
+        /// Long-run sending rate, in bit/s of wire bytes.
+        rate: Rate,
+        /// Size of every packet on the wire, in bytes.
+        size: u32,
+    },
     /// Poisson arrivals: exponentially distributed gaps with mean `size`×8/`rate`.
-    Poisson { rate: Rate, size: u32 },
+    Poisson {
+        /// Mean sending rate, in bit/s of wire bytes.
+        rate: Rate,
+        /// Size of every packet on the wire, in bytes.
+        size: u32,
+    },
     /// Exponentially distributed on and off periods with means `on` and `off`; CBR at `rate` while on.
     OnOff {
+        /// Sending rate while on, in bit/s of wire bytes; the long-run rate is
+        /// rate × on / (on + off).
         rate: Rate,
+        /// Size of every packet on the wire, in bytes.
         size: u32,
+        /// Mean length of an on period (each at least 1 ns).
         on: Duration,
+        /// Mean length of an off period; zero means the source never pauses.
         off: Duration,
     },
     /// A Reno-like window flow with an infinite backlog; `mss` payload bytes per packet, so each
     /// data packet is `mss + HEADER_BYTES` on the wire.
-    Aimd { mss: u32 },
+    Aimd {
+        /// Payload bytes per data packet: the spec's `size=` less `HEADER_BYTES` (1460 by
+        /// default).
+        mss: u32,
+    },
 }
 
 /// One synthetic flow between two hosts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlowSpec {
+    /// The sending host (`Engine::add_flow` refuses a router).
     pub src: NodeId,
+    /// The receiving host, which sends the ACKs of an AIMD flow back to `src`.
     pub dst: NodeId,
+    /// What the sender sends, and so which receiver the flow gets.
     pub kind: SourceKind,
     /// Per-flow rate cap: the sender never sends faster than this (for AIMD, a pacing limit).
     pub cap: Option<Rate>,
@@ -94,7 +116,9 @@ pub struct SenderStats {
 /// the latest `now` the sender was given, except before its first poll (then it is `start`).
 #[derive(Clone, Debug)]
 pub enum Sender {
+    /// A CBR, Poisson or on-off source: sends on its own schedule and ignores ACKs.
     Open(OpenSender),
+    /// An AIMD window flow, clocked by its ACKs.
     Aimd(AimdSender),
 }
 
@@ -131,6 +155,7 @@ impl Sender {
         }
     }
 
+    /// Packets sent, retransmissions and timeouts so far.
     pub fn stats(&self) -> SenderStats {
         match self {
             Sender::Open(s) => s.stats(),

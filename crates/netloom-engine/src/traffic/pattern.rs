@@ -21,7 +21,10 @@ pub enum Pattern {
     /// (`Node::group`; a host without a group is a group of its own), or to all of them if
     /// there are fewer than `k`. ModelNet's workload: "each host talks to k hosts in other
     /// subtrees".
-    RandomK { k: usize },
+    RandomK {
+        /// Destinations per source host; at least 1 (`k=`).
+        k: usize,
+    },
 }
 
 impl Pattern {

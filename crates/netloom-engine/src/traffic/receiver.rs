@@ -19,7 +19,9 @@ pub struct ReceiverStats {
 /// A flow's receiver, enum-dispatched like `Sender`.
 #[derive(Clone, Debug)]
 pub enum Receiver {
+    /// The receiver of an open-loop flow: counts distinct packets and sends nothing back.
     Counting(CountingReceiver),
+    /// The receiver of an AIMD flow: answers every data packet with a cumulative ACK.
     Ack(AckReceiver),
 }
 
@@ -43,6 +45,7 @@ impl Receiver {
         }
     }
 
+    /// Distinct packets and bytes received, and duplicates, so far.
     pub fn stats(&self) -> ReceiverStats {
         match self {
             Receiver::Counting(r) => r.stats(),
@@ -79,6 +82,7 @@ impl Default for CountingReceiver {
 }
 
 impl CountingReceiver {
+    /// Counts a data packet as new or as a duplicate; `now` is not used.
     pub fn on_data(&mut self, _now: Instant, seg: Segment) {
         let seq = seg.seq;
         if seq >= self.top {
@@ -111,6 +115,7 @@ impl CountingReceiver {
         self.seen[word] &= !bit;
     }
 
+    /// Distinct packets and bytes received, and duplicates, so far.
     pub fn stats(&self) -> ReceiverStats {
         self.stats
     }
@@ -133,6 +138,8 @@ pub struct AckReceiver {
 }
 
 impl AckReceiver {
+    /// Takes in a data packet and returns the cumulative ACK to send back, echoing its sequence
+    /// number (a duplicate is counted and acknowledged too); `now` is not used.
     pub fn on_data(&mut self, _now: Instant, seg: Segment) -> Ack {
         let seq = seg.seq;
         if seq < self.next || self.above.contains(&seq) {
@@ -155,6 +162,7 @@ impl AckReceiver {
         }
     }
 
+    /// Distinct packets and bytes received, and duplicates, so far.
     pub fn stats(&self) -> ReceiverStats {
         self.stats
     }

@@ -120,11 +120,15 @@ impl OpenSender {
         }
     }
 
+    /// When the next packet departs: when the process generates it, or later if the cap holds
+    /// it back. `None` if the process will generate no more.
     pub fn poll_at(&self) -> Option<Instant> {
         let t = self.departure();
         (t != Instant::MAX).then_some(t)
     }
 
+    /// The next packet, if its departure is due at or before `now`; call until `None`. Never
+    /// drops a packet: one held back by the cap leaves later instead.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
         let t = self.departure();
         if t > now || t == Instant::MAX {
@@ -140,6 +144,7 @@ impl OpenSender {
         Some(seg)
     }
 
+    /// Packets sent so far; retransmissions and timeouts are always 0.
     pub fn stats(&self) -> SenderStats {
         SenderStats {
             sent: self.seq,

@@ -16,8 +16,11 @@ pub const DEFAULT_SIZE: u32 = 1500;
 /// A parsed `--traffic` spec: what every flow sends, between which hosts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TrafficSpec {
+    /// Which hosts send to which: `pattern=`, with `pairs=` or `k=`.
     pub pattern: Pattern,
+    /// What every flow sends: `source=`, with `rate=`, `size=`, `on=` and `off=` as it needs.
     pub kind: SourceKind,
+    /// `cap=`: the most each flow may send, in bit/s; `None` when not given.
     pub cap: Option<Rate>,
 }
 

@@ -18,13 +18,21 @@ use crate::doc::{LinkEntry, LinkParams, Meta, NodeEntry, NodeTable, TopologyFile
 /// Which topology to generate, with its parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub enum GenKind {
+    /// `chain`: a line of routers with a host at each end.
     Chain(ChainParams),
+    /// `star`: hosts around one hub router.
     Star(StarParams),
+    /// `ring`: routers in a ring, hosts on each.
     Ring(RingParams),
+    /// `mesh`: fully meshed routers, hosts on each.
     Mesh(MeshParams),
+    /// `dumbbell`: two routers joined by a bottleneck, hosts on both sides.
     Dumbbell(DumbbellParams),
+    /// `fishbone`: a backbone chain of routers, each with a spur of hosts.
     Fishbone(FishboneParams),
+    /// `tree-mesh`: ModelNet's toy topology, trees whose roots form a fully meshed core.
     TreeMesh(TreeMeshParams),
+    /// `inet`: an Internet-like graph of transit and stub routers, deterministic from a seed.
     Inet(InetParams),
 }
 
@@ -63,6 +71,7 @@ impl GenKind {
 pub struct GenError {
     /// The generator's kind name, as in `GenKind::NAMES`.
     pub kind: &'static str,
+    /// What is wrong with the parameters, like "needs at least 1 router".
     pub message: String,
 }
 
@@ -93,6 +102,7 @@ pub fn generate(kind: &GenKind) -> Result<TopologyFile, GenError> {
 /// Generators refuse anything larger, before allocating: far beyond what one machine emulates,
 /// yet reachable by a typo (`--hosts 100000000`, a tree of arity 50).
 pub const MAX_NODES: u128 = 10_000_000;
+/// Generators refuse to make more links than this, for the same reason as `MAX_NODES`.
 pub const MAX_LINKS: u128 = 50_000_000;
 
 impl GenKind {
@@ -158,11 +168,14 @@ impl GenKind {
 /// Bandwidth and delay of one link class, as unit strings ("100Mbit", "5ms").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LinkClass {
+    /// The class's `bw`, like "100Mbit"; copied into the file unchecked (loading checks it).
     pub bw: String,
+    /// The class's `delay`, like "5ms"; copied into the file unchecked (loading checks it).
     pub delay: String,
 }
 
 impl LinkClass {
+    /// A class of rate `bw` and delay `delay`, both as unit strings.
     pub fn new(bw: &str, delay: &str) -> LinkClass {
         LinkClass {
             bw: bw.to_string(),

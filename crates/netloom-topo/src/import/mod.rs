@@ -167,6 +167,9 @@ impl Default for ImportOptions {
 /// The result of an import: the native document and what was assumed on the way.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Imported {
+    /// The topology as a native document: the input's nodes and links, the hosts the options
+    /// attached, and every assumed value written in. Not yet resolved (`load::resolve` checks
+    /// it); for TOML or JSON input, the file as parsed.
     pub file: TopologyFile,
     /// One line per kind of assumption, with counts ("12 of 40 links had no speed: ...").
     pub notes: Vec<String>,
