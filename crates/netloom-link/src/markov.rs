@@ -22,24 +22,86 @@ pub struct Markov {
     start: u32,
 }
 
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+/// Why a list of states is not a valid Markov graph (`Markov::new`). States are named by their
+/// index in `Display`; `describe` names them as the caller says (the loader: by their names).
+#[derive(Clone, Debug, PartialEq)]
 pub enum MarkovError {
-    #[error("a Markov graph needs at least one state")]
+    /// The graph has no states.
     NoStates,
-    #[error("state {state}: arc to state {to}, which does not exist")]
-    UnknownState { state: u32, to: u32 },
-    #[error("state {state}: arc probability {p} is not in [0, 1]")]
-    Probability { state: u32, p: f64 },
-    #[error("state {state}: the arcs' probabilities add up to {sum}, not 1")]
-    Sum { state: u32, sum: f64 },
-    #[error("state {state}: a dwell time of 0 would never let time pass")]
-    ZeroDwell { state: u32 },
+    /// An arc of `state` leads to `to`, which is not an index of the graph. Also returned, with
+    /// `state` and `to` both the start index, when the start state does not exist.
+    UnknownState {
+        /// Index of the state whose arc is wrong.
+        state: u32,
+        /// The arc's target index, at or past the number of states.
+        to: u32,
+    },
+    /// An arc's probability is outside [0, 1] (or NaN).
+    Probability {
+        /// Index of the state the arc leaves.
+        state: u32,
+        /// The arc's probability as given.
+        p: f64,
+    },
+    /// A state's arcs are not empty and their probabilities do not add up to 1 (within 1e-9).
+    Sum {
+        /// Index of the state.
+        state: u32,
+        /// The sum of its arcs' probabilities.
+        sum: f64,
+    },
+    /// A state's dwell distribution has a sample of 0 ns, which would let the timeline change
+    /// state without time passing.
+    ZeroDwell {
+        /// Index of the state.
+        state: u32,
+    },
 }
+
+impl MarkovError {
+    /// The message, with each state named by `name` (`Display` numbers them; a topology file
+    /// names them).
+    pub fn describe(&self, name: impl Fn(u32) -> String) -> String {
+        match *self {
+            MarkovError::NoStates => "a Markov graph needs at least one state".to_string(),
+            MarkovError::UnknownState { state, to } => format!(
+                "state {}: arc to state {}, which does not exist",
+                name(state),
+                name(to)
+            ),
+            MarkovError::Probability { state, p } => {
+                format!(
+                    "state {}: arc probability {p} is not in [0, 1]",
+                    name(state)
+                )
+            }
+            MarkovError::Sum { state, sum } => format!(
+                "state {}: the arcs' probabilities add up to {sum}, not 1",
+                name(state)
+            ),
+            MarkovError::ZeroDwell { state } => format!(
+                "state {}: a dwell time of 0 would never let time pass",
+                name(state)
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for MarkovError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe(|i| i.to_string()))
+    }
+}
+
+impl std::error::Error for MarkovError {}
 
 /// How far from 1 the arcs' probabilities of a state may add up (rounding in written decimals).
 const SUM_TOLERANCE: f64 = 1e-9;
 
 impl Markov {
+    /// The graph of `states`, indexed from 0, entered at `start`. Checks that every arc leads
+    /// to a state, its probability is in [0, 1] and each state's arcs add up to 1, and that no
+    /// dwell time is 0.
     pub fn new(states: Vec<MarkovState>, start: u32) -> Result<Markov, MarkovError> {
         if states.is_empty() {
             return Err(MarkovError::NoStates);
@@ -71,10 +133,12 @@ impl Markov {
         Ok(Markov { states, start })
     }
 
+    /// Index of the state the link is in at time 0.
     pub fn start(&self) -> u32 {
         self.start
     }
 
+    /// The states, by index (the numbers arcs and `Timeline::state` use).
     pub fn states(&self) -> &[MarkovState] {
         &self.states
     }

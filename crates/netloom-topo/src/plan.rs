@@ -300,12 +300,14 @@ impl Context<'_> {
         match Markov::new(states, start?) {
             Ok(markov) => Some((Arc::new(Plan::Markov(markov)), configs)),
             Err(e) => {
-                // The graph's own checks number states; name them instead.
-                let message = format!("markov: {e}");
-                let message = names.iter().enumerate().fold(message, |msg, (i, n)| {
-                    msg.replace(&format!("state {i}"), &format!("state \"{n}\""))
-                });
-                self.bad(&[k("markov")], message);
+                // The graph's own checks number states; the file names them.
+                let name = |i: u32| {
+                    names
+                        .get(i as usize)
+                        .map_or_else(|| format!("{i}"), |n| format!("\"{n}\""))
+                };
+                let message = e.describe(name);
+                self.bad(&[k("markov")], format!("markov: {message}"));
                 None
             }
         }

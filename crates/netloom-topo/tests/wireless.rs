@@ -149,3 +149,28 @@ fn mistakes_are_located_and_explained() {
         .collect();
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
 }
+
+#[test]
+fn a_markov_error_names_the_state_among_more_than_ten() {
+    // a -> b -> ... -> k -> a, and k's arcs add up to 0.5. States are numbered in name order, so
+    // k is state 10: the message must name k, not b followed by a 0 (state numbers were once
+    // replaced by names as text, "state 1" before "state 10").
+    let names: Vec<char> = ('a'..='k').collect();
+    let mut states = String::new();
+    for (i, n) in names.iter().enumerate() {
+        let (next, p) = match names.get(i + 1) {
+            Some(next) => (*next, "100%"),
+            None => ('a', "50%"),
+        };
+        states.push_str(&format!(
+            "states.{n} = {{ dwell = \"1s\", next = {{ {next} = \"{p}\" }} }}\n"
+        ));
+    }
+    let e = error(&format!(
+        "bw = \"1Mbit\"\n[link.markov]\nstart = \"a\"\n{states}"
+    ));
+    assert!(
+        e.ends_with("markov: state \"k\": the arcs' probabilities add up to 0.5, not 1"),
+        "{e}"
+    );
+}
