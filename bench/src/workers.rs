@@ -39,7 +39,7 @@ pub struct WorkersRow {
     /// Of the run's own hop counts under the assignment run (paper §3).
     pub efficiency: Option<f64>,
     pub cross_core_hops: u64,
-    pub lookahead_ns: u64,
+    pub lookahead_ns: Option<u64>,
     pub windows: u64,
     /// Median over runs of the workers' mean share of wall time spent waiting at window ends.
     pub wait_fraction: f64,
@@ -139,7 +139,12 @@ pub fn markdown(rows: &[WorkersRow], args: WorkersArgs, repeat: usize) -> String
                 r.method.clone(),
                 r.efficiency.map_or("-".into(), |e| format!("{e:.3}")),
                 r.cross_core_hops.to_string(),
-                format!("{} / {}", Duration(r.lookahead_ns), r.windows),
+                format!(
+                    "{} / {}",
+                    r.lookahead_ns
+                        .map_or("none".into(), |ns| Duration(ns).to_string()),
+                    r.windows
+                ),
                 r.single_packet_hops_per_second.show(1e6, 2),
                 r.packet_hops_per_second.show(1e6, 2),
                 format!("{:.2}", r.speedup),

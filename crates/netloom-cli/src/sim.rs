@@ -269,7 +269,9 @@ fn print_workers(w: &WorkersReport) {
     println!(
         "{} workers, lookahead {}, {} windows; payload {}: {} cross-core hops, {} bytes",
         p.workers,
-        Duration(p.lookahead_ns),
+        p.lookahead_ns
+            .map_or("none (nothing crosses)".to_string(), |ns| Duration(ns)
+                .to_string()),
         p.windows,
         w.payload,
         w.cross_core_hops,

@@ -27,13 +27,19 @@ pub struct WorkerReport {
     pub wait_seconds: Option<f64>,
 }
 
-/// Figures of a partitioned run beyond the single-engine report.
+/// Figures of a partitioned run beyond the single-engine report: part of the `workers` object of
+/// `netloom sim --json` (docs/partition.md).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ParallelReport {
+    /// Worker threads, one engine each.
     pub workers: usize,
-    pub lookahead_ns: u64,
+    /// The lookahead the run was given, in ns: how far workers may run apart, the least delay of
+    /// a pipe whose exit another worker handles (`Ownership::lookahead`); `None` (`null` in
+    /// JSON) when no pipe crosses workers, so they never wait for each other.
+    pub lookahead_ns: Option<u64>,
     /// Lock-step windows the run took.
     pub windows: u64,
+    /// One entry per worker, worker 0 first.
     pub per_worker: Vec<WorkerReport>,
 }
 
@@ -181,7 +187,7 @@ pub fn run(
     let report = Report::build(&merged, opts.seed, shared.end, wall);
     let parallel = ParallelReport {
         workers: n,
-        lookahead_ns: lookahead.as_nanos(),
+        lookahead_ns: Some(lookahead.as_nanos()).filter(|&ns| ns != u64::MAX),
         windows,
         per_worker,
     };
