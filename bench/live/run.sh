@@ -8,8 +8,10 @@
 #      100 Gbit/s link, busy precision, with GSO (the default) and with --no-gso:
 #      64-byte UDP (highest lossless rate by a search, and what arrives at full offered rate)
 #      and TCP (iperf3, 5 s); and TCP alone with GSO and the link's default queue;
-#   2. round trip of a direct veth pair between two namespaces against both paths (sockperf
-#      ping-pong, UDP, 14-byte messages);
+#   2. round trip of a direct veth pair between two namespaces against the forwarder and
+#      netloom's zero-delay link in every precision of PRECISIONS: sockperf ping-pong (UDP,
+#      14-byte messages, 1000 a second) and ping (ICMP, 20 ms and 2 ms apart), in ROUNDS rounds
+#      that alternate the paths, so that drift of the machine hits every path alike;
 #   3. one-way delay error at 0, 100 us, 1 ms and 10 ms link delay, busy and hybrid precision:
 #      (RTT - 2 x delay - zero-delay median RTT) / 2 per sockperf sample, the zero-delay median
 #      measured in the same run just before `netloom link set` gives the link its delay (BASE=
@@ -41,7 +43,9 @@
 # real-time priority, SCHED_FIFO 10, so that no other task on their CPU delays their wake-ups).
 # Every result row records the load average (1 min) when it was measured. Takes about 7 minutes
 # (AWAKE="off on": about 9; PARTS=delay PRECISIONS=busy AWAKE="off on": about 2).
-# NETLOOM_SOURCE names the source revision when the tree is not a git checkout.
+# NETLOOM_SOURCE names the source revision when the tree is not a git checkout. NETLOOM_BIN runs
+# that netloom binary instead of building this tree's (to measure another revision in the same
+# session), ROUNDS (3) sets the rounds of section 2.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$(pwd)
@@ -57,6 +61,7 @@ AWAKE=${AWAKE:-off}
 PATHS=${PATHS:-floor staged fwd-gso netloom no-gso default-queue}
 SOCKPERF_FLAGS=${SOCKPERF_FLAGS:-}
 PROGRAMS_RT=${PROGRAMS_RT:-0}
+ROUNDS=${ROUNDS:-3}
 rt=()
 [ "$PROGRAMS_RT" = 1 ] && rt=(chrt -f 10)
 part() { [[ " $PARTS " == *" $1 "* ]]; }
@@ -78,7 +83,7 @@ done
 
 cargo build --release -p netloom -p netloom-bench >&2
 bin="${CARGO_TARGET_DIR:-target}/release"
-netloom="$bin/netloom"
+netloom="${NETLOOM_BIN:-$bin/netloom}"
 forward="$bin/tun-forward"
 
 work=$(mktemp -d)
@@ -226,32 +231,55 @@ pingpong() { # pingpong LOGFILE ADDRESS RUN...: sockperf ping-pong, every sample
     "$@" sockperf pp -i "$addr" -p $PORT -t "$SECONDS_PP" --mps 1000 --full-rtt --full-log "$log" \
         $SOCKPERF_FLAGS >/dev/null 2>&1
 }
+ping_run() { # ping_run LOGFILE INTERVAL ADDRESS RUN...: ping's output, one line per echo
+    local log=$1 interval=$2 addr=$3; shift 3
+    "$@" ping -c "$PING_COUNT" -i "$interval" "$addr" >"$log" 2>&1 || true
+}
+PING_COUNT=${PING_COUNT:-200}
+rtt_tools() { # rtt_tools TAG ADDRESS RUN...: sockperf and both pings over one path, round $round
+    local tag=$1 addr=$2; shift 2
+    "$@" ping -c 3 -i 0.01 "$addr" >/dev/null 2>&1 || true
+    pingpong "$work/$tag-sp-$round.csv" "$addr" "$@"
+    ping_run "$work/$tag-p20-$round.txt" 0.02 "$addr" "$@"
+    ping_run "$work/$tag-p2-$round.txt" 0.002 "$addr" "$@"
+}
 if part rtt; then
-    ip netns add lbv1
-    ip netns add lbv2
-    ip link add lbva netns lbv1 type veth peer lbvb netns lbv2
-    ip -n lbv1 addr add 10.99.0.1/24 dev lbva
-    ip -n lbv2 addr add 10.99.0.2/24 dev lbvb
-    ip -n lbv1 link set lbva up
-    ip -n lbv2 link set lbvb up
-    ip -n lbv1 link set lo up
-    ip -n lbv2 link set lo up
-    ip netns exec lbv2 taskset -c 0 "${rt[@]}" sockperf sr -i 10.99.0.2 -p $PORT >/dev/null 2>&1 &
-    srv=$!
-    sleep 0.3
-    pingpong "$work/veth.csv" 10.99.0.2 ip netns exec lbv1 taskset -c 0 "${rt[@]}"
-    kill "$srv"; wait "$srv" 2>/dev/null || true
-    ip netns del lbv1; ip netns del lbv2
+    : >"$work/rtt-paths"
+    for round in $(seq "$ROUNDS"); do
+        ip netns add lbv1
+        ip netns add lbv2
+        ip link add lbva netns lbv1 type veth peer lbvb netns lbv2
+        ip -n lbv1 addr add 10.99.0.1/24 dev lbva
+        ip -n lbv2 addr add 10.99.0.2/24 dev lbvb
+        ip -n lbv1 link set lbva up
+        ip -n lbv2 link set lbvb up
+        ip -n lbv1 link set lo up
+        ip -n lbv2 link set lo up
+        ip netns exec lbv2 taskset -c 0 "${rt[@]}" sockperf sr -i 10.99.0.2 -p $PORT >/dev/null 2>&1 &
+        srv=$!
+        sleep 0.3
+        rtt_tools veth 10.99.0.2 ip netns exec lbv1 taskset -c 0 "${rt[@]}"
+        kill "$srv"; wait "$srv" 2>/dev/null || true
+        ip netns del lbv1; ip netns del lbv2
 
-    start_forwarder
-    x h2 sockperf sr -i "$H2" -p $PORT >/dev/null 2>&1 &
-    sleep 0.3
-    pingpong "$work/fwd.csv" "$H2" x h1
-    stop_emulator
+        start_forwarder
+        x h2 sockperf sr -i "$H2" -p $PORT >/dev/null 2>&1 &
+        sleep 0.3
+        rtt_tools fwd "$H2" x h1
+        stop_emulator
+
+        for precision in $PRECISIONS; do
+            start_netloom 0us "$precision"
+            x h2 sockperf sr -i "$H2" -p $PORT >/dev/null 2>&1 &
+            sleep 0.3
+            rtt_tools "nl-$precision" "$H2" x h1
+            stop_emulator
+            echo "$(lateness)" >>"$work/nl-$precision-lateness"
+        done
+    done
 fi
 
 : >"$work/error.md"
-: >"$work/rtt-nl.md"
 if part delay; then
     # One netloom run per delay. Its zero-delay RTT moves between runs on this machine (two
     # regimes, about 9 and about 21 us, from one minute to the next), so each run first measures
@@ -278,7 +306,6 @@ if part delay; then
             stop_emulator
             if [ "$delay" = 0 ]; then
                 cp "$work/nl-$tag-0.csv" "$work/nl0-$tag.csv"
-                echo "| netloom, zero delay, $mode | $(python3 bench/live/stats.py rtt "$work/nl0-$tag.csv" | awk '{print $2" | "$3" | "$4" | "$1}') | $(lateness) |" >>"$work/rtt-nl.md"
                 base_file="$work/nl-$tag-0.csv"
             elif [ "${BASE:-inline}" = separate ]; then
                 base_file="$work/nl0-$tag.csv"
@@ -332,7 +359,6 @@ if part workers; then
 fi
 
 # --- report ------------------------------------------------------------------------------------------
-rtt_row() { python3 bench/live/stats.py rtt "$1" | awk '{print $2" | "$3" | "$4" | "$1}'; }
 report=$(mktemp)
 {
     echo "# netloom live benchmarks"
@@ -340,7 +366,7 @@ report=$(mktemp)
     echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($(nproc) vCPUs), kernel $(uname -r)"
     echo "- source: $(git -C "$repo" describe --always --dirty 2>/dev/null || echo "${NETLOOM_SOURCE:-unknown}")"
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "- command: \`bench/live/run.sh\` (SECONDS_TCP=$SECONDS_TCP SECONDS_UDP=$SECONDS_UDP SECONDS_PP=$SECONDS_PP PARTS=\"$PARTS\" UDP_WINDOW=\"$UDP_WINDOW\" AWAKE=\"$AWAKE\" PATHS=\"$PATHS\" PRECISIONS=\"$PRECISIONS\" SOCKPERF_FLAGS=\"$SOCKPERF_FLAGS\" PROGRAMS_RT=$PROGRAMS_RT)"
+    echo "- command: \`bench/live/run.sh\` (SECONDS_TCP=$SECONDS_TCP SECONDS_UDP=$SECONDS_UDP SECONDS_PP=$SECONDS_PP PARTS=\"$PARTS\" UDP_WINDOW=\"$UDP_WINDOW\" AWAKE=\"$AWAKE\" PATHS=\"$PATHS\" PRECISIONS=\"$PRECISIONS\" SOCKPERF_FLAGS=\"$SOCKPERF_FLAGS\" PROGRAMS_RT=$PROGRAMS_RT ROUNDS=$ROUNDS${NETLOOM_BIN:+ NETLOOM_BIN=$NETLOOM_BIN})"
     echo "- emulator pinned to CPU 1 (but in \"One driver against two\"), programs to CPU 0; iperf3 $(iperf3 --version | head -1 | cut -d' ' -f2), sockperf $(sockperf --version 2>&1 | head -1 | awk '{print $3}')"
     if part throughput; then
     echo
@@ -368,23 +394,32 @@ report=$(mktemp)
     fi
     if part rtt; then
     echo
-    echo "## Round trip added over a direct veth pair"
+    echo "## Zero-delay round trip against a direct veth pair"
     echo
-    echo "sockperf ping-pong (UDP, 14-byte messages, 1000 a second, ${SECONDS_PP} s, --full-rtt), µs:"
+    echo "$ROUNDS rounds, each path in turn in every round (samples pooled): sockperf ping-pong (UDP, 14-byte"
+    echo "messages, 1000 a second, ${SECONDS_PP} s, --full-rtt), and ping -4 of $PING_COUNT echoes 20 ms and 2 ms"
+    echo "apart (ICMP, 84 bytes on the wire). netloom: two hosts on one 100 Gbit/s link of zero delay,"
+    echo "\`--cpu 1\`, default flags otherwise. RTT p50 / p99 in µs; \"added\": over the veth pair, same tool."
     echo
-    echo "| path | RTT p50 | RTT p99 | RTT p99.9 | samples | netloom lateness p50 / p99 / p99.9 µs |"
-    echo "|---|---:|---:|---:|---:|---|"
-    echo "| veth pair | $(rtt_row "$work/veth.csv") | – |"
-    echo "| plain TUN forwarder | $(rtt_row "$work/fwd.csv") | – |"
-    cat "$work/rtt-nl.md"
+    echo "| path | sockperf p50 / p99 | added | ping 20 ms p50 / p99 | added | ping 2 ms p50 / p99 | added |"
+    echo "|---|---|---|---|---|---|---|"
+    for tag in veth fwd $(for p in $PRECISIONS; do echo "nl-$p"; done); do
+        row="| $tag |"
+        for tool in sp p20 p2; do
+            kind=ping; [ "$tool" = sp ] && kind=rtt
+            ext=txt; [ "$tool" = sp ] && ext=csv
+            # shellcheck disable=SC2086 # one file per round
+            read -r _ t50 t99 _ < <(python3 bench/live/stats.py $kind "$work"/$tag-$tool-*.$ext)
+            # shellcheck disable=SC2086
+            read -r _ v50 v99 _ < <(python3 bench/live/stats.py $kind "$work"/veth-$tool-*.$ext)
+            row="$row $t50 / $t99 | +$(echo "$t50 - $v50" | bc -l) / +$(echo "$t99 - $v99" | bc -l) |"
+        done
+        echo "$row" | sed 's/+-/-/g'
+    done
     echo
-    read -r _ v50 v99 _ < <(python3 bench/live/stats.py rtt "$work/veth.csv")
-    read -r _ f50 f99 _ < <(python3 bench/live/stats.py rtt "$work/fwd.csv")
-    if [ -f "$work/nl0-busy-off.csv" ]; then
-        read -r _ n50 n99 _ < <(python3 bench/live/stats.py rtt "$work/nl0-busy-off.csv")
-        echo "Added over veth by netloom (busy): p50 $(echo "$n50 - $v50" | bc -l) µs, p99 $(echo "$n99 - $v99" | bc -l) µs;"
-    fi
-    echo "by the plain forwarder: p50 $(echo "$f50 - $v50" | bc -l) µs, p99 $(echo "$f99 - $v99" | bc -l) µs."
+    for p in $PRECISIONS; do
+        echo "netloom $p, lateness p50 / p99 / p99.9 µs per round: $(paste -sd';' "$work/nl-$p-lateness")"
+    done
     fi
     if part workers; then
     echo
