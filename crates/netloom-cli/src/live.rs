@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use netloom_live::protocol::{call, socket_path};
 use netloom_live::{Direction, LinkChange, Report, Request};
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Args)]
@@ -43,6 +44,11 @@ pub struct ShellArgs {
     host: String,
 }
 
+/// Where a detached run's output goes: `netloom stop` prints and removes it.
+pub fn log_path(name: &str) -> PathBuf {
+    netloom_os::registry_dir().join(format!("{name}.log"))
+}
+
 /// How long `stop` waits for the emulator to tear down before removing what is left itself.
 const STOP_WAIT: Duration = Duration::from_secs(20);
 
@@ -50,7 +56,7 @@ pub fn stop(args: StopArgs) -> Result<()> {
     let record = netloom_os::stop(args.name.as_deref(), STOP_WAIT)?;
     // A detached run wrote its output, the final report included, to its log: show it, then
     // remove the log so nothing is left behind.
-    let log = crate::run::log_path(&record.name);
+    let log = log_path(&record.name);
     if let Ok(text) = std::fs::read_to_string(&log) {
         let _ = std::fs::remove_file(&log);
         print!("{text}");
@@ -63,7 +69,7 @@ pub fn clean(args: CleanArgs) -> Result<()> {
     let report = netloom_os::clean(args.name.as_deref())?;
     println!("{report}");
     for name in &report.experiments {
-        let log = crate::run::log_path(name);
+        let log = log_path(name);
         if std::fs::remove_file(&log).is_ok() {
             println!("removed {}", log.display());
         }

@@ -183,7 +183,7 @@ fn detach(name: &str, add_name: bool) -> Result<()> {
     let dir = netloom_os::registry_dir();
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let ready = dir.join(format!("{name}.ready"));
-    let log_path = log_path(name);
+    let log_path = crate::live::log_path(name);
     let _ = std::fs::remove_file(&ready);
     let log = std::fs::File::create(&log_path)
         .with_context(|| format!("creating {}", log_path.display()))?;
@@ -232,11 +232,6 @@ fn detach(name: &str, add_name: bool) -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// Where a detached run's output goes: `netloom stop` prints and removes it.
-pub fn log_path(name: &str) -> PathBuf {
-    netloom_os::registry_dir().join(format!("{name}.log"))
 }
 
 fn default_name(file: &Path) -> Result<String> {

@@ -1,16 +1,18 @@
-//! Parsing the file's link parameters into `LinkPatch`es and finishing a layered patch into a pipe.
+//! Parsing the file's link parameters into `LinkPatch`es and finishing a layered patch into a pipe;
+//! and the same for a change made while a link runs (`LinkPatch::from_table`, `apply`).
 
 use crate::data::DataFiles;
 use crate::doc::{Fraction, LinkParams, LossSpec};
 use crate::error::{ErrorKind, Issue, Seg, Subject};
-use crate::patch::{AqmChoice, LinkPatch, RedPatch};
-use crate::schema::did_you_mean;
+use crate::patch::{refusal, AqmChoice, LinkPatch, PatchError, RedPatch};
+use crate::schema::{self, did_you_mean};
 use crate::units::{self, UnitError};
 use netloom_link::{
     Aqm, LossModel, PipeConfig, PipeData, QueueLimit, RedParams, Standard, Wireless,
     DEFAULT_PACKET_BYTES, DEFAULT_RETRY_LIMIT,
 };
 use netloom_time::{Duration, Rate};
+use serde_json::{Map, Value};
 use std::sync::Arc;
 
 /// RED's minimum threshold when none is given, in packets (times 1500 bytes for a byte queue).
@@ -383,4 +385,60 @@ pub(crate) fn parse_layer(
         prefix: prefix.to_string(),
     }
     .parse(p)
+}
+
+impl LinkPatch {
+    /// The patch a table of link parameters sets, with keys and values as in a link table of
+    /// the topology file (`{"delay": "5ms", "red": {"min_th": 5}}`), checked by the same code
+    /// and refused with the same messages. JSON `null` counts as an absent key, as in the file.
+    pub fn from_table(table: &Map<String, Value>) -> Result<LinkPatch, PatchError> {
+        if table.values().all(Value::is_null) {
+            return Err(PatchError::Empty);
+        }
+        if let Some(refusal) = table.keys().find_map(|key| refusal(key)) {
+            return Err(refusal);
+        }
+        let params = schema::read_params(table).map_err(loader_error)?;
+        let mut issues = Vec::new();
+        // No data file is named (their keys were refused), so none is read from this directory.
+        let mut files = DataFiles::new("");
+        let patch = parse_layer(
+            &mut issues,
+            &mut files,
+            &params,
+            Vec::new(),
+            Subject::None,
+            "",
+        );
+        if issues.is_empty() {
+            Ok(patch)
+        } else {
+            Err(loader_error(issues))
+        }
+    }
+
+    /// `current` with every key this patch sets replaced, checked as a finished link of the file
+    /// is. What the patch does not set stays exactly as it is, a queue limit that was defaulted
+    /// from the rate and delay included, and RED thresholds too: they keep their numbers when
+    /// `queue` changes between packets and bytes, so a patch doing that should set them as well.
+    ///
+    /// Data files are not part of a `PipeConfig`, so the pipe keeps its own, and the checks that
+    /// involve them are the caller's: the file refuses a link that is both wireless and driven
+    /// by a trace, and this cannot see a trace.
+    pub fn apply(&self, current: &PipeConfig) -> Result<PipeConfig, PatchError> {
+        let layered = LinkPatch::from(current).under(self);
+        match finish(&layered, None) {
+            Ok((config, _)) => Ok(config),
+            Err(problems) => {
+                let messages: Vec<String> = problems.into_iter().map(|(_, m)| m).collect();
+                Err(PatchError::InvalidLink(messages.join("; ")))
+            }
+        }
+    }
+}
+
+/// The loader's messages of what is wrong, on one line.
+fn loader_error(issues: Vec<Issue>) -> PatchError {
+    let messages: Vec<String> = issues.into_iter().map(|i| i.message).collect();
+    PatchError::BadValue(messages.join("; "))
 }

@@ -1,10 +1,9 @@
-//! `LinkPatch`: link parameters as far as one place sets them, and applying them to a pipe.
+//! `LinkPatch`: link parameters as far as one place sets them, what a change may set, and the
+//! words a client writes them in. Parsing a table into a patch and applying a patch to a pipe are
+//! `layer`'s, beside the file's own parsing.
 
-use crate::data::DataFiles;
-use crate::error::{Issue, Subject};
 use crate::import::params::{insert, typed};
-use crate::layer::{finish, parse_layer};
-use crate::schema::{self, did_you_mean, suggest, DATA_KEYS, LINK_KEYS, VALUE_KEYS};
+use crate::schema::{did_you_mean, suggest, DATA_KEYS, LINK_KEYS, VALUE_KEYS};
 use netloom_link::{Aqm, DelayProfile, LossModel, PipeConfig, QueueLimit, Standard, Trace};
 use netloom_time::{Duration, Rate};
 use serde_json::{Map, Value};
@@ -115,35 +114,6 @@ impl LinkPatch {
     /// `a_to_b`, `b_to_a`, `schedule`, `markov`).
     pub const KEYS: &'static [&'static str] = VALUE_KEYS;
 
-    /// The patch a table of link parameters sets, with keys and values as in a link table of
-    /// the topology file (`{"delay": "5ms", "red": {"min_th": 5}}`), checked by the same code
-    /// and refused with the same messages. JSON `null` counts as an absent key, as in the file.
-    pub fn from_table(table: &Map<String, Value>) -> Result<LinkPatch, PatchError> {
-        if table.values().all(Value::is_null) {
-            return Err(PatchError::Empty);
-        }
-        if let Some(refusal) = table.keys().find_map(|key| refusal(key)) {
-            return Err(refusal);
-        }
-        let params = schema::read_params(table).map_err(loader_error)?;
-        let mut issues = Vec::new();
-        // No data file is named (their keys were refused), so none is read from this directory.
-        let mut files = DataFiles::new("");
-        let patch = parse_layer(
-            &mut issues,
-            &mut files,
-            &params,
-            Vec::new(),
-            Subject::None,
-            "",
-        );
-        if issues.is_empty() {
-            Ok(patch)
-        } else {
-            Err(loader_error(issues))
-        }
-    }
-
     /// The patch `key=value` words set, as `netloom link set A B delay=5ms loss=1%` gives them:
     /// [`LinkPatch::table_from_words`] then [`LinkPatch::from_table`].
     pub fn from_words(words: &[impl AsRef<str>]) -> Result<LinkPatch, PatchError> {
@@ -180,25 +150,6 @@ impl LinkPatch {
                 .map_err(|why| PatchError::BadValue(format!("{name}: {why}")))?;
         }
         Ok(table)
-    }
-
-    /// `current` with every key this patch sets replaced, checked as a finished link of the file
-    /// is. What the patch does not set stays exactly as it is, a queue limit that was defaulted
-    /// from the rate and delay included, and RED thresholds too: they keep their numbers when
-    /// `queue` changes between packets and bytes, so a patch doing that should set them as well.
-    ///
-    /// Data files are not part of a `PipeConfig`, so the pipe keeps its own, and the checks that
-    /// involve them are the caller's: the file refuses a link that is both wireless and driven
-    /// by a trace, and this cannot see a trace.
-    pub fn apply(&self, current: &PipeConfig) -> Result<PipeConfig, PatchError> {
-        let layered = LinkPatch::from(current).under(self);
-        match finish(&layered, None) {
-            Ok((config, _)) => Ok(config),
-            Err(problems) => {
-                let messages: Vec<String> = problems.into_iter().map(|(_, m)| m).collect();
-                Err(PatchError::InvalidLink(messages.join("; ")))
-            }
-        }
     }
 
     /// The first key naming a data file (`mac_profile`, `trace`) this patch sets, if any.
@@ -285,7 +236,7 @@ impl From<&PipeConfig> for LinkPatch {
 }
 
 /// Why a patch cannot set `key`, if it cannot.
-fn refusal(key: &str) -> Option<PatchError> {
+pub(crate) fn refusal(key: &str) -> Option<PatchError> {
     let key = key.to_string();
     if VALUE_KEYS.contains(&key.as_str()) {
         None
@@ -301,12 +252,6 @@ fn key_hint(word: &str) -> String {
     suggest(word, LinkPatch::KEYS)
         .map(|key| format!(" (did you mean \"{key}=...\"?)"))
         .unwrap_or_default()
-}
-
-/// The loader's messages of what is wrong, on one line.
-fn loader_error(issues: Vec<Issue>) -> PatchError {
-    let messages: Vec<String> = issues.into_iter().map(|i| i.message).collect();
-    PatchError::BadValue(messages.join("; "))
 }
 
 #[cfg(test)]
