@@ -326,8 +326,9 @@ impl Engine {
             .is_none_or(|w| w.ownership.pipe_owner(pipe) == w.me)
     }
 
-    /// Does this engine handle host `host` (by position in `Topology::hosts`)?
-    fn owns_host(&self, host: u32) -> bool {
+    /// Does this engine handle host `host` (by position in `Topology::hosts`): read what it sends,
+    /// and drive its synthetic flows? A single engine handles every host.
+    pub fn owns_host(&self, host: u32) -> bool {
         self.worker
             .as_ref()
             .is_none_or(|w| w.ownership.host_owner(host) == w.me)

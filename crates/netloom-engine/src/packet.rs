@@ -60,6 +60,12 @@ impl Handoff {
         self.at
     }
 
+    /// The destination host (by position in `Topology::hosts`) when the packet is delivered
+    /// there as it leaves `pipe`, its last pipe; `None` when it has pipes to go.
+    pub fn delivers_to(&self) -> Option<u32> {
+        (self.packet.next == DELIVER).then_some(self.packet.dst_host)
+    }
+
     /// The caller's handle, for a packet handed in with `Engine::inject`.
     pub fn token(&self) -> Option<u64> {
         match self.packet.body {

@@ -73,6 +73,8 @@ pub struct Driver<I: PacketIo, C: Clock> {
     priority: Option<Box<dyn FnMut(bool) + Send>>,
     /// What `priority` was last told.
     realtime: bool,
+    /// Whether this driver reads host h (the hosts its engine owns).
+    reads: Vec<bool>,
 }
 
 impl<I: PacketIo, C: Clock> Driver<I, C> {
@@ -100,6 +102,9 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             .flat_map(|(i, addrs)| addrs.iter().map(move |a| (*a, i as u32)))
             .collect();
         let pool = Pool::new(small, config.max_in_flight, large, max_large);
+        let reads = (0..host_nodes.len())
+            .map(|h| engine.owns_host(h as u32))
+            .collect();
         Driver {
             counters: vec![HostCounters::default(); host_nodes.len()],
             payloads: Payloads::new(pool, engine.worker() as u16),
@@ -117,6 +122,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             inbox: None,
             priority: None,
             realtime: true,
+            reads,
             engine,
         }
     }
@@ -515,7 +521,14 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             i = end;
         }
         self.outbox.clear();
-        self.payloads.post_handoffs(&mut self.engine);
+        // A packet another worker will deliver to a host this one reads: the host's answer,
+        // made within that write, should find this driver awake.
+        let (reads, waiter) = (&self.reads, &mut self.waiter);
+        self.payloads.post_handoffs(&mut self.engine, |handoff| {
+            if handoff.delivers_to().is_some_and(|h| reads[h as usize]) {
+                waiter.expect(handoff.at());
+            }
+        });
         Ok(())
     }
 }

@@ -117,11 +117,13 @@ impl Payloads {
     /// super-packet rebuilt as the packet it stands for), releasing this worker's copy. Call
     /// after the holds and releases of the same turn: a hold posted to a payload's home must
     /// reach it before any release that a hand-off posted now could cause at another worker.
-    pub fn post_handoffs(&mut self, engine: &mut Engine) {
+    /// `seen` is shown every hand-off before it goes.
+    pub fn post_handoffs(&mut self, engine: &mut Engine, mut seen: impl FnMut(&Handoff)) {
         let (ship, me) = (engine.ships_payloads(), usize::from(self.me));
         for to in (0..self.posts.len()).filter(|&k| k != me) {
             if !ship {
                 for handoff in engine.take_handoffs(to) {
+                    seen(&handoff);
                     self.posts[to].send(Message::Handoff(handoff));
                 }
                 continue;
@@ -129,6 +131,7 @@ impl Payloads {
             let mut shipping = std::mem::take(&mut self.shipping);
             shipping.extend(engine.take_handoffs(to));
             for handoff in shipping.drain(..) {
+                seen(&handoff);
                 let token = handoff.token().expect("live packets come from outside");
                 let bytes = self.wire_packet(token);
                 self.pool.release(untoken(token).1);
