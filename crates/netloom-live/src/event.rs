@@ -56,38 +56,57 @@ pub enum Event {
     },
 }
 
-/// The subscribers of one run.
+/// The subscribers of one run, and its `Started` event, which every subscriber gets first (the
+/// run starts before anyone can subscribe to it).
 #[derive(Debug, Default)]
 pub(crate) struct Events {
-    subscribers: Mutex<Vec<(SyncSender<Event>, Arc<AtomicU64>)>>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Each subscriber's queue and its count of lost events.
+    subscribers: Vec<(SyncSender<Event>, Arc<AtomicU64>)>,
+    /// The run's `Started` event, once published.
+    started: Option<Event>,
 }
 
 impl Events {
-    /// A new subscriber, which sees every event from now on.
+    /// A new subscriber: it sees the run's `Started` event, then every event from now on.
     pub fn subscribe(&self) -> Subscription {
         let (tx, rx) = mpsc::sync_channel(QUEUE);
         let lost = Arc::new(AtomicU64::new(0));
-        self.subscribers
+        let mut state = self
+            .state
             .lock()
-            .expect("no subscriber panics holding the lock")
-            .push((tx, lost.clone()));
+            .expect("no publisher panics holding the lock");
+        if let Some(started) = &state.started {
+            tx.try_send(started.clone())
+                .expect("an empty queue has room");
+        }
+        state.subscribers.push((tx, lost.clone()));
         Subscription { rx, lost }
     }
 
     /// Gives `event` to every subscriber that has room; one that is gone is forgotten.
     pub fn publish(&self, event: Event) {
-        let mut subscribers = self
-            .subscribers
+        let mut state = self
+            .state
             .lock()
-            .expect("no subscriber panics holding the lock");
-        subscribers.retain(|(tx, lost)| match tx.try_send(event.clone()) {
-            Ok(()) => true,
-            Err(TrySendError::Full(_)) => {
-                lost.fetch_add(1, Ordering::Relaxed);
-                true
-            }
-            Err(TrySendError::Disconnected(_)) => false,
-        });
+            .expect("no publisher panics holding the lock");
+        if matches!(event, Event::Started { .. }) {
+            state.started = Some(event.clone());
+        }
+        state
+            .subscribers
+            .retain(|(tx, lost)| match tx.try_send(event.clone()) {
+                Ok(()) => true,
+                Err(TrySendError::Full(_)) => {
+                    lost.fetch_add(1, Ordering::Relaxed);
+                    true
+                }
+                Err(TrySendError::Disconnected(_)) => false,
+            });
     }
 }
 
@@ -134,10 +153,26 @@ mod tests {
         drop(slow);
         events.publish(stopped("last"));
         assert_eq!(
-            events.subscribers.lock().unwrap().len(),
+            events.state.lock().unwrap().subscribers.len(),
             1,
             "a gone one is forgotten"
         );
+    }
+
+    #[test]
+    fn a_late_subscriber_still_sees_the_start_first() {
+        let events = Events::default();
+        let started = Event::Started {
+            experiment: "lab".into(),
+            hosts: 2,
+            workers: 1,
+        };
+        events.publish(started.clone());
+        events.publish(stopped("before"));
+        let late = events.subscribe();
+        events.publish(stopped("after"));
+        let got: Vec<Event> = late.events().try_iter().collect();
+        assert_eq!(got, [started, stopped("after")]);
     }
 
     #[test]

@@ -4,12 +4,12 @@
 //! publishes what happens to its subscribers, and tears everything down when stopped or dropped.
 //! The CLI, and any other client, only parses, prints and waits.
 
-use crate::accuracy::Thresholds;
 use crate::clock::{Clock, SystemClock};
 use crate::control::{ControlError, Controller};
 use crate::driver::{Driver, DriverConfig};
 use crate::event::{Event, Events, Subscription};
 use crate::message::{Direction, LinkChange, Request};
+use crate::monitor::Monitor;
 use crate::plan::{Placement, Plan, PlanError};
 use crate::protocol::{socket_path, Reply, VERSION};
 use crate::report::{Report, RunInfo};
@@ -22,13 +22,10 @@ use serde_json::{Map, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// How long a request waits for the workers' answers.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
-/// How often the accuracy monitor looks, and over what interval an alarm judges lateness.
-pub const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
 /// How often `wait` looks at the signal flag.
 const SIGNAL_LOOK: Duration = Duration::from_millis(100);
 
@@ -231,16 +228,20 @@ impl Experiment {
             precision: options.precision,
             thresholds: options.thresholds,
         };
-        let engines = match &plan.ownership {
-            Some(o) => Engine::partitioned_all(&plan.topology, &plan.routes, options.seed, o),
-            None => vec![Engine::with_routes(
-                plan.topology.clone(),
-                plan.routes.clone(),
-                options.seed,
-            )],
+        let Plan {
+            topology,
+            routes,
+            ownership,
+            hosts: reads,
+            cpus,
+            ..
+        } = plan;
+        let engines = match &ownership {
+            Some(o) => Engine::partitioned_all(&topology, &routes, options.seed, o),
+            None => vec![Engine::with_routes(topology, routes, options.seed)],
         };
         let mut drivers = Vec::with_capacity(engines.len());
-        for (engine, reads) in engines.into_iter().zip(&plan.hosts) {
+        for (engine, reads) in engines.into_iter().zip(&reads) {
             let mut io = TunIo::new(testbed.tuns().clone(), reads.clone())?;
             if !options.gso {
                 io.set_gso(false)?;
@@ -271,7 +272,7 @@ impl Experiment {
         let realtime = options.realtime && options.precision != crate::wait::Precision::Busy;
         for (k, driver) in drivers.into_iter().enumerate() {
             let halt = experiment.halt.clone();
-            let worker = Worker::spawn(k, driver, plan.cpus[k], realtime, halt, bell.clone())
+            let worker = Worker::spawn(k, driver, cpus[k], realtime, halt, bell.clone())
                 .map_err(io_error("starting a worker thread"))?;
             experiment.workers.push(worker);
         }
@@ -284,7 +285,17 @@ impl Experiment {
             Server::start(&path, handler)
                 .map_err(io_error(&format!("listening on {}", path.display())))?,
         );
-        experiment.monitor = Some(monitor(experiment.shared.clone(), options.thresholds)?);
+        experiment.monitor = Some({
+            let (ask, publish) = (experiment.shared.clone(), experiment.shared.clone());
+            let clock = *experiment.shared.controller.clock();
+            Monitor::start(
+                options.thresholds,
+                move || ask.controller.accuracy().wait(ANSWER_TIMEOUT).ok(),
+                move |event| publish.events.publish(event),
+                move || clock.now(),
+            )
+            .map_err(io_error("starting the accuracy monitor"))?
+        });
         experiment.shared.events.publish(Event::Started {
             experiment: options.name,
             hosts: experiment.shared.info.hosts.len(),
@@ -426,69 +437,4 @@ impl Drop for Experiment {
             let _ = self.shutdown("dropped");
         }
     }
-}
-
-/// The accuracy monitor's thread: every `MONITOR_INTERVAL` it compares the workers' accuracy
-/// with the last look and publishes an alarm when the interval's late releases pass the run's
-/// threshold, or when any hand-off was late or any packet lost outside the model. Parked in
-/// between, so it costs the workers one cheap order a second.
-struct Monitor {
-    thread: JoinHandle<()>,
-    halt: Arc<AtomicBool>,
-}
-
-impl Monitor {
-    fn stop(self) {
-        self.halt.store(true, Ordering::SeqCst);
-        self.thread.thread().unpark();
-        let _ = self.thread.join();
-    }
-}
-
-fn monitor(shared: Arc<Shared>, thresholds: Thresholds) -> Result<Monitor, LiveError> {
-    let halt = Arc::new(AtomicBool::new(false));
-    let stop = halt.clone();
-    let thread = std::thread::Builder::new()
-        .name("netloom-monitor".into())
-        .spawn(move || {
-            let mut last = [0u64; 4];
-            let mut last_at = shared.controller.clock().now();
-            loop {
-                let until = std::time::Instant::now() + MONITOR_INTERVAL;
-                while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
-                    if stop.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    std::thread::park_timeout(left);
-                }
-                let Ok(parts) = shared.controller.accuracy().wait(ANSWER_TIMEOUT) else {
-                    continue;
-                };
-                let now = shared.controller.clock().now();
-                let total = parts.iter().fold([0u64; 4], |t, a| {
-                    [
-                        t[0] + a.released,
-                        t[1] + a.late,
-                        t[2] + a.late_handoffs,
-                        t[3] + a.physical_drops,
-                    ]
-                });
-                let d: Vec<u64> = total.iter().zip(last).map(|(t, l)| t - l).collect();
-                let late_beyond =
-                    d[1] > 0 && d[1] as f64 > thresholds.max_late_fraction * d[0].max(1) as f64;
-                if late_beyond || d[2] > 0 || d[3] > 0 {
-                    shared.events.publish(Event::AccuracyAlarm {
-                        at_ns: now.as_nanos(),
-                        interval_ns: now.saturating_since(last_at).as_nanos(),
-                        released: d[0],
-                        late: d[1],
-                        late_handoffs: d[2],
-                        physical_drops: d[3],
-                    });
-                }
-                (last, last_at) = (total, now);
-            }
-        })
-        .map_err(io_error("starting the accuracy monitor"))?;
-    Ok(Monitor { thread, halt })
 }

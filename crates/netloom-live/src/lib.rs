@@ -8,7 +8,7 @@
 //! protocol between workers), `answer` (a worker's answers to orders), `control` (the
 //! experiment's side of those orders), `wait` (the precision modes' waiting policy), `message`
 //! (the leaf of requests, orders, answers and figures), `protocol` and `server` (the control
-//! socket), `report`, `event`, `plan`, `experiment`, and `tun_io`, `segment`, `ip`, `pool` for
+//! socket), `report`, `event`, `monitor` (accuracy alarms while a run goes on), `plan`, `experiment`, and `tun_io`, `segment`, `ip`, `pool` for
 //! the packets themselves.
 
 mod accuracy;
@@ -22,6 +22,7 @@ mod io;
 mod ip;
 mod mailbox;
 mod message;
+mod monitor;
 mod payload;
 mod plan;
 mod pool;

@@ -1,0 +1,121 @@
+//! An `Experiment` through the library alone, as a client other than the CLI would use it (root,
+//! namespaces, TUN; skipped, saying why, elsewhere): it starts from a `Plan`, a subscriber sees
+//! it start, change and stop, typed calls and the control socket answer the same, a program runs
+//! in a host through it, and stopping leaves nothing behind.
+
+use netloom_link::PipeConfig;
+use netloom_live::protocol::{call, socket_path};
+use netloom_live::{Direction, Ending, Event, Experiment, LiveError, Options, Plan, Request};
+use netloom_time::{Duration, Rate};
+use netloom_topo::{NodeKind, RoutingMetric, Topology};
+
+/// Why this test cannot run here, if it cannot.
+fn unavailable() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let root = status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .is_some_and(|l| l.split_whitespace().nth(1) == Some("0"));
+    if !root {
+        return Some("not root".into());
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Some("no /dev/net/tun".into());
+    }
+    None
+}
+
+/// h1 - h2 over one 1 Gbit/s link of 1 ms.
+fn two_hosts() -> Topology {
+    let mut t = Topology::new("two", RoutingMetric::Delay);
+    let h1 = t.add_node("h1", NodeKind::Host, None);
+    let h2 = t.add_node("h2", NodeKind::Host, None);
+    let c = PipeConfig::new(Rate::bps(1_000_000_000), Duration::from_millis(1));
+    t.add_link(h1, h2, None, c, Some(c));
+    t
+}
+
+#[test]
+fn an_experiment_runs_observed_changed_and_stopped_through_the_library() {
+    if let Some(why) = unavailable() {
+        eprintln!("SKIPPED: needs root and TUN: {why}");
+        return;
+    }
+    let run_dir = std::env::temp_dir().join(format!("netloom-lib-{}", std::process::id()));
+    // Only this test of the binary uses the registry, so setting it here is safe.
+    std::env::set_var("NETLOOM_RUN_DIR", &run_dir);
+    let name = format!("lib{}", std::process::id() % 100_000);
+    let plan = Plan::new(two_hosts(), Options::new(&name), 2).unwrap();
+    let experiment = Experiment::start(plan).unwrap();
+    let events = experiment.subscribe();
+    assert!(matches!(
+        events.events().try_recv(),
+        Ok(Event::Started {
+            hosts: 2,
+            workers: 1,
+            ..
+        })
+    ));
+
+    // A program in a host, through the experiment, over the emulated link.
+    let ping = ["ping", "-c", "2", "-i", "0.1", "h2"].map(String::from);
+    let found = std::process::Command::new("sh")
+        .args(["-c", "command -v ping"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if found {
+        let out = experiment.command("h1", &ping).unwrap().output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    assert!(matches!(
+        experiment.command("h3", &ping),
+        Err(LiveError::UnknownHost { .. })
+    ));
+
+    // A typed change, seen by the subscriber; the same figures typed and over the socket.
+    let mut set = serde_json::Map::new();
+    set.insert("delay".into(), "5ms".into());
+    let change = experiment
+        .link_set("h1", "h2", Direction::Both, &set)
+        .unwrap();
+    assert_eq!(change.link, "h1-h2");
+    match events
+        .events()
+        .recv_timeout(std::time::Duration::from_secs(5))
+    {
+        Ok(Event::LinkChanged(seen)) => assert_eq!(seen, change),
+        other => panic!("expected the change, got {other:?}"),
+    }
+    let typed = experiment.stats().unwrap();
+    let socket = socket_path(&run_dir, &name);
+    let wire = call(&socket, &Request::Stats, std::time::Duration::from_secs(5)).unwrap();
+    assert_eq!(wire["experiment"], typed.experiment);
+    assert_eq!(wire["pipes"].as_array().unwrap().len(), typed.pipes.len());
+    let info = call(&socket, &Request::Info, std::time::Duration::from_secs(5)).unwrap();
+    assert_eq!(info["hosts"][1]["name"], "h2");
+    assert_eq!(info["protocol"], 1);
+
+    let report = experiment.stop(&Ending::Done).unwrap();
+    assert!(report.accuracy.physical_drops == 0);
+    match events
+        .events()
+        .recv_timeout(std::time::Duration::from_secs(5))
+    {
+        Ok(Event::Stopped { reason }) => assert_eq!(reason, "done"),
+        other => panic!("expected the stop, got {other:?}"),
+    }
+    assert!(!socket.exists(), "the control socket is gone");
+    let namespaces = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    assert!(!namespaces.contains(&name), "left behind: {namespaces}");
+    let left: Vec<_> = std::fs::read_dir(&run_dir).unwrap().flatten().collect();
+    assert!(left.is_empty(), "left in the registry: {left:?}");
+    let _ = std::fs::remove_dir_all(&run_dir);
+}
