@@ -7,7 +7,7 @@
 #[macro_use]
 mod live_common;
 
-use live_common::{median, two_hosts, Lab};
+use live_common::{trimmed_mean, two_hosts, Lab};
 
 #[test]
 fn a_10ms_link_adds_20ms_to_the_round_trip_and_names_resolve() {
@@ -16,12 +16,12 @@ fn a_10ms_link_adds_20ms_to_the_round_trip_and_names_resolve() {
     // wake-ups), then `link set` gives the link 10 ms each way.
     let mut lab = Lab::new("p", &two_hosts("0us"));
     lab.start(&["--precision", "busy"]);
-    let base = median(lab.rtts("h1", "h2", 20, "0.05"));
+    let base = trimmed_mean(lab.exact_rtts("h1", "h2", 20));
     lab.control(&["link", "set", "h1", "h2", "delay=10ms"]);
-    let delayed = median(lab.rtts("h1", "h2", 20, "0.05"));
+    let delayed = trimmed_mean(lab.exact_rtts("h1", "h2", 20));
     let added = delayed - base;
-    eprintln!("measured: median RTT {base:.3} ms at 0, {delayed:.3} ms at 10 ms: +{added:.3} ms");
-    // docs/live.md: the medians differ by 20 ms ± 0.1 ms.
+    eprintln!("measured: RTT {base:.3} ms at 0, {delayed:.3} ms at 10 ms: +{added:.3} ms");
+    // docs/live.md: the (trimmed) means differ by 20 ms ± 0.1 ms.
     assert!(
         (added - 20.0).abs() <= 0.1,
         "base {base} ms, delayed {delayed} ms"
@@ -116,8 +116,8 @@ b = "r0"
 delay = "3ms"
 "#;
 
-fn median_rtt(lab: &Lab) -> f64 {
-    median(lab.rtts("h1", "h2", 9, "0.05"))
+fn rtt(lab: &Lab) -> f64 {
+    trimmed_mean(lab.exact_rtts("h1", "h2", 10))
 }
 
 #[test]
@@ -128,25 +128,25 @@ fn link_changes_take_effect_at_once_and_routes_follow_a_link_down() {
     // Each state against the first, measured in the same run: the short way has 2 x 2.2 ms of
     // delay, the long way 2 x 6.2 ms, with r2-r3 at 1 ms 2 x 4.2 ms.
     let near = |rtt: f64, want: f64| (rtt - want).abs() <= 0.1;
-    let short = median_rtt(&lab);
+    let short = rtt(&lab);
     assert!((4.4..5.4).contains(&short), "short way: {short} ms");
     lab.control(&["link", "down", "r0", "r1"]);
-    let rtt = median_rtt(&lab);
+    let long = rtt(&lab);
     assert!(
-        near(rtt - short, 8.0),
-        "rerouted the long way: {rtt} ms, short {short}"
+        near(long - short, 8.0),
+        "rerouted the long way: {long} ms, short {short}"
     );
     lab.control(&["link", "set", "r2", "r3", "delay=1ms"]);
-    let rtt = median_rtt(&lab);
+    let faster = rtt(&lab);
     assert!(
-        near(rtt - short, 4.0),
-        "after link set: {rtt} ms, short {short}"
+        near(faster - short, 4.0),
+        "after link set: {faster} ms, short {short}"
     );
     lab.control(&["link", "up", "r0", "r1"]);
-    let rtt = median_rtt(&lab);
+    let back = rtt(&lab);
     assert!(
-        near(rtt - short, 0.0),
-        "back the short way: {rtt} ms, short {short}"
+        near(back - short, 0.0),
+        "back the short way: {back} ms, short {short}"
     );
     let out = lab.control(&["stats", "--json"]);
     let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -252,9 +252,25 @@ pub fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
 
+/// The mean of the central 80 % of `v`: it uses every ordinary echo, as a mean does, and a
+/// single echo the VM stalls for milliseconds does not move it, as a median does.
+pub fn trimmed_mean(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let cut = v.len() / 10;
+    mean(&v[cut..v.len() - cut])
+}
+
+/// The RTT in ms of a `ping -c 1` run, from its summary line ("rtt min/avg/max/mdev = ...").
+fn summary_rtt(out: &Output) -> Option<f64> {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.starts_with("rtt "))?;
+    line.split(" = ").nth(1)?.split('/').next()?.parse().ok()
+}
+
 impl Lab {
-    /// RTTs in ms of `count` pings from `from` to `to`, `interval` s apart, after checking every
-    /// echo was answered. A first short ping warms up the caches; its times are not used.
+    /// RTTs in ms of `count` pings from `from` to `to`, `interval` s apart, in one ping run,
+    /// after checking every echo was answered: for round trips under 1 ms, which ping prints to
+    /// the microsecond. A first short ping warms up the caches; its times are not used.
     pub fn rtts(&self, from: &str, to: &str, count: usize, interval: &str) -> Vec<f64> {
         self.exec(from, &["ping", "-c", "3", "-i", "0.01", to]);
         let count_arg = count.to_string();
@@ -262,5 +278,26 @@ impl Lab {
         let rtts = ping_rtts(&out);
         assert_eq!(rtts.len(), count, "every echo answered: {rtts:?}");
         rtts
+    }
+
+    /// RTTs in ms of `count` echoes from `from` to `to`, about 50 ms apart, each its own
+    /// `ping -c 1`. For round trips of milliseconds: ping prints each echo's time to three
+    /// significant digits (0.1 ms steps from 10 ms, 10 µs from 1 ms), which biases a mean or
+    /// median of echoes that jitter less than a step by up to half of one, but its summary line
+    /// to the microsecond. A first short ping warms up the caches; its times are not used.
+    pub fn exact_rtts(&self, from: &str, to: &str, count: usize) -> Vec<f64> {
+        self.exec(from, &["ping", "-c", "3", "-i", "0.01", to]);
+        (0..count)
+            .map(|k| {
+                std::thread::sleep(Duration::from_millis(50));
+                let out = self.exec(from, &["ping", "-c", "1", "-W", "2", to]);
+                summary_rtt(&out).unwrap_or_else(|| {
+                    panic!(
+                        "echo {k} of {count} unanswered: {}",
+                        String::from_utf8_lossy(&out.stdout)
+                    )
+                })
+            })
+            .collect()
     }
 }
