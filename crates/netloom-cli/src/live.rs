@@ -68,10 +68,28 @@ pub fn stop(args: StopArgs) -> Result<()> {
 pub fn clean(args: CleanArgs) -> Result<()> {
     let report = netloom_os::clean(args.name.as_deref())?;
     println!("{report}");
-    for name in &report.experiments {
-        let log = log_path(name);
-        if std::fs::remove_file(&log).is_ok() {
-            println!("removed {}", log.display());
+    // The logs of detached runs that no running experiment owns: those of the experiments just
+    // cleaned, and those of runs that ended without `netloom stop` to print and remove them (a
+    // `stop` request of the control protocol, a crash).
+    let running: Vec<String> = netloom_os::running()?
+        .into_iter()
+        .filter(|r| r.alive)
+        .map(|r| r.name)
+        .collect();
+    let dir = netloom_os::registry_dir();
+    let logs = std::fs::read_dir(&dir).into_iter().flatten().flatten();
+    for entry in logs {
+        let path = entry.path();
+        let Some(name) = path
+            .file_name()
+            .and_then(|f| f.to_str())
+            .and_then(|f| f.strip_suffix(".log"))
+        else {
+            continue;
+        };
+        let wanted = args.name.as_deref().is_none_or(|n| n == name);
+        if wanted && !running.iter().any(|r| r == name) && std::fs::remove_file(&path).is_ok() {
+            println!("removed {}", path.display());
         }
     }
     Ok(())

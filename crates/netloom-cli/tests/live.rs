@@ -56,6 +56,10 @@ fn clean_removes_what_a_killed_emulator_left() {
     child.kill().unwrap(); // SIGKILL: no teardown runs
     child.wait().unwrap();
     assert_eq!(lab.namespaces().len(), 2, "kill -9 leaves the namespaces");
+    // The log a detached run stopped through the control socket leaves: its registry entry is
+    // gone, and no `netloom stop` printed and removed the log.
+    let log = lab.dir.join("run").join("stopped-by-request.log");
+    std::fs::write(&log, "netloom: experiment up\n").unwrap();
     let out = lab.cmd().args(["clean"]).output().unwrap();
     assert!(
         out.status.success(),
@@ -63,6 +67,11 @@ fn clean_removes_what_a_killed_emulator_left() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(lab.namespaces().is_empty(), "clean removed them");
+    assert!(
+        !log.exists(),
+        "clean removed the log no running experiment owns"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("removed {}", log.display())));
 }
 
 #[test]
