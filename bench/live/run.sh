@@ -364,7 +364,7 @@ report=$(mktemp)
     echo "# netloom live benchmarks"
     echo
     echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($(nproc) vCPUs), kernel $(uname -r)"
-    echo "- source: $(git -C "$repo" describe --always --dirty 2>/dev/null || echo "${NETLOOM_SOURCE:-unknown}")"
+    echo "- source: $(git -C "$repo" describe --always --dirty 2>/dev/null || echo "${NETLOOM_SOURCE:-unknown}")${NETLOOM_BIN:+, the benchmark only; netloom under test: $NETLOOM_BIN}"
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- command: \`bench/live/run.sh\` (SECONDS_TCP=$SECONDS_TCP SECONDS_UDP=$SECONDS_UDP SECONDS_PP=$SECONDS_PP PARTS=\"$PARTS\" UDP_WINDOW=\"$UDP_WINDOW\" AWAKE=\"$AWAKE\" PATHS=\"$PATHS\" PRECISIONS=\"$PRECISIONS\" SOCKPERF_FLAGS=\"$SOCKPERF_FLAGS\" PROGRAMS_RT=$PROGRAMS_RT ROUNDS=$ROUNDS${NETLOOM_BIN:+ NETLOOM_BIN=$NETLOOM_BIN})"
     echo "- emulator pinned to CPU 1 (but in \"One driver against two\"), programs to CPU 0; iperf3 $(iperf3 --version | head -1 | cut -d' ' -f2), sockperf $(sockperf --version 2>&1 | head -1 | awk '{print $3}')"
@@ -461,6 +461,6 @@ cat "$report"
 out="bench/results/live-$(date -u +%Y-%m-%d)$suffix.md"
 # A report of the same day and parts is kept: this one gets the time in its name.
 [ -e "$out" ] && out="${out%.md}-$(date -u +%H%M).md"
-cp "$report" "$out"
+cat "$report" >"$out" # a new file with the umask's mode, not mktemp's 0600
 echo "wrote $out" >&2
 rm -f "$report"
