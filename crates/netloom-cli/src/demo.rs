@@ -141,7 +141,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
          below it)."
     );
     println!(
-        "engine accuracy: {} ({} packets; lateness p50 {:.1} us, p99 {:.1} us, max {:.1} us; {} later than {:.0} us; {} physical drops)",
+        "engine accuracy: {} ({} packets; lateness p50 {:.1} us, p99 {:.1} us, max {:.1} us; {} later than {:.0} us; {})",
         if accuracy.accurate { "ACCURATE" } else { "INACCURATE" },
         accuracy.released,
         accuracy.lateness_ns_p50 as f64 / 1e3,
@@ -149,7 +149,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
         accuracy.lateness_ns_max as f64 / 1e3,
         accuracy.late,
         accuracy.late_threshold_ns as f64 / 1e3,
-        accuracy.physical_drops
+        crate::live::physical_drops(&accuracy)
     );
     println!("torn down: no namespace, device or process left");
     Ok(())

@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use netloom_live::protocol::{call, socket_path};
-use netloom_live::{Direction, LinkChange, Report, Request};
+use netloom_live::{AccuracyReport, Direction, LinkChange, Report, Request};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -249,7 +249,7 @@ pub fn print_report(r: &Report, last: bool, top: usize) {
         r.precision,
     );
     println!(
-        "  lateness of {} released packets: p50 {} us, p99 {} us, p99.9 {} us, max {} us; {} later than {} us; {} physical drops",
+        "  lateness of {} released packets: p50 {} us, p99 {} us, p99.9 {} us, max {} us; {} later than {} us; {}",
         a.released,
         us(a.lateness_ns_p50),
         us(a.lateness_ns_p99),
@@ -257,7 +257,7 @@ pub fn print_report(r: &Report, last: bool, top: usize) {
         us(a.lateness_ns_max),
         a.late,
         us(a.late_threshold_ns),
-        a.physical_drops
+        physical_drops(a)
     );
     if let Some(w) = &r.workers {
         let s = &w.split;
@@ -283,19 +283,20 @@ pub fn print_report(r: &Report, last: bool, top: usize) {
     }
     println!();
     println!(
-        "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "host", "address", "pkts in", "pkts out", "malformed", "unknown", "MB in"
+        "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "host", "address", "pkts in", "pkts out", "malformed", "unknown", "tun drops", "MB in"
     );
     for h in &r.hosts {
         let c = &h.counters;
         println!(
-            "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10.3}",
+            "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10.3}",
             h.host.name,
             h.host.ipv4.to_string(),
             c.packets_in,
             c.packets_out,
             c.malformed,
             c.unknown_destination,
+            h.tun_queue_drops,
             c.bytes_in as f64 / 1e6
         );
     }
@@ -303,6 +304,17 @@ pub fn print_report(r: &Report, last: bool, top: usize) {
     let pipes: Vec<_> = r.pipes.iter().map(|p| p.report.clone()).collect();
     let queued: Vec<u64> = r.pipes.iter().map(|p| p.queue_packets).collect();
     crate::table::print_pipes(&pipes, (!last).then_some(&queued[..]), top);
+}
+
+/// "N physical drops", and how many of them hosts' TUN queues dropped when any did.
+pub fn physical_drops(a: &AccuracyReport) -> String {
+    match a.tun_queue_drops {
+        0 => format!("{} physical drops", a.physical_drops),
+        tun => format!(
+            "{} physical drops ({tun} in hosts' TUN queues: the engine did not read them in time)",
+            a.physical_drops
+        ),
+    }
 }
 
 pub fn link(args: LinkArgs) -> Result<()> {

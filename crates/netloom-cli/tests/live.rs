@@ -217,3 +217,70 @@ fn a_detached_run_is_stopped_with_its_report_and_leaves_no_log() {
         .collect();
     assert!(leftovers.is_empty(), "left in the registry: {leftovers:?}");
 }
+
+/// The kernel's count of packets `host` sent that its TUN queue dropped (`/proc/net/dev` in the
+/// host: transmit `drop` of `nl0`).
+fn kernel_tun_queue_drops(lab: &Lab, host: &str) -> u64 {
+    let out = lab.exec(host, &["cat", "/proc/net/dev"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("nl0:"))
+        .expect("nl0 in /proc/net/dev");
+    let fields: Vec<u64> = line
+        .split_once(':')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .map(|f| f.parse().unwrap())
+        .collect();
+    fields[11]
+}
+
+#[test]
+fn packets_a_full_tun_queue_dropped_are_physical_drops_that_make_the_run_inaccurate() {
+    require_live!("python3");
+    let mut lab = Lab::new("q", &two_hosts("0us"));
+    lab.start(&[]);
+    let engine = lab.child.as_ref().unwrap().id().to_string();
+    // With the engine stopped nobody reads h1's TUN device: of 800 datagrams its queue (500
+    // packets) keeps 500 and the kernel drops the rest, as it does when the engine falls behind
+    // a flood.
+    let signal = |sig: &str| {
+        let status = std::process::Command::new("kill")
+            .args([sig, &engine])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {sig}");
+    };
+    signal("-STOP");
+    let flood = lab.exec(
+        "h1",
+        &[
+            "/usr/bin/python3",
+            "-c",
+            "import socket\n\
+             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+             a = socket.gethostbyname('h2')\n\
+             for _ in range(800): s.sendto(b'x', (a, 9))",
+        ],
+    );
+    signal("-CONT");
+    assert!(
+        flood.status.success(),
+        "{}",
+        String::from_utf8_lossy(&flood.stderr)
+    );
+    let dropped = kernel_tun_queue_drops(&lab, "h1");
+    assert!(dropped >= 300, "the kernel dropped {dropped}");
+    let out = lab.control(&["stats", "--json"]);
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["hosts"][0]["tun_queue_drops"], dropped, "{stats}");
+    assert_eq!(stats["hosts"][1]["tun_queue_drops"], 0);
+    assert_eq!(stats["accuracy"]["tun_queue_drops"], dropped);
+    assert!(stats["accuracy"]["physical_drops"].as_u64().unwrap() >= dropped);
+    assert_eq!(stats["accuracy"]["accurate"], false);
+    let report = lab.stop();
+    assert_eq!(report["accuracy"]["tun_queue_drops"], dropped);
+    assert_eq!(report["accuracy"]["accurate"], false);
+}

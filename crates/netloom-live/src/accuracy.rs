@@ -65,8 +65,13 @@ pub struct AccuracyReport {
     pub late_threshold_ns: u64,
     /// Packets released later than the threshold.
     pub late: u64,
-    /// Packets lost outside the model (a write to a host failed, no buffer was left).
+    /// Packets lost outside the model: a write to a host failed, no buffer was left, or a
+    /// host's TUN queue was full (`tun_queue_drops`).
     pub physical_drops: u64,
+    /// Of `physical_drops`, packets hosts sent that the kernel dropped because their TUN queue
+    /// was full: the engine did not read them in time.
+    #[serde(default)]
+    pub tun_queue_drops: u64,
     /// With several workers: packets handed from one to another, how many of them arrived later
     /// than the threshold after their intended time, and the latest (0 with one worker).
     pub handoffs: u64,
@@ -158,6 +163,7 @@ impl Accuracy {
             late_threshold_ns: self.thresholds.late.as_nanos() as u64,
             late: self.late,
             physical_drops: self.physical_drops,
+            tun_queue_drops: 0,
             handoffs: self.handoffs,
             late_handoffs: self.late_handoffs,
             handoff_lateness_ns_max: self.handoff_lateness_max.as_nanos() as u64,
@@ -165,6 +171,16 @@ impl Accuracy {
                 && within(fraction(self.late_handoffs, self.handoffs))
                 && self.physical_drops == 0,
         }
+    }
+}
+
+impl AccuracyReport {
+    /// Adds `dropped` packets that hosts' TUN queues lost (which only the kernel counts, not a
+    /// worker) to the physical drops; any makes the run inaccurate.
+    pub fn add_tun_queue_drops(&mut self, dropped: u64) {
+        self.tun_queue_drops += dropped;
+        self.physical_drops += dropped;
+        self.accurate &= dropped == 0;
     }
 }
 
@@ -188,6 +204,21 @@ mod tests {
         let mut b = Accuracy::new(Thresholds::default());
         b.record_physical_drop();
         assert!(!b.report().accurate);
+    }
+
+    #[test]
+    fn tun_queue_drops_are_physical_drops_and_make_a_run_inaccurate() {
+        let mut a = Accuracy::new(Thresholds::default());
+        a.record_physical_drop();
+        let mut r = a.report();
+        assert!(!r.accurate);
+        r.add_tun_queue_drops(7);
+        assert_eq!((r.physical_drops, r.tun_queue_drops), (8, 7));
+        let mut clean = Accuracy::new(Thresholds::default()).report();
+        clean.add_tun_queue_drops(0);
+        assert!(clean.accurate, "no drop, no verdict change");
+        clean.add_tun_queue_drops(1);
+        assert!(!clean.accurate);
     }
 
     #[test]

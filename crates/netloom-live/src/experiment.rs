@@ -14,6 +14,7 @@ use crate::plan::{Placement, Plan, PlanError};
 use crate::protocol::{socket_path, Reply, VERSION};
 use crate::report::{Report, RunInfo};
 use crate::server::{Handler, Server};
+use crate::tun_drops::TunDrops;
 use crate::tun_io::TunIo;
 use crate::worker::Worker;
 use netloom_engine::Engine;
@@ -112,12 +113,18 @@ struct Shared {
     stop_requested: AtomicBool,
     /// Rung when a client asks to stop, so `wait` need not poll for it.
     bell: Mutex<Sender<()>>,
+    /// What the hosts' TUN queues dropped, which no worker sees.
+    tun_drops: TunDrops,
 }
 
 impl Shared {
     fn stats(&self) -> Result<Report, LiveError> {
         let snapshot = self.controller.snapshot().wait(ANSWER_TIMEOUT)?;
-        Ok(Report::new(&self.info, snapshot))
+        Ok(Report::new(
+            &self.info,
+            snapshot,
+            &self.tun_drops.per_host()?,
+        ))
     }
 
     fn link_set(
@@ -204,6 +211,7 @@ impl Experiment {
             mtu: options.mtu,
         };
         let testbed = Testbed::create(&spec)?;
+        let tun_drops = TunDrops::start(testbed.counter_reader())?;
         let info = RunInfo {
             experiment: options.name.clone(),
             version: env!("CARGO_PKG_VERSION").to_string(),
@@ -257,6 +265,7 @@ impl Experiment {
             events: Events::default(),
             stop_requested: AtomicBool::new(false),
             bell: Mutex::new(bell.clone()),
+            tun_drops,
         });
         let mut experiment = Experiment {
             shared,
@@ -290,7 +299,14 @@ impl Experiment {
             let clock = *experiment.shared.controller.clock();
             Monitor::start(
                 options.thresholds,
-                move || ask.controller.accuracy().wait(ANSWER_TIMEOUT).ok(),
+                move || {
+                    let mut parts = ask.controller.accuracy().wait(ANSWER_TIMEOUT).ok()?;
+                    // The hosts' TUN queues belong to no worker: their drops count once, with
+                    // the first worker's figures.
+                    let dropped = ask.tun_drops.per_host().ok()?.iter().sum();
+                    parts.first_mut()?.add_tun_queue_drops(dropped);
+                    Some(parts)
+                },
                 move |event| publish.events.publish(event),
                 move || clock.now(),
             )
@@ -382,6 +398,10 @@ impl Experiment {
     }
 
     fn shutdown(&mut self, reason: &str) -> Result<Report, LiveError> {
+        // Before the workers stop reading: after that, whatever the hosts still send fills their
+        // queues and is dropped, which is the stop's doing, not the run's. Unreadable counters
+        // (the hosts already gone) count none.
+        let tun_queue_drops = self.shared.tun_drops.per_host().unwrap_or_default();
         self.halt.store(true, Ordering::SeqCst);
         if let Some(mut server) = self.server.take() {
             server.stop();
@@ -423,7 +443,7 @@ impl Experiment {
             return Err(e.into());
         }
         merged
-            .map(|snapshot| Report::new(&self.shared.info, snapshot))
+            .map(|snapshot| Report::new(&self.shared.info, snapshot, &tun_queue_drops))
             .ok_or_else(|| LiveError::Worker {
                 worker: 0,
                 error: "no worker was started".into(),

@@ -30,6 +30,7 @@ pub mod protocol;
 mod report;
 pub mod segment;
 mod server;
+mod tun_drops;
 mod tun_io;
 mod wait;
 mod worker;

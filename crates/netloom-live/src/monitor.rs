@@ -182,6 +182,7 @@ mod tests {
             late_threshold_ns: 100_000,
             late,
             physical_drops: 0,
+            tun_queue_drops: 0,
             handoffs: 0,
             late_handoffs: 0,
             handoff_lateness_ns_max: 0,

@@ -64,6 +64,11 @@ pub struct HostReport {
     /// Packets and bytes read from it and written to it, and what was dropped on the way in.
     #[serde(flatten)]
     pub counters: HostCounters,
+    /// Packets it sent that the kernel dropped because its TUN queue was full (the engine did
+    /// not read them in time): lost outside the model, and counted in the accuracy's
+    /// `physical_drops`.
+    #[serde(default)]
+    pub tun_queue_drops: u64,
 }
 
 /// A run of several workers: how it is split, and what crossed.
@@ -103,21 +108,26 @@ pub struct Report {
 }
 
 impl Report {
-    /// The report of run `info` from its workers' merged `snapshot`.
-    pub fn new(info: &RunInfo, snapshot: Snapshot) -> Report {
+    /// The report of run `info` from its workers' merged `snapshot` and the packets each host's
+    /// TUN queue dropped (`tun_queue_drops`, in host order; missing hosts count none).
+    pub fn new(info: &RunInfo, snapshot: Snapshot, tun_queue_drops: &[u64]) -> Report {
+        let mut accuracy = snapshot.accuracy.report();
+        accuracy.add_tun_queue_drops(tun_queue_drops.iter().sum());
         Report {
             experiment: info.experiment.clone(),
             precision: info.precision.clone(),
             uptime_ns: snapshot.at.as_nanos(),
             in_flight: snapshot.in_flight,
-            accuracy: snapshot.accuracy.report(),
+            accuracy,
             hosts: info
                 .hosts
                 .iter()
                 .zip(snapshot.hosts)
-                .map(|(host, counters)| HostReport {
+                .enumerate()
+                .map(|(i, (host, counters))| HostReport {
                     host: host.clone(),
                     counters,
+                    tun_queue_drops: tun_queue_drops.get(i).copied().unwrap_or(0),
                 })
                 .collect(),
             pipes: snapshot.pipes.into_iter().flatten().collect(),
@@ -206,12 +216,24 @@ mod tests {
     fn workers_parts_merge_into_every_pipe_once_and_summed_counts() {
         let mut all = part(10, &[0, 2], 3);
         all.merge(part(12, &[1], 4));
-        let r = Report::new(&info(true), all);
+        let r = Report::new(&info(true), all, &[0, 4]);
         assert_eq!(r.uptime_ns, 12_000);
         assert_eq!(r.in_flight, 2);
         assert_eq!(r.accuracy.released, 2);
         assert_eq!(r.hosts[1].counters.packets_in, 7);
         assert_eq!(r.hosts[1].host.name, "h2");
+        assert_eq!(
+            (r.hosts[0].tun_queue_drops, r.hosts[1].tun_queue_drops),
+            (0, 4)
+        );
+        assert_eq!(
+            (r.accuracy.physical_drops, r.accuracy.tun_queue_drops),
+            (4, 4)
+        );
+        assert!(
+            !r.accuracy.accurate,
+            "a TUN queue's drops are losses outside the model"
+        );
         let pipes: Vec<u64> = r.pipes.iter().map(|p| p.report.packets_in).collect();
         assert_eq!(pipes, [0, 1, 2]);
         let w = r.workers.as_ref().unwrap();
@@ -220,11 +242,12 @@ mod tests {
 
     #[test]
     fn the_report_reads_back_from_its_json_flat_per_host() {
-        let r = Report::new(&info(false), part(10, &[0, 1, 2], 3));
+        let r = Report::new(&info(false), part(10, &[0, 1, 2], 3), &[]);
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["hosts"][0]["name"], "h1");
         assert_eq!(json["hosts"][0]["ipv4"], "198.18.0.1");
         assert_eq!(json["hosts"][0]["packets_in"], 3);
+        assert_eq!(json["hosts"][0]["tun_queue_drops"], 0);
         assert_eq!(json["pipes"][2]["queue_packets"], 0);
         assert!(json.get("workers").is_none());
         let back: Report = serde_json::from_value(json).unwrap();

@@ -35,5 +35,5 @@ pub use plan::{
 pub use poller::Poller;
 pub use registry::{find_host, registry_dir, running, Record, RecordHost};
 pub use signal::{install_stop_handler, restore_default_sigpipe};
-pub use testbed::{HostSpec, Testbed, TestbedSpec};
+pub use testbed::{CounterReader, HostSpec, Testbed, TestbedSpec};
 pub use tun::{Tun, TUN_NAME, VNET_HDR_LEN};

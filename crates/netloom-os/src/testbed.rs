@@ -259,27 +259,14 @@ impl Testbed {
         plan::namespace_name(&self.spec.name, &self.spec.hosts[i].name)
     }
 
-    /// The kernel's counters of every host's `nl0`, in host order. Cheap enough to call once a
-    /// second for hundreds of hosts (one thread visits every namespace).
-    pub fn device_counters(&self) -> Result<Vec<DeviceCounters>, OsError> {
-        let namespaces: Vec<String> = (0..self.spec.hosts.len())
-            .map(|i| self.namespace(i))
-            .collect();
-        // On a thread of its own: entering namespaces must not move the caller.
-        std::thread::scope(|scope| {
-            scope
-                .spawn(|| {
-                    namespaces
-                        .iter()
-                        .map(|ns| {
-                            netns::enter(ns)?;
-                            interface::counters(TUN_NAME)
-                        })
-                        .collect()
-                })
-                .join()
-                .expect("reading counters does not panic")
-        })
+    /// A reader of every host's `nl0` counters that outlives this borrow: a run's control
+    /// threads read them while the testbed belongs to the run.
+    pub fn counter_reader(&self) -> CounterReader {
+        CounterReader {
+            namespaces: (0..self.spec.hosts.len())
+                .map(|i| self.namespace(i))
+                .collect(),
+        }
     }
 
     /// Runs `argv` on `host` like the free function `exec`.
@@ -476,5 +463,33 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("127.0.0.1\tlocalhost\n"));
+    }
+}
+
+/// Reads the kernel's counters of a testbed's hosts' `nl0` devices (`Testbed::counter_reader`).
+#[derive(Clone, Debug)]
+pub struct CounterReader {
+    namespaces: Vec<String>,
+}
+
+impl CounterReader {
+    /// The counters of every host, in host order. Cheap enough to call once a second for
+    /// hundreds of hosts (one thread visits every namespace); fails once the hosts are gone.
+    pub fn read(&self) -> Result<Vec<DeviceCounters>, OsError> {
+        // On a thread of its own: entering namespaces must not move the caller.
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    self.namespaces
+                        .iter()
+                        .map(|ns| {
+                            netns::enter(ns)?;
+                            interface::counters(TUN_NAME)
+                        })
+                        .collect()
+                })
+                .join()
+                .expect("reading counters does not panic")
+        })
     }
 }
