@@ -152,7 +152,11 @@ pub fn stop(experiment: Option<&str>, timeout: Duration) -> Result<Record, OsErr
     if record.alive {
         terminate(record.pid)?;
         let deadline = Instant::now() + timeout;
-        while registry::read(&dir.join(&record.name))?.is_some_and(|r| r.alive) {
+        // Until the owner has exited, not only removed its record: it writes its final report
+        // after its teardown, and `stop` shows that report.
+        let owner_running =
+            || netns::is_running(record.pid) && netns::start_ticks(record.pid) == record.pid_start;
+        while registry::read(&dir.join(&record.name))?.is_some_and(|r| r.alive) || owner_running() {
             if Instant::now() >= deadline {
                 return Err(OsError::StopTimeout {
                     name: record.name,
