@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use netloom_live::protocol::{call, socket_path};
 use netloom_live::{AccuracyReport, Direction, LinkChange, Report, Request};
-use std::path::PathBuf;
+use std::fmt::Write;
 use std::time::Duration;
 
 #[derive(Args)]
@@ -44,11 +44,6 @@ pub struct ShellArgs {
     host: String,
 }
 
-/// Where a detached run's output goes: `netloom stop` prints and removes it.
-pub fn log_path(name: &str) -> PathBuf {
-    netloom_os::registry_dir().join(format!("{name}.log"))
-}
-
 /// How long `stop` waits for the emulator to tear down before removing what is left itself.
 const STOP_WAIT: Duration = Duration::from_secs(20);
 
@@ -56,7 +51,7 @@ pub fn stop(args: StopArgs) -> Result<()> {
     let record = netloom_os::stop(args.name.as_deref(), STOP_WAIT)?;
     // A detached run wrote its output, the final report included, to its log: show it, then
     // remove the log so nothing is left behind.
-    let log = log_path(&record.name);
+    let log = netloom_os::log_path(&record.name)?;
     if let Ok(text) = std::fs::read_to_string(&log) {
         let _ = std::fs::remove_file(&log);
         print!("{text}");
@@ -224,13 +219,14 @@ pub fn stats(args: StatsArgs) -> Result<()> {
         return Ok(());
     }
     let report: Report = serde_json::from_value(body).context("the experiment's report")?;
-    print_report(&report, false, args.top);
+    print!("{}", format_report(&report, false, args.top));
     Ok(())
 }
 
-/// Prints a live run's report: its accuracy, hosts and busiest pipes; `last` for the final
+/// A live run's report as text: its accuracy, hosts and busiest pipes; `last` for the final
 /// report of a run that stopped (otherwise it is still running).
-pub fn print_report(r: &Report, last: bool, top: usize) {
+pub fn format_report(r: &Report, last: bool, top: usize) -> String {
+    let mut out = String::new();
     let a = &r.accuracy;
     let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
     let verdict = match (a.accurate, last) {
@@ -242,13 +238,14 @@ pub fn print_report(r: &Report, last: bool, top: usize) {
         true => format!("{} packets dropped inside at the stop", r.in_flight),
         false => format!("{} packets inside", r.in_flight),
     };
-    println!(
+    let _ = writeln!(
+        out,
         "{}: {:.1} s live, {} precision, {inside}: {verdict}",
         r.experiment,
         r.uptime_ns as f64 / 1e9,
         r.precision,
     );
-    println!(
+    let _ = writeln!(out,
         "  lateness of {} released packets: p50 {} us, p99 {} us, p99.9 {} us, max {} us; {} later than {} us; {}",
         a.released,
         us(a.lateness_ns_p50),
@@ -261,7 +258,7 @@ pub fn print_report(r: &Report, last: bool, top: usize) {
     );
     if let Some(w) = &r.workers {
         let s = &w.split;
-        println!(
+        let _ = writeln!(out,
             "  {} workers (hosts {:?}, pipes {:?}), payload {}, lookahead {}: {} hand-offs ({} bytes), {} later than {} us, latest {} us",
             s.workers,
             s.hosts,
@@ -277,18 +274,20 @@ pub fn print_report(r: &Report, last: bool, top: usize) {
         );
     }
     if !a.accurate {
-        println!(
+        let _ = writeln!(out,
             "  WARNING: this run missed its deadlines or lost packets outside the model; its results do not describe the emulated network"
         );
     }
-    println!();
-    println!(
+    out.push('\n');
+    let _ = writeln!(
+        out,
         "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
         "host", "address", "pkts in", "pkts out", "malformed", "unknown", "tun drops", "MB in"
     );
     for h in &r.hosts {
         let c = &h.counters;
-        println!(
+        let _ = writeln!(
+            out,
             "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10.3}",
             h.host.name,
             h.host.ipv4.to_string(),
@@ -300,10 +299,10 @@ pub fn print_report(r: &Report, last: bool, top: usize) {
             c.bytes_in as f64 / 1e6
         );
     }
-    println!();
+    out.push('\n');
     let pipes: Vec<_> = r.pipes.iter().map(|p| p.report.clone()).collect();
     let queued: Vec<u64> = r.pipes.iter().map(|p| p.queue_packets).collect();
-    crate::table::print_pipes(&pipes, (!last).then_some(&queued[..]), top);
+    out + &crate::table::format_pipes(&pipes, (!last).then_some(&queued[..]), top)
 }
 
 /// "N physical drops", and how many of them hosts' TUN queues dropped when any did.

@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use netloom_live::{Experiment, Hybrid, Options, Placement, Plan, Precision, Split, Thresholds};
 use netloom_topo::Topology;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -99,11 +100,13 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
-    let topo = args.input.load(&args.file)?;
     let name = match &args.name {
         Some(n) => n.clone(),
         None => default_name(&args.file)?,
     };
+    // The name becomes paths (the registry, the log): checked before any file is touched.
+    netloom_os::check_experiment_name(&name)?;
+    let topo = args.input.load(&args.file)?;
     let stop_after = args
         .duration
         .as_deref()
@@ -117,7 +120,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let plan = Plan::new(topo, options, cpus)?;
     for warning in plan.warnings() {
-        eprintln!("netloom: warning: {warning}");
+        say(format_args!("netloom: warning: {warning}"));
     }
     // Signals first, so a Ctrl-C during setup still tears down what was made.
     let signal = netloom_os::install_stop_handler()?;
@@ -125,22 +128,29 @@ pub fn run(args: RunArgs) -> Result<()> {
     let hosts = plan.topology().hosts.len();
     let precision = plan.precision_name();
     let experiment = Experiment::start(plan)?;
-    eprintln!(
+    say(format_args!(
         "netloom: experiment {name} is up: {hosts} hosts in {:.2} s ({precision} precision); Ctrl-C or `netloom stop --name {name}` ends it",
         started.elapsed().as_secs_f64(),
-    );
+    ));
     // Up means answering: the control socket listens and the workers run.
     if let Some(ready) = &args.ready_file {
         std::fs::write(ready, b"up\n").with_context(|| format!("writing {}", ready.display()))?;
     }
     let ending = experiment.wait(signal, stop_after.map(|d| std::time::Instant::now() + d));
     let report = experiment.stop(&ending)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        crate::live::print_report(&report, true, args.top);
-    }
+    let text = match args.json {
+        true => serde_json::to_string_pretty(&report)? + "\n",
+        false => crate::live::format_report(&report, true, args.top),
+    };
+    // Nobody may be reading any more (`netloom run ... | head -1`): the run is over either way.
+    let _ = std::io::stdout().write_all(text.as_bytes());
     Ok(())
+}
+
+/// Writes a line to stderr, ignoring a failure: while hosts are up, a closed stderr must not
+/// end the run (eprintln! would panic) before its teardown.
+fn say(line: std::fmt::Arguments) {
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// The run's options from the flags: how many workers and how they split and run, the
@@ -178,15 +188,12 @@ fn options(args: &RunArgs, topo: &Topology, name: String) -> Result<Options> {
 }
 
 /// Starts this same command in the background and returns once it reports every host up (or
-/// fails, showing its log).
+/// fails, showing its log and removing it). The log is new (a running experiment's is never
+/// touched) and the background process inherits no descriptor of this one but its output.
 fn detach(name: &str, add_name: bool) -> Result<()> {
-    let dir = netloom_os::registry_dir();
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let ready = dir.join(format!("{name}.ready"));
-    let log_path = crate::live::log_path(name);
+    let (log_path, log) = netloom_os::create_log(name)?;
+    let ready = netloom_os::registry_dir().join(format!("{name}.ready"));
     let _ = std::fs::remove_file(&ready);
-    let log = std::fs::File::create(&log_path)
-        .with_context(|| format!("creating {}", log_path.display()))?;
     let mut argv: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| a != "--detach")
@@ -196,17 +203,24 @@ fn detach(name: &str, add_name: bool) -> Result<()> {
         argv.extend(["--name".into(), name.into()]);
     }
     argv.extend(["--ready-file".into(), ready.display().to_string()]);
-    let mut child = {
-        use std::os::unix::process::CommandExt;
-        std::process::Command::new(std::env::current_exe()?)
-            .args(&argv)
-            .stdin(std::process::Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            // Its own process group: a Ctrl-C at this terminal is not for it.
-            .process_group(0)
-            .spawn()
-            .context("starting the background emulator")?
+    let forget_log = || {
+        let _ = std::fs::remove_file(&log_path);
+    };
+    let mut command = std::process::Command::new(std::env::current_exe()?);
+    command
+        .args(&argv)
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    // Its own process group: a Ctrl-C at this terminal is not for it.
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    netloom_os::close_inherited_fds(&mut command);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(err) => {
+            forget_log();
+            return Err(err).context("starting the background emulator");
+        }
     };
     let give_up = std::time::Instant::now() + Duration::from_secs(120);
     loop {
@@ -221,10 +235,12 @@ fn detach(name: &str, add_name: bool) -> Result<()> {
         }
         if let Some(status) = child.try_wait()? {
             let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            forget_log();
             bail!("the background emulator exited ({status}) before it was up:\n{log}");
         }
         if std::time::Instant::now() > give_up {
-            let _ = child.kill();
+            // SIGTERM, not SIGKILL: it tears down whatever it had made.
+            netloom_os::terminate(child.id())?;
             bail!(
                 "the background emulator was not up after 120 s; see {}",
                 log_path.display()

@@ -335,7 +335,7 @@ fn print_tables(r: &Report, top: usize) {
         );
     }
     println!();
-    crate::table::print_pipes(&r.pipes, None, top);
+    print!("{}", crate::table::format_pipes(&r.pipes, None, top));
     println!();
     let t = &r.totals;
     print!("{} packet-hops, {} events", t.packet_hops, t.events);

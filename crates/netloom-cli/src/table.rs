@@ -1,10 +1,12 @@
 //! Tables printed by more than one command.
 
 use netloom_engine::report::PipeReport;
+use std::fmt::Write;
 
-/// The pipes, busiest first (by utilization, then drops); `top` of them, or all with 0. With
-/// `queued` (packets queued now, per pipe, in the same order), a column shows it.
-pub fn print_pipes(pipes: &[PipeReport], queued: Option<&[u64]>, top: usize) {
+/// The table of the pipes, busiest first (by utilization, then drops); `top` of them, or all
+/// with 0. With `queued` (packets queued now, per pipe, in the same order), a column shows it.
+pub fn format_pipes(pipes: &[PipeReport], queued: Option<&[u64]>, top: usize) -> String {
+    let mut out = String::new();
     let mut order: Vec<usize> = (0..pipes.len()).collect();
     order.sort_by(|&a, &b| {
         let (a, b) = (&pipes[a], &pipes[b]);
@@ -18,7 +20,8 @@ pub fn print_pipes(pipes: &[PipeReport], queued: Option<&[u64]>, top: usize) {
         top.min(pipes.len())
     };
     let queue_head = if queued.is_some() { "queued" } else { "" };
-    println!(
+    let _ = writeln!(
+        out,
         "{:<24} {:>8} {:>12} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8}   ({} of {} pipes, busiest first)",
         "pipe",
         "util %",
@@ -36,7 +39,8 @@ pub fn print_pipes(pipes: &[PipeReport], queued: Option<&[u64]>, top: usize) {
     for &i in &order[..shown] {
         let p = &pipes[i];
         let queue = queued.map_or(String::new(), |q| q[i].to_string());
-        println!(
+        let _ = writeln!(
+            out,
             "{:<24} {:>8.2} {:>12} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8}",
             format!("{}->{}", p.from, p.to),
             p.utilization * 100.0,
@@ -50,4 +54,5 @@ pub fn print_pipes(pipes: &[PipeReport], queued: Option<&[u64]>, top: usize) {
             p.drops_by_cause.tx_fail
         );
     }
+    out
 }

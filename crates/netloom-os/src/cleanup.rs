@@ -1,5 +1,6 @@
 //! Other processes' experiments: `stop` a running one, `clean` the leftovers of dead ones. Only
-//! what a registry entry lists is ever removed.
+//! what a registry entry lists, and what carries the mark netloom put on it, is ever removed;
+//! only an owner proven alive by `registry` is ever signalled.
 
 use crate::registry::{self, Record};
 use crate::{netns, OsError};
@@ -22,13 +23,16 @@ pub struct CleanReport {
     /// Registry directories deleted: one per cleaned experiment, plus those of creations that
     /// died before writing a record and are over a minute old.
     pub registry_dirs: Vec<PathBuf>,
+    /// What was left alone because a record claims it but netloom did not make it: a namespace
+    /// without netloom's mark, or a record that netloom could not have written (with why).
+    pub refused: Vec<String>,
 }
 
 impl CleanReport {
-    /// Whether nothing was removed: no experiment cleaned and no registry directory deleted
-    /// (the other lists can only be non-empty when an experiment was cleaned).
+    /// Whether there is nothing to say: no experiment cleaned, no registry directory deleted,
+    /// nothing refused (the other lists can only be non-empty when an experiment was cleaned).
     pub fn is_empty(&self) -> bool {
-        self.experiments.is_empty() && self.registry_dirs.is_empty()
+        self.experiments.is_empty() && self.registry_dirs.is_empty() && self.refused.is_empty()
     }
 }
 
@@ -47,19 +51,28 @@ impl fmt::Display for CleanReport {
         writeln!(f, "experiments: {}", list(&self.experiments))?;
         writeln!(f, "namespaces removed: {}", list(&self.namespaces))?;
         let pids: Vec<String> = self.processes.iter().map(u32::to_string).collect();
-        writeln!(f, "processes killed: {}", list(&pids))
+        writeln!(f, "processes killed: {}", list(&pids))?;
+        for refused in &self.refused {
+            writeln!(f, "left alone: {refused}")?;
+        }
+        Ok(())
     }
 }
 
 /// Removes the leftovers of every dead experiment (its owner is gone), or of the named one:
 /// processes inside its namespaces, the namespaces, `/etc/netns` directories, the registry entry.
-/// Only namespaces listed in a registry entry are touched. Cleaning a running experiment is an
-/// error (`stop` it instead); cleaning a name that is not registered does nothing.
+/// Only namespaces listed in a registry entry and marked as made by it are touched; a record
+/// netloom could not have written, and a listed namespace without the mark, are reported in
+/// `refused` and left alone. Cleaning a running experiment is an error (`stop` it instead); cleaning a name that
+/// is not registered does nothing.
 pub fn clean(experiment: Option<&str>) -> Result<CleanReport, OsError> {
     clean_in(&registry::registry_dir(), experiment)
 }
 
 pub(crate) fn clean_in(dir: &Path, experiment: Option<&str>) -> Result<CleanReport, OsError> {
+    if let Some(name) = experiment {
+        crate::plan::check_experiment_name(name)?;
+    }
     let mut report = CleanReport::default();
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -82,7 +95,17 @@ pub(crate) fn clean_in(dir: &Path, experiment: Option<&str>) -> Result<CleanRepo
                 }
             }
             Ok(Some(record)) => {
-                let namespaces: Vec<String> = record.hosts.iter().map(|h| h.ns.clone()).collect();
+                let (namespaces, unmarked): (Vec<String>, Vec<String>) = record
+                    .hosts
+                    .iter()
+                    .map(|h| h.ns.clone())
+                    .partition(|ns| registry::is_marked(&path, ns));
+                for ns in unmarked.into_iter().filter(|ns| netns::exists(ns)) {
+                    report.refused.push(format!(
+                        "namespace {ns} (listed by experiment {} but not made by it)",
+                        record.name
+                    ));
+                }
                 report.processes.extend(netns::kill_processes(&namespaces)?);
                 for ns in &namespaces {
                     if netns::remove(ns)? {
@@ -108,7 +131,12 @@ pub(crate) fn clean_in(dir: &Path, experiment: Option<&str>) -> Result<CleanRepo
                     report.registry_dirs.push(path);
                 }
             }
-            // An unreadable record names no namespaces; only the user can decide about it.
+            // A record that netloom could not have written (or that does not parse) is trusted
+            // for nothing: only the user can decide about it and what it lists. Cleaning it by
+            // name is that error; cleaning everything reports it and goes on with the others.
+            Err(err @ OsError::Registry { .. }) if experiment.is_none() => {
+                report.refused.push(err.to_string());
+            }
             Err(err) => return Err(err),
         }
     }
@@ -124,7 +152,11 @@ pub fn stop(experiment: Option<&str>, timeout: Duration) -> Result<Record, OsErr
     if record.alive {
         terminate(record.pid)?;
         let deadline = Instant::now() + timeout;
-        while registry::read(&dir.join(&record.name))?.is_some_and(|r| r.alive) {
+        // Until the owner has exited, not only removed its record: it writes its final report
+        // after its teardown, and `stop` shows that report.
+        let owner_running =
+            || netns::is_running(record.pid) && netns::start_ticks(record.pid) == record.pid_start;
+        while registry::read(&dir.join(&record.name))?.is_some_and(|r| r.alive) || owner_running() {
             if Instant::now() >= deadline {
                 return Err(OsError::StopTimeout {
                     name: record.name,

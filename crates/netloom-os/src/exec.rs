@@ -35,6 +35,30 @@ pub fn exec(ns: &str, argv: &[String]) -> Result<ExitStatus, OsError> {
         .map_err(|e| OsError::io(format!("wait for {:?} in {ns}", argv[0]), e))
 }
 
+/// Makes `command`'s child close every descriptor it would inherit beyond stdin, stdout and
+/// stderr when it executes: a background process (`run --detach`'s engine) must not keep its
+/// launcher's files, locks and pipes open for its whole life. Needs Linux 5.11 (close_range
+/// with CLOSE_RANGE_CLOEXEC); on an older kernel starting the command fails with that error.
+pub fn close_inherited_fds(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs between fork and exec and makes one async-signal-safe system
+    // call. Marking (CLOEXEC) rather than closing keeps open the pipe through which the
+    // standard library reports a failed exec; the kernel closes everything at the exec itself.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::close_range(
+                3,
+                libc::c_uint::MAX,
+                libc::CLOSE_RANGE_CLOEXEC as libc::c_int,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// `ip` from iproute2: its usual place, else whatever `PATH` finds.
 fn ip_binary() -> &'static str {
     ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"]

@@ -25,7 +25,7 @@ pub use cpu::{
     set_normal_priority, set_realtime_priority, set_timer_slack_ns, CpuCache,
 };
 pub use error::OsError;
-pub use exec::{command, exec};
+pub use exec::{close_inherited_fds, command, exec};
 pub use interface::DeviceCounters;
 pub use netns::enter as enter_namespace;
 pub use plan::{
@@ -33,7 +33,7 @@ pub use plan::{
     IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU,
 };
 pub use poller::Poller;
-pub use registry::{find_host, registry_dir, running, Record, RecordHost};
+pub use registry::{create_log, find_host, log_path, registry_dir, running, Record, RecordHost};
 pub use signal::{install_stop_handler, restore_default_sigpipe};
 pub use testbed::{CounterReader, HostSpec, Testbed, TestbedSpec};
 pub use tun::{Tun, TUN_NAME, VNET_HDR_LEN};

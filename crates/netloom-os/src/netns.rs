@@ -30,6 +30,12 @@ pub(crate) fn exists(ns: &str) -> bool {
     path(ns).exists()
 }
 
+/// The identity of namespace `ns` while it exists: the device and inode of `/run/netns/<ns>`,
+/// which are the namespace's own once it is mounted there.
+pub(crate) fn identity(ns: &str) -> Option<(u64, u64)> {
+    std::fs::metadata(path(ns)).ok().map(|m| (m.dev(), m.ino()))
+}
+
 /// Makes `/run/netns` a shared mount, as `ip netns add` does, so namespace mounts made here show
 /// up in other mount namespaces (and `ip netns exec` children) too.
 pub(crate) fn prepare_run_dir() -> Result<(), OsError> {
@@ -258,6 +264,15 @@ pub(crate) fn start_ticks(pid: u32) -> Option<u64> {
     stat_field(&stat, 22)?.parse().ok()
 }
 
+/// Whether process `pid` has `path` open (one of its `/proc/<pid>/fd` entries leads there).
+pub(crate) fn holds_open(pid: u32, path: &Path) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten()
+        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == path))
+}
+
 /// Field `n` (1-based, as in proc(5)) of a `/proc/<pid>/stat` line; the command name (field 2)
 /// may contain spaces and parentheses, so fields are counted from its closing parenthesis.
 fn stat_field(stat: &str, n: usize) -> Option<&str> {
@@ -285,5 +300,16 @@ mod tests {
     fn this_process_is_running() {
         assert!(is_running(std::process::id()));
         assert!(start_ticks(std::process::id()).is_some());
+    }
+
+    #[test]
+    fn open_files_are_seen_and_others_are_not() {
+        let dir = std::env::temp_dir();
+        let own = std::process::id();
+        assert!(!holds_open(own, &dir));
+        let held = std::fs::File::open(&dir).unwrap();
+        assert!(holds_open(own, &dir));
+        drop(held);
+        assert!(!holds_open(own, &dir));
     }
 }

@@ -9,6 +9,7 @@ use crate::registry::{self, Claim, Record, RecordHost};
 use crate::tun::{TUN_NAME, TUN_NAME_C};
 use crate::{cleanup, interface, netns, OsError, Tun};
 use std::collections::HashSet;
+use std::io::Write;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
@@ -149,6 +150,9 @@ pub struct Testbed {
     namespaces: Vec<String>,
     etc_dirs: Vec<String>,
     registry: Option<PathBuf>,
+    /// The registry directory, held open while the experiment lives: how `stop` and `clean`
+    /// tell its owner from another process a record might name.
+    _owner: std::fs::File,
 }
 
 impl Testbed {
@@ -184,12 +188,20 @@ impl Testbed {
                 }
             }
         };
+        let owner = match registry::hold(&path) {
+            Ok(owner) => owner,
+            Err(err) => {
+                let _ = registry::remove(&path);
+                return Err(err);
+            }
+        };
         let mut experiment = Testbed {
             spec: spec.clone(),
             tuns: Arc::default(),
             namespaces: Vec::new(),
             etc_dirs: Vec::new(),
             registry: Some(path),
+            _owner: owner,
         };
         match experiment.build() {
             Ok(()) => Ok(experiment),
@@ -233,7 +245,8 @@ impl Testbed {
             return Err(OsError::NamespaceExists { ns: ns.clone() });
         }
         netns::prepare_run_dir()?;
-        let (made, tuns) = bring_up(spec, &namespaces);
+        let registry = self.registry.as_deref().expect("set by create");
+        let (made, tuns) = bring_up(spec, &namespaces, registry);
         self.namespaces = made;
         self.tuns = Arc::new(tuns?);
         for (host, ns) in spec.hosts.iter().zip(&namespaces) {
@@ -313,9 +326,14 @@ impl Testbed {
 
 /// Makes every host's namespace, TUN device and addresses on a few short-lived threads: a thread
 /// that made a namespace stays inside it, and the calling thread never changes namespace.
-/// Returns the namespaces made (also on error, so they can be removed) and the TUNs in host order,
-/// or the error of the lowest-numbered host that failed.
-fn bring_up(spec: &TestbedSpec, namespaces: &[String]) -> (Vec<String>, Result<Vec<Tun>, OsError>) {
+/// Each namespace is marked as netloom's in the registry directory `registry` as soon as it
+/// exists. Returns the namespaces made (also on error, so they can be removed) and the TUNs in
+/// host order, or the error of the lowest-numbered host that failed.
+fn bring_up(
+    spec: &TestbedSpec,
+    namespaces: &[String],
+    registry: &Path,
+) -> (Vec<String>, Result<Vec<Tun>, OsError>) {
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let made = Mutex::new(Vec::new());
@@ -337,6 +355,7 @@ fn bring_up(spec: &TestbedSpec, namespaces: &[String]) -> (Vec<String>, Result<V
                     made.lock()
                         .expect("no panics while held")
                         .push(namespaces[i].clone());
+                    registry::mark_namespace(registry, &namespaces[i])?;
                     interface::quiet_ipv6()?;
                     let tun = Tun::create_here()?;
                     interface::configure(
@@ -405,9 +424,12 @@ fn keep_on_error(result: Result<bool, OsError>, first_error: &mut Option<OsError
 impl Drop for Testbed {
     fn drop(&mut self) {
         if let Err(err) = self.teardown() {
-            eprintln!(
+            // Not eprintln!, which panics when stderr is closed: a drop must not.
+            let _ = writeln!(
+                std::io::stderr(),
                 "netloom: tearing down experiment {} failed: {err}; run `netloom clean --name {}`",
-                self.spec.name, self.spec.name
+                self.spec.name,
+                self.spec.name
             );
         }
     }
