@@ -14,6 +14,7 @@ use netloom_partition::{
     SharedCache,
 };
 use netloom_route::Routes;
+use netloom_topo::read::{read_text, SIDE_JSON};
 use netloom_topo::Topology;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -232,8 +233,7 @@ pub fn assign(topo: &Topology, graph: &FlowGraph, options: &Options) -> Result<A
 }
 
 fn read_observation(path: &Path) -> Result<Observation> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = read_text(path, SIDE_JSON).with_context(|| path.display().to_string())?;
     Observation::from_json(&text).with_context(|| path.display().to_string())
 }
 
@@ -250,8 +250,8 @@ pub fn machine() -> CacheTopology {
 
 /// The assignment `--assignment FILE` names.
 pub fn read_assignment(topo: &Topology, path: &Path) -> Result<Assignment> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("--assignment: reading {}", path.display()))?;
+    let text = read_text(path, SIDE_JSON)
+        .with_context(|| format!("--assignment {}", path.display()))?;
     Assignment::from_json(&text, topo).with_context(|| format!("--assignment {}", path.display()))
 }
 

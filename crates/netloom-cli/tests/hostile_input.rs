@@ -1,0 +1,206 @@
+//! Hostile files and numbers given to the `netloom` binary (docs/limits.md, "Files and
+//! numbers"): devices, FIFOs, directories and oversized files in every place netloom reads one,
+//! entity expansion in GraphML, NaN and out-of-range numbers. Each must be refused quickly with
+//! an error naming the file or flag, the value and the limit; none may hang, panic or read
+//! gigabytes.
+
+mod common;
+
+use common::{bin, TempDir};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What a run gave: exit code and standard error.
+struct Ran {
+    code: Option<i32>,
+    stderr: String,
+}
+
+/// Runs the binary in `dir`, killed after 20 s: a hang fails the test instead of stalling it.
+fn run_in(dir: &Path, args: &[&str]) -> Ran {
+    let err = dir.join(".stderr");
+    let mut child = Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .expect("run netloom");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("netloom {} hung (killed after 20 s)", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Ran {
+        code: status.code(),
+        stderr: std::fs::read_to_string(&err).unwrap(),
+    }
+}
+
+/// Runs `args` in `dir` and expects exit code 2 (bad input) with every one of `words` in the
+/// error.
+fn refused(dir: &Path, args: &[&str], words: &[&str]) {
+    let ran = run_in(dir, args);
+    assert_eq!(
+        ran.code,
+        Some(2),
+        "netloom {} should be refused:\n{}",
+        args.join(" "),
+        ran.stderr
+    );
+    for word in words {
+        assert!(
+            ran.stderr.contains(word),
+            "netloom {}: the error lacks {word:?}:\n{}",
+            args.join(" "),
+            ran.stderr
+        );
+    }
+}
+
+const TWO_HOSTS: &str =
+    "hosts = [\"h1\", \"h2\"]\n\n[[link]]\na = \"h1\"\nb = \"h2\"\nbw = \"10Mbit\"\n";
+
+// ---------------------------------------------------------------------------------------------
+// Reads: devices, FIFOs, directories, large files
+
+#[test]
+fn topology_files_that_are_not_regular_files_are_refused_with_the_limit() {
+    let dir = TempDir::new("hostile-devices");
+    let d = dir.path();
+    for (file, format, what) in [
+        ("/dev/zero", "toml", "a character device"),
+        ("/dev/urandom", "graphml", "a character device"),
+        ("/dev/zero", "gml", "a character device"),
+        ("/dev/urandom", "modelnet", "a character device"),
+        ("/dev/zero", "inet", "a character device"),
+        ("/", "json", "a directory"),
+    ] {
+        refused(
+            d,
+            &["check", file, "--format", format],
+            &[file, what, "128 MiB"],
+        );
+    }
+    let fifo = d.join("fifo.toml");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    refused(d, &["check", "fifo.toml"], &["fifo.toml", "a FIFO", "128 MiB"]);
+    refused(
+        d,
+        &["convert", "fifo.toml", "-o", "x.dot"],
+        &["fifo.toml", "a FIFO"],
+    );
+}
+
+#[test]
+fn a_topology_file_above_the_limit_is_refused_by_its_size_without_reading_it() {
+    let dir = TempDir::new("hostile-large");
+    // Sparse: 129 MiB that take no disk, and no time unless read.
+    let big = std::fs::File::create(dir.path().join("big.toml")).unwrap();
+    big.set_len(129 << 20).unwrap();
+    let started = Instant::now();
+    refused(
+        dir.path(),
+        &["check", "big.toml"],
+        &["big.toml", "135266304 bytes", "above the limit of 128 MiB"],
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn trace_and_profile_files_that_are_devices_are_refused_with_the_limit() {
+    let dir = TempDir::new("hostile-data");
+    let trace = dir.write(
+        "trace.toml",
+        &format!("{TWO_HOSTS}trace = \"/dev/zero\"\n"),
+    );
+    let trace = trace.to_str().unwrap();
+    refused(
+        dir.path(),
+        &["check", trace],
+        &["/dev/zero", "a character device", "a trace file", "64 MiB"],
+    );
+    let profile = dir.write(
+        "profile.toml",
+        &format!("{TWO_HOSTS}wireless = \"802.11b\"\nmac_profile = \"/dev/urandom\"\n"),
+    );
+    refused(
+        dir.path(),
+        &["check", profile.to_str().unwrap()],
+        &["/dev/urandom", "a MAC delay profile", "16 MiB"],
+    );
+}
+
+#[test]
+fn observed_weights_and_assignments_that_are_devices_are_refused() {
+    let dir = TempDir::new("hostile-weights");
+    let topo = dir.write("t.toml", &format!("{TWO_HOSTS}delay = \"1ms\"\n"));
+    let topo = topo.to_str().unwrap();
+    refused(
+        dir.path(),
+        &["partition", topo, "--cores", "2", "--weights", "observed:/dev/zero"],
+        &["/dev/zero", "a character device", "64 MiB"],
+    );
+    refused(
+        dir.path(),
+        &["sim", topo, "--duration", "1s", "--traffic", "pattern=all-to-all source=cbr rate=1Mbit", "--assignment", "/dev/urandom"],
+        &["/dev/urandom", "a character device", "64 MiB"],
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// GraphML entity expansion
+
+/// A GraphML file whose one entity of `entity_kb` KB is referred to `refs` times.
+fn wide_entities(entity_kb: usize, refs: usize) -> String {
+    format!(
+        "<?xml version=\"1.0\"?>\n<!DOCTYPE graphml [<!ENTITY e \"{}\">]>\n\
+         <graphml xmlns=\"http://graphml.graphdrawing.org/xmlns\">\n\
+         <key id=\"d0\" for=\"node\" attr.name=\"label\" attr.type=\"string\"/>\n\
+         <graph edgedefault=\"undirected\">\n<node id=\"a\"><data key=\"d0\">{}</data></node>\n\
+         <node id=\"b\"/>\n<edge source=\"a\" target=\"b\"/>\n</graph>\n</graphml>\n",
+        "x".repeat(entity_kb * 1000),
+        "&e;".repeat(refs)
+    )
+}
+
+#[test]
+fn graphml_entities_that_expand_wide_are_refused_by_the_expansion_budget() {
+    let dir = TempDir::new("hostile-entities");
+    // 100 KB × 700 = 70 MB: above the 16 MiB budget, yet small enough that the code before the
+    // budget expanded it (and went on) instead of exhausting memory.
+    dir.write("wide.graphml", &wide_entities(100, 700));
+    refused(
+        dir.path(),
+        &["check", "wide.graphml", "--hosts-per-router", "1"],
+        &["wide.graphml", "entity references would expand to 70000000 bytes", "16 MiB"],
+    );
+    // The issue's case: 350 KB that would expand to 5 GB, refused at once.
+    let text = wide_entities(100, 50_000);
+    assert!(text.len() < 350_000);
+    dir.write("huge.graphml", &text);
+    let started = Instant::now();
+    refused(
+        dir.path(),
+        &["check", "huge.graphml", "--hosts-per-router", "1"],
+        &["huge.graphml", "would expand to 5000000000 bytes"],
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // A few small entities, as tools write them, still load.
+    dir.write("ok.graphml", &wide_entities(1, 3));
+    let ran = run_in(
+        dir.path(),
+        &["check", "ok.graphml", "--hosts-per-router", "1"],
+    );
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+}
