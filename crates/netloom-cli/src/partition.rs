@@ -14,7 +14,9 @@ use netloom_partition::{
     SharedCache,
 };
 use netloom_route::Routes;
+use crate::input::number_in;
 use netloom_topo::read::{read_text, SIDE_JSON};
+use netloom_topo::units::Range;
 use netloom_topo::Topology;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -38,8 +40,8 @@ pub struct PartitionArgs {
     /// Seed of the partitioner (and of a traffic:SPEC pattern).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// METIS: the most loaded core may carry this many times the mean load.
-    #[arg(long, default_value_t = 1.03)]
+    /// METIS: the most loaded core may carry this many times the mean load (1 to 100).
+    #[arg(long, default_value_t = 1.03, value_parser = number_in(Range::closed(1.0, 100.0)))]
     imbalance: f64,
     /// Write the assignment (docs/partition.md) to this file.
     #[arg(short = 'o', long)]

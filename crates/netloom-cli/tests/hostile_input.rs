@@ -253,3 +253,93 @@ fn many_unknown_keys_and_schedule_events_are_validated_in_linear_time() {
     assert_eq!(ran.code, Some(0), "{}", ran.stderr);
     assert!(took < Duration::from_secs(10), "{n} events took {took:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Numbers: NaN, infinities and ranges
+
+#[test]
+fn nan_and_infinite_numbers_in_a_topology_are_refused_with_the_valid_range() {
+    let dir = TempDir::new("hostile-nan");
+    // Before, TOML's nan and inf became null, which reads as absent: no loss at all.
+    for (i, (line, words)) in [
+        ("loss = nan", &["loss \"NaN\" is not a probability", "[0, 1]"][..]),
+        ("loss = inf", &["loss \"inf\" is not a probability", "[0, 1]"]),
+        ("loss = -inf", &["loss \"-inf\"", "[0, 1]"]),
+        ("duplicate = nan", &["duplicate \"NaN\"", "[0, 1]"]),
+        (
+            "aqm = \"red\"\nred = { weight = nan }",
+            &["red.weight NaN is not a number; valid: (0, 1]"],
+        ),
+        (
+            "aqm = \"red\"\nred = { min_th = inf, max_th = 30 }",
+            &["red.min_th inf is out of range; valid: (0, ∞)"],
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let name = format!("nan{i}.toml");
+        dir.write(&name, &format!("{TWO_HOSTS}delay = \"1ms\"\n{line}\n"));
+        let mut expected = vec![format!("{name}:")];
+        expected.extend(words.iter().map(|w| w.to_string()));
+        let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
+        refused(dir.path(), &["check", &name], &expected);
+    }
+}
+
+#[test]
+fn coordinates_that_imply_an_absurd_delay_are_refused_not_saturated() {
+    let dir = TempDir::new("hostile-far");
+    // Before: a delay of 584 years. After: refused, with the delay and the limit.
+    dir.write("far.inet", "2 1\n0 0 0\n1 1e300 0\n0 1 1\n");
+    refused(
+        dir.path(),
+        &["check", "far.inet", "--hosts-per-router", "1"],
+        &["far.inet", "link r0-r1", "gives a delay of 5.0e294 s", "above the limit of 60s"],
+    );
+    dir.write("near.inet", "2 1\n0 0 0\n1 300 400\n0 1 1\n");
+    for speed in ["nan", "-1", "0", "inf", "400000"] {
+        refused(
+            dir.path(),
+            &["check", "near.inet", "--hosts-per-router", "1", &format!("--km-per-s={speed}")],
+            &["signal speed (km/s)", "valid: (0, 299792.458]"],
+        );
+    }
+}
+
+#[test]
+fn flags_with_nan_or_out_of_range_numbers_are_refused_with_the_range() {
+    let dir = TempDir::new("hostile-flags");
+    let topo = dir.write("t.toml", &format!("{TWO_HOSTS}delay = \"1ms\"\n"));
+    let topo = topo.to_str().unwrap();
+    for value in ["-1", "NaN", "inf", "0.5", "1000"] {
+        refused(
+            dir.path(),
+            &["partition", topo, "--cores", "2", &format!("--imbalance={value}")],
+            &["--imbalance", "valid: [1, 100]"],
+        );
+    }
+    // Refused while the arguments are read, before anything runs (no root, no namespaces).
+    for value in ["NaN", "-1", "1.5", "-inf"] {
+        refused(
+            dir.path(),
+            &["run", "missing.toml", &format!("--max-late-fraction={value}")],
+            &["--max-late-fraction", "valid: [0, 1]"],
+        );
+    }
+}
+
+#[test]
+fn gen_refuses_an_output_name_whose_extension_is_not_a_format() {
+    let dir = TempDir::new("hostile-gen");
+    for name in ["x.exe", "x", "x.graphml"] {
+        refused(
+            dir.path(),
+            &["gen", "dumbbell", "-o", name],
+            &[name, "must end in .toml or .json"],
+        );
+        assert!(!dir.path().join(name).exists(), "{name} was written");
+    }
+    let ran = run_in(dir.path(), &["gen", "dumbbell", "-o", "x.json"]);
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+}
