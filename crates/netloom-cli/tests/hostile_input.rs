@@ -343,3 +343,37 @@ fn gen_refuses_an_output_name_whose_extension_is_not_a_format() {
     let ran = run_in(dir.path(), &["gen", "dumbbell", "-o", "x.json"]);
     assert_eq!(ran.code, Some(0), "{}", ran.stderr);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Errors quote what the user wrote, not the contents of the files it names
+
+#[test]
+fn errors_about_trace_and_profile_files_never_quote_their_contents() {
+    let dir = TempDir::new("hostile-secret");
+    let secret = "root:$y$j9T$SECRETHASH:19000:0:99999:7:::";
+    dir.write("shadow", &format!("{secret}\ndaemon:*:19000:0:99999:7:::\n"));
+    dir.write("late", "1\n2\nSECRETHASH 0.5\n");
+    for (key, file, line, expected) in [
+        ("trace", "shadow", 1, "not a whole number of milliseconds"),
+        ("trace", "late", 3, "not a whole number of milliseconds"),
+        ("mac_profile", "shadow", 1, "not a line of a profile"),
+        ("mac_profile", "late", 1, "not a line of a profile"),
+    ] {
+        let wireless = if key == "mac_profile" {
+            "wireless = \"802.11b\"\n"
+        } else {
+            ""
+        };
+        let name = format!("{key}-{file}.toml");
+        dir.write(
+            &name,
+            &format!("{TWO_HOSTS}delay = \"1ms\"\n{wireless}{key} = \"{file}\"\n"),
+        );
+        let ran = run_in(dir.path(), &["check", &name]);
+        assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+        // What the user wrote (the key and the path) and where; nothing of the file.
+        let at = format!("{key} \"{file}\": {file}: line {line}: {expected}");
+        assert!(ran.stderr.contains(&at), "want {at}\n{}", ran.stderr);
+        assert!(!ran.stderr.contains("SECRET"), "{}", ran.stderr);
+    }
+}
