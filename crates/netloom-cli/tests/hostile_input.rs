@@ -377,3 +377,40 @@ fn errors_about_trace_and_profile_files_never_quote_their_contents() {
         assert!(!ran.stderr.contains("SECRET"), "{}", ran.stderr);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Schedules too fine to keep
+
+#[test]
+fn schedules_too_fine_to_keep_are_refused_with_the_minimum() {
+    let dir = TempDir::new("hostile-fine");
+    for (i, schedule) in [
+        // Before, this loaded, and a live engine spun at real-time priority on it.
+        "{ every = \"1ns\", events = [{ at = \"0s\", set = { delay = \"2ms\" } }] }",
+        "{ events = [{ at = \"1ms\", set = { delay = \"2ms\" } }, { at = \"1500us\", set = { delay = \"3ms\" } }] }",
+        "{ every = \"10s\", events = [{ from = \"1s\", to = \"1000100us\", set = { up = false } }] }",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let name = format!("fine{i}.toml");
+        dir.write(&name, &format!("{TWO_HOSTS}delay = \"1ms\"\nschedule = {schedule}\n"));
+        refused(
+            dir.path(),
+            &["check", &name],
+            &[&name, "schedule:", "changes must be at least 1ms apart"],
+        );
+    }    // A Markov graph whose state lasts a nanosecond changes as often.
+    dir.write(
+        "markov.toml",
+        &format!(
+            "{TWO_HOSTS}delay = \"1ms\"\n[link.markov]\nstart = \"a\"\n\
+             states.a = {{ dwell = \"1ns\", next = {{ a = 1 }} }}\n"
+        ),
+    );
+    refused(
+        dir.path(),
+        &["check", "markov.toml"],
+        &["markov.toml", "state \"a\": a dwell time below 1ms", "at least 1ms"],
+    );
+}

@@ -200,6 +200,20 @@ impl Context<'_> {
         if let Some(every) = every {
             times.retain(|&t| t < every);
         }
+        // Checked before any state is built: a schedule too fine or too long is refused at the
+        // cost of its times alone.
+        let steps = times
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| (t, i as u32))
+            .collect();
+        let schedule = match Schedule::new(steps, every) {
+            Ok(s) => s,
+            Err(e) => {
+                self.bad(&[k("schedule")], format!("schedule: {e}"));
+                return None;
+            }
+        };
         // The state at t is the `at` events up to t in time order (file order for equal times),
         // then the windows open at t in file order. One sweep over the times keeps it linear:
         // the `at` events fold into a running patch, the windows open and close as t passes.
@@ -238,18 +252,7 @@ impl Context<'_> {
                 .fold(at_state.clone(), |acc, &i| acc.under(&events[i].2));
             states.push(self.configs(&over, &[k("schedule")], &format!("schedule at {t}"))?);
         }
-        let steps = times
-            .iter()
-            .enumerate()
-            .map(|(i, &t)| (t, i as u32))
-            .collect();
-        match Schedule::new(steps, every) {
-            Ok(s) => Some((Arc::new(Plan::Schedule(s)), states)),
-            Err(e) => {
-                self.bad(&[k("schedule")], format!("schedule: {e}"));
-                None
-            }
-        }
+        Some((Arc::new(Plan::Schedule(schedule)), states))
     }
 
     fn markov(&mut self, m: &MarkovSpec) -> Option<Resolved> {
