@@ -17,10 +17,18 @@ struct Ran {
     stderr: String,
 }
 
-/// Runs the binary in `dir`, killed after 20 s: a hang fails the test instead of stalling it.
+/// The address space every run here gets: any input under 1 MB must be handled in under 1 GB
+/// (a run that needs more fails to allocate and aborts, which fails the test).
+const MEMORY_LIMIT_KB: u64 = 1 << 20;
+
+/// Runs the binary in `dir` with at most [`MEMORY_LIMIT_KB`] of address space, killed after
+/// 20 s: a hang fails the test instead of stalling it.
 fn run_in(dir: &Path, args: &[&str]) -> Ran {
     let err = dir.join(".stderr");
-    let mut child = Command::new(bin())
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {MEMORY_LIMIT_KB} && exec \"$0\" \"$@\""))
+        .arg(bin())
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -413,4 +421,210 @@ fn schedules_too_fine_to_keep_are_refused_with_the_minimum() {
         &["check", "markov.toml"],
         &["markov.toml", "state \"a\": a dwell time below 1ms", "at least 1ms"],
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generated hostile cases, per format and per flag
+
+/// A small valid file of each format netloom reads, with its extension and whether it needs
+/// hosts attached (`--hosts-per-router`).
+const FORMATS: &[(&str, bool, &str)] = &[
+    (
+        "toml",
+        false,
+        "hosts = [\"h1\", \"h2\"]\n\n[[link]]\na = \"h1\"\nb = \"h2\"\nbw = \"10Mbit\"\ndelay = \"1ms\"\nloss = 0.01\n",
+    ),
+    (
+        "json",
+        false,
+        "{\"hosts\": [\"h1\", \"h2\"],\n\"link\": [{\"a\": \"h1\", \"b\": \"h2\", \"bw\": \"10Mbit\",\n\"delay\": \"1ms\", \"loss\": 0.01}]}\n",
+    ),
+    (
+        "graphml",
+        true,
+        "<?xml version=\"1.0\"?>\n<graphml xmlns=\"http://graphml.graphdrawing.org/xmlns\">\n\
+         <key attr.name=\"Latitude\" for=\"node\" id=\"d1\"/>\n\
+         <key attr.name=\"Longitude\" for=\"node\" id=\"d2\"/>\n\
+         <key attr.name=\"LinkSpeedRaw\" for=\"edge\" id=\"d3\"/>\n\
+         <graph edgedefault=\"undirected\">\n\
+         <node id=\"0\"><data key=\"d1\">10.5</data><data key=\"d2\">-3</data></node>\n\
+         <node id=\"1\"><data key=\"d1\">11</data><data key=\"d2\">4.25</data></node>\n\
+         <edge source=\"0\" target=\"1\"><data key=\"d3\">1000000000</data></edge>\n\
+         </graph>\n</graphml>\n",
+    ),
+    (
+        "gml",
+        true,
+        "graph [\n  node [ id 0 Latitude 10.5 Longitude -3 ]\n  node [ id 1 Latitude 11 Longitude 4 ]\n  edge [ source 0 target 1 LinkSpeed \"2.5\" LinkSpeedUnits \"G\" ]\n]\n",
+    ),
+    (
+        "graph",
+        false,
+        "<topology>\n<vertices>\n<vertex int_idx=\"0\" role=\"gateway\"/>\n\
+         <vertex int_idx=\"1\" role=\"virtnode\" int_vn=\"0\"/>\n\
+         <vertex int_idx=\"2\" role=\"virtnode\" int_vn=\"1\"/>\n</vertices>\n<edges>\n\
+         <edge int_src=\"1\" int_dst=\"0\" int_idx=\"0\" specs=\"cs\"/>\n\
+         <edge int_src=\"0\" int_dst=\"1\" int_idx=\"1\" specs=\"cs\" dbl_kbps=\"768\"/>\n\
+         <edge int_src=\"2\" int_dst=\"0\" int_idx=\"2\" specs=\"cs\"/>\n</edges>\n\
+         <specs><cs dbl_plr=\"0.01\" dbl_kbps=\"1000\" int_delayms=\"1\" int_qlen=\"10\"/></specs>\n\
+         </topology>\n",
+    ),
+    ("inet", true, "3 2\n0 0 0\n1 300 400\n2 600 800\n0 1 1\n1 2 1\n"),
+];
+
+/// Every digit run of `text` replaced by `by`.
+fn numbers_replaced(text: &str, by: &str) -> String {
+    let mut out = String::new();
+    let mut in_number = false;
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            if !in_number {
+                out.push_str(by);
+            }
+            in_number = true;
+        } else {
+            in_number = false;
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The hostile variants of a valid file of format `ext`, each with what it is.
+fn hostile_variants(ext: &str, base: &str) -> Vec<(String, Vec<u8>)> {
+    let mut cases: Vec<(String, Vec<u8>)> = vec![("empty".into(), Vec::new())];
+    for k in 1..=6 {
+        let cut = (0..=base.len() * k / 7).rev().find(|&i| base.is_char_boundary(i)).unwrap();
+        cases.push((format!("truncated at {cut}"), base[..cut].into()));
+    }
+    for n in ["1e308", "99999999999999999999999999", "-1", "nan", "inf", "0", "1e-400"] {
+        cases.push((format!("numbers {n}"), numbers_replaced(base, n).into()));
+    }
+    // Wrong types: strings and numbers where the other belongs, a table for a value.
+    for (from, to) in [("\"", ""), ("10Mbit", "[1, {}]"), ("0.01", "\"x\""), ("1", "true")] {
+        cases.push((format!("{from:?} as {to:?}"), base.replacen(from, to, 1).into()));
+    }
+    let depth = 10_000;
+    let (open, close) = match ext {
+        "toml" => ("[", "]"),
+        "json" => ("[", "]"),
+        "gml" => ("x [ ", " ]"),
+        "inet" => ("0 ", ""),
+        _ => ("<a>", "</a>"),
+    };
+    let deep = format!("{}{}", open.repeat(depth), close.repeat(depth));
+    let nested = match ext {
+        "toml" => format!("a = {deep}\n{base}"),
+        "json" => base.replacen("\"hosts\"", &format!("\"deep\": {deep}, \"hosts\""), 1),
+        "gml" => base.replacen("graph [", &format!("graph [ {deep}"), 1),
+        "inet" => format!("{deep}\n{base}"),
+        _ => base.replacen("</", &format!("{deep}</"), 1),
+    };
+    cases.push(("deep nesting".into(), nested.into()));
+    let doubled: String = base.lines().flat_map(|l| [l, "\n", l, "\n"]).collect();
+    cases.push(("every line twice (duplicate keys)".into(), doubled.into()));
+    let unknown = match ext {
+        "toml" => format!("zz = 1\n{base}"),
+        "json" => base.replacen('{', "{\"zz\": 1, ", 1),
+        "gml" => base.replacen("graph [", "graph [ zz 1 ", 1),
+        "inet" => format!("{base}zz 1\n"),
+        _ => base.replacen("<node ", "<zz/><node ", 1).replacen("<vertex ", "<zz/><vertex ", 1),
+    };
+    cases.push(("unknown key".into(), unknown.into()));
+    let mut bytes = base.as_bytes().to_vec();
+    bytes.splice(base.len() / 2..base.len() / 2, [0xff, 0xfe, 0x00]);
+    cases.push(("not UTF-8".into(), bytes));
+    // About 1 MB: the last line (or the whole file) over and over.
+    let line = base.lines().filter(|l| !l.trim().is_empty()).nth(2).unwrap_or(base);
+    let big = format!("{base}{}", format!("{line}\n").repeat(1_000_000 / (line.len() + 1)));
+    cases.push(("1 MB of one line repeated".into(), big.into()));
+    cases
+}
+
+#[test]
+fn generated_hostile_files_in_every_format_get_a_clear_error_and_no_panic() {
+    let dir = TempDir::new("hostile-generated");
+    let mut count = 0;
+    for &(ext, import, base) in FORMATS {
+        let name = format!("base.{ext}");
+        dir.write(&name, base);
+        let mut args = vec!["check", name.as_str()];
+        if import {
+            args.extend(["--hosts-per-router", "1"]);
+        }
+        let ran = run_in(dir.path(), &args);
+        assert_eq!(ran.code, Some(0), "the base {ext} file must load: {}", ran.stderr);
+        for (i, (what, bytes)) in hostile_variants(ext, base).into_iter().enumerate() {
+            let name = format!("case{i}.{ext}");
+            std::fs::write(dir.path().join(&name), &bytes).unwrap();
+            let mut args = args.clone();
+            args[1] = &name;
+            let ran = run_in(dir.path(), &args);
+            count += 1;
+            // Either it still is a valid file, or one clear error naming it; never a crash.
+            match ran.code {
+                Some(0) => {}
+                Some(2) => assert!(
+                    ran.stderr.starts_with(&format!("netloom: {name}")),
+                    "{ext}, {what}: the error must start by naming the file:\n{}",
+                    ran.stderr
+                ),
+                code => panic!("{ext}, {what}: exit {code:?}:\n{}", ran.stderr),
+            }
+            assert!(!ran.stderr.contains("panicked"), "{ext}, {what}:\n{}", ran.stderr);
+        }
+    }
+    assert!(count > 100, "{count} cases");
+}
+
+#[test]
+fn generated_hostile_flag_values_get_a_clear_error_and_no_panic() {
+    let dir = TempDir::new("hostile-flag-values");
+    dir.write("t.toml", &format!("{TWO_HOSTS}delay = \"1ms\"\n"));
+    dir.write("r.inet", "2 1\n0 0 0\n1 300 400\n0 1 1\n");
+    dir.write("empty.json", "");
+    dir.write("bad.json", "{\"pipes\": [1e999, nan]}");
+    dir.write("deep.json", &format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)));
+    let values = ["", "nan", "NaN", "inf", "-inf", "-1", "0", "1e308", "1e-400", "x", "99999999999999999999999999"];
+    let flags: &[(&[&str], &str)] = &[
+        (&["check", "r.inet", "--hosts-per-router", "1"], "--km-per-s"),
+        (&["check", "r.inet", "--hosts-per-router", "1"], "--default-bw"),
+        (&["check", "r.inet", "--hosts-per-router", "1"], "--default-delay"),
+        (&["check", "r.inet", "--hosts-per-router", "1"], "--access-link"),
+        (&["check", "r.inet", "--hosts-per-router", "1"], "--inet-delay-per-unit"),
+        (&["check", "r.inet"], "--hosts-per-router"),
+        (&["partition", "t.toml", "--cores", "2"], "--imbalance"),
+        (&["partition", "t.toml"], "--cores"),
+        (&["partition", "t.toml", "--cores", "2", "--model"], "--hop-cost"),
+        (&["sim", "t.toml", "--traffic", "pattern=all-to-all source=cbr rate=1Mbit"], "--duration"),
+        (&["run", "missing.toml"], "--max-late-fraction"),
+        (&["gen", "dumbbell"], "-o"),
+    ];
+    for (args, flag) in flags {
+        for value in values {
+            let flagged = format!("{flag}={value}");
+            let mut all = args.to_vec();
+            all.push(&flagged);
+            let ran = run_in(dir.path(), &all);
+            let shown = all.join(" ");
+            // Some values are valid for some flags (0 s of default delay); the rest must get
+            // one clear error, from the flag parser or from netloom.
+            match ran.code {
+                Some(0) => {}
+                Some(2) => assert!(
+                    ran.stderr.starts_with("netloom: ") || ran.stderr.starts_with("error: "),
+                    "netloom {shown}: {}",
+                    ran.stderr
+                ),
+                code => panic!("netloom {shown}: exit {code:?}:\n{}", ran.stderr),
+            }
+            assert!(!ran.stderr.contains("panicked"), "netloom {shown}:\n{}", ran.stderr);
+        }
+    }
+    for file in ["empty.json", "bad.json", "deep.json", "/dev/zero", "missing.json", "/"] {
+        let weights = format!("observed:{file}");
+        let ran = run_in(dir.path(), &["partition", "t.toml", "--cores", "2", "--weights", &weights]);
+        assert_eq!(ran.code, Some(2), "--weights {weights}:\n{}", ran.stderr);
+        assert!(ran.stderr.contains(file), "--weights {weights}:\n{}", ran.stderr);
+    }
 }
