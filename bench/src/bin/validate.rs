@@ -24,11 +24,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("| input | size | load (s) | result |");
     println!("|---|---:|---:|---|");
     for n in [keys / 4, keys / 2, keys] {
-        time(&format!("{n} unknown keys, TOML"), &unknown_toml(n), Format::Toml);
-        time(&format!("{n} unknown keys, JSON"), &unknown_json(n), Format::Json);
+        time(
+            &format!("{n} unknown keys, TOML"),
+            &unknown_toml(n),
+            Format::Toml,
+        );
+        time(
+            &format!("{n} unknown keys, JSON"),
+            &unknown_json(n),
+            Format::Json,
+        );
     }
     for n in [events / 4, events / 2, events] {
-        time(&format!("schedule of {n} events"), &schedule(n), Format::Toml);
+        time(
+            &format!("schedule of {n} events"),
+            &schedule(n),
+            Format::Toml,
+        );
     }
     Ok(())
 }
@@ -68,7 +80,8 @@ fn unknown_json(n: usize) -> String {
 
 /// A link whose delay changes every millisecond, `n` times, as `at` events.
 fn schedule(n: usize) -> String {
-    let mut text = String::from("hosts = [\"h1\", \"h2\"]\n\n") + LINK + "schedule = { events = [\n";
+    let mut text =
+        String::from("hosts = [\"h1\", \"h2\"]\n\n") + LINK + "schedule = { events = [\n";
     for i in 0..n {
         let _ = writeln!(
             text,

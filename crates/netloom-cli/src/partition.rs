@@ -3,6 +3,7 @@
 //! §5.1 model predicts per core count, `--placement` the CPU each core should run on here (MX).
 //! Also the glue `sim` uses to measure an assignment.
 
+use crate::input::number_in;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use netloom_engine::traffic::{self, parse_spec, FlowSpec, SourceKind, HEADER_BYTES};
@@ -14,7 +15,6 @@ use netloom_partition::{
     SharedCache,
 };
 use netloom_route::Routes;
-use crate::input::number_in;
 use netloom_topo::read::{read_text, SIDE_JSON};
 use netloom_topo::units::Range;
 use netloom_topo::Topology;
@@ -252,8 +252,8 @@ pub fn machine() -> CacheTopology {
 
 /// The assignment `--assignment FILE` names.
 pub fn read_assignment(topo: &Topology, path: &Path) -> Result<Assignment> {
-    let text = read_text(path, SIDE_JSON)
-        .with_context(|| format!("--assignment {}", path.display()))?;
+    let text =
+        read_text(path, SIDE_JSON).with_context(|| format!("--assignment {}", path.display()))?;
     Assignment::from_json(&text, topo).with_context(|| format!("--assignment {}", path.display()))
 }
 

@@ -102,7 +102,11 @@ fn topology_files_that_are_not_regular_files_are_refused_with_the_limit() {
     let fifo = d.join("fifo.toml");
     let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(made.success());
-    refused(d, &["check", "fifo.toml"], &["fifo.toml", "a FIFO", "128 MiB"]);
+    refused(
+        d,
+        &["check", "fifo.toml"],
+        &["fifo.toml", "a FIFO", "128 MiB"],
+    );
     refused(
         d,
         &["convert", "fifo.toml", "-o", "x.dot"],
@@ -128,10 +132,7 @@ fn a_topology_file_above_the_limit_is_refused_by_its_size_without_reading_it() {
 #[test]
 fn trace_and_profile_files_that_are_devices_are_refused_with_the_limit() {
     let dir = TempDir::new("hostile-data");
-    let trace = dir.write(
-        "trace.toml",
-        &format!("{TWO_HOSTS}trace = \"/dev/zero\"\n"),
-    );
+    let trace = dir.write("trace.toml", &format!("{TWO_HOSTS}trace = \"/dev/zero\"\n"));
     let trace = trace.to_str().unwrap();
     refused(
         dir.path(),
@@ -156,12 +157,28 @@ fn observed_weights_and_assignments_that_are_devices_are_refused() {
     let topo = topo.to_str().unwrap();
     refused(
         dir.path(),
-        &["partition", topo, "--cores", "2", "--weights", "observed:/dev/zero"],
+        &[
+            "partition",
+            topo,
+            "--cores",
+            "2",
+            "--weights",
+            "observed:/dev/zero",
+        ],
         &["/dev/zero", "a character device", "64 MiB"],
     );
     refused(
         dir.path(),
-        &["sim", topo, "--duration", "1s", "--traffic", "pattern=all-to-all source=cbr rate=1Mbit", "--assignment", "/dev/urandom"],
+        &[
+            "sim",
+            topo,
+            "--duration",
+            "1s",
+            "--traffic",
+            "pattern=all-to-all source=cbr rate=1Mbit",
+            "--assignment",
+            "/dev/urandom",
+        ],
         &["/dev/urandom", "a character device", "64 MiB"],
     );
 }
@@ -191,7 +208,11 @@ fn graphml_entities_that_expand_wide_are_refused_by_the_expansion_budget() {
     refused(
         dir.path(),
         &["check", "wide.graphml", "--hosts-per-router", "1"],
-        &["wide.graphml", "entity references would expand to 70000000 bytes", "16 MiB"],
+        &[
+            "wide.graphml",
+            "entity references would expand to 70000000 bytes",
+            "16 MiB",
+        ],
     );
     // The issue's case: 350 KB that would expand to 5 GB, refused at once.
     let text = wide_entities(100, 50_000);
@@ -240,18 +261,33 @@ fn many_unknown_keys_and_schedule_events_are_validated_in_linear_time() {
         &dir,
         "keys.json",
         &json,
-        &["keys.json:3: [topology]: unknown key \"unknown0\"", "and 49980 more errors"],
+        &[
+            "keys.json:3: [topology]: unknown key \"unknown0\"",
+            "and 49980 more errors",
+        ],
     );
-    assert!(took < Duration::from_secs(10), "{n} unknown keys took {took:?}");
+    assert!(
+        took < Duration::from_secs(10),
+        "{n} unknown keys took {took:?}"
+    );
     let keys: String = (0..n).map(|i| format!("unknown{i} = 1\n")).collect();
     let toml = format!("hosts = [\"h1\", \"h2\"]\n[topology]\n{keys}");
     let took = check_time(&dir, "keys.toml", &toml, &["keys.toml:3: [topology]"]);
-    assert!(took < Duration::from_secs(10), "{n} unknown keys took {took:?}");
+    assert!(
+        took < Duration::from_secs(10),
+        "{n} unknown keys took {took:?}"
+    );
     // Every state of a schedule used to be found by going through every event: 19 s for
     // 25,000 events.
     let n = 20_000;
     let events: String = (0..n)
-        .map(|i| format!("  {{ at = \"{}ms\", set = {{ delay = \"{}ms\" }} }},\n", i + 1, i % 50))
+        .map(|i| {
+            format!(
+                "  {{ at = \"{}ms\", set = {{ delay = \"{}ms\" }} }},\n",
+                i + 1,
+                i % 50
+            )
+        })
         .collect();
     let schedule = format!("{TWO_HOSTS}delay = \"1ms\"\nschedule = {{ events = [\n{events}] }}\n");
     dir.write("schedule.toml", &schedule);
@@ -270,8 +306,14 @@ fn nan_and_infinite_numbers_in_a_topology_are_refused_with_the_valid_range() {
     let dir = TempDir::new("hostile-nan");
     // Before, TOML's nan and inf became null, which reads as absent: no loss at all.
     for (i, (line, words)) in [
-        ("loss = nan", &["loss \"NaN\" is not a probability", "[0, 1]"][..]),
-        ("loss = inf", &["loss \"inf\" is not a probability", "[0, 1]"]),
+        (
+            "loss = nan",
+            &["loss \"NaN\" is not a probability", "[0, 1]"][..],
+        ),
+        (
+            "loss = inf",
+            &["loss \"inf\" is not a probability", "[0, 1]"],
+        ),
         ("loss = -inf", &["loss \"-inf\"", "[0, 1]"]),
         ("duplicate = nan", &["duplicate \"NaN\"", "[0, 1]"]),
         (
@@ -303,13 +345,24 @@ fn coordinates_that_imply_an_absurd_delay_are_refused_not_saturated() {
     refused(
         dir.path(),
         &["check", "far.inet", "--hosts-per-router", "1"],
-        &["far.inet", "link r0-r1", "gives a delay of 5.0e294 s", "above the limit of 60s"],
+        &[
+            "far.inet",
+            "link r0-r1",
+            "gives a delay of 5.0e294 s",
+            "above the limit of 60s",
+        ],
     );
     dir.write("near.inet", "2 1\n0 0 0\n1 300 400\n0 1 1\n");
     for speed in ["nan", "-1", "0", "inf", "400000"] {
         refused(
             dir.path(),
-            &["check", "near.inet", "--hosts-per-router", "1", &format!("--km-per-s={speed}")],
+            &[
+                "check",
+                "near.inet",
+                "--hosts-per-router",
+                "1",
+                &format!("--km-per-s={speed}"),
+            ],
             &["signal speed (km/s)", "valid: (0, 299792.458]"],
         );
     }
@@ -323,7 +376,13 @@ fn flags_with_nan_or_out_of_range_numbers_are_refused_with_the_range() {
     for value in ["-1", "NaN", "inf", "0.5", "1000"] {
         refused(
             dir.path(),
-            &["partition", topo, "--cores", "2", &format!("--imbalance={value}")],
+            &[
+                "partition",
+                topo,
+                "--cores",
+                "2",
+                &format!("--imbalance={value}"),
+            ],
             &["--imbalance", "valid: [1, 100]"],
         );
     }
@@ -331,7 +390,11 @@ fn flags_with_nan_or_out_of_range_numbers_are_refused_with_the_range() {
     for value in ["NaN", "-1", "1.5", "-inf"] {
         refused(
             dir.path(),
-            &["run", "missing.toml", &format!("--max-late-fraction={value}")],
+            &[
+                "run",
+                "missing.toml",
+                &format!("--max-late-fraction={value}"),
+            ],
             &["--max-late-fraction", "valid: [0, 1]"],
         );
     }
@@ -359,7 +422,10 @@ fn gen_refuses_an_output_name_whose_extension_is_not_a_format() {
 fn errors_about_trace_and_profile_files_never_quote_their_contents() {
     let dir = TempDir::new("hostile-secret");
     let secret = "root:$y$j9T$SECRETHASH:19000:0:99999:7:::";
-    dir.write("shadow", &format!("{secret}\ndaemon:*:19000:0:99999:7:::\n"));
+    dir.write(
+        "shadow",
+        &format!("{secret}\ndaemon:*:19000:0:99999:7:::\n"),
+    );
     dir.write("late", "1\n2\nSECRETHASH 0.5\n");
     for (key, file, line, expected) in [
         ("trace", "shadow", 1, "not a whole number of milliseconds"),
@@ -408,7 +474,7 @@ fn schedules_too_fine_to_keep_are_refused_with_the_minimum() {
             &["check", &name],
             &[&name, "schedule:", "changes must be at least 1ms apart"],
         );
-    }    // A Markov graph whose state lasts a nanosecond changes as often.
+    } // A Markov graph whose state lasts a nanosecond changes as often.
     dir.write(
         "markov.toml",
         &format!(
@@ -419,7 +485,11 @@ fn schedules_too_fine_to_keep_are_refused_with_the_minimum() {
     refused(
         dir.path(),
         &["check", "markov.toml"],
-        &["markov.toml", "state \"a\": a dwell time below 1ms", "at least 1ms"],
+        &[
+            "markov.toml",
+            "state \"a\": a dwell time below 1ms",
+            "at least 1ms",
+        ],
     );
 }
 
@@ -494,15 +564,34 @@ fn numbers_replaced(text: &str, by: &str) -> String {
 fn hostile_variants(ext: &str, base: &str) -> Vec<(String, Vec<u8>)> {
     let mut cases: Vec<(String, Vec<u8>)> = vec![("empty".into(), Vec::new())];
     for k in 1..=6 {
-        let cut = (0..=base.len() * k / 7).rev().find(|&i| base.is_char_boundary(i)).unwrap();
+        let cut = (0..=base.len() * k / 7)
+            .rev()
+            .find(|&i| base.is_char_boundary(i))
+            .unwrap();
         cases.push((format!("truncated at {cut}"), base[..cut].into()));
     }
-    for n in ["1e308", "99999999999999999999999999", "-1", "nan", "inf", "0", "1e-400"] {
+    for n in [
+        "1e308",
+        "99999999999999999999999999",
+        "-1",
+        "nan",
+        "inf",
+        "0",
+        "1e-400",
+    ] {
         cases.push((format!("numbers {n}"), numbers_replaced(base, n).into()));
     }
     // Wrong types: strings and numbers where the other belongs, a table for a value.
-    for (from, to) in [("\"", ""), ("10Mbit", "[1, {}]"), ("0.01", "\"x\""), ("1", "true")] {
-        cases.push((format!("{from:?} as {to:?}"), base.replacen(from, to, 1).into()));
+    for (from, to) in [
+        ("\"", ""),
+        ("10Mbit", "[1, {}]"),
+        ("0.01", "\"x\""),
+        ("1", "true"),
+    ] {
+        cases.push((
+            format!("{from:?} as {to:?}"),
+            base.replacen(from, to, 1).into(),
+        ));
     }
     let depth = 10_000;
     let (open, close) = match ext {
@@ -528,15 +617,24 @@ fn hostile_variants(ext: &str, base: &str) -> Vec<(String, Vec<u8>)> {
         "json" => base.replacen('{', "{\"zz\": 1, ", 1),
         "gml" => base.replacen("graph [", "graph [ zz 1 ", 1),
         "inet" => format!("{base}zz 1\n"),
-        _ => base.replacen("<node ", "<zz/><node ", 1).replacen("<vertex ", "<zz/><vertex ", 1),
+        _ => base
+            .replacen("<node ", "<zz/><node ", 1)
+            .replacen("<vertex ", "<zz/><vertex ", 1),
     };
     cases.push(("unknown key".into(), unknown.into()));
     let mut bytes = base.as_bytes().to_vec();
     bytes.splice(base.len() / 2..base.len() / 2, [0xff, 0xfe, 0x00]);
     cases.push(("not UTF-8".into(), bytes));
     // About 1 MB: the last line (or the whole file) over and over.
-    let line = base.lines().filter(|l| !l.trim().is_empty()).nth(2).unwrap_or(base);
-    let big = format!("{base}{}", format!("{line}\n").repeat(1_000_000 / (line.len() + 1)));
+    let line = base
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .nth(2)
+        .unwrap_or(base);
+    let big = format!(
+        "{base}{}",
+        format!("{line}\n").repeat(1_000_000 / (line.len() + 1))
+    );
     cases.push(("1 MB of one line repeated".into(), big.into()));
     cases
 }
@@ -553,7 +651,12 @@ fn generated_hostile_files_in_every_format_get_a_clear_error_and_no_panic() {
             args.extend(["--hosts-per-router", "1"]);
         }
         let ran = run_in(dir.path(), &args);
-        assert_eq!(ran.code, Some(0), "the base {ext} file must load: {}", ran.stderr);
+        assert_eq!(
+            ran.code,
+            Some(0),
+            "the base {ext} file must load: {}",
+            ran.stderr
+        );
         for (i, (what, bytes)) in hostile_variants(ext, base).into_iter().enumerate() {
             let name = format!("case{i}.{ext}");
             std::fs::write(dir.path().join(&name), &bytes).unwrap();
@@ -571,7 +674,11 @@ fn generated_hostile_files_in_every_format_get_a_clear_error_and_no_panic() {
                 ),
                 code => panic!("{ext}, {what}: exit {code:?}:\n{}", ran.stderr),
             }
-            assert!(!ran.stderr.contains("panicked"), "{ext}, {what}:\n{}", ran.stderr);
+            assert!(
+                !ran.stderr.contains("panicked"),
+                "{ext}, {what}:\n{}",
+                ran.stderr
+            );
         }
     }
     assert!(count > 100, "{count} cases");
@@ -584,19 +691,60 @@ fn generated_hostile_flag_values_get_a_clear_error_and_no_panic() {
     dir.write("r.inet", "2 1\n0 0 0\n1 300 400\n0 1 1\n");
     dir.write("empty.json", "");
     dir.write("bad.json", "{\"pipes\": [1e999, nan]}");
-    dir.write("deep.json", &format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)));
-    let values = ["", "nan", "NaN", "inf", "-inf", "-1", "0", "1e308", "1e-400", "x", "99999999999999999999999999"];
+    dir.write(
+        "deep.json",
+        &format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)),
+    );
+    let values = [
+        "",
+        "nan",
+        "NaN",
+        "inf",
+        "-inf",
+        "-1",
+        "0",
+        "1e308",
+        "1e-400",
+        "x",
+        "99999999999999999999999999",
+    ];
     let flags: &[(&[&str], &str)] = &[
-        (&["check", "r.inet", "--hosts-per-router", "1"], "--km-per-s"),
-        (&["check", "r.inet", "--hosts-per-router", "1"], "--default-bw"),
-        (&["check", "r.inet", "--hosts-per-router", "1"], "--default-delay"),
-        (&["check", "r.inet", "--hosts-per-router", "1"], "--access-link"),
-        (&["check", "r.inet", "--hosts-per-router", "1"], "--inet-delay-per-unit"),
+        (
+            &["check", "r.inet", "--hosts-per-router", "1"],
+            "--km-per-s",
+        ),
+        (
+            &["check", "r.inet", "--hosts-per-router", "1"],
+            "--default-bw",
+        ),
+        (
+            &["check", "r.inet", "--hosts-per-router", "1"],
+            "--default-delay",
+        ),
+        (
+            &["check", "r.inet", "--hosts-per-router", "1"],
+            "--access-link",
+        ),
+        (
+            &["check", "r.inet", "--hosts-per-router", "1"],
+            "--inet-delay-per-unit",
+        ),
         (&["check", "r.inet"], "--hosts-per-router"),
         (&["partition", "t.toml", "--cores", "2"], "--imbalance"),
         (&["partition", "t.toml"], "--cores"),
-        (&["partition", "t.toml", "--cores", "2", "--model"], "--hop-cost"),
-        (&["sim", "t.toml", "--traffic", "pattern=all-to-all source=cbr rate=1Mbit"], "--duration"),
+        (
+            &["partition", "t.toml", "--cores", "2", "--model"],
+            "--hop-cost",
+        ),
+        (
+            &[
+                "sim",
+                "t.toml",
+                "--traffic",
+                "pattern=all-to-all source=cbr rate=1Mbit",
+            ],
+            "--duration",
+        ),
         (&["run", "missing.toml"], "--max-late-fraction"),
         (&["gen", "dumbbell"], "-o"),
     ];
@@ -618,13 +766,31 @@ fn generated_hostile_flag_values_get_a_clear_error_and_no_panic() {
                 ),
                 code => panic!("netloom {shown}: exit {code:?}:\n{}", ran.stderr),
             }
-            assert!(!ran.stderr.contains("panicked"), "netloom {shown}:\n{}", ran.stderr);
+            assert!(
+                !ran.stderr.contains("panicked"),
+                "netloom {shown}:\n{}",
+                ran.stderr
+            );
         }
     }
-    for file in ["empty.json", "bad.json", "deep.json", "/dev/zero", "missing.json", "/"] {
+    for file in [
+        "empty.json",
+        "bad.json",
+        "deep.json",
+        "/dev/zero",
+        "missing.json",
+        "/",
+    ] {
         let weights = format!("observed:{file}");
-        let ran = run_in(dir.path(), &["partition", "t.toml", "--cores", "2", "--weights", &weights]);
+        let ran = run_in(
+            dir.path(),
+            &["partition", "t.toml", "--cores", "2", "--weights", &weights],
+        );
         assert_eq!(ran.code, Some(2), "--weights {weights}:\n{}", ran.stderr);
-        assert!(ran.stderr.contains(file), "--weights {weights}:\n{}", ran.stderr);
+        assert!(
+            ran.stderr.contains(file),
+            "--weights {weights}:\n{}",
+            ran.stderr
+        );
     }
 }

@@ -99,17 +99,12 @@ impl DelayProfile {
             match words.as_slice() {
                 [] | ["prob", "delay"] => {}
                 ["name", rest @ ..] if !rest.is_empty() => name = Some(rest.join(" ")),
-                ["samples", n] => {
-                    samples = n
-                        .parse()
-                        .map_err(|_| fail(ProfileProblem::Samples))?
-                }
+                ["samples", n] => samples = n.parse().map_err(|_| fail(ProfileProblem::Samples))?,
                 [p, d] if p.starts_with(|c: char| c.is_ascii_digit() || c == '.') => {
                     let ppb = parse_decimal(p, 9)
                         .filter(|&v| v <= PPB)
                         .ok_or_else(|| fail(ProfileProblem::Probability))?;
-                    let ns = parse_decimal(d, 6)
-                        .ok_or_else(|| fail(ProfileProblem::Delay))?;
+                    let ns = parse_decimal(d, 6).ok_or_else(|| fail(ProfileProblem::Delay))?;
                     points.push((ppb, ns));
                 }
                 _ => return Err(fail(ProfileProblem::Unknown)),

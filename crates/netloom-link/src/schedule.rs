@@ -97,7 +97,9 @@ impl Schedule {
             return Err(ScheduleError::TooMany { steps: steps.len() });
         }
         let gap = |a: Duration, b: Duration| Duration(b.as_nanos() - a.as_nanos());
-        let gaps = steps.windows(2).map(|w| (w[0].0, w[1].0, gap(w[0].0, w[1].0)));
+        let gaps = steps
+            .windows(2)
+            .map(|w| (w[0].0, w[1].0, gap(w[0].0, w[1].0)));
         // A repeating schedule also changes from its last step to the next period's first.
         let wrap = every.map(|e| {
             let last = steps[steps.len() - 1].0;

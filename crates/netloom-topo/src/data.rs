@@ -29,7 +29,13 @@ impl DataFiles {
     }
 
     pub(crate) fn profile(&mut self, name: &str) -> Result<Arc<DelayProfile>, String> {
-        read(&mut self.profiles, &self.base, name, PROFILE, DelayProfile::parse)
+        read(
+            &mut self.profiles,
+            &self.base,
+            name,
+            PROFILE,
+            DelayProfile::parse,
+        )
     }
 
     pub(crate) fn trace(&mut self, name: &str) -> Result<Arc<Trace>, String> {

@@ -71,7 +71,10 @@ impl LayerParser<'_> {
     /// A number in (0, 1] or (0, ∞), for RED's weight and thresholds.
     fn positive(&mut self, keys: &[&str], v: Option<f64>, at_most_one: bool) -> Option<f64> {
         let max = if at_most_one { 1.0 } else { f64::MAX };
-        self.value(keys, v.map(|v| units::check_number(v, Range::above(0.0, max))))
+        self.value(
+            keys,
+            v.map(|v| units::check_number(v, Range::above(0.0, max))),
+        )
     }
 
     /// A data file named by `key`, read through `read`; its problem is recorded at the key.

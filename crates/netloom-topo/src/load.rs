@@ -125,9 +125,8 @@ fn json_of(value: toml::Value) -> serde_json::Value {
     match value {
         toml::Value::String(s) => Json::String(s),
         toml::Value::Integer(i) => Json::from(i),
-        toml::Value::Float(f) => {
-            serde_json::Number::from_f64(f).map_or_else(|| Json::String(f.to_string()), Json::Number)
-        }
+        toml::Value::Float(f) => serde_json::Number::from_f64(f)
+            .map_or_else(|| Json::String(f.to_string()), Json::Number),
         toml::Value::Boolean(b) => Json::Bool(b),
         // As serde hands date-times over, so that errors can say "a date-time".
         toml::Value::Datetime(d) => Json::Object(serde_json::Map::from_iter([(
@@ -135,12 +134,9 @@ fn json_of(value: toml::Value) -> serde_json::Value {
             Json::String(d.to_string()),
         )])),
         toml::Value::Array(items) => Json::Array(items.into_iter().map(json_of).collect()),
-        toml::Value::Table(table) => Json::Object(
-            table
-                .into_iter()
-                .map(|(k, v)| (k, json_of(v)))
-                .collect(),
-        ),
+        toml::Value::Table(table) => {
+            Json::Object(table.into_iter().map(|(k, v)| (k, json_of(v))).collect())
+        }
     }
 }
 

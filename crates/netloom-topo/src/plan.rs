@@ -222,7 +222,10 @@ impl Context<'_> {
             .enumerate()
             .partition(|(_, (_, stop, _))| stop.is_none());
         ats.sort_by_key(|(_, (start, _, _))| *start);
-        let mut opens: Vec<_> = windows.iter().map(|&(i, (start, _, _))| (*start, i)).collect();
+        let mut opens: Vec<_> = windows
+            .iter()
+            .map(|&(i, (start, _, _))| (*start, i))
+            .collect();
         let mut closes: Vec<_> = windows
             .iter()
             .filter_map(|&(i, (_, stop, _))| stop.map(|stop| (stop, i)))

@@ -184,7 +184,9 @@ mod tests {
         let file = dir.join("f");
         std::fs::write(&file, "0123456789\n").unwrap();
         let large = read_text(&file, small).unwrap_err();
-        assert!(large.to_string().contains("11 bytes, above the limit of 10 bytes"));
+        assert!(large
+            .to_string()
+            .contains("11 bytes, above the limit of 10 bytes"));
         std::fs::write(&file, b"ok\n\xff\n").unwrap();
         let bad = read_text(&file, TOPOLOGY).unwrap_err();
         assert_eq!(bad.line(), Some(2));

@@ -343,7 +343,11 @@ impl Range {
     }
 
     fn contains(&self, x: f64) -> bool {
-        (if self.min_open { x > self.min } else { x >= self.min }) && x <= self.max
+        (if self.min_open {
+            x > self.min
+        } else {
+            x >= self.min
+        }) && x <= self.max
     }
 }
 
@@ -365,7 +369,11 @@ pub fn check_number(x: f64, range: Range) -> Result<f64, UnitError> {
     if range.contains(x) {
         return Ok(x);
     }
-    let what = if x.is_nan() { "is not a number" } else { "is out of range" };
+    let what = if x.is_nan() {
+        "is not a number"
+    } else {
+        "is out of range"
+    };
     Err(UnitError {
         input: x.to_string(),
         problem: format!("{what}; valid: {range}"),

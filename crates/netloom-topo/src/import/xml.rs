@@ -80,7 +80,9 @@ fn entity_expansion(text: &str) -> u64 {
     }
     // References are counted in the document after the DTD, not in the declarations.
     let last = text.rfind("<!ENTITY").unwrap_or(0);
-    let body = text[last..].find("]>").map_or(text, |end| &text[last + end..]);
+    let body = text[last..]
+        .find("]>")
+        .map_or(text, |end| &text[last + end..]);
     let mut lengths = HashMap::new();
     references(body, &values, &mut lengths, 0)
 }
@@ -107,8 +109,12 @@ fn references<'t>(
             None => {
                 // An entity met again while its own length is being found refers to itself.
                 lengths.insert(name, u64::MAX);
-                let n = (value.len() as u64)
-                    .saturating_add(references(value, values, lengths, depth + 1));
+                let n = (value.len() as u64).saturating_add(references(
+                    value,
+                    values,
+                    lengths,
+                    depth + 1,
+                ));
                 lengths.insert(name, n);
                 n
             }
