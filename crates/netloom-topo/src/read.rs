@@ -102,7 +102,7 @@ impl ReadError {
 
 /// A byte count as people write it: "128 MiB", or bytes below one MiB.
 fn size(bytes: u64) -> String {
-    if bytes >= MIB && bytes % MIB == 0 {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
         format!("{} MiB", bytes / MIB)
     } else {
         format!("{bytes} bytes")

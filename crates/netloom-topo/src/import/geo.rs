@@ -51,14 +51,16 @@ pub(crate) fn delay(a: Position, b: Position, speed: Speed) -> Option<Result<Dur
         (Position::Earth { lat, lon }, Position::Earth { lat: l2, lon: o2 }) => {
             great_circle_km(lat, lon, l2, o2) / speed.km_per_s * 1e9
         }
+        // With no delay per unit, even an infinite distance (inf × 0 would be NaN) costs none.
+        (Position::Plane { .. }, Position::Plane { .. }) if speed.ns_per_unit == 0 => 0.0,
         (Position::Plane { x, y }, Position::Plane { x: x2, y: y2 }) => {
             (x - x2).hypot(y - y2) * speed.ns_per_unit as f64
         }
         _ => return None,
     };
     let us = (ns / 1000.0).round();
-    // Also catches infinity; NaN cannot arise from finite coordinates and a positive speed.
-    if !(us <= MAX_DISTANCE_DELAY.as_nanos() as f64 / 1000.0) {
+    // Also catches infinity (finite coordinates can be infinitely far apart: 1e308 and -1e308).
+    if us.is_nan() || us > MAX_DISTANCE_DELAY.as_nanos() as f64 / 1000.0 {
         return Some(Err(ns / 1e9));
     }
     Some(Ok(Duration::from_micros(us as u64)))
