@@ -7,6 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use netloom_partition::Assignment;
 use netloom_topo::export::{to_dot, to_graphml};
+use netloom_topo::read::{read_text, Kind, SIDE_JSON, TOPOLOGY};
 use netloom_topo::{import, write, Imported, InputFormat, Topology};
 use std::path::{Path, PathBuf};
 
@@ -50,8 +51,8 @@ fn output_kind(path: &Path) -> Result<Output> {
     })
 }
 
-fn read(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+fn read(path: &Path, kind: Kind) -> Result<String> {
+    read_text(path, kind).with_context(|| path.display().to_string())
 }
 
 fn import(args: &ConvertArgs) -> Result<Imported> {
@@ -71,9 +72,9 @@ fn import(args: &ConvertArgs) -> Result<Imported> {
         bail!("--model goes with a ModelNet .graph input (or --format modelnet)");
     }
     Ok(import::import_modelnet(
-        &read(&args.file)?,
+        &read(&args.file, TOPOLOGY)?,
         &args.file.display().to_string(),
-        &read(model)?,
+        &read(model, TOPOLOGY)?,
         &model.display().to_string(),
         &options,
     )?)
@@ -101,7 +102,7 @@ pub fn run(args: ConvertArgs) -> Result<()> {
         let Some(topo) = &topo else {
             bail!("--assignment needs a topology with hosts (--hosts-per-router N)");
         };
-        let a = Assignment::from_json(&read(path)?, topo)
+        let a = Assignment::from_json(&read(path, SIDE_JSON)?, topo)
             .with_context(|| format!("--assignment {}", path.display()))?;
         cores = Some(a.pipes);
     }

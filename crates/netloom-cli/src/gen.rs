@@ -4,6 +4,7 @@
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use netloom_topo::gen::{self, GenKind, LinkClass};
+use netloom_topo::Format;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -67,6 +68,16 @@ fn given(args: &GenArgs) -> Vec<&'static str> {
 }
 
 pub fn run(args: GenArgs) -> Result<()> {
+    // The name says the format; anything else would be TOML under a name that says otherwise.
+    let format = args.output.as_deref().map(|path| {
+        Format::from_path(path).with_context(|| {
+            format!(
+                "-o {}: the output name must end in .toml or .json",
+                path.display()
+            )
+        })
+    });
+    let format = format.transpose()?;
     let Some(mut kind) = GenKind::with_defaults(&args.kind) else {
         bail!(
             "unknown topology kind {:?}; valid kinds: {}",
@@ -95,10 +106,9 @@ pub fn run(args: GenArgs) -> Result<()> {
     netloom_topo::resolve(&file, &label)?;
     match &args.output {
         Some(path) => {
-            let text = if path.extension().is_some_and(|e| e == "json") {
-                netloom_topo::write::to_json(&file)
-            } else {
-                netloom_topo::write::to_toml(&file)
+            let text = match format {
+                Some(Format::Json) => netloom_topo::write::to_json(&file),
+                _ => netloom_topo::write::to_toml(&file),
             };
             std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
             eprintln!(

@@ -7,6 +7,7 @@ use clap::Args;
 use netloom_topo::import::{
     ACCESS_BW, ACCESS_DELAY, DEFAULT_BW, DEFAULT_DELAY, FIBRE_KM_PER_S, INET_DELAY_PER_UNIT,
 };
+use netloom_topo::units::{self, Range};
 use netloom_topo::{ErrorKind, HostPlan, ImportOptions, InputFormat, Topology};
 use std::path::Path;
 
@@ -34,6 +35,12 @@ pub struct InputArgs {
     /// Delay per unit of distance on an Inet file's plane.
     #[arg(long, default_value = INET_DELAY_PER_UNIT)]
     inet_delay_per_unit: String,
+}
+
+/// A clap parser for a plain number flag: finite and within `range`, or an error that gives the
+/// range (netloom_topo::units::parse_number, shared with the file formats).
+pub fn number_in(range: Range) -> impl Fn(&str) -> Result<f64, String> + Clone {
+    move |text| units::parse_number(text, range).map_err(|e| e.to_string())
 }
 
 fn format_name(name: &str) -> Result<InputFormat, String> {
@@ -66,12 +73,6 @@ impl InputArgs {
                 self.access_link
             ));
         };
-        if !(self.km_per_s.is_finite() && self.km_per_s > 0.0) {
-            return Err(anyhow!(
-                "--km-per-s {}: must be a positive speed",
-                self.km_per_s
-            ));
-        }
         Ok(ImportOptions {
             hosts: self.hosts_per_router.clone().unwrap_or_default(),
             access_bw: bw.to_string(),

@@ -3,6 +3,7 @@
 //! §5.1 model predicts per core count, `--placement` the CPU each core should run on here (MX).
 //! Also the glue `sim` uses to measure an assignment.
 
+use crate::input::number_in;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use netloom_engine::traffic::{self, parse_spec, FlowSpec, SourceKind, HEADER_BYTES};
@@ -14,6 +15,8 @@ use netloom_partition::{
     SharedCache,
 };
 use netloom_route::Routes;
+use netloom_topo::read::{read_text, SIDE_JSON};
+use netloom_topo::units::Range;
 use netloom_topo::Topology;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -37,8 +40,8 @@ pub struct PartitionArgs {
     /// Seed of the partitioner (and of a traffic:SPEC pattern).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// METIS: the most loaded core may carry this many times the mean load.
-    #[arg(long, default_value_t = 1.03)]
+    /// METIS: the most loaded core may carry this many times the mean load (1 to 100).
+    #[arg(long, default_value_t = 1.03, value_parser = number_in(Range::closed(1.0, 100.0)))]
     imbalance: f64,
     /// Write the assignment (docs/partition.md) to this file.
     #[arg(short = 'o', long)]
@@ -232,8 +235,7 @@ pub fn assign(topo: &Topology, graph: &FlowGraph, options: &Options) -> Result<A
 }
 
 fn read_observation(path: &Path) -> Result<Observation> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = read_text(path, SIDE_JSON).with_context(|| path.display().to_string())?;
     Observation::from_json(&text).with_context(|| path.display().to_string())
 }
 
@@ -250,8 +252,8 @@ pub fn machine() -> CacheTopology {
 
 /// The assignment `--assignment FILE` names.
 pub fn read_assignment(topo: &Topology, path: &Path) -> Result<Assignment> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("--assignment: reading {}", path.display()))?;
+    let text =
+        read_text(path, SIDE_JSON).with_context(|| format!("--assignment {}", path.display()))?;
     Assignment::from_json(&text, topo).with_context(|| format!("--assignment {}", path.display()))
 }
 

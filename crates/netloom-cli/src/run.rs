@@ -4,9 +4,11 @@
 //! starts itself in the background and returns once every host is up. Glue only: the run is
 //! netloom-live's.
 
+use crate::input::number_in;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use netloom_live::{Experiment, Hybrid, Options, Placement, Plan, Precision, Split, Thresholds};
+use netloom_topo::units::Range;
 use netloom_topo::Topology;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -47,8 +49,8 @@ pub struct RunArgs {
     /// A packet released later than this after its scheduled time counts as late.
     #[arg(long, default_value = "100us")]
     late_threshold: String,
-    /// The run is marked inaccurate when more than this fraction of packets is late.
-    #[arg(long, default_value_t = 0.001)]
+    /// The run is marked inaccurate when more than this fraction of packets is late (0 to 1).
+    #[arg(long, default_value_t = 0.001, value_parser = number_in(Range::closed(0.0, 1.0)))]
     max_late_fraction: f64,
     /// Seed of the pipes' random choices (loss, jitter).
     #[arg(long, default_value_t = 1)]

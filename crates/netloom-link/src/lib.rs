@@ -27,7 +27,7 @@ pub use config::*;
 pub use markov::{Markov, MarkovError, MarkovState};
 pub use pipe::*;
 pub use profile::{DelayProfile, ProfileError, ProfileProblem};
-pub use schedule::{Schedule, ScheduleError};
+pub use schedule::{Schedule, ScheduleError, MAX_STEPS, MIN_STEP};
 pub use trace::{Trace, TraceError};
 pub use variation::{Plan, Timeline};
 pub use wireless::MAC_FRAMING_BYTES;

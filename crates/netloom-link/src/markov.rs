@@ -4,6 +4,7 @@
 
 use crate::empirical::Empirical;
 use crate::rng::PipeRng;
+use crate::schedule::MIN_STEP;
 use rand::Rng;
 
 /// One node of the graph: how long the link stays, and where it goes next.
@@ -50,9 +51,9 @@ pub enum MarkovError {
         /// The sum of its arcs' probabilities.
         sum: f64,
     },
-    /// A state's dwell distribution has a sample of 0 ns, which would let the timeline change
-    /// state without time passing.
-    ZeroDwell {
+    /// A state's dwell distribution has a sample below [`MIN_STEP`] (0 would let the timeline
+    /// change state without time passing; 1 ns, a billion changes a second that no run keeps).
+    ShortDwell {
         /// Index of the state.
         state: u32,
     },
@@ -79,8 +80,9 @@ impl MarkovError {
                 "state {}: the arcs' probabilities add up to {sum}, not 1",
                 name(state)
             ),
-            MarkovError::ZeroDwell { state } => format!(
-                "state {}: a dwell time of 0 would never let time pass",
+            MarkovError::ShortDwell { state } => format!(
+                "state {}: a dwell time below {MIN_STEP} changes state faster than a run can \
+                 keep; dwell times must be at least {MIN_STEP}",
                 name(state)
             ),
         }
@@ -101,7 +103,7 @@ const SUM_TOLERANCE: f64 = 1e-9;
 impl Markov {
     /// The graph of `states`, indexed from 0, entered at `start`. Checks that every arc leads
     /// to a state, its probability is in [0, 1] and each state's arcs add up to 1, and that no
-    /// dwell time is 0.
+    /// dwell time is below [`MIN_STEP`] (as a schedule's changes).
     pub fn new(states: Vec<MarkovState>, start: u32) -> Result<Markov, MarkovError> {
         if states.is_empty() {
             return Err(MarkovError::NoStates);
@@ -114,8 +116,8 @@ impl Markov {
         }
         for (i, s) in states.iter().enumerate() {
             let state = i as u32;
-            if s.dwell.samples().contains(&0) {
-                return Err(MarkovError::ZeroDwell { state });
+            if s.dwell.samples().iter().any(|&d| d < MIN_STEP.as_nanos()) {
+                return Err(MarkovError::ShortDwell { state });
             }
             for &(to, p) in &s.next {
                 if to as usize >= states.len() {

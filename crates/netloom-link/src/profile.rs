@@ -29,25 +29,25 @@ pub struct ProfileError {
     pub problem: ProfileProblem,
 }
 
-/// What is wrong with one line of a profile file, or with the curve its points make.
+/// What is wrong with one line of a profile file, or with the curve its points make. The
+/// problems of a line do not quote it: the file may be anything (`mac_profile = "/etc/shadow"`),
+/// so errors give its line number and what was expected there, never its contents.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ProfileProblem {
     /// The line is none of the known forms (`name`, `samples`, the `prob delay` header, a
-    /// `probability delay_ms` pair); holds the line without its comment.
-    #[error("\"{0}\" is not a line of a profile; write `prob delay_ms` pairs like `0.5 1.25`, or `name`, `samples`")]
-    Unknown(String),
-    /// A pair's probability is not a decimal in [0, 1] with at most 9 decimals; holds the text.
-    #[error(
-        "probability \"{0}\" must be a decimal in [0, 1] with at most 9 decimals, like 0.0625"
-    )]
-    Probability(String),
+    /// `probability delay_ms` pair).
+    #[error("not a line of a profile; write `prob delay_ms` pairs like `0.5 1.25`, or `name`, `samples`")]
+    Unknown,
+    /// A pair's probability is not a decimal in [0, 1] with at most 9 decimals.
+    #[error("the probability must be a decimal in [0, 1] with at most 9 decimals, like 0.0625")]
+    Probability,
     /// A pair's delay is not a non-negative decimal of milliseconds with at most 6 decimals
-    /// (whole nanoseconds); holds the text.
-    #[error("delay \"{0}\" must be milliseconds as a decimal with at most 6 decimals, like 0.402")]
-    Delay(String),
-    /// The `samples` line's count is not a whole number that fits in u32; holds the text.
-    #[error("samples \"{0}\" must be a whole number")]
-    Samples(String),
+    /// (whole nanoseconds).
+    #[error("the delay must be milliseconds as a decimal with at most 6 decimals, like 0.402")]
+    Delay,
+    /// The `samples` line's count is not a whole number that fits in u32.
+    #[error("the samples count must be a whole number")]
+    Samples,
     /// The points do not make a CDF, or the sample count is out of range (see `CdfError`);
     /// reported at the last line.
     #[error("{0}")]
@@ -99,20 +99,15 @@ impl DelayProfile {
             match words.as_slice() {
                 [] | ["prob", "delay"] => {}
                 ["name", rest @ ..] if !rest.is_empty() => name = Some(rest.join(" ")),
-                ["samples", n] => {
-                    samples = n
-                        .parse()
-                        .map_err(|_| fail(ProfileProblem::Samples(n.to_string())))?
-                }
+                ["samples", n] => samples = n.parse().map_err(|_| fail(ProfileProblem::Samples))?,
                 [p, d] if p.starts_with(|c: char| c.is_ascii_digit() || c == '.') => {
                     let ppb = parse_decimal(p, 9)
                         .filter(|&v| v <= PPB)
-                        .ok_or_else(|| fail(ProfileProblem::Probability(p.to_string())))?;
-                    let ns = parse_decimal(d, 6)
-                        .ok_or_else(|| fail(ProfileProblem::Delay(d.to_string())))?;
+                        .ok_or_else(|| fail(ProfileProblem::Probability))?;
+                    let ns = parse_decimal(d, 6).ok_or_else(|| fail(ProfileProblem::Delay))?;
                     points.push((ppb, ns));
                 }
-                _ => return Err(fail(ProfileProblem::Unknown(content.to_string()))),
+                _ => return Err(fail(ProfileProblem::Unknown)),
             }
         }
         let overhead = Empirical::from_points(&points, samples).map_err(|e| ProfileError {
@@ -236,10 +231,10 @@ mod tests {
     fn profile_errors_name_the_line() {
         let e = DelayProfile::parse("0 0.1\n0.5 abc\n").unwrap_err();
         assert_eq!(e.line, 2);
-        assert_eq!(e.problem, ProfileProblem::Delay("abc".into()));
+        assert_eq!(e.problem, ProfileProblem::Delay);
         let e = DelayProfile::parse("0 0.1\n0.5 0.2\n").unwrap_err();
         assert_eq!(e.problem, ProfileProblem::Curve(CdfError::LastNotOne));
         let e = DelayProfile::parse("loss-level 0.3\n").unwrap_err();
-        assert!(matches!(e.problem, ProfileProblem::Unknown(_)));
+        assert!(matches!(e.problem, ProfileProblem::Unknown));
     }
 }

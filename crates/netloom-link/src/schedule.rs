@@ -3,6 +3,19 @@
 
 use netloom_time::Duration;
 
+/// The closest two changes of a schedule may be, within a period or across its end. Each change
+/// rebuilds the link's configuration and is one engine event; a live run keeps its releases to
+/// tens of microseconds, so changes a millisecond apart are kept exactly, while `every = "1ns"`
+/// would be a billion events a second that no engine can keep (and that left a live engine
+/// spinning).
+pub const MIN_STEP: Duration = Duration::from_millis(1);
+
+/// The most steps (distinct change times) one schedule may have. Each step holds a full
+/// configuration of the link's two pipes, so this bounds a schedule's memory (100,000 steps load
+/// in about a second; docs/performance.md); longer variation is what a Markov graph or a trace is
+/// for.
+pub const MAX_STEPS: usize = 100_000;
+
 /// Steps (offset, state), in increasing offset order, the first at offset 0. State 0 is the
 /// link's own configuration; what the other states are is the caller's business.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,6 +46,22 @@ pub enum ScheduleError {
     /// The period is zero, so the schedule would repeat without time passing.
     #[error("a repeating schedule needs a period above 0")]
     ZeroPeriod,
+    /// Two changes closer than [`MIN_STEP`] (the second may be the next period's first).
+    #[error("a change at {at} follows the one at {previous} by {gap}; changes must be at least {min} apart", min = MIN_STEP)]
+    TooFine {
+        /// The earlier change's offset in the period.
+        previous: Duration,
+        /// The later change's offset (in the next period when it wrapped around).
+        at: Duration,
+        /// The time between them.
+        gap: Duration,
+    },
+    /// More than [`MAX_STEPS`] changes.
+    #[error("{steps} changes, above the limit of {max}; use a markov graph or a trace for long variation", max = MAX_STEPS)]
+    TooMany {
+        /// How many there are.
+        steps: usize,
+    },
 }
 
 impl Schedule {
@@ -63,6 +92,21 @@ impl Schedule {
             .is_none_or(|&(offset, _)| offset > Duration::ZERO)
         {
             steps.insert(0, (Duration::ZERO, 0));
+        }
+        if steps.len() > MAX_STEPS {
+            return Err(ScheduleError::TooMany { steps: steps.len() });
+        }
+        let gap = |a: Duration, b: Duration| Duration(b.as_nanos() - a.as_nanos());
+        let gaps = steps
+            .windows(2)
+            .map(|w| (w[0].0, w[1].0, gap(w[0].0, w[1].0)));
+        // A repeating schedule also changes from its last step to the next period's first.
+        let wrap = every.map(|e| {
+            let last = steps[steps.len() - 1].0;
+            (last, e, gap(last, e))
+        });
+        if let Some((previous, at, gap)) = gaps.chain(wrap).find(|&(_, _, gap)| gap < MIN_STEP) {
+            return Err(ScheduleError::TooFine { previous, at, gap });
         }
         Ok(Schedule { steps, every })
     }

@@ -2,7 +2,9 @@
 //! its transition probabilities and mean dwell times give; schedules step at their offsets.
 
 use netloom_link::empirical::{Empirical, PPB};
-use netloom_link::{Markov, MarkovError, MarkovState, Plan, Schedule, ScheduleError, Timeline};
+use netloom_link::{
+    Markov, MarkovError, MarkovState, Plan, Schedule, ScheduleError, Timeline, MAX_STEPS,
+};
 use netloom_time::{Duration, Instant};
 use std::sync::Arc;
 
@@ -128,7 +130,15 @@ fn markov_graphs_are_checked() {
     };
     assert_eq!(
         Markov::new(vec![zero], 0),
-        Err(MarkovError::ZeroDwell { state: 0 })
+        Err(MarkovError::ShortDwell { state: 0 })
+    );
+    let nanosecond = MarkovState {
+        dwell: Empirical::constant(1),
+        next: vec![(0, 1.0)],
+    };
+    assert_eq!(
+        Markov::new(vec![nanosecond], 0),
+        Err(MarkovError::ShortDwell { state: 0 })
     );
 }
 
@@ -173,4 +183,37 @@ fn a_one_shot_schedule_ends_and_a_late_advance_catches_up() {
         Schedule::new(vec![(s(70), 1)], Some(s(60))),
         Err(ScheduleError::BeyondPeriod { index: 0, .. })
     ));
+}
+
+#[test]
+fn schedules_too_fine_or_too_long_to_keep_are_refused() {
+    let ms = Duration::from_millis;
+    let ns = Duration::from_nanos;
+    // every = "1ns": a change a nanosecond, from the one step to the next period's.
+    assert_eq!(
+        Schedule::new(vec![], Some(ns(1))),
+        Err(ScheduleError::TooFine {
+            previous: ns(0),
+            at: ns(1),
+            gap: ns(1)
+        })
+    );
+    assert!(matches!(
+        Schedule::new(vec![(ms(1), 1), (ns(1_500_000), 2)], None),
+        Err(ScheduleError::TooFine { .. })
+    ));
+    // Across the end of the period too: the last change at 59.9995 s of 60 s.
+    assert!(matches!(
+        Schedule::new(vec![(ns(59_999_500_000), 1)], Some(ms(60_000))),
+        Err(ScheduleError::TooFine { .. })
+    ));
+    assert!(Schedule::new(vec![(ms(1), 1), (ms(2), 2)], Some(ms(3))).is_ok());
+    let steps = |n: u64| (1..=n).map(|i| (ms(i), 1)).collect::<Vec<_>>();
+    assert!(Schedule::new(steps(MAX_STEPS as u64 - 1), None).is_ok());
+    assert_eq!(
+        Schedule::new(steps(MAX_STEPS as u64), None),
+        Err(ScheduleError::TooMany {
+            steps: MAX_STEPS + 1
+        })
+    );
 }

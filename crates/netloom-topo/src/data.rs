@@ -1,6 +1,7 @@
 //! The data files a topology names (measured MAC delay profiles, Mahimahi delivery traces):
 //! read relative to the topology file, each once, and shared by every pipe that uses it.
 
+use crate::read::{read_text, Kind, PROFILE, TRACE};
 use netloom_link::{DelayProfile, Trace};
 use std::collections::BTreeMap;
 use std::fmt::Display;
@@ -28,11 +29,17 @@ impl DataFiles {
     }
 
     pub(crate) fn profile(&mut self, name: &str) -> Result<Arc<DelayProfile>, String> {
-        read(&mut self.profiles, &self.base, name, DelayProfile::parse)
+        read(
+            &mut self.profiles,
+            &self.base,
+            name,
+            PROFILE,
+            DelayProfile::parse,
+        )
     }
 
     pub(crate) fn trace(&mut self, name: &str) -> Result<Arc<Trace>, String> {
-        read(&mut self.traces, &self.base, name, Trace::parse)
+        read(&mut self.traces, &self.base, name, TRACE, Trace::parse)
     }
 }
 
@@ -41,14 +48,14 @@ fn read<T, E: Display>(
     cache: &mut BTreeMap<PathBuf, Result<Arc<T>, String>>,
     base: &Path,
     name: &str,
+    kind: Kind,
     parse: impl Fn(&str) -> Result<T, E>,
 ) -> Result<Arc<T>, String> {
     let path = base.join(name);
     cache
         .entry(path.clone())
         .or_insert_with(|| {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let text = read_text(&path, kind).map_err(|e| format!("{}: {e}", path.display()))?;
             parse(&text)
                 .map(Arc::new)
                 .map_err(|e| format!("{}: {e}", path.display()))

@@ -6,7 +6,7 @@ use crate::doc::{Fraction, LinkParams, LossSpec};
 use crate::error::{ErrorKind, Issue, Seg, Subject};
 use crate::patch::{refusal, AqmChoice, LinkPatch, PatchError, RedPatch};
 use crate::schema::{self, did_you_mean};
-use crate::units::{self, UnitError};
+use crate::units::{self, Range, UnitError};
 use netloom_link::{
     Aqm, LossModel, PipeConfig, PipeData, QueueLimit, RedParams, Standard, Wireless,
     DEFAULT_PACKET_BYTES, DEFAULT_RETRY_LIMIT,
@@ -70,15 +70,11 @@ impl LayerParser<'_> {
 
     /// A number in (0, 1] or (0, ∞), for RED's weight and thresholds.
     fn positive(&mut self, keys: &[&str], v: Option<f64>, at_most_one: bool) -> Option<f64> {
-        let v = v?;
-        let range = if at_most_one { "in (0, 1]" } else { "above 0" };
-        if v.is_finite() && v > 0.0 && (!at_most_one || v <= 1.0) {
-            Some(v)
-        } else {
-            let name = format!("{}{}", self.prefix, keys.join("."));
-            self.bad(keys, format!("{name} is {v}; it must be a number {range}"));
-            None
-        }
+        let max = if at_most_one { 1.0 } else { f64::MAX };
+        self.value(
+            keys,
+            v.map(|v| units::check_number(v, Range::above(0.0, max))),
+        )
     }
 
     /// A data file named by `key`, read through `read`; its problem is recorded at the key.

@@ -16,6 +16,7 @@ mod locate;
 pub mod model;
 mod patch;
 mod plan;
+pub mod read;
 mod schema;
 pub mod summary;
 pub mod units;

@@ -88,7 +88,7 @@ pub fn parse_str(text: &str, format: Format, file_label: &str) -> Result<Topolog
         }])
     };
     let value: serde_json::Value = match format {
-        Format::Toml => toml::from_str(text).map_err(|e| {
+        Format::Toml => toml::from_str(text).map(json_of).map_err(|e| {
             let line = e.span().map(|s| line_at(text, s.start));
             syntax(line, format!("invalid TOML: {}", one_line(e.message())))
         })?,
@@ -114,6 +114,30 @@ pub fn parse_str(text: &str, format: Format, file_label: &str) -> Result<Topolog
 pub fn resolve(file: &TopologyFile, file_label: &str) -> Result<Topology, TopoError> {
     resolve_file(file, file_label)
         .map_err(|issues| report(issues, file_label, &Namer::from_file(file), None))
+}
+
+/// A TOML value as the document's JSON form. TOML's `nan` and `inf` have no JSON number, and
+/// serde would make them null, which reads as absent (`loss = nan` was no loss at all); they
+/// become the strings "nan", "inf" and "-inf", which every number and probability key refuses
+/// with its valid range.
+fn json_of(value: toml::Value) -> serde_json::Value {
+    use serde_json::Value as Json;
+    match value {
+        toml::Value::String(s) => Json::String(s),
+        toml::Value::Integer(i) => Json::from(i),
+        toml::Value::Float(f) => serde_json::Number::from_f64(f)
+            .map_or_else(|| Json::String(f.to_string()), Json::Number),
+        toml::Value::Boolean(b) => Json::Bool(b),
+        // As serde hands date-times over, so that errors can say "a date-time".
+        toml::Value::Datetime(d) => Json::Object(serde_json::Map::from_iter([(
+            "$__toml_private_datetime".to_string(),
+            Json::String(d.to_string()),
+        )])),
+        toml::Value::Array(items) => Json::Array(items.into_iter().map(json_of).collect()),
+        toml::Value::Table(table) => {
+            Json::Object(table.into_iter().map(|(k, v)| (k, json_of(v))).collect())
+        }
+    }
 }
 
 fn one_line(message: &str) -> String {

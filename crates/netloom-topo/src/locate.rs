@@ -1,8 +1,12 @@
 //! Line numbers for paths in a TOML or JSON text (`link[3].bw` → line 14). Parsing into values
 //! drops positions, so they are looked up again here, and only once an error needs them.
+//! Each lookup costs about the length of its path: a file with 200,000 errors is located in
+//! one pass over its text, not one pass per error.
 
 use crate::error::Seg;
 use crate::load::Format;
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// The text a document was read from.
 pub(crate) struct Source<'t> {
@@ -16,10 +20,23 @@ impl<'t> Source<'t> {
     }
 }
 
-/// Finds lines in one text; the TOML is parsed once, keeping spans, for all lookups.
+/// Finds lines in one text; the TOML is parsed once, keeping spans, for all lookups, and each
+/// JSON object or array is scanned once, when a path first goes through it.
 pub(crate) struct Lines<'t> {
     text: &'t str,
     toml: Option<toml_edit::ImDocument<&'t str>>,
+    /// Byte offset where each line starts.
+    starts: Vec<usize>,
+    /// The entries of the JSON containers scanned so far, by the offset where each starts.
+    json: RefCell<HashMap<usize, Option<Entries>>>,
+}
+
+/// Where the entries of one JSON object or array start.
+enum Entries {
+    /// Key → (where the key starts, where its value starts); the first of duplicate keys.
+    Object(HashMap<String, (usize, usize)>),
+    /// Where each element starts.
+    Array(Vec<usize>),
 }
 
 impl<'t> Lines<'t> {
@@ -28,25 +45,52 @@ impl<'t> Lines<'t> {
             Format::Toml => toml_edit::ImDocument::parse(source.text).ok(),
             Format::Json => None,
         };
+        let starts = std::iter::once(0)
+            .chain(source.text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
         Lines {
             text: source.text,
             toml,
+            starts,
+            json: RefCell::new(HashMap::new()),
         }
     }
 
     /// The 1-based line of the deepest part of `path` that the text contains.
     pub(crate) fn line_of(&self, path: &[Seg]) -> Option<usize> {
-        match &self.toml {
-            Some(doc) => toml_line_of(doc, self.text, path),
-            None => {
-                let mut scanner = JsonScanner {
-                    bytes: self.text.as_bytes(),
-                    text: self.text,
-                    pos: 0,
-                };
-                scanner.find(path).map(|at| line_at(self.text, at))
-            }
+        let at = match &self.toml {
+            Some(doc) => toml_offset_of(doc, path),
+            None => self.json_offset_of(path),
+        }?;
+        Some(self.starts.partition_point(|&start| start <= at))
+    }
+
+    /// Byte offset of the deepest part of `path` found in the JSON text: a key, or an array
+    /// element.
+    fn json_offset_of(&self, path: &[Seg]) -> Option<usize> {
+        let mut scanner = JsonScanner {
+            bytes: self.text.as_bytes(),
+            text: self.text,
+            pos: 0,
+        };
+        scanner.skip_ws();
+        let mut json = self.json.borrow_mut();
+        let mut best = None;
+        for seg in path {
+            let container = scanner.pos;
+            let entries = json
+                .entry(container)
+                .or_insert_with(|| scanner.entries(container));
+            let found = match (entries, seg) {
+                (Some(Entries::Object(keys)), Seg::Key(key)) => keys.get(key).copied(),
+                (Some(Entries::Array(items)), Seg::Index(i)) => items.get(*i).map(|&at| (at, at)),
+                _ => None,
+            };
+            let Some((at, value)) = found else { break };
+            best = Some(at);
+            scanner.pos = value;
         }
+        best
     }
 }
 
@@ -88,9 +132,9 @@ impl<'d> Place<'d> {
     }
 }
 
-/// The line of the deepest part of `path` found in the document: the key, or the `[[link]]`
-/// header of a link.
-fn toml_line_of(doc: &toml_edit::ImDocument<&str>, text: &str, path: &[Seg]) -> Option<usize> {
+/// The byte offset of the deepest part of `path` found in the document: the key, or the
+/// `[[link]]` header of a link.
+fn toml_offset_of(doc: &toml_edit::ImDocument<&str>, path: &[Seg]) -> Option<usize> {
     let mut place = Place::Table(doc.as_table());
     let mut span = None;
     for seg in path {
@@ -119,7 +163,7 @@ fn toml_line_of(doc: &toml_edit::ImDocument<&str>, text: &str, path: &[Seg]) -> 
             None => break,
         }
     }
-    span.map(|s| line_at(text, s.start))
+    span.map(|s| s.start)
 }
 
 /// Walks a JSON text that is known to be valid, following a path without building values.
@@ -195,33 +239,25 @@ impl JsonScanner<'_> {
         Some(())
     }
 
-    /// Byte offset of the deepest part of `path` found: a key, or an array element.
-    fn find(&mut self, path: &[Seg]) -> Option<usize> {
-        let mut best = None;
-        for seg in path {
-            self.skip_ws();
-            let found = match seg {
-                Seg::Key(key) => self.find_key(key),
-                Seg::Index(i) => self.find_index(*i),
-            };
-            match found {
-                Some(at) => best = Some(at),
-                None => break,
-            }
+    /// The entries of the object or array starting at `at` (None if it is neither).
+    fn entries(&mut self, at: usize) -> Option<Entries> {
+        self.pos = at;
+        match self.peek()? {
+            b'{' => self.object().map(Entries::Object),
+            b'[' => self.array().map(Entries::Array),
+            _ => None,
         }
-        best
     }
 
-    /// In the object at `pos`, moves to the value of `key`; returns where the key starts.
-    fn find_key(&mut self, key: &str) -> Option<usize> {
-        if self.peek()? != b'{' {
-            return None;
-        }
+    fn object(&mut self) -> Option<HashMap<String, (usize, usize)>> {
+        let mut keys = HashMap::new();
         self.pos += 1;
         loop {
             self.skip_ws();
-            if self.peek()? != b'"' {
-                return None;
+            match self.peek()? {
+                b'"' => {}
+                b'}' => return Some(keys),
+                _ => return None,
             }
             let start = self.pos;
             let raw = self.string()?;
@@ -231,34 +267,35 @@ impl JsonScanner<'_> {
                 return None;
             }
             self.pos += 1;
-            if name == key {
-                return Some(start);
-            }
+            self.skip_ws();
+            keys.entry(name).or_insert((start, self.pos));
             self.skip_value()?;
             self.skip_ws();
-            if self.peek()? != b',' {
-                return None;
+            match self.peek()? {
+                b',' => self.pos += 1,
+                b'}' => return Some(keys),
+                _ => return None,
             }
-            self.pos += 1;
         }
     }
 
-    /// In the array at `pos`, moves to element `index`; returns where it starts.
-    fn find_index(&mut self, index: usize) -> Option<usize> {
-        if self.peek()? != b'[' {
-            return None;
-        }
+    fn array(&mut self) -> Option<Vec<usize>> {
+        let mut items = Vec::new();
         self.pos += 1;
-        for _ in 0..index {
+        loop {
+            self.skip_ws();
+            if self.peek()? == b']' {
+                return Some(items);
+            }
+            items.push(self.pos);
             self.skip_value()?;
             self.skip_ws();
-            if self.peek()? != b',' {
-                return None;
+            match self.peek()? {
+                b',' => self.pos += 1,
+                b']' => return Some(items),
+                _ => return None,
             }
-            self.pos += 1;
         }
-        self.skip_ws();
-        (self.peek()? != b']').then_some(self.pos)
     }
 }
 

@@ -200,38 +200,62 @@ impl Context<'_> {
         if let Some(every) = every {
             times.retain(|&t| t < every);
         }
-        let mut ordered: Vec<&(Duration, Option<Duration>, LinkPatch)> = events.iter().collect();
-        // `at` events in time order (file order for equal times), then windows in file order.
-        ordered.sort_by_key(|(start, stop, _)| {
-            (
-                stop.is_some(),
-                if stop.is_some() {
-                    Duration::ZERO
-                } else {
-                    *start
-                },
-            )
-        });
-        let mut states = Vec::new();
-        for &t in &times {
-            let over = ordered
-                .iter()
-                .filter(|(start, stop, _)| *start <= t && stop.is_none_or(|s| t < s))
-                .fold(LinkPatch::default(), |acc, (_, _, layer)| acc.under(layer));
-            states.push(self.configs(&over, &[k("schedule")], &format!("schedule at {t}"))?);
-        }
+        // Checked before any state is built: a schedule too fine or too long is refused at the
+        // cost of its times alone.
         let steps = times
             .iter()
             .enumerate()
             .map(|(i, &t)| (t, i as u32))
             .collect();
-        match Schedule::new(steps, every) {
-            Ok(s) => Some((Arc::new(Plan::Schedule(s)), states)),
+        let schedule = match Schedule::new(steps, every) {
+            Ok(s) => s,
             Err(e) => {
                 self.bad(&[k("schedule")], format!("schedule: {e}"));
-                None
+                return None;
             }
+        };
+        // The state at t is the `at` events up to t in time order (file order for equal times),
+        // then the windows open at t in file order. One sweep over the times keeps it linear:
+        // the `at` events fold into a running patch, the windows open and close as t passes.
+        let (mut ats, windows): (Vec<_>, Vec<_>) = events
+            .iter()
+            .enumerate()
+            .partition(|(_, (_, stop, _))| stop.is_none());
+        ats.sort_by_key(|(_, (start, _, _))| *start);
+        let mut opens: Vec<_> = windows
+            .iter()
+            .map(|&(i, (start, _, _))| (*start, i))
+            .collect();
+        let mut closes: Vec<_> = windows
+            .iter()
+            .filter_map(|&(i, (_, stop, _))| stop.map(|stop| (stop, i)))
+            .collect();
+        opens.sort_unstable();
+        closes.sort_unstable();
+        let (mut ats, mut opens, mut closes) = (
+            ats.into_iter().peekable(),
+            opens.into_iter().peekable(),
+            closes.into_iter().peekable(),
+        );
+        let mut at_state = LinkPatch::default();
+        let mut open = BTreeSet::new();
+        let mut states = Vec::new();
+        for &t in &times {
+            while let Some((_, (_, _, layer))) = ats.next_if(|(_, (start, _, _))| *start <= t) {
+                at_state = at_state.under(layer);
+            }
+            while let Some((_, i)) = opens.next_if(|&(start, _)| start <= t) {
+                open.insert(i);
+            }
+            while let Some((_, i)) = closes.next_if(|&(stop, _)| stop <= t) {
+                open.remove(&i);
+            }
+            let over = open
+                .iter()
+                .fold(at_state.clone(), |acc, &i| acc.under(&events[i].2));
+            states.push(self.configs(&over, &[k("schedule")], &format!("schedule at {t}"))?);
         }
+        Some((Arc::new(Plan::Schedule(schedule)), states))
     }
 
     fn markov(&mut self, m: &MarkovSpec) -> Option<Resolved> {

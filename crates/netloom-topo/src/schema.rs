@@ -264,6 +264,8 @@ impl Reader {
     fn number(&mut self, map: &Map<String, Value>, key: &str, at: &At) -> Option<f64> {
         match Self::get(map, key)? {
             Value::Number(n) => n.as_f64(),
+            // TOML's nan and inf (load.rs), kept for the range check to refuse.
+            Value::String(s) if s.parse::<f64>().is_ok_and(|x| !x.is_finite()) => s.parse().ok(),
             v => {
                 self.wrong(at, key, "a number", v);
                 None

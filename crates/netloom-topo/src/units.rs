@@ -311,6 +311,89 @@ fn check_fraction(x: f64, shown: impl Fn() -> String) -> Result<f64, UnitError> 
     Ok(x)
 }
 
+/// The values a plain number may take, written as an interval: `[1, 100]`, or `(0, 299792.458]`
+/// when the lower end is excluded.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Range {
+    /// The lowest value.
+    pub min: f64,
+    /// Whether `min` itself is excluded.
+    pub min_open: bool,
+    /// The highest value (included).
+    pub max: f64,
+}
+
+impl Range {
+    /// From `min` to `max`, both included.
+    pub const fn closed(min: f64, max: f64) -> Range {
+        Range {
+            min,
+            min_open: false,
+            max,
+        }
+    }
+
+    /// Above `min` (excluded) up to `max` (included).
+    pub const fn above(min: f64, max: f64) -> Range {
+        Range {
+            min,
+            min_open: true,
+            max,
+        }
+    }
+
+    fn contains(&self, x: f64) -> bool {
+        (if self.min_open {
+            x > self.min
+        } else {
+            x >= self.min
+        }) && x <= self.max
+    }
+}
+
+impl std::fmt::Display for Range {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let open = if self.min_open { '(' } else { '[' };
+        // f64::MAX stands for "no upper bound" (infinity itself is not a valid value).
+        match self.max {
+            f64::MAX => write!(f, "{open}{}, ∞)", self.min),
+            max => write!(f, "{open}{}, {max}]", self.min),
+        }
+    }
+}
+
+/// `x` if it is a number within `range`: NaN and the infinities are refused like any value out
+/// of range, and the error gives the range. Every plain number netloom reads (flags, file keys)
+/// goes through here or [`parse_number`].
+pub fn check_number(x: f64, range: Range) -> Result<f64, UnitError> {
+    if range.contains(x) {
+        return Ok(x);
+    }
+    let what = if x.is_nan() {
+        "is not a number"
+    } else {
+        "is out of range"
+    };
+    Err(UnitError {
+        input: x.to_string(),
+        problem: format!("{what}; valid: {range}"),
+    })
+}
+
+/// A plain number written as text, within `range` (see [`check_number`]).
+pub fn parse_number(text: &str, range: Range) -> Result<f64, UnitError> {
+    match text.trim().parse::<f64>() {
+        Ok(x) => check_number(x, range).map_err(|e| UnitError {
+            input: format!("{text:?}"),
+            ..e
+        }),
+        Err(_) => Err(UnitError::text(
+            text,
+            format!("is not a number; valid: {range}"),
+        )),
+    }
+}
+
 /// Parses a signal-to-noise ratio in decibels: "12dB", "-3 dB" or a plain number ("12").
 pub fn parse_snr(text: &str) -> Result<f64, UnitError> {
     let t = text.trim();
@@ -456,6 +539,24 @@ impl fmt::Display for Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_are_finite_and_in_range_and_errors_give_the_range() {
+        let unit = Range::closed(0.0, 1.0);
+        assert_eq!(check_number(0.5, unit), Ok(0.5));
+        let nan = check_number(f64::NAN, unit).unwrap_err().to_string();
+        assert_eq!(nan, "NaN is not a number; valid: [0, 1]");
+        let inf = check_number(f64::INFINITY, unit).unwrap_err().to_string();
+        assert_eq!(inf, "inf is out of range; valid: [0, 1]");
+        let speed = Range::above(0.0, 299_792.458);
+        assert!(check_number(0.0, speed).is_err());
+        let neg = parse_number("-1", Range::closed(1.0, 100.0)).unwrap_err();
+        assert_eq!(neg.to_string(), "\"-1\" is out of range; valid: [1, 100]");
+        assert!(parse_number("x", speed)
+            .unwrap_err()
+            .to_string()
+            .contains("(0, 299792.458]"));
+    }
 
     fn rate(s: &str) -> u64 {
         parse_rate(s)

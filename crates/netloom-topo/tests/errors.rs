@@ -180,12 +180,12 @@ fn bad_aqm_and_red() {
     );
     let m = one(&with_middle("aqm = \"red\"\nred = { weight = 2 }"));
     assert!(
-        m.contains("red.weight is 2; it must be a number in (0, 1]"),
+        m.contains("red.weight 2 is out of range; valid: (0, 1]"),
         "{m}"
     );
     let m = one(&with_middle("aqm = \"red\"\nred = { max_p = 0 }"));
     assert!(
-        m.contains("red.max_p is 0; it must be a number in (0, 1]"),
+        m.contains("red.max_p 0 is out of range; valid: (0, 1]"),
         "{m}"
     );
 }

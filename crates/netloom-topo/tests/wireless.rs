@@ -118,7 +118,7 @@ fn mistakes_are_located_and_explained() {
         ),
         (
             "trace = \"data/wireless/none.trace\"",
-            "tests/topo.toml:7: link sta-ap: trace \"data/wireless/none.trace\": cannot read tests/data/wireless/none.trace:",
+            "tests/topo.toml:7: link sta-ap: trace \"data/wireless/none.trace\": tests/data/wireless/none.trace: cannot read:",
         ),
         (
             "bw = \"1Mbit\"\nschedule = { events = [{ at = \"1s\", from = \"2s\", set = { up = false } }] }",

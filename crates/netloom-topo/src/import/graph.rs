@@ -3,13 +3,13 @@
 //! gathered, hosts attached, and a note for every assumption. Importers only read syntax.
 
 use super::attr::{EdgeAttrs, NodeAttrs};
-use super::geo::{self, Position, Speed};
+use super::geo::{self, Position, Speed, LIGHT_KM_PER_S};
 use super::params;
 use super::{fail, ImportOptions, Imported};
 use crate::doc::{LinkEntry, LinkParams, Meta, NodeEntry, NodeTable, TopologyFile};
 use crate::error::{ErrorKind, TopoError};
 use crate::model::Direction;
-use crate::units;
+use crate::units::{self, Range};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 /// A node as read: its unique native name, kind and position if the file gave one.
@@ -266,9 +266,19 @@ impl Graph {
         option("access bandwidth", &options.access_bw, true)?;
         option("access delay", &options.access_delay, false)?;
         option("Inet delay per unit", &options.inet_delay_per_unit, false)?;
+        // At most the speed of light: a faster signal would make delays shorter than physics.
+        units::check_number(options.km_per_s, Range::above(0.0, LIGHT_KM_PER_S)).map_err(|e| {
+            fail(
+                label,
+                None,
+                None,
+                ErrorKind::BadValue,
+                format!("import option signal speed (km/s): {e}"),
+            )
+        })?;
         let mut notes = std::mem::take(&mut self.notes);
         self.gather_classes();
-        self.fill_gaps(options, &mut notes);
+        self.fill_gaps(label, options, &mut notes)?;
         let mut file = TopologyFile {
             // The name is fixed here, so that the native file keeps it when renamed.
             topology: Some(Meta {
@@ -343,7 +353,12 @@ impl Graph {
 
     /// Rates and delays the file did not give: delays from positions where both ends have one,
     /// otherwise the options' defaults. Each kind of fill is one note with its count.
-    fn fill_gaps(&mut self, options: &ImportOptions, notes: &mut Vec<String>) {
+    fn fill_gaps(
+        &mut self,
+        label: &str,
+        options: &ImportOptions,
+        notes: &mut Vec<String>,
+    ) -> Result<(), TopoError> {
         let speed = Speed {
             km_per_s: options.km_per_s,
             ns_per_unit: units::parse_duration(&options.inet_delay_per_unit)
@@ -369,12 +384,27 @@ impl Graph {
                 continue;
             }
             let (a, b) = (&self.nodes[l.a], &self.nodes[l.b]);
-            match a.position.zip(b.position) {
-                Some((pa, pb)) if geo::delay(pa, pb, speed).is_some() => {
-                    let d = geo::delay(pa, pb, speed).expect("checked");
+            let delay = a.position.zip(b.position).and_then(|(pa, pb)| {
+                geo::delay(pa, pb, speed).map(|d| (matches!(pa, Position::Plane { .. }), d))
+            });
+            match delay {
+                Some((_, Err(seconds))) => {
+                    return Err(fail(
+                        label,
+                        None,
+                        Some(format!("link {}-{}", a.name, b.name)),
+                        ErrorKind::BadValue,
+                        format!(
+                            "the distance between its ends gives a delay of {seconds:.1e} s, above \
+                             the limit of {}; check their coordinates (or give the link a delay)",
+                            units::format_duration(geo::MAX_DISTANCE_DELAY)
+                        ),
+                    ))
+                }
+                Some((plane, Ok(d))) => {
                     l.params.delay = Some(units::format_duration(d));
                     by_distance += 1;
-                    planes += usize::from(matches!(pa, Position::Plane { .. }));
+                    planes += usize::from(plane);
                 }
                 _ => {
                     l.params.delay = Some(options.default_delay.clone());
@@ -416,6 +446,7 @@ impl Graph {
                 options.default_delay
             ));
         }
+        Ok(())
     }
 
     /// Attaches `options.hosts` to the routers of the largest connected part (hosts elsewhere

@@ -12,6 +12,7 @@ mod inet;
 mod modelnet;
 pub(crate) mod params;
 mod xml;
+pub use xml::ENTITY_EXPANSION_LIMIT;
 
 pub use assignment::{pipe_ids, CoreMap};
 pub use geo::{EARTH_RADIUS_KM, FIBRE_KM_PER_S};
@@ -254,15 +255,8 @@ pub(crate) fn read_input(
                     .into(),
             )
         })?;
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        fail(
-            &label,
-            None,
-            None,
-            ErrorKind::Io,
-            format!("cannot read: {e}"),
-        )
-    })?;
+    let text = crate::read::read_text(path, crate::read::TOPOLOGY)
+        .map_err(|e| fail(&label, e.line(), None, ErrorKind::Io, e.to_string()))?;
     Ok((format, text))
 }
 
