@@ -111,6 +111,19 @@ pub enum PlanError {
     /// The split does not fit the topology.
     #[error(transparent)]
     Ownership(#[from] OwnershipError),
+    /// More hosts than the address plan can number.
+    #[error(
+        "the topology has {hosts} hosts; a live run gives each host an address from \
+         198.18.0.0/{ipv4_prefix} and fd6e:6c00::/{ipv6_prefix}, which has room for {max} hosts \
+         (netloom sim runs larger topologies)",
+        ipv4_prefix = netloom_os::IPV4_PREFIX_LEN,
+        ipv6_prefix = netloom_os::IPV6_PREFIX_LEN,
+        max = netloom_os::MAX_HOSTS
+    )]
+    TooManyHosts {
+        /// Hosts in the topology.
+        hosts: usize,
+    },
 }
 
 /// A topology and how to run it live, checked, with everything a start needs computed.
@@ -140,6 +153,13 @@ impl Plan {
         }
         if options.keep_cpus_awake && !matches!(options.placement, Placement::Cpu(_)) {
             return bad("keeping CPUs awake needs the worker on one CPU (--cpu)");
+        }
+        // Refused before routing, so nothing is computed (or created) for a run that cannot
+        // number its hosts.
+        if topology.hosts.len() > netloom_os::MAX_HOSTS {
+            return Err(PlanError::TooManyHosts {
+                hosts: topology.hosts.len(),
+            });
         }
         let routes = Routes::compute(&topology);
         let mut warnings = Vec::new();
@@ -351,6 +371,23 @@ mod tests {
         let err = Plan::new(chain(), ship, 2).unwrap_err().to_string();
         assert!(err.contains("--payload ship needs --workers 2"), "{err}");
         assert!(Plan::new(chain(), options(0), 2).is_err());
+    }
+
+    #[test]
+    fn more_hosts_than_the_address_plan_are_refused_not_a_panic() {
+        // A star just past the plan: one router, MAX_HOSTS + 1 hosts.
+        let mut t = Topology::new("big", RoutingMetric::Delay);
+        let r = t.add_node("r", NodeKind::Router, None);
+        let c = PipeConfig::new(Rate::bps(10_000_000), Duration::from_millis(1));
+        for i in 0..=netloom_os::MAX_HOSTS {
+            let h = t.add_node(format!("h{i}"), NodeKind::Host, None);
+            t.add_link(h, r, None, c, Some(c));
+        }
+        let err = Plan::new(t, options(1), 2).unwrap_err().to_string();
+        assert!(
+            err.contains("131071 hosts") && err.contains("room for 131070"),
+            "{err}"
+        );
     }
 
     #[test]
