@@ -4,7 +4,45 @@
 
 mod common;
 
-use common::{run, TempDir};
+use common::{bin, repo_root, run, TempDir};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs the binary with `args`, killing it if it takes longer than `limit` (a table or a walk
+/// that grows with hosts × hosts would otherwise hang the suite). Output goes to files in
+/// `dir`, so a large report cannot fill a pipe and stall the child. Returns stdout on success.
+fn run_within(dir: &TempDir, args: &[&str], limit: Duration) -> String {
+    let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let file = |p: &std::path::Path| std::fs::File::create(p).expect("create output file");
+    let mut child = Command::new(bin())
+        .args(args)
+        .current_dir(repo_root())
+        .stdin(Stdio::null())
+        .stdout(file(&out))
+        .stderr(file(&err))
+        .spawn()
+        .expect("run netloom");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for netloom") {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("netloom {} took more than {limit:?}", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).expect("read output file");
+    assert!(
+        status.success(),
+        "netloom {}: {status}\n{}",
+        args.join(" "),
+        read(&err)
+    );
+    read(&out)
+}
 
 /// `netloom gen star --hosts N` into `dir`, returning the file (JSON, which loads faster than
 /// TOML).
@@ -40,4 +78,43 @@ fn run_past_the_address_plan_is_refused_before_anything_is_made() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn a_200000_host_star_checks_and_simulates_in_seconds_with_small_tables() {
+    // Tables of nodes × hosts would be 160 GB (the allocation aborted); walking every host
+    // pair for the diameter would take hours. The star's tables are one router towards itself.
+    let dir = TempDir::new("scale-star");
+    let file = star(&dir, 200_000);
+    let file = file.to_str().unwrap();
+    let limit = Duration::from_secs(60);
+    let check: serde_json::Value =
+        serde_json::from_str(&run_within(&dir, &["check", file, "--json"], limit)).unwrap();
+    let bytes = check["routing_table_bytes"].as_u64().unwrap();
+    assert!(bytes < 200_000 * 64, "{bytes} bytes of tables");
+    assert_eq!(check["diameter_hops"]["hops"], 2, "{check}");
+    let sim = run_within(
+        &dir,
+        &[
+            "sim",
+            file,
+            "--duration",
+            "100ms",
+            "--top",
+            "1",
+            "--no-wall-clock",
+            "--traffic",
+            "pattern=pairs pairs=h1:h200000 source=cbr rate=1Mbit",
+        ],
+        limit,
+    );
+    // The flow's line: h1 h200000 cbr Mbit/s p50 p99 sent lost loss%.
+    let flow: Vec<&str> = sim
+        .lines()
+        .find(|l| l.starts_with("h1 "))
+        .unwrap_or_else(|| panic!("no flow line in:\n{sim}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(flow[1], "h200000", "{sim}");
+    assert!(flow[6].parse::<u64>().unwrap() > 0, "{sim}");
 }
