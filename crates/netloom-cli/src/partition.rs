@@ -114,7 +114,8 @@ impl Placement {
 
 pub fn run(args: PartitionArgs) -> Result<()> {
     let topo = args.input.load(&args.file)?;
-    let graph = weigh(&topo, &args.weights, args.seed).context("--weights")?;
+    let graph = weigh(&topo, &args.weights, args.seed)
+        .with_context(|| format!("{}: --weights {}", args.file.display(), args.weights))?;
     let options = |cores| Options {
         imbalance: args.imbalance,
         ..Options::new(args.method, cores, args.seed)
@@ -180,6 +181,7 @@ fn seconds(text: &str) -> Result<f64> {
 
 /// The flow graph of `topo` under a `--weights` value.
 pub fn weigh(topo: &Topology, weights: &str, seed: u64) -> Result<FlowGraph> {
+    FlowGraph::check_size(topo, weights == "static")?;
     Ok(match weights.split_once(':') {
         None if weights == "static" => FlowGraph::conservative(topo, &Routes::compute(topo)),
         None if weights == "uniform" => FlowGraph::uniform(topo),

@@ -117,4 +117,21 @@ fn a_200000_host_star_checks_and_simulates_in_seconds_with_small_tables() {
         .collect();
     assert_eq!(flow[1], "h200000", "{sim}");
     assert!(flow[6].parse::<u64>().unwrap() > 0, "{sim}");
+
+    // Partitioning it would need a flow graph of 200,000² pipe pairs at the hub (the
+    // allocation aborted): refused with the size, whichever weights.
+    let traffic = "pattern=pairs pairs=h1:h2 source=cbr rate=1Mbit";
+    for args in [
+        vec!["sim", file, "--workers", "2", "--traffic", traffic],
+        vec!["partition", file, "--cores", "2", "--weights", "uniform"],
+    ] {
+        let out = run(&args).expect_code(2);
+        assert!(
+            out.stderr
+                .contains("the flow graph would have 39999800000 pipe pairs")
+                && out.stderr.contains("\"r1\" with 200000"),
+            "{}",
+            out.stderr
+        );
+    }
 }

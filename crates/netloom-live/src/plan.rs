@@ -196,6 +196,9 @@ impl Plan {
         // The static flow graph, once, if partitioning or placement needs it.
         let needs_graph = matches!(options.split, None | Some(Split::Method(_)))
             || matches!(options.placement, Placement::ByCache(_));
+        if needs_graph {
+            FlowGraph::check_size(&topology, true)?;
+        }
         let graph = needs_graph.then(|| FlowGraph::conservative(&topology, &routes));
         let assignment = match &options.split {
             Some(Split::Assignment(a)) => a.clone(),
