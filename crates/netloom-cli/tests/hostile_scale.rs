@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 /// Runs the binary with `args`, killing it if it takes longer than `limit` (a table or a walk
 /// that grows with hosts × hosts would otherwise hang the suite). Output goes to files in
-/// `dir`, so a large report cannot fill a pipe and stall the child. Returns stdout on success.
-fn run_within(dir: &TempDir, args: &[&str], limit: Duration) -> String {
+/// `dir`, so a large report cannot fill a pipe and stall the child. Returns the exit code,
+/// stdout and stderr.
+fn run_within(dir: &TempDir, args: &[&str], limit: Duration) -> (Option<i32>, String, String) {
     let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
     let file = |p: &std::path::Path| std::fs::File::create(p).expect("create output file");
     let mut child = Command::new(bin())
@@ -35,13 +36,14 @@ fn run_within(dir: &TempDir, args: &[&str], limit: Duration) -> String {
         std::thread::sleep(Duration::from_millis(50));
     };
     let read = |p: &std::path::Path| std::fs::read_to_string(p).expect("read output file");
-    assert!(
-        status.success(),
-        "netloom {}: {status}\n{}",
-        args.join(" "),
-        read(&err)
-    );
-    read(&out)
+    (status.code(), read(&out), read(&err))
+}
+
+/// `run_within`, which must succeed; its stdout.
+fn ok_within(dir: &TempDir, args: &[&str], limit: Duration) -> String {
+    let (code, out, err) = run_within(dir, args, limit);
+    assert_eq!(code, Some(0), "netloom {}\n{err}", args.join(" "));
+    out
 }
 
 /// `netloom gen star --hosts N` into `dir`, returning the file (JSON, which loads faster than
@@ -89,11 +91,11 @@ fn a_200000_host_star_checks_and_simulates_in_seconds_with_small_tables() {
     let file = file.to_str().unwrap();
     let limit = Duration::from_secs(60);
     let check: serde_json::Value =
-        serde_json::from_str(&run_within(&dir, &["check", file, "--json"], limit)).unwrap();
+        serde_json::from_str(&ok_within(&dir, &["check", file, "--json"], limit)).unwrap();
     let bytes = check["routing_table_bytes"].as_u64().unwrap();
     assert!(bytes < 200_000 * 64, "{bytes} bytes of tables");
     assert_eq!(check["diameter_hops"]["hops"], 2, "{check}");
-    let sim = run_within(
+    let sim = ok_within(
         &dir,
         &[
             "sim",
@@ -134,4 +136,48 @@ fn a_200000_host_star_checks_and_simulates_in_seconds_with_small_tables() {
             out.stderr
         );
     }
+}
+
+#[test]
+fn absurd_sizes_from_gen_and_import_are_refused_before_building() {
+    // Each would take minutes and gigabytes to build (or abort) before the loader saw it.
+    let dir = TempDir::new("scale-gen");
+    let gml = dir.write(
+        "two.gml",
+        "graph [\n node [ id 0 label \"a\" ]\n node [ id 1 label \"b\" ]\n \
+         edge [ source 0 target 1 ]\n]\n",
+    );
+    let gml = gml.to_str().unwrap();
+    let out = dir.path().join("out.toml");
+    let out = out.to_str().unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["check", gml, "--hosts-per-router", "100000000"],
+            "attaching 200000000 hosts makes 200000002 nodes and 200000001 links; the limit is \
+             1100000 nodes and 1500000 links",
+        ),
+        (
+            &["gen", "star", "--hosts", "1100000", "-o", out],
+            "1100001 nodes and 1100000 links; the limit is 1100000 nodes",
+        ),
+        (
+            &[
+                "gen",
+                "ring",
+                "--routers",
+                "1000",
+                "--hosts-per",
+                "100000000",
+                "-o",
+                out,
+            ],
+            "the limit is 1100000 nodes",
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, _, err) = run_within(&dir, args, Duration::from_secs(20));
+        assert_eq!(code, Some(2), "netloom {}\n{err}", args.join(" "));
+        assert!(err.contains(want), "netloom {}\n{err}", args.join(" "));
+    }
+    assert!(!dir.path().join("out.toml").exists());
 }
