@@ -183,14 +183,14 @@ fn seconds(text: &str) -> Result<f64> {
 pub fn weigh(topo: &Topology, weights: &str, seed: u64) -> Result<FlowGraph> {
     FlowGraph::check_size(topo, weights == "static")?;
     Ok(match weights.split_once(':') {
-        None if weights == "static" => FlowGraph::conservative(topo, &Routes::compute(topo)),
+        None if weights == "static" => FlowGraph::conservative(topo, &Routes::try_compute(topo)?),
         None if weights == "uniform" => FlowGraph::uniform(topo),
         Some(("observed", file)) => FlowGraph::observed(topo, &read_observation(Path::new(file))?)?,
         Some(("traffic", spec)) => {
             let spec = parse_spec(spec)?;
             let flows = traffic::expand(&spec.pattern, spec.kind, spec.cap, topo, seed)?;
             let demands: Vec<Demand> = flows.iter().map(demand).collect();
-            FlowGraph::from_demands(topo, &Routes::compute(topo), &demands)
+            FlowGraph::from_demands(topo, &Routes::try_compute(topo)?, &demands)
         }
         _ => bail!("{weights:?}: expected static, uniform, observed:FILE or traffic:SPEC"),
     })

@@ -130,7 +130,7 @@ pub fn run(args: SimArgs) -> Result<()> {
     if partitioned || (cores.is_some() && args.assignment.is_none()) {
         FlowGraph::check_size(&topo, true).with_context(|| args.file.display().to_string())?;
     }
-    let routes = Routes::compute(&topo);
+    let routes = Routes::try_compute(&topo).with_context(|| args.file.display().to_string())?;
     let graph_cell = std::cell::OnceCell::new();
     let graph = || graph_cell.get_or_init(|| FlowGraph::conservative(&topo, &routes));
     let assignment = crate::partition::sim_assignment(

@@ -181,3 +181,38 @@ fn absurd_sizes_from_gen_and_import_are_refused_before_building() {
     }
     assert!(!dir.path().join("out.toml").exists());
 }
+
+#[test]
+fn tables_too_large_for_memory_are_refused_with_their_size() {
+    // 40,000 hosts each on both of two routers: none is a stub, so the tables are 40,002 rows
+    // × 40,000 columns, 6 GiB (they took minutes and 6 GB before, and more hosts aborted).
+    let dir = TempDir::new("scale-tables");
+    let hosts: Vec<String> = (0..40_000).map(|i| format!("\"h{i}\"")).collect();
+    let links: Vec<String> = (0..40_000)
+        .flat_map(|i| {
+            [
+                format!("{{\"a\":\"h{i}\",\"b\":\"r1\"}}"),
+                format!("{{\"a\":\"h{i}\",\"b\":\"r2\"}}"),
+            ]
+        })
+        .chain(["{\"a\":\"r1\",\"b\":\"r2\"}".to_string()])
+        .collect();
+    let file = dir.write(
+        "dual.json",
+        &format!(
+            "{{\"defaults\":{{\"bw\":\"1Gbit\",\"delay\":\"1ms\"}},\"hosts\":[{}],\
+             \"routers\":[\"r1\",\"r2\"],\"link\":[{}]}}",
+            hosts.join(","),
+            links.join(",")
+        ),
+    );
+    let file = file.to_str().unwrap();
+    let (code, _, err) = run_within(&dir, &["check", file], Duration::from_secs(20));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(file)
+            && err.contains("40002 rows (routers and hosts that are not stubs) × 40000 columns")
+            && err.contains("the limit is 4 GiB"),
+        "{err}"
+    );
+}

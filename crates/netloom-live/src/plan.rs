@@ -12,7 +12,7 @@ use netloom_partition::{
     cross_core_traffic, partition, place, Assignment, CacheTopology, FlowGraph, Method,
     PartitionError,
 };
-use netloom_route::Routes;
+use netloom_route::{Routes, TablesTooLarge};
 use netloom_topo::Topology;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -111,6 +111,9 @@ pub enum PlanError {
     /// The split does not fit the topology.
     #[error(transparent)]
     Ownership(#[from] OwnershipError),
+    /// The routing tables would be too large.
+    #[error(transparent)]
+    Routes(#[from] TablesTooLarge),
     /// More hosts than the address plan can number.
     #[error(
         "the topology has {hosts} hosts; a live run gives each host an address from \
@@ -161,7 +164,7 @@ impl Plan {
                 hosts: topology.hosts.len(),
             });
         }
-        let routes = Routes::compute(&topology);
+        let routes = Routes::try_compute(&topology)?;
         let mut warnings = Vec::new();
         if workers == 1 {
             if options.split.is_some() || matches!(options.placement, Placement::ByCache(_)) {

@@ -19,4 +19,4 @@ mod search;
 mod table;
 
 pub use diameter::{Diameter, RouteLength};
-pub use table::Routes;
+pub use table::{Routes, TablesTooLarge, MAX_TABLE_BYTES};

@@ -13,6 +13,28 @@ const PARALLEL_WORK: usize = 1 << 20;
 /// "Not a host" in `Routes::host_of`.
 const NO_HOST: u32 = u32::MAX;
 
+/// Most bytes the tables may take (`Routes::check_size`): a topology that needs more (tens of
+/// thousands of multi-homed hosts) is refused instead of aborting on the allocation.
+pub const MAX_TABLE_BYTES: u64 = 4 << 30;
+
+/// Routing tables too large to compute.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the routing tables would need about {gib:.1} GiB: {rows} rows (routers and hosts that are \
+     not stubs) × {columns} columns (routers with stub hosts and hosts that are not stubs), a \
+     stub being a host with one link, to a router; the limit is {max} GiB",
+    gib = *bytes as f64 / f64::from(1u32 << 30),
+    max = MAX_TABLE_BYTES >> 30
+)]
+pub struct TablesTooLarge {
+    /// Bytes the tables would take.
+    pub bytes: u64,
+    /// Nodes that would have a row.
+    pub rows: usize,
+    /// Destinations that would have a column.
+    pub columns: usize,
+}
+
 /// How a stub host hangs off its router: its one link, not looped, to a router.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Attach {
@@ -67,6 +89,13 @@ impl Routes {
         Routes::compute_with(topo, &up)
     }
 
+    /// `compute`, for a topology one was given: refused with the size when its tables would
+    /// take more than `MAX_TABLE_BYTES` (see `check_size`), instead of aborting on allocation.
+    pub fn try_compute(topo: &Topology) -> Result<Routes, TablesTooLarge> {
+        Routes::check_size(topo)?;
+        Ok(Routes::compute(topo))
+    }
+
     /// Routes over the pipes that are up now: pipe p is usable only if `up[p]`. The caller owns
     /// the pipes' state (the engine's pipes, in a run); the table only reflects it. Panics unless
     /// there is one entry per pipe.
@@ -86,14 +115,35 @@ impl Routes {
         routes
     }
 
-    /// The bytes `compute` would allocate for `topo`'s tables, without allocating them: callers
-    /// refuse a topology whose tables would not fit before trying (`memory_bytes` after).
+    /// The bytes `compute` would allocate for `topo`'s tables, without allocating them
+    /// (`memory_bytes` after).
     pub fn estimate_bytes(topo: &Topology) -> u64 {
+        Routes::estimate(topo).0
+    }
+
+    /// Refuses a topology whose tables would take more than `MAX_TABLE_BYTES`, before anything
+    /// is allocated for them; otherwise returns their size in bytes. Callers that route a file
+    /// they were given check this first.
+    pub fn check_size(topo: &Topology) -> Result<u64, TablesTooLarge> {
+        let (bytes, rows, columns) = Routes::estimate(topo);
+        if bytes > MAX_TABLE_BYTES {
+            return Err(TablesTooLarge {
+                bytes,
+                rows,
+                columns,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// The tables' bytes, rows and columns for `topo`.
+    fn estimate(topo: &Topology) -> (u64, usize, usize) {
         let shape = Shape::of(topo);
-        let columns = shape.targets.len() as u64;
-        (shape.rows as u64 * columns) * size_of::<PipeId>() as u64
-            + columns * size_of::<u32>() as u64
-            + Routes::fixed_bytes(topo.nodes.len(), topo.hosts.len(), topo.pipes.len()) as u64
+        let (rows, columns) = (shape.rows, shape.targets.len());
+        let bytes = (rows as u64 * columns as u64) * size_of::<PipeId>() as u64
+            + columns as u64 * size_of::<u32>() as u64
+            + Routes::fixed_bytes(topo.nodes.len(), topo.hosts.len(), topo.pipes.len()) as u64;
+        (bytes, rows, columns)
     }
 
     /// Recomputes every column after pipes went down or came up (`up` as in `compute_with`).
