@@ -120,6 +120,16 @@ fn a_200000_host_star_checks_and_simulates_in_seconds_with_small_tables() {
     assert_eq!(flow[1], "h200000", "{sim}");
     assert!(flow[6].parse::<u64>().unwrap() > 0, "{sim}");
 
+    // All-to-all would be 4 × 10^10 flows (their pairs alone 320 GB).
+    let all = "pattern=all-to-all source=cbr rate=1Mbit";
+    let out = run(&["sim", file, "--traffic", all]).expect_code(2);
+    assert!(
+        out.stderr
+            .contains("gives 39999800000 flows over 200000 hosts; the limit is 200000"),
+        "{}",
+        out.stderr
+    );
+
     // Partitioning it would need a flow graph of 200,000² pipe pairs at the hub (the
     // allocation aborted): refused with the size, whichever weights.
     let traffic = "pattern=pairs pairs=h1:h2 source=cbr rate=1Mbit";
