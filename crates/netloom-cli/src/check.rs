@@ -1,7 +1,7 @@
 //! `netloom check FILE`: load, validate and route a topology, then print its summary with the
 //! routed diameter.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use netloom_route::{Diameter, RouteLength, Routes};
 use netloom_topo::{summarize, Summary, Topology};
@@ -52,7 +52,7 @@ fn route(topo: &Topology, r: &RouteLength) -> Route {
 
 pub fn run(args: CheckArgs) -> Result<()> {
     let topo = args.input.load(&args.file)?;
-    let routes = Routes::compute(&topo);
+    let routes = Routes::try_compute(&topo).with_context(|| args.file.display().to_string())?;
     // The loader refuses files whose hosts are not all connected, so the diameter is missing
     // only when there is a single host.
     let diameter: Option<Diameter> = routes.diameter(&topo);

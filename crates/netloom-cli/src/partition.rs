@@ -117,7 +117,8 @@ impl Placement {
 
 pub fn run(args: PartitionArgs) -> Result<()> {
     let topo = args.input.load(&args.file)?;
-    let graph = weigh(&topo, &args.weights, args.seed).context("--weights")?;
+    let graph = weigh(&topo, &args.weights, args.seed)
+        .with_context(|| format!("{}: --weights {}", args.file.display(), args.weights))?;
     let options = |cores| Options {
         imbalance: args.imbalance,
         ..Options::new(args.method, cores, args.seed)
@@ -183,15 +184,16 @@ fn seconds(text: &str) -> Result<f64> {
 
 /// The flow graph of `topo` under a `--weights` value.
 pub fn weigh(topo: &Topology, weights: &str, seed: u64) -> Result<FlowGraph> {
+    FlowGraph::check_size(topo, weights == "static")?;
     Ok(match weights.split_once(':') {
-        None if weights == "static" => FlowGraph::conservative(topo, &Routes::compute(topo)),
+        None if weights == "static" => FlowGraph::conservative(topo, &Routes::try_compute(topo)?),
         None if weights == "uniform" => FlowGraph::uniform(topo),
         Some(("observed", file)) => FlowGraph::observed(topo, &read_observation(Path::new(file))?)?,
         Some(("traffic", spec)) => {
             let spec = parse_spec(spec)?;
             let flows = traffic::expand(&spec.pattern, spec.kind, spec.cap, topo, seed)?;
             let demands: Vec<Demand> = flows.iter().map(demand).collect();
-            FlowGraph::from_demands(topo, &Routes::compute(topo), &demands)
+            FlowGraph::from_demands(topo, &Routes::try_compute(topo)?, &demands)
         }
         _ => bail!("{weights:?}: expected static, uniform, observed:FILE or traffic:SPEC"),
     })

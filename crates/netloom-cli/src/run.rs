@@ -120,7 +120,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         return detach(&name, args.name.is_none());
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let plan = Plan::new(topo, options, cpus)?;
+    let plan = Plan::new(topo, options, cpus).with_context(|| args.file.display().to_string())?;
     for warning in plan.warnings() {
         say(format_args!("netloom: warning: {warning}"));
     }

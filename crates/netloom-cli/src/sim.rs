@@ -125,8 +125,12 @@ pub fn run(args: SimArgs) -> Result<()> {
         (None, true) if args.assignment.is_none() => Some(args.workers),
         (cores, _) => cores,
     };
-    // Routes and the static flow graph, each computed once, when something needs them.
-    let routes = Routes::compute(&topo);
+    // Routes and the static flow graph, each computed once, when something needs them: to
+    // partition (--cores without --assignment) or to place workers.
+    if partitioned || (cores.is_some() && args.assignment.is_none()) {
+        FlowGraph::check_size(&topo, true).with_context(|| args.file.display().to_string())?;
+    }
+    let routes = Routes::try_compute(&topo).with_context(|| args.file.display().to_string())?;
     let graph_cell = std::cell::OnceCell::new();
     let graph = || graph_cell.get_or_init(|| FlowGraph::conservative(&topo, &routes));
     let assignment = crate::partition::sim_assignment(

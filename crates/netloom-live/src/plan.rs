@@ -12,7 +12,7 @@ use netloom_partition::{
     cross_core_traffic, partition, place, Assignment, CacheTopology, FlowGraph, Method,
     PartitionError,
 };
-use netloom_route::Routes;
+use netloom_route::{Routes, TablesTooLarge};
 use netloom_topo::Topology;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -111,6 +111,22 @@ pub enum PlanError {
     /// The split does not fit the topology.
     #[error(transparent)]
     Ownership(#[from] OwnershipError),
+    /// The routing tables would be too large.
+    #[error(transparent)]
+    Routes(#[from] TablesTooLarge),
+    /// More hosts than the address plan can number.
+    #[error(
+        "the topology has {hosts} hosts; a live run gives each host an address from \
+         198.18.0.0/{ipv4_prefix} and fd6e:6c00::/{ipv6_prefix}, which has room for {max} hosts \
+         (netloom sim runs larger topologies)",
+        ipv4_prefix = netloom_os::IPV4_PREFIX_LEN,
+        ipv6_prefix = netloom_os::IPV6_PREFIX_LEN,
+        max = netloom_os::MAX_HOSTS
+    )]
+    TooManyHosts {
+        /// Hosts in the topology.
+        hosts: usize,
+    },
 }
 
 /// A topology and how to run it live, checked, with everything a start needs computed.
@@ -141,7 +157,14 @@ impl Plan {
         if options.keep_cpus_awake && !matches!(options.placement, Placement::Cpu(_)) {
             return bad("keeping CPUs awake needs the worker on one CPU (--cpu)");
         }
-        let routes = Routes::compute(&topology);
+        // Refused before routing, so nothing is computed (or created) for a run that cannot
+        // number its hosts.
+        if topology.hosts.len() > netloom_os::MAX_HOSTS {
+            return Err(PlanError::TooManyHosts {
+                hosts: topology.hosts.len(),
+            });
+        }
+        let routes = Routes::try_compute(&topology)?;
         let mut warnings = Vec::new();
         if workers == 1 {
             if options.split.is_some() || matches!(options.placement, Placement::ByCache(_)) {
@@ -176,6 +199,9 @@ impl Plan {
         // The static flow graph, once, if partitioning or placement needs it.
         let needs_graph = matches!(options.split, None | Some(Split::Method(_)))
             || matches!(options.placement, Placement::ByCache(_));
+        if needs_graph {
+            FlowGraph::check_size(&topology, true)?;
+        }
         let graph = needs_graph.then(|| FlowGraph::conservative(&topology, &routes));
         let assignment = match &options.split {
             Some(Split::Assignment(a)) => a.clone(),
@@ -351,6 +377,23 @@ mod tests {
         let err = Plan::new(chain(), ship, 2).unwrap_err().to_string();
         assert!(err.contains("--payload ship needs --workers 2"), "{err}");
         assert!(Plan::new(chain(), options(0), 2).is_err());
+    }
+
+    #[test]
+    fn more_hosts_than_the_address_plan_are_refused_not_a_panic() {
+        // A star just past the plan: one router, MAX_HOSTS + 1 hosts.
+        let mut t = Topology::new("big", RoutingMetric::Delay);
+        let r = t.add_node("r", NodeKind::Router, None);
+        let c = PipeConfig::new(Rate::bps(10_000_000), Duration::from_millis(1));
+        for i in 0..=netloom_os::MAX_HOSTS {
+            let h = t.add_node(format!("h{i}"), NodeKind::Host, None);
+            t.add_link(h, r, None, c, Some(c));
+        }
+        let err = Plan::new(t, options(1), 2).unwrap_err().to_string();
+        assert!(
+            err.contains("131071 hosts") && err.contains("room for 131070"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -61,6 +61,39 @@ pub enum PartitionError {
     /// address.
     #[error("the flow graph is too large for METIS (its indices are 32-bit)")]
     TooLarge,
+    /// The flow graph would be too large to build: pipe pairs meeting at routers grow with the
+    /// square of a router's links, and a router with many hosts has many.
+    #[error(
+        "the flow graph would have {edges} pipe pairs (about {gib:.1} GiB, from routers with many \
+         links such as {router:?} with {links}); partitioning allows {max} (a router with about \
+         {per_router} links and nothing else)",
+        gib = *edges as f64 * crate::graph::BYTES_PER_EDGE as f64 / f64::from(1u32 << 30),
+        max = crate::graph::MAX_FLOW_EDGES,
+        per_router = (crate::graph::MAX_FLOW_EDGES as f64).sqrt() as u64
+    )]
+    FlowGraphTooLarge {
+        /// Pipe pairs the graph would have (at most).
+        edges: u64,
+        /// The router with the most links.
+        router: String,
+        /// Its links.
+        links: u64,
+    },
+    /// The static weighting routes every ordered pair of hosts, which takes too long for this
+    /// many hosts.
+    #[error(
+        "static weights route every ordered pair of hosts: {hosts} hosts make {pairs} pairs, more \
+         than the {max} (about {max_hosts} hosts) that take about a minute; weigh by a traffic \
+         pattern (netloom partition --weights traffic:SPEC or uniform) and run its assignment \
+         (--assignment FILE)",
+        pairs = (*hosts as u64) * (*hosts as u64).saturating_sub(1),
+        max = crate::graph::MAX_STATIC_PAIRS,
+        max_hosts = (crate::graph::MAX_STATIC_PAIRS as f64).sqrt() as u64
+    )]
+    TooManyHostPairs {
+        /// Hosts in the topology.
+        hosts: usize,
+    },
     /// METIS refused the graph or failed to partition it; the field is METIS's error.
     #[error("METIS failed: {0}")]
     Metis(String),

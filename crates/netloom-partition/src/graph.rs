@@ -2,7 +2,18 @@
 //! pipe a packet may take next at the node it leads to, and the weights a weighting puts on
 //! them. The weightings themselves live in `weight`.
 
+use crate::PartitionError;
 use netloom_topo::{NodeKind, PipeId, Topology};
+
+/// Most pipe pairs (edges) a flow graph may have: with its weights and the undirected copy the
+/// partitioners read, about `BYTES_PER_EDGE` bytes each, 3.4 GiB at this limit.
+pub const MAX_FLOW_EDGES: u64 = 100_000_000;
+/// Peak bytes per edge: its successor and flow here (4 + 8), both directions of the undirected
+/// copy (2 × (4 + 8)).
+pub(crate) const BYTES_PER_EDGE: u64 = 36;
+/// Most ordered host pairs the static weighting routes: about a minute in release (`netloom
+/// partition` of a 3,000-host ring, 9 million pairs, takes 4.7 s; docs/limits.md).
+pub const MAX_STATIC_PAIRS: u64 = 100_000_000;
 
 /// A weighted flow graph. Weights are flows (packets or bits per second, or packet counts): what
 /// matters is their ratios.
@@ -29,6 +40,39 @@ pub(crate) struct Undirected {
 }
 
 impl FlowGraph {
+    /// Refuses a topology whose flow graph would not fit in a few GiB, or, with `static_weights`,
+    /// whose host pairs the static weighting would take too long to route; before anything is
+    /// built. Every weighting builds the graph, so callers check this first.
+    pub fn check_size(topo: &Topology, static_weights: bool) -> Result<(), PartitionError> {
+        let mut links = vec![0u64; topo.nodes.len()];
+        for l in topo.links.iter().filter(|l| l.a != l.b) {
+            links[l.a as usize] += 1;
+            links[l.b as usize] += 1;
+        }
+        // At a router, each pipe in may be followed by each pipe out of another link.
+        let routers = || (0..topo.nodes.len()).filter(|&n| topo.nodes[n].kind == NodeKind::Router);
+        let edges: u64 = routers()
+            .map(|n| links[n] * links[n].saturating_sub(1))
+            .sum();
+        if edges > MAX_FLOW_EDGES {
+            let busiest = routers()
+                .max_by_key(|&n| links[n])
+                .expect("edges need a router");
+            return Err(PartitionError::FlowGraphTooLarge {
+                edges,
+                router: topo.nodes[busiest].name.clone(),
+                links: links[busiest],
+            });
+        }
+        let hosts = topo.hosts.len() as u64;
+        if static_weights && hosts * hosts.saturating_sub(1) > MAX_STATIC_PAIRS {
+            return Err(PartitionError::TooManyHostPairs {
+                hosts: topo.hosts.len(),
+            });
+        }
+        Ok(())
+    }
+
     /// The structure of `topo`'s flow graph with every weight zero. A packet arriving at a router
     /// over pipe p may leave over any pipe of another link; hosts never forward.
     pub fn structure(topo: &Topology) -> FlowGraph {
@@ -183,6 +227,41 @@ impl FlowGraph {
 mod tests {
     use super::*;
     use crate::weight::tests::chain;
+    use netloom_link::PipeConfig;
+    use netloom_time::{Duration, Rate};
+    use netloom_topo::RoutingMetric;
+
+    #[test]
+    fn sizes_past_the_limits_are_refused_before_building() {
+        // 10 routers in a line with 1,001 hosts each: 10 million pipe pairs fit, but the
+        // static weighting's 100 million host pairs do not; one router with 10,001 links
+        // has 100,010,000 pipe pairs.
+        let c = PipeConfig::new(Rate::bps(1_000_000), Duration::from_millis(1));
+        let mut t = Topology::new("wide", RoutingMetric::Delay);
+        for r in 0..10 {
+            let router = t.add_node(format!("r{r}"), NodeKind::Router, None);
+            if r > 0 {
+                t.add_link(router - 1002, router, None, c, Some(c));
+            }
+            for h in 0..1001 {
+                let host = t.add_node(format!("h{r}-{h}"), NodeKind::Host, None);
+                t.add_link(host, router, None, c, Some(c));
+            }
+        }
+        assert!(FlowGraph::check_size(&t, false).is_ok());
+        let err = FlowGraph::check_size(&t, true).unwrap_err();
+        assert!(
+            matches!(err, PartitionError::TooManyHostPairs { hosts: 10_010 }),
+            "{err}"
+        );
+        let r0 = t.node_id("r0").unwrap();
+        for h in 0..8999 {
+            let host = t.add_node(format!("x{h}"), NodeKind::Host, None);
+            t.add_link(host, r0, None, c, Some(c));
+        }
+        let err = FlowGraph::check_size(&t, false).unwrap_err().to_string();
+        assert!(err.contains("\"r0\" with 10001"), "{err}");
+    }
 
     #[test]
     fn chain_pipes_follow_each_other_but_never_turn_back() {

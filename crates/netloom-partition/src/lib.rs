@@ -17,7 +17,7 @@ mod weight;
 pub use assignment::Assignment;
 pub use error::PartitionError;
 pub use evaluation::{CoreLoad, Evaluation, MeasuredCore, Measurement};
-pub use graph::FlowGraph;
+pub use graph::{FlowGraph, MAX_FLOW_EDGES, MAX_STATIC_PAIRS};
 pub use machine::{CacheTopology, SharedCache};
 pub use method::{partition, Method, Options};
 pub use model::{Capacity, CapacityModel};

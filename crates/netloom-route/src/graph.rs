@@ -1,21 +1,25 @@
-//! The routing graph: for each node, the usable pipes that enter it, in compressed sparse rows,
-//! with the metric's weight per pipe. Built once per (re)computation; knows nothing of hosts'
-//! tables.
+//! The routing graph: for each node that has a row in the tables, the usable pipes that enter
+//! it, in compressed sparse rows, with the metric's weight per pipe. Built once per
+//! (re)computation; knows nothing of hosts' tables.
 
-use netloom_topo::{NodeId, NodeKind, PipeId, RoutingMetric, Topology};
+use netloom_topo::{NodeKind, PipeId, RoutingMetric, Topology};
 
-/// One pipe entering a node: crossing `pipe` from `from` costs `weight` (ns of delay, or 0 when
-/// routing by hops, where the hop count alone decides).
+/// "This node has no row": a stub host, which only sends up its one link and is routed to
+/// through its router (see `Routes`).
+pub(crate) const NO_ROW: u32 = u32::MAX;
+
+/// One pipe entering a row: crossing `pipe` from row `from` costs `weight` (ns of delay, or 0
+/// when routing by hops, where the hop count alone decides).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct InArc {
-    pub from: NodeId,
+    pub from: u32,
     pub pipe: PipeId,
     pub weight: u64,
 }
 
-/// Incoming arcs of every node (CSR) and which nodes may carry transit traffic.
+/// Incoming arcs of every row (CSR) and which rows may carry transit traffic.
 pub(crate) struct InGraph {
-    /// Arcs entering node n are `arcs[start[n] .. start[n + 1]]`.
+    /// Arcs entering row r are `arcs[start[r] .. start[r + 1]]`.
     start: Vec<u32>,
     arcs: Vec<InArc>,
     /// Routers forward; hosts only send and receive.
@@ -23,9 +27,10 @@ pub(crate) struct InGraph {
 }
 
 impl InGraph {
-    /// The graph of the pipes that are up (`up[pipe]`).
-    pub fn build(topo: &Topology, up: &[bool]) -> InGraph {
-        let n = topo.nodes.len();
+    /// The graph of the pipes that are up (`up[pipe]`) between nodes that have a row
+    /// (`row_of[node] != NO_ROW`; rows are numbered in node order). A stub host's link is left
+    /// out with it: hosts never forward, so no route between other nodes crosses it.
+    pub fn build(topo: &Topology, up: &[bool], row_of: &[u32]) -> InGraph {
         let weight = |pipe: PipeId| match topo.routing {
             RoutingMetric::Delay => topo.pipes[pipe as usize].config.delay.as_nanos(),
             RoutingMetric::Hops => 0,
@@ -36,8 +41,18 @@ impl InGraph {
             .links
             .iter()
             .filter(|l| l.a != l.b)
-            .flat_map(|l| [(l.ab, l.a, l.b), (l.ba, l.b, l.a)])
+            .map(|l| (l, row_of[l.a as usize], row_of[l.b as usize]))
+            .filter(|&(_, a, b)| a != NO_ROW && b != NO_ROW)
+            .flat_map(|(l, a, b)| [(l.ab, a, b), (l.ba, b, a)])
             .filter(|&(pipe, _, _)| up[pipe as usize]);
+        let forwards: Vec<bool> = topo
+            .nodes
+            .iter()
+            .zip(row_of)
+            .filter(|&(_, &row)| row != NO_ROW)
+            .map(|(node, _)| node.kind == NodeKind::Router)
+            .collect();
+        let n = forwards.len();
 
         let mut start = vec![0u32; n + 1];
         for (_, _, to) in directed.clone() {
@@ -62,11 +77,6 @@ impl InGraph {
             };
             *slot += 1;
         }
-        let forwards = topo
-            .nodes
-            .iter()
-            .map(|n| n.kind == NodeKind::Router)
-            .collect();
         InGraph {
             start,
             arcs,
@@ -84,13 +94,13 @@ impl InGraph {
     }
 
     #[inline]
-    pub fn arcs_into(&self, node: NodeId) -> &[InArc] {
-        let n = node as usize;
-        &self.arcs[self.start[n] as usize..self.start[n + 1] as usize]
+    pub fn arcs_into(&self, row: u32) -> &[InArc] {
+        let r = row as usize;
+        &self.arcs[self.start[r] as usize..self.start[r + 1] as usize]
     }
 
     #[inline]
-    pub fn forwards(&self, node: NodeId) -> bool {
-        self.forwards[node as usize]
+    pub fn forwards(&self, row: u32) -> bool {
+        self.forwards[row as usize]
     }
 }

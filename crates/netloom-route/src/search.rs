@@ -1,9 +1,9 @@
-//! The shortest-path search: one reverse Dijkstra per destination host, writing that host's
-//! next-hop column. Buffers are reused across destinations.
+//! The shortest-path search: one reverse Dijkstra per destination (a row of the graph), writing
+//! that destination's next-hop column. Buffers are reused across destinations.
 
 use crate::graph::InGraph;
 use crate::heap::{Key, RadixHeap};
-use netloom_topo::{NodeId, PipeId};
+use netloom_topo::PipeId;
 
 /// "No route" in a next-hop table.
 pub(crate) const NO_PIPE: PipeId = PipeId::MAX;
@@ -17,19 +17,19 @@ pub(crate) struct Search<K: Key> {
 }
 
 impl<K: Key> Search<K> {
-    pub fn new(nodes: usize) -> Search<K> {
+    pub fn new(rows: usize) -> Search<K> {
         Search {
-            dist: vec![K::MAX; nodes],
+            dist: vec![K::MAX; rows],
             heap: RadixHeap::new(),
         }
     }
 
-    /// Fills `next[n]` with the pipe node n takes towards `dst`, or `NO_PIPE`.
+    /// Fills `next[r]` with the pipe row r takes towards row `dst`, or `NO_PIPE`.
     ///
-    /// Among equal keys the lowest pipe id wins. That choice is final when n is popped: every
+    /// Among equal keys the lowest pipe id wins. That choice is final when r is popped: every
     /// neighbour that can tie has a key smaller by at least one hop, so it was popped (and
-    /// relaxed n) earlier. The result thus depends only on the graph, not on heap order.
-    pub fn fill(&mut self, graph: &InGraph, dst: NodeId, next: &mut [PipeId]) {
+    /// relaxed r) earlier. The result thus depends only on the graph, not on heap order.
+    pub fn fill(&mut self, graph: &InGraph, dst: u32, next: &mut [PipeId]) {
         let nodes = self.dist.len();
         self.dist.fill(K::MAX);
         next.fill(NO_PIPE);

@@ -222,12 +222,29 @@ fn unreachable_and_non_host_destinations_give_none() {
 }
 
 #[test]
-fn table_holds_one_pipe_per_node_and_host() {
-    let topo = detour(RoutingMetric::Delay);
+fn stub_hosts_cost_bytes_each_not_a_column_of_every_node() {
+    let mut topo = detour(RoutingMetric::Delay);
+    let small = Routes::compute(&topo).memory_bytes();
+    assert_eq!(small as u64, Routes::estimate_bytes(&topo));
+    // A thousand more hosts on r1 and r2 add a few words each, not a table of nodes × hosts
+    // (which would be 1006 × 1002 entries, 4 MB).
+    for i in 0..1000 {
+        let h = topo.add_node(format!("hx{i}"), NodeKind::Host, None);
+        let r = topo.node_id(if i % 2 == 0 { "r1" } else { "r2" }).unwrap();
+        topo.add_link(h, r, None, pipe(1), Some(pipe(1)));
+    }
     let routes = Routes::compute(&topo);
-    let (nodes, hosts) = (topo.nodes.len(), topo.hosts.len());
-    let want = nodes * hosts * size_of::<u32>() + nodes * size_of::<u32>();
-    assert_eq!(routes.memory_bytes(), want);
+    assert_eq!(routes.memory_bytes() as u64, Routes::estimate_bytes(&topo));
+    assert!(
+        routes.memory_bytes() - small < 1000 * 64,
+        "{} bytes",
+        routes.memory_bytes()
+    );
+    assert_eq!(
+        route(&topo, &routes, "hx0", "hx1"),
+        names("hx0 r1 r3 r4 r2 hx1")
+    );
+    assert_eq!(route(&topo, &routes, "hx0", "hx2"), names("hx0 r1 hx2"));
 }
 
 #[test]

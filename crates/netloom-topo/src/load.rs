@@ -16,7 +16,7 @@ pub use crate::layer::{
     RED_DEFAULT_MAX_P, RED_DEFAULT_MAX_TH_FACTOR, RED_DEFAULT_MIN_TH_PACKETS, RED_DEFAULT_WEIGHT,
 };
 use crate::locate::{line_at, Lines, Source};
-use crate::model::{LinkPlan, NodeId, NodeKind, RoutingMetric, Topology};
+use crate::model::{LinkPlan, NodeId, NodeKind, RoutingMetric, Topology, MAX_LINKS, MAX_NODES};
 use crate::patch::LinkPatch;
 use crate::plan::resolve_plan;
 use crate::schema::{self, did_you_mean};
@@ -234,6 +234,27 @@ fn kind_word(kind: NodeKind) -> &'static str {
 /// Every check after the schema: names, units, layering, links, connectivity.
 fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>> {
     let mut issues = Vec::new();
+    // Refused before anything is built for it (names, pipes, routes).
+    let nodes = file.hosts.len() + file.routers.len();
+    for (count, max, what, key) in [
+        (nodes, MAX_NODES, "nodes (hosts and routers)", "hosts"),
+        (file.links.len(), MAX_LINKS, "links", "link"),
+    ] {
+        if count > max {
+            issues.push(Issue {
+                kind: ErrorKind::BadValue,
+                path: key_path(&[], &[key]),
+                subject: Subject::Text("the topology".into()),
+                message: format!(
+                    "has {count} {what}; the limit is {max}, what loads, routes and simulates \
+                     in a few GiB (docs/limits.md)"
+                ),
+            });
+        }
+    }
+    if !issues.is_empty() {
+        return Err(issues);
+    }
     let meta = file.topology.clone().unwrap_or_default();
     let routing = match meta.routing.as_deref() {
         None | Some("delay") => RoutingMetric::Delay,

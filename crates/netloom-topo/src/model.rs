@@ -5,6 +5,15 @@ use netloom_link::{PipeConfig, PipeData, Plan};
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// The most nodes (hosts and routers) a topology may have: what loads, routes and simulates in
+/// a few GiB (a 1,000,000-host ring of 1,000 routers peaks at 3.8 GB in `netloom check` or
+/// `sim`; docs/limits.md), with room for a tenth as many routers. The loader, the importers'
+/// `--hosts-per-router` and the generators refuse more before building anything.
+pub const MAX_NODES: usize = 1_100_000;
+/// The most links a topology may have, for the same reason as `MAX_NODES` (each link is one or
+/// two pipes with their own state).
+pub const MAX_LINKS: usize = 1_500_000;
+
 /// Index of a node in `Topology::nodes`.
 pub type NodeId = u32;
 /// Index of a link in `Topology::links`.

@@ -262,3 +262,23 @@ fn load_path_rejects_unknown_extensions_and_missing_files() {
         "{e}"
     );
 }
+
+#[test]
+fn more_nodes_or_links_than_the_limit_are_refused_before_building() {
+    use netloom_topo::doc::{NodeEntry, TopologyFile};
+    use netloom_topo::{resolve, MAX_LINKS, MAX_NODES};
+    let file = TopologyFile {
+        hosts: (0..MAX_NODES)
+            .map(|i| NodeEntry::Name(format!("h{i}")))
+            .collect(),
+        routers: vec![NodeEntry::Name("r".into())],
+        ..TopologyFile::default()
+    };
+    let err = resolve(&file, "big.json").unwrap_err().to_string();
+    assert!(
+        err.contains("big.json")
+            && err.contains("has 1100001 nodes (hosts and routers); the limit is 1100000"),
+        "{err}"
+    );
+    assert!(!err.contains("link"), "links are within {MAX_LINKS}: {err}");
+}

@@ -90,4 +90,18 @@ pub enum TrafficError {
         /// Which of those reasons, and what would give flows.
         why: String,
     },
+    /// A pattern that expands to more flows than `MAX_FLOWS`, found before any is made.
+    #[error(
+        "pattern {pattern} gives {flows} flows over {hosts} hosts; the limit is {max} (each \
+         flow keeps its latency histogram, about 30 kB); use random-k with a smaller k, or pairs",
+        max = super::MAX_FLOWS
+    )]
+    TooManyFlows {
+        /// The pattern's name.
+        pattern: &'static str,
+        /// Flows it would give.
+        flows: u128,
+        /// Hosts in the topology.
+        hosts: usize,
+    },
 }

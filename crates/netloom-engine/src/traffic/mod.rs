@@ -22,6 +22,9 @@ use netloom_topo::NodeId;
 
 /// Size on the wire of an ACK, in bytes (an IPv4 + TCP header without options).
 pub const ACK_BYTES: u32 = 40;
+/// Most flows a pattern may expand to: each keeps a latency histogram of about 30 kB, so the
+/// limit holds a run's flows to about 6 GB at worst (and `all-to-all` to about 450 hosts).
+pub const MAX_FLOWS: u128 = 200_000;
 /// Header bytes in every AIMD data packet: its wire size is `mss + HEADER_BYTES`.
 pub const HEADER_BYTES: u32 = 40;
 

@@ -1,11 +1,12 @@
 //! Traffic patterns: which hosts talk to which, and when each flow starts; not what flows send.
 
-use super::{FlowSpec, SourceKind, TrafficError};
+use super::{FlowSpec, SourceKind, TrafficError, MAX_FLOWS};
 use netloom_time::{Duration, Instant, Rate};
 use netloom_topo::{NodeId, NodeKind, Topology};
-use rand::seq::SliceRandom;
+use rand::seq::index;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use std::collections::HashMap;
 
 /// Flow starts are spread uniformly over [0, STAGGER) so flows do not start in lockstep.
 pub const STAGGER: Duration = Duration::from_millis(10);
@@ -49,6 +50,20 @@ pub fn expand(
     seed: u64,
 ) -> Result<Vec<FlowSpec>, TrafficError> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    // Counted before any is made: all-to-all over 200,000 hosts is 4 × 10^10 flows.
+    let n = topo.hosts.len() as u128;
+    let flows = match pattern {
+        Pattern::Pairs(names) => names.len() as u128,
+        Pattern::AllToAll => n * n.saturating_sub(1),
+        Pattern::RandomK { k } => n * (*k as u128).min(n.saturating_sub(1)),
+    };
+    if flows > MAX_FLOWS {
+        return Err(TrafficError::TooManyFlows {
+            pattern: pattern.name(),
+            flows,
+            hosts: topo.hosts.len(),
+        });
+    }
     let pairs = match pattern {
         Pattern::Pairs(names) => names
             .iter()
@@ -90,23 +105,48 @@ pub fn expand(
 }
 
 fn random_k(topo: &Topology, k: usize, rng: &mut Xoshiro256PlusPlus) -> Vec<(NodeId, NodeId)> {
-    let same_group = |a: NodeId, b: NodeId| {
-        let (ga, gb) = (&topo.node(a).group, &topo.node(b).group);
-        a == b || (ga.is_some() && ga == gb)
-    };
+    let hosts = &topo.hosts;
+    // Each group's members, by position in `hosts`, ascending.
+    let mut members: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, &h) in hosts.iter().enumerate() {
+        if let Some(g) = &topo.node(h).group {
+            members.entry(g.as_str()).or_default().push(i);
+        }
+    }
     let mut pairs = Vec::new();
-    for &src in &topo.hosts {
-        let others: Vec<NodeId> = topo
-            .hosts
-            .iter()
-            .copied()
-            .filter(|&h| !same_group(src, h))
+    for (i, &src) in hosts.iter().enumerate() {
+        // A host picks among the others outside its group, in host order; they are numbered
+        // without being listed (listing them for every host took hosts² steps). Sampling their
+        // indices is what `choose_multiple` on the list does, so the choices are the same.
+        let excluded = match &topo.node(src).group {
+            Some(g) => members[g.as_str()].as_slice(),
+            None => std::slice::from_ref(&i),
+        };
+        let others = hosts.len() - excluded.len();
+        let mut chosen: Vec<NodeId> = index::sample(rng, others, k.min(others))
+            .into_iter()
+            .map(|j| hosts[nth_outside(excluded, j)])
             .collect();
-        let mut chosen: Vec<NodeId> = others.choose_multiple(rng, k).copied().collect();
         chosen.sort_unstable();
         pairs.extend(chosen.into_iter().map(|dst| (src, dst)));
     }
     pairs
+}
+
+/// The position of the `j`-th (from 0) position not in `excluded` (ascending).
+fn nth_outside(excluded: &[usize], j: usize) -> usize {
+    // Before excluded[m] lie excluded[m] − m others, which grows with m: the answer is j plus
+    // the number of excluded positions with at most j others before them.
+    let (mut lo, mut hi) = (0, excluded.len());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if excluded[mid] - mid <= j {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    j + lo
 }
 
 fn why_empty(pattern: &Pattern, topo: &Topology) -> String {
@@ -228,6 +268,61 @@ mod tests {
         assert_eq!(flows, again);
         let other = expand(&Pattern::RandomK { k: 4 }, CBR, None, &t, 6).unwrap();
         assert_ne!(names(&t, &flows), names(&t, &other));
+    }
+
+    #[test]
+    fn random_k_chooses_as_listing_every_candidate_did() {
+        use rand::seq::SliceRandom;
+        // The former choice: every host's candidates listed, `choose_multiple` on the list.
+        let listed = |topo: &Topology, k: usize, seed: u64| {
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+            let same_group = |a: NodeId, b: NodeId| {
+                let (ga, gb) = (&topo.node(a).group, &topo.node(b).group);
+                a == b || (ga.is_some() && ga == gb)
+            };
+            let mut pairs = Vec::new();
+            for &src in &topo.hosts {
+                let others: Vec<NodeId> = topo
+                    .hosts
+                    .iter()
+                    .copied()
+                    .filter(|&h| !same_group(src, h))
+                    .collect();
+                let mut chosen: Vec<NodeId> =
+                    others.choose_multiple(&mut rng, k).copied().collect();
+                chosen.sort_unstable();
+                pairs.extend(chosen.into_iter().map(|dst| (src, dst)));
+            }
+            pairs
+        };
+        // Groups of 3, of 7 and of 1, with an ungrouped host, and groups interleaved.
+        let mut mixed = topo(10, 3, true);
+        for i in 0..9 {
+            let group = if i % 2 == 0 { "even" } else { "odd" };
+            mixed.add_node(format!("m{i}"), NodeKind::Host, Some(group.into()));
+        }
+        for t in [
+            topo(12, 3, true),
+            topo(30, 7, false),
+            topo(5, 1, true),
+            mixed,
+        ] {
+            for (k, seed) in [(1, 1), (4, 2), (10, 3), (100, 4)] {
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+                assert_eq!(random_k(&t, k, &mut rng), listed(&t, k, seed), "k {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn patterns_past_the_flow_limit_are_refused_before_expanding() {
+        let t = topo(1000, 10, false);
+        let err = expand(&Pattern::AllToAll, CBR, None, &t, 1).unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("gives 999000 flows over 1000 hosts; the limit is 200000"));
+        assert!(expand(&Pattern::RandomK { k: 200 }, CBR, None, &t, 1).is_ok());
+        assert!(expand(&Pattern::RandomK { k: 201 }, CBR, None, &t, 1).is_err());
     }
 
     #[test]

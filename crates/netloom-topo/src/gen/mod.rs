@@ -14,6 +14,7 @@ pub use shape::{ChainParams, DumbbellParams, FishboneParams, MeshParams, RingPar
 pub use tree_mesh::TreeMeshParams;
 
 use crate::doc::{LinkEntry, LinkParams, Meta, NodeEntry, NodeTable, TopologyFile};
+use crate::{MAX_LINKS, MAX_NODES};
 
 /// Which topology to generate, with its parameters.
 #[derive(Clone, Debug, PartialEq)]
@@ -78,12 +79,13 @@ pub struct GenError {
 /// Builds the topology file for `kind`.
 pub fn generate(kind: &GenKind) -> Result<TopologyFile, GenError> {
     let (nodes, links) = kind.size();
-    if nodes > MAX_NODES || links > MAX_LINKS {
+    if nodes > MAX_NODES as u128 || links > MAX_LINKS as u128 {
         return Err(GenError {
             kind: kind.name(),
             message: format!(
                 "these parameters make {nodes} nodes and {links} links; the limit is \
-                 {MAX_NODES} nodes and {MAX_LINKS} links"
+                 {MAX_NODES} nodes and {MAX_LINKS} links, what loads in a few GiB \
+                 (docs/limits.md)"
             ),
         });
     }
@@ -98,12 +100,6 @@ pub fn generate(kind: &GenKind) -> Result<TopologyFile, GenError> {
         GenKind::Inet(p) => inet::generate(p),
     }
 }
-
-/// Generators refuse anything larger, before allocating: far beyond what one machine emulates,
-/// yet reachable by a typo (`--hosts 100000000`, a tree of arity 50).
-pub const MAX_NODES: u128 = 10_000_000;
-/// Generators refuse to make more links than this, for the same reason as `MAX_NODES`.
-pub const MAX_LINKS: u128 = 50_000_000;
 
 impl GenKind {
     fn name(&self) -> &'static str {
@@ -424,6 +420,13 @@ mod tests {
             err.contains("gen star") && err.contains("100000001 nodes"),
             "{err}"
         );
+        // One node past what the loader takes (the hub and MAX_NODES hosts).
+        let star = GenKind::Star(StarParams {
+            hosts: MAX_NODES,
+            ..StarParams::default()
+        });
+        let err = generate(&star).unwrap_err().to_string();
+        assert!(err.contains("the limit is 1100000 nodes"), "{err}");
         let tree = GenKind::TreeMesh(TreeMeshParams {
             arity: 50,
             height: 60,

@@ -8,7 +8,7 @@ use super::params;
 use super::{fail, ImportOptions, Imported};
 use crate::doc::{LinkEntry, LinkParams, Meta, NodeEntry, NodeTable, TopologyFile};
 use crate::error::{ErrorKind, TopoError};
-use crate::model::Direction;
+use crate::model::{Direction, MAX_LINKS, MAX_NODES};
 use crate::units::{self, Range};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
@@ -484,6 +484,32 @@ impl Graph {
             return Ok(());
         }
         let main = self.largest_part();
+        // Counted before any is attached: `--hosts-per-router 100000000` is refused, not built.
+        let adding = self
+            .nodes
+            .iter()
+            .zip(&main)
+            .filter(|(n, &in_main)| !n.host && in_main)
+            .fold(0usize, |sum, (n, _)| {
+                sum.saturating_add(plan.count(&n.name))
+            });
+        let (nodes, links) = (
+            self.nodes.len().saturating_add(adding),
+            self.links.len().saturating_add(adding),
+        );
+        if nodes > MAX_NODES || links > MAX_LINKS {
+            return Err(fail(
+                label,
+                None,
+                None,
+                ErrorKind::BadValue,
+                format!(
+                    "hosts per router: attaching {adding} hosts makes {nodes} nodes and {links} \
+                     links; the limit is {MAX_NODES} nodes and {MAX_LINKS} links, what loads in \
+                     a few GiB (docs/limits.md)"
+                ),
+            ));
+        }
         let mut names = Names::default();
         for n in &self.nodes {
             names.claim(&n.name);
