@@ -259,6 +259,12 @@ pub fn print_report(r: &Report, last: bool, top: usize) {
         us(a.late_threshold_ns),
         a.physical_drops
     );
+    if a.skipped_changes > 0 {
+        println!(
+            "  {} scheduled link changes skipped: the schedule is finer than the driver's turns",
+            a.skipped_changes
+        );
+    }
     if let Some(w) = &r.workers {
         let s = &w.split;
         println!(

@@ -1,0 +1,151 @@
+//! Hosts and topologies that misbehave, against the real-time driver (in memory, with a test
+//! clock) and against a live `Experiment` (root, namespaces, TUN; skipped, saying why,
+//! elsewhere): a schedule finer than the driver's turns does not keep a run from answering
+//! `stop` and signals, and is coarsened and counted (docs/limits.md, "Hosts that misbehave").
+
+mod common;
+
+use common::{pair, MemIo};
+use netloom_engine::Engine;
+use netloom_link::{PipeConfig, Schedule};
+use netloom_live::{
+    Driver, DriverConfig, Ending, Experiment, Framing, Options, Precision, TestClock, Thresholds,
+};
+use netloom_time::{Duration, Instant, Rate};
+use netloom_topo::{LinkPlan, Topology};
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+/// Why the live tests cannot run here, if they cannot.
+fn unavailable() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let root = status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .is_some_and(|l| l.split_whitespace().nth(1) == Some("0"));
+    if !root {
+        return Some("not root".into());
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Some("no /dev/net/tun".into());
+    }
+    None
+}
+
+/// Gives link 0 of `t` a schedule that changes its delay every nanosecond: finer than any
+/// topology file may ask for, as only a library user can build it.
+fn change_every_nanosecond(t: &mut Topology) {
+    let link = &t.links[0];
+    let slow = PipeConfig {
+        delay: Duration::from_millis(3),
+        ..t.pipes[link.ab as usize].config
+    };
+    let fast = t.pipes[link.ab as usize].config;
+    let schedule = Schedule::new(
+        vec![(Duration::ZERO, 0), (Duration(1), 1)],
+        Some(Duration(2)),
+    )
+    .expect("a valid schedule");
+    t.plans.push(LinkPlan {
+        link: 0,
+        plan: Arc::new(netloom_link::Plan::Schedule(schedule)),
+        states: vec![(fast, fast), (slow, slow)],
+    });
+}
+
+/// Runs `f` on a thread of its own and gives its result, or `None` if it has not returned
+/// within `limit` (the thread is then left behind).
+fn within<T: Send + 'static>(
+    limit: StdDuration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit).ok()
+}
+
+#[test]
+fn a_schedule_finer_than_the_drivers_turns_is_coarsened_and_counted() {
+    let c = PipeConfig::new(Rate::bps(10_000_000), Duration::from_millis(2));
+    let (mut topo, addrs) = pair(c, |_| {});
+    change_every_nanosecond(&mut topo);
+    let clock = TestClock::new();
+    let config = DriverConfig {
+        max_packet: 2048,
+        max_in_flight: 1024,
+        precision: Precision::Busy,
+        thresholds: Thresholds::default(),
+    };
+    let io = MemIo::new(clock.clone(), Framing::Plain);
+    let mut d = Driver::new(Engine::new(topo, 5), io, clock.clone(), &addrs, config);
+    // An hour into the run: 1.8e12 changes are due. Every turn must come back promptly.
+    clock.set(Instant(3_600_000_000_000));
+    let d = within(StdDuration::from_secs(5), move || {
+        for _ in 0..10 {
+            d.step().unwrap();
+        }
+        d
+    })
+    .expect("a turn never came back: the driver applied every change one by one");
+    let accuracy = d.accuracy();
+    assert!(
+        accuracy.skipped_changes >= 3_599_999_999_990,
+        "{accuracy:?}"
+    );
+    assert!(!accuracy.accurate, "skipped changes make a run inaccurate");
+    assert!(
+        d.engine().poll_at().is_some_and(|at| at > d.now()),
+        "caught up"
+    );
+}
+
+#[test]
+fn a_live_run_with_a_nanosecond_schedule_answers_stop_and_sigterm() {
+    if let Some(why) = unavailable() {
+        eprintln!("SKIPPED: needs root and TUN: {why}");
+        return;
+    }
+    let run_dir = std::env::temp_dir().join(format!("netloom-hostile-{}", std::process::id()));
+    // Only this test of the binary uses the registry, so setting it here is safe.
+    std::env::set_var("NETLOOM_RUN_DIR", &run_dir);
+    let stop_flag = netloom_os::install_stop_handler().expect("a handler for SIGTERM");
+    let start = |name: &str| {
+        let (mut topo, _) = pair(
+            PipeConfig::new(Rate::bps(1_000_000_000), Duration::from_millis(1)),
+            |_| {},
+        );
+        change_every_nanosecond(&mut topo);
+        let name = format!("{name}{}", std::process::id() % 10_000);
+        let plan = netloom_live::Plan::new(topo, Options::new(name), 2).unwrap();
+        Experiment::start(plan).unwrap()
+    };
+
+    // A stop asked for through the library (as the control socket's `stop` is).
+    let experiment = start("hsstop");
+    std::thread::sleep(StdDuration::from_millis(300));
+    let report = within(StdDuration::from_secs(3), move || {
+        experiment.stop(&Ending::Done)
+    })
+    .expect("the run did not stop within 3 s")
+    .unwrap();
+    assert!(report.accuracy.skipped_changes > 0, "{:?}", report.accuracy);
+
+    // SIGTERM, as the CLI waits for it.
+    let experiment = start("hsterm");
+    std::thread::sleep(StdDuration::from_millis(300));
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &std::process::id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let ended = within(StdDuration::from_secs(3), move || {
+        let ending = experiment.wait(stop_flag, None);
+        (ending, experiment.stop(&Ending::Signal))
+    })
+    .expect("the run did not answer SIGTERM within 3 s");
+    assert_eq!(ended.0, Ending::Signal);
+    ended.1.unwrap();
+    let _ = std::fs::remove_dir_all(&run_dir);
+}
