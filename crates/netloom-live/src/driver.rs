@@ -13,7 +13,7 @@ use crate::accuracy::{Accuracy, AccuracyReport, Thresholds};
 use crate::answer;
 use crate::clock::Clock;
 use crate::io::{Framing, PacketIo};
-use crate::ip::destination;
+use crate::ip::{destination, Malformed};
 use crate::mailbox::{Inbox, Message, Post};
 use crate::message::{Answer, HostCounters, Order, Snapshot};
 use crate::payload::{token, untoken, Payloads};
@@ -342,10 +342,13 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             let (gso, addr) = match parsed {
                 Ok((Frame::Single, addr)) => (None, addr),
                 Ok((Frame::Super(g), addr)) => (Some(g), addr),
-                Err(_) => {
+                Err(why) => {
                     c.packets_in += 1;
                     c.bytes_in += len.saturating_sub(offset) as u64;
-                    c.malformed += 1;
+                    match why {
+                        Malformed::Segments => c.refused_gso += 1,
+                        _ => c.malformed += 1,
+                    }
                     pool.put_back(id);
                     continue;
                 }

@@ -13,6 +13,10 @@ pub enum Malformed {
     /// A GSO super-packet netloom cannot split: not TCP, a GSO type or an IPv6 extension header
     /// the hosts' kernels do not send, a fragment, or a segment size of zero.
     Offload,
+    /// A super-packet whose segment size is below `segment::MIN_GSO_SIZE` or that splits into
+    /// more than `segment::MAX_GSO_SEGMENTS` segments: refused whole, so one frame cannot make
+    /// tens of thousands of packets for the engine.
+    Segments,
 }
 
 /// The destination address of an IPv4 or IPv6 packet, after checking its header fits.

@@ -1,11 +1,13 @@
 //! Hosts and topologies that misbehave, against the real-time driver (in memory, with a test
 //! clock) and against a live `Experiment` (root, namespaces, TUN; skipped, saying why,
 //! elsewhere): a schedule finer than the driver's turns does not keep a run from answering
-//! `stop` and signals, and is coarsened and counted (docs/limits.md, "Hosts that misbehave").
+//! `stop` and signals, and is coarsened and counted; a super-packet that would cost the engine
+//! tens of thousands of packets is refused and counted (docs/limits.md, "Hosts that
+//! misbehave").
 
 mod common;
 
-use common::{pair, MemIo};
+use common::{pair, run_until_quiet, tcp_super_frame, MemIo};
 use netloom_engine::Engine;
 use netloom_link::{PipeConfig, Schedule};
 use netloom_live::{
@@ -66,11 +68,12 @@ fn within<T: Send + 'static>(
     rx.recv_timeout(limit).ok()
 }
 
-#[test]
-fn a_schedule_finer_than_the_drivers_turns_is_coarsened_and_counted() {
-    let c = PipeConfig::new(Rate::bps(10_000_000), Duration::from_millis(2));
-    let (mut topo, addrs) = pair(c, |_| {});
-    change_every_nanosecond(&mut topo);
+/// A driver over h0 - r - h1 (10 Mbit/s, 2 ms per hop) in memory, with `framing`.
+fn memory_driver(
+    topo: Topology,
+    addrs: &[Vec<std::net::IpAddr>],
+    framing: Framing,
+) -> (Driver<MemIo<TestClock>, TestClock>, TestClock) {
     let clock = TestClock::new();
     let config = DriverConfig {
         max_packet: 2048,
@@ -78,8 +81,37 @@ fn a_schedule_finer_than_the_drivers_turns_is_coarsened_and_counted() {
         precision: Precision::Busy,
         thresholds: Thresholds::default(),
     };
-    let io = MemIo::new(clock.clone(), Framing::Plain);
-    let mut d = Driver::new(Engine::new(topo, 5), io, clock.clone(), &addrs, config);
+    let io = MemIo::new(clock.clone(), framing);
+    let d = Driver::new(Engine::new(topo, 5), io, clock.clone(), addrs, config);
+    (d, clock)
+}
+
+fn ten_megabits() -> PipeConfig {
+    PipeConfig::new(Rate::bps(10_000_000), Duration::from_millis(2))
+}
+
+#[test]
+fn a_super_packet_of_one_byte_segments_is_refused_and_counted() {
+    let (topo, addrs) = pair(ten_megabits(), |_| {});
+    let (mut d, clock) = memory_driver(topo, &addrs, Framing::Vnet { gso: true });
+    // 60,008 bytes in segments of 1 byte: 60,008 packets for the engine, before.
+    d.io_mut().send(0, tcp_super_frame(1, 1, 60_008));
+    // A TCP super-packet as a kernel sends it still passes.
+    d.io_mut().send(0, tcp_super_frame(1, 1448, 3 * 1448));
+    d.step().unwrap();
+    let c = d.host_counters()[0];
+    assert_eq!((c.refused_gso, c.malformed), (1, 0), "{c:?}");
+    assert_eq!(c.packets_in, 1 + 3, "{c:?}");
+    run_until_quiet(std::slice::from_mut(&mut d), &clock);
+    assert_eq!(d.host_counters()[1].packets_out, 3);
+    assert_eq!(d.accuracy().physical_drops, 0);
+}
+
+#[test]
+fn a_schedule_finer_than_the_drivers_turns_is_coarsened_and_counted() {
+    let (mut topo, addrs) = pair(ten_megabits(), |_| {});
+    change_every_nanosecond(&mut topo);
+    let (mut d, clock) = memory_driver(topo, &addrs, Framing::Plain);
     // An hour into the run: 1.8e12 changes are due. Every turn must come back promptly.
     clock.set(Instant(3_600_000_000_000));
     let d = within(StdDuration::from_secs(5), move || {
