@@ -27,8 +27,13 @@ use std::collections::HashMap;
 use std::io::{self, IoSlice};
 use std::net::IpAddr;
 
-/// Packets read from one host in one go before the others get a turn.
+/// Frames read from one host in one go before the others get a turn.
 const READ_BATCH: usize = 64;
+/// Segments injected for one host in one go before the others get a turn: a frame is read
+/// whole, so a host may go past it by one super-packet (at most `MAX_GSO_SEGMENTS`). Eleven
+/// super-packets of a host's TCP at MTU 1500; a flood of 128-segment frames waits for the next
+/// turn after four, so its segmentation cannot starve the other hosts' packets.
+const SEGMENTS_PER_TURN: u32 = 512;
 /// Most engine events one advance processes before the driver looks at its inbox and its
 /// hosts again (and the worker at its stop flag): a few milliseconds of work at most, so a
 /// topology that makes events faster than they can be processed cannot keep a run from
@@ -303,11 +308,16 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         snapshot
     }
 
-    /// Reads up to a batch of frames from `host` into pool buffers and injects their packets: a
+    /// Reads up to a batch of frames from `host` into pool buffers (`READ_BATCH` frames or
+    /// `SEGMENTS_PER_TURN` segments, whichever comes first) and injects their packets: a
     /// super-packet's segments one by one, each with its own size on the wire.
     fn receive(&mut self, host: u32) -> io::Result<()> {
         let offset = self.framing.header_len();
+        let mut injected = 0;
         for _ in 0..READ_BATCH {
+            if injected >= SEGMENTS_PER_TURN {
+                return Ok(());
+            }
             // Release what fell due before reading on: under a flood, a batch of reads followed
             // by a batch of writes made packets wait for the whole turn (lateness p99 187 us
             // with 64-packet batches). The clock is read afresh, so segments that fell due
@@ -355,6 +365,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             };
             let single = (len - offset) as u32;
             let segments = gso.map_or(1, |g| g.segments());
+            injected += u32::from(segments);
             c.packets_in += u64::from(segments);
             c.bytes_in += u64::from(gso.map_or(single, |g| g.wire_total()));
             let Some(dst) = self.hosts_by_addr.get(&addr).copied() else {

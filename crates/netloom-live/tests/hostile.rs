@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{pair, run_until_quiet, tcp_super_frame, MemIo};
+use common::{ipv4, pair, run_until_quiet, tcp_super_frame, MemIo};
 use netloom_engine::Engine;
 use netloom_link::{PipeConfig, Schedule};
 use netloom_live::{
@@ -105,6 +105,31 @@ fn a_super_packet_of_one_byte_segments_is_refused_and_counted() {
     run_until_quiet(std::slice::from_mut(&mut d), &clock);
     assert_eq!(d.host_counters()[1].packets_out, 3);
     assert_eq!(d.accuracy().physical_drops, 0);
+}
+
+#[test]
+fn a_host_flooding_super_packets_waits_its_turn_after_512_segments() {
+    let (topo, addrs) = pair(ten_megabits(), |_| {});
+    let (mut d, _clock) = memory_driver(topo, &addrs, Framing::Vnet { gso: true });
+    // h0 floods frames of the most segments allowed (128 of 8 bytes); h1 sends one packet.
+    for k in 0..10 {
+        d.io_mut().send(0, tcp_super_frame(k * 1024, 8, 1024));
+    }
+    d.io_mut().send(1, ipv4([198, 18, 0, 1], 100, 0));
+    d.step().unwrap();
+    let c = d.host_counters();
+    assert_eq!(
+        c[0].packets_in,
+        4 * 128,
+        "h0 read up to the cap in this turn"
+    );
+    assert_eq!(c[1].packets_in, 1, "h1 had its turn too");
+    d.step().unwrap();
+    assert_eq!(
+        d.host_counters()[0].packets_in,
+        8 * 128,
+        "and h0 goes on the next"
+    );
 }
 
 #[test]
