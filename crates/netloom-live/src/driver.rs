@@ -18,6 +18,7 @@ use crate::mailbox::{Inbox, Message, Post};
 use crate::message::{Answer, HostCounters, Order, Snapshot};
 use crate::payload::{token, untoken, Payloads};
 use crate::pool::{Pool, Size};
+use crate::ration::Ration;
 use crate::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
 use crate::wait::{Precision, Waiter};
 use netloom_engine::{Engine, Output};
@@ -29,11 +30,6 @@ use std::net::IpAddr;
 
 /// Frames read from one host in one go before the others get a turn.
 const READ_BATCH: usize = 64;
-/// Segments injected for one host in one go before the others get a turn: a frame is read
-/// whole, so a host may go past it by one super-packet (at most `MAX_GSO_SEGMENTS`). Eleven
-/// super-packets of a host's TCP at MTU 1500; a flood of 128-segment frames waits for the next
-/// turn after four, so its segmentation cannot starve the other hosts' packets.
-const SEGMENTS_PER_TURN: u32 = 512;
 /// Most engine events one advance processes before the driver looks at its inbox and its
 /// hosts again (and the worker at its stop flag): a few milliseconds of work at most, so a
 /// topology that makes events faster than they can be processed cannot keep a run from
@@ -87,6 +83,8 @@ pub struct Driver<I: PacketIo, C: Clock> {
     reads: Vec<bool>,
     /// The engine's count of skipped schedule changes already recorded in `accuracy`.
     skipped_changes: u64,
+    /// How many segments each host may hand the engine, so that none starves the others.
+    ration: Ration,
 }
 
 impl<I: PacketIo, C: Clock> Driver<I, C> {
@@ -119,6 +117,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             .collect();
         Driver {
             counters: vec![HostCounters::default(); host_nodes.len()],
+            ration: Ration::new(host_nodes.len()),
             payloads: Payloads::new(pool, engine.worker() as u16),
             io,
             clock,
@@ -226,7 +225,9 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             self.receive(host)?;
         }
         self.read_inbox();
-        self.release_due()
+        self.release_due()?;
+        self.ration.adapt(self.clock.now());
+        Ok(())
     }
 
     /// Advances the engine towards now, by at most `EVENTS_PER_ADVANCE` events (the next turn
@@ -308,14 +309,13 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         snapshot
     }
 
-    /// Reads up to a batch of frames from `host` into pool buffers (`READ_BATCH` frames or
-    /// `SEGMENTS_PER_TURN` segments, whichever comes first) and injects their packets: a
-    /// super-packet's segments one by one, each with its own size on the wire.
+    /// Reads up to a batch of frames from `host` into pool buffers (`READ_BATCH` frames, or
+    /// fewer when the host's ration runs out) and injects their packets: a super-packet's
+    /// segments one by one, each with its own size on the wire.
     fn receive(&mut self, host: u32) -> io::Result<()> {
         let offset = self.framing.header_len();
-        let mut injected = 0;
         for _ in 0..READ_BATCH {
-            if injected >= SEGMENTS_PER_TURN {
+            if !self.ration.may_take(host, self.clock.now()) {
                 return Ok(());
             }
             // Release what fell due before reading on: under a flood, a batch of reads followed
@@ -365,7 +365,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             };
             let single = (len - offset) as u32;
             let segments = gso.map_or(1, |g| g.segments());
-            injected += u32::from(segments);
+            self.ration.took(host, segments);
             c.packets_in += u64::from(segments);
             c.bytes_in += u64::from(gso.map_or(single, |g| g.wire_total()));
             let Some(dst) = self.hosts_by_addr.get(&addr).copied() else {
@@ -511,6 +511,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             for output in &self.outbox[i..end] {
                 if let Output::Delivered { at, .. } = output {
                     let lateness = now.saturating_since(*at);
+                    self.ration.released(lateness);
                     self.accuracy
                         .record_release(std::time::Duration::from_nanos(lateness.as_nanos()));
                 }

@@ -27,6 +27,7 @@ mod payload;
 mod plan;
 mod pool;
 pub mod protocol;
+mod ration;
 mod report;
 pub mod segment;
 mod server;
