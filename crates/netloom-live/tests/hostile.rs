@@ -19,6 +19,10 @@ use netloom_topo::{LinkPlan, Topology};
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
+/// Held by each live test for its whole run: each points `NETLOOM_RUN_DIR` at a registry of its
+/// own, which a process has only one of at a time.
+static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Why the live tests cannot run here, if they cannot.
 fn unavailable() -> Option<String> {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -169,8 +173,8 @@ fn a_live_run_with_a_nanosecond_schedule_answers_stop_and_sigterm() {
         eprintln!("SKIPPED: needs root and TUN: {why}");
         return;
     }
+    let _live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
     let run_dir = std::env::temp_dir().join(format!("netloom-hostile-{}", std::process::id()));
-    // Only this test of the binary uses the registry, so setting it here is safe.
     std::env::set_var("NETLOOM_RUN_DIR", &run_dir);
     let stop_flag = netloom_os::install_stop_handler().expect("a handler for SIGTERM");
     let start = |name: &str| {
@@ -280,6 +284,7 @@ fn a_host_flooding_super_packets_does_not_starve_a_bystander_pair() {
         eprintln!("SKIPPED: needs python3 and ping");
         return;
     }
+    let _live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
     let run_dir = std::env::temp_dir().join(format!("netloom-fair-{}", std::process::id()));
     std::env::set_var("NETLOOM_RUN_DIR", &run_dir);
     // A star: the flooder f and its sink s, the bystanders a and b, each on a link of its own,
