@@ -289,13 +289,21 @@ pub fn print_report(r: &Report, last: bool, top: usize) {
     }
     println!();
     println!(
-        "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10}",
-        "host", "address", "pkts in", "pkts out", "malformed", "unknown", "gso refused", "MB in"
+        "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10} {:>10}",
+        "host",
+        "address",
+        "pkts in",
+        "pkts out",
+        "malformed",
+        "unknown",
+        "gso refused",
+        "spoofed",
+        "MB in"
     );
     for h in &r.hosts {
         let c = &h.counters;
         println!(
-            "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10.3}",
+            "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10} {:>10.3}",
             h.host.name,
             h.host.ipv4.to_string(),
             c.packets_in,
@@ -303,6 +311,7 @@ pub fn print_report(r: &Report, last: bool, top: usize) {
             c.malformed,
             c.unknown_destination,
             c.refused_gso,
+            c.spoofed,
             c.bytes_in as f64 / 1e6
         );
     }

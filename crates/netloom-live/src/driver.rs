@@ -13,7 +13,7 @@ use crate::accuracy::{Accuracy, AccuracyReport, Thresholds};
 use crate::answer;
 use crate::clock::Clock;
 use crate::io::{Framing, PacketIo};
-use crate::ip::{destination, Malformed};
+use crate::ip::{endpoints, Malformed};
 use crate::mailbox::{Inbox, Message, Post};
 use crate::message::{Answer, HostCounters, Order, Snapshot};
 use crate::payload::{token, untoken, Payloads};
@@ -51,6 +51,9 @@ pub struct DriverConfig {
     pub precision: Precision,
     /// When releases count as late and the run as inaccurate.
     pub thresholds: Thresholds,
+    /// Deliver packets whose source address is not their sender's own (counted as `spoofed`
+    /// either way); by default they are dropped.
+    pub allow_spoofing: bool,
 }
 
 /// One worker's real-time loop over its engine, its hosts' I/O and a clock.
@@ -85,6 +88,8 @@ pub struct Driver<I: PacketIo, C: Clock> {
     skipped_changes: u64,
     /// How many segments each host may hand the engine, so that none starves the others.
     ration: Ration,
+    /// Deliver spoofed packets instead of dropping them (`DriverConfig::allow_spoofing`).
+    allow_spoofing: bool,
 }
 
 impl<I: PacketIo, C: Clock> Driver<I, C> {
@@ -118,6 +123,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         Driver {
             counters: vec![HostCounters::default(); host_nodes.len()],
             ration: Ration::new(host_nodes.len()),
+            allow_spoofing: config.allow_spoofing,
             payloads: Payloads::new(pool, engine.worker() as u16),
             io,
             clock,
@@ -347,11 +353,11 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 Framing::Plain => Ok(Frame::Single),
                 Framing::Vnet { .. } => segment::parse(frame),
             }
-            .and_then(|kind| Ok((kind, destination(&frame[offset..])?)));
+            .and_then(|kind| Ok((kind, endpoints(&frame[offset..])?)));
             let c = &mut self.counters[host as usize];
-            let (gso, addr) = match parsed {
-                Ok((Frame::Single, addr)) => (None, addr),
-                Ok((Frame::Super(g), addr)) => (Some(g), addr),
+            let (gso, (src, addr)) = match parsed {
+                Ok((Frame::Single, ends)) => (None, ends),
+                Ok((Frame::Super(g), ends)) => (Some(g), ends),
                 Err(why) => {
                     c.packets_in += 1;
                     c.bytes_in += len.saturating_sub(offset) as u64;
@@ -373,6 +379,15 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 pool.put_back(id);
                 continue;
             };
+            // A host sending as another, or as an address no host has: its replies would go
+            // elsewhere, and experiments would trust a source that lies.
+            if self.hosts_by_addr.get(&src) != Some(&host) {
+                c.spoofed += u64::from(segments);
+                if !self.allow_spoofing {
+                    pool.put_back(id);
+                    continue;
+                }
+            }
             pool.fill(id, len, gso, u32::from(segments));
             let (src_node, dst_node) = (
                 self.host_nodes[host as usize],

@@ -42,7 +42,7 @@ pub use driver::{Driver, DriverConfig};
 pub use event::{Event, Subscription};
 pub use experiment::{Ending, Experiment, LiveError, ANSWER_TIMEOUT};
 pub use io::{Framing, PacketIo};
-pub use ip::{destination, Malformed};
+pub use ip::{destination, endpoints, Malformed};
 pub use message::{Direction, HostCounters, LinkChange, PipeState, Request, Snapshot};
 pub use plan::{Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};
 pub use report::{HostInfo, HostReport, Report, RunInfo, WorkersInfo, WorkersReport};

@@ -31,6 +31,10 @@ pub struct HostCounters {
     /// would cost too much: a segment size below 8 bytes or more than 128 segments.
     #[serde(default)]
     pub refused_gso: u64,
+    /// Packets from this host whose source address is not one of its own (spoofed); dropped
+    /// unless the run allows spoofing, counted either way.
+    #[serde(default)]
+    pub spoofed: u64,
 }
 
 impl HostCounters {
@@ -43,6 +47,7 @@ impl HostCounters {
         self.malformed += other.malformed;
         self.unknown_destination += other.unknown_destination;
         self.refused_gso += other.refused_gso;
+        self.spoofed += other.spoofed;
     }
 }
 

@@ -54,11 +54,6 @@ impl Ration {
         }
     }
 
-    /// The rate buckets fill at now, segments per millisecond per host.
-    pub fn rate(&self) -> u64 {
-        self.rate
-    }
-
     /// Whether `host` may hand over another frame at `now` (its bucket, filled up to now, is
     /// above zero).
     pub fn may_take(&mut self, host: u32, now: Instant) -> bool {
@@ -130,13 +125,13 @@ mod tests {
         let mut r = Ration::new(1);
         r.released(Duration::from_micros(600));
         r.adapt(at_us(500));
-        assert_eq!(r.rate(), MAX_RATE, "once a period at most");
+        assert_eq!(r.rate, MAX_RATE, "once a period at most");
         r.adapt(at_us(1_000));
-        assert_eq!(r.rate(), MAX_RATE / 2);
+        assert_eq!(r.rate, MAX_RATE / 2);
         r.released(OVERLOADED);
         r.adapt(at_us(2_000));
         assert_eq!(
-            r.rate(),
+            r.rate,
             MAX_RATE / 2 + MAX_RATE / 8,
             "not late beyond the bound"
         );
@@ -144,10 +139,10 @@ mod tests {
             r.released(Duration::from_millis(1));
             r.adapt(at_us(3_000 + k * 1_000));
         }
-        assert_eq!(r.rate(), MIN_RATE);
+        assert_eq!(r.rate, MIN_RATE);
         for k in 0..40 {
             r.adapt(at_us(30_000 + k * 1_000));
         }
-        assert_eq!(r.rate(), MAX_RATE);
+        assert_eq!(r.rate, MAX_RATE);
     }
 }

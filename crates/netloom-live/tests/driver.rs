@@ -38,6 +38,7 @@ fn driver_over(
         max_in_flight: 1024,
         precision,
         thresholds: Thresholds::default(),
+        allow_spoofing: false,
     };
     let io = MemIo::new(clock.clone(), framing);
     let d = Driver::new(Engine::new(topo, 5), io, clock.clone(), &addrs, config);
@@ -514,6 +515,7 @@ fn a_trace_driven_link_cannot_be_made_wireless() {
         max_in_flight: 64,
         precision: Precision::Busy,
         thresholds: Thresholds::default(),
+        allow_spoofing: false,
     };
     let io = MemIo::new(clock.clone(), Framing::Plain);
     let mut ds = [Driver::new(

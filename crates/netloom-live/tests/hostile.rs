@@ -78,6 +78,7 @@ fn memory_driver(
     topo: Topology,
     addrs: &[Vec<std::net::IpAddr>],
     framing: Framing,
+    allow_spoofing: bool,
 ) -> (Driver<MemIo<TestClock>, TestClock>, TestClock) {
     let clock = TestClock::new();
     let config = DriverConfig {
@@ -85,6 +86,7 @@ fn memory_driver(
         max_in_flight: 1024,
         precision: Precision::Busy,
         thresholds: Thresholds::default(),
+        allow_spoofing,
     };
     let io = MemIo::new(clock.clone(), framing);
     let d = Driver::new(Engine::new(topo, 5), io, clock.clone(), addrs, config);
@@ -98,7 +100,7 @@ fn ten_megabits() -> PipeConfig {
 #[test]
 fn a_super_packet_of_one_byte_segments_is_refused_and_counted() {
     let (topo, addrs) = pair(ten_megabits(), |_| {});
-    let (mut d, clock) = memory_driver(topo, &addrs, Framing::Vnet { gso: true });
+    let (mut d, clock) = memory_driver(topo, &addrs, Framing::Vnet { gso: true }, false);
     // 60,008 bytes in segments of 1 byte: 60,008 packets for the engine, before.
     d.io_mut().send(0, tcp_super_frame(1, 1, 60_008));
     // A TCP super-packet as a kernel sends it still passes.
@@ -115,7 +117,7 @@ fn a_super_packet_of_one_byte_segments_is_refused_and_counted() {
 #[test]
 fn a_host_flooding_super_packets_waits_for_its_ration() {
     let (topo, addrs) = pair(ten_megabits(), |_| {});
-    let (mut d, clock) = memory_driver(topo, &addrs, Framing::Vnet { gso: true });
+    let (mut d, clock) = memory_driver(topo, &addrs, Framing::Vnet { gso: true }, false);
     // h0 floods frames of the most segments allowed (128 of 8 bytes); h1 sends one packet.
     for k in 0..10 {
         d.io_mut().send(0, tcp_super_frame(k * 1024, 8, 1024));
@@ -145,7 +147,7 @@ fn a_host_flooding_super_packets_waits_for_its_ration() {
 fn a_schedule_finer_than_the_drivers_turns_is_coarsened_and_counted() {
     let (mut topo, addrs) = pair(ten_megabits(), |_| {});
     change_every_nanosecond(&mut topo);
-    let (mut d, clock) = memory_driver(topo, &addrs, Framing::Plain);
+    let (mut d, clock) = memory_driver(topo, &addrs, Framing::Plain, false);
     // An hour into the run: 1.8e12 changes are due. Every turn must come back promptly.
     clock.set(Instant(3_600_000_000_000));
     let d = within(StdDuration::from_secs(5), move || {
@@ -214,6 +216,24 @@ fn a_live_run_with_a_nanosecond_schedule_answers_stop_and_sigterm() {
     assert_eq!(ended.0, Ending::Signal);
     ended.1.unwrap();
     let _ = std::fs::remove_dir_all(&run_dir);
+}
+
+/// Starts experiment `name` (made unique to this process): the hosts `hosts` around one router,
+/// each on a 1 Gbit/s link of 1 ms of its own.
+fn start_star(name: &str, hosts: &[&str], allow_spoofing: bool) -> Experiment {
+    let mut t = Topology::new("star", netloom_topo::RoutingMetric::Delay);
+    let r = t.add_node("r", netloom_topo::NodeKind::Router, None);
+    let c = PipeConfig::new(Rate::bps(1_000_000_000), Duration::from_millis(1));
+    for host in hosts {
+        let h = t.add_node(*host, netloom_topo::NodeKind::Host, None);
+        t.add_link(h, r, None, c, Some(c));
+    }
+    let options = Options {
+        allow_spoofing,
+        ..Options::new(format!("{name}{}", std::process::id() % 10_000))
+    };
+    let plan = netloom_live::Plan::new(t, options, 2).unwrap();
+    Experiment::start(plan).unwrap()
 }
 
 /// Sends TCP super-packets from inside a host, as its kernel's TCP never would: through an
@@ -289,16 +309,7 @@ fn a_host_flooding_super_packets_does_not_starve_a_bystander_pair() {
     std::env::set_var("NETLOOM_RUN_DIR", &run_dir);
     // A star: the flooder f and its sink s, the bystanders a and b, each on a link of its own,
     // so whatever the flood does to a and b is the driver's doing, not the model's.
-    let mut t = Topology::new("star", netloom_topo::RoutingMetric::Delay);
-    let r = t.add_node("r", netloom_topo::NodeKind::Router, None);
-    let c = PipeConfig::new(Rate::bps(1_000_000_000), Duration::from_millis(1));
-    for name in ["f", "s", "a", "b"] {
-        let h = t.add_node(name, netloom_topo::NodeKind::Host, None);
-        t.add_link(h, r, None, c, Some(c));
-    }
-    let name = format!("hsfair{}", std::process::id() % 10_000);
-    let plan = netloom_live::Plan::new(t, Options::new(name), 2).unwrap();
-    let experiment = Experiment::start(plan).unwrap();
+    let experiment = start_star("hsfair", &["f", "s", "a", "b"], false);
     let hosts = experiment.info().hosts.clone();
     let addr = |n: &str| hosts.iter().find(|h| h.name == n).unwrap().ipv4.to_string();
     let (f, s) = (addr("f"), addr("s"));
@@ -312,7 +323,7 @@ fn a_host_flooding_super_packets_does_not_starve_a_bystander_pair() {
         ]
         .map(String::from);
         let mut flood = experiment.command("f", &argv).unwrap();
-        let mut flood = flood.stdout(std::process::Stdio::piped()).spawn().unwrap();
+        let flood = flood.stdout(std::process::Stdio::piped()).spawn().unwrap();
         std::thread::sleep(StdDuration::from_millis(300));
         let during = ping(&experiment, "a", "b");
         let sent = flood.wait_with_output().unwrap();
@@ -343,4 +354,71 @@ fn a_host_flooding_super_packets_does_not_starve_a_bystander_pair() {
             baseline.1
         );
     }
+}
+
+#[test]
+fn a_packet_with_another_source_address_is_counted_and_dropped_unless_allowed() {
+    let (topo, addrs) = pair(ten_megabits(), |_| {});
+    for allow in [false, true] {
+        let (mut d, clock) = memory_driver(topo.clone(), &addrs, Framing::Plain, allow);
+        // h0 sends to h1 as h1 itself, then as an address no host has.
+        for (k, src) in [[198, 18, 0, 2], [10, 9, 9, 9]].into_iter().enumerate() {
+            let mut p = ipv4([198, 18, 0, 2], 100, k as u8);
+            p[12..16].copy_from_slice(&src);
+            d.io_mut().send(0, p);
+        }
+        d.io_mut().send(0, ipv4([198, 18, 0, 2], 100, 2));
+        run_until_quiet(std::slice::from_mut(&mut d), &clock);
+        let c = d.host_counters();
+        assert_eq!((c[0].packets_in, c[0].spoofed), (3, 2), "allow {allow}");
+        let delivered: Vec<u8> = d.io().delivered.iter().map(|(_, _, p)| p[20]).collect();
+        let expected = if allow { vec![0, 1, 2] } else { vec![2] };
+        assert_eq!(delivered, expected, "allow {allow}");
+    }
+}
+
+#[test]
+fn a_live_host_spoofing_its_source_is_counted_and_dropped_unless_allowed() {
+    if let Some(why) = unavailable() {
+        eprintln!("SKIPPED: needs root and TUN: {why}");
+        return;
+    }
+    let _live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let run_dir = std::env::temp_dir().join(format!("netloom-spoof-{}", std::process::id()));
+    std::env::set_var("NETLOOM_RUN_DIR", &run_dir);
+    for allow in [false, true] {
+        let experiment = start_star("hsspoof", &["a", "b", "c"], allow);
+        let c_addr = experiment.info().hosts[2].ipv4.to_string();
+        // a pings b as c, then as an address no host has (198.18.255.1 lies in the hosts'
+        // subnet, so a's kernel sends it out of nl0).
+        let script = format!(
+            "ip addr add {c_addr}/32 dev nl0 && ip addr add 198.18.255.1/32 dev nl0 && \
+             ping -4 -c 3 -i 0.2 -W 1 -I {c_addr} b; \
+             ping -4 -c 3 -i 0.2 -W 1 -I 198.18.255.1 b; true"
+        );
+        let argv = ["sh", "-c", &script].map(String::from);
+        let out = experiment.command("a", &argv).unwrap().output().unwrap();
+        let said = [out.stdout, out.stderr].concat();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&said));
+        let report = experiment.stop(&Ending::Done).unwrap();
+        let host = |n: &str| {
+            report
+                .hosts
+                .iter()
+                .find(|h| h.host.name == n)
+                .unwrap()
+                .counters
+        };
+        let (a, b, c) = (host("a"), host("b"), host("c"));
+        assert_eq!(a.spoofed, 6, "allow {allow}: {a:?}");
+        if allow {
+            assert!(b.packets_out >= 6, "b got the echo requests: {b:?}");
+            assert!(c.packets_out >= 3, "c got b's replies to it: {c:?}");
+            assert!(b.unknown_destination >= 3, "the replies to nobody: {b:?}");
+        } else {
+            assert_eq!(b.packets_out, 0, "b got nothing: {b:?}");
+            assert_eq!(c.packets_out, 0, "{c:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&run_dir);
 }
