@@ -28,7 +28,7 @@ pub struct HostCounters {
     /// Packets from this host to an address no host has; dropped and counted, no ICMP is sent.
     pub unknown_destination: u64,
     /// Super-packets from this host refused whole (each counted once) because splitting one
-    /// would cost too much: a segment size below 8 bytes or more than 128 segments.
+    /// would cost too much: a segment size below 8 bytes or more than 1,024 segments.
     #[serde(default)]
     pub refused_gso: u64,
     /// Packets from this host whose source address is not one of its own (spoofed); dropped

@@ -7,7 +7,8 @@
 use netloom_time::{Duration, Instant};
 
 /// Most segments a host may take in one go (its bucket's size): eleven super-packets of a
-/// host's TCP at MTU 1500, four of the largest a host may send (`MAX_GSO_SEGMENTS`).
+/// host's TCP at MTU 1500. A frame is taken whole, so a host may go past it by one frame (up
+/// to `MAX_GSO_SEGMENTS`), and then waits until its bucket is above zero again.
 pub const BURST: u64 = 512;
 /// The rate buckets fill at to begin with and at most, segments per millisecond per host (a
 /// million a second: 12 Gbit/s of 1500-byte packets, above what one driver moves).

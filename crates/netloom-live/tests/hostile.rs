@@ -316,8 +316,14 @@ fn a_host_flooding_super_packets_does_not_starve_a_bystander_pair() {
 
     let baseline = ping(&experiment, "a", "b");
     let mut floods = Vec::new();
-    // Segments of 1 byte (60,008 per frame), then the most work a frame may ask (128 segments).
-    for (mss, payload, rate) in [("1", "60008", "200"), ("8", "1024", "20000")] {
+    // Segments of 1 byte (60,008 per frame), then 2.5 million 8-byte segments a second in
+    // frames of 128 and of the most a frame may hold (1,024).
+    let floods_of = [
+        ("1", "60008", "200"),
+        ("8", "1024", "20000"),
+        ("8", "8192", "2500"),
+    ];
+    for (mss, payload, rate) in floods_of {
         let argv = [
             "python3", "-c", INJECT_GSO, &f, &s, mss, payload, rate, "2.5",
         ]
