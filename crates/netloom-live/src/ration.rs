@@ -1,5 +1,6 @@
 //! How many segments each host may hand the engine: a token bucket per host, all filling at one
-//! rate that halves while the driver is overloaded and grows back while it is not. A host that
+//! rate that halves while the driver is overloaded and grows back while it is not, as TCP Reno
+//! grows its window: fast up to half the rate where the driver was last overloaded, then slowly. A host that
 //! sends little never meets its bucket's bottom; one that floods waits, its frames queued in its
 //! TUN device (whose kernel drops what overflows), so its flood cannot make the other hosts'
 //! packets late. Pure logic over the time it is given; the driver reads and reports.
@@ -10,16 +11,16 @@ use netloom_time::{Duration, Instant};
 /// host's TCP at MTU 1500. A frame is taken whole, so a host may go past it by one frame (up
 /// to `MAX_GSO_SEGMENTS`), and then waits until its bucket is above zero again.
 pub const BURST: u64 = 512;
-/// The rate buckets fill at to begin with and at most, segments per millisecond per host (a
-/// million a second: 12 Gbit/s of 1500-byte packets, above what one driver moves).
-pub const MAX_RATE: u64 = 1024;
+/// The rate buckets fill at to begin with and at most, segments per millisecond per host (16
+/// million a second: 196 Gbit/s of 1500-byte packets, several times what one driver moves, so a
+/// driver that keeps up never holds a host back: TCP with GSO reaches 28 to 44 Gbit/s here,
+/// docs/performance.md).
+pub const MAX_RATE: u64 = 16_384;
 /// The least rate, segments per millisecond per host (190 Mbit/s of 1500-byte packets).
 pub const MIN_RATE: u64 = 16;
-/// A release this late means the driver is overloaded, not merely jittery (its lateness p99 is
-/// a few microseconds when it keeps up, docs/live.md). Measured with the bystander test
-/// (crates/netloom-live/tests/hostile.rs): a bound of 200 us with a rate growing by `MIN_RATE`
-/// a period let the bystander's mean round trip rise more (0.6 to 1.4 ms in 3 runs) than this
-/// one with a rate growing by a quarter (0.5 to 0.8 ms in 4 runs of 5, 2.3 ms in one).
+/// A release this late means the driver is overloaded, not merely jittery: its lateness p99 is
+/// a few microseconds when it keeps up, and under TCP at tens of Gbit/s 20 to 83 us
+/// (docs/live.md, docs/performance.md), so legitimate traffic rarely halves the rate.
 pub const OVERLOADED: Duration = Duration::from_micros(500);
 /// How often the rate changes: about the time a packet takes to cross a small topology, so
 /// the lateness a change causes is seen before the next.
@@ -37,6 +38,8 @@ pub struct Ration {
     filled: Vec<Instant>,
     /// Segments per millisecond per host.
     rate: u64,
+    /// Half the rate at the last overload: the rate grows fast below it, slowly above.
+    threshold: u64,
     /// Whether a release was later than `OVERLOADED` since the rate last changed.
     overloaded: bool,
     /// When the rate last changed (or was confirmed).
@@ -50,6 +53,7 @@ impl Ration {
             credit: vec![BURST as i64 * UNIT; hosts],
             filled: vec![Instant::ZERO; hosts],
             rate: MAX_RATE,
+            threshold: MAX_RATE,
             overloaded: false,
             changed: Instant::ZERO,
         }
@@ -76,17 +80,23 @@ impl Ration {
         self.overloaded |= lateness > OVERLOADED;
     }
 
-    /// Once a period: halves the rate if the driver was overloaded during it, else grows it by
-    /// a quarter.
+    /// Once a period: halves the rate if the driver was overloaded during it (and remembers
+    /// that as the threshold), else grows it by a quarter up to the threshold and by `MIN_RATE`
+    /// beyond. Growing by a quarter all the way, a flood's rate climbed back past what the
+    /// driver could take every few milliseconds: the bystander test's round trip rose 3 to 8
+    /// ms instead of less than 1.
     pub fn adapt(&mut self, now: Instant) {
         if now.saturating_since(self.changed) < PERIOD {
             return;
         }
-        self.rate = if self.overloaded {
-            (self.rate / 2).max(MIN_RATE)
+        if self.overloaded {
+            self.rate = (self.rate / 2).max(MIN_RATE);
+            self.threshold = self.rate;
+        } else if self.rate < self.threshold {
+            self.rate = (self.rate + self.rate / 4).min(self.threshold);
         } else {
-            (self.rate + self.rate / 4).min(MAX_RATE)
-        };
+            self.rate = (self.rate + MIN_RATE).min(MAX_RATE);
+        }
         self.overloaded = false;
         self.changed = now;
     }
@@ -111,39 +121,44 @@ mod tests {
         }
         assert_eq!(taken, BURST, "a full bucket, then empty");
         assert!(r.may_take(1, now), "the other host's bucket is its own");
-        // At 1024 segments a millisecond, a microsecond gives one segment back.
+        // At 16,384 segments a millisecond, a microsecond gives 16.4 back.
         assert!(r.may_take(0, at_us(1)));
         r.took(0, 128);
         assert!(
-            !r.may_take(0, at_us(100)),
-            "127 segments of debt take 124 us more"
+            !r.may_take(0, at_us(7)),
+            "112 segments of debt take 6.8 us more"
         );
-        assert!(r.may_take(0, at_us(126)));
+        assert!(r.may_take(0, at_us(8)));
     }
 
     #[test]
-    fn the_rate_halves_while_late_and_grows_back_while_not() {
+    fn the_rate_halves_while_late_and_grows_back_fast_then_slowly() {
         let mut r = Ration::new(1);
         r.released(Duration::from_micros(600));
         r.adapt(at_us(500));
         assert_eq!(r.rate, MAX_RATE, "once a period at most");
         r.adapt(at_us(1_000));
-        assert_eq!(r.rate, MAX_RATE / 2);
+        assert_eq!((r.rate, r.threshold), (MAX_RATE / 2, MAX_RATE / 2));
         r.released(OVERLOADED);
         r.adapt(at_us(2_000));
-        assert_eq!(
-            r.rate,
-            MAX_RATE / 2 + MAX_RATE / 8,
-            "not late beyond the bound"
-        );
+        assert_eq!(r.rate, MAX_RATE / 2 + MIN_RATE, "not late beyond the bound");
         for k in 0..20 {
             r.released(Duration::from_millis(1));
             r.adapt(at_us(3_000 + k * 1_000));
         }
-        assert_eq!(r.rate, MIN_RATE);
-        for k in 0..40 {
-            r.adapt(at_us(30_000 + k * 1_000));
+        assert_eq!((r.rate, r.threshold), (MIN_RATE, MIN_RATE));
+        r.adapt(at_us(30_000));
+        assert_eq!(r.rate, 2 * MIN_RATE, "slowly above the threshold");
+        // Overloaded at 1,024: fast up to 512 from 64, slowly beyond.
+        r.rate = 1_024;
+        r.released(Duration::from_millis(1));
+        r.adapt(at_us(31_000));
+        r.rate = 64;
+        for k in 0..10 {
+            r.adapt(at_us(32_000 + k * 1_000));
         }
-        assert_eq!(r.rate, MAX_RATE);
+        assert_eq!(r.rate, 512);
+        r.adapt(at_us(42_000));
+        assert_eq!(r.rate, 512 + MIN_RATE);
     }
 }

@@ -137,7 +137,7 @@ fn a_host_flooding_super_packets_waits_for_its_ration() {
         4 * 128,
         "h0 waits for its bucket to fill"
     );
-    // At a million segments a second, 500 us give it 512 more.
+    // 500 us fill its bucket again (512 segments, at up to 16 a microsecond).
     clock.advance(Duration::from_micros(500));
     d.step().unwrap();
     assert_eq!(d.host_counters()[0].packets_in, 8 * 128);
