@@ -256,6 +256,13 @@ pub fn format_report(r: &Report, last: bool, top: usize) -> String {
         us(a.late_threshold_ns),
         physical_drops(a)
     );
+    if a.skipped_changes > 0 {
+        let _ = writeln!(
+            out,
+            "  {} scheduled link changes skipped: the schedule is finer than the driver's turns",
+            a.skipped_changes
+        );
+    }
     if let Some(w) = &r.workers {
         let s = &w.split;
         let _ = writeln!(out,
@@ -281,20 +288,31 @@ pub fn format_report(r: &Report, last: bool, top: usize) -> String {
     out.push('\n');
     let _ = writeln!(
         out,
-        "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "host", "address", "pkts in", "pkts out", "malformed", "unknown", "tun drops", "MB in"
+        "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10} {:>10} {:>10}",
+        "host",
+        "address",
+        "pkts in",
+        "pkts out",
+        "malformed",
+        "unknown",
+        "gso refused",
+        "spoofed",
+        "tun drops",
+        "MB in"
     );
     for h in &r.hosts {
         let c = &h.counters;
         let _ = writeln!(
             out,
-            "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10.3}",
+            "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10} {:>10} {:>10.3}",
             h.host.name,
             h.host.ipv4.to_string(),
             c.packets_in,
             c.packets_out,
             c.malformed,
             c.unknown_destination,
+            c.refused_gso,
+            c.spoofed,
             h.tun_queue_drops,
             c.bytes_in as f64 / 1e6
         );

@@ -90,6 +90,11 @@ pub struct RunArgs {
     /// segment (docs/live.md).
     #[arg(long)]
     no_gso: bool,
+    /// Deliver packets whose source address is not their sending host's own (a host sending as
+    /// another, or as an address no host has). By default they are dropped; either way each
+    /// host's `spoofed` counter counts them (docs/live.md).
+    #[arg(long)]
+    allow_spoofing: bool,
     /// Print the final report as JSON (docs/live.md).
     #[arg(long)]
     json: bool,
@@ -185,6 +190,7 @@ fn options(args: &RunArgs, topo: &Topology, name: String) -> Result<Options> {
         gso: !args.no_gso,
         realtime: !args.no_realtime,
         keep_cpus_awake: args.keep_cpus_awake,
+        allow_spoofing: args.allow_spoofing,
         ..Options::new(name)
     })
 }

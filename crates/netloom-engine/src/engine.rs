@@ -113,6 +113,10 @@ pub struct EngineCounters {
     pub cross_core_hops: u64,
     /// Bytes those hops carry: a descriptor each, plus the payload when payloads are shipped.
     pub cross_core_bytes: u64,
+    /// Scheduled link changes skipped by `advance_within` because a later change of the same
+    /// link was due by then too (never in force); counted for the links whose a→b pipe this
+    /// engine owns, so workers' counts add up.
+    pub changes_skipped: u64,
 }
 
 /// Why a request to the engine was refused.
@@ -390,6 +394,7 @@ impl Engine {
         mine.max_in_flight += c.max_in_flight;
         mine.cross_core_hops += c.cross_core_hops;
         mine.cross_core_bytes += c.cross_core_bytes;
+        mine.changes_skipped += c.changes_skipped;
         if let (Some(mine), Some(theirs)) = (&mut self.transitions, other.transitions) {
             for (hop, n) in theirs {
                 *mine.entry(hop).or_default() += n;
@@ -410,7 +415,19 @@ impl Engine {
     }
 
     /// A time-varying link's change is due now: moves its timeline on and applies the state.
-    fn on_reconfigure(&mut self, plan: u32) {
+    /// With `skip_to`, changes of a schedule due by then before its last one due are skipped
+    /// (counted), and the last is scheduled in their place.
+    fn on_reconfigure(&mut self, plan: u32, skip_to: Option<Instant>) {
+        let timeline = &mut self.timelines[plan as usize];
+        let skipped = skip_to.map_or(0, |to| timeline.skip_to(to));
+        if let (true, Some(at)) = (skipped > 0, timeline.poll_at()) {
+            let link = &self.topo.links[self.topo.plans[plan as usize].link as usize];
+            if self.owns_pipe(link.ab) {
+                self.counters.changes_skipped += skipped;
+            }
+            self.sched.push(at, Event::Reconfigure { plan });
+            return;
+        }
         self.timelines[plan as usize].advance(self.now);
         self.enter_state(plan);
     }
@@ -613,7 +630,27 @@ impl Engine {
 
     /// Processes every event due at or before `now`.
     pub fn advance(&mut self, now: Instant) {
-        while let Some((at, event)) = self.sched.pop_due(now) {
+        self.run_due(now, u64::MAX, None);
+    }
+
+    /// For a real-time driver, which must come back to its hosts, its orders and its stop flag
+    /// whatever the topology asks: processes at most `budget` events due at or before `now`,
+    /// and returns whether none is left. A schedule whose changes fall due faster than they
+    /// can be applied has all but its last change due by `now` skipped (counted in
+    /// `changes_skipped`): without this, a schedule changing every nanosecond kept `advance`
+    /// from ever returning.
+    pub fn advance_within(&mut self, now: Instant, budget: u64) -> bool {
+        self.run_due(now, budget, Some(now))
+    }
+
+    /// Processes up to `budget` events due at or before `now`, skipping schedule changes to
+    /// `skip_to` if given; true when none due is left.
+    fn run_due(&mut self, now: Instant, budget: u64, skip_to: Option<Instant>) -> bool {
+        for _ in 0..budget {
+            let Some((at, event)) = self.sched.pop_due(now) else {
+                self.now = self.now.max(now);
+                return true;
+            };
             self.now = at;
             self.counters.events += 1;
             match event {
@@ -624,10 +661,10 @@ impl Engine {
                         self.poll_flow(flow);
                     }
                 }
-                Event::Reconfigure { plan } => self.on_reconfigure(plan),
+                Event::Reconfigure { plan } => self.on_reconfigure(plan, skip_to),
             }
         }
-        self.now = self.now.max(now);
+        self.poll_at().is_none_or(|at| at > now)
     }
 
     /// Changes pipes' parameters at `now`, without flushing what they carry: everything due

@@ -111,6 +111,24 @@ impl Schedule {
         Ok(Schedule { steps, every })
     }
 
+    /// How many steps (counted over all periods from 0) fall at or before `t` since the start:
+    /// at least 1, the step at offset 0. Computed, not stepped through, so a real-time driver
+    /// that is far behind a fine schedule finds where it is at once.
+    pub(crate) fn steps_through(&self, t: Duration) -> u64 {
+        let len = self.steps.len() as u64;
+        let in_period = |r: u64| self.steps.partition_point(|&(o, _)| o.as_nanos() <= r) as u64;
+        match self.every {
+            Some(every) => {
+                let (periods, rest) = (
+                    t.as_nanos() / every.as_nanos(),
+                    t.as_nanos() % every.as_nanos(),
+                );
+                periods.saturating_mul(len).saturating_add(in_period(rest))
+            }
+            None => in_period(t.as_nanos()),
+        }
+    }
+
     /// Step `n`, counted over all periods from 0: (time since the start, state), or `None` past
     /// the end of a schedule that does not repeat.
     pub(crate) fn step(&self, n: u64) -> Option<(Duration, u32)> {

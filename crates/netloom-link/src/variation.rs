@@ -82,6 +82,27 @@ impl Timeline {
         self.state
     }
 
+    /// Skips the changes of a schedule that fall due by `now` but before its last one due by
+    /// then, so the next `advance` takes only that one; returns how many were skipped (never in
+    /// force). For a real-time driver that cannot keep changes finer than its turns; a Markov
+    /// graph's draws depend on each state in turn, so it is not skipped (0).
+    pub fn skip_to(&mut self, now: Instant) -> u64 {
+        let Plan::Schedule(s) = &*self.plan else {
+            return 0;
+        };
+        if self.next_at.is_none_or(|at| at > now) {
+            return 0;
+        }
+        let last = s.steps_through(now.saturating_since(Instant::ZERO)) - 1;
+        if last <= self.step {
+            return 0;
+        }
+        let skipped = last - self.step;
+        self.step = last;
+        self.next_at = s.step(last).map(|(offset, _)| Instant::ZERO + offset);
+        skipped
+    }
+
     /// Enters the next schedule step and looks up the one after it.
     fn take_step(&mut self, s: &Schedule) {
         if let Some((_, state)) = s.step(self.step) {
@@ -89,5 +110,35 @@ impl Timeline {
         }
         self.step += 1;
         self.next_at = s.step(self.step).map(|(offset, _)| Instant::ZERO + offset);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timeline(steps: Vec<(u64, u32)>, every: Option<u64>) -> Timeline {
+        let steps = steps.into_iter().map(|(o, s)| (Duration(o), s)).collect();
+        let s = Schedule::new(steps, every.map(Duration)).unwrap();
+        Timeline::new(Arc::new(Plan::Schedule(s)), 1)
+    }
+
+    #[test]
+    fn skipping_lands_on_the_last_change_due_as_stepping_would() {
+        // Every 10 ns: state 1 at 0, 2 at 3, 3 at 7.
+        let mut skipped = timeline(vec![(0, 1), (3, 2), (7, 3)], Some(10));
+        let mut stepped = timeline(vec![(0, 1), (3, 2), (7, 3)], Some(10));
+        assert_eq!(skipped.skip_to(Instant(2)), 0, "nothing due yet");
+        // Due by 25: 3, 7, 10, 13, 17, 20, 23: all but 23 skipped.
+        assert_eq!(skipped.skip_to(Instant(25)), 6);
+        assert_eq!(skipped.poll_at(), Some(Instant(23)));
+        assert_eq!(skipped.advance(Instant(25)), stepped.advance(Instant(25)));
+        assert_eq!(skipped.poll_at(), stepped.poll_at());
+        assert_eq!(skipped.skip_to(Instant(27)), 0, "one change due: kept");
+        // A schedule that ends: past its end, only its last step is left.
+        let mut once = timeline(vec![(5, 1), (8, 2)], None);
+        assert_eq!(once.skip_to(Instant(1_000)), 1);
+        assert_eq!(once.advance(Instant(1_000)), 2);
+        assert_eq!(once.poll_at(), None);
     }
 }

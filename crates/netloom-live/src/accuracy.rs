@@ -46,6 +46,9 @@ pub struct Accuracy {
     /// Packets the model did not drop but that were lost: a write to a host failed, or no buffer
     /// was left to read into.
     physical_drops: u64,
+    /// Scheduled link changes never in force: a later change of the same link fell due before
+    /// the driver could apply them (a schedule finer than its turns).
+    skipped_changes: u64,
 }
 
 /// Accuracy figures of a run, for `netloom run` and `stats` (JSON as documented in docs/live.md).
@@ -79,8 +82,13 @@ pub struct AccuracyReport {
     pub late_handoffs: u64,
     /// The latest hand-off, ns after its intended time.
     pub handoff_lateness_ns_max: u64,
-    /// Whether the run stayed within the thresholds (releases and hand-offs) and lost nothing
-    /// outside the model.
+    /// Scheduled link changes never in force because a later change of the same link fell due
+    /// before the driver could apply them: the schedule is finer than the driver's turns, and
+    /// was coarsened to them.
+    #[serde(default)]
+    pub skipped_changes: u64,
+    /// Whether the run stayed within the thresholds (releases and hand-offs), lost nothing
+    /// outside the model and kept every scheduled change.
     pub accurate: bool,
 }
 
@@ -93,6 +101,7 @@ impl Accuracy {
                 .expect("bounds and 3 significant digits are valid"),
             late: 0,
             physical_drops: 0,
+            skipped_changes: 0,
             handoffs: 0,
             late_handoffs: 0,
             handoff_lateness_max: Duration::ZERO,
@@ -113,6 +122,11 @@ impl Accuracy {
         self.physical_drops += 1;
     }
 
+    /// `n` more scheduled link changes were skipped, never in force.
+    pub fn record_skipped_changes(&mut self, n: u64) {
+        self.skipped_changes += n;
+    }
+
     /// A packet from another worker arrived `lateness` after its intended time (zero if
     /// before): it continues from when it arrived.
     pub fn record_handoff(&mut self, lateness: Duration) {
@@ -130,6 +144,7 @@ impl Accuracy {
             .expect("histograms of the same bounds add up");
         self.late += other.late;
         self.physical_drops += other.physical_drops;
+        self.skipped_changes += other.skipped_changes;
         self.handoffs += other.handoffs;
         self.late_handoffs += other.late_handoffs;
         self.handoff_lateness_max = self.handoff_lateness_max.max(other.handoff_lateness_max);
@@ -167,9 +182,11 @@ impl Accuracy {
             handoffs: self.handoffs,
             late_handoffs: self.late_handoffs,
             handoff_lateness_ns_max: self.handoff_lateness_max.as_nanos() as u64,
+            skipped_changes: self.skipped_changes,
             accurate: within(fraction(self.late, released))
                 && within(fraction(self.late_handoffs, self.handoffs))
-                && self.physical_drops == 0,
+                && self.physical_drops == 0
+                && self.skipped_changes == 0,
         }
     }
 }

@@ -13,11 +13,12 @@ use crate::accuracy::{Accuracy, AccuracyReport, Thresholds};
 use crate::answer;
 use crate::clock::Clock;
 use crate::io::{Framing, PacketIo};
-use crate::ip::destination;
+use crate::ip::{endpoints, Malformed};
 use crate::mailbox::{Inbox, Message, Post};
 use crate::message::{Answer, HostCounters, Order, Snapshot};
 use crate::payload::{token, untoken, Payloads};
 use crate::pool::{Pool, Size};
+use crate::ration::Ration;
 use crate::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
 use crate::wait::{Precision, Waiter};
 use netloom_engine::{Engine, Output};
@@ -27,8 +28,13 @@ use std::collections::HashMap;
 use std::io::{self, IoSlice};
 use std::net::IpAddr;
 
-/// Packets read from one host in one go before the others get a turn.
+/// Frames read from one host in one go before the others get a turn.
 const READ_BATCH: usize = 64;
+/// Most engine events one advance processes before the driver looks at its inbox and its
+/// hosts again (and the worker at its stop flag): a few milliseconds of work at most, so a
+/// topology that makes events faster than they can be processed cannot keep a run from
+/// answering.
+const EVENTS_PER_ADVANCE: u64 = 4096;
 /// The largest frame with GSO: virtio_net_hdr, IPv6 header and the most its payload length says.
 const MAX_SUPER: usize = VNET_HDR_LEN + 40 + 65_535;
 
@@ -45,6 +51,9 @@ pub struct DriverConfig {
     pub precision: Precision,
     /// When releases count as late and the run as inaccurate.
     pub thresholds: Thresholds,
+    /// Deliver packets whose source address is not their sender's own (counted as `spoofed`
+    /// either way); by default they are dropped.
+    pub allow_spoofing: bool,
 }
 
 /// One worker's real-time loop over its engine, its hosts' I/O and a clock.
@@ -75,6 +84,12 @@ pub struct Driver<I: PacketIo, C: Clock> {
     realtime: bool,
     /// Whether this driver reads host h (the hosts its engine owns).
     reads: Vec<bool>,
+    /// The engine's count of skipped schedule changes already recorded in `accuracy`.
+    skipped_changes: u64,
+    /// How many segments each host may hand the engine, so that none starves the others.
+    ration: Ration,
+    /// Deliver spoofed packets instead of dropping them (`DriverConfig::allow_spoofing`).
+    allow_spoofing: bool,
 }
 
 impl<I: PacketIo, C: Clock> Driver<I, C> {
@@ -107,6 +122,8 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             .collect();
         Driver {
             counters: vec![HostCounters::default(); host_nodes.len()],
+            ration: Ration::new(host_nodes.len()),
+            allow_spoofing: config.allow_spoofing,
             payloads: Payloads::new(pool, engine.worker() as u16),
             io,
             clock,
@@ -123,6 +140,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             priority: None,
             realtime: true,
             reads,
+            skipped_changes: 0,
             engine,
         }
     }
@@ -213,12 +231,20 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             self.receive(host)?;
         }
         self.read_inbox();
-        self.release_due()
+        self.release_due()?;
+        self.ration.adapt(self.clock.now());
+        Ok(())
     }
 
-    /// Advances the engine to now and writes out what is due.
+    /// Advances the engine towards now, by at most `EVENTS_PER_ADVANCE` events (the next turn
+    /// goes on without sleeping), and writes out what is due.
     fn release_due(&mut self) -> io::Result<()> {
-        self.engine.advance(self.clock.now());
+        self.engine
+            .advance_within(self.clock.now(), EVENTS_PER_ADVANCE);
+        let skipped = self.engine.counters().changes_skipped;
+        self.accuracy
+            .record_skipped_changes(skipped - self.skipped_changes);
+        self.skipped_changes = skipped;
         self.flush()
     }
 
@@ -289,11 +315,15 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         snapshot
     }
 
-    /// Reads up to a batch of frames from `host` into pool buffers and injects their packets: a
-    /// super-packet's segments one by one, each with its own size on the wire.
+    /// Reads up to a batch of frames from `host` into pool buffers (`READ_BATCH` frames, or
+    /// fewer when the host's ration runs out) and injects their packets: a super-packet's
+    /// segments one by one, each with its own size on the wire.
     fn receive(&mut self, host: u32) -> io::Result<()> {
         let offset = self.framing.header_len();
         for _ in 0..READ_BATCH {
+            if !self.ration.may_take(host, self.clock.now()) {
+                return Ok(());
+            }
             // Release what fell due before reading on: under a flood, a batch of reads followed
             // by a batch of writes made packets wait for the whole turn (lateness p99 187 us
             // with 64-packet batches). The clock is read afresh, so segments that fell due
@@ -323,21 +353,25 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 Framing::Plain => Ok(Frame::Single),
                 Framing::Vnet { .. } => segment::parse(frame),
             }
-            .and_then(|kind| Ok((kind, destination(&frame[offset..])?)));
+            .and_then(|kind| Ok((kind, endpoints(&frame[offset..])?)));
             let c = &mut self.counters[host as usize];
-            let (gso, addr) = match parsed {
-                Ok((Frame::Single, addr)) => (None, addr),
-                Ok((Frame::Super(g), addr)) => (Some(g), addr),
-                Err(_) => {
+            let (gso, (src, addr)) = match parsed {
+                Ok((Frame::Single, ends)) => (None, ends),
+                Ok((Frame::Super(g), ends)) => (Some(g), ends),
+                Err(why) => {
                     c.packets_in += 1;
                     c.bytes_in += len.saturating_sub(offset) as u64;
-                    c.malformed += 1;
+                    match why {
+                        Malformed::Segments => c.refused_gso += 1,
+                        _ => c.malformed += 1,
+                    }
                     pool.put_back(id);
                     continue;
                 }
             };
             let single = (len - offset) as u32;
             let segments = gso.map_or(1, |g| g.segments());
+            self.ration.took(host, segments);
             c.packets_in += u64::from(segments);
             c.bytes_in += u64::from(gso.map_or(single, |g| g.wire_total()));
             let Some(dst) = self.hosts_by_addr.get(&addr).copied() else {
@@ -345,6 +379,15 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 pool.put_back(id);
                 continue;
             };
+            // A host sending as another, or as an address no host has: its replies would go
+            // elsewhere, and experiments would trust a source that lies.
+            if self.hosts_by_addr.get(&src) != Some(&host) {
+                c.spoofed += u64::from(segments);
+                if !self.allow_spoofing {
+                    pool.put_back(id);
+                    continue;
+                }
+            }
             pool.fill(id, len, gso, u32::from(segments));
             let (src_node, dst_node) = (
                 self.host_nodes[host as usize],
@@ -483,6 +526,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             for output in &self.outbox[i..end] {
                 if let Output::Delivered { at, .. } = output {
                     let lateness = now.saturating_since(*at);
+                    self.ration.released(lateness);
                     self.accuracy
                         .record_release(std::time::Duration::from_nanos(lateness.as_nanos()));
                 }

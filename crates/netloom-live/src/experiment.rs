@@ -235,6 +235,7 @@ impl Experiment {
             max_in_flight: options.max_in_flight,
             precision: options.precision,
             thresholds: options.thresholds,
+            allow_spoofing: options.allow_spoofing,
         };
         let Plan {
             topology,

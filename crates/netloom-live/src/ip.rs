@@ -13,10 +13,20 @@ pub enum Malformed {
     /// A GSO super-packet netloom cannot split: not TCP, a GSO type or an IPv6 extension header
     /// the hosts' kernels do not send, a fragment, or a segment size of zero.
     Offload,
+    /// A super-packet whose segment size is below `segment::MIN_GSO_SIZE` or that splits into
+    /// more than `segment::MAX_GSO_SEGMENTS` segments: refused whole, so one frame cannot make
+    /// tens of thousands of packets for the engine.
+    Segments,
 }
 
 /// The destination address of an IPv4 or IPv6 packet, after checking its header fits.
 pub fn destination(packet: &[u8]) -> Result<IpAddr, Malformed> {
+    endpoints(packet).map(|(_, dst)| dst)
+}
+
+/// The source and destination addresses of an IPv4 or IPv6 packet, after checking its header
+/// fits.
+pub fn endpoints(packet: &[u8]) -> Result<(IpAddr, IpAddr), Malformed> {
     match packet.first().map(|b| b >> 4) {
         Some(4) => {
             if packet.len() < 20 {
@@ -27,8 +37,9 @@ pub fn destination(packet: &[u8]) -> Result<IpAddr, Malformed> {
             if header < 20 || total < header || total > packet.len() {
                 return Err(Malformed::Truncated);
             }
+            let s: [u8; 4] = packet[12..16].try_into().expect("4 bytes");
             let d: [u8; 4] = packet[16..20].try_into().expect("4 bytes");
-            Ok(IpAddr::V4(Ipv4Addr::from(d)))
+            Ok((IpAddr::V4(Ipv4Addr::from(s)), IpAddr::V4(Ipv4Addr::from(d))))
         }
         Some(6) => {
             if packet.len() < 40 {
@@ -38,8 +49,9 @@ pub fn destination(packet: &[u8]) -> Result<IpAddr, Malformed> {
             if 40 + payload > packet.len() {
                 return Err(Malformed::Truncated);
             }
+            let s: [u8; 16] = packet[8..24].try_into().expect("16 bytes");
             let d: [u8; 16] = packet[24..40].try_into().expect("16 bytes");
-            Ok(IpAddr::V6(Ipv6Addr::from(d)))
+            Ok((IpAddr::V6(Ipv6Addr::from(s)), IpAddr::V6(Ipv6Addr::from(d))))
         }
         _ => Err(Malformed::NotIp),
     }
@@ -62,6 +74,12 @@ mod tests {
         assert_eq!(
             destination(&v4(28, [198, 18, 0, 2])),
             Ok("198.18.0.2".parse().unwrap())
+        );
+        let mut from = v4(28, [198, 18, 0, 2]);
+        from[12..16].copy_from_slice(&[198, 18, 0, 9]);
+        assert_eq!(
+            endpoints(&from),
+            Ok(("198.18.0.9".parse().unwrap(), "198.18.0.2".parse().unwrap()))
         );
         let mut p = vec![0u8; 48];
         p[0] = 0x60;

@@ -27,6 +27,14 @@ pub struct HostCounters {
     pub malformed: u64,
     /// Packets from this host to an address no host has; dropped and counted, no ICMP is sent.
     pub unknown_destination: u64,
+    /// Super-packets from this host refused whole (each counted once) because splitting one
+    /// would cost too much: a segment size below 8 bytes or more than 1,024 segments.
+    #[serde(default)]
+    pub refused_gso: u64,
+    /// Packets from this host whose source address is not one of its own (spoofed); dropped
+    /// unless the run allows spoofing, counted either way.
+    #[serde(default)]
+    pub spoofed: u64,
 }
 
 impl HostCounters {
@@ -38,6 +46,8 @@ impl HostCounters {
         self.bytes_out += other.bytes_out;
         self.malformed += other.malformed;
         self.unknown_destination += other.unknown_destination;
+        self.refused_gso += other.refused_gso;
+        self.spoofed += other.spoofed;
     }
 }
 

@@ -186,6 +186,7 @@ mod tests {
             handoffs: 0,
             late_handoffs: 0,
             handoff_lateness_ns_max: 0,
+            skipped_changes: 0,
             accurate: late == 0,
         };
         let monitor = Monitor::start(

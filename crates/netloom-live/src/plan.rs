@@ -75,11 +75,14 @@ pub struct Options {
     pub keep_cpus_awake: bool,
     /// Most packets held inside the emulated network at once, per worker.
     pub max_in_flight: usize,
+    /// Deliver packets whose source address is not their sender's own; by default they are
+    /// dropped. Counted as `spoofed` either way.
+    pub allow_spoofing: bool,
 }
 
 impl Options {
     /// One worker anywhere, hybrid precision, default thresholds, MTU 1500, GSO on, real-time
-    /// priority when sleeping, seed 1.
+    /// priority when sleeping, seed 1, spoofed packets dropped.
     pub fn new(name: impl Into<String>) -> Options {
         Options {
             name: name.into(),
@@ -95,6 +98,7 @@ impl Options {
             realtime: true,
             keep_cpus_awake: false,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            allow_spoofing: false,
         }
     }
 }

@@ -22,6 +22,18 @@ const GSO_TCPV6: u8 = 4;
 /// Added to a GSO type: the first segment carries CWR.
 const GSO_ECN: u8 = 0x80;
 
+/// The smallest segment size of a super-packet netloom splits: Linux's own (`TCP_MIN_GSO_SIZE`
+/// in include/net/tcp.h, `TCP_MIN_SND_MSS` 48 less 40 bytes of TCP options), below which its TCP
+/// never segments. A host that hands over less (a crafted frame) would make each byte of payload
+/// a packet for the engine: 60,008 of them from one 64 KB frame at a segment size of 1.
+pub const MIN_GSO_SIZE: u16 = 8;
+/// The most segments one super-packet may split into: above what a host's TCP makes of 64 KB
+/// at the smallest segment size a program may ask for (`TCP_MAXSEG` of `TCP_MIN_MSS`, 88
+/// bytes, 76 of them payload with timestamps: 863 segments), so no real TCP is refused (at
+/// netloom's smallest MTU, 1,280, a kernel makes 55). Bounds the engine work one frame can
+/// cause to 1/59 of what a segment size of 1 made.
+pub const MAX_GSO_SEGMENTS: u16 = 1024;
+
 const TCP: u8 = 6;
 const TCP_FIN: u8 = 0x01;
 const TCP_PSH: u8 = 0x08;
@@ -90,7 +102,8 @@ pub struct Gso {
 /// Reads the virtio_net_hdr in front of `frame` and says whether the packet behind it is sent
 /// as it is or is a TCP super-packet to split. Everything the kernel would refuse when the frame
 /// is written to another host (a checksum position outside the packet, a GSO type other than
-/// TCP, headers that do not fit) is `Malformed`.
+/// TCP, headers that do not fit) is `Malformed`, and so is a super-packet that would cost the
+/// engine too much work (`Malformed::Segments`).
 pub fn parse(frame: &[u8]) -> Result<Frame, Malformed> {
     let Some((hdr, packet)) = frame.split_first_chunk::<VNET_HDR_LEN>() else {
         return Err(Malformed::Truncated);
@@ -123,6 +136,9 @@ pub fn parse(frame: &[u8]) -> Result<Frame, Malformed> {
     // least 40 bytes together.
     let payload = (tcp.len() - tcp_len) as u16;
     let count = payload.div_ceil(hdr.gso_size).max(1);
+    if hdr.gso_size < MIN_GSO_SIZE || count > MAX_GSO_SEGMENTS {
+        return Err(Malformed::Segments);
+    }
     Ok(Frame::Super(Gso {
         v6,
         ecn: hdr.gso_type & GSO_ECN != 0 && tcp[13] & TCP_CWR != 0,
@@ -624,6 +640,30 @@ mod tests {
         assert_eq!(parse(&doff), Err(Malformed::Truncated));
     }
 
+    #[test]
+    fn super_packets_that_would_cost_too_much_work_are_refused() {
+        let at = |mss: u16, payload: usize| {
+            parse(&super_frame(&Spec {
+                mss,
+                payload,
+                ..SPEC
+            }))
+        };
+        // A segment size of 1: 60,008 segments from one frame, before.
+        assert_eq!(at(1, 60_008), Err(Malformed::Segments));
+        assert_eq!(at(MIN_GSO_SIZE - 1, 10), Err(Malformed::Segments));
+        assert!(matches!(at(MIN_GSO_SIZE, 10), Ok(Frame::Super(_))));
+        let most = usize::from(MAX_GSO_SEGMENTS);
+        assert!(
+            matches!(at(60, 60 * most), Ok(Frame::Super(g)) if g.segments() == MAX_GSO_SEGMENTS)
+        );
+        assert_eq!(at(60, 60 * most + 1), Err(Malformed::Segments));
+        // What a host's TCP sends at the smallest MSS a program may set, and at netloom's
+        // smallest MTU, passes.
+        assert!(matches!(at(76, 65_000), Ok(Frame::Super(_))));
+        assert!(matches!(at(1208, 65_000), Ok(Frame::Super(_))));
+    }
+
     /// xorshift64*: enough randomness for mutations, no dependency.
     struct Rng(u64);
     impl Rng {
@@ -672,7 +712,7 @@ mod tests {
             super_frame(&Spec { v6: true, ..SPEC }),
             super_frame(&Spec {
                 payload: 3000,
-                mss: 7,
+                mss: 25,
                 ip_options: 40,
                 tcp_options: 40,
                 ..SPEC

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{at_us, ipv4, pair, run_until_quiet, us, MemIo};
+use common::{at_us, ipv4, pair, run_until_quiet, tcp_super_frame, us, MemIo, TCP_HEADERS};
 use netloom_engine::Engine;
 use netloom_link::{LossModel, PipeConfig, QueueLimit};
 use netloom_live::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
@@ -38,6 +38,7 @@ fn driver_over(
         max_in_flight: 1024,
         precision,
         thresholds: Thresholds::default(),
+        allow_spoofing: false,
     };
     let io = MemIo::new(clock.clone(), framing);
     let d = Driver::new(Engine::new(topo, 5), io, clock.clone(), &addrs, config);
@@ -185,33 +186,11 @@ fn payloads_survive_duplication_and_loss_and_are_all_returned() {
 
 /// TCP over IPv4 from h0 to h1 with 12 bytes of options: 1500-byte packets at this MSS.
 const MSS: u16 = 1448;
-const HEADERS: usize = 20 + 32;
 
-/// A TCP super-packet as h0's kernel hands it over with GSO: virtio_net_hdr (NEEDS_CSUM, TCPV4,
-/// `MSS`), IPv4 and TCP headers, `segments` full segments of payload from sequence number `seq`.
+/// A TCP super-packet as h0's kernel hands it over with GSO at `MSS`: `segments` full segments
+/// of payload from sequence number `seq`.
 fn super_frame(seq: u32, segments: usize) -> Vec<u8> {
-    let mut f = vec![0u8; VNET_HDR_LEN + HEADERS + segments * usize::from(MSS)];
-    f[0] = 1;
-    f[1] = 1;
-    for (at, v) in [(2, HEADERS as u16), (4, MSS), (6, 20), (8, 16)] {
-        f[at..at + 2].copy_from_slice(&v.to_ne_bytes());
-    }
-    let total = (f.len() - VNET_HDR_LEN) as u16;
-    let p = &mut f[VNET_HDR_LEN..];
-    p[0] = 0x45;
-    p[2..4].copy_from_slice(&total.to_be_bytes());
-    p[6] = 0x40;
-    p[8] = 64;
-    p[9] = 6;
-    p[12..16].copy_from_slice(&[198, 18, 0, 1]);
-    p[16..20].copy_from_slice(&[198, 18, 0, 2]);
-    p[24..28].copy_from_slice(&seq.to_be_bytes());
-    p[32] = 8 << 4;
-    p[33] = 0x18;
-    for (i, b) in p[HEADERS..].iter_mut().enumerate() {
-        *b = (i % 253) as u8;
-    }
-    f
+    tcp_super_frame(seq, MSS, segments * usize::from(MSS))
 }
 
 /// The wire packets of a frame a host received: its packet, or the segments of a super-packet.
@@ -404,7 +383,7 @@ fn plain_packets_keep_their_virtio_header_and_bad_super_packets_are_malformed() 
     // Malformed frames count as one packet each, their bytes those behind the virtio_net_hdr.
     assert_eq!(
         (c.packets_in, c.bytes_in, c.malformed),
-        (3, 100 + (HEADERS + 3 * 1448) as u64, 2)
+        (3, 100 + (TCP_HEADERS + 3 * 1448) as u64, 2)
     );
 }
 
@@ -536,6 +515,7 @@ fn a_trace_driven_link_cannot_be_made_wireless() {
         max_in_flight: 64,
         precision: Precision::Busy,
         thresholds: Thresholds::default(),
+        allow_spoofing: false,
     };
     let io = MemIo::new(clock.clone(), Framing::Plain);
     let mut ds = [Driver::new(

@@ -37,6 +37,7 @@ fn config(precision: Precision) -> DriverConfig {
         max_in_flight: 1024,
         precision,
         thresholds: Thresholds::default(),
+        allow_spoofing: false,
     }
 }
 

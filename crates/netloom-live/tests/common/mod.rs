@@ -160,14 +160,53 @@ pub fn run_until_quiet(drivers: &mut [Driver<MemIo<TestClock>, TestClock>], cloc
     panic!("the drivers never went quiet");
 }
 
-/// An IPv4 packet to `dst`, `len` bytes long, whose first payload byte is `id`.
+/// An IPv4 packet to `dst`, `len` bytes long, whose first payload byte is `id`, from the other
+/// host of `pair` (h1 when `dst` is h0, else h0).
 pub fn ipv4(dst: [u8; 4], len: usize, id: u8) -> Vec<u8> {
+    let src = if dst == [198, 18, 0, 1] {
+        [198, 18, 0, 2]
+    } else {
+        [198, 18, 0, 1]
+    };
     let mut p = vec![0u8; len];
     p[0] = 0x45;
     p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+    p[12..16].copy_from_slice(&src);
     p[16..20].copy_from_slice(&dst);
     p[20] = id;
     p
+}
+
+/// TCP headers of `tcp_super_frame`: IPv4 without options, TCP with 12 bytes of options.
+pub const TCP_HEADERS: usize = 20 + 32;
+
+/// A TCP super-packet from h0 to h1 as a kernel hands it over with GSO: virtio_net_hdr
+/// (NEEDS_CSUM, TCPV4, segment size `mss`), IPv4 and TCP headers, and `payload` bytes from
+/// sequence number `seq`.
+pub fn tcp_super_frame(seq: u32, mss: u16, payload: usize) -> Vec<u8> {
+    let vnet = netloom_live::segment::VNET_HDR_LEN;
+    let mut f = vec![0u8; vnet + TCP_HEADERS + payload];
+    f[0] = 1;
+    f[1] = 1;
+    for (at, v) in [(2, TCP_HEADERS as u16), (4, mss), (6, 20), (8, 16)] {
+        f[at..at + 2].copy_from_slice(&v.to_ne_bytes());
+    }
+    let total = (f.len() - vnet) as u16;
+    let p = &mut f[vnet..];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&total.to_be_bytes());
+    p[6] = 0x40;
+    p[8] = 64;
+    p[9] = 6;
+    p[12..16].copy_from_slice(&[198, 18, 0, 1]);
+    p[16..20].copy_from_slice(&[198, 18, 0, 2]);
+    p[24..28].copy_from_slice(&seq.to_be_bytes());
+    p[32] = 8 << 4;
+    p[33] = 0x18;
+    for (i, b) in p[TCP_HEADERS..].iter_mut().enumerate() {
+        *b = (i % 253) as u8;
+    }
+    f
 }
 
 /// h0 - r - h1 with pipes `c` (`tweak` adjusts the r-h1 pipes), and the hosts' addresses
