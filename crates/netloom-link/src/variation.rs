@@ -117,28 +117,38 @@ impl Timeline {
 mod tests {
     use super::*;
 
+    /// Schedules must change at most once a millisecond: the tests count in milliseconds.
+    const MS: u64 = 1_000_000;
+
+    fn at(ms: u64) -> Instant {
+        Instant(ms * MS)
+    }
+
     fn timeline(steps: Vec<(u64, u32)>, every: Option<u64>) -> Timeline {
-        let steps = steps.into_iter().map(|(o, s)| (Duration(o), s)).collect();
-        let s = Schedule::new(steps, every.map(Duration)).unwrap();
+        let steps = steps
+            .into_iter()
+            .map(|(o, s)| (Duration(o * MS), s))
+            .collect();
+        let s = Schedule::new(steps, every.map(|e| Duration(e * MS))).unwrap();
         Timeline::new(Arc::new(Plan::Schedule(s)), 1)
     }
 
     #[test]
     fn skipping_lands_on_the_last_change_due_as_stepping_would() {
-        // Every 10 ns: state 1 at 0, 2 at 3, 3 at 7.
+        // Every 10 ms: state 1 at 0, 2 at 3, 3 at 7.
         let mut skipped = timeline(vec![(0, 1), (3, 2), (7, 3)], Some(10));
         let mut stepped = timeline(vec![(0, 1), (3, 2), (7, 3)], Some(10));
-        assert_eq!(skipped.skip_to(Instant(2)), 0, "nothing due yet");
+        assert_eq!(skipped.skip_to(at(2)), 0, "nothing due yet");
         // Due by 25: 3, 7, 10, 13, 17, 20, 23: all but 23 skipped.
-        assert_eq!(skipped.skip_to(Instant(25)), 6);
-        assert_eq!(skipped.poll_at(), Some(Instant(23)));
-        assert_eq!(skipped.advance(Instant(25)), stepped.advance(Instant(25)));
+        assert_eq!(skipped.skip_to(at(25)), 6);
+        assert_eq!(skipped.poll_at(), Some(at(23)));
+        assert_eq!(skipped.advance(at(25)), stepped.advance(at(25)));
         assert_eq!(skipped.poll_at(), stepped.poll_at());
-        assert_eq!(skipped.skip_to(Instant(27)), 0, "one change due: kept");
+        assert_eq!(skipped.skip_to(at(27)), 0, "one change due: kept");
         // A schedule that ends: past its end, only its last step is left.
         let mut once = timeline(vec![(5, 1), (8, 2)], None);
-        assert_eq!(once.skip_to(Instant(1_000)), 1);
-        assert_eq!(once.advance(Instant(1_000)), 2);
+        assert_eq!(once.skip_to(at(1_000)), 1);
+        assert_eq!(once.advance(at(1_000)), 2);
         assert_eq!(once.poll_at(), None);
     }
 }

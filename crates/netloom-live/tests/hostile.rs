@@ -39,9 +39,9 @@ fn unavailable() -> Option<String> {
     None
 }
 
-/// Gives link 0 of `t` a schedule that changes its delay every nanosecond: finer than any
-/// topology file may ask for, as only a library user can build it.
-fn change_every_nanosecond(t: &mut Topology) {
+/// Gives link 0 of `t` the finest schedule there may be: its delay changes every millisecond
+/// (`netloom_link::MIN_STEP`).
+fn change_every_millisecond(t: &mut Topology) {
     let link = &t.links[0];
     let slow = PipeConfig {
         delay: Duration::from_millis(3),
@@ -49,8 +49,8 @@ fn change_every_nanosecond(t: &mut Topology) {
     };
     let fast = t.pipes[link.ab as usize].config;
     let schedule = Schedule::new(
-        vec![(Duration::ZERO, 0), (Duration(1), 1)],
-        Some(Duration(2)),
+        vec![(Duration::ZERO, 0), (Duration::from_millis(1), 1)],
+        Some(Duration::from_millis(2)),
     )
     .expect("a valid schedule");
     t.plans.push(LinkPlan {
@@ -146,10 +146,12 @@ fn a_host_flooding_super_packets_waits_for_its_ration() {
 #[test]
 fn a_schedule_finer_than_the_drivers_turns_is_coarsened_and_counted() {
     let (mut topo, addrs) = pair(ten_megabits(), |_| {});
-    change_every_nanosecond(&mut topo);
+    change_every_millisecond(&mut topo);
     let (mut d, clock) = memory_driver(topo, &addrs, Framing::Plain, false);
-    // An hour into the run: 1.8e12 changes are due. Every turn must come back promptly.
-    clock.set(Instant(3_600_000_000_000));
+    // A thousand hours into the run (a driver stalled that long, or a schedule far finer than its
+    // turns: the same backlog), 3.6e9 changes are due. Every turn must come back promptly;
+    // applied one by one they took minutes (a 1 ns schedule spun a live engine for good).
+    clock.set(Instant(3_600_000_000_000_000));
     let d = within(StdDuration::from_secs(5), move || {
         for _ in 0..10 {
             d.step().unwrap();
@@ -158,64 +160,12 @@ fn a_schedule_finer_than_the_drivers_turns_is_coarsened_and_counted() {
     })
     .expect("a turn never came back: the driver applied every change one by one");
     let accuracy = d.accuracy();
-    assert!(
-        accuracy.skipped_changes >= 3_599_999_999_990,
-        "{accuracy:?}"
-    );
+    assert!(accuracy.skipped_changes >= 3_599_999_990, "{accuracy:?}");
     assert!(!accuracy.accurate, "skipped changes make a run inaccurate");
     assert!(
         d.engine().poll_at().is_some_and(|at| at > d.now()),
         "caught up"
     );
-}
-
-#[test]
-fn a_live_run_with_a_nanosecond_schedule_answers_stop_and_sigterm() {
-    if let Some(why) = unavailable() {
-        eprintln!("SKIPPED: needs root and TUN: {why}");
-        return;
-    }
-    let _live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    let run_dir = std::env::temp_dir().join(format!("netloom-hostile-{}", std::process::id()));
-    std::env::set_var("NETLOOM_RUN_DIR", &run_dir);
-    let stop_flag = netloom_os::install_stop_handler().expect("a handler for SIGTERM");
-    let start = |name: &str| {
-        let (mut topo, _) = pair(
-            PipeConfig::new(Rate::bps(1_000_000_000), Duration::from_millis(1)),
-            |_| {},
-        );
-        change_every_nanosecond(&mut topo);
-        let name = format!("{name}{}", std::process::id() % 10_000);
-        let plan = netloom_live::Plan::new(topo, Options::new(name), 2).unwrap();
-        Experiment::start(plan).unwrap()
-    };
-
-    // A stop asked for through the library (as the control socket's `stop` is).
-    let experiment = start("hsstop");
-    std::thread::sleep(StdDuration::from_millis(300));
-    let report = within(StdDuration::from_secs(3), move || {
-        experiment.stop(&Ending::Done)
-    })
-    .expect("the run did not stop within 3 s")
-    .unwrap();
-    assert!(report.accuracy.skipped_changes > 0, "{:?}", report.accuracy);
-
-    // SIGTERM, as the CLI waits for it.
-    let experiment = start("hsterm");
-    std::thread::sleep(StdDuration::from_millis(300));
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &std::process::id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let ended = within(StdDuration::from_secs(3), move || {
-        let ending = experiment.wait(stop_flag, None);
-        (ending, experiment.stop(&Ending::Signal))
-    })
-    .expect("the run did not answer SIGTERM within 3 s");
-    assert_eq!(ended.0, Ending::Signal);
-    ended.1.unwrap();
-    let _ = std::fs::remove_dir_all(&run_dir);
 }
 
 /// Starts experiment `name` (made unique to this process): the hosts `hosts` around one router,
