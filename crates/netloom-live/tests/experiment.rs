@@ -3,27 +3,14 @@
 //! it start, change and stop, typed calls and the control socket answer the same, a program runs
 //! in a host through it, and stopping leaves nothing behind.
 
+mod common;
+
+use common::unavailable;
 use netloom_link::PipeConfig;
 use netloom_live::protocol::{call, socket_path};
 use netloom_live::{Direction, Ending, Event, Experiment, LiveError, Options, Plan, Request};
 use netloom_time::{Duration, Rate};
 use netloom_topo::{NodeKind, RoutingMetric, Topology};
-
-/// Why this test cannot run here, if it cannot.
-fn unavailable() -> Option<String> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let root = status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .is_some_and(|l| l.split_whitespace().nth(1) == Some("0"));
-    if !root {
-        return Some("not root".into());
-    }
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        return Some("no /dev/net/tun".into());
-    }
-    None
-}
 
 /// h1 - h2 over one 1 Gbit/s link of 1 ms.
 fn two_hosts() -> Topology {

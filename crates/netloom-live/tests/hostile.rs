@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{ipv4, pair, run_until_quiet, tcp_super_frame, MemIo};
+use common::{ipv4, pair, run_until_quiet, tcp_super_frame, unavailable, MemIo};
 use netloom_engine::Engine;
 use netloom_link::{PipeConfig, Schedule};
 use netloom_live::{
@@ -22,22 +22,6 @@ use std::time::Duration as StdDuration;
 /// Held by each live test for its whole run: each points `NETLOOM_RUN_DIR` at a registry of its
 /// own, which a process has only one of at a time.
 static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Why the live tests cannot run here, if they cannot.
-fn unavailable() -> Option<String> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let root = status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .is_some_and(|l| l.split_whitespace().nth(1) == Some("0"));
-    if !root {
-        return Some("not root".into());
-    }
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        return Some("no /dev/net/tun".into());
-    }
-    None
-}
 
 /// Gives link 0 of `t` the finest schedule there may be: its delay changes every millisecond
 /// (`netloom_link::MIN_STEP`).

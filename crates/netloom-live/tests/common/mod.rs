@@ -236,3 +236,19 @@ pub fn us(n: u64) -> Duration {
 pub fn at_us(n: u64) -> Instant {
     Instant(n * 1_000)
 }
+
+/// Why a live test (root, namespaces, TUN) cannot run here, if it cannot.
+pub fn unavailable() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let root = status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .is_some_and(|l| l.split_whitespace().nth(1) == Some("0"));
+    if !root {
+        return Some("not root".into());
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Some("no /dev/net/tun".into());
+    }
+    None
+}
