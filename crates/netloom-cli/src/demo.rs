@@ -12,6 +12,15 @@ use std::path::PathBuf;
 use std::process::{Child, Output, Stdio};
 use std::time::Duration;
 
+/// Prints a line to stdout, ignoring a reader that went away (`netloom demo | head -1`): the
+/// demo must go on to its teardown and say nothing more, not panic.
+macro_rules! say {
+    ($($line:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($line)*);
+    }};
+}
+
 #[derive(Args)]
 pub struct DemoArgs {
     /// Topology to bring up.
@@ -113,34 +122,34 @@ pub fn run(args: DemoArgs) -> Result<()> {
         experiment.stop(&Ending::Signal)?;
         bail!("interrupted while bringing the hosts up; everything is torn down");
     }
-    println!(
+    say!(
         "netloom demo: {} is up live ({hosts} hosts, {links} links), each host a network namespace",
         args.file.display(),
     );
     let measured = measure(&experiment, &from_name, &to_name, args.seconds);
     let accuracy = experiment.stop(&Ending::Done)?.accuracy;
     let (rtt, tcp) = measured?;
-    println!();
-    println!("{:<34} {:>16} {:>16}", "", "configured", "measured");
-    println!(
+    say!();
+    say!("{:<34} {:>16} {:>16}", "", "configured", "measured");
+    say!(
         "{:<34} {:>16} {:>16}",
         format!("ping -4 RTT {from_name} -> {to_name} (mean)"),
         format!("{:.3} ms", want.rtt.as_nanos() as f64 / 1e6),
         format!("{rtt:.3} ms")
     );
-    println!(
+    say!(
         "{:<34} {:>16} {:>16}",
         format!("TCP throughput {from_name} -> {to_name}"),
         format!("{:.2} Mbit/s", want.bottleneck.as_bps() as f64 / 1e6),
         format!("{:.2} Mbit/s", tcp / 1e6)
     );
-    println!();
-    println!(
+    say!();
+    say!(
         "configured RTT: propagation plus serialization of an 84-byte IPv4 echo both ways, empty\n\
          queues; configured throughput: the slowest link on the way (TCP goodput stays a little\n\
          below it)."
     );
-    println!(
+    say!(
         "engine accuracy: {} ({} packets; lateness p50 {:.1} us, p99 {:.1} us, max {:.1} us; {} later than {:.0} us; {})",
         if accuracy.accurate { "ACCURATE" } else { "INACCURATE" },
         accuracy.released,
@@ -151,7 +160,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
         accuracy.late_threshold_ns as f64 / 1e3,
         crate::live::physical_drops(&accuracy)
     );
-    println!("torn down: no namespace, device or process left");
+    say!("torn down: no namespace, device or process left");
     Ok(())
 }
 
@@ -161,7 +170,7 @@ fn measure(exp: &Experiment, from: &str, to: &str, seconds: u32) -> Result<(f64,
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
         Ok(exp.command(host, &argv)?.output()?)
     };
-    println!("running: ping -4 -c 10 {to} (in {from})");
+    say!("running: ping -4 -c 10 {to} (in {from})");
     let ping = run(from, &["ping", "-4", "-c", "10", "-i", "0.2", to])?;
     // ping's summary line carries microseconds ("rtt min/avg/max/mdev = 20.043/20.221/..."),
     // where each reply's "time=" has only three significant digits.
@@ -177,7 +186,7 @@ fn measure(exp: &Experiment, from: &str, to: &str, seconds: u32) -> Result<(f64,
                 .ok()
         })
         .with_context(|| format!("ping got no reply: {text}"))?;
-    println!("running: iperf3 -c {to} -t {seconds} (in {from}), iperf3 -s (in {to})");
+    say!("running: iperf3 -c {to} -t {seconds} (in {from}), iperf3 -s (in {to})");
     let argv: Vec<String> = ["iperf3", "-s", "-1"]
         .iter()
         .map(|s| s.to_string())

@@ -452,3 +452,26 @@ fn demo_refuses_one_host_twice_and_zero_seconds_before_bringing_anything_up() {
     }
     assert!(!s.run_dir().exists(), "demo made a registry entry");
 }
+
+#[test]
+fn a_demo_whose_reader_went_away_tears_down_without_a_panic() {
+    require_live!("ping", "iperf3");
+    let s = Scratch::new("dpipe");
+    let (reader, writer) = std::io::pipe().unwrap();
+    // `netloom demo | head -0`: every line the demo prints meets a closed pipe.
+    drop(reader);
+    let out = s
+        .cmd()
+        .args(["demo", s.topo().to_str().unwrap(), "--seconds", "1"])
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "demo: {}", stderr(&out));
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    let namespaces = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&namespaces.stdout).contains("-demo"),
+        "demo left namespaces"
+    );
+}
