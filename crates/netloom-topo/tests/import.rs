@@ -166,11 +166,15 @@ fn rates(imported: &netloom_topo::Imported) -> BTreeMap<String, usize> {
     count
 }
 
+/// A Zoo file, how many of its edges take their rate from LinkLabel, how many links are still
+/// at the assumed rate, and how many links have each rate after the import.
+type Labelled = (&'static str, usize, usize, &'static [(&'static str, usize)]);
+
 #[test]
 fn zoo_link_labels_give_the_rates_nothing_else_gives() {
-    // The Zoo files whose edges give a speed only in LinkLabel, and the links at each rate
-    // after the import ("1Gbit" includes the links still at the assumed default).
-    let labelled: [(&str, usize, usize, &[(&str, usize)]); 5] = [
+    // The Zoo files whose edges give a speed only in LinkLabel ("1Gbit" includes the links
+    // still at the assumed default).
+    let labelled: [Labelled; 5] = [
         // "< 10 Gbps" x 11, "< 2.5 Gbps" x 5, "< 155 Mbps" x 5, "< 1 Gbps", 2 without a label.
         (
             "Aarnet",

@@ -150,7 +150,7 @@ fn with_unit(c: &[char], i: usize) -> Option<(u64, usize)> {
     }
     let (scale, end) = best?;
     let bps = (digits.parse::<f64>().ok()? * scale).round();
-    (bps >= 1.0 && bps < 1e18).then_some((bps as u64, end))
+    (1.0..1e18).contains(&bps).then_some((bps as u64, end))
 }
 
 /// The decimal number at `i` ("2.5", "155") and where it ends.
