@@ -1,5 +1,6 @@
 //! The examples in docs/cli.md and docs/json.md are real: every `$ netloom ...` line of a
-//! ```console block runs, and the JSON examples have exactly the keys of the real output.
+//! ```console block runs, and the JSON examples have exactly the keys of the real output; and
+//! what docs/live.md says sets the MTU does.
 //!
 //! Commands run in a scratch directory holding a copy of `examples/`, so relative paths work as
 //! from the repository root and files the examples write vanish with the directory. Within one
@@ -372,4 +373,26 @@ fn every_subcommand_and_flag_is_documented() {
             );
         }
     }
+}
+
+/// docs/live.md says where the MTU comes from: `run`'s flag (which exists), not the topology
+/// file (which refuses an `mtu` key).
+#[test]
+fn the_live_doc_says_the_mtu_comes_from_run_not_the_topology() {
+    let live = read_doc("docs/live.md");
+    let said = live
+        .split("\n\n")
+        .find(|p| p.starts_with("The MTU of `nl0`"))
+        .expect("docs/live.md says what the MTU of nl0 is");
+    assert!(said.contains("`netloom run --mtu N`"), "{said}");
+    assert!(said.contains("The topology file cannot set it"), "{said}");
+    let help = run_in(None, &["run", "--help"]).ok().stdout;
+    assert!(long_flags(&help).contains("--mtu"), "{help}");
+    let dir = TempDir::new("mtu");
+    dir.write(
+        "t.toml",
+        "hosts = [\"a\", \"b\"]\n[[link]]\na = \"a\"\nb = \"b\"\nmtu = 9000\n",
+    );
+    let out = run_in(Some(dir.path()), &["check", "t.toml"]).expect_code(2);
+    assert!(out.stderr.contains("unknown key \"mtu\""), "{}", out.stderr);
 }

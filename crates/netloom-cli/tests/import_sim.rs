@@ -115,6 +115,26 @@ fn assumptions_are_printed_and_defaults_can_be_changed() {
 }
 
 #[test]
+fn rates_read_from_link_labels_are_counted_and_written_out() {
+    let dir = TempDir::new("labels");
+    let toml = dir.path().join("cwix.toml").display().to_string();
+    let cwix = zoo("Cwix.graphml");
+    let check = run(&["check", &cwix, "--hosts-per-router", "1", "--json"]).ok();
+    let convert = run(&["convert", &cwix, "--hosts-per-router", "1", "-o", &toml]).ok();
+    for out in [&check, &convert] {
+        for note in [
+            "Cwix.graphml: 29 of 41 edges gave their rate only in LinkLabel, read from it: \
+             \"45 Mbps DS-3\" as 45Mbit",
+            "Cwix.graphml: 12 of 41 links had no rate: bw = \"1Gbit\" assumed",
+        ] {
+            assert!(out.stderr.contains(note), "{note}\n{}", out.stderr);
+        }
+    }
+    let text = std::fs::read_to_string(&toml).unwrap();
+    assert_eq!(text.matches("bw = \"45Mbit\"").count(), 29, "{text}");
+}
+
+#[test]
 fn convert_writes_native_files_that_load_and_views_that_parse() {
     let dir = TempDir::new("convert");
     let out = |name: &str| dir.path().join(name).display().to_string();

@@ -38,7 +38,8 @@ pub struct TestbedSpec {
     /// The hosts, in topology order (host `i` is the `i`-th TUN of `Testbed::tuns`); 1 to
     /// `MAX_HOSTS`, with distinct names and addresses.
     pub hosts: Vec<HostSpec>,
-    /// MTU of every `nl0`: `DEFAULT_MTU` (1500) unless the topology says otherwise; 1280 to 65535.
+    /// MTU of every `nl0`: `DEFAULT_MTU` (1500) unless `netloom run --mtu` says otherwise; 1280
+    /// to 65535.
     pub mtu: u32,
 }
 

@@ -7,6 +7,7 @@ use netloom_topo::export::{to_dot, to_graphml};
 use netloom_topo::{
     import_path, import_str, load_path_as, resolve, write, HostPlan, ImportOptions, InputFormat,
 };
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 fn zoo_dir() -> PathBuf {
@@ -70,7 +71,7 @@ fn write_temp(like: &Path, ext: &str, text: &str) -> PathBuf {
 }
 
 #[test]
-fn abilene_delays_come_from_distances_and_rates_from_the_default() {
+fn abilene_delays_come_from_distances_and_rates_from_the_labels() {
     let imported = import_path(&zoo_dir().join("Abilene.graphml"), None, &with_hosts("0")).unwrap();
     let f = &imported.file;
     assert_eq!(
@@ -85,12 +86,10 @@ fn abilene_delays_come_from_distances_and_rates_from_the_default() {
         .expect("Abilene links New York and Chicago");
     // 1145.8 km of great circle at 200 000 km/s (worked out separately with the haversine).
     assert_eq!(ny_chicago.params.delay.as_deref(), Some("5729us"));
-    assert_eq!(ny_chicago.params.bw.as_deref(), Some("1Gbit"));
+    // Its only speed is the label "OC-192c": OC-192's line rate.
+    assert_eq!(ny_chicago.params.bw.as_deref(), Some("9953280kbit"));
     let notes = imported.notes.join("\n");
-    assert!(
-        notes.contains("14 of 14 links had no rate: bw = \"1Gbit\" assumed"),
-        "{notes}"
-    );
+    assert!(!notes.contains("had no rate"), "{notes}");
     assert!(
         notes.contains("14 of 14 links: delay from the great-circle distance"),
         "{notes}"
@@ -154,6 +153,91 @@ fn zoo_speeds_parallel_links_and_missing_coordinates() {
         .notes
         .join("\n")
         .contains("1 router(s) outside the largest connected part"));
+}
+
+/// How many links of an import have each rate.
+fn rates(imported: &netloom_topo::Imported) -> BTreeMap<String, usize> {
+    let mut count = BTreeMap::new();
+    for l in &imported.file.links {
+        *count
+            .entry(l.params.bw.clone().unwrap_or_default())
+            .or_default() += 1;
+    }
+    count
+}
+
+/// A Zoo file, how many of its edges take their rate from LinkLabel, how many links are still
+/// at the assumed rate, and how many links have each rate after the import.
+type Labelled = (&'static str, usize, usize, &'static [(&'static str, usize)]);
+
+#[test]
+fn zoo_link_labels_give_the_rates_nothing_else_gives() {
+    // The Zoo files whose edges give a speed only in LinkLabel ("1Gbit" includes the links
+    // still at the assumed default).
+    let labelled: [Labelled; 5] = [
+        // "< 10 Gbps" x 11, "< 2.5 Gbps" x 5, "< 155 Mbps" x 5, "< 1 Gbps", 2 without a label.
+        (
+            "Aarnet",
+            22,
+            2,
+            &[
+                ("10Gbit", 11),
+                ("2500Mbit", 5),
+                ("155Mbit", 5),
+                ("1Gbit", 3),
+            ],
+        ),
+        ("Abilene", 14, 0, &[("9953280kbit", 14)]), // "OC-192c"
+        ("Cwix", 29, 12, &[("45Mbit", 29), ("1Gbit", 12)]), // "45 Mbps DS-3"
+        ("Istar", 23, 0, &[("1544kbit", 18), ("44736kbit", 5)]), // T1, T3
+        // OC-12, OC-48, OC-192 x 2, WANPHY x 2, 8*GbE; one "10GE" from LinkSpeed.
+        (
+            "TLex",
+            7,
+            8,
+            &[
+                ("622080kbit", 1),
+                ("2488320kbit", 1),
+                ("9953280kbit", 4),
+                ("8Gbit", 1),
+                ("10Gbit", 1),
+                ("1Gbit", 8),
+            ],
+        ),
+    ];
+    let mut read_total = 0;
+    for path in zoo_files() {
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let imported = import_path(&path, None, &with_hosts("0")).unwrap();
+        let notes = imported.notes.join("\n");
+        let edges = imported.file.links.len();
+        let Some((_, read, assumed, want)) = labelled.iter().find(|(f, ..)| *f == stem) else {
+            assert!(!notes.contains("only in LinkLabel"), "{stem}: {notes}");
+            continue;
+        };
+        read_total += read;
+        assert!(
+            notes.contains(&format!(
+                "{read} of {edges} edges gave their rate only in LinkLabel, read from it: "
+            )),
+            "{stem}: {notes}"
+        );
+        let no_rate = format!("{assumed} of {edges} links had no rate");
+        assert_eq!(notes.contains(&no_rate), *assumed > 0, "{stem}: {notes}");
+        let want: BTreeMap<String, usize> = want.iter().map(|(r, n)| (r.to_string(), *n)).collect();
+        assert_eq!(rates(&imported), want, "{stem}");
+    }
+    assert_eq!(read_total, 95);
+    // Labels that name no speed are counted and shown, and their links keep the default.
+    let belnet = import_path(&zoo_dir().join("Belnet.graphml"), None, &with_hosts("0")).unwrap();
+    let notes = belnet.notes.join("\n");
+    assert!(
+        notes.contains(
+            "29 of 33 edges had no rate and a LinkLabel with no speed in it: \"Blue\", \"Brown\", \"Green\", ..."
+        ),
+        "{notes}"
+    );
+    assert!(notes.contains("33 of 33 links had no rate"), "{notes}");
 }
 
 #[test]

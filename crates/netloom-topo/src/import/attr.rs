@@ -1,10 +1,11 @@
 //! What the attributes of a node or an edge mean, whichever file they come from: the Topology
-//! Zoo's (`Latitude`, `Longitude`, `LinkSpeedRaw`, `LinkSpeed` + `LinkSpeedUnits`), Shadow's
+//! Zoo's (`Latitude`, `Longitude`, `LinkSpeedRaw`, `LinkSpeed` + `LinkSpeedUnits`, and the speed
+//! in `LinkLabel` when nothing else gives one), Shadow's
 //! (`latency`, `bandwidth`, `jitter`, `packet_loss`, `host_bandwidth_up/down`) and netloom's own
 //! (as `convert` writes them). GraphML and GML share it; other attributes are ignored.
 
 use super::geo::Position;
-use super::params;
+use super::{label, params};
 use crate::doc::{Fraction, LinkParams, LossSpec};
 use crate::units;
 use netloom_time::Rate;
@@ -73,6 +74,9 @@ pub(crate) struct EdgeAttrs {
     pub params: LinkParams,
     pub a_to_b: Option<LinkParams>,
     pub b_to_a: Option<LinkParams>,
+    /// The `LinkLabel` of an edge whose rate no other attribute gave, and whether its rate came
+    /// from it: the notes count both.
+    pub label: Option<(String, bool)>,
 }
 
 /// Reads an edge's attributes. netloom's own keys win over the Zoo's and Shadow's.
@@ -96,6 +100,15 @@ pub(crate) fn edge(attrs: &Attrs) -> Result<EdgeAttrs, String> {
     };
     if p.bw.is_none() {
         p.bw = checked("bandwidth", true)?;
+    }
+    // A label is read last: it is prose, and the Zoo's own numbers say more when it has them.
+    let mut label = None;
+    if p.bw.is_none() {
+        if let Some(text) = get(attrs, "LinkLabel").filter(|t| !t.is_empty()) {
+            let bps = label::rate(text);
+            p.bw = bps.map(|bps| units::format_rate(Rate(bps)));
+            label = Some((text.to_string(), bps.is_some()));
+        }
     }
     if p.delay.is_none() {
         p.delay = checked("latency", false)?;
@@ -121,6 +134,7 @@ pub(crate) fn edge(attrs: &Attrs) -> Result<EdgeAttrs, String> {
         params: p,
         a_to_b: params::unflatten(pairs(attrs), "a_to_b.")?,
         b_to_a: params::unflatten(pairs(attrs), "b_to_a.")?,
+        label,
     })
 }
 

@@ -175,6 +175,38 @@ pub(crate) struct Edges {
     directed: bool,
     one_way: Vec<OneWay>,
     loops: usize,
+    /// Edges between two nodes (self-loops are left out).
+    kept: usize,
+    /// Edges whose rate came from their `LinkLabel`, each label shown with the rate read.
+    read: Labels,
+    /// Edges with a `LinkLabel` that names no speed, and no rate elsewhere.
+    unread: Labels,
+}
+
+/// Edges counted for a note, with their first few distinct labels to show.
+#[derive(Default)]
+struct Labels {
+    count: usize,
+    shown: Vec<String>,
+    more: bool,
+}
+
+impl Labels {
+    fn add(&mut self, shown: String) {
+        self.count += 1;
+        if !self.shown.contains(&shown) {
+            if self.shown.len() < 3 {
+                self.shown.push(shown);
+            } else {
+                self.more = true;
+            }
+        }
+    }
+
+    fn list(&self) -> String {
+        let more = if self.more { ", ..." } else { "" };
+        format!("{}{more}", self.shown.join(", "))
+    }
 }
 
 impl Edges {
@@ -183,6 +215,9 @@ impl Edges {
             directed,
             one_way: Vec::new(),
             loops: 0,
+            kept: 0,
+            read: Labels::default(),
+            unread: Labels::default(),
         }
     }
 
@@ -190,7 +225,15 @@ impl Edges {
     pub fn add(&mut self, graph: &mut Graph, a: usize, b: usize, e: EdgeAttrs, id: String) {
         if a == b {
             self.loops += 1;
-        } else if self.directed {
+            return;
+        }
+        self.kept += 1;
+        match (&e.label, &e.params.bw) {
+            (Some((text, true)), Some(bw)) => self.read.add(format!("\"{text}\" as {bw}")),
+            (Some((text, _)), _) => self.unread.add(format!("\"{text}\"")),
+            (None, _) => {}
+        }
+        if self.directed {
             self.one_way.push(OneWay {
                 from: a,
                 to: b,
@@ -218,6 +261,22 @@ impl Edges {
                  self-loops stand for traffic between hosts of one node, which here crosses only \
                  their access links)",
                 self.loops
+            ));
+        }
+        if self.read.count > 0 {
+            graph.notes.push(format!(
+                "{} of {} edges gave their rate only in LinkLabel, read from it: {}",
+                self.read.count,
+                self.kept,
+                self.read.list()
+            ));
+        }
+        if self.unread.count > 0 {
+            graph.notes.push(format!(
+                "{} of {} edges had no rate and a LinkLabel with no speed in it: {}",
+                self.unread.count,
+                self.kept,
+                self.unread.list()
             ));
         }
         if self.directed {

@@ -9,6 +9,7 @@ mod gml;
 mod graph;
 mod graphml;
 mod inet;
+mod label;
 mod modelnet;
 pub(crate) mod params;
 mod xml;
