@@ -20,8 +20,9 @@ pub struct ConvertArgs {
     output: PathBuf,
     #[command(flatten)]
     input: InputArgs,
-    /// ModelNet .model of a .graph input: its emulator per hop becomes the core of each pipe,
-    /// written as OUT's name with .assignment.json (and the colours of a .dot or .graphml).
+    /// ModelNet .model of a .graph input: its hop parameters go over the .graph's, as ModelNet
+    /// emulates them, and its emulator per hop becomes the core of each pipe, written as OUT's
+    /// name with .assignment.json (and the colours of a .dot or .graphml).
     #[arg(long)]
     model: Option<PathBuf>,
     /// Colour a .dot or .graphml output by this assignment file (pipe → core).

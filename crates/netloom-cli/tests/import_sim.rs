@@ -204,9 +204,21 @@ const GRAPH: &str = r#"<?xml version="1.0" encoding="ISO-8859-1"?>
 const MODEL: &str = r#"<?xml version="1.0" encoding="ISO-8859-1"?>
 <model>
   <emulators>
-    <emul hostname="emu-a"><hop int_idx="0"/><hop int_idx="1"/><hop int_idx="2"/></emul>
-    <emul hostname="emu-b"><hop int_idx="3"/><hop int_idx="4"/><hop int_idx="5"/></emul>
+    <emul hostname="emu-a" int_idx="0" />
+    <emul hostname="emu-b" int_idx="1" />
   </emulators>
+  <hops>
+    <hop int_idx="0" int_emul="0" int_src="2" int_dst="0" specs="client-stub" />
+    <hop int_idx="1" int_emul="0" int_src="0" int_dst="2" specs="client-stub" />
+    <hop int_idx="2" int_emul="0" int_src="0" int_dst="1" specs="stub-stub" />
+    <hop int_idx="3" int_emul="1" int_src="1" int_dst="0" specs="stub-stub" />
+    <hop int_idx="4" int_emul="1" int_src="3" int_dst="1" specs="client-stub" />
+    <hop int_idx="5" int_emul="1" int_src="1" int_dst="3" specs="client-stub" />
+  </hops>
+  <specs xmloutbug="workaround">
+    <client-stub dbl_plr="0" dbl_kbps="10000" int_delayms="1" int_qlen="100" />
+    <stub-stub dbl_plr="0.001" dbl_kbps="1000000" int_delayms="20" int_qlen="2000" />
+  </specs>
 </model>
 "#;
 
@@ -231,6 +243,20 @@ fn a_modelnet_graph_and_model_become_a_topology_and_an_assignment() {
         "{}",
         out.stderr
     );
+    // The .model's stub-stub spec is what ModelNet emulates, not the .graph's.
+    assert!(
+        out.stderr.contains(
+            "2 of 6 hops differ from GRAPH, which ModelNet does not emulate: hop 2: bw \
+             1000000kbit (GRAPH: 100000kbit), queue 2000 (GRAPH: 100); hop 3: bw 1000000kbit \
+             (GRAPH: 100000kbit), queue 2000 (GRAPH: 100)"
+                .replace("GRAPH", graph.to_str().unwrap())
+                .as_str()
+        ),
+        "{}",
+        out.stderr
+    );
+    let written = std::fs::read_to_string(&toml).unwrap();
+    assert!(written.contains("bw = \"1000000kbit\""), "{written}");
     let assignment = dir.path().join("net.assignment.json");
     let a: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&assignment).unwrap()).unwrap();

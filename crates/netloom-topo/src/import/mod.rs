@@ -198,14 +198,14 @@ pub fn import_str(
         }
         InputFormat::GraphMl => graphml::read(text, label)?,
         InputFormat::Gml => gml::read(text, label)?,
-        InputFormat::ModelNet => modelnet::read_graph(text, label)?,
+        InputFormat::ModelNet => modelnet::read_graph(text, label)?.finish(),
         InputFormat::Inet => inet::read(text, label)?,
     };
     graph.into_imported(label, options)
 }
 
-/// Imports a ModelNet `.graph` with its `.model`: the model's emulator per hop becomes the
-/// core of the corresponding pipe.
+/// Imports a ModelNet `.graph` with its `.model`: the model's parameters go over the graph's,
+/// as ModelNet emulates them, and its emulator per hop becomes the core of that hop's pipe.
 pub fn import_modelnet(
     graph_text: &str,
     graph_label: &str,
@@ -213,16 +213,18 @@ pub fn import_modelnet(
     model_label: &str,
     options: &ImportOptions,
 ) -> Result<Imported, TopoError> {
-    let graph = modelnet::read_graph(graph_text, graph_label)?;
-    let cores = modelnet::read_model(model_text, model_label)?;
+    let mut graph = modelnet::read_graph(graph_text, graph_label)?;
+    let model = modelnet::read_model(model_text, model_label)?;
+    let hops = model.apply(&mut graph, graph_label, model_label)?;
+    let graph = graph.finish();
     let edges = graph.directed_edges.clone();
     let mut imported = graph.into_imported(graph_label, options)?;
     imported.cores = Some(modelnet::core_map(
         &imported.file,
         &edges,
-        &cores,
-        model_label,
-    )?);
+        model.cores(),
+        &hops,
+    ));
     Ok(imported)
 }
 
