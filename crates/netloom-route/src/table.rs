@@ -82,25 +82,34 @@ pub struct Routes {
     pub(crate) up: Vec<bool>,
 }
 
+/// Whether each pipe is up in its configuration.
+fn configured_up(topo: &Topology) -> Vec<bool> {
+    topo.pipes.iter().map(|p| p.config.up).collect()
+}
+
 impl Routes {
     /// Routes over every pipe that is up in its configuration, by `topo.routing`.
     pub fn compute(topo: &Topology) -> Routes {
-        let up: Vec<bool> = topo.pipes.iter().map(|p| p.config.up).collect();
-        Routes::compute_with(topo, &up)
+        Routes::build(topo, Shape::of(topo), &configured_up(topo))
     }
 
     /// `compute`, for a topology one was given: refused with the size when its tables would
     /// take more than `MAX_TABLE_BYTES` (see `check_size`), instead of aborting on allocation.
     pub fn try_compute(topo: &Topology) -> Result<Routes, TablesTooLarge> {
-        Routes::check_size(topo)?;
-        Ok(Routes::compute(topo))
+        let shape = Shape::of(topo);
+        Routes::check(topo, &shape)?;
+        Ok(Routes::build(topo, shape, &configured_up(topo)))
     }
 
     /// Routes over the pipes that are up now: pipe p is usable only if `up[p]`. The caller owns
     /// the pipes' state (the engine's pipes, in a run); the table only reflects it. Panics unless
     /// there is one entry per pipe.
     pub fn compute_with(topo: &Topology, up: &[bool]) -> Routes {
-        let shape = Shape::of(topo);
+        Routes::build(topo, Shape::of(topo), up)
+    }
+
+    /// The tables of `shape` (made from `topo`) over the pipes `up`.
+    fn build(topo: &Topology, shape: Shape, up: &[bool]) -> Routes {
         let mut routes = Routes {
             nodes: topo.nodes.len(),
             rows: shape.rows,
@@ -118,14 +127,19 @@ impl Routes {
     /// The bytes `compute` would allocate for `topo`'s tables, without allocating them
     /// (`memory_bytes` after).
     pub fn estimate_bytes(topo: &Topology) -> u64 {
-        Routes::estimate(topo).0
+        Routes::estimate(topo, &Shape::of(topo)).0
     }
 
     /// Refuses a topology whose tables would take more than `MAX_TABLE_BYTES`, before anything
     /// is allocated for them; otherwise returns their size in bytes. Callers that route a file
     /// they were given check this first.
     pub fn check_size(topo: &Topology) -> Result<u64, TablesTooLarge> {
-        let (bytes, rows, columns) = Routes::estimate(topo);
+        Routes::check(topo, &Shape::of(topo))
+    }
+
+    /// `check_size` for the tables of `shape`, made from `topo`.
+    fn check(topo: &Topology, shape: &Shape) -> Result<u64, TablesTooLarge> {
+        let (bytes, rows, columns) = Routes::estimate(topo, shape);
         if bytes > MAX_TABLE_BYTES {
             return Err(TablesTooLarge {
                 bytes,
@@ -136,9 +150,8 @@ impl Routes {
         Ok(bytes)
     }
 
-    /// The tables' bytes, rows and columns for `topo`.
-    fn estimate(topo: &Topology) -> (u64, usize, usize) {
-        let shape = Shape::of(topo);
+    /// The bytes, rows and columns of the tables of `shape`, made from `topo`.
+    fn estimate(topo: &Topology, shape: &Shape) -> (u64, usize, usize) {
         let (rows, columns) = (shape.rows, shape.targets.len());
         let bytes = (rows as u64 * columns as u64) * size_of::<PipeId>() as u64
             + columns as u64 * size_of::<u32>() as u64
