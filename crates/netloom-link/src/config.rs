@@ -80,6 +80,17 @@ pub enum LossModel {
     },
 }
 
+/// A link's MTU when nothing sets one: Ethernet's payload.
+pub const DEFAULT_MTU: u32 = 1500;
+/// The smallest MTU a link may have: every netloom host has an IPv6 address, so every link may
+/// carry IPv6, which needs 1280 bytes on every link (RFC 8200, section 5).
+pub const MIN_MTU: u32 = 1280;
+/// The smallest MTU IPv4 allows (RFC 791): named in the message refusing an MTU below it.
+pub const MIN_IPV4_MTU: u32 = 68;
+/// The largest MTU a link may have: the largest IPv4 packet (its total length is 16 bits), which
+/// is also the most a TUN device takes.
+pub const MAX_MTU: u32 = 65535;
+
 /// Everything that defines one pipe's behaviour.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PipeConfig {
@@ -107,6 +118,10 @@ pub struct PipeConfig {
     pub ooo_delay: Duration,
     /// Administrative state; a down pipe drops everything offered and everything in flight.
     pub up: bool,
+    /// The largest IP packet the link carries, in bytes (`DEFAULT_MTU` unless the topology file
+    /// sets `mtu`). The pipe itself does not look at it: the engine, which routes packets onto
+    /// links, answers or fragments a bigger one as a router would.
+    pub mtu: u32,
     /// An 802.11 channel: MAC overhead, noise, competing stations and retries on each packet.
     pub wireless: Option<Wireless>,
 }
@@ -220,6 +235,7 @@ impl PipeConfig {
             ooo_rate: 0.0,
             ooo_delay: Duration::ZERO,
             up: true,
+            mtu: DEFAULT_MTU,
             wireless: None,
         }
     }

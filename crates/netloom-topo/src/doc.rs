@@ -110,6 +110,9 @@ pub struct LinkParams {
     /// Administrative state at start (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub up: Option<bool>,
+    /// The largest IP packet the link carries, in bytes: 1280 to 65535 (default 1500).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<i64>,
     /// An 802.11 channel: "802.11b" or "802.11g" (docs/wireless.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wireless: Option<String>,

@@ -8,8 +8,8 @@ use crate::patch::{refusal, AqmChoice, LinkPatch, PatchError, RedPatch};
 use crate::schema::{self, did_you_mean};
 use crate::units::{self, Range, UnitError};
 use netloom_link::{
-    Aqm, LossModel, PipeConfig, PipeData, QueueLimit, RedParams, Standard, Wireless,
-    DEFAULT_PACKET_BYTES, DEFAULT_RETRY_LIMIT,
+    Aqm, LossModel, PipeConfig, PipeData, QueueLimit, RedParams, Standard, Wireless, DEFAULT_MTU,
+    DEFAULT_PACKET_BYTES, DEFAULT_RETRY_LIMIT, MAX_MTU, MIN_IPV4_MTU, MIN_MTU,
 };
 use netloom_time::{Duration, Rate};
 use serde_json::{Map, Value};
@@ -129,6 +129,35 @@ impl LayerParser<'_> {
         }
     }
 
+    /// An MTU in bytes, from `MIN_MTU` to `MAX_MTU`; below IPv4's own minimum the message says
+    /// so as well, as IPv6's larger minimum is then not the only thing wrong.
+    fn mtu(&mut self, v: Option<i64>) -> Option<u32> {
+        let v = v?;
+        let valid = u32::try_from(v)
+            .ok()
+            .filter(|n| (MIN_MTU..=MAX_MTU).contains(n));
+        if valid.is_none() {
+            let ipv6 = format!(
+                "every link carries IPv6 (each host has an IPv6 address), which needs at least {MIN_MTU}"
+            );
+            let why = if v < i64::from(MIN_IPV4_MTU) {
+                format!("is below {MIN_IPV4_MTU}, the smallest MTU IPv4 allows, and {ipv6}")
+            } else if v < i64::from(MIN_MTU) {
+                format!("is too small: {ipv6}")
+            } else {
+                format!("is above {MAX_MTU}, the largest IP packet and TUN device MTU")
+            };
+            self.bad(
+                &["mtu"],
+                format!(
+                    "{}mtu {v} {why}; write a number of bytes from {MIN_MTU} to {MAX_MTU} (Ethernet's is {DEFAULT_MTU})",
+                    self.prefix
+                ),
+            );
+        }
+        valid
+    }
+
     fn parse(&mut self, p: &LinkParams) -> LinkPatch {
         let loss = match &p.loss {
             None => None,
@@ -206,6 +235,7 @@ impl LayerParser<'_> {
                 p.ooo_delay.as_deref().map(units::parse_duration),
             ),
             up: p.up,
+            mtu: self.mtu(p.mtu),
             wireless: self.standard(p.wireless.as_deref()),
             snr_db: self.value(&["snr"], p.snr.as_deref().map(units::parse_snr)),
             netload: self.fraction(&["netload"], p.netload.as_ref()),
@@ -295,6 +325,7 @@ pub(crate) fn finish(
         ooo_rate: layer.ooo_rate.unwrap_or(0.0),
         ooo_delay: layer.ooo_delay.unwrap_or(Duration::ZERO),
         up: layer.up.unwrap_or(true),
+        mtu: layer.mtu.unwrap_or(DEFAULT_MTU),
         wireless,
     };
     let data = PipeData {

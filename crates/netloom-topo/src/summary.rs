@@ -37,9 +37,13 @@ pub struct Summary {
     pub min_bdp_bytes: u64,
     /// Largest bandwidth-delay product of a pipe, in bytes.
     pub max_bdp_bytes: u64,
+    /// Smallest MTU of a pipe, in bytes: the largest packet that crosses every link.
+    pub min_mtu: u32,
+    /// Largest MTU of a pipe, in bytes.
+    pub max_mtu: u32,
 }
 
-/// Counts a topology; rates and BDPs are 0 when it has no links.
+/// Counts a topology; rates, BDPs and MTUs are 0 when it has no links.
 pub fn summarize(topo: &Topology) -> Summary {
     let rates = || topo.pipes.iter().map(|p| p.config.rate.as_bps());
     let bdps = || {
@@ -48,6 +52,7 @@ pub fn summarize(topo: &Topology) -> Summary {
             p.config.rate.bytes_in(rtt)
         })
     };
+    let mtus = || topo.pipes.iter().map(|p| p.config.mtu);
     let link_ids = 0..topo.links.len() as u32;
     Summary {
         name: topo.name.clone(),
@@ -72,6 +77,8 @@ pub fn summarize(topo: &Topology) -> Summary {
         max_rate_bps: rates().max().unwrap_or(0),
         min_bdp_bytes: bdps().min().unwrap_or(0),
         max_bdp_bytes: bdps().max().unwrap_or(0),
+        min_mtu: mtus().min().unwrap_or(0),
+        max_mtu: mtus().max().unwrap_or(0),
     }
 }
 
@@ -98,11 +105,16 @@ impl fmt::Display for Summary {
             rate(self.max_rate_bps),
             rate(self.total_rate_bps)
         )?;
-        write!(
+        writeln!(
             f,
             "BDP       {} to {} per pipe (rate x 2 x delay)",
             Bytes(self.min_bdp_bytes),
             Bytes(self.max_bdp_bytes)
+        )?;
+        write!(
+            f,
+            "MTU       {} to {} bytes per pipe",
+            self.min_mtu, self.max_mtu
         )
     }
 }

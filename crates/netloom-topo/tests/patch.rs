@@ -47,6 +47,8 @@ fn a_bad_value_reads_the_same_as_in_a_file() {
         "reorder = \"maybe\"",
         "wireless = \"802.11n\"",
         "retry_limit = 300",
+        "mtu = 1000",
+        "mtu = 70000",
         "red = { max_p = 2 }",
         "red = { min_th = -1 }",
         "red = { min = 5 }",
@@ -67,6 +69,7 @@ fn words_read_the_same_as_the_file_too() {
         (&["delay=5 parsecs"][..], "delay = \"5 parsecs\""),
         (&["loss=50"], "loss = 50"),
         (&["retry_limit=x"], "retry_limit = \"x\""),
+        (&["mtu=9k"], "mtu = \"9k\""),
         (&["red.max_p=2"], "red = { max_p = 2 }"),
     ] {
         let message = LinkPatch::from_words(words).unwrap_err().to_string();
