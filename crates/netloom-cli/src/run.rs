@@ -43,9 +43,10 @@ pub struct RunArgs {
     /// Stop by itself after this long (for scripts and tests).
     #[arg(long)]
     duration: Option<String>,
-    /// MTU of every host's interface (jumbo frames up to 65535 allowed).
-    #[arg(long, default_value_t = 1500)]
-    mtu: u32,
+    /// MTU of every host's interface, 1280 to 65535 (default: each host's from its links'
+    /// `mtu` in the topology file, 1500 unless set; docs/live.md).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1280..=65535))]
+    mtu: Option<u32>,
     /// A packet released later than this after its scheduled time counts as late.
     #[arg(long, default_value = "100us")]
     late_threshold: String,

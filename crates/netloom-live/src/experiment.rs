@@ -198,17 +198,19 @@ impl Experiment {
     pub fn start(plan: Plan) -> Result<Experiment, LiveError> {
         let options = plan.options.clone();
         let hosts = plan.hosts();
+        let mtus = plan.host_mtus();
         let spec = TestbedSpec {
             name: options.name.clone(),
             hosts: hosts
                 .iter()
-                .map(|h| HostSpec {
+                .zip(&mtus)
+                .map(|(h, &mtu)| HostSpec {
                     name: h.name.clone(),
                     ipv4: h.ipv4,
                     ipv6: h.ipv6,
+                    mtu,
                 })
                 .collect(),
-            mtu: options.mtu,
         };
         let testbed = Testbed::create(&spec)?;
         let tun_drops = TunDrops::start(testbed.counter_reader())?;
@@ -231,7 +233,7 @@ impl Experiment {
         let clock = SystemClock::start();
         let addresses = plan.addresses();
         let config = DriverConfig {
-            max_packet: options.mtu as usize,
+            max_packet: mtus.iter().copied().max().unwrap_or(netloom_link::DEFAULT_MTU) as usize,
             max_in_flight: options.max_in_flight,
             precision: options.precision,
             thresholds: options.thresholds,

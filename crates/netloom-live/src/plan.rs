@@ -64,8 +64,9 @@ pub struct Options {
     pub thresholds: Thresholds,
     /// Seed of the pipes' random choices.
     pub seed: u64,
-    /// MTU of every host's interface.
-    pub mtu: u32,
+    /// MTU of every host's interface; `None` gives each host the MTU of its links
+    /// (`Plan::host_mtus`).
+    pub mtu: Option<u32>,
     /// Whether hosts hand over TCP super-packets (GSO) instead of MTU-size segments.
     pub gso: bool,
     /// Whether sleeping workers run at real-time priority.
@@ -81,8 +82,8 @@ pub struct Options {
 }
 
 impl Options {
-    /// One worker anywhere, hybrid precision, default thresholds, MTU 1500, GSO on, real-time
-    /// priority when sleeping, seed 1, spoofed packets dropped.
+    /// One worker anywhere, hybrid precision, default thresholds, each host's MTU from its
+    /// links, GSO on, real-time priority when sleeping, seed 1, spoofed packets dropped.
     pub fn new(name: impl Into<String>) -> Options {
         Options {
             name: name.into(),
@@ -93,7 +94,7 @@ impl Options {
             precision: Precision::Hybrid(Hybrid::default()),
             thresholds: Thresholds::default(),
             seed: 1,
-            mtu: netloom_os::DEFAULT_MTU,
+            mtu: None,
             gso: true,
             realtime: true,
             keep_cpus_awake: false,
@@ -309,6 +310,27 @@ impl Plan {
             .collect()
     }
 
+    /// The MTU of each host's interface, in the topology's order: `Options::mtu` if set, else
+    /// the smallest MTU of the links the host sends on (a host has one interface whichever link
+    /// a packet leaves by, and none of them then refuses what it sends), else the default.
+    pub fn host_mtus(&self) -> Vec<u32> {
+        if let Some(mtu) = self.options.mtu {
+            return vec![mtu; self.topology.hosts.len()];
+        }
+        let leaving = self.topology.adjacency();
+        self.topology
+            .hosts
+            .iter()
+            .map(|&node| {
+                leaving[node as usize]
+                    .iter()
+                    .map(|&(pipe, _)| self.topology.pipes[pipe as usize].config.mtu)
+                    .min()
+                    .unwrap_or(netloom_link::DEFAULT_MTU)
+            })
+            .collect()
+    }
+
     /// Each host's addresses, as the driver routes them.
     pub(crate) fn addresses(&self) -> Vec<Vec<IpAddr>> {
         self.hosts()
@@ -381,6 +403,25 @@ mod tests {
         let err = Plan::new(chain(), ship, 2).unwrap_err().to_string();
         assert!(err.contains("--payload ship needs --workers 2"), "{err}");
         assert!(Plan::new(chain(), options(0), 2).is_err());
+    }
+
+    #[test]
+    fn a_host_takes_the_smallest_mtu_it_sends_on_unless_the_options_set_one() {
+        let mut t = chain();
+        let (r, h2) = (1, 2);
+        let c = |mtu| PipeConfig {
+            mtu,
+            ..PipeConfig::new(Rate::bps(10_000_000), Duration::from_millis(5))
+        };
+        // h2 gets a second link, smaller from h2 than towards it; h1 keeps the default.
+        t.add_link(r, h2, None, c(9000), Some(c(1400)));
+        let plan = Plan::new(t.clone(), options(1), 2).unwrap();
+        assert_eq!(plan.host_mtus(), [netloom_link::DEFAULT_MTU, 1400]);
+        let flag = Options {
+            mtu: Some(9000),
+            ..options(1)
+        };
+        assert_eq!(Plan::new(t, flag, 2).unwrap().host_mtus(), [9000, 9000]);
     }
 
     #[test]

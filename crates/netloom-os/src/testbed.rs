@@ -27,6 +27,9 @@ pub struct HostSpec {
     pub ipv4: Ipv4Addr,
     /// Its IPv6 address on `nl0`: inside fd6e:6c00::/64, not fd6e:6c00::.
     pub ipv6: Ipv6Addr,
+    /// The MTU of its `nl0`, 1280 to 65535: a live run gives it the MTU of the host's links
+    /// unless `netloom run --mtu` sets one for every host.
+    pub mtu: u32,
 }
 
 /// What to bring up.
@@ -38,13 +41,10 @@ pub struct TestbedSpec {
     /// The hosts, in topology order (host `i` is the `i`-th TUN of `Testbed::tuns`); 1 to
     /// `MAX_HOSTS`, with distinct names and addresses.
     pub hosts: Vec<HostSpec>,
-    /// MTU of every `nl0`: `DEFAULT_MTU` (1500) unless `netloom run --mtu` says otherwise; 1280
-    /// to 65535.
-    pub mtu: u32,
 }
 
 impl TestbedSpec {
-    /// An experiment whose hosts take their addresses from the address plan, in order, with the
+    /// An experiment whose hosts take their addresses from the address plan, in order, and the
     /// default MTU.
     pub fn planned<S: Into<String>>(name: &str, hosts: impl IntoIterator<Item = S>) -> Self {
         let hosts = hosts
@@ -58,13 +58,13 @@ impl TestbedSpec {
                     name: host.into(),
                     ipv4,
                     ipv6,
+                    mtu: plan::DEFAULT_MTU,
                 }
             })
             .collect();
         TestbedSpec {
             name: name.to_string(),
             hosts,
-            mtu: plan::DEFAULT_MTU,
         }
     }
 
@@ -90,15 +90,15 @@ impl TestbedSpec {
                 self.hosts.len()
             )));
         }
-        if !(MIN_MTU..=MAX_MTU).contains(&self.mtu) {
-            return Err(invalid(format!(
-                "MTU {} is out of range; use {MIN_MTU} (the IPv6 minimum) to {MAX_MTU}",
-                self.mtu
-            )));
-        }
         let (mut names, mut v4, mut v6) = (HashSet::new(), HashSet::new(), HashSet::new());
         for host in &self.hosts {
             plan::check_host_name(&host.name)?;
+            if !(MIN_MTU..=MAX_MTU).contains(&host.mtu) {
+                return Err(invalid(format!(
+                    "host {}: MTU {} is out of range; use {MIN_MTU} (the IPv6 minimum) to {MAX_MTU}",
+                    host.name, host.mtu
+                )));
+            }
             if !names.insert(&host.name) {
                 return Err(invalid(format!("host {:?} appears twice", host.name)));
             }
@@ -361,7 +361,7 @@ fn bring_up(
                     let tun = Tun::create_here()?;
                     interface::configure(
                         TUN_NAME_C,
-                        spec.mtu,
+                        host.mtu,
                         (host.ipv4, IPV4_PREFIX_LEN),
                         (host.ipv6, IPV6_PREFIX_LEN),
                     )?;
@@ -467,14 +467,14 @@ mod tests {
             .to_string()
             .contains("outside 198.18.0.0/15"));
         let mut small = ok.clone();
-        small.mtu = 576;
+        small.hosts[1].mtu = 576;
         assert!(small
             .check()
             .unwrap_err()
             .to_string()
-            .contains("MTU 576 is out of range"));
+            .contains("host h2: MTU 576 is out of range"));
         let mut jumbo = ok.clone();
-        jumbo.mtu = 65535;
+        jumbo.hosts[0].mtu = 65535;
         assert!(jumbo.check().is_ok());
     }
 

@@ -198,7 +198,9 @@ fn jumbo_frames_pass_whole() {
         return;
     }
     let (mut spec, _leftovers) = spec("jumbo", &["a", "b"]);
-    spec.mtu = 65535;
+    for host in &mut spec.hosts {
+        host.mtu = 65535;
+    }
     let testbed = Testbed::create(&spec).unwrap();
     let ns = testbed.namespace(0);
     assert_eq!(addr_json(&ns, TUN_NAME)["mtu"], 65535);
