@@ -47,6 +47,10 @@ pub struct RunArgs {
     /// `mtu` in the topology file, 1500 unless set; docs/live.md).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1280..=65535))]
     mtu: Option<u32>,
+    /// TCP congestion control every host starts with (net.ipv4.tcp_congestion_control in its
+    /// namespace); one of the machine's tcp_available_congestion_control.
+    #[arg(long, value_name = "NAME", default_value = netloom_os::DEFAULT_CONGESTION_CONTROL)]
+    tcp_cc: String,
     /// A packet released later than this after its scheduled time counts as late.
     #[arg(long, default_value = "100us")]
     late_threshold: String,
@@ -189,6 +193,7 @@ fn options(args: &RunArgs, topo: &Topology, name: String) -> Result<Options> {
         seed: args.seed,
         mtu: args.mtu,
         gso: !args.no_gso,
+        congestion_control: args.tcp_cc.clone(),
         realtime: !args.no_realtime,
         keep_cpus_awake: args.keep_cpus_awake,
         allow_spoofing: args.allow_spoofing,

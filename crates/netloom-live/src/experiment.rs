@@ -211,6 +211,7 @@ impl Experiment {
                     mtu,
                 })
                 .collect(),
+            congestion_control: options.congestion_control.clone(),
         };
         let testbed = Testbed::create(&spec)?;
         let tun_drops = TunDrops::start(testbed.counter_reader())?;

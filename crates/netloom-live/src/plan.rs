@@ -69,6 +69,9 @@ pub struct Options {
     pub mtu: Option<u32>,
     /// Whether hosts hand over TCP super-packets (GSO) instead of MTU-size segments.
     pub gso: bool,
+    /// The TCP congestion control every host starts with (one of the machine's available
+    /// algorithms; programs in a host may change it).
+    pub congestion_control: String,
     /// Whether sleeping workers run at real-time priority.
     pub realtime: bool,
     /// Keep every CPU but the one worker's from halting while the run lasts (needs
@@ -83,7 +86,7 @@ pub struct Options {
 
 impl Options {
     /// One worker anywhere, hybrid precision, default thresholds, each host's MTU from its
-    /// links, GSO on, real-time priority when sleeping, seed 1, spoofed packets dropped.
+    /// links, GSO on, cubic, real-time priority when sleeping, seed 1, spoofed packets dropped.
     pub fn new(name: impl Into<String>) -> Options {
         Options {
             name: name.into(),
@@ -96,6 +99,7 @@ impl Options {
             seed: 1,
             mtu: None,
             gso: true,
+            congestion_control: netloom_os::DEFAULT_CONGESTION_CONTROL.to_string(),
             realtime: true,
             keep_cpus_awake: false,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,

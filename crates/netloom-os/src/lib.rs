@@ -15,6 +15,7 @@ mod plan;
 mod poller;
 mod registry;
 mod signal;
+mod tcp;
 mod testbed;
 mod tun;
 
@@ -35,5 +36,6 @@ pub use plan::{
 pub use poller::Poller;
 pub use registry::{create_log, find_host, log_path, registry_dir, running, Record, RecordHost};
 pub use signal::{install_stop_handler, restore_default_sigpipe};
+pub use tcp::{available_congestion_controls, DEFAULT_CONGESTION_CONTROL};
 pub use testbed::{CounterReader, HostSpec, Testbed, TestbedSpec};
 pub use tun::{Tun, TUN_NAME, VNET_HDR_LEN};

@@ -7,7 +7,7 @@ use crate::interface::DeviceCounters;
 use crate::plan::{self, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU};
 use crate::registry::{self, Claim, Record, RecordHost};
 use crate::tun::{TUN_NAME, TUN_NAME_C};
-use crate::{cleanup, interface, netns, OsError, Tun};
+use crate::{cleanup, interface, netns, tcp, OsError, Tun};
 use std::collections::HashSet;
 use std::io::Write;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -41,11 +41,15 @@ pub struct TestbedSpec {
     /// The hosts, in topology order (host `i` is the `i`-th TUN of `Testbed::tuns`); 1 to
     /// `MAX_HOSTS`, with distinct names and addresses.
     pub hosts: Vec<HostSpec>,
+    /// The TCP congestion control every host starts with (`net.ipv4.tcp_congestion_control` in
+    /// its namespace), one of the machine's available algorithms; programs in the host may change
+    /// it, as on any machine.
+    pub congestion_control: String,
 }
 
 impl TestbedSpec {
-    /// An experiment whose hosts take their addresses from the address plan, in order, and the
-    /// default MTU.
+    /// An experiment whose hosts take their addresses from the address plan, in order, the
+    /// default MTU and the default congestion control.
     pub fn planned<S: Into<String>>(name: &str, hosts: impl IntoIterator<Item = S>) -> Self {
         let hosts = hosts
             .into_iter()
@@ -65,6 +69,7 @@ impl TestbedSpec {
         TestbedSpec {
             name: name.to_string(),
             hosts,
+            congestion_control: tcp::DEFAULT_CONGESTION_CONTROL.to_string(),
         }
     }
 
@@ -167,6 +172,18 @@ impl Testbed {
         if !Path::new("/dev/net/tun").exists() {
             return Err(OsError::NoTun);
         }
+        let available = tcp::available_congestion_controls()?;
+        if !available.contains(&spec.congestion_control) {
+            return Err(OsError::InvalidSpec {
+                experiment: spec.name.clone(),
+                reason: format!(
+                    "TCP congestion control {:?} is not available on this machine; available: {} (load another with modprobe tcp_NAME)",
+                    spec.congestion_control,
+                    available.join(", ")
+                ),
+            });
+        }
+        tcp::allow_every_available()?;
         let dir = registry::registry_dir();
         let path = match registry::claim(&dir, &spec.name)? {
             Claim::Claimed(path) => path,
@@ -365,6 +382,7 @@ fn bring_up(
                         (host.ipv4, IPV4_PREFIX_LEN),
                         (host.ipv6, IPV6_PREFIX_LEN),
                     )?;
+                    tcp::set_congestion_control(&spec.congestion_control)?;
                     Ok(tun)
                 });
                 match result {
