@@ -85,8 +85,21 @@ fn hosts_start_with_cubic_and_may_set_any_available_congestion_control() {
         output(&lab, "h1", &["sysctl", "-w", &format!("{key}={name}")]);
         assert_eq!(&output(&lab, "h1", &["sysctl", "-n", key]), name);
     }
-    // The host's own: h2 still has what it started with.
+    // The host's own: h2 still has what it started with, and the new namespace's defaults that
+    // docs/live.md lists.
     assert_eq!(output(&lab, "h2", &["sysctl", "-n", key]), "cubic");
+    for (sysctl, value) in [
+        ("net.ipv4.tcp_ecn", "2"),
+        ("net.ipv4.tcp_mtu_probing", "0"),
+        ("net.ipv4.ip_no_pmtu_disc", "0"),
+        ("net.ipv4.ip_default_ttl", "64"),
+    ] {
+        assert_eq!(
+            output(&lab, "h2", &["sysctl", "-n", sysctl]),
+            value,
+            "{sysctl}"
+        );
+    }
     lab.stop();
     let reno = available.iter().find(|a| *a != "cubic").unwrap();
     lab.start(&["--tcp-cc", reno]);
