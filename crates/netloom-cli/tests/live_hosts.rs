@@ -68,6 +68,8 @@ fn hosts_start_with_cubic_and_may_set_any_available_congestion_control() {
         eprintln!("SKIPPED: this kernel has no cubic (available: {available:?})");
         return;
     }
+    // Its turn first, so that no other test's run starts while the list is narrowed.
+    let mut lab = Lab::new("tcp", &chain(""));
     // The allowed list as a machine boots with it (its default and reno), so that an algorithm
     // the machine has but does not allow exists whatever earlier runs added: inside a namespace
     // the kernel refuses such an algorithm with EPERM, even to root.
@@ -76,7 +78,6 @@ fn hosts_start_with_cubic_and_may_set_any_available_congestion_control() {
         format!("reno {machine}"),
     )
     .unwrap();
-    let mut lab = Lab::new("tcp", &chain(""));
     lab.start(&[]);
     let key = "net.ipv4.tcp_congestion_control";
     // Not inherited from the machine (whose default may be anything, BBR here).
