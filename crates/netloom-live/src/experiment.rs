@@ -234,7 +234,11 @@ impl Experiment {
         let clock = SystemClock::start();
         let addresses = plan.addresses();
         let config = DriverConfig {
-            max_packet: mtus.iter().copied().max().unwrap_or(netloom_link::DEFAULT_MTU) as usize,
+            max_packet: mtus
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(netloom_link::DEFAULT_MTU) as usize,
             max_in_flight: options.max_in_flight,
             precision: options.precision,
             thresholds: options.thresholds,

@@ -41,6 +41,8 @@ fn mtu_layers_from_defaults_class_link_and_direction() {
         (DEFAULT_MTU, 1400),
         "the default, and b_to_a's own"
     );
+    let summary = summarize(&t);
+    assert_eq!((summary.min_mtu, summary.max_mtu), (1400, 9000));
     let t = load(&layered("mtu = 4000"));
     assert_eq!(mtus(&t, 0), (9000, 9000), "a class beats [defaults]");
     assert_eq!(mtus(&t, 1), (4000, 1400), "[defaults], and b_to_a's own");
