@@ -41,6 +41,17 @@ fn a_host_s_mtu_follows_the_link_it_sends_on_unless_run_sets_one() {
         (mtu(&lab, "h1"), mtu(&lab, "h2")),
         ("1500".into(), "1400".into())
     );
+    // `link set` takes an MTU with the file's checks; it changes the link, not the hosts' nl0.
+    lab.control(&["link", "set", "r1", "h2", "mtu=1280"]);
+    assert_eq!(mtu(&lab, "h2"), "1400");
+    let out = lab
+        .cmd()
+        .args(["link", "set", "r1", "h2", "mtu=1000", "--name", &lab.name])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("mtu 1000 is too small"), "{err}");
     lab.stop();
     lab.start(&["--mtu", "9000"]);
     assert_eq!(
