@@ -248,7 +248,10 @@ impl Accuracy {
             .zip(counts)
             .map(|(&le_ns, count)| {
                 below += count;
-                LatenessBucket { le_ns, count: below }
+                LatenessBucket {
+                    le_ns,
+                    count: below,
+                }
             })
             .collect();
         (sum, buckets)
@@ -290,11 +293,22 @@ mod tests {
                 .unwrap()
                 .count
         };
-        assert_eq!((bucket(1_000), bucket(5_000), bucket(1_000_000)), (0, 999, 999));
-        assert_eq!(bucket(5_000_000), 1001, "the 2 ms releases fall in the 5 ms bucket");
+        assert_eq!(
+            (bucket(1_000), bucket(5_000), bucket(1_000_000)),
+            (0, 999, 999)
+        );
+        assert_eq!(
+            bucket(5_000_000),
+            1001,
+            "the 2 ms releases fall in the 5 ms bucket"
+        );
         assert_eq!(r.lateness_buckets.len(), LATENESS_BUCKETS_NS.len());
         let exact = 999 * 3_000 + 2 * 2_000_000;
-        assert!(r.lateness_ns_sum.abs_diff(exact) < exact / 1000, "{}", r.lateness_ns_sum);
+        assert!(
+            r.lateness_ns_sum.abs_diff(exact) < exact / 1000,
+            "{}",
+            r.lateness_ns_sum
+        );
         let mut b = Accuracy::new(Thresholds::default());
         b.record_physical_drop();
         assert!(!b.report().accurate);

@@ -252,12 +252,11 @@ async function poll() {
   }
 }
 
-// `#selftest` (the headless browser test): once drawn, change the first link's delay to the
-// `selftest` parameter's value through the form, as a user would.
+// `#selftest` (the headless browser test): once drawn, change the delay of link `link` (or the
+// first) to `delay` through the form, as a user would, and say how it went in the body's data.
 async function selftest() {
   while (!state.graph) await new Promise((r) => setTimeout(r, 50));
-  const first = [...state.graph.links.keys()][0];
-  select(first);
+  select(params.get("link") || [...state.graph.links.keys()][0]);
   const form = document.getElementById("change");
   form.elements.delay.value = params.get("delay") || "7ms";
   form.elements.token.value = params.get("token") || "";
