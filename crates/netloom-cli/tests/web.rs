@@ -319,3 +319,76 @@ fn netloom_web_refuses_a_run_that_is_not_there_and_a_bad_report() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a `netloom sim --json` report"));
 }
+
+/// The path of a test data file.
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// `netloom web --report FILE` on a free port, its DOM in headless Chromium once drawn.
+fn sim_viewer_dom(file: &std::path::Path) -> String {
+    let port = free_port();
+    let child = live_common::netloom()
+        .args(["web", "--listen", &format!("127.0.0.1:{port}"), "--report"])
+        .arg(file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _server = Scratch {
+        child: Some(child),
+        dir: PathBuf::from("/nonexistent"),
+    };
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while get(port, "/api/report").is_err() {
+        assert!(
+            Instant::now() < give_up,
+            "netloom web not serving after 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    chromium_dom(&format!("http://127.0.0.1:{port}/"), Duration::from_secs(3))
+}
+
+#[test]
+fn the_sim_viewer_plots_a_report_with_and_without_its_series() {
+    if Command::new("chromium").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: chromium is not installed");
+        return;
+    }
+    let fixture = data("sim-series.json");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let dom = sim_viewer_dom(&fixture);
+    assert!(
+        dom.contains("data-sim=\"2 flows, 10 pipes, series\""),
+        "{dom}"
+    );
+    let series = attributes(&dom, "data-series");
+    // Throughput per flow, utilization per pipe over time, a CDF per flow, utilization by pipe.
+    assert_eq!(series.len(), 2 + 10 + 2 + 1, "{series:?}");
+    assert_eq!(series[0], "0: left1→right1 (aimd)");
+    assert_eq!(
+        series[2],
+        format!("{} a-b", report["pipes"][0]["link"].as_str().unwrap())
+    );
+    // Without `series`, what the report has: totals, CDFs, utilization.
+    let mut totals = report.clone();
+    totals.as_object_mut().unwrap().remove("series");
+    let dir = std::env::temp_dir().join(format!("netloom-web-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let _dir = Scratch {
+        child: None,
+        dir: dir.clone(),
+    };
+    let file = dir.join("totals.json");
+    std::fs::write(&file, totals.to_string()).unwrap();
+    let dom = sim_viewer_dom(&file);
+    assert!(
+        dom.contains("data-sim=\"2 flows, 10 pipes, totals\""),
+        "{dom}"
+    );
+    assert_eq!(attributes(&dom, "data-series").len(), 2 + 2 + 1);
+}

@@ -97,12 +97,15 @@ function draw(graph) {
   svg.textContent = "";
   const xs = [...graph.nodes.values()].map((v) => v.x), ys = [...graph.nodes.values()].map((v) => v.y);
   const pad = 30, x0 = Math.min(...xs) - pad, y0 = Math.min(...ys) - pad;
-  svg.setAttribute("viewBox", `${x0} ${y0} ${Math.max(...xs) - x0 + pad} ${Math.max(...ys) - y0 + pad}`);
-  const big = graph.nodes.size > 300; // hundreds of nodes: routers as dots, no labels
+  // At least 500 units across, so a handful of nodes is not drawn huge.
+  const w = Math.max(500, Math.max(...xs) - x0 + pad), h = Math.max(300, Math.max(...ys) - y0 + pad);
+  svg.setAttribute("viewBox", `${x0 - (w - (Math.max(...xs) - x0 + pad)) / 2} ${y0 - (h - (Math.max(...ys) - y0 + pad)) / 2} ${w} ${h}`);
+  const big = graph.nodes.size > 300; // hundreds of nodes: routers as dots, no labels, thin links
+  graph.width = big ? 0.6 : 2;
   const linkLayer = el("g", {}, svg), nodeLayer = el("g", {}, svg);
   for (const [label, l] of graph.links) {
     const a = graph.nodes.get(l.a), b = graph.nodes.get(l.b);
-    l.line = el("line", { x1: a.x, y1: a.y, x2: b.x, y2: b.y, stroke: "#bbb", "stroke-width": 3, "data-link": label }, linkLayer);
+    l.line = el("line", { x1: a.x, y1: a.y, x2: b.x, y2: b.y, stroke: "#bbb", "stroke-width": graph.width, "data-link": label }, linkLayer);
     l.line.addEventListener("mouseenter", () => { state.hovered = label; detail(); });
     l.line.addEventListener("mouseleave", () => { state.hovered = null; detail(); });
     l.line.addEventListener("click", () => select(label));
@@ -151,7 +154,7 @@ function update(report) {
       queue += p.queue_packets;
     }
     l.line.setAttribute("stroke", colour(util));
-    l.line.setAttribute("stroke-width", 2 + Math.log2(1 + queue));
+    l.line.setAttribute("stroke-width", state.graph.width * (1 + Math.log2(1 + queue)));
     l.line.setAttribute("stroke-opacity", drops > 0 ? 1 : 0.8);
     l.line.classList.toggle("selected", label === state.selected);
     const h = state.history.get(label) || state.history.set(label, []).get(label);
@@ -268,7 +271,8 @@ async function selftest() {
 
 const PALETTE = ["#2a6fdb", "#d33", "#2a2", "#e90", "#93c", "#0aa", "#a52", "#888"];
 
-function plot(title, series, xLabel, yLabel, xs) {
+// A line chart of `series` ([{name, points: [[x, y]]}]), or with `bars`, one bar per point.
+function plot(title, series, xLabel, yLabel, xs, bars) {
   const w = 640, h = 220, left = 50, bottom = 30;
   const section = document.createElement("div");
   section.innerHTML = `<h2>${title}</h2>`;
@@ -282,8 +286,16 @@ function plot(title, series, xLabel, yLabel, xs) {
   el("text", { x: w / 2, y: h - 5, "font-size": 11 }, svg).textContent = `${xLabel} (max ${xs(xMax)})`;
   el("text", { x: 4, y: 12, "font-size": 11 }, svg).textContent = `${yLabel} (max ${yMax.toPrecision(3)})`;
   series.forEach((s, k) => {
-    el("polyline", { fill: "none", stroke: PALETTE[k % PALETTE.length], "stroke-width": 1.5,
-      points: s.points.map(([x, y]) => `${X(x)},${Y(y)}`).join(" "), "data-series": s.name }, svg);
+    const colour = PALETTE[k % PALETTE.length];
+    if (!bars) {
+      el("polyline", { fill: "none", stroke: colour, "stroke-width": 1.5, "data-series": s.name,
+        points: s.points.map(([x, y]) => `${X(x)},${Y(y)}`).join(" ") }, svg);
+      return;
+    }
+    const group = el("g", { fill: colour, "data-series": s.name }, svg);
+    const width = (w - left - 10) / (xMax + 1);
+    for (const [x, y] of s.points)
+      el("rect", { x: left + x * width + 1, y: Y(y), width: Math.max(1, width - 2), height: h - bottom - Y(y) }, group);
   });
   const legend = document.createElement("p");
   legend.className = "legend";
@@ -317,12 +329,12 @@ function showSim(report) {
   box.appendChild(plot("Latency CDF of each flow (from its percentiles)",
     flows.map((f, k) => {
       const l = f.latency_ns;
-      return { name: name(f, k), points: [[0, 0], [l.p50 / 1e6, 0.5], [l.p90 / 1e6, 0.9], [l.p99 / 1e6, 0.99], [l.max / 1e6, 1]] };
+      return { name: name(f, k), points: [[l.p50 / 1e6, 0.5], [l.p90 / 1e6, 0.9], [l.p99 / 1e6, 0.99], [l.max / 1e6, 1]] };
     }),
     "latency, ms", "fraction of packets", (x) => x.toFixed(2) + " ms"));
   box.appendChild(plot("Utilization of each pipe (whole run)",
     [{ name: "utilization by pipe, in report order", points: pipes.map((p, k) => [k, p.utilization]) }],
-    "pipe", "utilization", (x) => String(x)));
+    "pipe, in report order", "utilization", (x) => String(x), true));
   document.body.dataset.sim = `${flows.length} flows, ${pipes.length} pipes, ${series ? "series" : "totals"}`;
 }
 
@@ -335,7 +347,8 @@ document.getElementById("change").elements.token.value = params.get("token") || 
 
 fetch("/api/report").then(async (response) => {
   if (response.ok) return showSim(await response.json());
-  poll();
+  await poll();
   setInterval(poll, POLL_MS);
   if (location.hash === "#selftest") selftest();
+  else if (params.get("link") && state.graph) select(params.get("link")); // a link to share
 });
