@@ -220,7 +220,8 @@ function select(label) {
   const form = document.getElementById("change");
   form.hidden = false;
   document.getElementById("change-link").textContent = label;
-  update(state.report);
+  for (const [name, l] of state.graph.links) l.line.classList.toggle("selected", name === label);
+  detail();
 }
 
 // Posts the form's change: the same request as `netloom link set A B key=value...`.

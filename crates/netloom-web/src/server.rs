@@ -256,10 +256,13 @@ mod tests {
     use std::net::TcpStream;
     use std::sync::Mutex;
 
+    /// A change as the fake run received it: the ends and the parameters.
+    type Received = (String, String, serde_json::Map<String, serde_json::Value>);
+
     /// A run in memory: the figures of `metrics::tests::report`, and the changes asked for.
     #[derive(Default)]
     struct Fake {
-        changes: Mutex<Vec<(String, String, serde_json::Map<String, serde_json::Value>)>>,
+        changes: Mutex<Vec<Received>>,
     }
 
     impl Source for Fake {
