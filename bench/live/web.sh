@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What reading a live run over HTTP costs it (root): a saturated run (two hosts, a 1 Gbit/s link
+# What reading a live run over HTTP costs it (root): a saturated run (two hosts, a 100 Mbit/s link
 # of 1 ms, iperf3 TCP flat out from h1 to h2, netloom pinned to CPU 1 and the programs to CPU 0)
 # in four modes, REPEAT times each, alternating: nothing reads it; Prometheus' scrape of
 # /metrics SCRAPE_HZ times a second (10: 150 times Prometheus' default of one per 15 s); the web
@@ -30,9 +30,13 @@ EXP=benchweb
 PORT=19464
 cleanup() { "$netloom" clean --name "$EXP" >/dev/null 2>&1 || true; rm -rf "$work"; }
 trap cleanup EXIT
-printf 'hosts = ["h1", "h2"]\n[[link]]\na = "h1"\nb = "h2"\nbw = "1Gbit"\ndelay = "1ms"\nqueue = 1000\n' \
+printf 'hosts = ["h1", "h2"]\n[[link]]\na = "h1"\nb = "h2"\nbw = "100Mbit"\ndelay = "1ms"\nqueue = 1000\n' \
     >"$work/topo.toml"
-x() { taskset -c 0 "$netloom" exec --name "$EXP" "$@"; }
+x() { # x HOST COMMAND...: runs COMMAND in HOST, on CPU 0
+    local host=$1
+    shift
+    taskset -c 0 "$netloom" exec --name "$EXP" "$host" -- "$@"
+}
 
 reader() { # reader MODE: reads the run as MODE does until killed, logging curl's time and size
     local url=http://127.0.0.1:$PORT
@@ -48,7 +52,10 @@ run_mode() { # run_mode MODE: one saturated run; appends "mode p50 p99 p999 max 
         --metrics "127.0.0.1:$PORT" --web "127.0.0.1:$PORT" "$work/topo.toml" \
         >"$work/report.json" 2>"$work/run.err" &
     local pid=$!
-    until x h1 true 2>/dev/null; do sleep 0.05; done
+    until x h1 true 2>/dev/null; do
+        kill -0 "$pid" 2>/dev/null || { cat "$work/run.err" >&2; exit 1; }
+        sleep 0.05
+    done
     x h2 iperf3 -s -1 -D
     sleep 0.3
     case $mode in
@@ -83,22 +90,27 @@ out=bench/results/web-$(date -u +%F).md
     echo
     echo "| mode | lateness p50 | p99 | p99.9 | max | late / released | iperf3 TCP Gbit/s |"
     echo "|---|---|---|---|---|---|---|"
-    for mode in $MODES; do
-        grep "^$mode " "$work/runs.txt" | awk -v m="$mode" '
-            { for (i = 2; i <= 8; i++) v[i][NR] = $i; n = NR }
-            END {
-                for (i = 2; i <= 8; i++) { k = asort(v[i]); med[i] = v[i][int((k + 1) / 2)] }
-                printf "| %s | %.1f | %.1f | %.1f | %.1f | %d / %d | %.2f |\n", m,
-                    med[2] / 1e3, med[3] / 1e3, med[4] / 1e3, med[5] / 1e3, med[6], med[7], med[8]
-            }'
-    done
-    echo
-    echo "| request | count | median time, ms | p99 time, ms | size, bytes |"
-    echo "|---|---|---|---|---|"
-    for log in scrape page pages; do
-        sort -g "$work/$log.log" | awk -v l="$log" '
-            { t[NR] = $1; s = $2 }
-            END { printf "| %s | %d | %.2f | %.2f | %d |\n", l, NR, t[int((NR + 1) / 2)] * 1e3, t[int(NR * 0.99) + 1] * 1e3, s }'
-    done
+    python3 - "$work" $MODES <<'PY'
+import sys
+work, modes = sys.argv[1], sys.argv[2:]
+median = lambda v: sorted(v)[(len(v) - 1) // 2]
+runs = [l.split() for l in open(f"{work}/runs.txt")]
+for mode in modes:
+    rows = [[float(x) for x in r[1:]] for r in runs if r[0] == mode]
+    m = [median([r[i] for r in rows]) for i in range(7)]
+    print(f"| {mode} | {m[0]/1e3:.1f} | {m[1]/1e3:.1f} | {m[2]/1e3:.1f} | {m[3]/1e3:.1f} "
+          f"| {m[4]:.0f} / {m[5]:.0f} | {m[6]:.2f} |")
+print()
+print("| request | count | median time, ms | p99 time, ms | size, bytes |")
+print("|---|---|---|---|---|")
+for log in ["scrape", "page", "pages"]:
+    try:
+        rows = [l.split() for l in open(f"{work}/{log}.log") if l.strip()]
+    except FileNotFoundError:
+        continue
+    t = sorted(float(r[0]) for r in rows)
+    p99 = t[min(len(t) - 1, int(len(t) * 0.99))]
+    print(f"| {log} | {len(t)} | {median(t)*1e3:.2f} | {p99*1e3:.2f} | {rows[-1][1]} |")
+PY
 } >"$out"
 cat "$out"
