@@ -177,7 +177,7 @@ fn parse_direction(text: &str) -> Result<Direction, String> {
 }
 
 /// The running experiment to talk to: the named one, or the only one.
-fn target(name: Option<&str>) -> Result<netloom_os::Record> {
+pub fn target(name: Option<&str>) -> Result<netloom_os::Record> {
     let alive: Vec<_> = netloom_os::running()?
         .into_iter()
         .filter(|r| r.alive && name.is_none_or(|n| n == r.name))
@@ -200,7 +200,7 @@ fn target(name: Option<&str>) -> Result<netloom_os::Record> {
 }
 
 /// How long a client waits for the experiment's reply: its own wait for the workers, and more.
-const REPLY_WAIT: Duration = Duration::from_secs(10);
+pub const REPLY_WAIT: Duration = Duration::from_secs(10);
 
 /// Sends `request` to the experiment and returns the reply's body, timing the round trip.
 fn ask(name: Option<&str>, request: &Request) -> Result<(serde_json::Value, Duration)> {

@@ -12,6 +12,7 @@ mod partition;
 mod run;
 mod sim;
 mod table;
+mod web;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -54,6 +55,9 @@ enum Command {
     Stats(live::StatsArgs),
     /// Change a running experiment's link: `link set A B delay=5ms`, `link down A B`, `link up A B`.
     Link(live::LinkArgs),
+    /// Serve the web view of a running experiment (through its control socket), or of a
+    /// `netloom sim --json` report with --report.
+    Web(web::WebArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +77,7 @@ fn main() -> ExitCode {
         Command::Shell(args) => live::shell(args).map(|code| std::process::exit(code.into())),
         Command::Stats(args) => live::stats(args),
         Command::Link(args) => live::link(args),
+        Command::Web(args) => web::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -12,6 +12,7 @@ use netloom_topo::units::Range;
 use netloom_topo::Topology;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Args)]
@@ -100,6 +101,14 @@ pub struct RunArgs {
     /// host's `spoofed` counter counts them (docs/live.md).
     #[arg(long)]
     allow_spoofing: bool,
+    /// Serve Prometheus metrics at http://ADDR/metrics while the run lasts (HOST:PORT, or a
+    /// port alone for localhost; docs/web.md).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
+    /// Serve the live web view at http://ADDR/ while the run lasts; changes from the page need
+    /// the token printed at start (docs/web.md).
+    #[arg(long, value_name = "ADDR")]
+    web: Option<String>,
     /// Print the final report as JSON (docs/live.md).
     #[arg(long)]
     json: bool,
@@ -134,6 +143,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     for warning in plan.warnings() {
         say(format_args!("netloom: warning: {warning}"));
     }
+    // Bound before anything is brought up: an address in use is refused with nothing to undo.
+    let listeners = crate::web::bind(args.metrics.as_deref(), args.web.as_deref())?;
     // Signals first, so a Ctrl-C during setup still tears down what was made.
     let signal = netloom_os::install_stop_handler()?;
     let started = std::time::Instant::now();
@@ -144,11 +155,13 @@ pub fn run(args: RunArgs) -> Result<()> {
         "netloom: experiment {name} is up: {hosts} hosts in {:.2} s ({precision} precision); Ctrl-C or `netloom stop --name {name}` ends it",
         started.elapsed().as_secs_f64(),
     ));
+    let servers = crate::web::serve(listeners, Arc::new(experiment.handle()))?;
     // Up means answering: the control socket listens and the workers run.
     if let Some(ready) = &args.ready_file {
         std::fs::write(ready, b"up\n").with_context(|| format!("writing {}", ready.display()))?;
     }
     let ending = experiment.wait(signal, stop_after.map(|d| std::time::Instant::now() + d));
+    drop(servers);
     let report = experiment.stop(&ending)?;
     let text = match args.json {
         true => serde_json::to_string_pretty(&report)? + "\n",
@@ -161,7 +174,7 @@ pub fn run(args: RunArgs) -> Result<()> {
 
 /// Writes a line to stderr, ignoring a failure: while hosts are up, a closed stderr must not
 /// end the run (eprintln! would panic) before its teardown.
-fn say(line: std::fmt::Arguments) {
+pub fn say(line: std::fmt::Arguments) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 

@@ -30,6 +30,34 @@ impl Default for Thresholds {
 /// 100 s (later is recorded as 100 s).
 const MAX_LATENESS_NS: u64 = 100_000_000_000;
 
+/// The upper bounds (ns) of the fixed lateness buckets a report carries, for histograms that
+/// need the same buckets from one look to the next (Prometheus'): 1 µs to 1 s, around the
+/// default late threshold of 100 µs.
+pub const LATENESS_BUCKETS_NS: [u64; 13] = [
+    1_000,
+    5_000,
+    10_000,
+    25_000,
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    5_000_000,
+    10_000_000,
+    100_000_000,
+    1_000_000_000,
+];
+
+/// How many released packets were at most `le_ns` late (a cumulative bucket).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatenessBucket {
+    /// The bucket's upper bound, ns (one of `LATENESS_BUCKETS_NS`).
+    pub le_ns: u64,
+    /// Releases at most that late.
+    pub count: u64,
+}
+
 /// Lateness of every release and hand-off, and losses outside the model, of one worker or a
 /// whole run.
 #[derive(Clone, Debug)]
@@ -64,6 +92,13 @@ pub struct AccuracyReport {
     pub lateness_ns_p999: u64,
     /// ... and the latest.
     pub lateness_ns_max: u64,
+    /// The lateness of every release added up, ns (with `released`, the mean).
+    #[serde(default)]
+    pub lateness_ns_sum: u64,
+    /// Releases at most so late, for each of `LATENESS_BUCKETS_NS` (to 3 significant digits,
+    /// the histogram's resolution).
+    #[serde(default)]
+    pub lateness_buckets: Vec<LatenessBucket>,
     /// A release later than this after its scheduled time is late.
     pub late_threshold_ns: u64,
     /// Packets released later than the threshold.
@@ -169,12 +204,15 @@ impl Accuracy {
             }
         };
         let within = |f: f64| f <= self.thresholds.max_late_fraction;
+        let (lateness_ns_sum, lateness_buckets) = self.lateness_buckets();
         AccuracyReport {
             released,
             lateness_ns_p50: q(0.5),
             lateness_ns_p99: q(0.99),
             lateness_ns_p999: q(0.999),
             lateness_ns_max: if h.is_empty() { 0 } else { h.max() },
+            lateness_ns_sum,
+            lateness_buckets,
             late_threshold_ns: self.thresholds.late.as_nanos() as u64,
             late: self.late,
             physical_drops: self.physical_drops,
@@ -188,6 +226,35 @@ impl Accuracy {
                 && self.physical_drops == 0
                 && self.skipped_changes == 0,
         }
+    }
+}
+
+impl Accuracy {
+    /// The sum of all lateness and the cumulative fixed buckets, in one pass over the recorded
+    /// values (a snapshot or a monitor's look costs one walk of the histogram, not one a bucket).
+    fn lateness_buckets(&self) -> (u64, Vec<LatenessBucket>) {
+        let mut sum = 0;
+        let mut counts = [0u64; LATENESS_BUCKETS_NS.len()];
+        for v in self.lateness_ns.iter_recorded() {
+            let (value, count) = (v.value_iterated_to(), v.count_at_value());
+            sum += value * count;
+            if let Some(k) = LATENESS_BUCKETS_NS.iter().position(|&le| value <= le) {
+                counts[k] += count;
+            }
+        }
+        let mut below = 0;
+        let buckets = LATENESS_BUCKETS_NS
+            .iter()
+            .zip(counts)
+            .map(|(&le_ns, count)| {
+                below += count;
+                LatenessBucket {
+                    le_ns,
+                    count: below,
+                }
+            })
+            .collect();
+        (sum, buckets)
     }
 }
 
@@ -218,6 +285,30 @@ mod tests {
         assert!(r.lateness_ns_p50 >= 3_000 && r.lateness_ns_p50 < 3_010);
         a.record_release(Duration::from_millis(2));
         assert!(!a.report().accurate, "2 of 1001 late is beyond it");
+        let r = a.report();
+        let bucket = |le_ns: u64| {
+            r.lateness_buckets
+                .iter()
+                .find(|b| b.le_ns == le_ns)
+                .unwrap()
+                .count
+        };
+        assert_eq!(
+            (bucket(1_000), bucket(5_000), bucket(1_000_000)),
+            (0, 999, 999)
+        );
+        assert_eq!(
+            bucket(5_000_000),
+            1001,
+            "the 2 ms releases fall in the 5 ms bucket"
+        );
+        assert_eq!(r.lateness_buckets.len(), LATENESS_BUCKETS_NS.len());
+        let exact = 999 * 3_000 + 2 * 2_000_000;
+        assert!(
+            r.lateness_ns_sum.abs_diff(exact) < exact / 1000,
+            "{}",
+            r.lateness_ns_sum
+        );
         let mut b = Accuracy::new(Thresholds::default());
         b.record_physical_drop();
         assert!(!b.report().accurate);

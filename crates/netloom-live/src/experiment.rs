@@ -177,6 +177,34 @@ fn to_value<T: serde::Serialize>(t: &T) -> Value {
     serde_json::to_value(t).expect("reports serialize")
 }
 
+/// What other threads of the caller hold of a running experiment (`Experiment::handle`): its
+/// description, its figures, and link changes; it cannot stop the run.
+#[derive(Clone)]
+pub struct Handle(Arc<Shared>);
+
+impl Handle {
+    /// As `Experiment::info`.
+    pub fn info(&self) -> &RunInfo {
+        &self.0.info
+    }
+
+    /// As `Experiment::stats`.
+    pub fn stats(&self) -> Result<Report, LiveError> {
+        self.0.stats()
+    }
+
+    /// As `Experiment::link_set`.
+    pub fn link_set(
+        &self,
+        a: &str,
+        b: &str,
+        direction: Direction,
+        set: &Map<String, Value>,
+    ) -> Result<LinkChange, LiveError> {
+        self.0.link_set(a, b, direction, set)
+    }
+}
+
 /// A running live experiment. Dropping it stops it and tears it down, as `stop` does.
 pub struct Experiment {
     shared: Arc<Shared>,
@@ -353,6 +381,13 @@ impl Experiment {
     /// Takes the link between `a` and `b` down or brings it up, from now on.
     pub fn link_state(&self, a: &str, b: &str, up: bool) -> Result<LinkChange, LiveError> {
         self.shared.link_state(a, b, up)
+    }
+
+    /// A handle that reads the figures and changes links from other threads (a metrics or web
+    /// server), through the same calls as the control socket; after `stop` it answers that the
+    /// emulator has stopped.
+    pub fn handle(&self) -> Handle {
+        Handle(self.shared.clone())
     }
 
     /// Events from now on: link changes, accuracy alarms, a worker's failure, the stop.

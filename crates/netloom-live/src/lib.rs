@@ -36,12 +36,12 @@ mod tun_io;
 mod wait;
 mod worker;
 
-pub use accuracy::{Accuracy, AccuracyReport, Thresholds};
+pub use accuracy::{Accuracy, AccuracyReport, LatenessBucket, Thresholds, LATENESS_BUCKETS_NS};
 pub use clock::{Clock, SystemClock, TestClock};
 pub use control::{ControlError, Controller, Pending};
 pub use driver::{Driver, DriverConfig};
 pub use event::{Event, Subscription};
-pub use experiment::{Ending, Experiment, LiveError, ANSWER_TIMEOUT};
+pub use experiment::{Ending, Experiment, Handle, LiveError, ANSWER_TIMEOUT};
 pub use io::{Framing, PacketIo};
 pub use ip::{destination, endpoints, Malformed};
 pub use message::{Direction, HostCounters, LinkChange, PipeState, Request, Snapshot};

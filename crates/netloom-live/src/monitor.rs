@@ -179,6 +179,8 @@ mod tests {
             lateness_ns_p99: 0,
             lateness_ns_p999: 0,
             lateness_ns_max: 0,
+            lateness_ns_sum: 0,
+            lateness_buckets: Vec::new(),
             late_threshold_ns: 100_000,
             late,
             physical_drops: 0,

@@ -1,0 +1,149 @@
+//! `netloom web`, and the `--metrics` and `--web` servers of `netloom run`: binds the addresses
+//! (one server when both are the same), serves them from a `netloom_web::Source`, and prints
+//! where, with the token that changes need. Glue only: the server is netloom-web's.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use netloom_live::protocol::{call, socket_path};
+use netloom_live::Request;
+use netloom_web::{Bound, Routes, Socket, Source, WebServer};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct WebArgs {
+    /// The experiment (needed only when several are running).
+    #[arg(long, conflicts_with = "report")]
+    name: Option<String>,
+    /// Where to serve the page: HOST:PORT, or a port alone for localhost.
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
+    listen: String,
+    /// Show this `netloom sim --json` report instead of a running experiment.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+}
+
+/// A bound address and what it will serve.
+pub struct Listener {
+    bound: Bound,
+    routes: Routes,
+}
+
+/// Binds `--metrics` and `--web` (one listener when they are the same address).
+pub fn bind(metrics: Option<&str>, web: Option<&str>) -> Result<Vec<Listener>> {
+    let web_routes = || -> Result<Routes> {
+        Ok(Routes {
+            web: Some(netloom_web::token().context("making the web view's token")?),
+            ..Routes::default()
+        })
+    };
+    let mut listeners = Vec::new();
+    if let Some(addr) = metrics {
+        let bound = Bound::bind(addr).context("--metrics")?;
+        let mut routes = Routes {
+            metrics: true,
+            ..Routes::default()
+        };
+        if web == Some(addr) {
+            routes.web = web_routes()?.web;
+        }
+        listeners.push(Listener { bound, routes });
+    }
+    if let Some(addr) = web.filter(|&w| Some(w) != metrics) {
+        let bound = Bound::bind(addr).context("--web")?;
+        listeners.push(Listener {
+            bound,
+            routes: web_routes()?,
+        });
+    }
+    Ok(listeners)
+}
+
+/// Serves every listener from `source` and says where.
+pub fn serve(listeners: Vec<Listener>, source: Arc<dyn Source>) -> Result<Vec<WebServer>> {
+    listeners
+        .into_iter()
+        .map(|Listener { bound, routes }| {
+            let addr = bound.addr();
+            if routes.metrics {
+                crate::run::say(format_args!("netloom: metrics at http://{addr}/metrics"));
+            }
+            if let Some(token) = &routes.web {
+                crate::run::say(format_args!(
+                    "netloom: web view at http://{addr}/?token={token} (changes need the token)"
+                ));
+            }
+            bound
+                .serve(source.clone(), routes)
+                .context("starting the HTTP server's thread")
+        })
+        .collect()
+}
+
+/// How often `netloom web` looks whether it was interrupted or the run ended.
+const LOOK: Duration = Duration::from_millis(200);
+
+pub fn run(args: WebArgs) -> Result<()> {
+    let (source, routes, watched): (Arc<dyn Source>, Routes, Option<PathBuf>) = match &args.report {
+        Some(file) => {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let json: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{}: not JSON", file.display()))?;
+            if json.get("flows").is_none() || json.get("pipes").is_none() {
+                anyhow::bail!(
+                    "{}: not a `netloom sim --json` report (it has no \"flows\" and \"pipes\")",
+                    file.display()
+                );
+            }
+            let routes = Routes {
+                report: Some(text),
+                ..Routes::default()
+            };
+            (Arc::new(NoRun), routes, None)
+        }
+        None => {
+            let record = crate::live::target(args.name.as_deref())?;
+            let path = socket_path(&netloom_os::registry_dir(), &record.name);
+            // Answering, or refused here with nothing started.
+            call(&path, &Request::Info, crate::live::REPLY_WAIT)
+                .with_context(|| format!("experiment {} ({})", record.name, path.display()))?;
+            let routes = Routes {
+                web: Some(netloom_web::token().context("making the web view's token")?),
+                ..Routes::default()
+            };
+            (Arc::new(Socket::new(path.clone())), routes, Some(path))
+        }
+    };
+    let bound = Bound::bind(&args.listen).context("--listen")?;
+    let signal = netloom_os::install_stop_handler()?;
+    let _server = serve(vec![Listener { bound, routes }], source)?;
+    while !signal.load(std::sync::atomic::Ordering::Relaxed) {
+        if watched.as_ref().is_some_and(|path| !path.exists()) {
+            println!("netloom: the experiment has stopped");
+            return Ok(());
+        }
+        std::thread::sleep(LOOK);
+    }
+    Ok(())
+}
+
+/// The source of a report viewer: there is no run to read or change.
+struct NoRun;
+
+impl Source for NoRun {
+    fn stats(&self) -> Result<netloom_live::Report, String> {
+        Err("no run: this server shows a sim report".into())
+    }
+
+    fn link_set(
+        &self,
+        _: &str,
+        _: &str,
+        _: netloom_live::Direction,
+        _: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<netloom_live::LinkChange, String> {
+        Err("no run: this server shows a sim report".into())
+    }
+}

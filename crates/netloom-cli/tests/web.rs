@@ -1,0 +1,394 @@
+//! A live run's HTTP side against the programs that read it (root, namespaces, TUN): a real
+//! Prometheus server scrapes `--metrics` and answers a query for a netloom series; headless
+//! Chromium loads `--web`, draws every node and link, and a delay changed from the page adds to
+//! the round trip measured before it in the same run; `netloom web` attaches to the run, and
+//! refuses a run that is not there. Each test skips, saying why, where it cannot run.
+
+#[macro_use]
+mod live_common;
+
+use live_common::{trimmed_mean, Lab};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// h1 - r1 - r2 - h2, 1 ms a link: a round trip of 6 ms.
+const CHAIN: &str = r#"hosts = ["h1", "h2"]
+routers = ["r1", "r2"]
+[defaults]
+bw = "1Gbit"
+[[link]]
+a = "h1"
+b = "r1"
+delay = "1ms"
+[[link]]
+a = "r1"
+b = "r2"
+delay = "1ms"
+[[link]]
+a = "r2"
+b = "h2"
+delay = "1ms"
+"#;
+
+/// A port nothing listens on now (the system's pick for a socket just closed).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One HTTP/1.0 GET of `path` on localhost:`port`: the status code and the body.
+fn get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
+    let mut conn = TcpStream::connect(("127.0.0.1", port))?;
+    conn.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(conn, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+    let mut reply = String::new();
+    conn.read_to_string(&mut reply)?;
+    let status = reply
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = reply.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    Ok((status, body.to_string()))
+}
+
+/// The line of the run's stderr that contains `what`, waiting for it.
+fn stderr_line(lab: &mut Lab, what: &str) -> String {
+    let stderr = lab.child.as_mut().unwrap().stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let line = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.contains(what))
+        .unwrap_or_else(|| panic!("the run never printed {what:?}"));
+    // The rest is drained on a thread, so the run never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    line
+}
+
+/// A child process killed on drop, with its scratch directory removed: a failing test leaves
+/// neither a Prometheus server nor its data behind.
+struct Scratch {
+    child: Option<Child>,
+    dir: PathBuf,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn a_prometheus_server_scrapes_a_live_run() {
+    require_live!("prometheus", "ping");
+    let mut lab = Lab::new("prom", CHAIN);
+    let metrics = free_port();
+    let addr = format!("127.0.0.1:{metrics}");
+    lab.start(&["--metrics", &addr]);
+    lab.exec("h1", &["ping", "-c", "3", "-i", "0.01", "h2"]);
+    let dir = lab.dir.join("prometheus");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("prometheus.yml"),
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: netloom\n    static_configs:\n      - targets: ['{addr}']\n"
+        ),
+    )
+    .unwrap();
+    let web = free_port();
+    let child = Command::new("prometheus")
+        .arg(format!(
+            "--config.file={}",
+            dir.join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{web}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("prometheus starts");
+    let _prometheus = Scratch {
+        child: Some(child),
+        dir: dir.clone(),
+    };
+    let query = "/api/v1/query?query=netloom_pipe_packets_in_total%7Blink%3D%22r1-r2%22%2Cdirection%3D%22a-b%22%7D";
+    let give_up = Instant::now() + Duration::from_secs(60);
+    let answer = loop {
+        if let Ok((200, body)) = get(web, query) {
+            let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+            if json["data"]["result"]
+                .as_array()
+                .is_some_and(|r| !r.is_empty())
+            {
+                break json;
+            }
+        }
+        assert!(
+            Instant::now() < give_up,
+            "prometheus has no netloom series after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let sample = &answer["data"]["result"][0];
+    assert_eq!(sample["metric"]["job"], "netloom");
+    let value: f64 = sample["value"][1].as_str().unwrap().parse().unwrap();
+    assert!(value >= 3.0, "the pings crossed r1-r2: {value}");
+    // What it scraped passes promtool's checks too.
+    let (status, text) = get(metrics, "/metrics").unwrap();
+    assert_eq!(status, 200);
+    let mut check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = check.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    lab.stop();
+}
+
+fn rtt(lab: &Lab) -> f64 {
+    trimmed_mean(lab.exact_rtts("h1", "h2", 10))
+}
+
+/// Loads `url` in headless Chromium, lets its scripts run for `budget` of virtual time, and
+/// returns the page's DOM then.
+fn chromium_dom(url: &str, budget: Duration) -> String {
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            &format!("--virtual-time-budget={}", budget.as_millis()),
+            "--dump-dom",
+            url,
+        ])
+        .stderr(Stdio::null())
+        .output()
+        .expect("chromium runs");
+    assert!(out.status.success(), "chromium failed");
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// The values of attribute `attr` on every element that has it.
+fn attributes(dom: &str, attr: &str) -> Vec<String> {
+    dom.split(&format!(" {attr}=\""))
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn headless_chromium_draws_the_topology_and_changes_a_link_from_the_page() {
+    require_live!("chromium", "ping");
+    let mut lab = Lab::new("web", CHAIN);
+    let port = free_port();
+    lab.start(&["--web", &format!("127.0.0.1:{port}")]);
+    let line = stderr_line(&mut lab, "web view at");
+    let token = line
+        .split("token=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    let first = rtt(&lab);
+    // Without the token, the page is drawn but its change refused: the round trip stays.
+    let url = |token: &str| {
+        format!("http://127.0.0.1:{port}/?token={token}&link=r1-r2&delay=11ms#selftest")
+    };
+    let dom = chromium_dom(&url("wrong"), Duration::from_secs(5));
+    assert!(dom.contains("data-change=\"refused 403\""), "{dom}");
+    let before = rtt(&lab);
+    assert!(
+        before < first + 10.0,
+        "a refused change changed nothing: {before} ms, first {first} ms"
+    );
+    let dom = chromium_dom(&url(token), Duration::from_secs(5));
+    let mut nodes = attributes(&dom, "data-node");
+    nodes.sort();
+    assert_eq!(nodes, ["h1", "h2", "r1", "r2"], "every node drawn once");
+    let mut links = attributes(&dom, "data-link");
+    links.sort();
+    assert_eq!(links, ["h1-r1", "r1-r2", "r2-h2"], "every link drawn once");
+    assert!(dom.contains("data-change=\"applied\""), "{dom}");
+    let verdict = dom.split("id=\"verdict\"").nth(1).unwrap();
+    assert!(
+        verdict.contains(">ACCURATE so far: lateness p99")
+            || verdict.contains(">INACCURATE: lateness p99"),
+        "the verdict is shown: {verdict}"
+    );
+    // 1 ms to 11 ms on r1-r2: 20 ms more round trip than measured just before, in this run.
+    let after = rtt(&lab);
+    assert!(
+        (after - before - 20.0).abs() <= 2.0,
+        "after the page's change {after} ms, before {before} ms"
+    );
+    // `netloom web` attaches to the same run and serves its figures.
+    let attach = free_port();
+    let child = lab
+        .cmd()
+        .args([
+            "web",
+            "--name",
+            &lab.name,
+            "--listen",
+            &format!("127.0.0.1:{attach}"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _web = Scratch {
+        child: Some(child),
+        dir: lab.dir.join("none"),
+    };
+    let give_up = Instant::now() + Duration::from_secs(10);
+    let stats = loop {
+        if let Ok((200, body)) = get(attach, "/api/stats") {
+            break body;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "netloom web not serving after 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stats: serde_json::Value = serde_json::from_str(&stats).unwrap();
+    assert_eq!(stats["experiment"], lab.name.as_str());
+    let report = lab.stop();
+    assert_eq!(report["accuracy"]["physical_drops"], 0);
+}
+
+#[test]
+fn netloom_web_refuses_a_run_that_is_not_there_and_a_bad_report() {
+    let dir = std::env::temp_dir().join(format!("netloom-web-refusals-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let _dir = Scratch {
+        child: None,
+        dir: dir.clone(),
+    };
+    let web = |args: &[&str]| {
+        live_common::netloom()
+            .env("NETLOOM_RUN_DIR", dir.join("run"))
+            .arg("web")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = web(&["--name", "nosuchrun", "--listen", "127.0.0.1:0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.trim(),
+        "netloom: no experiment named nosuchrun is running"
+    );
+    let file = dir.join("topo.toml");
+    std::fs::write(&file, CHAIN).unwrap();
+    let out = web(&["--report", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not JSON"));
+    std::fs::write(&file, "{\"hosts\": []}").unwrap();
+    let out = web(&["--report", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a `netloom sim --json` report"));
+}
+
+/// The path of a test data file.
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// `netloom web --report FILE` on a free port, its DOM in headless Chromium once drawn.
+fn sim_viewer_dom(file: &std::path::Path) -> String {
+    let port = free_port();
+    let child = live_common::netloom()
+        .args(["web", "--listen", &format!("127.0.0.1:{port}"), "--report"])
+        .arg(file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _server = Scratch {
+        child: Some(child),
+        dir: PathBuf::from("/nonexistent"),
+    };
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while get(port, "/api/report").is_err() {
+        assert!(
+            Instant::now() < give_up,
+            "netloom web not serving after 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    chromium_dom(&format!("http://127.0.0.1:{port}/"), Duration::from_secs(3))
+}
+
+#[test]
+fn the_sim_viewer_plots_a_report_with_and_without_its_series() {
+    if Command::new("chromium").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: chromium is not installed");
+        return;
+    }
+    let fixture = data("sim-series.json");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let dom = sim_viewer_dom(&fixture);
+    assert!(
+        dom.contains("data-sim=\"2 flows, 10 pipes, series\""),
+        "{dom}"
+    );
+    let series = attributes(&dom, "data-series");
+    // Throughput per flow, utilization per pipe over time, a CDF per flow, utilization by pipe.
+    assert_eq!(series.len(), 2 + 10 + 2 + 1, "{series:?}");
+    assert_eq!(series[0], "0: left1→right1 (aimd)");
+    assert_eq!(
+        series[2],
+        format!("{} a-b", report["pipes"][0]["link"].as_str().unwrap())
+    );
+    // Without `series`, what the report has: totals, CDFs, utilization.
+    let mut totals = report.clone();
+    totals.as_object_mut().unwrap().remove("series");
+    let dir = std::env::temp_dir().join(format!("netloom-web-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let _dir = Scratch {
+        child: None,
+        dir: dir.clone(),
+    };
+    let file = dir.join("totals.json");
+    std::fs::write(&file, totals.to_string()).unwrap();
+    let dom = sim_viewer_dom(&file);
+    assert!(
+        dom.contains("data-sim=\"2 flows, 10 pipes, totals\""),
+        "{dom}"
+    );
+    assert_eq!(attributes(&dom, "data-series").len(), 2 + 2 + 1);
+}

@@ -1,0 +1,355 @@
+// netloom's web view: polls /api/stats once a second, draws the topology (links coloured by
+// their utilization over the last poll, widened by their queue), shows a link's counters and a
+// chart of its last minutes, changes a link through /api/link (the same change as
+// `netloom link set`), and plots a `netloom sim --json` report. Plain JS and SVG, no library.
+"use strict";
+
+const SVG = "http://www.w3.org/2000/svg";
+const POLL_MS = 1000;
+const HISTORY = 300; // samples kept per link: five minutes at one a second
+const params = new URLSearchParams(location.search);
+const state = {
+  graph: null, // {nodes: Map name -> {x, y, host}, links: Map label -> {a, b, pipes: [index]}}
+  last: null, // the previous report, for rates
+  history: new Map(), // link label -> [{t, util, drops, queue}]
+  selected: null,
+  hovered: null,
+};
+
+function el(tag, attrs, parent) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (parent) parent.appendChild(e);
+  return e;
+}
+
+// --- topology, from the report's pipes: every pipe names its link and its two ends -------------
+
+function topology(report) {
+  const hosts = new Set(report.hosts.map((h) => h.name));
+  const nodes = new Map();
+  const links = new Map();
+  report.pipes.forEach((p, i) => {
+    for (const n of [p.from, p.to]) if (!nodes.has(n)) nodes.set(n, { host: hosts.has(n) });
+    let l = links.get(p.link);
+    if (!l) links.set(p.link, (l = { a: p.from, b: p.to, pipes: [] }));
+    if (p.direction === "a-b" || p.direction === "shared") [l.a, l.b] = [p.from, p.to];
+    l.pipes.push(i);
+  });
+  for (const h of hosts) if (!nodes.has(h)) nodes.set(h, { host: true });
+  layout(nodes, links);
+  return { nodes, links };
+}
+
+// A force-directed layout (springs along links, repulsion between nodes). Repulsion only looks
+// at nodes in neighbouring grid cells, so a step costs about O(n): thousands of nodes settle in
+// a second of script time.
+function layout(nodes, links) {
+  const list = [...nodes.values()];
+  const n = list.length;
+  const side = Math.sqrt(n) * 40 + 100;
+  list.forEach((v, i) => {
+    // A deterministic spiral start: the same topology draws the same picture.
+    const r = side * 0.4 * Math.sqrt((i + 0.5) / n), t = i * 2.399963;
+    v.x = side / 2 + r * Math.cos(t);
+    v.y = side / 2 + r * Math.sin(t);
+  });
+  const edges = [...links.values()].map((l) => [nodes.get(l.a), nodes.get(l.b)]);
+  const want = 40, cell = want * 2;
+  const steps = n > 2000 ? 60 : 200;
+  for (let s = 0; s < steps; s++) {
+    const heat = 1 - s / steps;
+    for (const v of list) v.dx = v.dy = 0;
+    const grid = new Map();
+    for (const v of list) {
+      const k = Math.floor(v.x / cell) + "," + Math.floor(v.y / cell);
+      (grid.get(k) || grid.set(k, []).get(k)).push(v);
+    }
+    for (const v of list) {
+      const cx = Math.floor(v.x / cell), cy = Math.floor(v.y / cell);
+      for (let gx = cx - 1; gx <= cx + 1; gx++)
+        for (let gy = cy - 1; gy <= cy + 1; gy++)
+          for (const u of grid.get(gx + "," + gy) || []) {
+            if (u === v) continue;
+            let dx = v.x - u.x, dy = v.y - u.y, d2 = dx * dx + dy * dy;
+            if (d2 < 0.01) { dx = Math.random() - 0.5; dy = Math.random() - 0.5; d2 = 0.5; }
+            if (d2 > cell * cell) continue;
+            const f = (want * want) / d2;
+            v.dx += dx * f * 0.05; v.dy += dy * f * 0.05;
+          }
+    }
+    for (const [u, v] of edges) {
+      const dx = v.x - u.x, dy = v.y - u.y, d = Math.sqrt(dx * dx + dy * dy) || 1;
+      const f = (d - want) / d * 0.1;
+      u.dx += dx * f; u.dy += dy * f; v.dx -= dx * f; v.dy -= dy * f;
+    }
+    const cap = 20 * heat + 1;
+    for (const v of list) {
+      const m = Math.sqrt(v.dx * v.dx + v.dy * v.dy) || 1;
+      v.x += (v.dx / m) * Math.min(m, cap);
+      v.y += (v.dy / m) * Math.min(m, cap);
+    }
+  }
+}
+
+function draw(graph) {
+  const svg = document.getElementById("graph");
+  svg.textContent = "";
+  const xs = [...graph.nodes.values()].map((v) => v.x), ys = [...graph.nodes.values()].map((v) => v.y);
+  const pad = 30, x0 = Math.min(...xs) - pad, y0 = Math.min(...ys) - pad;
+  // At least 500 units across, so a handful of nodes is not drawn huge.
+  const w = Math.max(500, Math.max(...xs) - x0 + pad), h = Math.max(300, Math.max(...ys) - y0 + pad);
+  svg.setAttribute("viewBox", `${x0 - (w - (Math.max(...xs) - x0 + pad)) / 2} ${y0 - (h - (Math.max(...ys) - y0 + pad)) / 2} ${w} ${h}`);
+  const big = graph.nodes.size > 300; // hundreds of nodes: routers as dots, no labels, thin links
+  graph.width = big ? 0.6 : 2;
+  const linkLayer = el("g", {}, svg), nodeLayer = el("g", {}, svg);
+  for (const [label, l] of graph.links) {
+    const a = graph.nodes.get(l.a), b = graph.nodes.get(l.b);
+    l.line = el("line", { x1: a.x, y1: a.y, x2: b.x, y2: b.y, stroke: "#bbb", "stroke-width": graph.width, "data-link": label }, linkLayer);
+    l.line.addEventListener("mouseenter", () => { state.hovered = label; detail(); });
+    l.line.addEventListener("mouseleave", () => { state.hovered = null; detail(); });
+    l.line.addEventListener("click", () => select(label));
+  }
+  for (const [name, v] of graph.nodes) {
+    el("circle", { cx: v.x, cy: v.y, r: v.host ? 6 : big ? 2 : 5, class: v.host ? "host" : "router", "data-node": name }, nodeLayer);
+    if (!big || v.host) el("text", { x: v.x + 7, y: v.y - 7 }, nodeLayer).textContent = name;
+  }
+  document.body.dataset.nodes = graph.nodes.size;
+  document.body.dataset.links = graph.links.size;
+}
+
+// --- live figures ------------------------------------------------------------------------------
+
+// A pipe's utilization since the last poll: the report's is since the start (bytes out × 8 over
+// rate × uptime), so utilization × uptime is the time it was busy.
+function recent(p, q, dt) {
+  if (!q || dt <= 0) return p.utilization;
+  return Math.max(0, (p.utilization * state.uptime - q.utilization * state.lastUptime) / dt);
+}
+
+function colour(u) {
+  const t = Math.min(1, Math.max(0, u));
+  const hue = 120 * (1 - t); // green, idle, to red, saturated
+  return `hsl(${hue}, 75%, 45%)`;
+}
+
+function update(report) {
+  const changed = !state.graph || report.pipes.length !== state.pipesSeen;
+  if (changed) {
+    state.graph = topology(report);
+    state.pipesSeen = report.pipes.length;
+    state.last = null;
+    draw(state.graph);
+  }
+  state.lastUptime = state.uptime || 0;
+  state.uptime = report.uptime_ns / 1e9;
+  const dt = state.uptime - state.lastUptime;
+  const before = state.last;
+  for (const [label, l] of state.graph.links) {
+    let util = 0, drops = 0, queue = 0;
+    for (const i of l.pipes) {
+      const p = report.pipes[i], q = before && before.pipes[i];
+      util = Math.max(util, recent(p, q, dt));
+      drops += p.drops - (q ? q.drops : 0);
+      queue += p.queue_packets;
+    }
+    l.line.setAttribute("stroke", colour(util));
+    l.line.setAttribute("stroke-width", state.graph.width * (1 + Math.log2(1 + queue)));
+    l.line.setAttribute("stroke-opacity", drops > 0 ? 1 : 0.8);
+    l.line.classList.toggle("selected", label === state.selected);
+    const h = state.history.get(label) || state.history.set(label, []).get(label);
+    h.push({ t: state.uptime, util, drops, queue });
+    if (h.length > HISTORY) h.shift();
+  }
+  state.last = report;
+  state.report = report;
+  const a = report.accuracy;
+  document.getElementById("title").textContent =
+    `${report.experiment}: ${state.uptime.toFixed(0)} s, ${report.in_flight} packets inside`;
+  const v = document.getElementById("verdict");
+  v.textContent = `${a.accurate ? "ACCURATE so far" : "INACCURATE"}: lateness p99 ${(a.lateness_ns_p99 / 1e3).toFixed(1)} us, ` +
+    `${a.late} late, ${a.physical_drops} physical drops`;
+  v.className = a.accurate ? "ok" : "bad";
+  detail();
+}
+
+function row(k, v) {
+  return `<tr><td>${k}</td><td>${v}</td></tr>`;
+}
+
+function detail() {
+  const label = state.hovered || state.selected;
+  const box = document.getElementById("detail");
+  if (!label || !state.report || !state.graph.links.has(label)) { box.innerHTML = ""; return; }
+  const l = state.graph.links.get(label);
+  let html = `<h3>${label}</h3>`;
+  for (const i of l.pipes) {
+    const p = state.report.pipes[i];
+    html += `<table><tr><th colspan=2>${p.from} → ${p.to} (${p.direction})</th></tr>` +
+      row("packets in / out", `${p.packets_in} / ${p.packets_out}`) +
+      row("MB out", (p.bytes_out / 1e6).toFixed(3)) +
+      row("utilization since start", (100 * p.utilization).toFixed(1) + " %") +
+      row("queue now (pkts / bytes)", `${p.queue_packets} / ${p.queue_bytes}`) +
+      row("queue high-water (pkts)", p.queue_hwm_packets) +
+      Object.entries(p.drops_by_cause).map(([c, n]) => row(`drops: ${c}`, n)).join("") +
+      "</table>";
+  }
+  box.innerHTML = html;
+  box.appendChild(chart(state.history.get(label) || []));
+}
+
+// A small chart of a link's utilization (line) and drops (bars) over the samples kept.
+function chart(samples) {
+  const w = 290, h = 80;
+  const svg = el("svg", { width: w, height: h, class: "chart" });
+  if (samples.length < 2) return svg;
+  const t0 = samples[0].t, t1 = samples[samples.length - 1].t || t0 + 1;
+  const x = (t) => ((t - t0) / Math.max(1e-9, t1 - t0)) * (w - 4) + 2;
+  const maxDrops = Math.max(1, ...samples.map((s) => s.drops));
+  for (const s of samples)
+    if (s.drops > 0) el("rect", { x: x(s.t) - 1, y: h - (s.drops / maxDrops) * (h / 3), width: 2, height: (s.drops / maxDrops) * (h / 3), fill: "#d33" }, svg);
+  el("polyline", { fill: "none", stroke: "#2a6fdb", "stroke-width": 1.5,
+    points: samples.map((s) => `${x(s.t)},${h - 2 - Math.min(1, s.util) * (h - 4)}`).join(" ") }, svg);
+  el("text", { x: 4, y: 12, "font-size": 10 }, svg).textContent =
+    `utilization, last ${Math.round(t1 - t0)} s (drops in red)`;
+  return svg;
+}
+
+function select(label) {
+  state.selected = label;
+  const form = document.getElementById("change");
+  form.hidden = false;
+  document.getElementById("change-link").textContent = label;
+  for (const [name, l] of state.graph.links) l.line.classList.toggle("selected", name === label);
+  detail();
+}
+
+// Posts the form's change: the same request as `netloom link set A B key=value...`.
+async function apply(event) {
+  if (event) event.preventDefault();
+  const form = document.getElementById("change");
+  const l = state.graph.links.get(state.selected);
+  const set = {};
+  for (const key of ["delay", "bw", "loss"]) {
+    const v = form.elements[key].value.trim();
+    if (v) set[key] = v;
+  }
+  const out = document.getElementById("change-result");
+  const response = await fetch("/api/link", {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: "Bearer " + form.elements.token.value.trim() },
+    body: JSON.stringify({ a: l.a, b: l.b, direction: form.elements.direction.value, set }),
+  });
+  const body = await response.json();
+  out.textContent = response.ok ? `applied at ${(body.at_ns / 1e9).toFixed(3)} s` : `refused: ${body.error}`;
+  document.body.dataset.change = response.ok ? "applied" : "refused " + response.status;
+  return response.ok;
+}
+
+async function poll() {
+  try {
+    const response = await fetch("/api/stats");
+    if (response.ok) update(await response.json());
+    else document.getElementById("verdict").textContent = "no figures: " + (await response.json()).error;
+  } catch (e) {
+    document.getElementById("verdict").textContent = "the run does not answer (stopped?)";
+  }
+}
+
+// `#selftest` (the headless browser test): once drawn, change the delay of link `link` (or the
+// first) to `delay` through the form, as a user would, and say how it went in the body's data.
+async function selftest() {
+  while (!state.graph) await new Promise((r) => setTimeout(r, 50));
+  select(params.get("link") || [...state.graph.links.keys()][0]);
+  const form = document.getElementById("change");
+  form.elements.delay.value = params.get("delay") || "7ms";
+  form.elements.token.value = params.get("token") || "";
+  await apply();
+  document.body.dataset.selftest = "done";
+}
+
+// --- a `netloom sim --json` report ---------------------------------------------------------------
+
+const PALETTE = ["#2a6fdb", "#d33", "#2a2", "#e90", "#93c", "#0aa", "#a52", "#888"];
+
+// A line chart of `series` ([{name, points: [[x, y]]}]), or with `bars`, one bar per point.
+function plot(title, series, xLabel, yLabel, xs, bars) {
+  const w = 640, h = 220, left = 50, bottom = 30;
+  const section = document.createElement("div");
+  section.innerHTML = `<h2>${title}</h2>`;
+  const svg = el("svg", { width: w, height: h }, section);
+  const all = series.flatMap((s) => s.points);
+  if (!all.length) return section;
+  const xMax = Math.max(...all.map((p) => p[0])) || 1, yMax = Math.max(...all.map((p) => p[1])) || 1;
+  const X = (x) => left + (x / xMax) * (w - left - 10), Y = (y) => h - bottom - (y / yMax) * (h - bottom - 10);
+  el("line", { x1: left, y1: h - bottom, x2: w - 10, y2: h - bottom, stroke: "#333" }, svg);
+  el("line", { x1: left, y1: 10, x2: left, y2: h - bottom, stroke: "#333" }, svg);
+  el("text", { x: w / 2, y: h - 5, "font-size": 11 }, svg).textContent = `${xLabel} (max ${xs(xMax)})`;
+  el("text", { x: 4, y: 12, "font-size": 11 }, svg).textContent = `${yLabel} (max ${yMax.toPrecision(3)})`;
+  series.forEach((s, k) => {
+    const colour = PALETTE[k % PALETTE.length];
+    if (!bars) {
+      el("polyline", { fill: "none", stroke: colour, "stroke-width": 1.5, "data-series": s.name,
+        points: s.points.map(([x, y]) => `${X(x)},${Y(y)}`).join(" ") }, svg);
+      return;
+    }
+    const group = el("g", { fill: colour, "data-series": s.name }, svg);
+    const width = (w - left - 10) / (xMax + 1);
+    for (const [x, y] of s.points)
+      el("rect", { x: left + x * width + 1, y: Y(y), width: Math.max(1, width - 2), height: h - bottom - Y(y) }, group);
+  });
+  const legend = document.createElement("p");
+  legend.className = "legend";
+  legend.innerHTML = series.map((s, k) => `<span style="color:${PALETTE[k % PALETTE.length]}">■ ${s.name}</span>`).join("");
+  section.appendChild(legend);
+  return section;
+}
+
+function showSim(report) {
+  const box = document.getElementById("sim");
+  box.hidden = false;
+  document.querySelector("main").hidden = true;
+  box.textContent = "";
+  const flows = report.flows || [], pipes = report.pipes || [];
+  const name = (f, k) => `${k}: ${f.src}→${f.dst} (${f.kind})`;
+  const series = report.series;
+  if (series) {
+    const s = series.interval_ns / 1e9;
+    box.appendChild(plot("Throughput of each flow over time",
+      series.flows.map((f, k) => ({ name: name(flows[k], k), points: f.throughput_bps.map((v, i) => [(i + 1) * s, v / 1e6]) })),
+      "time, s", "Mbit/s", (x) => x.toFixed(1) + " s"));
+    box.appendChild(plot("Link utilization over time",
+      series.pipes.map((p, k) => ({ name: `${pipes[k].link} ${pipes[k].direction}`, points: p.utilization.map((v, i) => [(i + 1) * s, v]) })),
+      "time, s", "utilization", (x) => x.toFixed(1) + " s"));
+  } else {
+    box.appendChild(plot("Throughput of each flow (whole run; no series in this report: `netloom sim --series 1s`)",
+      flows.map((f, k) => ({ name: name(f, k), points: [[0, f.throughput_bps / 1e6], [1, f.throughput_bps / 1e6]] })),
+      "run", "Mbit/s", () => "end"));
+  }
+  // A flow's latency CDF from its percentiles: the fraction of packets at most so late.
+  box.appendChild(plot("Latency CDF of each flow (from its percentiles)",
+    flows.map((f, k) => {
+      const l = f.latency_ns;
+      return { name: name(f, k), points: [[l.p50 / 1e6, 0.5], [l.p90 / 1e6, 0.9], [l.p99 / 1e6, 0.99], [l.max / 1e6, 1]] };
+    }),
+    "latency, ms", "fraction of packets", (x) => x.toFixed(2) + " ms"));
+  box.appendChild(plot("Utilization of each pipe (whole run)",
+    [{ name: "utilization by pipe, in report order", points: pipes.map((p, k) => [k, p.utilization]) }],
+    "pipe, in report order", "utilization", (x) => String(x), true));
+  document.body.dataset.sim = `${flows.length} flows, ${pipes.length} pipes, ${series ? "series" : "totals"}`;
+}
+
+document.getElementById("change").addEventListener("submit", apply);
+document.getElementById("open").addEventListener("change", (e) => {
+  const file = e.target.files[0];
+  if (file) file.text().then((t) => showSim(JSON.parse(t)));
+});
+document.getElementById("change").elements.token.value = params.get("token") || "";
+
+fetch("/api/report").then(async (response) => {
+  if (response.ok) return showSim(await response.json());
+  await poll();
+  setInterval(poll, POLL_MS);
+  if (location.hash === "#selftest") selftest();
+  else if (params.get("link") && state.graph) select(params.get("link")); // a link to share
+});
