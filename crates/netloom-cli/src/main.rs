@@ -54,6 +54,9 @@ enum Command {
     Stats(live::StatsArgs),
     /// Change a running experiment's link: `link set A B delay=5ms`, `link down A B`, `link up A B`.
     Link(live::LinkArgs),
+    /// Print a running experiment's events as JSON lines as they happen (link changes, routes
+    /// recomputed, accuracy alarms, start and stop) until it stops.
+    Events(live::EventsArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
         Command::Shell(args) => live::shell(args).map(|code| std::process::exit(code.into())),
         Command::Stats(args) => live::stats(args),
         Command::Link(args) => live::link(args),
+        Command::Events(args) => live::events(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

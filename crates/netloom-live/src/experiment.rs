@@ -7,13 +7,13 @@
 use crate::clock::{Clock, SystemClock};
 use crate::control::{ControlError, Controller};
 use crate::driver::{Driver, DriverConfig};
-use crate::event::{Event, Events, Subscription};
+use crate::event::{Event, EventLines, Events, Subscription};
 use crate::message::{Direction, LinkChange, Request};
 use crate::monitor::Monitor;
 use crate::plan::{Placement, Plan, PlanError};
 use crate::protocol::{socket_path, Reply, VERSION};
 use crate::report::{Report, RunInfo};
-use crate::server::{Handler, Server};
+use crate::server::{Handler, Response, Server};
 use crate::tun_drops::TunDrops;
 use crate::tun_io::TunIo;
 use crate::worker::Worker;
@@ -145,11 +145,22 @@ impl Shared {
     fn link_state(&self, a: &str, b: &str, up: bool) -> Result<LinkChange, LiveError> {
         let change = self.controller.link_state(a, b, up)?.wait(ANSWER_TIMEOUT)?;
         self.events.publish(Event::LinkChanged(change.clone()));
+        // Every worker applied the change, and with it recomputed its routes.
+        self.events.publish(Event::RoutesRecomputed {
+            at_ns: change.at_ns,
+            link: change.link.clone(),
+            up,
+        });
         Ok(change)
     }
 
+    /// Nanoseconds since the run started, for events.
+    fn now_ns(&self) -> u64 {
+        self.controller.clock().now().as_nanos()
+    }
+
     /// Serves one request of the control protocol.
-    fn handle(&self, request: Request) -> Reply {
+    fn handle(&self, request: Request) -> Response {
         let body = match request {
             Request::Info => Ok(to_value(&self.info)),
             Request::Stats => self.stats().map(|r| to_value(&r)),
@@ -165,10 +176,16 @@ impl Shared {
                 let _ = self.bell.lock().expect("no ringer panics").send(());
                 Ok(serde_json::json!({ "stopping": self.info.experiment }))
             }
+            Request::Events => {
+                return Response {
+                    reply: Reply::ok(serde_json::json!({ "experiment": self.info.experiment })),
+                    stream: Some(Box::new(EventLines::new(self.events.subscribe()))),
+                }
+            }
         };
         match body {
-            Ok(body) => Reply::ok(body),
-            Err(e) => Reply::error(e.to_string()),
+            Ok(body) => Reply::ok(body).into(),
+            Err(e) => Reply::error(e.to_string()).into(),
         }
     }
 }
@@ -314,6 +331,7 @@ impl Experiment {
             .map_err(io_error("starting the accuracy monitor"))?
         });
         experiment.shared.events.publish(Event::Started {
+            at_ns: experiment.shared.now_ns(),
             experiment: options.name,
             hosts: experiment.shared.info.hosts.len(),
             workers: experiment.workers.len(),
@@ -417,6 +435,7 @@ impl Experiment {
             let (driver, result) = worker.join();
             if let Err(error) = result {
                 self.shared.events.publish(Event::WorkerFailed {
+                    at_ns: self.shared.now_ns(),
                     worker: k,
                     error: error.clone(),
                 });
@@ -434,6 +453,7 @@ impl Experiment {
         }
         drop(drivers);
         self.shared.events.publish(Event::Stopped {
+            at_ns: self.shared.now_ns(),
             reason: reason.to_string(),
         });
         let teardown = self.testbed.take().map(|mut t| t.teardown());

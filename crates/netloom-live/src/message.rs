@@ -123,12 +123,15 @@ pub enum Request {
     },
     /// Stop the experiment and tear it down, as Ctrl-C or `netloom stop` would.
     Stop,
+    /// The run's events from now on, as JSON lines after the reply, until the run stops
+    /// (a streaming request: docs/control.md).
+    Events,
 }
 
 impl Request {
     /// Every request's `cmd`, for error messages.
     pub const COMMANDS: &'static [&'static str] =
-        &["info", "stats", "link-set", "link-state", "stop"];
+        &["info", "stats", "link-set", "link-state", "stop", "events"];
 }
 
 /// A change made to a running experiment's link: the reply to a link request, and the event

@@ -134,14 +134,32 @@ pub enum CallError {
 /// Sends `request` to the experiment whose socket is `path` and returns the reply's body,
 /// waiting up to `timeout` for it.
 pub fn call(path: &Path, request: &Request, timeout: Duration) -> Result<Value, CallError> {
+    open(path, request, timeout).map(|(body, _)| body)
+}
+
+/// Sends a streaming request (`events`) and returns the reply's body and the connection, from
+/// which the stream is read until the experiment closes it (the run stopped). Waits up to
+/// `timeout` for the reply; the stream's reads then wait as long as it takes.
+pub fn open(
+    path: &Path,
+    request: &Request,
+    timeout: Duration,
+) -> Result<(Value, BufReader<UnixStream>), CallError> {
     let mut conn = UnixStream::connect(path)?;
     conn.set_read_timeout(Some(timeout))?;
     conn.set_write_timeout(Some(timeout))?;
     writeln!(conn, "{}", request_line(request))?;
+    let mut reader = BufReader::new(conn);
     let mut line = String::new();
-    BufReader::new((&conn).take(MAX_REPLY as u64)).read_line(&mut line)?;
-    let reply: Reply =
-        serde_json::from_str(&line).map_err(|e| CallError::Garbled(e.to_string()))?;
+    (&mut reader).take(MAX_REPLY as u64).read_line(&mut line)?;
+    let body = parse_reply(&line)?;
+    reader.get_ref().set_read_timeout(None)?;
+    Ok((body, reader))
+}
+
+/// A reply line's body, or why there is none.
+fn parse_reply(line: &str) -> Result<Value, CallError> {
+    let reply: Reply = serde_json::from_str(line).map_err(|e| CallError::Garbled(e.to_string()))?;
     if reply.version != VERSION {
         return Err(CallError::Garbled(format!(
             "the experiment speaks protocol version {}, this client {VERSION}",
@@ -167,6 +185,7 @@ mod tests {
             Request::Stats,
             Request::Info,
             Request::Stop,
+            Request::Events,
             Request::LinkState {
                 a: "r1".into(),
                 b: "r2".into(),
