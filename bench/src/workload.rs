@@ -63,6 +63,7 @@ pub fn timed(seconds: u64) -> SimOptions<'static> {
         wall_clock: true,
         progress: None,
         progress_every: std::time::Duration::MAX,
+        series: None,
     }
 }
 

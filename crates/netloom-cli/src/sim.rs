@@ -64,6 +64,10 @@ pub struct SimArgs {
     /// Pin each worker to a CPU, communicating workers on CPUs that share a cache (MX).
     #[arg(long)]
     pin: bool,
+    /// Add per-interval series of this length to the JSON report (flow throughput, pipe
+    /// utilization, drops and queue length; docs/json.md), e.g. 1s or 100ms. One worker only.
+    #[arg(long, requires = "json")]
+    series: Option<String>,
     /// Write the packet counts per pipe and per pair of consecutive pipes to FILE, for
     /// `partition --weights observed:FILE` and `--measure FILE`.
     #[arg(long)]
@@ -104,6 +108,19 @@ pub fn run(args: SimArgs) -> Result<()> {
             args.duration
         );
     }
+    let series = match &args.series {
+        None => None,
+        Some(text) => {
+            let interval = netloom_topo::units::parse_duration(text).context("--series")?;
+            if interval.as_nanos() == 0 {
+                bail!("--series: {text:?} is no interval; give a positive duration such as 1s");
+            }
+            if args.workers > 1 {
+                bail!("--series needs one worker: drop --workers {}", args.workers);
+            }
+            Some(interval)
+        }
+    };
     let topo = args.input.load(&args.file)?;
     let spec = parse_spec(&args.traffic).context("--traffic")?;
     let flows = traffic::expand(&spec.pattern, spec.kind, spec.cap, &topo, args.seed)
@@ -167,6 +184,7 @@ pub fn run(args: SimArgs) -> Result<()> {
             None
         },
         progress_every: std::time::Duration::from_millis(250),
+        series,
     };
     let (engine, report, workers, assignment) = match assignment {
         Some(a) if partitioned => {

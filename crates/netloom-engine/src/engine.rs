@@ -503,9 +503,10 @@ impl Engine {
         &self.pipes[id as usize]
     }
 
-    /// Packets and bytes queued in `pipe` now (waiting or being serialized).
-    pub fn queue_len(&mut self, pipe: PipeId) -> (u64, u64) {
-        self.pipes[pipe as usize].queue_len(self.now)
+    /// Packets and bytes queued in `pipe` at `at` (waiting or being serialized), an instant not
+    /// before the engine's `now` and not after its next event (`poll_at`).
+    pub fn queue_len(&mut self, pipe: PipeId, at: Instant) -> (u64, u64) {
+        self.pipes[pipe as usize].queue_len(at)
     }
 
     /// Adds a synthetic flow; its sender is first polled at `spec.start`.

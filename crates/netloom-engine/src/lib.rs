@@ -7,6 +7,7 @@ pub mod ownership;
 mod packet;
 pub mod report;
 mod scheduler;
+pub mod series;
 pub mod sim;
 pub mod traffic;
 pub mod workers;
