@@ -9,6 +9,7 @@ pub mod report;
 mod scheduler;
 pub mod series;
 pub mod sim;
+pub mod tap;
 pub mod traffic;
 pub mod workers;
 
