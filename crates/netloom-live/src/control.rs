@@ -8,7 +8,8 @@ use crate::driver::Driver;
 use crate::io::PacketIo;
 use crate::mailbox::{mailboxes, Message, Post};
 use crate::message::{Answer, Change, ChangeKind, Direction, LinkChange, Order, Snapshot};
-use netloom_topo::{did_you_mean, LinkId, LinkPatch, NodeId, PatchError, Topology};
+use crate::pcapng::Interface;
+use netloom_topo::{did_you_mean, LinkId, LinkPatch, NodeId, PatchError, PipeId, Topology};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
 use std::time::Duration;
@@ -120,21 +121,12 @@ impl<C: Clock> Controller<C> {
         direction: Direction,
         set: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Pending<LinkChange>, ControlError> {
-        let (link, forward) = self.link(a, b)?;
+        let pipes = self.pipes(a, b, direction)?;
         let label = format!("{a}-{b}");
         let patch = LinkPatch::from_table(set).map_err(|source| ControlError::Patch {
             link: label.clone(),
             source,
         })?;
-        let l = &self.topology.links[link as usize];
-        // The pipes in the directions a→b and b→a as the request named the ends.
-        let (ab, ba) = if forward { (l.ab, l.ba) } else { (l.ba, l.ab) };
-        let pipes = match direction {
-            Direction::Both if ab == ba => vec![ab],
-            Direction::Both => vec![ab, ba],
-            Direction::AToB => vec![ab],
-            Direction::BToA => vec![ba],
-        };
         let change = Change {
             at: self.clock.now(),
             what: ChangeKind::Patch {
@@ -205,6 +197,11 @@ impl<C: Clock> Controller<C> {
         })
     }
 
+    /// Starts a capture on every worker (only the owners of its pipes see their packets).
+    pub(crate) fn capture(&self, tap: crate::capture::Tap) -> Pending<()> {
+        self.ask(Order::Capture(tap), |_| Ok(()))
+    }
+
     /// Posts `change` to every worker; `done` is the result once all applied it.
     fn apply(&self, change: Change, done: LinkChange) -> Pending<LinkChange> {
         let change = Arc::new(change);
@@ -236,6 +233,7 @@ impl<C: Clock> Controller<C> {
                 Order::Apply(change) => Order::Apply(change.clone()),
                 Order::Snapshot => Order::Snapshot,
                 Order::Accuracy => Order::Accuracy,
+                Order::Capture(tap) => Order::Capture(tap.clone()),
             };
             if post.send(Message::Order(copy, tx.clone())) {
                 posted += 1;
@@ -248,6 +246,65 @@ impl<C: Clock> Controller<C> {
             answers: Vec::with_capacity(posted),
             merge: Box::new(merge),
         }
+    }
+
+    /// The pipes of the link joining the nodes named `a` and `b`, in `direction` relative to
+    /// the order they are named in.
+    fn pipes(&self, a: &str, b: &str, direction: Direction) -> Result<Vec<PipeId>, ControlError> {
+        let (link, forward) = self.link(a, b)?;
+        let l = &self.topology.links[link as usize];
+        // The pipes in the directions a→b and b→a as the request named the ends.
+        let (ab, ba) = if forward { (l.ab, l.ba) } else { (l.ba, l.ab) };
+        Ok(match direction {
+            Direction::Both if ab == ba => vec![ab],
+            Direction::Both => vec![ab, ba],
+            Direction::AToB => vec![ab],
+            Direction::BToA => vec![ba],
+        })
+    }
+
+    /// The pipes a capture of `a` and `b` (a link, in `direction`) or of `a` alone (a node:
+    /// every link it has, both directions) means, each named for the capture file.
+    pub(crate) fn capture_pipes(
+        &self,
+        a: &str,
+        b: Option<&str>,
+        direction: Direction,
+    ) -> Result<Vec<(PipeId, Interface)>, ControlError> {
+        let topo = &self.topology;
+        let pipes = match b {
+            Some(b) => self.pipes(a, b, direction)?,
+            None => {
+                let node = self.node(a)?;
+                let mut pipes = Vec::new();
+                for l in topo.links.iter().filter(|l| l.a == node || l.b == node) {
+                    pipes.push(l.ab);
+                    if l.ba != l.ab {
+                        pipes.push(l.ba);
+                    }
+                }
+                pipes
+            }
+        };
+        Ok(pipes
+            .into_iter()
+            .map(|p| {
+                let spec = &topo.pipes[p as usize];
+                let l = &topo.links[spec.link as usize];
+                let (x, y) = (&topo.node(l.a).name, &topo.node(l.b).name);
+                let (name, way) = match spec.direction {
+                    _ if l.ab == l.ba => (format!("{x}<->{y}"), "shared"),
+                    netloom_topo::Direction::AtoB => (format!("{x}->{y}"), "a-b"),
+                    netloom_topo::Direction::BtoA => (format!("{y}->{x}"), "b-a"),
+                };
+                let interface = Interface {
+                    name,
+                    description: format!("netloom link {x}-{y}, pipe {way}"),
+                    speed_bps: spec.config.rate.as_bps(),
+                };
+                (p, interface)
+            })
+            .collect())
     }
 
     /// The link joining the nodes named `a` and `b`, and whether it is written `a`→`b`.

@@ -13,6 +13,7 @@
 
 mod accuracy;
 mod answer;
+mod capture;
 mod clock;
 mod control;
 mod driver;
@@ -24,6 +25,7 @@ mod mailbox;
 mod message;
 mod monitor;
 mod payload;
+pub mod pcapng;
 mod plan;
 mod pool;
 pub mod protocol;
@@ -37,6 +39,7 @@ mod wait;
 mod worker;
 
 pub use accuracy::{Accuracy, AccuracyReport, Thresholds};
+pub use capture::{When, SNAPLEN};
 pub use clock::{Clock, SystemClock, TestClock};
 pub use control::{ControlError, Controller, Pending};
 pub use driver::{Driver, DriverConfig};
@@ -46,6 +49,8 @@ pub use io::{Framing, PacketIo};
 pub use ip::{destination, endpoints, Malformed};
 pub use message::{Direction, HostCounters, LinkChange, PipeState, Request, Snapshot};
 pub use plan::{Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};
-pub use report::{HostInfo, HostReport, Report, RunInfo, WorkersInfo, WorkersReport};
+pub use report::{
+    CaptureReport, HostInfo, HostReport, Report, RunInfo, WorkersInfo, WorkersReport,
+};
 pub use tun_io::TunIo;
 pub use wait::{Hybrid, Precision, Waiter};

@@ -186,6 +186,13 @@ mod tests {
             Request::Info,
             Request::Stop,
             Request::Events,
+            Request::Capture {
+                a: "r1".into(),
+                b: Some("r2".into()),
+                direction: Direction::BToA,
+                when: crate::capture::When::Enter,
+                snaplen: 96,
+            },
             Request::LinkState {
                 a: "r1".into(),
                 b: "r2".into(),
@@ -206,6 +213,16 @@ mod tests {
             r#"{"version": 1, "cmd": "link-set", "a": "x", "b": "y", "set": {"bw": "1Gbit"}}"#;
         match parse_request(line).unwrap() {
             Request::LinkSet { direction, .. } => assert_eq!(direction, Direction::Both),
+            other => panic!("{other:?}"),
+        }
+        let line = r#"{"version": 1, "cmd": "capture", "a": "h1"}"#;
+        match parse_request(line).unwrap() {
+            Request::Capture {
+                b, when, snaplen, ..
+            } => assert_eq!(
+                (b, when, snaplen),
+                (None, crate::capture::When::Exit, 262_144)
+            ),
             other => panic!("{other:?}"),
         }
     }
