@@ -178,7 +178,7 @@ enum LinkAction {
     },
 }
 
-fn parse_direction(text: &str) -> Result<Direction, String> {
+pub(crate) fn parse_direction(text: &str) -> Result<Direction, String> {
     serde_json::from_value(serde_json::Value::String(text.into()))
         .map_err(|_| format!("{text:?}: write both, a-b or b-a"))
 }
@@ -207,10 +207,10 @@ fn target(name: Option<&str>) -> Result<netloom_os::Record> {
 }
 
 /// How long a client waits for the experiment's reply: its own wait for the workers, and more.
-const REPLY_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const REPLY_WAIT: Duration = Duration::from_secs(10);
 
 /// The experiment's control socket, and how to name it in an error.
-fn socket(name: Option<&str>) -> Result<(std::path::PathBuf, String)> {
+pub(crate) fn socket(name: Option<&str>) -> Result<(std::path::PathBuf, String)> {
     let record = target(name)?;
     let socket = socket_path(&netloom_os::registry_dir(), &record.name);
     let label = format!("experiment {} ({})", record.name, socket.display());

@@ -2,6 +2,7 @@
 //! and maps every error to exit code 2 (bad input or usage, as clap does; docs/cli.md); `exec`
 //! and `shell` exit with the code of the program they ran.
 
+mod capture;
 mod check;
 mod convert;
 mod demo;
@@ -57,6 +58,9 @@ enum Command {
     /// Print a running experiment's events as JSON lines as they happen (link changes, routes
     /// recomputed, accuracy alarms, start and stop) until it stops.
     Events(live::EventsArgs),
+    /// Capture a running experiment's packets on a link (or every link of a host) as pcapng:
+    /// `capture r1 r2 -w r1r2.pcapng`, `capture h1 -w - | tshark -r -`.
+    Capture(capture::CaptureArgs),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +81,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => live::stats(args),
         Command::Link(args) => live::link(args),
         Command::Events(args) => live::events(args),
+        Command::Capture(args) => capture::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -124,6 +124,9 @@ struct Shared {
     captures: Mutex<Vec<(String, Weak<CaptureStats>)>>,
     /// How many workers run.
     workers: usize,
+    /// The run's instant zero on the wall clock, ns since 1970: captures date packets with it,
+    /// so that tools show dates, and all captures of a run agree to the nanosecond.
+    epoch_ns: u64,
 }
 
 impl Shared {
@@ -175,12 +178,7 @@ impl Shared {
             return Err(LiveError::Capture(format!("node {a} has no links")));
         }
         let names: Vec<String> = pipes.iter().map(|(_, i)| i.name.clone()).collect();
-        // The run's instant zero on the wall clock, so that files carry dates tools can show.
-        let since_epoch = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let epoch_ns = since_epoch.saturating_sub(self.now_ns());
-        let (tap, stream) = crate::capture::capture(pipes, when, snaplen, epoch_ns);
+        let (tap, stream) = crate::capture::capture(pipes, when, snaplen, self.epoch_ns);
         let target = match b {
             Some(b) => format!("{a} {b} ({})", direction.name()),
             None => a.to_string(),
@@ -372,6 +370,10 @@ impl Experiment {
             tun_drops,
             captures: Mutex::new(Vec::new()),
             workers: drivers.len(),
+            epoch_ns: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+                .saturating_sub(clock.now().as_nanos()),
         });
         let mut experiment = Experiment {
             shared,
