@@ -64,6 +64,7 @@ pub fn timed(seconds: u64) -> SimOptions<'static> {
         progress: None,
         progress_every: std::time::Duration::MAX,
         series: None,
+        tapped: None,
     }
 }
 

@@ -3,6 +3,7 @@
 use crate::engine::Engine;
 use crate::report::Report;
 use crate::series::Recorder;
+use crate::tap::Tapped;
 use netloom_time::{Duration, Instant};
 
 /// How far a virtual-time run has got, for progress display.
@@ -35,6 +36,8 @@ pub struct SimOptions<'a> {
     pub progress_every: std::time::Duration,
     /// Record per-interval figures of this length (not zero) into the report's `series`.
     pub series: Option<Duration>,
+    /// Given what tapped pipes saw (`Engine::set_tap`) after every step, in order.
+    pub tapped: Option<&'a mut dyn FnMut(&Tapped)>,
 }
 
 /// How many timestamps to process between looks at the wall clock.
@@ -60,6 +63,11 @@ pub fn run(engine: &mut Engine, mut opts: SimOptions<'_>) -> Report {
             }
         }
         engine.advance(t);
+        if let Some(tapped) = opts.tapped.as_mut() {
+            for t in engine.drain_tapped() {
+                tapped(&t);
+            }
+        }
         steps += 1;
         if steps == PROGRESS_CHECK_EVERY {
             steps = 0;

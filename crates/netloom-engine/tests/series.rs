@@ -47,6 +47,7 @@ fn run(series: Option<Duration>) -> Report {
             progress: None,
             progress_every: std::time::Duration::from_secs(1),
             series,
+            tapped: None,
         },
     )
 }

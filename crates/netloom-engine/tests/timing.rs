@@ -45,6 +45,7 @@ fn run(engine: &mut Engine, secs: u64, seed: u64) -> Report {
             progress: None,
             progress_every: std::time::Duration::from_secs(1),
             series: None,
+            tapped: None,
         },
     )
 }

@@ -19,6 +19,7 @@ fn run(engine: &mut Engine, duration: Duration, seed: u64) -> Report {
             progress: None,
             progress_every: std::time::Duration::from_secs(1),
             series: None,
+            tapped: None,
         },
     )
 }

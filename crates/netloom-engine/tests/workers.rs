@@ -140,6 +140,7 @@ fn options() -> SimOptions<'static> {
         progress: None,
         progress_every: std::time::Duration::from_secs(1),
         series: None,
+        tapped: None,
     }
 }
 

@@ -173,7 +173,7 @@ impl Shared {
                 "snaplen 0 keeps nothing; give at least 1 byte".into(),
             ));
         }
-        let pipes = self.controller.capture_pipes(a, b, direction)?;
+        let pipes = crate::control::capture_pipes(self.controller.topology(), a, b, direction)?;
         if pipes.is_empty() {
             return Err(LiveError::Capture(format!("node {a} has no links")));
         }

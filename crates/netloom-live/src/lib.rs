@@ -33,6 +33,7 @@ mod ration;
 mod report;
 pub mod segment;
 mod server;
+mod synthetic;
 mod tun_drops;
 mod tun_io;
 mod wait;
@@ -41,7 +42,7 @@ mod worker;
 pub use accuracy::{Accuracy, AccuracyReport, Thresholds};
 pub use capture::{When, SNAPLEN};
 pub use clock::{Clock, SystemClock, TestClock};
-pub use control::{ControlError, Controller, Pending};
+pub use control::{capture_pipes, ControlError, Controller, Pending};
 pub use driver::{Driver, DriverConfig};
 pub use event::{Event, Subscription};
 pub use experiment::{Ending, Experiment, LiveError, ANSWER_TIMEOUT};
@@ -52,5 +53,6 @@ pub use plan::{Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};
 pub use report::{
     CaptureReport, HostInfo, HostReport, Report, RunInfo, WorkersInfo, WorkersReport,
 };
+pub use synthetic::SimCapture;
 pub use tun_io::TunIo;
 pub use wait::{Hybrid, Precision, Waiter};

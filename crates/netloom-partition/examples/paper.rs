@@ -61,6 +61,7 @@ fn observe(topo: &Topology, duration: netloom_time::Duration) -> Observation {
             progress: None,
             progress_every: std::time::Duration::from_secs(1),
             series: None,
+            tapped: None,
         },
     );
     let (packets, transitions) = engine.hop_counts();
