@@ -308,6 +308,13 @@ pub fn format_report(r: &Report, last: bool, top: usize) -> String {
             us(a.handoff_lateness_ns_max)
         );
     }
+    for c in &r.captures {
+        let _ = writeln!(
+            out,
+            "  capture of {}: {} packets captured, {} lost by the capture (its writer fell behind)",
+            c.target, c.captured, c.dropped
+        );
+    }
     if !a.accurate {
         let _ = writeln!(out,
             "  WARNING: this run missed its deadlines or lost packets outside the model; its results do not describe the emulated network"

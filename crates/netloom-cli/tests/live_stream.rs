@@ -245,6 +245,8 @@ fn captures_are_pcapng_with_emulated_times_and_the_pipes_drops() {
     // One more, killed: the run and the other captures go on as before.
     let mut killed = capture(&lab, &["h2", "-w", "-"], Stdio::null());
     wait_captures(&lab, 3);
+    let table = String::from_utf8(lab.control(&["stats"]).stdout).unwrap();
+    assert!(table.contains("capture of h1 h2 (a-b): "), "{table}");
     killed.kill().unwrap();
     killed.wait().unwrap();
 

@@ -8,8 +8,9 @@
 //! protocol between workers), `answer` (a worker's answers to orders), `control` (the
 //! experiment's side of those orders), `wait` (the precision modes' waiting policy), `message`
 //! (the leaf of requests, orders, answers and figures), `protocol` and `server` (the control
-//! socket), `report`, `event`, `monitor` (accuracy alarms while a run goes on), `plan`, `experiment`, and `tun_io`, `segment`, `ip`, `pool` for
-//! the packets themselves.
+//! socket, and its streams), `report`, `event`, `monitor` (accuracy alarms while a run goes on),
+//! `capture` and `pcapng` (packet capture; `synthetic` for virtual-time runs' packets), `plan`,
+//! `experiment`, and `tun_io`, `segment`, `ip`, `pool` for the packets themselves.
 
 mod accuracy;
 mod answer;
