@@ -63,6 +63,8 @@ pub fn timed(seconds: u64) -> SimOptions<'static> {
         wall_clock: true,
         progress: None,
         progress_every: std::time::Duration::MAX,
+        series: None,
+        tapped: None,
     }
 }
 

@@ -1,10 +1,10 @@
-//! The commands around a running experiment: `stop`, `clean`, `exec`, `shell`, and `stats` and
-//! `link`, which speak its control protocol; and the printing of a live run's report, shared
+//! The commands around a running experiment: `stop`, `clean`, `exec`, `shell`, and `stats`,
+//! `link` and `events`, which speak its control protocol; and the printing of a live run's report, shared
 //! with `run`. Each finds the experiment on its own when only one is running, or takes `--name`.
 
 use anyhow::{Context, Result};
 use clap::Args;
-use netloom_live::protocol::{call, socket_path};
+use netloom_live::protocol::{call, open, socket_path};
 use netloom_live::{AccuracyReport, Direction, LinkChange, Report, Request};
 use std::fmt::Write;
 use std::time::Duration;
@@ -128,6 +128,13 @@ pub struct StatsArgs {
 }
 
 #[derive(Args)]
+pub struct EventsArgs {
+    /// The experiment (needed only when several are running).
+    #[arg(long)]
+    name: Option<String>,
+}
+
+#[derive(Args)]
 pub struct LinkArgs {
     #[command(subcommand)]
     action: LinkAction,
@@ -171,7 +178,7 @@ enum LinkAction {
     },
 }
 
-fn parse_direction(text: &str) -> Result<Direction, String> {
+pub(crate) fn parse_direction(text: &str) -> Result<Direction, String> {
     serde_json::from_value(serde_json::Value::String(text.into()))
         .map_err(|_| format!("{text:?}: write both, a-b or b-a"))
 }
@@ -200,16 +207,37 @@ pub fn target(name: Option<&str>) -> Result<netloom_os::Record> {
 }
 
 /// How long a client waits for the experiment's reply: its own wait for the workers, and more.
-pub const REPLY_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const REPLY_WAIT: Duration = Duration::from_secs(10);
+
+/// The experiment's control socket, and how to name it in an error.
+pub(crate) fn socket(name: Option<&str>) -> Result<(std::path::PathBuf, String)> {
+    let record = target(name)?;
+    let socket = socket_path(&netloom_os::registry_dir(), &record.name);
+    let label = format!("experiment {} ({})", record.name, socket.display());
+    Ok((socket, label))
+}
 
 /// Sends `request` to the experiment and returns the reply's body, timing the round trip.
 fn ask(name: Option<&str>, request: &Request) -> Result<(serde_json::Value, Duration)> {
-    let record = target(name)?;
-    let socket = socket_path(&netloom_os::registry_dir(), &record.name);
+    let (socket, label) = socket(name)?;
     let sent = std::time::Instant::now();
-    let body = call(&socket, request, REPLY_WAIT)
-        .with_context(|| format!("experiment {} ({})", record.name, socket.display()))?;
+    let body = call(&socket, request, REPLY_WAIT).context(label)?;
     Ok((body, sent.elapsed()))
+}
+
+/// Copies the experiment's event lines to stdout as they come, until the run stops.
+pub fn events(args: EventsArgs) -> Result<()> {
+    use std::io::{BufRead, Write};
+    let (socket, label) = socket(args.name.as_deref())?;
+    let (_, reader) = open(&socket, &Request::Events, REPLY_WAIT).context(label.clone())?;
+    let mut out = std::io::stdout().lock();
+    for line in reader.lines() {
+        let line = line.with_context(|| format!("{label}: reading its events"))?;
+        writeln!(out, "{line}")?;
+        // Each line as it happens, not when a buffer fills: a reader may be `jq` or a person.
+        out.flush()?;
+    }
+    Ok(())
 }
 
 pub fn stats(args: StatsArgs) -> Result<()> {
@@ -278,6 +306,13 @@ pub fn format_report(r: &Report, last: bool, top: usize) -> String {
             a.late_handoffs,
             us(a.late_threshold_ns),
             us(a.handoff_lateness_ns_max)
+        );
+    }
+    for c in &r.captures {
+        let _ = writeln!(
+            out,
+            "  capture of {}: {} packets captured, {} lost by the capture (its writer fell behind)",
+            c.target, c.captured, c.dropped
         );
     }
     if !a.accurate {

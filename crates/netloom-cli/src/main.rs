@@ -2,6 +2,7 @@
 //! and maps every error to exit code 2 (bad input or usage, as clap does; docs/cli.md); `exec`
 //! and `shell` exit with the code of the program they ran.
 
+mod capture;
 mod check;
 mod convert;
 mod demo;
@@ -58,6 +59,12 @@ enum Command {
     /// Serve the web view of a running experiment (through its control socket), or of a
     /// `netloom sim --json` report with --report.
     Web(web::WebArgs),
+    /// Print a running experiment's events as JSON lines as they happen (link changes, routes
+    /// recomputed, accuracy alarms, start and stop) until it stops.
+    Events(live::EventsArgs),
+    /// Capture a running experiment's packets on a link (or every link of a host) as pcapng:
+    /// `capture r1 r2 -w r1r2.pcapng`, `capture h1 -w - | tshark -r -`.
+    Capture(capture::CaptureArgs),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +85,8 @@ fn main() -> ExitCode {
         Command::Stats(args) => live::stats(args),
         Command::Link(args) => live::link(args),
         Command::Web(args) => web::run(args),
+        Command::Events(args) => live::events(args),
+        Command::Capture(args) => capture::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,6 +8,7 @@ use netloom_engine::sim::{self, Progress, SimOptions};
 use netloom_engine::traffic::{self, parse_spec, FlowSpec};
 use netloom_engine::workers::{self, ParallelReport};
 use netloom_engine::{Engine, Ownership, Report};
+use netloom_live::SimCapture;
 use netloom_partition::{Assignment, FlowGraph};
 use netloom_route::Routes;
 use netloom_time::Duration;
@@ -64,6 +65,14 @@ pub struct SimArgs {
     /// Pin each worker to a CPU, communicating workers on CPUs that share a cache (MX).
     #[arg(long)]
     pin: bool,
+    /// Add per-interval series of this length to the JSON report (flow throughput, pipe
+    /// utilization, drops and queue length; docs/json.md), e.g. 1s or 100ms. One worker only.
+    #[arg(long, requires = "json")]
+    series: Option<String>,
+    /// Write the packets of a link as pcapng: `A:B=FILE` (both directions of the link between
+    /// A and B) or `A=FILE` (every link of node A). Repeatable. One worker only.
+    #[arg(long, value_name = "LINK=FILE")]
+    capture: Vec<String>,
     /// Write the packet counts per pipe and per pair of consecutive pipes to FILE, for
     /// `partition --weights observed:FILE` and `--measure FILE`.
     #[arg(long)]
@@ -104,7 +113,31 @@ pub fn run(args: SimArgs) -> Result<()> {
             args.duration
         );
     }
+    let series = match &args.series {
+        None => None,
+        Some(text) => {
+            let interval = netloom_topo::units::parse_duration(text).context("--series")?;
+            if interval.as_nanos() == 0 {
+                bail!("--series: {text:?} is no interval; give a positive duration such as 1s");
+            }
+            if args.workers > 1 {
+                bail!("--series needs one worker: drop --workers {}", args.workers);
+            }
+            Some(interval)
+        }
+    };
+    if !args.capture.is_empty() && args.workers > 1 {
+        bail!(
+            "--capture needs one worker: drop --workers {}",
+            args.workers
+        );
+    }
     let topo = args.input.load(&args.file)?;
+    let captures = args
+        .capture
+        .iter()
+        .map(|c| capture_target(&topo, c))
+        .collect::<Result<Vec<_>>>()?;
     let spec = parse_spec(&args.traffic).context("--traffic")?;
     let flows = traffic::expand(&spec.pattern, spec.kind, spec.cap, &topo, args.seed)
         .context("--traffic")?;
@@ -167,6 +200,8 @@ pub fn run(args: SimArgs) -> Result<()> {
             None
         },
         progress_every: std::time::Duration::from_millis(250),
+        series,
+        tapped: None,
     };
     let (engine, report, workers, assignment) = match assignment {
         Some(a) if partitioned => {
@@ -182,7 +217,37 @@ pub fn run(args: SimArgs) -> Result<()> {
             for flow in flows {
                 engine.add_flow(flow, args.seed)?;
             }
+            let mut files = Vec::with_capacity(captures.len());
+            for (pipes, path) in captures {
+                let out = std::fs::File::create(&path)
+                    .with_context(|| format!("--capture {}", path.display()))?;
+                let file = SimCapture::new(std::io::BufWriter::new(out), &mut engine, pipes)
+                    .with_context(|| format!("--capture {}", path.display()))?;
+                files.push(file);
+            }
+            let capturing = !files.is_empty();
+            let mut failed: Option<std::io::Error> = None;
+            let mut record = |t: &netloom_engine::tap::Tapped| {
+                for file in &mut files {
+                    if let Err(e) = file.record(t) {
+                        failed.get_or_insert(e);
+                    }
+                }
+            };
+            let mut options = options;
+            if capturing {
+                options.tapped = Some(&mut record);
+            }
             let report = sim::run(&mut engine, options);
+            if let Some(e) = failed {
+                bail!("--capture: {e}");
+            }
+            for file in files {
+                file.finish()
+                    .into_inner()
+                    .map_err(|e| e.into_error())
+                    .context("--capture")?;
+            }
             (engine, report, None, a)
         }
     };
@@ -220,6 +285,30 @@ pub fn run(args: SimArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The pipes and the file of `--capture LINK=FILE`: `A:B` is the link between A and B, both
+/// directions; `A` every link of node A.
+fn capture_target(
+    topo: &Topology,
+    text: &str,
+) -> Result<(
+    Vec<(netloom_topo::PipeId, netloom_live::pcapng::Interface)>,
+    PathBuf,
+)> {
+    let Some((link, file)) = text.split_once('=') else {
+        bail!("--capture {text:?}: write LINK=FILE, e.g. r1:r2=r1r2.pcapng or h1=h1.pcapng");
+    };
+    let (a, b) = match link.split_once(':') {
+        Some((a, b)) => (a, Some(b)),
+        None => (link, None),
+    };
+    let pipes = netloom_live::capture_pipes(topo, a, b, netloom_live::Direction::Both)
+        .with_context(|| format!("--capture {text}"))?;
+    if pipes.is_empty() {
+        bail!("--capture {text}: node {a} has no links");
+    }
+    Ok((pipes, PathBuf::from(file)))
 }
 
 /// A partitioned run: one engine per worker, each with all the flows (a worker drives only

@@ -9,6 +9,7 @@
 use crate::ownership::{Ownership, Payload};
 use crate::packet::{Body, Handoff, Packet, PacketId, Slab, DELIVER, NO_ROUTE};
 use crate::scheduler::{Rank, Scheduler};
+use crate::tap::{Carried, Seen, Tapped};
 use crate::traffic::{FlowSpec, Receiver, Sender, ACK_BYTES};
 use hdrhistogram::Histogram;
 use netloom_link::{Admission, Departure, DropCause, Pipe, PipeConfig, Ticket, Timeline};
@@ -164,6 +165,10 @@ pub struct Engine {
     absorbed_in_flight: usize,
     /// Whether the first pipe's queue took the super-packet being injected.
     lead_queued: bool,
+    /// Whether each pipe is tapped (`set_tap`).
+    taps: Vec<bool>,
+    /// What tapped pipes saw since the last `drain_tapped`.
+    tapped: Vec<Tapped>,
 }
 
 /// How a packet meets the pipe it enters: a super-packet's segments at their first pipe are
@@ -253,7 +258,10 @@ impl Engine {
                 }
             })
             .collect();
+        let taps = vec![false; topo.pipes.len()];
         let mut engine = Engine {
+            taps,
+            tapped: Vec::new(),
             topo,
             routes,
             pipes,
@@ -503,9 +511,10 @@ impl Engine {
         &self.pipes[id as usize]
     }
 
-    /// Packets and bytes queued in `pipe` now (waiting or being serialized).
-    pub fn queue_len(&mut self, pipe: PipeId) -> (u64, u64) {
-        self.pipes[pipe as usize].queue_len(self.now)
+    /// Packets and bytes queued in `pipe` at `at` (waiting or being serialized), an instant not
+    /// before the engine's `now` and not after its next event (`poll_at`).
+    pub fn queue_len(&mut self, pipe: PipeId, at: Instant) -> (u64, u64) {
+        self.pipes[pipe as usize].queue_len(at)
     }
 
     /// Adds a synthetic flow; its sender is first polled at `spec.start`.
@@ -619,6 +628,40 @@ impl Engine {
     /// What became of injected packets since the last call, in order.
     pub fn drain_outputs(&mut self) -> std::vec::Drain<'_, Output> {
         self.outputs.drain(..)
+    }
+
+    /// Taps `pipe` (or stops tapping it): from now on, every packet it takes in, lets out or
+    /// drops is reported by `drain_tapped`. In a partitioned run, tap a pipe on its owner.
+    pub fn set_tap(&mut self, pipe: PipeId, on: bool) {
+        self.taps[pipe as usize] = on;
+    }
+
+    /// What tapped pipes saw since the last call, in order. Drain it at least as often as
+    /// `drain_outputs`: a packet's bytes are the caller's only until it is dropped or delivered.
+    pub fn drain_tapped(&mut self) -> std::vec::Drain<'_, Tapped> {
+        self.tapped.drain(..)
+    }
+
+    /// Reports `p` to the tap of `pipe`, if there is one.
+    fn tap(&mut self, pipe: PipeId, p: &Packet, seen: Seen) {
+        if !self.taps[pipe as usize] {
+            return;
+        }
+        let carried = match p.body {
+            Body::External { token, .. } => Carried::External { token },
+            Body::Data { flow, seg } => Carried::Data { flow, seq: seg.seq },
+            Body::Ack { flow, ack } => Carried::Ack {
+                flow,
+                next: ack.next,
+            },
+        };
+        self.tapped.push(Tapped {
+            pipe,
+            at: self.now,
+            seen,
+            carried,
+            bytes: p.bytes,
+        });
     }
 
     /// A time no later than the next thing to do, if any: exact when that event is close, else
@@ -773,13 +816,15 @@ impl Engine {
             Arrival::Following => link.offer_following(self.now, p.bytes, self.lead_queued),
         };
         let (first, duplicate) = match admission {
-            Admission::Dropped(_cause) => {
+            Admission::Dropped(cause) => {
+                self.tap(pipe, &p, Seen::Dropped(cause));
                 self.packets.remove(pkt);
                 self.count_drop(&p);
                 return;
             }
             Admission::Scheduled { first, duplicate } => (first, duplicate),
         };
+        self.tap(pipe, &p, Seen::Entered);
         let head = match self.pipe_head[pipe as usize] {
             NodeId::MAX => self.topo.far_end(pipe, p.at),
             head => head,
@@ -833,10 +878,12 @@ impl Engine {
     fn on_exit(&mut self, pkt: PacketId, pipe: PipeId, ticket: Ticket) {
         let p = *self.packets.get(pkt);
         if !self.pipes[pipe as usize].release(self.now, ticket, p.bytes) {
+            self.tap(pipe, &p, Seen::Dropped(DropCause::LinkDown));
             self.packets.remove(pkt);
             self.count_drop(&p);
             return;
         }
+        self.tap(pipe, &p, Seen::Left);
         self.counters.packet_hops += 1;
         if let Some(counts) = &mut self.transitions {
             if p.next != DELIVER && p.next != NO_ROUTE {

@@ -7,7 +7,9 @@ pub mod ownership;
 mod packet;
 pub mod report;
 mod scheduler;
+pub mod series;
 pub mod sim;
+pub mod tap;
 pub mod traffic;
 pub mod workers;
 

@@ -3,6 +3,7 @@
 
 use crate::engine::Engine;
 use crate::traffic::SourceKind;
+use netloom_link::PipeCounters;
 use netloom_time::{Duration, Instant};
 use netloom_topo::{Direction, PipeId};
 use serde::{Deserialize, Serialize};
@@ -28,6 +29,9 @@ pub struct Report {
     pub pipes: Vec<PipeReport>,
     /// Figures of the whole run.
     pub totals: Totals,
+    /// Per-interval figures, with `SimOptions::series` only (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<crate::series::Series>,
 }
 
 /// One-way latency of a flow's delivered data packets, in ns: `flows[].latency_ns` in
@@ -168,7 +172,7 @@ impl PipeReport {
             packets_in: c.packets_in,
             packets_out: c.packets_out,
             bytes_out: c.bytes_out,
-            drops: c.drops_queue + c.drops_red + c.drops_loss + c.drops_down + c.drops_tx_fail,
+            drops: total_drops(c),
             drops_by_cause: Drops {
                 queue: c.drops_queue,
                 red: c.drops_red,
@@ -249,11 +253,18 @@ impl Report {
                 packet_hops_per_second: wall_seconds
                     .map(|w| counters.packet_hops as f64 / w.max(1e-9)),
             },
+            series: None,
         }
     }
 }
 
-fn rate_bps(bytes: u64, over: Duration) -> u64 {
+/// A pipe's drops, every cause.
+pub(crate) fn total_drops(c: &PipeCounters) -> u64 {
+    c.drops_queue + c.drops_red + c.drops_loss + c.drops_down + c.drops_tx_fail
+}
+
+/// `bytes` over `over` as bit/s, rounded down (0 over nothing).
+pub(crate) fn rate_bps(bytes: u64, over: Duration) -> u64 {
     if over.as_nanos() == 0 {
         return 0;
     }

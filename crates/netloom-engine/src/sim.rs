@@ -2,6 +2,8 @@
 
 use crate::engine::Engine;
 use crate::report::Report;
+use crate::series::Recorder;
+use crate::tap::Tapped;
 use netloom_time::{Duration, Instant};
 
 /// How far a virtual-time run has got, for progress display.
@@ -32,6 +34,10 @@ pub struct SimOptions<'a> {
     /// Least wall time between two `progress` calls. The clock is read only every 4096
     /// timestamps (64 windows in a partitioned run), so calls can come further apart.
     pub progress_every: std::time::Duration,
+    /// Record per-interval figures of this length (not zero) into the report's `series`.
+    pub series: Option<Duration>,
+    /// Given what tapped pipes saw (`Engine::set_tap`) after every step, in order.
+    pub tapped: Option<&'a mut dyn FnMut(&Tapped)>,
 }
 
 /// How many timestamps to process between looks at the wall clock.
@@ -44,11 +50,24 @@ pub fn run(engine: &mut Engine, mut opts: SimOptions<'_>) -> Report {
     let started = std::time::Instant::now();
     let mut last_progress = started;
     let mut steps = 0u32;
+    let mut recorder = opts.series.map(|interval| Recorder::new(engine, interval));
+    // Without series, never due: the loop pays one comparison per timestamp.
+    let mut series_due = recorder.as_ref().map_or(Instant::MAX, Recorder::due);
     while let Some(t) = engine.poll_at() {
         if t >= end {
             break;
         }
+        if t >= series_due {
+            if let Some(r) = recorder.as_mut() {
+                series_due = r.close(engine, t, end);
+            }
+        }
         engine.advance(t);
+        if let Some(tapped) = opts.tapped.as_mut() {
+            for t in engine.drain_tapped() {
+                tapped(&t);
+            }
+        }
         steps += 1;
         if steps == PROGRESS_CHECK_EVERY {
             steps = 0;
@@ -67,5 +86,12 @@ pub fn run(engine: &mut Engine, mut opts: SimOptions<'_>) -> Report {
         }
     }
     let wall = opts.wall_clock.then(|| started.elapsed());
-    Report::build(engine, opts.seed, end, wall)
+    let series = recorder.map(|mut r| {
+        r.close(engine, end, end);
+        r.finish()
+    });
+    Report {
+        series,
+        ..Report::build(engine, opts.seed, end, wall)
+    }
 }

@@ -98,7 +98,8 @@ pub fn engines(
 /// same flows added) over [0, duration) and reports the whole run from the merged engine,
 /// which it returns. `lookahead` is the partition's (`Ownership::lookahead`). `on_start(k)` runs
 /// first on worker k's thread (to pin it to a CPU). Worker 0 runs on the calling thread, which
-/// also calls `opts.progress`.
+/// also calls `opts.progress`. Per-interval series (`opts.series`) are not recorded here: each
+/// worker holds only part of the counters between windows; ask for them of one engine.
 pub fn run(
     mut engines: Vec<Engine>,
     lookahead: Duration,

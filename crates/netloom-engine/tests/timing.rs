@@ -44,6 +44,8 @@ fn run(engine: &mut Engine, secs: u64, seed: u64) -> Report {
             wall_clock: false,
             progress: None,
             progress_every: std::time::Duration::from_secs(1),
+            series: None,
+            tapped: None,
         },
     )
 }

@@ -18,6 +18,8 @@ fn run(engine: &mut Engine, duration: Duration, seed: u64) -> Report {
             wall_clock: false,
             progress: None,
             progress_every: std::time::Duration::from_secs(1),
+            series: None,
+            tapped: None,
         },
     )
 }

@@ -139,6 +139,8 @@ fn options() -> SimOptions<'static> {
         wall_clock: false,
         progress: None,
         progress_every: std::time::Duration::from_secs(1),
+        series: None,
+        tapped: None,
     }
 }
 

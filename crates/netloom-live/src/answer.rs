@@ -52,7 +52,7 @@ pub(crate) fn snapshot(
         .map(|p| {
             engine.owns_pipe(p).then(|| {
                 let report = PipeReport::of(engine, p, duration);
-                let (queue_packets, queue_bytes) = engine.queue_len(p);
+                let (queue_packets, queue_bytes) = engine.queue_len(p, engine.now());
                 PipeState {
                     report,
                     queue_packets,

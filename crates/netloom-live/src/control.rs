@@ -8,7 +8,8 @@ use crate::driver::Driver;
 use crate::io::PacketIo;
 use crate::mailbox::{mailboxes, Message, Post};
 use crate::message::{Answer, Change, ChangeKind, Direction, LinkChange, Order, Snapshot};
-use netloom_topo::{did_you_mean, LinkId, LinkPatch, NodeId, PatchError, Topology};
+use crate::pcapng::Interface;
+use netloom_topo::{did_you_mean, LinkId, LinkPatch, NodeId, PatchError, PipeId, Topology};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
 use std::time::Duration;
@@ -120,21 +121,12 @@ impl<C: Clock> Controller<C> {
         direction: Direction,
         set: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Pending<LinkChange>, ControlError> {
-        let (link, forward) = self.link(a, b)?;
+        let pipes = pipes(&self.topology, a, b, direction)?;
         let label = format!("{a}-{b}");
         let patch = LinkPatch::from_table(set).map_err(|source| ControlError::Patch {
             link: label.clone(),
             source,
         })?;
-        let l = &self.topology.links[link as usize];
-        // The pipes in the directions a→b and b→a as the request named the ends.
-        let (ab, ba) = if forward { (l.ab, l.ba) } else { (l.ba, l.ab) };
-        let pipes = match direction {
-            Direction::Both if ab == ba => vec![ab],
-            Direction::Both => vec![ab, ba],
-            Direction::AToB => vec![ab],
-            Direction::BToA => vec![ba],
-        };
         let change = Change {
             at: self.clock.now(),
             what: ChangeKind::Patch {
@@ -160,7 +152,7 @@ impl<C: Clock> Controller<C> {
         b: &str,
         up: bool,
     ) -> Result<Pending<LinkChange>, ControlError> {
-        let (link, _) = self.link(a, b)?;
+        let (link, _) = link(&self.topology, a, b)?;
         let change = Change {
             at: self.clock.now(),
             what: ChangeKind::LinkUp { link, up },
@@ -205,6 +197,11 @@ impl<C: Clock> Controller<C> {
         })
     }
 
+    /// Starts a capture on every worker (only the owners of its pipes see their packets).
+    pub(crate) fn capture(&self, tap: crate::capture::Tap) -> Pending<()> {
+        self.ask(Order::Capture(tap), |_| Ok(()))
+    }
+
     /// Posts `change` to every worker; `done` is the result once all applied it.
     fn apply(&self, change: Change, done: LinkChange) -> Pending<LinkChange> {
         let change = Arc::new(change);
@@ -236,6 +233,7 @@ impl<C: Clock> Controller<C> {
                 Order::Apply(change) => Order::Apply(change.clone()),
                 Order::Snapshot => Order::Snapshot,
                 Order::Accuracy => Order::Accuracy,
+                Order::Capture(tap) => Order::Capture(tap.clone()),
             };
             if post.send(Message::Order(copy, tx.clone())) {
                 posted += 1;
@@ -249,38 +247,96 @@ impl<C: Clock> Controller<C> {
             merge: Box::new(merge),
         }
     }
+}
 
-    /// The link joining the nodes named `a` and `b`, and whether it is written `a`→`b`.
-    fn link(&self, a: &str, b: &str) -> Result<(LinkId, bool), ControlError> {
-        let (na, nb) = (self.node(a)?, self.node(b)?);
-        let mut found = self.topology.links_between(na, nb);
-        match (found.next(), found.next()) {
-            (Some(link), None) => Ok(link),
-            (None, _) => Err(ControlError::NoLink {
-                a: a.into(),
-                b: b.into(),
-            }),
-            (Some(_), Some(_)) => Err(ControlError::SeveralLinks {
-                a: a.into(),
-                b: b.into(),
-            }),
-        }
-    }
+/// The pipes of the link joining the nodes named `a` and `b`, in `direction` relative to
+/// the order they are named in.
+fn pipes(
+    topo: &Topology,
+    a: &str,
+    b: &str,
+    direction: Direction,
+) -> Result<Vec<PipeId>, ControlError> {
+    let (link, forward) = link(topo, a, b)?;
+    let l = &topo.links[link as usize];
+    // The pipes in the directions a→b and b→a as the request named the ends.
+    let (ab, ba) = if forward { (l.ab, l.ba) } else { (l.ba, l.ab) };
+    Ok(match direction {
+        Direction::Both if ab == ba => vec![ab],
+        Direction::Both => vec![ab, ba],
+        Direction::AToB => vec![ab],
+        Direction::BToA => vec![ba],
+    })
+}
 
-    fn node(&self, name: &str) -> Result<NodeId, ControlError> {
-        self.topology.node_id(name).ok_or_else(|| {
-            let names: Vec<&str> = self
-                .topology
-                .nodes
-                .iter()
-                .map(|n| n.name.as_str())
-                .collect();
-            ControlError::UnknownNode {
-                name: name.into(),
-                hint: did_you_mean(name, &names),
+/// The pipes a capture of `a` and `b` (a link, in `direction`) or of `a` alone (a node:
+/// every link it has, both directions) means, each named for the capture file.
+pub fn capture_pipes(
+    topo: &Topology,
+    a: &str,
+    b: Option<&str>,
+    direction: Direction,
+) -> Result<Vec<(PipeId, Interface)>, ControlError> {
+    let pipes = match b {
+        Some(b) => pipes(topo, a, b, direction)?,
+        None => {
+            let node = node(topo, a)?;
+            let mut pipes = Vec::new();
+            for l in topo.links.iter().filter(|l| l.a == node || l.b == node) {
+                pipes.push(l.ab);
+                if l.ba != l.ab {
+                    pipes.push(l.ba);
+                }
             }
+            pipes
+        }
+    };
+    Ok(pipes
+        .into_iter()
+        .map(|p| {
+            let spec = &topo.pipes[p as usize];
+            let l = &topo.links[spec.link as usize];
+            let (x, y) = (&topo.node(l.a).name, &topo.node(l.b).name);
+            let (name, way) = match spec.direction {
+                _ if l.ab == l.ba => (format!("{x}<->{y}"), "shared"),
+                netloom_topo::Direction::AtoB => (format!("{x}->{y}"), "a-b"),
+                netloom_topo::Direction::BtoA => (format!("{y}->{x}"), "b-a"),
+            };
+            let interface = Interface {
+                name,
+                description: format!("netloom link {x}-{y}, pipe {way}"),
+                speed_bps: spec.config.rate.as_bps(),
+            };
+            (p, interface)
         })
+        .collect())
+}
+
+/// The link joining the nodes named `a` and `b`, and whether it is written `a`→`b`.
+fn link(topo: &Topology, a: &str, b: &str) -> Result<(LinkId, bool), ControlError> {
+    let (na, nb) = (node(topo, a)?, node(topo, b)?);
+    let mut found = topo.links_between(na, nb);
+    match (found.next(), found.next()) {
+        (Some(link), None) => Ok(link),
+        (None, _) => Err(ControlError::NoLink {
+            a: a.into(),
+            b: b.into(),
+        }),
+        (Some(_), Some(_)) => Err(ControlError::SeveralLinks {
+            a: a.into(),
+            b: b.into(),
+        }),
     }
+}
+
+fn node(topo: &Topology, name: &str) -> Result<NodeId, ControlError> {
+    topo.node_id(name).ok_or_else(|| {
+        let names: Vec<&str> = topo.nodes.iter().map(|n| n.name.as_str()).collect();
+        ControlError::UnknownNode {
+            name: name.into(),
+            hint: did_you_mean(name, &names),
+        }
+    })
 }
 
 /// The answers of every worker to one order, still to come: `wait` for them (or, when the test

@@ -11,6 +11,7 @@
 
 use crate::accuracy::{Accuracy, AccuracyReport, Thresholds};
 use crate::answer;
+use crate::capture::{Record, Tap};
 use crate::clock::Clock;
 use crate::io::{Framing, PacketIo};
 use crate::ip::{endpoints, Malformed};
@@ -21,9 +22,10 @@ use crate::pool::{Pool, Size};
 use crate::ration::Ration;
 use crate::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
 use crate::wait::{Precision, Waiter};
+use netloom_engine::tap::{Carried, Seen};
 use netloom_engine::{Engine, Output};
 use netloom_time::Instant;
-use netloom_topo::NodeId;
+use netloom_topo::{NodeId, PipeId};
 use std::collections::HashMap;
 use std::io::{self, IoSlice};
 use std::net::IpAddr;
@@ -90,6 +92,8 @@ pub struct Driver<I: PacketIo, C: Clock> {
     ration: Ration,
     /// Deliver spoofed packets instead of dropping them (`DriverConfig::allow_spoofing`).
     allow_spoofing: bool,
+    /// The captures running on this worker's pipes.
+    taps: Vec<Tap>,
 }
 
 impl<I: PacketIo, C: Clock> Driver<I, C> {
@@ -141,6 +145,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             realtime: true,
             reads,
             skipped_changes: 0,
+            taps: Vec::new(),
             engine,
         }
     }
@@ -287,6 +292,15 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             Order::Apply(change) => Answer::Applied(answer::apply(&mut self.engine, &change)),
             Order::Snapshot => Answer::Snapshot(Box::new(self.snapshot())),
             Order::Accuracy => Answer::Accuracy(self.accuracy.report()),
+            Order::Capture(tap) => {
+                for &pipe in &tap.pipes {
+                    if self.engine.owns_pipe(pipe) {
+                        self.engine.set_tap(pipe, true);
+                    }
+                }
+                self.taps.push(tap);
+                Answer::Applied(Ok(()))
+            }
         }
     }
 
@@ -413,6 +427,53 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         Ok(())
     }
 
+    /// Copies what tapped pipes saw into their captures' queues; forgets captures whose client
+    /// is gone, and stops tapping pipes no capture wants any more.
+    fn capture(&mut self) {
+        let mut ended = false;
+        for t in self.engine.drain_tapped() {
+            let Carried::External { token } = t.carried else {
+                continue;
+            };
+            for tap in &mut self.taps {
+                let Some(iface) = tap.wants(&t) else {
+                    continue;
+                };
+                let (_, id, k) = untoken(token);
+                let pool = self.payloads.pool_ref();
+                let frame = pool.frame(id);
+                let mut data = Vec::with_capacity((t.bytes.min(tap.snaplen)) as usize);
+                match pool.gso(id) {
+                    None => data.extend_from_slice(&frame[self.framing.header_len()..]),
+                    Some(g) => {
+                        let (head, payload) = g.build(frame, k..k + 1, &mut self.head);
+                        data.extend_from_slice(&self.head[VNET_HDR_LEN..head]);
+                        data.extend_from_slice(&frame[payload]);
+                    }
+                }
+                data.truncate(tap.snaplen as usize);
+                ended |= !tap.offer(Record {
+                    iface,
+                    at: t.at,
+                    original_len: t.bytes,
+                    data,
+                    dropped: match t.seen {
+                        Seen::Dropped(cause) => Some(cause),
+                        Seen::Entered | Seen::Left => None,
+                    },
+                });
+            }
+        }
+        if ended {
+            self.taps.retain(|tap| !tap.gone);
+            for pipe in 0..self.engine.topology().pipes.len() as PipeId {
+                let wanted = self.taps.iter().any(|tap| tap.pipes.contains(&pipe));
+                self.engine
+                    .set_tap(pipe, wanted && self.engine.owns_pipe(pipe));
+            }
+        }
+    }
+
     /// Reads one frame from `host` into a pool buffer and returns the buffer and the frame's
     /// length; `None` when the host has nothing queued, or when a frame was dropped for want of
     /// a buffer (the others then get their turn).
@@ -480,6 +541,10 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     /// segments of one super-packet released together (all of them due by now) go out in one
     /// write.
     fn flush(&mut self) -> io::Result<()> {
+        // Before the outputs: a packet dropped or delivered gives its buffer back there.
+        if !self.taps.is_empty() {
+            self.capture();
+        }
         self.outbox.extend(self.engine.drain_outputs());
         let mut i = 0;
         while i < self.outbox.len() {

@@ -1,22 +1,27 @@
-//! What happens in a run, as it happens, for whoever subscribes: start and stop, link changes,
-//! accuracy alarms, a worker's failure. Each subscriber has a bounded queue: one that does not
+//! What happens in a run, as it happens, for whoever subscribes: start and stop, link changes
+//! and the routes recomputed after them, accuracy alarms, a worker's failure. Each subscriber has a bounded queue: one that does not
 //! keep up loses its own events, counted, and never slows the run.
 
 use crate::message::LinkChange;
+use crate::server::{Next, Stream};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Events a subscriber's queue holds before it loses new ones.
 pub const QUEUE: usize = 4096;
 
-/// Something that happened in a run.
+/// Something that happened in a run. On the wire (`netloom events`, docs/control.md) each is
+/// one JSON object with its `type` and `at_ns`, the instant in ns since the run started.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "kebab-case")]
+#[serde(tag = "type", rename_all = "kebab-case")]
 pub enum Event {
     /// Every host is up and every worker runs.
     Started {
+        /// When, ns since the run started.
+        at_ns: u64,
         /// The experiment.
         experiment: String,
         /// How many hosts.
@@ -26,6 +31,15 @@ pub enum Event {
     },
     /// A link's parameters were set, or it was taken down or brought up.
     LinkChanged(LinkChange),
+    /// A link went down or came up and every worker recomputed its routes around it.
+    RoutesRecomputed {
+        /// When the new routes hold, ns since the run started (the link change's instant).
+        at_ns: u64,
+        /// The link whose state changed, "a-b".
+        link: String,
+        /// Whether it is up now.
+        up: bool,
+    },
     /// In the last interval, more packets were late than the thresholds allow, or some were
     /// lost outside the model: the run is becoming inaccurate.
     AccuracyAlarm {
@@ -44,6 +58,8 @@ pub enum Event {
     },
     /// A worker stopped with an error; the others stop too.
     WorkerFailed {
+        /// When its failure was seen, ns since the run started.
+        at_ns: u64,
         /// Which worker.
         worker: usize,
         /// What went wrong.
@@ -51,6 +67,8 @@ pub enum Event {
     },
     /// The run stopped.
     Stopped {
+        /// When the workers stopped, ns since the run started.
+        at_ns: u64,
         /// Why: `signal`, `duration`, `request`, `worker failed` or `dropped`.
         reason: String,
     },
@@ -110,6 +128,40 @@ impl Events {
     }
 }
 
+/// A subscription written to a control-socket client as JSON lines (the `events` request); it
+/// ends after the `stopped` event, or when the run is gone.
+pub(crate) struct EventLines {
+    subscription: Subscription,
+    ended: bool,
+}
+
+impl EventLines {
+    pub fn new(subscription: Subscription) -> EventLines {
+        EventLines {
+            subscription,
+            ended: false,
+        }
+    }
+}
+
+impl Stream for EventLines {
+    fn next(&mut self, wait: Duration) -> Next {
+        if self.ended {
+            return Next::End;
+        }
+        match self.subscription.rx.recv_timeout(wait) {
+            Ok(event) => {
+                self.ended = matches!(event, Event::Stopped { .. });
+                let mut line = serde_json::to_vec(&event).expect("events serialize");
+                line.push(b'\n');
+                Next::Bytes(line)
+            }
+            Err(RecvTimeoutError::Timeout) => Next::Idle,
+            Err(RecvTimeoutError::Disconnected) => Next::End,
+        }
+    }
+}
+
 /// One subscriber's events, in order.
 #[derive(Debug)]
 pub struct Subscription {
@@ -135,6 +187,7 @@ mod tests {
 
     fn stopped(reason: &str) -> Event {
         Event::Stopped {
+            at_ns: 7,
             reason: reason.into(),
         }
     }
@@ -160,9 +213,27 @@ mod tests {
     }
 
     #[test]
+    fn event_lines_end_after_the_stop() {
+        let events = Events::default();
+        let mut lines = EventLines::new(events.subscribe());
+        assert!(matches!(lines.next(Duration::ZERO), Next::Idle));
+        events.publish(stopped("request"));
+        events.publish(stopped("never seen"));
+        match lines.next(Duration::ZERO) {
+            Next::Bytes(line) => assert_eq!(
+                line,
+                b"{\"type\":\"stopped\",\"at_ns\":7,\"reason\":\"request\"}\n"
+            ),
+            _ => panic!("the stop, as a line"),
+        }
+        assert!(matches!(lines.next(Duration::ZERO), Next::End));
+    }
+
+    #[test]
     fn a_late_subscriber_still_sees_the_start_first() {
         let events = Events::default();
         let started = Event::Started {
+            at_ns: 0,
             experiment: "lab".into(),
             hosts: 2,
             workers: 1,
@@ -176,8 +247,20 @@ mod tests {
     }
 
     #[test]
-    fn events_are_json_lines_with_their_kind() {
+    fn events_are_json_lines_with_their_type_and_instant() {
         let json = serde_json::to_string(&stopped("signal")).unwrap();
-        assert_eq!(json, r#"{"event":"stopped","reason":"signal"}"#);
+        assert_eq!(json, r#"{"type":"stopped","at_ns":7,"reason":"signal"}"#);
+        let change = Event::LinkChanged(LinkChange {
+            link: "r1-r2".into(),
+            direction: crate::Direction::Both,
+            set: serde_json::Map::new(),
+            up: Some(false),
+            at_ns: 5,
+        });
+        let json = serde_json::to_string(&change).unwrap();
+        assert_eq!(
+            json,
+            r#"{"type":"link-changed","link":"r1-r2","direction":"both","up":false,"at_ns":5}"#
+        );
     }
 }

@@ -4,16 +4,17 @@
 //! publishes what happens to its subscribers, and tears everything down when stopped or dropped.
 //! The CLI, and any other client, only parses, prints and waits.
 
+use crate::capture::{CaptureStats, When};
 use crate::clock::{Clock, SystemClock};
 use crate::control::{ControlError, Controller};
 use crate::driver::{Driver, DriverConfig};
-use crate::event::{Event, Events, Subscription};
+use crate::event::{Event, EventLines, Events, Subscription};
 use crate::message::{Direction, LinkChange, Request};
 use crate::monitor::Monitor;
 use crate::plan::{Placement, Plan, PlanError};
 use crate::protocol::{socket_path, Reply, VERSION};
-use crate::report::{Report, RunInfo};
-use crate::server::{Handler, Server};
+use crate::report::{CaptureReport, Report, RunInfo};
+use crate::server::{Handler, Response, Server};
 use crate::tun_drops::TunDrops;
 use crate::tun_io::TunIo;
 use crate::worker::Worker;
@@ -22,7 +23,7 @@ use netloom_os::{HostSpec, KeepAwake, OsError, Testbed, TestbedSpec};
 use serde_json::{Map, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 /// How long a request waits for the workers' answers.
@@ -58,6 +59,9 @@ pub enum LiveError {
         /// What went wrong.
         error: String,
     },
+    /// A capture that cannot be made.
+    #[error("{0}")]
+    Capture(String),
     /// A host name the experiment does not have.
     #[error("experiment {experiment} has no host {host:?}{hint}")]
     UnknownHost {
@@ -115,16 +119,84 @@ struct Shared {
     bell: Mutex<Sender<()>>,
     /// What the hosts' TUN queues dropped, which no worker sees.
     tun_drops: TunDrops,
+    /// The captures started, each with what it captures; those whose tap and stream are both
+    /// gone are left out of reports.
+    captures: Mutex<Vec<(String, Weak<CaptureStats>)>>,
+    /// How many workers run.
+    workers: usize,
+    /// The run's instant zero on the wall clock, ns since 1970: captures date packets with it,
+    /// so that tools show dates, and all captures of a run agree to the nanosecond.
+    epoch_ns: u64,
 }
 
 impl Shared {
     fn stats(&self) -> Result<Report, LiveError> {
         let snapshot = self.controller.snapshot().wait(ANSWER_TIMEOUT)?;
-        Ok(Report::new(
-            &self.info,
-            snapshot,
-            &self.tun_drops.per_host()?,
-        ))
+        let mut report = Report::new(&self.info, snapshot, &self.tun_drops.per_host()?);
+        let mut captures = self
+            .captures
+            .lock()
+            .expect("no capture panics holding the lock");
+        captures.retain(|(_, stats)| stats.strong_count() > 0);
+        report.captures = captures
+            .iter()
+            .filter_map(|(target, stats)| {
+                let stats = stats.upgrade()?;
+                Some(CaptureReport {
+                    target: target.clone(),
+                    captured: stats.captured.load(Ordering::Relaxed),
+                    dropped: stats.dropped.load(Ordering::Relaxed),
+                })
+            })
+            .collect();
+        Ok(report)
+    }
+
+    /// Starts a capture (`Request::Capture`): its reply names the interfaces, its stream is
+    /// the pcapng file.
+    fn capture(
+        &self,
+        a: &str,
+        b: Option<&str>,
+        direction: Direction,
+        when: When,
+        snaplen: u32,
+    ) -> Result<Response, LiveError> {
+        if self.workers > 1 {
+            return Err(LiveError::Capture(format!(
+                "capture needs a run of one worker; this one has {}",
+                self.workers
+            )));
+        }
+        if snaplen == 0 {
+            return Err(LiveError::Capture(
+                "snaplen 0 keeps nothing; give at least 1 byte".into(),
+            ));
+        }
+        let pipes = crate::control::capture_pipes(self.controller.topology(), a, b, direction)?;
+        if pipes.is_empty() {
+            return Err(LiveError::Capture(format!("node {a} has no links")));
+        }
+        let names: Vec<String> = pipes.iter().map(|(_, i)| i.name.clone()).collect();
+        let (tap, stream) = crate::capture::capture(pipes, when, snaplen, self.epoch_ns);
+        let target = match b {
+            Some(b) => format!("{a} {b} ({})", direction.name()),
+            None => a.to_string(),
+        };
+        self.captures
+            .lock()
+            .expect("no capture panics holding the lock")
+            .push((target, Arc::downgrade(&stream.stats())));
+        self.controller.capture(tap).wait(ANSWER_TIMEOUT)?;
+        Ok(Response {
+            reply: Reply::ok(serde_json::json!({
+                "experiment": self.info.experiment,
+                "interfaces": names,
+                "when": when,
+                "snaplen": snaplen,
+            })),
+            stream: Some(Box::new(stream)),
+        })
     }
 
     fn link_set(
@@ -145,11 +217,22 @@ impl Shared {
     fn link_state(&self, a: &str, b: &str, up: bool) -> Result<LinkChange, LiveError> {
         let change = self.controller.link_state(a, b, up)?.wait(ANSWER_TIMEOUT)?;
         self.events.publish(Event::LinkChanged(change.clone()));
+        // Every worker applied the change, and with it recomputed its routes.
+        self.events.publish(Event::RoutesRecomputed {
+            at_ns: change.at_ns,
+            link: change.link.clone(),
+            up,
+        });
         Ok(change)
     }
 
+    /// Nanoseconds since the run started, for events.
+    fn now_ns(&self) -> u64 {
+        self.controller.clock().now().as_nanos()
+    }
+
     /// Serves one request of the control protocol.
-    fn handle(&self, request: Request) -> Reply {
+    fn handle(&self, request: Request) -> Response {
         let body = match request {
             Request::Info => Ok(to_value(&self.info)),
             Request::Stats => self.stats().map(|r| to_value(&r)),
@@ -165,10 +248,28 @@ impl Shared {
                 let _ = self.bell.lock().expect("no ringer panics").send(());
                 Ok(serde_json::json!({ "stopping": self.info.experiment }))
             }
+            Request::Capture {
+                a,
+                b,
+                direction,
+                when,
+                snaplen,
+            } => {
+                return match self.capture(&a, b.as_deref(), direction, when, snaplen) {
+                    Ok(response) => response,
+                    Err(e) => Reply::error(e.to_string()).into(),
+                }
+            }
+            Request::Events => {
+                return Response {
+                    reply: Reply::ok(serde_json::json!({ "experiment": self.info.experiment })),
+                    stream: Some(Box::new(EventLines::new(self.events.subscribe()))),
+                }
+            }
         };
         match body {
-            Ok(body) => Reply::ok(body),
-            Err(e) => Reply::error(e.to_string()),
+            Ok(body) => Reply::ok(body).into(),
+            Err(e) => Reply::error(e.to_string()).into(),
         }
     }
 }
@@ -302,6 +403,12 @@ impl Experiment {
             stop_requested: AtomicBool::new(false),
             bell: Mutex::new(bell.clone()),
             tun_drops,
+            captures: Mutex::new(Vec::new()),
+            workers: drivers.len(),
+            epoch_ns: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+                .saturating_sub(clock.now().as_nanos()),
         });
         let mut experiment = Experiment {
             shared,
@@ -349,6 +456,7 @@ impl Experiment {
             .map_err(io_error("starting the accuracy monitor"))?
         });
         experiment.shared.events.publish(Event::Started {
+            at_ns: experiment.shared.now_ns(),
             experiment: options.name,
             hosts: experiment.shared.info.hosts.len(),
             workers: experiment.workers.len(),
@@ -459,6 +567,7 @@ impl Experiment {
             let (driver, result) = worker.join();
             if let Err(error) = result {
                 self.shared.events.publish(Event::WorkerFailed {
+                    at_ns: self.shared.now_ns(),
                     worker: k,
                     error: error.clone(),
                 });
@@ -476,6 +585,7 @@ impl Experiment {
         }
         drop(drivers);
         self.shared.events.publish(Event::Stopped {
+            at_ns: self.shared.now_ns(),
             reason: reason.to_string(),
         });
         let teardown = self.testbed.take().map(|mut t| t.teardown());

@@ -8,11 +8,13 @@
 //! protocol between workers), `answer` (a worker's answers to orders), `control` (the
 //! experiment's side of those orders), `wait` (the precision modes' waiting policy), `message`
 //! (the leaf of requests, orders, answers and figures), `protocol` and `server` (the control
-//! socket), `report`, `event`, `monitor` (accuracy alarms while a run goes on), `plan`, `experiment`, and `tun_io`, `segment`, `ip`, `pool` for
-//! the packets themselves.
+//! socket, and its streams), `report`, `event`, `monitor` (accuracy alarms while a run goes on),
+//! `capture` and `pcapng` (packet capture; `synthetic` for virtual-time runs' packets), `plan`,
+//! `experiment`, and `tun_io`, `segment`, `ip`, `pool` for the packets themselves.
 
 mod accuracy;
 mod answer;
+mod capture;
 mod clock;
 mod control;
 mod driver;
@@ -24,6 +26,7 @@ mod mailbox;
 mod message;
 mod monitor;
 mod payload;
+pub mod pcapng;
 mod plan;
 mod pool;
 pub mod protocol;
@@ -31,14 +34,16 @@ mod ration;
 mod report;
 pub mod segment;
 mod server;
+mod synthetic;
 mod tun_drops;
 mod tun_io;
 mod wait;
 mod worker;
 
 pub use accuracy::{Accuracy, AccuracyReport, LatenessBucket, Thresholds, LATENESS_BUCKETS_NS};
+pub use capture::{When, SNAPLEN};
 pub use clock::{Clock, SystemClock, TestClock};
-pub use control::{ControlError, Controller, Pending};
+pub use control::{capture_pipes, ControlError, Controller, Pending};
 pub use driver::{Driver, DriverConfig};
 pub use event::{Event, Subscription};
 pub use experiment::{Ending, Experiment, Handle, LiveError, ANSWER_TIMEOUT};
@@ -46,6 +51,9 @@ pub use io::{Framing, PacketIo};
 pub use ip::{destination, endpoints, Malformed};
 pub use message::{Direction, HostCounters, LinkChange, PipeState, Request, Snapshot};
 pub use plan::{Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};
-pub use report::{HostInfo, HostReport, Report, RunInfo, WorkersInfo, WorkersReport};
+pub use report::{
+    CaptureReport, HostInfo, HostReport, Report, RunInfo, WorkersInfo, WorkersReport,
+};
+pub use synthetic::SimCapture;
 pub use tun_io::TunIo;
 pub use wait::{Hybrid, Precision, Waiter};

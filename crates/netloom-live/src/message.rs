@@ -123,12 +123,44 @@ pub enum Request {
     },
     /// Stop the experiment and tear it down, as Ctrl-C or `netloom stop` would.
     Stop,
+    /// The run's events from now on, as JSON lines after the reply, until the run stops
+    /// (a streaming request: docs/control.md).
+    Events,
+    /// Capture packets as pcapng after the reply, until the run stops or the client goes (a
+    /// streaming request): of the link between `a` and `b`, or of every link of node `a`.
+    Capture {
+        /// A node: one end of the link, or the node whose links are captured.
+        a: String,
+        /// The link's other end; none to capture every link of `a`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        b: Option<String>,
+        /// Which directions of the link, relative to `a` and `b`.
+        #[serde(default)]
+        direction: Direction,
+        /// Which instant of a packet's passage the file records.
+        #[serde(default)]
+        when: crate::capture::When,
+        /// Bytes of each packet kept.
+        #[serde(default = "default_snaplen")]
+        snaplen: u32,
+    },
+}
+
+fn default_snaplen() -> u32 {
+    crate::capture::SNAPLEN
 }
 
 impl Request {
     /// Every request's `cmd`, for error messages.
-    pub const COMMANDS: &'static [&'static str] =
-        &["info", "stats", "link-set", "link-state", "stop"];
+    pub const COMMANDS: &'static [&'static str] = &[
+        "info",
+        "stats",
+        "link-set",
+        "link-state",
+        "stop",
+        "events",
+        "capture",
+    ];
 }
 
 /// A change made to a running experiment's link: the reply to a link request, and the event
@@ -180,6 +212,8 @@ pub(crate) enum Order {
     Snapshot,
     /// Report this worker's accuracy only (cheap, for the accuracy alarm).
     Accuracy,
+    /// Start a capture: copy what its pipes do with packets into its queue.
+    Capture(crate::capture::Tap),
 }
 
 /// A worker's answer to an `Order`.

@@ -134,14 +134,32 @@ pub enum CallError {
 /// Sends `request` to the experiment whose socket is `path` and returns the reply's body,
 /// waiting up to `timeout` for it.
 pub fn call(path: &Path, request: &Request, timeout: Duration) -> Result<Value, CallError> {
+    open(path, request, timeout).map(|(body, _)| body)
+}
+
+/// Sends a streaming request (`events`) and returns the reply's body and the connection, from
+/// which the stream is read until the experiment closes it (the run stopped). Waits up to
+/// `timeout` for the reply; the stream's reads then wait as long as it takes.
+pub fn open(
+    path: &Path,
+    request: &Request,
+    timeout: Duration,
+) -> Result<(Value, BufReader<UnixStream>), CallError> {
     let mut conn = UnixStream::connect(path)?;
     conn.set_read_timeout(Some(timeout))?;
     conn.set_write_timeout(Some(timeout))?;
     writeln!(conn, "{}", request_line(request))?;
+    let mut reader = BufReader::new(conn);
     let mut line = String::new();
-    BufReader::new((&conn).take(MAX_REPLY as u64)).read_line(&mut line)?;
-    let reply: Reply =
-        serde_json::from_str(&line).map_err(|e| CallError::Garbled(e.to_string()))?;
+    (&mut reader).take(MAX_REPLY as u64).read_line(&mut line)?;
+    let body = parse_reply(&line)?;
+    reader.get_ref().set_read_timeout(None)?;
+    Ok((body, reader))
+}
+
+/// A reply line's body, or why there is none.
+fn parse_reply(line: &str) -> Result<Value, CallError> {
+    let reply: Reply = serde_json::from_str(line).map_err(|e| CallError::Garbled(e.to_string()))?;
     if reply.version != VERSION {
         return Err(CallError::Garbled(format!(
             "the experiment speaks protocol version {}, this client {VERSION}",
@@ -167,6 +185,14 @@ mod tests {
             Request::Stats,
             Request::Info,
             Request::Stop,
+            Request::Events,
+            Request::Capture {
+                a: "r1".into(),
+                b: Some("r2".into()),
+                direction: Direction::BToA,
+                when: crate::capture::When::Enter,
+                snaplen: 96,
+            },
             Request::LinkState {
                 a: "r1".into(),
                 b: "r2".into(),
@@ -187,6 +213,16 @@ mod tests {
             r#"{"version": 1, "cmd": "link-set", "a": "x", "b": "y", "set": {"bw": "1Gbit"}}"#;
         match parse_request(line).unwrap() {
             Request::LinkSet { direction, .. } => assert_eq!(direction, Direction::Both),
+            other => panic!("{other:?}"),
+        }
+        let line = r#"{"version": 1, "cmd": "capture", "a": "h1"}"#;
+        match parse_request(line).unwrap() {
+            Request::Capture {
+                b, when, snaplen, ..
+            } => assert_eq!(
+                (b, when, snaplen),
+                (None, crate::capture::When::Exit, 262_144)
+            ),
             other => panic!("{other:?}"),
         }
     }

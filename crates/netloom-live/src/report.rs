@@ -105,6 +105,21 @@ pub struct Report {
     /// With several workers: the split and what crossed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<WorkersReport>,
+    /// The captures running (`netloom capture`), with their own figures; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub captures: Vec<CaptureReport>,
+}
+
+/// A running capture's figures: what it copied, and what it dropped because its writer fell
+/// behind (copies only: the emulated packets are never touched).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureReport {
+    /// What it captures: "r1 r2 (both)", or a node's name for all its links.
+    pub target: String,
+    /// Packets copied to the capture's writer.
+    pub captured: u64,
+    /// Packets the capture did not copy: its queue was full.
+    pub dropped: u64,
 }
 
 impl Report {
@@ -136,6 +151,7 @@ impl Report {
                 cross_core_hops: snapshot.cross_core_hops,
                 cross_core_bytes: snapshot.cross_core_bytes,
             }),
+            captures: Vec::new(),
         }
     }
 }

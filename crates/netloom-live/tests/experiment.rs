@@ -92,7 +92,7 @@ fn an_experiment_runs_observed_changed_and_stopped_through_the_library() {
         .events()
         .recv_timeout(std::time::Duration::from_secs(5))
     {
-        Ok(Event::Stopped { reason }) => assert_eq!(reason, "done"),
+        Ok(Event::Stopped { reason, .. }) => assert_eq!(reason, "done"),
         other => panic!("expected the stop, got {other:?}"),
     }
     assert!(!socket.exists(), "the control socket is gone");

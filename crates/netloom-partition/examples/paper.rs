@@ -60,6 +60,8 @@ fn observe(topo: &Topology, duration: netloom_time::Duration) -> Observation {
             wall_clock: false,
             progress: None,
             progress_every: std::time::Duration::from_secs(1),
+            series: None,
+            tapped: None,
         },
     );
     let (packets, transitions) = engine.hop_counts();
