@@ -109,7 +109,13 @@ pub struct PipeConfig {
     pub up: bool,
     /// An 802.11 channel: MAC overhead, noise, competing stations and retries on each packet.
     pub wireless: Option<Wireless>,
+    /// The largest IP packet the link carries, in bytes (`DEFAULT_MTU` unless set): a router
+    /// refuses a larger one (see the engine's `Refusal::TooBig`).
+    pub mtu: u32,
 }
+
+/// A link's MTU unless set: Ethernet's.
+pub const DEFAULT_MTU: u32 = 1500;
 
 /// The 802.11 physical layer a wireless pipe emulates: its rates, modulations and bundled MAC
 /// delay profiles.
@@ -221,6 +227,7 @@ impl PipeConfig {
             ooo_delay: Duration::ZERO,
             up: true,
             wireless: None,
+            mtu: DEFAULT_MTU,
         }
     }
 

@@ -296,6 +296,7 @@ pub(crate) fn finish(
         ooo_delay: layer.ooo_delay.unwrap_or(Duration::ZERO),
         up: layer.up.unwrap_or(true),
         wireless,
+        mtu: netloom_link::DEFAULT_MTU,
     };
     let data = PipeData {
         profile: layer.mac_profile.clone(),
