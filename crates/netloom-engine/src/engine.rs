@@ -850,7 +850,7 @@ impl Engine {
     /// The router that answers for a packet stuck at `node`: the node itself if it is a router;
     /// for a host, the router at the other end of its first link that is up (its gateway,
     /// which is where a host with a default route sends what it cannot route itself).
-    fn router_for(&self, node: NodeId) -> Option<NodeId> {
+    pub fn router_for(&self, node: NodeId) -> Option<NodeId> {
         if self.router[node as usize] {
             return Some(node);
         }

@@ -12,6 +12,7 @@
 use crate::accuracy::{Accuracy, AccuracyReport, Thresholds};
 use crate::answer;
 use crate::clock::Clock;
+use crate::icmp::{self, Bucket};
 use crate::io::{Framing, PacketIo};
 use crate::ip::{endpoints, Malformed};
 use crate::mailbox::{Inbox, Message, Post};
@@ -21,12 +22,12 @@ use crate::pool::{Pool, Size};
 use crate::ration::Ration;
 use crate::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
 use crate::wait::{Precision, Waiter};
-use netloom_engine::{Engine, Output};
+use netloom_engine::{Engine, Output, Refusal};
 use netloom_time::Instant;
 use netloom_topo::NodeId;
 use std::collections::HashMap;
 use std::io::{self, IoSlice};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Frames read from one host in one go before the others get a turn.
 const READ_BATCH: usize = 64;
@@ -90,6 +91,13 @@ pub struct Driver<I: PacketIo, C: Clock> {
     ration: Ration,
     /// Deliver spoofed packets instead of dropping them (`DriverConfig::allow_spoofing`).
     allow_spoofing: bool,
+    /// Each router's addresses, the sources of its ICMP errors (`add_router`).
+    routers: HashMap<NodeId, (Ipv4Addr, Ipv6Addr)>,
+    /// The rate limit of errors from each router to each host (by host index), as Linux
+    /// limits them per destination.
+    buckets: HashMap<(NodeId, u32), Bucket>,
+    /// Where an ICMP error is built.
+    error: Box<[u8]>,
 }
 
 impl<I: PacketIo, C: Clock> Driver<I, C> {
@@ -141,8 +149,17 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             realtime: true,
             reads,
             skipped_changes: 0,
+            routers: HashMap::new(),
+            buckets: HashMap::new(),
+            error: vec![0; icmp::MAX_ERROR].into_boxed_slice(),
             engine,
         }
+    }
+
+    /// Gives router `node` its addresses: it answers from them with ICMP errors about the
+    /// packets it refuses (docs/live.md, "Routers"); a router without is silent.
+    pub fn add_router(&mut self, node: NodeId, ipv4: Ipv4Addr, ipv6: Ipv6Addr) {
+        self.routers.insert(node, (ipv4, ipv6));
     }
 
     /// Calls `set(true)` when the driver wants real-time priority from now on and `set(false)`
@@ -376,9 +393,16 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             c.bytes_in += u64::from(gso.map_or(single, |g| g.wire_total()));
             let Some(dst) = self.hosts_by_addr.get(&addr).copied() else {
                 c.unknown_destination += u64::from(segments);
-                pool.put_back(id);
+                let src_node = self.host_nodes[host as usize];
+                if let Some(gateway) = self.engine.router_for(src_node) {
+                    // No copy of it is in flight: the error quotes it, then it goes back.
+                    self.payloads.pool().fill(id, len, gso, 0);
+                    self.send_error(now, id, offset, gateway, icmp::Error::NoSuchHost);
+                }
+                self.payloads.pool().put_back(id);
                 continue;
             };
+            let ttl = icmp::ttl(&frame[offset..]);
             // A host sending as another, or as an address no host has: its replies would go
             // elsewhere, and experiments would trust a source that lies.
             if self.hosts_by_addr.get(&src) != Some(&host) {
@@ -397,11 +421,13 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             for k in 0..segments {
                 let token = token(me, id, k);
                 let injected = match gso {
-                    None => self.engine.inject(now, src_node, dst_node, single, token),
+                    None => self
+                        .engine
+                        .inject(now, src_node, dst_node, single, token, ttl),
                     Some(g) => {
                         let bytes = g.wire_len(k);
                         self.engine
-                            .inject_segment(now, src_node, dst_node, bytes, token, k)
+                            .inject_segment(now, src_node, dst_node, bytes, token, ttl, k)
                     }
                 };
                 if !injected {
@@ -411,6 +437,55 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             }
         }
         Ok(())
+    }
+
+    /// Router `router` answers the packet in buffer `id` (its IP header at `offset`) with the
+    /// ICMP error `why`, if it has addresses, its rate limit allows, and the packet may be
+    /// answered (`icmp::error`): the error goes into the network at the router, bound for the
+    /// packet's source host, so it comes back over the emulated links. Counted per source host
+    /// (`HostCounters::icmp_errors`, `icmp_limited`).
+    fn send_error(&mut self, now: Instant, id: u32, offset: usize, router: NodeId, why: icmp::Error) {
+        let Some(&(v4, v6)) = self.routers.get(&router) else {
+            return;
+        };
+        let original = &self.payloads.pool_ref().frame(id)[offset..];
+        let Ok((src, _)) = endpoints(original) else {
+            return;
+        };
+        let Some(&host) = self.hosts_by_addr.get(&src) else {
+            return;
+        };
+        let from = if src.is_ipv4() { v4.into() } else { v6.into() };
+        let Some(len) = icmp::error(original, from, why, &mut self.error) else {
+            return;
+        };
+        let c = &mut self.counters[host as usize];
+        let bucket = self
+            .buckets
+            .entry((router, host))
+            .or_insert_with(|| Bucket::new(now));
+        if why.is_limited() && !bucket.allow(now) {
+            c.icmp_limited += 1;
+            return;
+        }
+        let pool = self.payloads.pool();
+        let Some(reply) = pool.take(Size::Small) else {
+            self.accuracy.record_physical_drop();
+            return;
+        };
+        let space = pool.space(reply);
+        space[..offset].fill(0);
+        space[offset..offset + len].copy_from_slice(&self.error[..len]);
+        pool.fill(reply, offset + len, None, 1);
+        c.icmp_errors += 1;
+        let token = token(self.payloads.me(), reply, 0);
+        let dst = self.host_nodes[host as usize];
+        if !self
+            .engine
+            .inject(now, router, dst, len as u32, token, icmp::ERROR_TTL)
+        {
+            self.payloads.pool().release(reply);
+        }
     }
 
     /// Reads one frame from `host` into a pool buffer and returns the buffer and the frame's
@@ -483,8 +558,24 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         self.outbox.extend(self.engine.drain_outputs());
         let mut i = 0;
         while i < self.outbox.len() {
-            let (token, dst) = match self.outbox[i] {
-                Output::Delivered { token, dst, .. } => (token, dst),
+            let (token, dst, ttl) = match self.outbox[i] {
+                Output::Delivered { token, dst, ttl, .. } => (token, dst, ttl),
+                Output::Refused { token, node, why } => {
+                    let (home, id, _) = untoken(token);
+                    // The payload is at its home; a run of several workers answers only for
+                    // the packets this worker took in.
+                    if home == self.payloads.me() {
+                        let why = match why {
+                            Refusal::TimeExceeded => icmp::Error::TimeExceeded,
+                            Refusal::NoRoute => icmp::Error::NoRoute,
+                            Refusal::TooBig { mtu } => icmp::Error::TooBig { mtu },
+                        };
+                        let now = self.clock.now();
+                        self.send_error(now, id, self.framing.header_len(), node, why);
+                    }
+                    i += 1;
+                    continue;
+                }
                 Output::Duplicated { token } => {
                     self.payloads.settle(token, true);
                     i += 1;
@@ -531,6 +622,9 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                         .record_release(std::time::Duration::from_nanos(lateness.as_nanos()));
                 }
             }
+            // Every router on the way took one off (a copy's twin sets the same).
+            let offset = self.framing.header_len();
+            icmp::set_ttl(&mut self.payloads.pool().space(id)[offset..], ttl);
             let frame = self.payloads.pool_ref().frame(id);
             let (sent, bytes) = match gso {
                 None => (

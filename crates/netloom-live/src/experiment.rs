@@ -12,7 +12,7 @@ use crate::message::{Direction, LinkChange, Request};
 use crate::monitor::Monitor;
 use crate::plan::{Placement, Plan, PlanError};
 use crate::protocol::{socket_path, Reply, VERSION};
-use crate::report::{Report, RunInfo};
+use crate::report::{HostInfo, Report, RunInfo};
 use crate::server::{Handler, Server};
 use crate::tun_drops::TunDrops;
 use crate::tun_io::TunIo;
@@ -198,16 +198,16 @@ impl Experiment {
     pub fn start(plan: Plan) -> Result<Experiment, LiveError> {
         let options = plan.options.clone();
         let hosts = plan.hosts();
+        let routers = plan.routers();
+        let spec_of = |h: &HostInfo| HostSpec {
+            name: h.name.clone(),
+            ipv4: h.ipv4,
+            ipv6: h.ipv6,
+        };
         let spec = TestbedSpec {
             name: options.name.clone(),
-            hosts: hosts
-                .iter()
-                .map(|h| HostSpec {
-                    name: h.name.clone(),
-                    ipv4: h.ipv4,
-                    ipv6: h.ipv6,
-                })
-                .collect(),
+            hosts: hosts.iter().map(spec_of).collect(),
+            routers: routers.iter().map(|(_, r)| spec_of(r)).collect(),
             mtu: options.mtu,
         };
         let testbed = Testbed::create(&spec)?;
@@ -255,7 +255,11 @@ impl Experiment {
             if !options.gso {
                 io.set_gso(false)?;
             }
-            drivers.push(Driver::new(engine, io, clock, &addresses, config));
+            let mut driver = Driver::new(engine, io, clock, &addresses, config);
+            for (node, r) in &routers {
+                driver.add_router(*node, r.ipv4, r.ipv6);
+            }
+            drivers.push(driver);
         }
         let controller =
             Controller::connect(&mut drivers, clock).map_err(io_error("connecting the workers"))?;

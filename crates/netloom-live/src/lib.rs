@@ -19,6 +19,7 @@ mod driver;
 mod event;
 mod experiment;
 mod io;
+mod icmp;
 mod ip;
 mod mailbox;
 mod message;

@@ -6,6 +6,7 @@
 
 use crate::accuracy::Thresholds;
 use crate::report::{HostInfo, WorkersInfo};
+use netloom_topo::{NodeId, NodeKind};
 use crate::wait::{Hybrid, Precision};
 use netloom_engine::{Ownership, OwnershipError, Payload};
 use netloom_partition::{
@@ -305,6 +306,21 @@ impl Plan {
                     ipv4,
                     ipv6,
                 }
+            })
+            .collect()
+    }
+
+    /// Every router with its node and addresses (one per router, `netloom_os::router_address`),
+    /// in the topology's order.
+    pub fn routers(&self) -> Vec<(NodeId, HostInfo)> {
+        let nodes = self.topology.nodes.iter().enumerate();
+        nodes
+            .filter(|(_, n)| n.kind == NodeKind::Router)
+            .enumerate()
+            .map(|(j, (node, n))| {
+                let (ipv4, ipv6) = netloom_os::router_address(j);
+                let name = n.name.clone();
+                (node as NodeId, HostInfo { name, ipv4, ipv6 })
             })
             .collect()
     }

@@ -38,6 +38,9 @@ pub struct TestbedSpec {
     /// The hosts, in topology order (host `i` is the `i`-th TUN of `Testbed::tuns`); 1 to
     /// `MAX_HOSTS`, with distinct names and addresses.
     pub hosts: Vec<HostSpec>,
+    /// The routers, which have no namespace but a name and addresses every host resolves
+    /// (`plan::router_address`); names and addresses distinct from the hosts' and each other's.
+    pub routers: Vec<HostSpec>,
     /// MTU of every `nl0`: `DEFAULT_MTU` (1500) unless `netloom run --mtu` says otherwise; 1280
     /// to 65535.
     pub mtu: u32,
@@ -64,6 +67,7 @@ impl TestbedSpec {
         TestbedSpec {
             name: name.to_string(),
             hosts,
+            routers: Vec::new(),
             mtu: plan::DEFAULT_MTU,
         }
     }
@@ -84,10 +88,11 @@ impl TestbedSpec {
         if self.hosts.is_empty() {
             return Err(invalid("it has no hosts".to_string()));
         }
-        if self.hosts.len() > MAX_HOSTS {
+        if self.hosts.len() + self.routers.len() > MAX_HOSTS {
             return Err(invalid(format!(
-                "it has {} hosts; the address plan has room for {MAX_HOSTS}",
-                self.hosts.len()
+                "it has {} hosts and {} routers; the address plan has room for {MAX_HOSTS}",
+                self.hosts.len(),
+                self.routers.len()
             )));
         }
         if !(MIN_MTU..=MAX_MTU).contains(&self.mtu) {
@@ -97,7 +102,7 @@ impl TestbedSpec {
             )));
         }
         let (mut names, mut v4, mut v6) = (HashSet::new(), HashSet::new(), HashSet::new());
-        for host in &self.hosts {
+        for host in self.hosts.iter().chain(&self.routers) {
             plan::check_host_name(&host.name)?;
             if !names.insert(&host.name) {
                 return Err(invalid(format!("host {:?} appears twice", host.name)));
@@ -124,14 +129,15 @@ impl TestbedSpec {
         Ok(())
     }
 
-    /// `/etc/hosts` of every host: loopback names, then every host's name with both addresses.
+    /// `/etc/hosts` of every host: loopback names, then every host's and router's name with
+    /// both addresses.
     fn hosts_file(&self, host: &str) -> String {
         let mut text = format!(
             "# /etc/hosts of host {host} in netloom experiment {} (removed with the experiment)\n\
              127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
             self.name
         );
-        for h in &self.hosts {
+        for h in self.hosts.iter().chain(&self.routers) {
             text.push_str(&format!("{}\t{}\n{}\t{}\n", h.ipv4, h.name, h.ipv6, h.name));
         }
         text
@@ -480,11 +486,26 @@ mod tests {
 
     #[test]
     fn hosts_file_names_every_host_with_both_addresses() {
-        let text = TestbedSpec::planned("lab", ["h1", "h2"]).hosts_file("h1");
+        let mut spec = TestbedSpec::planned("lab", ["h1", "h2"]);
+        let (ipv4, ipv6) = plan::router_address(0);
+        spec.routers.push(HostSpec {
+            name: "r1".into(),
+            ipv4,
+            ipv6,
+        });
+        spec.check().unwrap();
+        let text = spec.hosts_file("h1");
         assert!(
             text.contains("198.18.0.2\th2\nfd6e:6c00::2\th2\n"),
             "{text}"
         );
+        assert!(
+            text.contains("198.19.255.254\tr1\nfd6e:6c00::ff00:0:0:1\tr1\n"),
+            "{text}"
+        );
+        // A router named as a host is refused.
+        spec.routers[0].name = "h2".into();
+        assert!(spec.check().unwrap_err().to_string().contains("\"h2\" appears twice"));
         assert!(text.contains("127.0.0.1\tlocalhost\n"));
     }
 }
