@@ -93,9 +93,9 @@ pub struct Driver<I: PacketIo, C: Clock> {
     allow_spoofing: bool,
     /// Each router's addresses, the sources of its ICMP errors (`add_router`).
     routers: HashMap<NodeId, (Ipv4Addr, Ipv6Addr)>,
-    /// The rate limit of errors from each router to each host (by host index), as Linux
-    /// limits them per destination.
-    buckets: HashMap<(NodeId, u32), Bucket>,
+    /// The rate limit of errors from each router to each host address (by host index, and
+    /// whether IPv6), as Linux limits them per destination address.
+    buckets: HashMap<(NodeId, u32, bool), Bucket>,
     /// Where an ICMP error is built.
     error: Box<[u8]>,
 }
@@ -462,7 +462,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         let c = &mut self.counters[host as usize];
         let bucket = self
             .buckets
-            .entry((router, host))
+            .entry((router, host, src.is_ipv6()))
             .or_insert_with(|| Bucket::new(now));
         if why.is_limited() && !bucket.allow(now) {
             c.icmp_limited += 1;
