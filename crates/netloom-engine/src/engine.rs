@@ -99,6 +99,9 @@ pub enum Output {
         node: NodeId,
         /// Why.
         why: Refusal,
+        /// The copy's TTL or hop limit there (after the router took its one, if it forwards):
+        /// what the fragments of a packet too big go on with.
+        ttl: u8,
     },
     /// A pipe duplicated the packet: one more copy of `token` is now in flight.
     Duplicated {
@@ -868,8 +871,13 @@ impl Engine {
     /// Tells the caller why `node` refused a packet from outside (`Output::Refused`); synthetic
     /// packets have no one to tell.
     fn refuse(&mut self, p: &Packet, node: NodeId, why: Refusal) {
-        if let Body::External { token, .. } = p.body {
-            self.outputs.push(Output::Refused { token, node, why });
+        if let Body::External { token, ttl, .. } = p.body {
+            self.outputs.push(Output::Refused {
+                token,
+                node,
+                why,
+                ttl,
+            });
         }
     }
 

@@ -477,7 +477,8 @@ fn each_router_takes_one_off_the_ttl_and_the_last_one_refuses_it() {
             Output::Refused {
                 token: 7,
                 node: r2,
-                why: Refusal::TimeExceeded
+                why: Refusal::TimeExceeded,
+                ttl: 1,
             },
             Output::Dropped { token: 7 }
         ]
@@ -501,12 +502,13 @@ fn a_host_without_a_route_hears_from_its_gateway_and_a_router_from_itself() {
     // The last link down before the packet leaves: h1 has no route, so r1, its gateway, answers.
     e.set_link_up(Instant::ZERO, r3_h2, false);
     let got = fate_of(&mut e, h1, h2, 100, 64);
-    let refused = |node| Output::Refused {
+    let refused = |node, ttl| Output::Refused {
         token: 7,
         node,
         why: Refusal::NoRoute,
+        ttl,
     };
-    assert_eq!(got, [refused(r1), Output::Dropped { token: 7 }]);
+    assert_eq!(got, [refused(r1, 64), Output::Dropped { token: 7 }]);
     // Up again, and down while the packet is between r2 and r3 (from 2.0008 ms to 3.0012 ms
     // after it left): r3 finds no route.
     e.set_link_up(Instant(1_000_000_000), r3_h2, true);
@@ -514,7 +516,7 @@ fn a_host_without_a_route_hears_from_its_gateway_and_a_router_from_itself() {
     e.set_link_up(Instant(1_002_500_000), r3_h2, false);
     e.advance(Instant(2_000_000_000));
     let got: Vec<_> = e.drain_outputs().collect();
-    assert_eq!(got, [refused(r3), Output::Dropped { token: 7 }]);
+    assert_eq!(got, [refused(r3, 62), Output::Dropped { token: 7 }]);
 }
 
 #[test]
@@ -526,10 +528,12 @@ fn a_packet_larger_than_the_next_link_mtu_is_refused_with_that_mtu() {
     t.pipes[narrow as usize].config.mtu = 1400;
     let mut e = Engine::new(t, 1);
     let got = fate_of(&mut e, h1, h2, 1401, 64);
+    // r1 and r2 took theirs: the fragments would go on with 62.
     let too_big = Output::Refused {
         token: 7,
         node: r2,
         why: Refusal::TooBig { mtu: 1400 },
+        ttl: 62,
     };
     assert_eq!(got, [too_big, Output::Dropped { token: 7 }]);
     assert_eq!(e.counters().too_big, 1);

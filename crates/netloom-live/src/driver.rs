@@ -12,6 +12,7 @@
 use crate::accuracy::{Accuracy, AccuracyReport, Thresholds};
 use crate::answer;
 use crate::clock::Clock;
+use crate::fragment;
 use crate::icmp::{self, Bucket};
 use crate::io::{Framing, PacketIo};
 use crate::ip::{endpoints, Malformed};
@@ -439,6 +440,64 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         Ok(())
     }
 
+    /// What router `node` does with the packet in buffer `id` that it refused: an IPv4 packet
+    /// too big for the next link but allowed to be fragmented goes on as fragments (a
+    /// super-packet, always TCP with DF from Linux, never does); everything else is answered
+    /// with the matching ICMP error.
+    fn refused(&mut self, id: u32, node: NodeId, why: Refusal, ttl: u8) {
+        let now = self.clock.now();
+        let offset = self.framing.header_len();
+        let why = match why {
+            Refusal::TimeExceeded => icmp::Error::TimeExceeded,
+            Refusal::NoRoute => icmp::Error::NoRoute,
+            Refusal::TooBig { mtu } => {
+                let pool = self.payloads.pool_ref();
+                if pool.gso(id).is_none() && fragment::allowed(&pool.frame(id)[offset..]) {
+                    self.fragment(now, id, node, mtu, ttl);
+                    return;
+                }
+                icmp::Error::TooBig { mtu }
+            }
+        };
+        self.send_error(now, id, offset, node, why);
+    }
+
+    /// Sends the IPv4 packet in buffer `id` on from router `node` as fragments of at most `mtu`
+    /// bytes, each a packet of its own from there (`Engine::inject` at the router) with `ttl`.
+    /// Fragments that find no buffer are physical drops.
+    fn fragment(&mut self, now: Instant, id: u32, node: NodeId, mtu: u32, ttl: u8) {
+        let offset = self.framing.header_len();
+        if matches!(self.framing, Framing::Vnet { .. }) {
+            segment::finish_checksum(self.payloads.pool().space(id));
+        }
+        let frame = self.payloads.pool_ref().frame(id);
+        let Ok((_, dst)) = endpoints(&frame[offset..]) else {
+            return;
+        };
+        let Some(&dst) = self.hosts_by_addr.get(&dst) else {
+            return;
+        };
+        let dst = self.host_nodes[dst as usize];
+        let mut pieces: Vec<Vec<u8>> = Vec::new();
+        fragment::split(&frame[offset..], mtu, |f| {
+            pieces.push([&frame[..offset], f].concat());
+        });
+        let me = self.payloads.me();
+        for piece in pieces {
+            let pool = self.payloads.pool();
+            let Some(part) = pool.take(Size::Small) else {
+                self.accuracy.record_physical_drop();
+                continue;
+            };
+            pool.space(part)[..piece.len()].copy_from_slice(&piece);
+            pool.fill(part, piece.len(), None, 1);
+            let bytes = (piece.len() - offset) as u32;
+            if !self.engine.inject(now, node, dst, bytes, token(me, part, 0), ttl) {
+                self.payloads.pool().release(part);
+            }
+        }
+    }
+
     /// Router `router` answers the packet in buffer `id` (its IP header at `offset`) with the
     /// ICMP error `why`, if it has addresses, its rate limit allows, and the packet may be
     /// answered (`icmp::error`): the error goes into the network at the router, bound for the
@@ -560,18 +619,17 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         while i < self.outbox.len() {
             let (token, dst, ttl) = match self.outbox[i] {
                 Output::Delivered { token, dst, ttl, .. } => (token, dst, ttl),
-                Output::Refused { token, node, why } => {
+                Output::Refused {
+                    token,
+                    node,
+                    why,
+                    ttl,
+                } => {
                     let (home, id, _) = untoken(token);
                     // The payload is at its home; a run of several workers answers only for
                     // the packets this worker took in.
                     if home == self.payloads.me() {
-                        let why = match why {
-                            Refusal::TimeExceeded => icmp::Error::TimeExceeded,
-                            Refusal::NoRoute => icmp::Error::NoRoute,
-                            Refusal::TooBig { mtu } => icmp::Error::TooBig { mtu },
-                        };
-                        let now = self.clock.now();
-                        self.send_error(now, id, self.framing.header_len(), node, why);
+                        self.refused(id, node, why, ttl);
                     }
                     i += 1;
                     continue;

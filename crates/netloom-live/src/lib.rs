@@ -18,6 +18,7 @@ mod control;
 mod driver;
 mod event;
 mod experiment;
+mod fragment;
 mod io;
 mod icmp;
 mod ip;

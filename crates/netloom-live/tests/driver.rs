@@ -554,3 +554,63 @@ fn a_trace_driven_link_cannot_be_made_wireless() {
         "{refused}"
     );
 }
+
+/// r's address in `routed_driver`.
+const R: [u8; 4] = [198, 19, 255, 254];
+
+/// `driver` with r answering from `R` (and an IPv6 address no test uses), r – h1 at `mtu`.
+fn routed_driver(mtu: u32) -> (TestDriver, TestClock) {
+    let (mut d, clock) = driver(Precision::Busy, |c| c.mtu = mtu);
+    d.add_router(1, R.into(), "fd6e:6c00::ff00:0:0:1".parse().unwrap());
+    (d, clock)
+}
+
+#[test]
+fn a_router_answers_a_ttl_run_out_from_its_address_over_the_links_back() {
+    let (mut d, clock) = routed_driver(1500);
+    let mut probe = ipv4([198, 18, 0, 2], 100, 1);
+    probe[8] = 1;
+    d.io_mut().send(0, probe.clone());
+    quiet(&mut d, &clock);
+    // 100 bytes at 10 Mbit/s (80 us) and 2 ms to r; the 128-byte error (quoting the probe
+    // whole) takes 102.4 us and 2 ms back.
+    let [(host, at, error)] = &d.io().delivered[..] else {
+        panic!("{:?}", d.io().delivered)
+    };
+    assert_eq!((*host, *at), (0, Instant(2_080_000 + 2_102_400)));
+    assert_eq!((&error[12..16], &error[16..20]), (&R[..], &[198, 18, 0, 1][..]));
+    assert_eq!((error[9], error[20], error[21]), (1, 11, 0), "ICMP time exceeded");
+    assert_eq!(&error[28..], &probe[..]);
+    assert_eq!(d.host_counters()[0].icmp_errors, 1);
+    assert_eq!(d.in_flight(), 0);
+}
+
+#[test]
+fn too_big_for_the_next_link_is_fragmented_without_df_and_answered_with_df() {
+    let (mut d, clock) = routed_driver(1000);
+    let mut whole = ipv4([198, 18, 0, 2], 1500, 1);
+    whole[6] = 0x40;
+    d.io_mut().send(0, whole.clone());
+    quiet(&mut d, &clock);
+    let [(0, _, error)] = &d.io().delivered[..] else {
+        panic!("{:?}", d.io().delivered)
+    };
+    assert_eq!((error[20], error[21]), (3, 4), "fragmentation needed");
+    assert_eq!(u16::from_be_bytes([error[26], error[27]]), 1000, "next-hop MTU");
+    assert_eq!(&error[28..48], &whole[..20], "the refused header quoted");
+    d.io_mut().delivered.clear();
+    whole[6] = 0;
+    d.io_mut().send(0, whole.clone());
+    quiet(&mut d, &clock);
+    let fragments: Vec<&Vec<u8>> = d.io().delivered.iter().map(|(h, _, f)| {
+        assert_eq!(*h, 1);
+        f
+    }).collect();
+    // 1480 bytes of data in pieces of 976 (1000 − 20, down to a multiple of 8).
+    let lens: Vec<usize> = fragments.iter().map(|f| f.len()).collect();
+    assert_eq!(lens, [996, 524]);
+    let data: Vec<u8> = fragments.iter().flat_map(|f| f[20..].to_vec()).collect();
+    assert_eq!(data, &whole[20..]);
+    assert!(fragments.iter().all(|f| f[8] == 63), "r took one off the TTL of each");
+    assert_eq!(d.in_flight(), 0);
+}
