@@ -100,6 +100,19 @@ fn ttl_ping_errors_and_a_link_down_come_back_from_the_right_router() {
         let out = text(&lab.exec("h1", &["ping", family, "-c", "1", "-t", "2", "h2"]));
         assert!(out.contains("From r2 ") && out.contains("xceeded"), "{out}");
     }
+    // A router answers pings to its name, after the round trip to it: half of h2's here.
+    let least = |out: &std::process::Output| {
+        let rtts = live_common::ping_rtts(out);
+        rtts.iter().copied().fold(f64::INFINITY, f64::min)
+    };
+    let to_r2 = lab.exec("h1", &["ping", "-4", "-c", "5", "-i", "0.2", "r2"]);
+    assert!(text(&to_r2).contains("bytes from r2 "), "{}", text(&to_r2));
+    let to_h2 = least(&lab.exec("h1", &["ping", "-4", "-c", "5", "-i", "0.2", "h2"]));
+    let to_r2 = least(&to_r2);
+    eprintln!("least RTT to r2 {to_r2:.3} ms, to h2 {to_h2:.3} ms");
+    assert!((to_r2 - to_h2 / 2.0).abs() <= 0.2, "r2 {to_r2} ms, h2 {to_h2} ms");
+    let to_r2 = text(&lab.exec("h1", &["ping", "-6", "-c", "1", "r2"]));
+    assert!(to_r2.contains("bytes from r2 "), "{to_r2}");
     // An address of the plan that no host has: r1, h1's gateway, answers (ping names it by
     // address when given one).
     let out = text(&lab.exec("h1", &["ping", "-c", "1", "198.18.7.7"]));

@@ -25,7 +25,7 @@ use crate::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
 use crate::wait::{Precision, Waiter};
 use netloom_engine::{Engine, Output, Refusal};
 use netloom_time::Instant;
-use netloom_topo::NodeId;
+use netloom_topo::{NodeId, NodeKind};
 use std::collections::HashMap;
 use std::io::{self, IoSlice};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -94,6 +94,10 @@ pub struct Driver<I: PacketIo, C: Clock> {
     allow_spoofing: bool,
     /// Each router's addresses, the sources of its ICMP errors (`add_router`).
     routers: HashMap<NodeId, (Ipv4Addr, Ipv6Addr)>,
+    /// The router of each router address.
+    routers_by_addr: HashMap<IpAddr, NodeId>,
+    /// How a host's packets reach a router (`way_to`), found when first asked.
+    ways: HashMap<(u32, NodeId), Option<(u32, u8)>>,
     /// The rate limit of errors from each router to each host address (by host index, and
     /// whether IPv6), as Linux limits them per destination address.
     buckets: HashMap<(NodeId, u32, bool), Bucket>,
@@ -151,6 +155,8 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             reads,
             skipped_changes: 0,
             routers: HashMap::new(),
+            routers_by_addr: HashMap::new(),
+            ways: HashMap::new(),
             buckets: HashMap::new(),
             error: vec![0; icmp::MAX_ERROR].into_boxed_slice(),
             engine,
@@ -161,6 +167,38 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     /// packets it refuses (docs/live.md, "Routers"); a router without is silent.
     pub fn add_router(&mut self, node: NodeId, ipv4: Ipv4Addr, ipv6: Ipv6Addr) {
         self.routers.insert(node, (ipv4, ipv6));
+        self.routers_by_addr.insert(ipv4.into(), node);
+        self.routers_by_addr.insert(ipv6.into(), node);
+    }
+
+    /// How a packet from `host` reaches `router`, whose address it is sent to: routing tables
+    /// lead to hosts only, so it is sent towards a host whose path from `host` (by the routes
+    /// at start) crosses the router, with a TTL that runs out there, where the router answers
+    /// it (`refused`). Returns that host and the TTL (the router's place among the routers on
+    /// the way); `None` when no path crosses the router.
+    fn way_to(&mut self, host: u32, router: NodeId) -> Option<(u32, u8)> {
+        if let Some(&way) = self.ways.get(&(host, router)) {
+            return way;
+        }
+        let topo = self.engine.topology();
+        let src = self.host_nodes[host as usize];
+        let way = (0..self.host_nodes.len() as u32).find_map(|via| {
+            let path = self.engine.routes().path(topo, src, self.host_nodes[via as usize])?;
+            let mut at = src;
+            let mut routers = 0u8;
+            for pipe in path {
+                at = topo.far_end(pipe, at);
+                if topo.node(at).kind == NodeKind::Router {
+                    routers = routers.checked_add(1)?;
+                }
+                if at == router {
+                    return Some((via, routers));
+                }
+            }
+            None
+        });
+        self.ways.insert((host, router), way);
+        way
     }
 
     /// Calls `set(true)` when the driver wants real-time priority from now on and `set(false)`
@@ -392,8 +430,15 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             self.ration.took(host, segments);
             c.packets_in += u64::from(segments);
             c.bytes_in += u64::from(gso.map_or(single, |g| g.wire_total()));
-            let Some(dst) = self.hosts_by_addr.get(&addr).copied() else {
-                c.unknown_destination += u64::from(segments);
+            let ttl = icmp::ttl(&frame[offset..]);
+            let to_host = self.hosts_by_addr.get(&addr).map(|&dst| (dst, ttl));
+            let way = to_host.or_else(|| {
+                let router = *self.routers_by_addr.get(&addr)?;
+                let (via, hops) = self.way_to(host, router)?;
+                Some((via, ttl.min(hops)))
+            });
+            let Some((dst, ttl)) = way else {
+                self.counters[host as usize].unknown_destination += u64::from(segments);
                 let src_node = self.host_nodes[host as usize];
                 if let Some(gateway) = self.engine.router_for(src_node) {
                     // No copy of it is in flight: the error quotes it, then it goes back.
@@ -403,11 +448,11 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 self.payloads.pool().put_back(id);
                 continue;
             };
-            let ttl = icmp::ttl(&frame[offset..]);
             // A host sending as another, or as an address no host has: its replies would go
             // elsewhere, and experiments would trust a source that lies.
+            let pool = self.payloads.pool();
             if self.hosts_by_addr.get(&src) != Some(&host) {
-                c.spoofed += u64::from(segments);
+                self.counters[host as usize].spoofed += u64::from(segments);
                 if !self.allow_spoofing {
                     pool.put_back(id);
                     continue;
@@ -448,6 +493,10 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         let now = self.clock.now();
         let offset = self.framing.header_len();
         let why = match why {
+            Refusal::TimeExceeded if self.is_for(id, node) => {
+                self.answer_for_router(now, id, node);
+                return;
+            }
             Refusal::TimeExceeded => icmp::Error::TimeExceeded,
             Refusal::NoRoute => icmp::Error::NoRoute,
             Refusal::TooBig { mtu } => {
@@ -460,6 +509,32 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             }
         };
         self.send_error(now, id, offset, node, why);
+    }
+
+    /// Whether the packet in buffer `id` is addressed to router `node`.
+    fn is_for(&self, id: u32, node: NodeId) -> bool {
+        let offset = self.framing.header_len();
+        endpoints(&self.payloads.pool_ref().frame(id)[offset..])
+            .is_ok_and(|(_, dst)| self.routers_by_addr.get(&dst) == Some(&node))
+    }
+
+    /// Router `node` answers the packet in buffer `id` addressed to it: an echo request with
+    /// its reply, a UDP datagram with port unreachable, anything else with nothing.
+    fn answer_for_router(&mut self, now: Instant, id: u32, node: NodeId) {
+        let offset = self.framing.header_len();
+        let request = &self.payloads.pool_ref().frame(id)[offset..];
+        match icmp::to_router(request, &mut self.error) {
+            icmp::ToRouter::Echo(len) => {
+                let src = endpoints(request).map(|(src, _)| src);
+                if let Some(&host) = src.ok().and_then(|s| self.hosts_by_addr.get(&s)) {
+                    self.send_from(now, node, host, len);
+                }
+            }
+            icmp::ToRouter::Udp => {
+                self.send_error(now, id, offset, node, icmp::Error::PortUnreachable)
+            }
+            icmp::ToRouter::Other => {}
+        }
     }
 
     /// Sends the IPv4 packet in buffer `id` on from router `node` as fragments of at most `mtu`
@@ -527,6 +602,15 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             c.icmp_limited += 1;
             return;
         }
+        c.icmp_errors += 1;
+        self.send_from(now, router, host, len);
+    }
+
+    /// Sends the `len` bytes built in `self.error` from `router` to `host`: into the network at
+    /// the router, so they come back over the emulated links. Without a free buffer, a physical
+    /// drop.
+    fn send_from(&mut self, now: Instant, router: NodeId, host: u32, len: usize) {
+        let offset = self.framing.header_len();
         let pool = self.payloads.pool();
         let Some(reply) = pool.take(Size::Small) else {
             self.accuracy.record_physical_drop();
@@ -536,7 +620,6 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         space[..offset].fill(0);
         space[offset..offset + len].copy_from_slice(&self.error[..len]);
         pool.fill(reply, offset + len, None, 1);
-        c.icmp_errors += 1;
         let token = token(self.payloads.me(), reply, 0);
         let dst = self.host_nodes[host as usize];
         if !self

@@ -16,6 +16,9 @@ pub enum Error {
     /// The address belongs to no host: ICMP 3/1 (host unreachable), ICMPv6 1/3 (address
     /// unreachable), as Linux answers when nothing on the link has the address.
     NoSuchHost,
+    /// A UDP datagram for a router, which has no socket to take it: ICMP 3/3 (port
+    /// unreachable), ICMPv6 1/4, as a Linux router answers traceroute's probes to it.
+    PortUnreachable,
     /// Larger than the next link's MTU: ICMP 3/4 (fragmentation needed, with the MTU) for an
     /// IPv4 packet with DF set, ICMPv6 2/0 (packet too big).
     TooBig {
@@ -34,6 +37,8 @@ impl Error {
             (Error::NoRoute, true) => (1, 0, 0),
             (Error::NoSuchHost, false) => (3, 1, 0),
             (Error::NoSuchHost, true) => (1, 3, 0),
+            (Error::PortUnreachable, false) => (3, 3, 0),
+            (Error::PortUnreachable, true) => (1, 4, 0),
             (Error::TooBig { mtu }, false) => (3, 4, mtu.min(0xffff)),
             (Error::TooBig { mtu }, true) => (2, 0, mtu),
         }
@@ -144,6 +149,61 @@ pub fn error(original: &[u8], from: IpAddr, why: Error, out: &mut [u8]) -> Optio
     };
     tail[2..4].copy_from_slice(&(!fold(sum)).to_be_bytes());
     Some(total)
+}
+
+/// What a router answers a packet addressed to it with (`from` is its address).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToRouter {
+    /// An echo request: the reply, `len` bytes in `out`, not rate-limited (as Linux).
+    Echo(usize),
+    /// A UDP datagram: port unreachable.
+    Udp,
+    /// Anything else: nothing.
+    Other,
+}
+
+/// Says what a router does with `packet` (header checked) addressed to it, writing an echo
+/// reply into `out` (`MAX_ERROR` bytes; a larger request is not answered).
+pub fn to_router(packet: &[u8], out: &mut [u8]) -> ToRouter {
+    let v6 = packet[0] >> 4 == 6;
+    let (header, proto, echo_request, echo_reply) = if v6 {
+        (40, packet[6], 128, 129)
+    } else {
+        (usize::from(packet[0] & 0x0f) * 4, packet[9], 8, 0)
+    };
+    let total = if v6 {
+        40 + usize::from(u16::from_be_bytes([packet[4], packet[5]]))
+    } else {
+        usize::from(u16::from_be_bytes([packet[2], packet[3]]))
+    };
+    let icmp = if v6 { ICMPV6 } else { ICMP };
+    match proto {
+        17 => return ToRouter::Udp,
+        p if p != icmp || total > out.len() || total < header + 8 => return ToRouter::Other,
+        _ if packet[header] != echo_request => return ToRouter::Other,
+        _ => {}
+    }
+    let reply = &mut out[..total];
+    reply.copy_from_slice(&packet[..total]);
+    let (src, dst) = if v6 { (8..24, 24..40) } else { (12..16, 16..20) };
+    reply[src.clone()].copy_from_slice(&packet[dst.clone()]);
+    reply[dst].copy_from_slice(&packet[src]);
+    let (h, body) = reply.split_at_mut(header);
+    body[0] = echo_reply;
+    body[2..4].fill(0);
+    let sum = if v6 {
+        h[7] = ERROR_TTL;
+        sum16(&h[8..40], body.len() as u32 + u32::from(ICMPV6))
+    } else {
+        h[8] = ERROR_TTL;
+        h[10..12].fill(0);
+        let check = !fold(sum16(h, 0));
+        h[10..12].copy_from_slice(&check.to_be_bytes());
+        0
+    };
+    let check = !fold(sum16(body, sum));
+    body[2..4].copy_from_slice(&check.to_be_bytes());
+    ToRouter::Echo(total)
 }
 
 /// Whether an ICMP (`v6` false) or ICMPv6 type is an error message.
@@ -305,6 +365,32 @@ mod tests {
         fragment[7] = 1;
         assert_eq!(error(&fragment, router, Error::NoRoute, &mut out), None);
         assert_eq!(error(&udp6(100), router, Error::NoRoute, &mut out), None);
+    }
+
+    #[test]
+    fn a_router_answers_an_echo_request_to_it_with_a_reply_from_it() {
+        let mut request = udp4(64);
+        request[9] = ICMP;
+        request[20] = 8;
+        request[24..28].copy_from_slice(&[0, 7, 0, 1]); // identifier 7, sequence 1
+        let mut out = vec![0; MAX_ERROR];
+        assert_eq!(to_router(&request, &mut out), ToRouter::Echo(64));
+        let reply = &out[..64];
+        assert_eq!((&reply[12..16], &reply[16..20]), (&request[16..20], &request[12..16]));
+        assert_eq!((reply[20], &reply[24..]), (0, &request[24..]));
+        assert_eq!(rfc1071(&reply[..20]), 0xffff);
+        assert_eq!(rfc1071(&reply[20..]), 0xffff);
+        let mut request = udp6(64);
+        request[6] = ICMPV6;
+        request[40] = 128;
+        assert_eq!(to_router(&request, &mut out), ToRouter::Echo(64));
+        let mut pseudo = out[8..40].to_vec();
+        pseudo.extend_from_slice(&[0, 0, 0, 24, 0, 0, 0, 58]);
+        pseudo.extend_from_slice(&out[40..64]);
+        assert_eq!((out[40], rfc1071(&pseudo)), (129, 0xffff));
+        assert_eq!(to_router(&udp4(64), &mut out), ToRouter::Udp);
+        request[40] = 135; // neighbour solicitation
+        assert_eq!(to_router(&request, &mut out), ToRouter::Other);
     }
 
     #[test]

@@ -614,3 +614,26 @@ fn too_big_for_the_next_link_is_fragmented_without_df_and_answered_with_df() {
     assert!(fragments.iter().all(|f| f[8] == 63), "r took one off the TTL of each");
     assert_eq!(d.in_flight(), 0);
 }
+
+#[test]
+fn a_router_answers_an_echo_request_to_its_address_after_the_round_trip_to_it() {
+    let (mut d, clock) = routed_driver(1500);
+    let mut request = ipv4(R, 84, 8); // ICMP type 8: echo request
+    request[9] = 1;
+    d.io_mut().send(0, request.clone());
+    let mut udp = ipv4(R, 60, 0);
+    udp[9] = 17;
+    d.io_mut().send(0, udp);
+    quiet(&mut d, &clock);
+    let got: Vec<(u32, &[u8], u8)> = d
+        .io()
+        .delivered
+        .iter()
+        .map(|(h, _, p)| (*h, &p[12..16], p[20]))
+        .collect();
+    assert_eq!(got, [(0, &R[..], 0), (0, &R[..], 3)], "echo reply, then port unreachable");
+    // 84 bytes at 10 Mbit/s take 67.2 us each way, and 2 ms: the reply is due at 4.1344 ms.
+    assert_eq!(d.io().delivered[0].1, Instant(4_134_400));
+    assert_eq!(&d.io().delivered[0].2[24..], &request[24..], "the request's data back");
+    assert_eq!(d.in_flight(), 0);
+}
