@@ -708,10 +708,12 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                     why,
                     ttl,
                 } => {
-                    let (home, id, _) = untoken(token);
+                    let (home, id, segment) = untoken(token);
                     // The payload is at its home; a run of several workers answers only for
-                    // the packets this worker took in.
-                    if home == self.payloads.me() {
+                    // the packets this worker took in. A super-packet is answered once, for
+                    // its first segment, as a router answers the packet its host would send
+                    // without offload.
+                    if home == self.payloads.me() && segment == 0 {
                         self.refused(id, node, why, ttl);
                     }
                     i += 1;
