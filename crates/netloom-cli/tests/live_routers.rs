@@ -79,9 +79,14 @@ fn traceroute_shows_every_router_with_the_round_trip_up_to_it() {
         for (k, ((name, at), (_, zero))) in delayed.iter().zip(&base).enumerate() {
             up_to += 2.0 * DELAYS_MS[k];
             let added = at - zero;
-            eprintln!("{family} {name}: {zero:.3} ms at 0, {at:.3} ms: +{added:.3} (configured +{up_to})");
+            eprintln!(
+                "{family} {name}: {zero:.3} ms at 0, {at:.3} ms: +{added:.3} (configured +{up_to})"
+            );
             // docs/live.md: the least of 3 probes within 0.2 ms of the configured round trip.
-            assert!((added - up_to).abs() <= 0.2, "{family} hop {name}: +{added} ms, configured +{up_to}");
+            assert!(
+                (added - up_to).abs() <= 0.2,
+                "{family} hop {name}: +{added} ms, configured +{up_to}"
+            );
         }
     }
     lab.stop();
@@ -110,21 +115,33 @@ fn ttl_ping_errors_and_a_link_down_come_back_from_the_right_router() {
     let to_h2 = least(&lab.exec("h1", &["ping", "-4", "-c", "5", "-i", "0.2", "h2"]));
     let to_r2 = least(&to_r2);
     eprintln!("least RTT to r2 {to_r2:.3} ms, to h2 {to_h2:.3} ms");
-    assert!((to_r2 - to_h2 / 2.0).abs() <= 0.2, "r2 {to_r2} ms, h2 {to_h2} ms");
+    assert!(
+        (to_r2 - to_h2 / 2.0).abs() <= 0.2,
+        "r2 {to_r2} ms, h2 {to_h2} ms"
+    );
     let to_r2 = text(&lab.exec("h1", &["ping", "-6", "-c", "1", "r2"]));
     assert!(to_r2.contains("bytes from r2 "), "{to_r2}");
     // An address of the plan that no host has: r1, h1's gateway, answers (ping names it by
     // address when given one).
     let out = text(&lab.exec("h1", &["ping", "-c", "1", "198.18.7.7"]));
     let from = "From 198.19.255.254 ";
-    assert!(out.contains(from) && out.contains("Destination Host Unreachable"), "{out}");
+    assert!(
+        out.contains(from) && out.contains("Destination Host Unreachable"),
+        "{out}"
+    );
     let out = text(&lab.exec("h1", &["ping", "-c", "1", "fd6e:6c00::7:7"]));
     let from = "From fd6e:6c00::ff00:0:0:1 ";
-    assert!(out.contains(from) && out.contains("Address unreachable"), "{out}");
+    assert!(
+        out.contains(from) && out.contains("Address unreachable"),
+        "{out}"
+    );
     // No way around a link down: h1's gateway has no route.
     lab.control(&["link", "down", "r2", "r3"]);
     let out = text(&lab.exec("h1", &["ping", "-4", "-c", "1", "h2"]));
-    assert!(out.contains("From r1") && out.contains("Destination Net Unreachable"), "{out}");
+    assert!(
+        out.contains("From r1") && out.contains("Destination Net Unreachable"),
+        "{out}"
+    );
     let out = text(&lab.exec("h1", &["ping", "-6", "-c", "1", "h2"]));
     assert!(out.contains("From r1") && out.contains("No route"), "{out}");
     let report = lab.stop();

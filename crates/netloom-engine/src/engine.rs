@@ -606,7 +606,11 @@ impl Engine {
                 src: self.topo.node(spec.src).name.clone(),
                 dst: self.topo.node(spec.dst).name.clone(),
                 bytes,
-                link: format!("{} -- {}", self.topo.node(l.a).name, self.topo.node(l.b).name),
+                link: format!(
+                    "{} -- {}",
+                    self.topo.node(l.a).name,
+                    self.topo.node(l.b).name
+                ),
                 mtu,
             });
         }
@@ -649,17 +653,16 @@ impl Engine {
         self.take_in(now, (src, dst), bytes, token, ttl, Arrival::Alone)
     }
 
-    /// Hands in segment `index` of a super-packet from host `src` (a TCP packet that a host
-    /// with segmentation offload sends whole): segments are injected in order, one after the
-    /// other, with nothing between them. The first pipe's queue takes or refuses the whole
+    /// Hands in segment `index` of a super-packet from host `src` to host `dst`, with `ttl` (a
+    /// TCP packet that a host with segmentation offload sends whole): segments are injected in
+    /// order, one after the other, with nothing between them. The first pipe's queue takes or refuses the whole
     /// super-packet with its first segment, as the host's own queue would hold it as one
     /// entry, and serializes the segments back to back; each segment then goes on alone
     /// (random loss, the pipes after the first). Returns false as `inject` does.
     pub fn inject_segment(
         &mut self,
         now: Instant,
-        src: NodeId,
-        dst: NodeId,
+        (src, dst): (NodeId, NodeId),
         bytes: u32,
         token: u64,
         ttl: u8,

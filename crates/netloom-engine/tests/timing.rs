@@ -420,7 +420,7 @@ fn a_super_packet_enters_its_first_pipe_whole() {
     for base in [0u64, 100] {
         for k in 0..45u16 {
             let token = base + u64::from(k);
-            assert!(e.inject_segment(Instant(0), h1, h2, 1500, token, DEFAULT_TTL, k));
+            assert!(e.inject_segment(Instant(0), (h1, h2), 1500, token, DEFAULT_TTL, k));
         }
     }
     while let Some(at) = e.poll_at() {
@@ -595,6 +595,10 @@ fn synthetic_packets_start_with_the_default_ttl() {
         let sent = r.flows[0].sent;
         assert!(sent > 1000, "{sent}");
         let expired = e.counters().ttl_expired;
-        assert_eq!(expired + e.in_flight() as u64, if expires { sent } else { e.in_flight() as u64 }, "{routers} routers");
+        assert_eq!(
+            expired + e.in_flight() as u64,
+            if expires { sent } else { e.in_flight() as u64 },
+            "{routers} routers"
+        );
     }
 }

@@ -183,7 +183,10 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         let topo = self.engine.topology();
         let src = self.host_nodes[host as usize];
         let way = (0..self.host_nodes.len() as u32).find_map(|via| {
-            let path = self.engine.routes().path(topo, src, self.host_nodes[via as usize])?;
+            let path = self
+                .engine
+                .routes()
+                .path(topo, src, self.host_nodes[via as usize])?;
             let mut at = src;
             let mut routers = 0u8;
             for pipe in path {
@@ -473,7 +476,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                     Some(g) => {
                         let bytes = g.wire_len(k);
                         self.engine
-                            .inject_segment(now, src_node, dst_node, bytes, token, ttl, k)
+                            .inject_segment(now, (src_node, dst_node), bytes, token, ttl, k)
                     }
                 };
                 if !injected {
@@ -567,7 +570,10 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             pool.space(part)[..piece.len()].copy_from_slice(&piece);
             pool.fill(part, piece.len(), None, 1);
             let bytes = (piece.len() - offset) as u32;
-            if !self.engine.inject(now, node, dst, bytes, token(me, part, 0), ttl) {
+            if !self
+                .engine
+                .inject(now, node, dst, bytes, token(me, part, 0), ttl)
+            {
                 self.payloads.pool().release(part);
             }
         }
@@ -578,7 +584,14 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     /// answered (`icmp::error`): the error goes into the network at the router, bound for the
     /// packet's source host, so it comes back over the emulated links. Counted per source host
     /// (`HostCounters::icmp_errors`, `icmp_limited`).
-    fn send_error(&mut self, now: Instant, id: u32, offset: usize, router: NodeId, why: icmp::Error) {
+    fn send_error(
+        &mut self,
+        now: Instant,
+        id: u32,
+        offset: usize,
+        router: NodeId,
+        why: icmp::Error,
+    ) {
         let Some(&(v4, v6)) = self.routers.get(&router) else {
             return;
         };
@@ -701,7 +714,9 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         let mut i = 0;
         while i < self.outbox.len() {
             let (token, dst, ttl) = match self.outbox[i] {
-                Output::Delivered { token, dst, ttl, .. } => (token, dst, ttl),
+                Output::Delivered {
+                    token, dst, ttl, ..
+                } => (token, dst, ttl),
                 Output::Refused {
                     token,
                     node,

@@ -22,7 +22,10 @@ pub fn split(packet: &[u8], mtu: u32, mut out: impl FnMut(&[u8])) -> bool {
         return false;
     }
     let flags_offset = u16::from_be_bytes([packet[6], packet[7]]);
-    let (more, first) = (flags_offset & 0x2000 != 0, usize::from(flags_offset & 0x1fff));
+    let (more, first) = (
+        flags_offset & 0x2000 != 0,
+        usize::from(flags_offset & 0x1fff),
+    );
     let mut fragment = Vec::with_capacity(ihl + step);
     let data = &packet[ihl..total];
     for (k, piece) in data.chunks(step).enumerate() {
@@ -89,7 +92,10 @@ mod tests {
         let mut got: Vec<Vec<u8>> = Vec::new();
         assert!(split(&p, 1006, |f| got.push(f.to_vec())));
         let field = |f: &Vec<u8>| u16::from_be_bytes([f[6], f[7]]);
-        assert_eq!(got.iter().map(field).collect::<Vec<_>>(), [0x2000 | 100, 0x2000 | 223]);
+        assert_eq!(
+            got.iter().map(field).collect::<Vec<_>>(),
+            [0x2000 | 100, 0x2000 | 223]
+        );
         assert!(!split(&p, 27, |_| panic!("no room for data")));
         assert!(allowed(&p) && !allowed(&[0x60; 40]));
     }

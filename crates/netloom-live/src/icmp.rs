@@ -103,7 +103,12 @@ pub fn error(original: &[u8], from: IpAddr, why: Error, out: &mut [u8]) -> Optio
         if offset != 0 {
             return None;
         }
-        (20, original[9], usize::from(original[0] & 0x0f) * 4, MAX_V4_ERROR)
+        (
+            20,
+            original[9],
+            usize::from(original[0] & 0x0f) * 4,
+            MAX_V4_ERROR,
+        )
     };
     let icmp = if v6 { ICMPV6 } else { ICMP };
     if proto == icmp && original.get(transport).is_some_and(|&t| is_error(t, v6)) {
@@ -185,7 +190,11 @@ pub fn to_router(packet: &[u8], out: &mut [u8]) -> ToRouter {
     }
     let reply = &mut out[..total];
     reply.copy_from_slice(&packet[..total]);
-    let (src, dst) = if v6 { (8..24, 24..40) } else { (12..16, 16..20) };
+    let (src, dst) = if v6 {
+        (8..24, 24..40)
+    } else {
+        (12..16, 16..20)
+    };
     reply[src.clone()].copy_from_slice(&packet[dst.clone()]);
     reply[dst].copy_from_slice(&packet[src]);
     let (h, body) = reply.split_at_mut(header);
@@ -291,8 +300,18 @@ mod tests {
         p[4..6].copy_from_slice(&((len - 40) as u16).to_be_bytes());
         p[6] = 17;
         p[7] = 1;
-        p[8..24].copy_from_slice(&"fd6e:6c00::1".parse::<std::net::Ipv6Addr>().unwrap().octets());
-        p[24..40].copy_from_slice(&"fd6e:6c00::2".parse::<std::net::Ipv6Addr>().unwrap().octets());
+        p[8..24].copy_from_slice(
+            &"fd6e:6c00::1"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+        );
+        p[24..40].copy_from_slice(
+            &"fd6e:6c00::2"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+        );
         p
     }
 
@@ -313,7 +332,10 @@ mod tests {
             assert_eq!(rfc1071(&e[..20]), 0xffff, "IP header checksum");
             assert_eq!(rfc1071(&e[20..]), 0xffff, "ICMP checksum");
             assert_eq!(u16::from_be_bytes([e[2], e[3]]) as usize, len);
-            assert_eq!((e[9], &e[12..16], &e[16..20]), (1, &[198, 19, 255, 254][..], &[198, 18, 0, 1][..]));
+            assert_eq!(
+                (e[9], &e[12..16], &e[16..20]),
+                (1, &[198, 19, 255, 254][..], &[198, 18, 0, 1][..])
+            );
             assert_eq!((e[20], e[21]), (t, code));
             assert_eq!(u32::from_be_bytes(e[24..28].try_into().unwrap()), rest);
             assert_eq!(&e[28..], &original[..]);
@@ -376,7 +398,10 @@ mod tests {
         let mut out = vec![0; MAX_ERROR];
         assert_eq!(to_router(&request, &mut out), ToRouter::Echo(64));
         let reply = &out[..64];
-        assert_eq!((&reply[12..16], &reply[16..20]), (&request[16..20], &request[12..16]));
+        assert_eq!(
+            (&reply[12..16], &reply[16..20]),
+            (&request[16..20], &request[12..16])
+        );
         assert_eq!((reply[20], &reply[24..]), (0, &request[24..]));
         assert_eq!(rfc1071(&reply[..20]), 0xffff);
         assert_eq!(rfc1071(&reply[20..]), 0xffff);

@@ -6,7 +6,6 @@
 
 use crate::accuracy::Thresholds;
 use crate::report::{HostInfo, WorkersInfo};
-use netloom_topo::{NodeId, NodeKind};
 use crate::wait::{Hybrid, Precision};
 use netloom_engine::{Ownership, OwnershipError, Payload};
 use netloom_partition::{
@@ -15,6 +14,7 @@ use netloom_partition::{
 };
 use netloom_route::{Routes, TablesTooLarge};
 use netloom_topo::Topology;
+use netloom_topo::{NodeId, NodeKind};
 use std::net::IpAddr;
 use std::sync::Arc;
 

@@ -303,7 +303,10 @@ pub(crate) fn finish_checksum(frame: &mut [u8]) {
     if h.flags & F_NEEDS_CSUM == 0 {
         return;
     }
-    let (start, at) = (usize::from(h.csum_start), usize::from(h.csum_start + h.csum_offset));
+    let (start, at) = (
+        usize::from(h.csum_start),
+        usize::from(h.csum_start + h.csum_offset),
+    );
     let sum = !fold(sum16(&packet[start..], 0));
     packet[at..at + 2].copy_from_slice(&sum.to_be_bytes());
     h.flags &= !F_NEEDS_CSUM;

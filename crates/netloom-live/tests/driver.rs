@@ -392,7 +392,11 @@ fn plain_packets_keep_their_virtio_header_and_bad_super_packets_are_malformed() 
     quiet(&mut d, &clock);
     let got: Vec<&Vec<u8>> = d.io().delivered.iter().map(|(_, _, f)| f).collect();
     let routed = routed(&plain, VNET_HDR_LEN);
-    assert_eq!(got, [&routed], "written as read, header and all, less the TTL r took");
+    assert_eq!(
+        got,
+        [&routed],
+        "written as read, header and all, less the TTL r took"
+    );
     let c = d.host_counters()[0];
     // Malformed frames count as one packet each, their bytes those behind the virtio_net_hdr.
     assert_eq!(
@@ -578,8 +582,15 @@ fn a_router_answers_a_ttl_run_out_from_its_address_over_the_links_back() {
         panic!("{:?}", d.io().delivered)
     };
     assert_eq!((*host, *at), (0, Instant(2_080_000 + 2_102_400)));
-    assert_eq!((&error[12..16], &error[16..20]), (&R[..], &[198, 18, 0, 1][..]));
-    assert_eq!((error[9], error[20], error[21]), (1, 11, 0), "ICMP time exceeded");
+    assert_eq!(
+        (&error[12..16], &error[16..20]),
+        (&R[..], &[198, 18, 0, 1][..])
+    );
+    assert_eq!(
+        (error[9], error[20], error[21]),
+        (1, 11, 0),
+        "ICMP time exceeded"
+    );
     assert_eq!(&error[28..], &probe[..]);
     assert_eq!(d.host_counters()[0].icmp_errors, 1);
     assert_eq!(d.in_flight(), 0);
@@ -596,22 +607,34 @@ fn too_big_for_the_next_link_is_fragmented_without_df_and_answered_with_df() {
         panic!("{:?}", d.io().delivered)
     };
     assert_eq!((error[20], error[21]), (3, 4), "fragmentation needed");
-    assert_eq!(u16::from_be_bytes([error[26], error[27]]), 1000, "next-hop MTU");
+    assert_eq!(
+        u16::from_be_bytes([error[26], error[27]]),
+        1000,
+        "next-hop MTU"
+    );
     assert_eq!(&error[28..48], &whole[..20], "the refused header quoted");
     d.io_mut().delivered.clear();
     whole[6] = 0;
     d.io_mut().send(0, whole.clone());
     quiet(&mut d, &clock);
-    let fragments: Vec<&Vec<u8>> = d.io().delivered.iter().map(|(h, _, f)| {
-        assert_eq!(*h, 1);
-        f
-    }).collect();
+    let fragments: Vec<&Vec<u8>> = d
+        .io()
+        .delivered
+        .iter()
+        .map(|(h, _, f)| {
+            assert_eq!(*h, 1);
+            f
+        })
+        .collect();
     // 1480 bytes of data in pieces of 976 (1000 − 20, down to a multiple of 8).
     let lens: Vec<usize> = fragments.iter().map(|f| f.len()).collect();
     assert_eq!(lens, [996, 524]);
     let data: Vec<u8> = fragments.iter().flat_map(|f| f[20..].to_vec()).collect();
     assert_eq!(data, &whole[20..]);
-    assert!(fragments.iter().all(|f| f[8] == 63), "r took one off the TTL of each");
+    assert!(
+        fragments.iter().all(|f| f[8] == 63),
+        "r took one off the TTL of each"
+    );
     assert_eq!(d.in_flight(), 0);
 }
 
@@ -631,9 +654,17 @@ fn a_router_answers_an_echo_request_to_its_address_after_the_round_trip_to_it() 
         .iter()
         .map(|(h, _, p)| (*h, &p[12..16], p[20]))
         .collect();
-    assert_eq!(got, [(0, &R[..], 0), (0, &R[..], 3)], "echo reply, then port unreachable");
+    assert_eq!(
+        got,
+        [(0, &R[..], 0), (0, &R[..], 3)],
+        "echo reply, then port unreachable"
+    );
     // 84 bytes at 10 Mbit/s take 67.2 us each way, and 2 ms: the reply is due at 4.1344 ms.
     assert_eq!(d.io().delivered[0].1, Instant(4_134_400));
-    assert_eq!(&d.io().delivered[0].2[24..], &request[24..], "the request's data back");
+    assert_eq!(
+        &d.io().delivered[0].2[24..],
+        &request[24..],
+        "the request's data back"
+    );
     assert_eq!(d.in_flight(), 0);
 }

@@ -29,8 +29,8 @@ pub use exec::{close_inherited_fds, command, exec};
 pub use interface::DeviceCounters;
 pub use netns::enter as enter_namespace;
 pub use plan::{
-    address_plan, check_experiment_name, router_address, check_host_name, namespace_name, DEFAULT_MTU,
-    IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU,
+    address_plan, check_experiment_name, check_host_name, namespace_name, router_address,
+    DEFAULT_MTU, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU,
 };
 pub use poller::Poller;
 pub use registry::{create_log, find_host, log_path, registry_dir, running, Record, RecordHost};

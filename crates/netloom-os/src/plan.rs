@@ -134,7 +134,13 @@ mod tests {
             )
         );
         let (v4, v6) = router_address(MAX_HOSTS - 1);
-        assert_eq!((v4, v6), (address_plan(0).0, "fd6e:6c00::ff00:0:1:fffe".parse().unwrap()));
+        assert_eq!(
+            (v4, v6),
+            (
+                address_plan(0).0,
+                "fd6e:6c00::ff00:0:1:fffe".parse().unwrap()
+            )
+        );
         assert!(is_plan_ipv4(v4) && is_plan_ipv6(v6));
     }
 

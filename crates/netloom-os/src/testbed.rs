@@ -505,7 +505,11 @@ mod tests {
         );
         // A router named as a host is refused.
         spec.routers[0].name = "h2".into();
-        assert!(spec.check().unwrap_err().to_string().contains("\"h2\" appears twice"));
+        assert!(spec
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("\"h2\" appears twice"));
         assert!(text.contains("127.0.0.1\tlocalhost\n"));
     }
 }
