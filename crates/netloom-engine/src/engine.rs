@@ -844,8 +844,12 @@ impl Engine {
             NO_ROUTE => {
                 self.counters.unroutable += 1;
                 let p = self.packets.remove(pkt);
-                if let Some(router) = self.router_for(p.at) {
-                    self.refuse(&p, router, Refusal::NoRoute);
+                // Only a packet from outside has a sender to tell (and finding a host's gateway
+                // walks the links).
+                if matches!(p.body, Body::External { .. }) {
+                    if let Some(router) = self.router_for(p.at) {
+                        self.refuse(&p, router, Refusal::NoRoute);
+                    }
                 }
                 self.count_drop(&p);
             }
