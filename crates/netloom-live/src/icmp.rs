@@ -90,8 +90,9 @@ pub fn set_ttl(packet: &mut [u8], ttl: u8) {
 
 /// Writes into `out` the error `from` sends back to the source of `original` (an IP packet
 /// whose header `ip::endpoints` checked) and returns its length; `None` when no error may be
-/// sent about it (RFC 1122 3.2.2, RFC 4443 2.4 (e)): it is itself an ICMP error, or an IPv4
-/// fragment other than the first, or `from` is not of its IP version. `out` must hold
+/// sent about it (RFC 1122 3.2.2, RFC 1812 4.3.2.7, RFC 4443 2.4 (e)): it is itself an ICMP
+/// error, an IPv4 fragment other than the first, or for a multicast or broadcast address (but
+/// for packet too big in IPv6), or `from` is not of its IP version. `out` must hold
 /// `MAX_ERROR` bytes.
 pub fn error(original: &[u8], from: IpAddr, why: Error, out: &mut [u8]) -> Option<usize> {
     let v6 = original[0] >> 4 == 6;
@@ -112,6 +113,14 @@ pub fn error(original: &[u8], from: IpAddr, why: Error, out: &mut [u8]) -> Optio
     };
     let icmp = if v6 { ICMPV6 } else { ICMP };
     if proto == icmp && original.get(transport).is_some_and(|&t| is_error(t, v6)) {
+        return None;
+    }
+    let group = if v6 {
+        original[24] == 0xff && !matches!(why, Error::TooBig { .. })
+    } else {
+        original[16] >> 4 == 0xe || original[16..20] == [0xff; 4]
+    };
+    if group {
         return None;
     }
     let quoted = original.len().min(max - header - 8);
@@ -387,6 +396,18 @@ mod tests {
         fragment[7] = 1;
         assert_eq!(error(&fragment, router, Error::NoRoute, &mut out), None);
         assert_eq!(error(&udp6(100), router, Error::NoRoute, &mut out), None);
+        // Nothing about a packet for a group: IPv6 neighbour discovery, IPv4 multicast or
+        // broadcast; but packet too big is sent for IPv6 multicast (RFC 4443 2.4 (e.3)).
+        let mut group = udp4(60);
+        for dst in [[224, 0, 0, 251], [255; 4]] {
+            group[16..20].copy_from_slice(&dst);
+            assert_eq!(error(&group, router, Error::NoSuchHost, &mut out), None);
+        }
+        let router6: IpAddr = "fd6e:6c00::ff00:0:0:1".parse().unwrap();
+        let mut group = udp6(100);
+        group[24] = 0xff;
+        assert_eq!(error(&group, router6, Error::NoSuchHost, &mut out), None);
+        assert!(error(&group, router6, Error::TooBig { mtu: 1280 }, &mut out).is_some());
     }
 
     #[test]
