@@ -668,3 +668,27 @@ fn a_router_answers_an_echo_request_to_its_address_after_the_round_trip_to_it() 
     );
     assert_eq!(d.in_flight(), 0);
 }
+
+#[test]
+fn a_super_packet_too_big_for_a_link_is_answered_once_for_its_first_segment() {
+    let c = roomy(Rate::bps(1_000_000_000), Duration::from_millis(1));
+    let gso = Framing::Vnet { gso: true };
+    let (mut d, clock) = driver_over(c, gso, Precision::Busy, |c| c.mtu = 1400);
+    d.add_router(1, R.into(), "fd6e:6c00::ff00:0:0:1".parse().unwrap());
+    let sent = super_frame(7, 10);
+    d.io_mut().send(0, sent.clone());
+    quiet(&mut d, &clock);
+    let [(0, _, error)] = &d.io().delivered[..] else {
+        panic!("one error to h0: {:?}", d.io().delivered.len())
+    };
+    let error = &error[VNET_HDR_LEN..];
+    assert_eq!((error[20], error[21]), (3, 4), "fragmentation needed");
+    assert_eq!(u16::from_be_bytes([error[26], error[27]]), 1400);
+    assert_eq!(
+        seq(&error[28..]),
+        7,
+        "the first segment's sequence number, quoted"
+    );
+    assert_eq!(d.host_counters()[0].icmp_errors, 1);
+    assert_eq!(d.in_flight(), 0);
+}
