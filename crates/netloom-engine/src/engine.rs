@@ -655,10 +655,10 @@ impl Engine {
 
     /// Hands in segment `index` of a super-packet from host `src` to host `dst`, with `ttl` (a
     /// TCP packet that a host with segmentation offload sends whole): segments are injected in
-    /// order, one after the other, with nothing between them. The first pipe's queue takes or refuses the whole
-    /// super-packet with its first segment, as the host's own queue would hold it as one
-    /// entry, and serializes the segments back to back; each segment then goes on alone
-    /// (random loss, the pipes after the first). Returns false as `inject` does.
+    /// order, one after the other, with nothing between them. The first pipe's queue takes or
+    /// refuses the whole super-packet with its first segment, as the host's own queue would
+    /// hold it as one entry, and serializes the segments back to back; each segment then goes
+    /// on alone (random loss, the pipes after the first). Returns false as `inject` does.
     pub fn inject_segment(
         &mut self,
         now: Instant,
