@@ -173,7 +173,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
 
     /// How a packet from `host` reaches `router`, whose address it is sent to: routing tables
     /// lead to hosts only, so it is sent towards a host whose path from `host` (by the routes
-    /// at start) crosses the router, with a TTL that runs out there, where the router answers
+    /// when first asked since the last change ordered) crosses the router, with a TTL that runs out there, where the router answers
     /// it (`refused`). Returns that host and the TTL (the router's place among the routers on
     /// the way); `None` when no path crosses the router.
     fn way_to(&mut self, host: u32, router: NodeId) -> Option<(u32, u8)> {
@@ -343,7 +343,11 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
 
     fn answer(&mut self, order: Order) -> Answer {
         match order {
-            Order::Apply(change) => Answer::Applied(answer::apply(&mut self.engine, &change)),
+            Order::Apply(change) => {
+                // A link taken down or up may change the paths that cross each router.
+                self.ways.clear();
+                Answer::Applied(answer::apply(&mut self.engine, &change))
+            }
             Order::Snapshot => Answer::Snapshot(Box::new(self.snapshot())),
             Order::Accuracy => Answer::Accuracy(self.accuracy.report()),
         }
