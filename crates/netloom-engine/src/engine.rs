@@ -985,18 +985,6 @@ impl Engine {
             return;
         }
         self.counters.packet_hops += 1;
-        // A router forwards (or finds no route for) what is not for it; a host is an end.
-        if p.next != DELIVER && p.next != NO_ROUTE && self.router[p.at as usize] {
-            if *p.body.ttl() <= 1 {
-                self.counters.ttl_expired += 1;
-                self.expired[p.at as usize] += 1;
-                self.packets.remove(pkt);
-                self.refuse(&p, p.at, Refusal::TimeExceeded);
-                self.count_drop(&p);
-                return;
-            }
-            *self.packets.get_mut(pkt).body.ttl() -= 1;
-        }
         if let Some(counts) = &mut self.transitions {
             if p.next != DELIVER && p.next != NO_ROUTE {
                 *counts.entry((pipe, p.next)).or_default() += 1;
@@ -1013,6 +1001,19 @@ impl Engine {
                 _ => next,
             },
         };
+        // A router that forwards the packet takes one off its TTL (one that has no route for it
+        // answers so first, as Linux looks the route up first); a host is an end.
+        if next != DELIVER && next != NO_ROUTE && self.router[p.at as usize] {
+            if *p.body.ttl() <= 1 {
+                self.counters.ttl_expired += 1;
+                self.expired[p.at as usize] += 1;
+                self.packets.remove(pkt);
+                self.refuse(&p, p.at, Refusal::TimeExceeded);
+                self.count_drop(&p);
+                return;
+            }
+            *self.packets.get_mut(pkt).body.ttl() -= 1;
+        }
         self.dispatch(pkt, next, Arrival::Alone);
     }
 
