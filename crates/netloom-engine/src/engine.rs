@@ -7,7 +7,7 @@
 //! enters the pipe, carrying its exit time; the driver passes it on with `accept`.
 
 use crate::ownership::{Ownership, Payload};
-use crate::packet::{Body, Handoff, Packet, PacketId, Slab, DELIVER, NO_ROUTE};
+use crate::packet::{Body, Handoff, Packet, PacketId, Slab, DEFAULT_TTL, DELIVER, NO_ROUTE};
 use crate::scheduler::{Rank, Scheduler};
 use crate::tap::{Carried, Seen, Tapped};
 use crate::traffic::{FlowSpec, Receiver, Sender, ACK_BYTES};
@@ -15,7 +15,7 @@ use hdrhistogram::Histogram;
 use netloom_link::{Admission, Departure, DropCause, Pipe, PipeConfig, Ticket, Timeline};
 use netloom_route::Routes;
 use netloom_time::Instant;
-use netloom_topo::{LinkId, NodeId, PipeId, Topology};
+use netloom_topo::{LinkId, NodeId, NodeKind, PipeId, Topology};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -73,6 +73,8 @@ struct Flow {
 /// What became of a packet handed in with `inject` (see `Body::External`), in the order it
 /// happened. Every token ends in exactly one `Delivered` or `Dropped` per copy: the original,
 /// plus one more copy for each `Duplicated`, so the caller can count references to a payload.
+/// A `Refused` comes just before the `Dropped` of the same copy, while the caller still holds
+/// its payload (to answer with an ICMP error, or to fragment it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Output {
     /// A copy reached host `dst`, due at `at` (its emulated arrival time).
@@ -84,6 +86,23 @@ pub enum Output {
         at: Instant,
         /// The destination host's node.
         dst: NodeId,
+        /// The TTL or hop limit the copy arrives with: the injected one less one per router
+        /// that forwarded it.
+        ttl: u8,
+    },
+    /// Node `node` (a router, or the source host's gateway for a host without a route)
+    /// refused to forward a copy, for the reason an Internet router would tell the sender of
+    /// with an ICMP error. The copy's `Dropped` follows.
+    Refused {
+        /// The handle of the refused packet, as given to `inject`.
+        token: u64,
+        /// The router that refused it.
+        node: NodeId,
+        /// Why.
+        why: Refusal,
+        /// The copy's TTL or hop limit there (after the router took its one, if it forwards):
+        /// what the fragments of a packet too big go on with.
+        ttl: u8,
     },
     /// A pipe duplicated the packet: one more copy of `token` is now in flight.
     Duplicated {
@@ -97,6 +116,20 @@ pub enum Output {
     },
 }
 
+/// Why a router refused to forward a packet (`Output::Refused`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Its TTL or hop limit would have reached zero here.
+    TimeExceeded,
+    /// The router has no route to its destination (none exists, or every way is down).
+    NoRoute,
+    /// It is larger than the MTU of the next link (`PipeConfig::mtu`, in bytes).
+    TooBig {
+        /// The next link's MTU.
+        mtu: u32,
+    },
+}
+
 /// Engine-wide counters.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EngineCounters {
@@ -106,6 +139,10 @@ pub struct EngineCounters {
     pub events: u64,
     /// Packets with no route to their destination.
     pub unroutable: u64,
+    /// Packets dropped by a router because their TTL or hop limit ran out.
+    pub ttl_expired: u64,
+    /// Packets dropped by a router because they were larger than the next link's MTU.
+    pub too_big: u64,
     /// Most packets in flight at once (in a partitioned run, the sum of each worker's most).
     pub max_in_flight: u64,
     /// Hand-offs between workers: exits handled by another worker than the one that scheduled
@@ -134,6 +171,20 @@ pub enum EngineError {
         src: String,
         /// Name of the flow's destination host.
         dst: String,
+    },
+    /// `add_flow` found a link on the flow's path whose MTU is smaller than its packets.
+    #[error("flow {src} -> {dst}: its {bytes}-byte packets do not fit link {link} (mtu {mtu}); use packets of at most {mtu} bytes (size= on the flow) or a larger mtu on the link")]
+    TooBig {
+        /// Name of the flow's source host.
+        src: String,
+        /// Name of the flow's destination host.
+        dst: String,
+        /// The flow's packet size on the wire.
+        bytes: u32,
+        /// The link, as `a -- b`.
+        link: String,
+        /// Its MTU.
+        mtu: u32,
     },
 }
 
@@ -169,6 +220,10 @@ pub struct Engine {
     taps: Vec<bool>,
     /// What tapped pipes saw since the last `drain_tapped`.
     tapped: Vec<Tapped>,
+    /// Whether each node (by `NodeId`) is a router: routers take one off a packet's TTL.
+    router: Vec<bool>,
+    /// Packets whose TTL ran out at each node (by `NodeId`; only routers count any).
+    expired: Vec<u64>,
 }
 
 /// How a packet meets the pipe it enters: a super-packet's segments at their first pipe are
@@ -278,7 +333,16 @@ impl Engine {
             handoffs: Vec::new(),
             absorbed_in_flight: 0,
             lead_queued: false,
+            router: Vec::new(),
+            expired: Vec::new(),
         };
+        engine.router = engine
+            .topo
+            .nodes
+            .iter()
+            .map(|n| n.kind == NodeKind::Router)
+            .collect();
+        engine.expired = vec![0; engine.router.len()];
         engine.start_plans(seed);
         engine
     }
@@ -399,6 +463,11 @@ impl Engine {
         mine.packet_hops += c.packet_hops;
         mine.events += c.events;
         mine.unroutable += c.unroutable;
+        mine.ttl_expired += c.ttl_expired;
+        mine.too_big += c.too_big;
+        for (mine, theirs) in self.expired.iter_mut().zip(&other.expired) {
+            *mine += theirs;
+        }
         mine.max_in_flight += c.max_in_flight;
         mine.cross_core_hops += c.cross_core_hops;
         mine.cross_core_bytes += c.cross_core_bytes;
@@ -531,6 +600,29 @@ impl Engine {
                 dst: self.topo.node(spec.dst).name.clone(),
             });
         }
+        // Synthetic packets cannot be fragmented or learn the path's MTU: a flow whose data
+        // packets a link of its path cannot carry is refused here rather than lost packet by
+        // packet (its ACKs, of `ACK_BYTES`, fit any valid MTU).
+        let bytes = spec.kind.packet_bytes();
+        let path = self.routes.path(&self.topo, spec.src, spec.dst);
+        let narrow = path.iter().flatten().find_map(|&p| {
+            let mtu = self.pipes[p as usize].config().mtu;
+            (bytes > mtu).then_some((p, mtu))
+        });
+        if let Some((pipe, mtu)) = narrow {
+            let l = &self.topo.links[self.topo.pipes[pipe as usize].link as usize];
+            return Err(EngineError::TooBig {
+                src: self.topo.node(spec.src).name.clone(),
+                dst: self.topo.node(spec.dst).name.clone(),
+                bytes,
+                link: format!(
+                    "{} -- {}",
+                    self.topo.node(l.a).name,
+                    self.topo.node(l.b).name
+                ),
+                mtu,
+            });
+        }
         let id = self.flows.len() as u32;
         let flow_seed = derive_seed(seed, SEED_FLOWS, id as u64);
         self.flows.push(Flow {
@@ -553,8 +645,11 @@ impl Engine {
         Ok(id)
     }
 
-    /// Hands a packet from outside into the network at host `src`, bound for host `dst`.
-    /// Returns false if either is not a host (the packet is counted as unroutable).
+    /// Hands a packet from outside into the network at node `src`, bound for host `dst`, with
+    /// `ttl` (its IPv4 TTL or IPv6 hop limit). `src` is a host, or a router that answers from
+    /// its own address (an ICMP error): a packet starts where it is made, so a router's
+    /// answer takes the path back from the router. Returns false if `dst` is not a host (the
+    /// packet is counted as unroutable).
     pub fn inject(
         &mut self,
         now: Instant,
@@ -562,23 +657,24 @@ impl Engine {
         dst: NodeId,
         bytes: u32,
         token: u64,
+        ttl: u8,
     ) -> bool {
-        self.take_in(now, src, dst, bytes, token, Arrival::Alone)
+        self.take_in(now, (src, dst), bytes, token, ttl, Arrival::Alone)
     }
 
-    /// Hands in segment `index` of a super-packet from host `src` (a TCP packet that a host
-    /// with segmentation offload sends whole): segments are injected in order, one after the
-    /// other, with nothing between them. The first pipe's queue takes or refuses the whole
-    /// super-packet with its first segment, as the host's own queue would hold it as one
-    /// entry, and serializes the segments back to back; each segment then goes on alone
-    /// (random loss, the pipes after the first). Returns false as `inject` does.
+    /// Hands in segment `index` of a super-packet from host `src` to host `dst`, with `ttl` (a
+    /// TCP packet that a host with segmentation offload sends whole): segments are injected in
+    /// order, one after the other, with nothing between them. The first pipe's queue takes or
+    /// refuses the whole super-packet with its first segment, as the host's own queue would
+    /// hold it as one entry, and serializes the segments back to back; each segment then goes
+    /// on alone (random loss, the pipes after the first). Returns false as `inject` does.
     pub fn inject_segment(
         &mut self,
         now: Instant,
-        src: NodeId,
-        dst: NodeId,
+        (src, dst): (NodeId, NodeId),
         bytes: u32,
         token: u64,
+        ttl: u8,
         index: u16,
     ) -> bool {
         let arrival = if index == 0 {
@@ -588,17 +684,17 @@ impl Engine {
         } else {
             Arrival::Following
         };
-        self.take_in(now, src, dst, bytes, token, arrival)
+        self.take_in(now, (src, dst), bytes, token, ttl, arrival)
     }
 
     /// `inject`, with how the packet meets its first pipe.
     fn take_in(
         &mut self,
         now: Instant,
-        src: NodeId,
-        dst: NodeId,
+        (src, dst): (NodeId, NodeId),
         bytes: u32,
         token: u64,
+        ttl: u8,
         arrival: Arrival,
     ) -> bool {
         self.now = self.now.max(now);
@@ -614,7 +710,7 @@ impl Engine {
             "a worker takes in packets only from the hosts it owns"
         );
         let pkt = self.packets.insert(Packet {
-            body: Body::External { token, home },
+            body: Body::External { token, home, ttl },
             bytes,
             at: src,
             dst_host,
@@ -649,8 +745,8 @@ impl Engine {
         }
         let carried = match p.body {
             Body::External { token, .. } => Carried::External { token },
-            Body::Data { flow, seg } => Carried::Data { flow, seq: seg.seq },
-            Body::Ack { flow, ack } => Carried::Ack {
+            Body::Data { flow, seg, .. } => Carried::Data { flow, seq: seg.seq },
+            Body::Ack { flow, ack, .. } => Carried::Ack {
                 flow,
                 next: ack.next,
             },
@@ -791,10 +887,53 @@ impl Engine {
             NO_ROUTE => {
                 self.counters.unroutable += 1;
                 let p = self.packets.remove(pkt);
+                // Only a packet from outside has a sender to tell (and finding a host's gateway
+                // walks the links).
+                if matches!(p.body, Body::External { .. }) {
+                    if let Some(router) = self.router_for(p.at) {
+                        self.refuse(&p, router, Refusal::NoRoute);
+                    }
+                }
                 self.count_drop(&p);
             }
             pipe => self.enter(pkt, pipe, arrival),
         }
+    }
+
+    /// The router that answers for a packet stuck at `node`: the node itself if it is a router;
+    /// for a host, the router at the other end of its first link that is up (its gateway,
+    /// which is where a host with a default route sends what it cannot route itself).
+    pub fn router_for(&self, node: NodeId) -> Option<NodeId> {
+        if self.router[node as usize] {
+            return Some(node);
+        }
+        self.topo.links.iter().find_map(|l| {
+            let other = match node {
+                n if n == l.a => l.b,
+                n if n == l.b => l.a,
+                _ => return None,
+            };
+            let up = self.pipes[l.ab as usize].is_up() && self.pipes[l.ba as usize].is_up();
+            (up && self.router[other as usize]).then_some(other)
+        })
+    }
+
+    /// Tells the caller why `node` refused a packet from outside (`Output::Refused`); synthetic
+    /// packets have no one to tell.
+    fn refuse(&mut self, p: &Packet, node: NodeId, why: Refusal) {
+        if let Body::External { token, ttl, .. } = p.body {
+            self.outputs.push(Output::Refused {
+                token,
+                node,
+                why,
+                ttl,
+            });
+        }
+    }
+
+    /// Packets whose TTL ran out at each node, by `NodeId` (only routers count any).
+    pub fn ttl_expired(&self) -> &[u64] {
+        &self.expired
     }
 
     /// Offers the packet to `pipe` and, if the pipe takes it, settles where it will arrive and
@@ -802,6 +941,14 @@ impl Engine {
     fn enter(&mut self, pkt: PacketId, pipe: PipeId, arrival: Arrival) {
         let p = *self.packets.get(pkt);
         let link = &mut self.pipes[pipe as usize];
+        let mtu = link.config().mtu;
+        if p.bytes > mtu {
+            self.counters.too_big += 1;
+            self.packets.remove(pkt);
+            self.refuse(&p, p.at, Refusal::TooBig { mtu });
+            self.count_drop(&p);
+            return;
+        }
         let admission = match arrival {
             Arrival::Alone => link.offer(self.now, p.bytes),
             Arrival::Lead => {
@@ -876,7 +1023,7 @@ impl Engine {
     }
 
     fn on_exit(&mut self, pkt: PacketId, pipe: PipeId, ticket: Ticket) {
-        let p = *self.packets.get(pkt);
+        let mut p = *self.packets.get(pkt);
         if !self.pipes[pipe as usize].release(self.now, ticket, p.bytes) {
             self.tap(pipe, &p, Seen::Dropped(DropCause::LinkDown));
             self.packets.remove(pkt);
@@ -890,7 +1037,31 @@ impl Engine {
                 *counts.entry((pipe, p.next)).or_default() += 1;
             }
         }
-        self.dispatch(pkt, p.next, Arrival::Alone);
+        // The next pipe went down while the packet was on its way there: a router without
+        // another way answers as one without a route (with one, the down pipe drops the packet,
+        // as the worker that owns the new way may be another).
+        let next = match p.next {
+            DELIVER | NO_ROUTE => p.next,
+            next if self.pipes[next as usize].is_up() => next,
+            next => match self.hop_after(p.at, p.dst_host) {
+                NO_ROUTE => NO_ROUTE,
+                _ => next,
+            },
+        };
+        // A router that forwards the packet takes one off its TTL (one that has no route for it
+        // answers so first, as Linux looks the route up first); a host is an end.
+        if next != DELIVER && next != NO_ROUTE && self.router[p.at as usize] {
+            if *p.body.ttl() <= 1 {
+                self.counters.ttl_expired += 1;
+                self.expired[p.at as usize] += 1;
+                self.packets.remove(pkt);
+                self.refuse(&p, p.at, Refusal::TimeExceeded);
+                self.count_drop(&p);
+                return;
+            }
+            *self.packets.get_mut(pkt).body.ttl() -= 1;
+        }
+        self.dispatch(pkt, next, Arrival::Alone);
     }
 
     fn count_drop(&mut self, p: &Packet) {
@@ -915,12 +1086,13 @@ impl Engine {
 
     fn deliver(&mut self, p: Packet) {
         match p.body {
-            Body::External { token, .. } => self.outputs.push(Output::Delivered {
+            Body::External { token, ttl, .. } => self.outputs.push(Output::Delivered {
                 token,
                 at: self.now,
                 dst: self.topo.hosts[p.dst_host as usize],
+                ttl,
             }),
-            Body::Data { flow, seg } => {
+            Body::Data { flow, seg, .. } => {
                 let now = self.now;
                 let f = &mut self.flows[flow as usize];
                 let latency = now
@@ -935,7 +1107,11 @@ impl Engine {
                 self.count_return_home(src_host);
                 if let Some(ack) = ack {
                     let id = self.packets.insert(Packet {
-                        body: Body::Ack { flow, ack },
+                        body: Body::Ack {
+                            flow,
+                            ack,
+                            ttl: DEFAULT_TTL,
+                        },
                         bytes: ACK_BYTES,
                         at,
                         dst_host: src_host,
@@ -945,7 +1121,7 @@ impl Engine {
                     self.start(id, Arrival::Alone);
                 }
             }
-            Body::Ack { flow, ack } => {
+            Body::Ack { flow, ack, .. } => {
                 self.count_return_home(self.flows[flow as usize].dst_host);
                 self.flows[flow as usize].sender.on_ack(self.now, &ack);
                 self.poll_flow(flow);
@@ -960,7 +1136,11 @@ impl Engine {
             let f = &mut self.flows[flow as usize];
             f.stats.sent += 1;
             let pkt = self.packets.insert(Packet {
-                body: Body::Data { flow, seg },
+                body: Body::Data {
+                    flow,
+                    seg,
+                    ttl: DEFAULT_TTL,
+                },
                 bytes: seg.bytes,
                 at: f.spec.src,
                 dst_host: f.dst_host,

@@ -13,7 +13,7 @@ pub mod tap;
 pub mod traffic;
 pub mod workers;
 
-pub use engine::{derive_seed, Engine, EngineCounters, EngineError, FlowStats, Output};
+pub use engine::{derive_seed, Engine, EngineCounters, EngineError, FlowStats, Output, Refusal};
 pub use ownership::{Ownership, OwnershipError, Payload};
-pub use packet::Handoff;
+pub use packet::{Handoff, DEFAULT_TTL};
 pub use report::Report;

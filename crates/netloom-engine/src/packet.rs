@@ -9,16 +9,28 @@ use netloom_topo::{NodeId, PipeId};
 /// Index of a packet in the slab.
 pub type PacketId = u32;
 
-/// What a packet carries, as far as the engine cares.
+/// What a packet carries, as far as the engine cares. Each kind has its `ttl`: the IPv4 TTL or
+/// IPv6 hop limit left, of which each router that forwards the packet takes one and one that
+/// would take the last drops it instead (`Output::Refused`). It sits in the padding after the
+/// kind's tag, where a field of `Packet` would make the descriptor 8 bytes larger.
 #[derive(Clone, Copy, Debug)]
 pub enum Body {
     /// A data segment of synthetic flow `flow`.
-    Data { flow: u32, seg: Segment },
+    Data { flow: u32, seg: Segment, ttl: u8 },
     /// An acknowledgement travelling back to flow `flow`'s sender.
-    Ack { flow: u32, ack: Ack },
+    Ack { flow: u32, ack: Ack, ttl: u8 },
     /// A packet handed in from outside (a TUN device, a test); `token` is the caller's handle.
     /// `home` is the worker that took it in and holds its payload.
-    External { token: u64, home: u16 },
+    External { token: u64, home: u16, ttl: u8 },
+}
+
+impl Body {
+    /// The TTL or hop limit left, to read or take one off.
+    pub fn ttl(&mut self) -> &mut u8 {
+        match self {
+            Body::Data { ttl, .. } | Body::Ack { ttl, .. } | Body::External { ttl, .. } => ttl,
+        }
+    }
 }
 
 /// One packet in flight: a descriptor, never a payload.
@@ -37,6 +49,9 @@ pub struct Packet {
     pub next: PipeId,
     pub sent_at: Instant,
 }
+
+/// The TTL a synthetic packet starts with: Linux's default (`net.ipv4.ip_default_ttl`).
+pub const DEFAULT_TTL: u8 = 64;
 
 /// `Packet::next` when `at` is the destination.
 pub const DELIVER: PipeId = PipeId::MAX;

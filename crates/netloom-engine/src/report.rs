@@ -133,6 +133,10 @@ pub struct Totals {
     pub events: u64,
     /// Packets that met no route to their destination.
     pub unroutable: u64,
+    /// Packets dropped by a router because their TTL ran out (docs/live.md, "Routers").
+    pub ttl_expired: u64,
+    /// Packets dropped by a router because they were larger than the next link's MTU.
+    pub too_big: u64,
     /// Most packets inside the network at one time; in a partitioned run, the sum of each
     /// worker's peak.
     pub max_in_flight: u64,
@@ -248,6 +252,8 @@ impl Report {
                 packet_hops: counters.packet_hops,
                 events: counters.events,
                 unroutable: counters.unroutable,
+                ttl_expired: counters.ttl_expired,
+                too_big: counters.too_big,
                 max_in_flight: counters.max_in_flight,
                 wall_seconds,
                 packet_hops_per_second: wall_seconds

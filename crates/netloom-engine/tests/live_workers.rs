@@ -3,7 +3,7 @@
 //! engine would deliver it: by its home worker (which holds its payload) when payloads are
 //! cached, by its destination's worker when they are shipped.
 
-use netloom_engine::{Engine, Output, Ownership, Payload};
+use netloom_engine::{Engine, Output, Ownership, Payload, DEFAULT_TTL};
 use netloom_time::{Duration, Instant};
 use netloom_topo::{load_str, Format, NodeId, Topology};
 use std::sync::Arc;
@@ -64,7 +64,8 @@ struct Fates {
 impl Fates {
     fn record(&mut self, output: Output) {
         match output {
-            Output::Delivered { token, at, dst } => self.delivered.push((token, at, dst)),
+            Output::Delivered { token, at, dst, .. } => self.delivered.push((token, at, dst)),
+            Output::Refused { .. } => unreachable!("every router has a route and room"),
             Output::Dropped { token } => self.dropped.push(token),
             Output::Duplicated { token } => self.duplicated.push(token),
         }
@@ -115,7 +116,7 @@ fn run(mut engines: Vec<Engine>, ownership: Option<&Ownership>) -> Vec<Fates> {
             if at > now {
                 break;
             }
-            assert!(engines[owner(src)].inject(at, src, dst, bytes, token));
+            assert!(engines[owner(src)].inject(at, src, dst, bytes, token, DEFAULT_TTL));
             next.next();
         }
         for from in 0..engines.len() {

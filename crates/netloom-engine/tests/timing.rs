@@ -3,7 +3,7 @@
 
 use netloom_engine::sim::{self, SimOptions};
 use netloom_engine::traffic::{FlowSpec, SourceKind};
-use netloom_engine::{Engine, Output, Report};
+use netloom_engine::{Engine, Output, Refusal, Report, DEFAULT_TTL};
 use netloom_link::{PipeConfig, QueueLimit};
 use netloom_time::{Duration, Instant, Rate};
 use netloom_topo::{NodeId, NodeKind, RoutingMetric, Topology};
@@ -62,7 +62,7 @@ fn one_packet_arrives_at_sum_of_delays_and_serializations() {
     let (t, h1, h2) = chain(&hops);
     let mut e = Engine::new(t, 1);
     let start = Instant(123_456_789);
-    assert!(e.inject(start, h1, h2, 1000, 42));
+    assert!(e.inject(start, h1, h2, 1000, 42, DEFAULT_TTL));
     while let Some(at) = e.poll_at() {
         e.advance(at);
     }
@@ -77,7 +77,8 @@ fn one_packet_arrives_at_sum_of_delays_and_serializations() {
         [Output::Delivered {
             token: 42,
             at,
-            dst: h2
+            dst: h2,
+            ttl: DEFAULT_TTL - (hops.len() as u8 - 1),
         }]
     );
     assert_eq!(e.counters().packet_hops, hops.len() as u64);
@@ -291,7 +292,7 @@ fn link_down_reroutes_around_a_ring_and_up_restores() {
     );
     let mut e = Engine::new(t, 1);
     let one_way = |e: &mut Engine, at: u64| {
-        e.inject(Instant(at), h0, h2, 100, at);
+        e.inject(Instant(at), h0, h2, 100, at, DEFAULT_TTL);
         while let Some(t) = e.poll_at() {
             e.advance(t);
         }
@@ -316,7 +317,7 @@ fn outputs_until(e: &mut Engine, end: Instant) -> Vec<(u64, Option<u64>)> {
         .filter_map(|o| match o {
             Output::Delivered { token, at, .. } => Some((token, Some(at.0))),
             Output::Dropped { token } => Some((token, None)),
-            Output::Duplicated { .. } => None,
+            Output::Duplicated { .. } | Output::Refused { .. } => None,
         })
         .collect()
 }
@@ -329,7 +330,7 @@ fn a_change_applies_at_the_time_it_is_made() {
     let pipe = topo.links[link as usize].ab;
     let mut e = Engine::new(topo, 1);
     // Packet 1 is in the pipe until 10.0008 ms; the engine last advanced at 0.
-    e.inject(Instant(0), h0, h1, 100, 1);
+    e.inject(Instant(0), h0, h1, 100, 1, DEFAULT_TTL);
     // A change made at 12 ms: packet 1 had already left, so going down does not drop it.
     e.set_link_up(Instant(12_000_000), link, false);
     assert_eq!(
@@ -338,19 +339,19 @@ fn a_change_applies_at_the_time_it_is_made() {
     );
     e.set_link_up(Instant(13_000_000), link, true);
     // A delay set at 20 ms holds for the packet that enters at 20 ms, not for one already in.
-    e.inject(Instant(19_000_000), h0, h1, 100, 2);
+    e.inject(Instant(19_000_000), h0, h1, 100, 2, DEFAULT_TTL);
     let slower = PipeConfig {
         delay: Duration::from_millis(30),
         ..*e.pipe(pipe).config()
     };
     e.set_pipe_configs(Instant(20_000_000), &[(pipe, slower)]);
-    e.inject(Instant(20_000_000), h0, h1, 100, 3);
+    e.inject(Instant(20_000_000), h0, h1, 100, 3, DEFAULT_TTL);
     assert_eq!(
         outputs_until(&mut e, Instant(60_000_000)),
         [(2, Some(29_000_800)), (3, Some(50_000_800))]
     );
     // Down at 70 ms drops the packet inside, which was due at 90.0008 ms.
-    e.inject(Instant(60_000_000), h0, h1, 100, 4);
+    e.inject(Instant(60_000_000), h0, h1, 100, 4, DEFAULT_TTL);
     e.set_link_up(Instant(70_000_000), link, false);
     assert_eq!(outputs_until(&mut e, Instant(100_000_000)), [(4, None)]);
 }
@@ -371,7 +372,7 @@ fn injected_packets_end_once_per_copy() {
     t.add_link(r, h2, None, lossy, Some(lossy));
     let mut e = Engine::new(t, 9);
     for token in 0..200 {
-        assert!(e.inject(Instant(token * 10_000), h1, h2, 500, token));
+        assert!(e.inject(Instant(token * 10_000), h1, h2, 500, token, DEFAULT_TTL));
     }
     while let Some(at) = e.poll_at() {
         e.advance(at);
@@ -389,6 +390,7 @@ fn injected_packets_end_once_per_copy() {
                 copies[token as usize] -= 1;
                 dropped += 1;
             }
+            Output::Refused { .. } => unreachable!("every router has a route and room"),
         }
     }
     // Each token started as one copy, was duplicated once, and both copies ended.
@@ -420,7 +422,7 @@ fn a_super_packet_enters_its_first_pipe_whole() {
     for base in [0u64, 100] {
         for k in 0..45u16 {
             let token = base + u64::from(k);
-            assert!(e.inject_segment(Instant(0), h1, h2, 1500, token, k));
+            assert!(e.inject_segment(Instant(0), (h1, h2), 1500, token, DEFAULT_TTL, k));
         }
     }
     while let Some(at) = e.poll_at() {
@@ -431,7 +433,9 @@ fn a_super_packet_enters_its_first_pipe_whole() {
         match out {
             Output::Delivered { token, at, .. } => delivered.push((token, at)),
             Output::Dropped { token } => dropped.push(token),
-            Output::Duplicated { .. } => unreachable!("no duplication here"),
+            Output::Duplicated { .. } | Output::Refused { .. } => {
+                unreachable!("no duplication or refusal here")
+            }
         }
     }
     // 1500 bytes at 12 Mbit/s take 1 ms: segment k leaves the access link at (k + 1) ms and
@@ -446,4 +450,157 @@ fn a_super_packet_enters_its_first_pipe_whole() {
         (100..145).collect::<Vec<u64>>(),
         "the second refused whole"
     );
+}
+
+/// h1 - r1 - r2 - r3 - h2 with 1 ms links at 1 Gbit/s, the chain of issue 13.
+fn three_routers() -> (Topology, NodeId, NodeId) {
+    chain(&[(1_000_000_000, 1_000); 4])
+}
+
+/// Injects one packet `src` -> `dst` with `ttl` at the engine's time, runs the engine for a
+/// second and returns the packet's outputs.
+fn fate_of(e: &mut Engine, src: NodeId, dst: NodeId, bytes: u32, ttl: u8) -> Vec<Output> {
+    let now = e.now();
+    assert!(e.inject(now, src, dst, bytes, 7, ttl));
+    e.advance(Instant(now.0 + 1_000_000_000));
+    e.drain_outputs().collect()
+}
+
+#[test]
+fn each_router_takes_one_off_the_ttl_and_the_last_one_refuses_it() {
+    let (t, h1, h2) = three_routers();
+    let r2 = t.node_id("r2").unwrap();
+    let mut e = Engine::new(t, 1);
+    // 100 bytes at 1 Gbit/s take 800 ns per link: r2 gets the packet after two links.
+    let got = fate_of(&mut e, h1, h2, 100, 2);
+    assert_eq!(
+        got,
+        [
+            Output::Refused {
+                token: 7,
+                node: r2,
+                why: Refusal::TimeExceeded,
+                ttl: 1,
+            },
+            Output::Dropped { token: 7 }
+        ]
+    );
+    assert_eq!(e.counters().ttl_expired, 1);
+    assert_eq!(e.ttl_expired()[r2 as usize], 1);
+    // One more and it goes through, with 3 less than it started with; hosts take none off.
+    let got = fate_of(&mut e, h1, h2, 100, 4);
+    assert!(
+        matches!(got[..], [Output::Delivered { ttl: 1, at, .. }] if at.0 == 1_000_000_000 + 4 * 1_000_800),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn a_host_without_a_route_hears_from_its_gateway_and_a_router_from_itself() {
+    let (t, h1, h2) = three_routers();
+    let (r1, r3) = (t.node_id("r1").unwrap(), t.node_id("r3").unwrap());
+    let r3_h2 = t.links.len() as u32 - 1;
+    let mut e = Engine::new(t, 1);
+    // The last link down before the packet leaves: h1 has no route, so r1, its gateway, answers.
+    e.set_link_up(Instant::ZERO, r3_h2, false);
+    let got = fate_of(&mut e, h1, h2, 100, 64);
+    let refused = |node, ttl| Output::Refused {
+        token: 7,
+        node,
+        why: Refusal::NoRoute,
+        ttl,
+    };
+    assert_eq!(got, [refused(r1, 64), Output::Dropped { token: 7 }]);
+    // Up again, and down while the packet is between r2 and r3 (from 2.0008 ms to 3.0012 ms
+    // after it left): r3 finds no route.
+    e.set_link_up(Instant(1_000_000_000), r3_h2, true);
+    assert!(e.inject(Instant(1_000_000_000), h1, h2, 100, 7, 64));
+    e.set_link_up(Instant(1_002_500_000), r3_h2, false);
+    e.advance(Instant(2_000_000_000));
+    let got: Vec<_> = e.drain_outputs().collect();
+    assert_eq!(got, [refused(r3, 62), Output::Dropped { token: 7 }]);
+}
+
+#[test]
+fn a_packet_larger_than_the_next_link_mtu_is_refused_with_that_mtu() {
+    let (mut t, h1, h2) = three_routers();
+    let r2 = t.node_id("r2").unwrap();
+    // r2 -> r3 is the third link's a -> b pipe.
+    let narrow = t.links[2].ab;
+    t.pipes[narrow as usize].config.mtu = 1400;
+    let mut e = Engine::new(t, 1);
+    let got = fate_of(&mut e, h1, h2, 1401, 64);
+    // r1 and r2 took theirs: the fragments would go on with 62.
+    let too_big = Output::Refused {
+        token: 7,
+        node: r2,
+        why: Refusal::TooBig { mtu: 1400 },
+        ttl: 62,
+    };
+    assert_eq!(got, [too_big, Output::Dropped { token: 7 }]);
+    assert_eq!(e.counters().too_big, 1);
+    assert!(matches!(
+        fate_of(&mut e, h1, h2, 1400, 64)[..],
+        [Output::Delivered { .. }]
+    ));
+    // The way back is 1500 bytes all along.
+    assert!(matches!(
+        fate_of(&mut e, h2, h1, 1500, 64)[..],
+        [Output::Delivered { .. }]
+    ));
+}
+
+#[test]
+fn a_synthetic_flow_too_big_for_a_link_of_its_path_is_refused_at_start() {
+    let (mut t, h1, h2) = three_routers();
+    let narrow = t.links[2].ab;
+    t.pipes[narrow as usize].config.mtu = 1400;
+    let mut e = Engine::new(t, 1);
+    let cbr = |size, src, dst| FlowSpec {
+        src,
+        dst,
+        kind: SourceKind::Cbr {
+            rate: Rate::bps(1_000_000),
+            size,
+        },
+        cap: None,
+        start: Instant::ZERO,
+    };
+    let err = e.add_flow(cbr(1401, h1, h2), 1).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "flow h1 -> h2: its 1401-byte packets do not fit link r2 -- r3 (mtu 1400); use packets of at most 1400 bytes (size= on the flow) or a larger mtu on the link"
+    );
+    e.add_flow(cbr(1400, h1, h2), 1).unwrap();
+    e.add_flow(cbr(1500, h2, h1), 1).unwrap();
+}
+
+#[test]
+fn synthetic_packets_start_with_the_default_ttl() {
+    // With 63 routers the last one leaves a TTL of 1 and the flow gets through; the 64th
+    // router takes the last.
+    for (routers, expires) in [(63, false), (64, true)] {
+        let (t, h1, h2) = chain(&vec![(1_000_000_000, 1); routers + 1]);
+        let mut e = Engine::new(t, 1);
+        let cbr = FlowSpec {
+            src: h1,
+            dst: h2,
+            kind: SourceKind::Cbr {
+                rate: Rate::bps(1_000_000),
+                size: 100,
+            },
+            cap: None,
+            start: Instant::ZERO,
+        };
+        e.add_flow(cbr, 1).unwrap();
+        let r = run(&mut e, 1, 1);
+        let sent = r.flows[0].sent;
+        assert!(sent > 1000, "{sent}");
+        let expired = e.counters().ttl_expired;
+        assert_eq!(
+            expired + e.in_flight() as u64,
+            if expires { sent } else { e.in_flight() as u64 },
+            "{routers} routers"
+        );
+    }
 }

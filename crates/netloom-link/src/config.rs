@@ -120,7 +120,8 @@ pub struct PipeConfig {
     pub up: bool,
     /// The largest IP packet the link carries, in bytes (`DEFAULT_MTU` unless the topology file
     /// sets `mtu`). The pipe itself does not look at it: the engine, which routes packets onto
-    /// links, answers or fragments a bigger one as a router would.
+    /// links, refuses a bigger one as a router would (`Refusal::TooBig`; the live driver then
+    /// fragments it or answers with ICMP).
     pub mtu: u32,
     /// An 802.11 channel: MAC overhead, noise, competing stations and retries on each packet.
     pub wireless: Option<Wireless>,

@@ -13,6 +13,8 @@ use crate::accuracy::{Accuracy, AccuracyReport, Thresholds};
 use crate::answer;
 use crate::capture::{Record, Tap};
 use crate::clock::Clock;
+use crate::fragment;
+use crate::icmp::{self, Bucket};
 use crate::io::{Framing, PacketIo};
 use crate::ip::{endpoints, Malformed};
 use crate::mailbox::{Inbox, Message, Post};
@@ -23,12 +25,12 @@ use crate::ration::Ration;
 use crate::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
 use crate::wait::{Precision, Waiter};
 use netloom_engine::tap::{Carried, Seen};
-use netloom_engine::{Engine, Output};
+use netloom_engine::{Engine, Output, Refusal};
 use netloom_time::Instant;
-use netloom_topo::{NodeId, PipeId};
+use netloom_topo::{NodeId, NodeKind, PipeId};
 use std::collections::HashMap;
 use std::io::{self, IoSlice};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Frames read from one host in one go before the others get a turn.
 const READ_BATCH: usize = 64;
@@ -94,6 +96,17 @@ pub struct Driver<I: PacketIo, C: Clock> {
     allow_spoofing: bool,
     /// The captures running on this worker's pipes.
     taps: Vec<Tap>,
+    /// Each router's addresses, the sources of its ICMP errors (`add_router`).
+    routers: HashMap<NodeId, (Ipv4Addr, Ipv6Addr)>,
+    /// The router of each router address.
+    routers_by_addr: HashMap<IpAddr, NodeId>,
+    /// How a host's packets reach a router (`way_to`), found when first asked.
+    ways: HashMap<(u32, NodeId), Option<(u32, u8)>>,
+    /// The rate limit of errors from each router to each host address (by host index, and
+    /// whether IPv6), as Linux limits them per destination address.
+    buckets: HashMap<(NodeId, u32, bool), Bucket>,
+    /// Where an ICMP error is built.
+    error: Box<[u8]>,
 }
 
 impl<I: PacketIo, C: Clock> Driver<I, C> {
@@ -146,8 +159,54 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             reads,
             skipped_changes: 0,
             taps: Vec::new(),
+            routers: HashMap::new(),
+            routers_by_addr: HashMap::new(),
+            ways: HashMap::new(),
+            buckets: HashMap::new(),
+            error: vec![0; icmp::MAX_ERROR].into_boxed_slice(),
             engine,
         }
+    }
+
+    /// Gives router `node` its addresses: it answers from them with ICMP errors about the
+    /// packets it refuses (docs/live.md, "Routers"); a router without is silent.
+    pub fn add_router(&mut self, node: NodeId, ipv4: Ipv4Addr, ipv6: Ipv6Addr) {
+        self.routers.insert(node, (ipv4, ipv6));
+        self.routers_by_addr.insert(ipv4.into(), node);
+        self.routers_by_addr.insert(ipv6.into(), node);
+    }
+
+    /// How a packet from `host` reaches `router`, whose address it is sent to: routing tables
+    /// lead to hosts only, so it is sent towards a host whose path from `host` (by the routes
+    /// when first asked since the last change ordered) crosses the router, with a TTL that runs out there, where the router answers
+    /// it (`refused`). Returns that host and the TTL (the router's place among the routers on
+    /// the way); `None` when no path crosses the router.
+    fn way_to(&mut self, host: u32, router: NodeId) -> Option<(u32, u8)> {
+        if let Some(&way) = self.ways.get(&(host, router)) {
+            return way;
+        }
+        let topo = self.engine.topology();
+        let src = self.host_nodes[host as usize];
+        let way = (0..self.host_nodes.len() as u32).find_map(|via| {
+            let path = self
+                .engine
+                .routes()
+                .path(topo, src, self.host_nodes[via as usize])?;
+            let mut at = src;
+            let mut routers = 0u8;
+            for pipe in path {
+                at = topo.far_end(pipe, at);
+                if topo.node(at).kind == NodeKind::Router {
+                    routers = routers.checked_add(1)?;
+                }
+                if at == router {
+                    return Some((via, routers));
+                }
+            }
+            None
+        });
+        self.ways.insert((host, router), way);
+        way
     }
 
     /// Calls `set(true)` when the driver wants real-time priority from now on and `set(false)`
@@ -289,7 +348,11 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
 
     fn answer(&mut self, order: Order) -> Answer {
         match order {
-            Order::Apply(change) => Answer::Applied(answer::apply(&mut self.engine, &change)),
+            Order::Apply(change) => {
+                // A link taken down or up may change the paths that cross each router.
+                self.ways.clear();
+                Answer::Applied(answer::apply(&mut self.engine, &change))
+            }
             Order::Snapshot => Answer::Snapshot(Box::new(self.snapshot())),
             Order::Accuracy => Answer::Accuracy(self.accuracy.report()),
             Order::Capture(tap) => {
@@ -388,15 +451,29 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             self.ration.took(host, segments);
             c.packets_in += u64::from(segments);
             c.bytes_in += u64::from(gso.map_or(single, |g| g.wire_total()));
-            let Some(dst) = self.hosts_by_addr.get(&addr).copied() else {
-                c.unknown_destination += u64::from(segments);
-                pool.put_back(id);
+            let ttl = icmp::ttl(&frame[offset..]);
+            let to_host = self.hosts_by_addr.get(&addr).map(|&dst| (dst, ttl));
+            let way = to_host.or_else(|| {
+                let router = *self.routers_by_addr.get(&addr)?;
+                let (via, hops) = self.way_to(host, router)?;
+                Some((via, ttl.min(hops)))
+            });
+            let Some((dst, ttl)) = way else {
+                self.counters[host as usize].unknown_destination += u64::from(segments);
+                let src_node = self.host_nodes[host as usize];
+                if let Some(gateway) = self.engine.router_for(src_node) {
+                    // No copy of it is in flight: the error quotes it, then it goes back.
+                    self.payloads.pool().fill(id, len, gso, 0);
+                    self.send_error(now, id, offset, gateway, icmp::Error::NoSuchHost);
+                }
+                self.payloads.pool().put_back(id);
                 continue;
             };
             // A host sending as another, or as an address no host has: its replies would go
             // elsewhere, and experiments would trust a source that lies.
+            let pool = self.payloads.pool();
             if self.hosts_by_addr.get(&src) != Some(&host) {
-                c.spoofed += u64::from(segments);
+                self.counters[host as usize].spoofed += u64::from(segments);
                 if !self.allow_spoofing {
                     pool.put_back(id);
                     continue;
@@ -411,11 +488,13 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             for k in 0..segments {
                 let token = token(me, id, k);
                 let injected = match gso {
-                    None => self.engine.inject(now, src_node, dst_node, single, token),
+                    None => self
+                        .engine
+                        .inject(now, src_node, dst_node, single, token, ttl),
                     Some(g) => {
                         let bytes = g.wire_len(k);
                         self.engine
-                            .inject_segment(now, src_node, dst_node, bytes, token, k)
+                            .inject_segment(now, (src_node, dst_node), bytes, token, ttl, k)
                     }
                 };
                 if !injected {
@@ -471,6 +550,161 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 self.engine
                     .set_tap(pipe, wanted && self.engine.owns_pipe(pipe));
             }
+        }
+    }
+
+    /// What router `node` does with the packet in buffer `id` that it refused: an IPv4 packet
+    /// too big for the next link but allowed to be fragmented goes on as fragments (a
+    /// super-packet, always TCP with DF from Linux, never does); everything else is answered
+    /// with the matching ICMP error.
+    fn refused(&mut self, id: u32, node: NodeId, why: Refusal, ttl: u8) {
+        let now = self.clock.now();
+        let offset = self.framing.header_len();
+        let why = match why {
+            Refusal::TimeExceeded if self.is_for(id, node) => {
+                self.answer_for_router(now, id, node);
+                return;
+            }
+            Refusal::TimeExceeded => icmp::Error::TimeExceeded,
+            Refusal::NoRoute => icmp::Error::NoRoute,
+            Refusal::TooBig { mtu } => {
+                let pool = self.payloads.pool_ref();
+                if pool.gso(id).is_none() && fragment::allowed(&pool.frame(id)[offset..]) {
+                    self.fragment(now, id, node, mtu, ttl);
+                    return;
+                }
+                icmp::Error::TooBig { mtu }
+            }
+        };
+        self.send_error(now, id, offset, node, why);
+    }
+
+    /// Whether the packet in buffer `id` is addressed to router `node`.
+    fn is_for(&self, id: u32, node: NodeId) -> bool {
+        let offset = self.framing.header_len();
+        endpoints(&self.payloads.pool_ref().frame(id)[offset..])
+            .is_ok_and(|(_, dst)| self.routers_by_addr.get(&dst) == Some(&node))
+    }
+
+    /// Router `node` answers the packet in buffer `id` addressed to it: an echo request with
+    /// its reply, a UDP datagram with port unreachable, anything else with nothing.
+    fn answer_for_router(&mut self, now: Instant, id: u32, node: NodeId) {
+        let offset = self.framing.header_len();
+        let request = &self.payloads.pool_ref().frame(id)[offset..];
+        match icmp::to_router(request, &mut self.error) {
+            icmp::ToRouter::Echo(len) => {
+                let src = endpoints(request).map(|(src, _)| src);
+                if let Some(&host) = src.ok().and_then(|s| self.hosts_by_addr.get(&s)) {
+                    self.send_from(now, node, host, len);
+                }
+            }
+            icmp::ToRouter::Udp => {
+                self.send_error(now, id, offset, node, icmp::Error::PortUnreachable)
+            }
+            icmp::ToRouter::Other => {}
+        }
+    }
+
+    /// Sends the IPv4 packet in buffer `id` on from router `node` as fragments of at most `mtu`
+    /// bytes, each a packet of its own from there (`Engine::inject` at the router) with `ttl`.
+    /// Fragments that find no buffer are physical drops.
+    fn fragment(&mut self, now: Instant, id: u32, node: NodeId, mtu: u32, ttl: u8) {
+        let offset = self.framing.header_len();
+        if matches!(self.framing, Framing::Vnet { .. }) {
+            segment::finish_checksum(self.payloads.pool().space(id));
+        }
+        let frame = self.payloads.pool_ref().frame(id);
+        let Ok((_, dst)) = endpoints(&frame[offset..]) else {
+            return;
+        };
+        let Some(&dst) = self.hosts_by_addr.get(&dst) else {
+            return;
+        };
+        let dst = self.host_nodes[dst as usize];
+        let mut pieces: Vec<Vec<u8>> = Vec::new();
+        fragment::split(&frame[offset..], mtu, |f| {
+            pieces.push([&frame[..offset], f].concat());
+        });
+        let me = self.payloads.me();
+        for piece in pieces {
+            let pool = self.payloads.pool();
+            let Some(part) = pool.take(Size::Small) else {
+                self.accuracy.record_physical_drop();
+                continue;
+            };
+            pool.space(part)[..piece.len()].copy_from_slice(&piece);
+            pool.fill(part, piece.len(), None, 1);
+            let bytes = (piece.len() - offset) as u32;
+            if !self
+                .engine
+                .inject(now, node, dst, bytes, token(me, part, 0), ttl)
+            {
+                self.payloads.pool().release(part);
+            }
+        }
+    }
+
+    /// Router `router` answers the packet in buffer `id` (its IP header at `offset`) with the
+    /// ICMP error `why`, if it has addresses, its rate limit allows, and the packet may be
+    /// answered (`icmp::error`): the error goes into the network at the router, bound for the
+    /// packet's source host, so it comes back over the emulated links. Counted per source host
+    /// (`HostCounters::icmp_errors`, `icmp_limited`).
+    fn send_error(
+        &mut self,
+        now: Instant,
+        id: u32,
+        offset: usize,
+        router: NodeId,
+        why: icmp::Error,
+    ) {
+        let Some(&(v4, v6)) = self.routers.get(&router) else {
+            return;
+        };
+        let original = &self.payloads.pool_ref().frame(id)[offset..];
+        let Ok((src, _)) = endpoints(original) else {
+            return;
+        };
+        let Some(&host) = self.hosts_by_addr.get(&src) else {
+            return;
+        };
+        let from = if src.is_ipv4() { v4.into() } else { v6.into() };
+        let Some(len) = icmp::error(original, from, why, &mut self.error) else {
+            return;
+        };
+        let c = &mut self.counters[host as usize];
+        let bucket = self
+            .buckets
+            .entry((router, host, src.is_ipv6()))
+            .or_insert_with(|| Bucket::new(now));
+        if why.is_limited() && !bucket.allow(now) {
+            c.icmp_limited += 1;
+            return;
+        }
+        c.icmp_errors += 1;
+        self.send_from(now, router, host, len);
+    }
+
+    /// Sends the `len` bytes built in `self.error` from `router` to `host`: into the network at
+    /// the router, so they come back over the emulated links. Without a free buffer, a physical
+    /// drop.
+    fn send_from(&mut self, now: Instant, router: NodeId, host: u32, len: usize) {
+        let offset = self.framing.header_len();
+        let pool = self.payloads.pool();
+        let Some(reply) = pool.take(Size::Small) else {
+            self.accuracy.record_physical_drop();
+            return;
+        };
+        let space = pool.space(reply);
+        space[..offset].fill(0);
+        space[offset..offset + len].copy_from_slice(&self.error[..len]);
+        pool.fill(reply, offset + len, None, 1);
+        let token = token(self.payloads.me(), reply, 0);
+        let dst = self.host_nodes[host as usize];
+        if !self
+            .engine
+            .inject(now, router, dst, len as u32, token, icmp::ERROR_TTL)
+        {
+            self.payloads.pool().release(reply);
         }
     }
 
@@ -548,8 +782,27 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         self.outbox.extend(self.engine.drain_outputs());
         let mut i = 0;
         while i < self.outbox.len() {
-            let (token, dst) = match self.outbox[i] {
-                Output::Delivered { token, dst, .. } => (token, dst),
+            let (token, dst, ttl) = match self.outbox[i] {
+                Output::Delivered {
+                    token, dst, ttl, ..
+                } => (token, dst, ttl),
+                Output::Refused {
+                    token,
+                    node,
+                    why,
+                    ttl,
+                } => {
+                    let (home, id, segment) = untoken(token);
+                    // The payload is at its home; a run of several workers answers only for
+                    // the packets this worker took in. A super-packet is answered once, for
+                    // its first segment, as a router answers the packet its host would send
+                    // without offload.
+                    if home == self.payloads.me() && segment == 0 {
+                        self.refused(id, node, why, ttl);
+                    }
+                    i += 1;
+                    continue;
+                }
                 Output::Duplicated { token } => {
                     self.payloads.settle(token, true);
                     i += 1;
@@ -596,6 +849,9 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                         .record_release(std::time::Duration::from_nanos(lateness.as_nanos()));
                 }
             }
+            // Every router on the way took one off (a copy's twin sets the same).
+            let offset = self.framing.header_len();
+            icmp::set_ttl(&mut self.payloads.pool().space(id)[offset..], ttl);
             let frame = self.payloads.pool_ref().frame(id);
             let (sent, bytes) = match gso {
                 None => (

@@ -19,7 +19,7 @@ use crate::tun_drops::TunDrops;
 use crate::tun_io::TunIo;
 use crate::worker::Worker;
 use netloom_engine::Engine;
-use netloom_os::{HostSpec, KeepAwake, OsError, Testbed, TestbedSpec};
+use netloom_os::{HostSpec, KeepAwake, OsError, RouterSpec, Testbed, TestbedSpec};
 use serde_json::{Map, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -328,6 +328,7 @@ impl Experiment {
         let options = plan.options.clone();
         let hosts = plan.hosts();
         let mtus = plan.host_mtus();
+        let routers = plan.routers();
         let spec = TestbedSpec {
             name: options.name.clone(),
             hosts: hosts
@@ -341,6 +342,14 @@ impl Experiment {
                 })
                 .collect(),
             congestion_control: options.congestion_control.clone(),
+            routers: routers
+                .iter()
+                .map(|(_, r)| RouterSpec {
+                    name: r.name.clone(),
+                    ipv4: r.ipv4,
+                    ipv6: r.ipv6,
+                })
+                .collect(),
         };
         let testbed = Testbed::create(&spec)?;
         let tun_drops = TunDrops::start(testbed.counter_reader())?;
@@ -391,7 +400,11 @@ impl Experiment {
             if !options.gso {
                 io.set_gso(false)?;
             }
-            drivers.push(Driver::new(engine, io, clock, &addresses, config));
+            let mut driver = Driver::new(engine, io, clock, &addresses, config);
+            for (node, r) in &routers {
+                driver.add_router(*node, r.ipv4, r.ipv6);
+            }
+            drivers.push(driver);
         }
         let controller =
             Controller::connect(&mut drivers, clock).map_err(io_error("connecting the workers"))?;

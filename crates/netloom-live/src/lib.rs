@@ -20,6 +20,8 @@ mod control;
 mod driver;
 mod event;
 mod experiment;
+mod fragment;
+mod icmp;
 mod io;
 mod ip;
 mod mailbox;

@@ -25,7 +25,8 @@ pub struct HostCounters {
     /// Packets from this host that were not IPv4 or IPv6, were truncated, or were super-packets
     /// that cannot be split; dropped.
     pub malformed: u64,
-    /// Packets from this host to an address no host has; dropped and counted, no ICMP is sent.
+    /// Packets from this host to an address no host has; dropped and counted, and answered with
+    /// ICMP host (address) unreachable from the host's gateway router, if it has one.
     pub unknown_destination: u64,
     /// Super-packets from this host refused whole (each counted once) because splitting one
     /// would cost too much: a segment size below 8 bytes or more than 1,024 segments.
@@ -35,6 +36,12 @@ pub struct HostCounters {
     /// unless the run allows spoofing, counted either way.
     #[serde(default)]
     pub spoofed: u64,
+    /// ICMP errors routers sent to this host about its packets (docs/live.md, "Routers").
+    #[serde(default)]
+    pub icmp_errors: u64,
+    /// ICMP errors to this host that the routers' rate limit held back.
+    #[serde(default)]
+    pub icmp_limited: u64,
 }
 
 impl HostCounters {
@@ -48,6 +55,8 @@ impl HostCounters {
         self.unknown_destination += other.unknown_destination;
         self.refused_gso += other.refused_gso;
         self.spoofed += other.spoofed;
+        self.icmp_errors += other.icmp_errors;
+        self.icmp_limited += other.icmp_limited;
     }
 }
 

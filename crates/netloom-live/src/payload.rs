@@ -195,7 +195,14 @@ mod tests {
         t.add_link(h0, h1, None, c, Some(c));
         let o = Arc::new(Ownership::live(&t, &[0, 1], 2, Payload::Ship).unwrap());
         let mut e = Engine::partitioned(t, 1, o, 0);
-        assert!(e.inject(Instant(0), h0, h1, 100, token(0, 0, 0)));
+        assert!(e.inject(
+            Instant(0),
+            h0,
+            h1,
+            100,
+            token(0, 0, 0),
+            netloom_engine::DEFAULT_TTL
+        ));
         let handoff = e.take_handoffs(1).next();
         handoff.expect("h1's side is worker 1's")
     }

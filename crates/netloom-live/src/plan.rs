@@ -14,6 +14,7 @@ use netloom_partition::{
 };
 use netloom_route::{Routes, TablesTooLarge};
 use netloom_topo::Topology;
+use netloom_topo::{NodeId, NodeKind};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -331,6 +332,21 @@ impl Plan {
                     .map(|&(pipe, _)| self.topology.pipes[pipe as usize].config.mtu)
                     .min()
                     .unwrap_or(netloom_link::DEFAULT_MTU)
+            })
+            .collect()
+    }
+
+    /// Every router with its node and addresses (one per router, `netloom_os::router_address`),
+    /// in the topology's order.
+    pub fn routers(&self) -> Vec<(NodeId, HostInfo)> {
+        let nodes = self.topology.nodes.iter().enumerate();
+        nodes
+            .filter(|(_, n)| n.kind == NodeKind::Router)
+            .enumerate()
+            .map(|(j, (node, n))| {
+                let (ipv4, ipv6) = netloom_os::router_address(j);
+                let name = n.name.clone();
+                (node as NodeId, HostInfo { name, ipv4, ipv6 })
             })
             .collect()
     }

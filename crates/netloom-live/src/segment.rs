@@ -292,6 +292,27 @@ impl Gso {
     }
 }
 
+/// Finishes the checksum a plain frame (virtio_net_hdr and packet; `parse` said `Single`)
+/// leaves to its receiver, and clears the flag: a router that cuts the packet into fragments
+/// must hand on a finished checksum, which only the whole packet gives.
+pub(crate) fn finish_checksum(frame: &mut [u8]) {
+    let (hdr, packet) = frame
+        .split_first_chunk_mut::<VNET_HDR_LEN>()
+        .expect("a parsed frame");
+    let mut h = VnetHdr::read(hdr);
+    if h.flags & F_NEEDS_CSUM == 0 {
+        return;
+    }
+    let (start, at) = (
+        usize::from(h.csum_start),
+        usize::from(h.csum_start + h.csum_offset),
+    );
+    let sum = !fold(sum16(&packet[start..], 0));
+    packet[at..at + 2].copy_from_slice(&sum.to_be_bytes());
+    h.flags &= !F_NEEDS_CSUM;
+    h.write(hdr);
+}
+
 /// Adds `bytes` as big-endian 16-bit words (a last odd byte padded with zero) to `sum`. Sums
 /// of up to 64 KB cannot overflow 32 bits from below 2^16 · 2^16.
 pub(crate) fn sum16(bytes: &[u8], mut sum: u32) -> u32 {

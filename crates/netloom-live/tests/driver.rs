@@ -207,6 +207,19 @@ fn wire_packets(frame: &[u8]) -> Vec<Vec<u8>> {
     }
 }
 
+/// `frame` (its IPv4 header at `ip_at`) as a host receives it over `pair`: the router took one
+/// off its TTL and updated the header checksum to match (RFC 1624: one more, as the TTL is
+/// the checksummed word's high byte).
+fn routed(frame: &[u8], ip_at: usize) -> Vec<u8> {
+    let mut f = frame.to_vec();
+    let p = &mut f[ip_at..];
+    p[8] -= 1;
+    let sum = u32::from(u16::from_be_bytes([p[10], p[11]])) + 0x100;
+    let sum = (sum & 0xffff) + (sum >> 16);
+    p[10..12].copy_from_slice(&(sum as u16).to_be_bytes());
+    f
+}
+
 /// The sequence number of a TCP/IPv4 packet without options in the IP header.
 fn seq(packet: &[u8]) -> u32 {
     u32::from_be_bytes(packet[24..28].try_into().unwrap())
@@ -328,7 +341,7 @@ fn segments_due_together_are_written_together() {
         assert!(d.io().delivered.is_empty());
         clock.advance(Duration::from_millis(40));
         d.step().unwrap();
-        let expected = wire_packets(&sent);
+        let expected = wire_packets(&routed(&sent, VNET_HDR_LEN));
         let frames: Vec<&Vec<u8>> = d.io().delivered.iter().map(|(_, _, f)| f).collect();
         let mut got: Vec<Vec<u8>> = Vec::new();
         let mut runs = 0;
@@ -378,7 +391,12 @@ fn plain_packets_keep_their_virtio_header_and_bad_super_packets_are_malformed() 
     d.io_mut().send(0, plain[..VNET_HDR_LEN - 2].to_vec());
     quiet(&mut d, &clock);
     let got: Vec<&Vec<u8>> = d.io().delivered.iter().map(|(_, _, f)| f).collect();
-    assert_eq!(got, [&plain], "written as read, header and all");
+    let routed = routed(&plain, VNET_HDR_LEN);
+    assert_eq!(
+        got,
+        [&routed],
+        "written as read, header and all, less the TTL r took"
+    );
     let c = d.host_counters()[0];
     // Malformed frames count as one packet each, their bytes those behind the virtio_net_hdr.
     assert_eq!(
@@ -539,4 +557,138 @@ fn a_trace_driven_link_cannot_be_made_wireless() {
         refused.contains("either wireless or driven by a trace"),
         "{refused}"
     );
+}
+
+/// r's address in `routed_driver`.
+const R: [u8; 4] = [198, 19, 255, 254];
+
+/// `driver` with r answering from `R` (and an IPv6 address no test uses), r – h1 at `mtu`.
+fn routed_driver(mtu: u32) -> (TestDriver, TestClock) {
+    let (mut d, clock) = driver(Precision::Busy, |c| c.mtu = mtu);
+    d.add_router(1, R.into(), "fd6e:6c00::ff00:0:0:1".parse().unwrap());
+    (d, clock)
+}
+
+#[test]
+fn a_router_answers_a_ttl_run_out_from_its_address_over_the_links_back() {
+    let (mut d, clock) = routed_driver(1500);
+    let mut probe = ipv4([198, 18, 0, 2], 100, 1);
+    probe[8] = 1;
+    d.io_mut().send(0, probe.clone());
+    quiet(&mut d, &clock);
+    // 100 bytes at 10 Mbit/s (80 us) and 2 ms to r; the 128-byte error (quoting the probe
+    // whole) takes 102.4 us and 2 ms back.
+    let [(host, at, error)] = &d.io().delivered[..] else {
+        panic!("{:?}", d.io().delivered)
+    };
+    assert_eq!((*host, *at), (0, Instant(2_080_000 + 2_102_400)));
+    assert_eq!(
+        (&error[12..16], &error[16..20]),
+        (&R[..], &[198, 18, 0, 1][..])
+    );
+    assert_eq!(
+        (error[9], error[20], error[21]),
+        (1, 11, 0),
+        "ICMP time exceeded"
+    );
+    assert_eq!(&error[28..], &probe[..]);
+    assert_eq!(d.host_counters()[0].icmp_errors, 1);
+    assert_eq!(d.in_flight(), 0);
+}
+
+#[test]
+fn too_big_for_the_next_link_is_fragmented_without_df_and_answered_with_df() {
+    let (mut d, clock) = routed_driver(1000);
+    let mut whole = ipv4([198, 18, 0, 2], 1500, 1);
+    whole[6] = 0x40;
+    d.io_mut().send(0, whole.clone());
+    quiet(&mut d, &clock);
+    let [(0, _, error)] = &d.io().delivered[..] else {
+        panic!("{:?}", d.io().delivered)
+    };
+    assert_eq!((error[20], error[21]), (3, 4), "fragmentation needed");
+    assert_eq!(
+        u16::from_be_bytes([error[26], error[27]]),
+        1000,
+        "next-hop MTU"
+    );
+    assert_eq!(&error[28..48], &whole[..20], "the refused header quoted");
+    d.io_mut().delivered.clear();
+    whole[6] = 0;
+    d.io_mut().send(0, whole.clone());
+    quiet(&mut d, &clock);
+    let fragments: Vec<&Vec<u8>> = d
+        .io()
+        .delivered
+        .iter()
+        .map(|(h, _, f)| {
+            assert_eq!(*h, 1);
+            f
+        })
+        .collect();
+    // 1480 bytes of data in pieces of 976 (1000 − 20, down to a multiple of 8).
+    let lens: Vec<usize> = fragments.iter().map(|f| f.len()).collect();
+    assert_eq!(lens, [996, 524]);
+    let data: Vec<u8> = fragments.iter().flat_map(|f| f[20..].to_vec()).collect();
+    assert_eq!(data, &whole[20..]);
+    assert!(
+        fragments.iter().all(|f| f[8] == 63),
+        "r took one off the TTL of each"
+    );
+    assert_eq!(d.in_flight(), 0);
+}
+
+#[test]
+fn a_router_answers_an_echo_request_to_its_address_after_the_round_trip_to_it() {
+    let (mut d, clock) = routed_driver(1500);
+    let mut request = ipv4(R, 84, 8); // ICMP type 8: echo request
+    request[9] = 1;
+    d.io_mut().send(0, request.clone());
+    let mut udp = ipv4(R, 60, 0);
+    udp[9] = 17;
+    d.io_mut().send(0, udp);
+    quiet(&mut d, &clock);
+    let got: Vec<(u32, &[u8], u8)> = d
+        .io()
+        .delivered
+        .iter()
+        .map(|(h, _, p)| (*h, &p[12..16], p[20]))
+        .collect();
+    assert_eq!(
+        got,
+        [(0, &R[..], 0), (0, &R[..], 3)],
+        "echo reply, then port unreachable"
+    );
+    // 84 bytes at 10 Mbit/s take 67.2 us each way, and 2 ms: the reply is due at 4.1344 ms.
+    assert_eq!(d.io().delivered[0].1, Instant(4_134_400));
+    assert_eq!(
+        &d.io().delivered[0].2[24..],
+        &request[24..],
+        "the request's data back"
+    );
+    assert_eq!(d.in_flight(), 0);
+}
+
+#[test]
+fn a_super_packet_too_big_for_a_link_is_answered_once_for_its_first_segment() {
+    let c = roomy(Rate::bps(1_000_000_000), Duration::from_millis(1));
+    let gso = Framing::Vnet { gso: true };
+    let (mut d, clock) = driver_over(c, gso, Precision::Busy, |c| c.mtu = 1400);
+    d.add_router(1, R.into(), "fd6e:6c00::ff00:0:0:1".parse().unwrap());
+    let sent = super_frame(7, 10);
+    d.io_mut().send(0, sent.clone());
+    quiet(&mut d, &clock);
+    let [(0, _, error)] = &d.io().delivered[..] else {
+        panic!("one error to h0: {:?}", d.io().delivered.len())
+    };
+    let error = &error[VNET_HDR_LEN..];
+    assert_eq!((error[20], error[21]), (3, 4), "fragmentation needed");
+    assert_eq!(u16::from_be_bytes([error[26], error[27]]), 1400);
+    assert_eq!(
+        seq(&error[28..]),
+        7,
+        "the first segment's sequence number, quoted"
+    );
+    assert_eq!(d.host_counters()[0].icmp_errors, 1);
+    assert_eq!(d.in_flight(), 0);
 }

@@ -30,12 +30,12 @@ pub use exec::{close_inherited_fds, command, exec};
 pub use interface::DeviceCounters;
 pub use netns::enter as enter_namespace;
 pub use plan::{
-    address_plan, check_experiment_name, check_host_name, namespace_name, DEFAULT_MTU,
-    IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU,
+    address_plan, check_experiment_name, check_host_name, namespace_name, router_address,
+    DEFAULT_MTU, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU,
 };
 pub use poller::Poller;
 pub use registry::{create_log, find_host, log_path, registry_dir, running, Record, RecordHost};
 pub use signal::{install_stop_handler, restore_default_sigpipe};
 pub use tcp::{available_congestion_controls, DEFAULT_CONGESTION_CONTROL};
-pub use testbed::{CounterReader, HostSpec, Testbed, TestbedSpec};
+pub use testbed::{CounterReader, HostSpec, RouterSpec, Testbed, TestbedSpec};
 pub use tun::{Tun, TUN_NAME, VNET_HDR_LEN};

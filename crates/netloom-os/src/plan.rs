@@ -34,6 +34,20 @@ pub fn address_plan(i: usize) -> (Ipv4Addr, Ipv6Addr) {
     (Ipv4Addr::from(v4), Ipv6Addr::from(v6))
 }
 
+/// The addresses of router `j` (0-based, in the topology's order of routers), one per router
+/// whatever its number of links: from the top of the plan down, 198.19.255.254 − j and
+/// fd6e:6c00::ff00:0:0:0 + j + 1, so adding a host never renumbers a router. They meet the hosts'
+/// only when hosts and routers together outnumber `MAX_HOSTS` (`TestbedSpec` refuses that).
+///
+/// # Panics
+/// When `j >= MAX_HOSTS`.
+pub fn router_address(j: usize) -> (Ipv4Addr, Ipv6Addr) {
+    assert!(j < MAX_HOSTS, "router index {j} is beyond the address plan");
+    let v4 = u32::from(IPV4_BASE) + MAX_HOSTS as u32 - j as u32;
+    let v6 = u128::from(IPV6_BASE) + (0xff00_u128 << 48) + j as u128 + 1;
+    (Ipv4Addr::from(v4), Ipv6Addr::from(v6))
+}
+
 /// The network namespace of `host` in `experiment`: `nl-<experiment>-<host>`. The names are
 /// not checked here; `check_experiment_name` and `check_host_name` do that.
 pub fn namespace_name(experiment: &str, host: &str) -> String {
@@ -109,6 +123,26 @@ pub(crate) fn is_plan_ipv6(addr: Ipv6Addr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn routers_are_numbered_from_the_top_of_the_plan() {
+        assert_eq!(
+            router_address(0),
+            (
+                Ipv4Addr::new(198, 19, 255, 254),
+                "fd6e:6c00::ff00:0:0:1".parse().unwrap()
+            )
+        );
+        let (v4, v6) = router_address(MAX_HOSTS - 1);
+        assert_eq!(
+            (v4, v6),
+            (
+                address_plan(0).0,
+                "fd6e:6c00::ff00:0:1:fffe".parse().unwrap()
+            )
+        );
+        assert!(is_plan_ipv4(v4) && is_plan_ipv6(v6));
+    }
 
     #[test]
     fn plan_numbers_hosts_from_one() {

@@ -32,6 +32,18 @@ pub struct HostSpec {
     pub mtu: u32,
 }
 
+/// One emulated router: no namespace, but a name and addresses every host resolves, the source
+/// of the ICMP errors it sends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RouterSpec {
+    /// Its name, by the rules of `HostSpec::name`.
+    pub name: String,
+    /// Its IPv4 address (`plan::router_address`).
+    pub ipv4: Ipv4Addr,
+    /// Its IPv6 address (`plan::router_address`).
+    pub ipv6: Ipv6Addr,
+}
+
 /// What to bring up.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TestbedSpec {
@@ -45,6 +57,9 @@ pub struct TestbedSpec {
     /// its namespace), one of the machine's available algorithms; programs in the host may change
     /// it, as on any machine.
     pub congestion_control: String,
+    /// The routers, which have no namespace but a name and addresses every host resolves
+    /// (`plan::router_address`); names and addresses distinct from the hosts' and each other's.
+    pub routers: Vec<RouterSpec>,
 }
 
 impl TestbedSpec {
@@ -70,6 +85,7 @@ impl TestbedSpec {
             name: name.to_string(),
             hosts,
             congestion_control: tcp::DEFAULT_CONGESTION_CONTROL.to_string(),
+            routers: Vec::new(),
         }
     }
 
@@ -89,22 +105,25 @@ impl TestbedSpec {
         if self.hosts.is_empty() {
             return Err(invalid("it has no hosts".to_string()));
         }
-        if self.hosts.len() > MAX_HOSTS {
+        if self.hosts.len() + self.routers.len() > MAX_HOSTS {
             return Err(invalid(format!(
-                "it has {} hosts; the address plan has room for {MAX_HOSTS}",
-                self.hosts.len()
+                "it has {} hosts and {} routers; the address plan has room for {MAX_HOSTS}",
+                self.hosts.len(),
+                self.routers.len()
             )));
         }
         let (mut names, mut v4, mut v6) = (HashSet::new(), HashSet::new(), HashSet::new());
         for host in &self.hosts {
-            plan::check_host_name(&host.name)?;
             if !(MIN_MTU..=MAX_MTU).contains(&host.mtu) {
                 return Err(invalid(format!(
                     "host {}: MTU {} is out of range; use {MIN_MTU} (the IPv6 minimum) to {MAX_MTU}",
                     host.name, host.mtu
                 )));
             }
-            if !names.insert(&host.name) {
+        }
+        for host in self.named() {
+            plan::check_host_name(&host.name)?;
+            if !names.insert(host.name.clone()) {
                 return Err(invalid(format!("host {:?} appears twice", host.name)));
             }
             if !plan::is_plan_ipv4(host.ipv4) {
@@ -129,14 +148,25 @@ impl TestbedSpec {
         Ok(())
     }
 
-    /// `/etc/hosts` of every host: loopback names, then every host's name with both addresses.
+    /// Every host and router as a name with its addresses, hosts first.
+    fn named(&self) -> impl Iterator<Item = RouterSpec> + '_ {
+        let hosts = self.hosts.iter().map(|h| RouterSpec {
+            name: h.name.clone(),
+            ipv4: h.ipv4,
+            ipv6: h.ipv6,
+        });
+        hosts.chain(self.routers.iter().cloned())
+    }
+
+    /// `/etc/hosts` of every host: loopback names, then every host's and router's name with
+    /// both addresses.
     fn hosts_file(&self, host: &str) -> String {
         let mut text = format!(
             "# /etc/hosts of host {host} in netloom experiment {} (removed with the experiment)\n\
              127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
             self.name
         );
-        for h in &self.hosts {
+        for h in self.named() {
             text.push_str(&format!("{}\t{}\n{}\t{}\n", h.ipv4, h.name, h.ipv6, h.name));
         }
         text
@@ -498,11 +528,30 @@ mod tests {
 
     #[test]
     fn hosts_file_names_every_host_with_both_addresses() {
-        let text = TestbedSpec::planned("lab", ["h1", "h2"]).hosts_file("h1");
+        let mut spec = TestbedSpec::planned("lab", ["h1", "h2"]);
+        let (ipv4, ipv6) = plan::router_address(0);
+        spec.routers.push(RouterSpec {
+            name: "r1".into(),
+            ipv4,
+            ipv6,
+        });
+        spec.check().unwrap();
+        let text = spec.hosts_file("h1");
         assert!(
             text.contains("198.18.0.2\th2\nfd6e:6c00::2\th2\n"),
             "{text}"
         );
+        assert!(
+            text.contains("198.19.255.254\tr1\nfd6e:6c00::ff00:0:0:1\tr1\n"),
+            "{text}"
+        );
+        // A router named as a host is refused.
+        spec.routers[0].name = "h2".into();
+        assert!(spec
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("\"h2\" appears twice"));
         assert!(text.contains("127.0.0.1\tlocalhost\n"));
     }
 }

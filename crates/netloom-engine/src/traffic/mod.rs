@@ -66,6 +66,18 @@ pub enum SourceKind {
     },
 }
 
+impl SourceKind {
+    /// The size on the wire of the flow's data packets, in bytes.
+    pub fn packet_bytes(&self) -> u32 {
+        match *self {
+            SourceKind::Cbr { size, .. }
+            | SourceKind::Poisson { size, .. }
+            | SourceKind::OnOff { size, .. } => size,
+            SourceKind::Aimd { mss } => mss + HEADER_BYTES,
+        }
+    }
+}
+
 /// One synthetic flow between two hosts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlowSpec {

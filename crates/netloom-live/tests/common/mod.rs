@@ -161,7 +161,8 @@ pub fn run_until_quiet(drivers: &mut [Driver<MemIo<TestClock>, TestClock>], cloc
 }
 
 /// An IPv4 packet to `dst`, `len` bytes long, whose first payload byte is `id`, from the other
-/// host of `pair` (h1 when `dst` is h0, else h0).
+/// host of `pair` (h1 when `dst` is h0, else h0), with a TTL of 64 (its header checksum is
+/// left at zero: nothing on the way checks it).
 pub fn ipv4(dst: [u8; 4], len: usize, id: u8) -> Vec<u8> {
     let src = if dst == [198, 18, 0, 1] {
         [198, 18, 0, 2]
@@ -171,6 +172,7 @@ pub fn ipv4(dst: [u8; 4], len: usize, id: u8) -> Vec<u8> {
     let mut p = vec![0u8; len];
     p[0] = 0x45;
     p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+    p[8] = 64;
     p[12..16].copy_from_slice(&src);
     p[16..20].copy_from_slice(&dst);
     p[20] = id;

@@ -1,0 +1,171 @@
+//! Routers as real programs see them (root, namespaces, TUN; traceroute, tracepath, mtr, ping):
+//! every router answers from its own address, by name, with the round trip of the path up to
+//! it; TTLs arrive less one per router; ICMP errors come back for a TTL run out, an address no
+//! host has and a link down with no way around. Each test skips, saying why, where it cannot
+//! run.
+
+#[macro_use]
+mod live_common;
+
+use live_common::Lab;
+
+/// h1 – r1 – r2 – r3 – h2 at 1 Gbit/s, every link with `delay`.
+fn chain(delay: &str) -> String {
+    let mut text = "hosts = [\"h1\", \"h2\"]\nrouters = [\"r1\", \"r2\", \"r3\"]\n".to_string();
+    for (a, b) in [("h1", "r1"), ("r1", "r2"), ("r2", "r3"), ("r3", "h2")] {
+        text.push_str(&format!(
+            "[[link]]\na = \"{a}\"\nb = \"{b}\"\nbw = \"1Gbit\"\ndelay = \"{delay}\"\n"
+        ));
+    }
+    text
+}
+
+/// The one-way delays `set_delays` gives the chain's links, in ms.
+const DELAYS_MS: [f64; 4] = [1.0, 2.0, 3.0, 4.0];
+
+fn set_delays(lab: &Lab) {
+    for ((a, b), ms) in [("h1", "r1"), ("r1", "r2"), ("r2", "r3"), ("r3", "h2")]
+        .into_iter()
+        .zip(DELAYS_MS)
+    {
+        lab.control(&["link", "set", a, b, &format!("delay={ms}ms")]);
+    }
+}
+
+fn text(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Each hop of a traceroute run: the name that answered and the least of its RTTs in ms (a
+/// probe's time can only gain from the machine's other work, never lose).
+fn hops(out: &str) -> Vec<(String, f64)> {
+    out.lines()
+        .skip(1)
+        .map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let rtts: Vec<f64> = words
+                .windows(2)
+                .filter(|w| w[1] == "ms")
+                .map(|w| w[0].parse().unwrap())
+                .collect();
+            assert!(!rtts.is_empty(), "a hop without an answer: {out}");
+            let least = rtts.iter().copied().fold(f64::INFINITY, f64::min);
+            (words[1].to_string(), least)
+        })
+        .collect()
+}
+
+#[test]
+fn traceroute_shows_every_router_with_the_round_trip_up_to_it() {
+    require_live!("traceroute");
+    let mut lab = Lab::new("rt", &chain("0us"));
+    lab.start(&[]);
+    // One probe at a time, three per hop: within the burst of six errors a router sends
+    // each host (docs/live.md, "Routers"), twice per address family.
+    let trace = |lab: &Lab, family: &str| {
+        let out = lab.exec("h1", &["traceroute", family, "-q", "3", "-N", "1", "h2"]);
+        assert!(out.status.success(), "{}", text(&out));
+        hops(&text(&out))
+    };
+    let base4 = trace(&lab, "-4");
+    let base6 = trace(&lab, "-6");
+    set_delays(&lab);
+    for (family, base) in [("-4", base4), ("-6", base6)] {
+        let delayed = trace(&lab, family);
+        let names: Vec<&str> = delayed.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["r1", "r2", "r3", "h2"], "traceroute {family}");
+        assert_eq!(base.len(), 4, "traceroute {family} at zero delay: {base:?}");
+        let mut up_to = 0.0;
+        for (k, ((name, at), (_, zero))) in delayed.iter().zip(&base).enumerate() {
+            up_to += 2.0 * DELAYS_MS[k];
+            let added = at - zero;
+            eprintln!(
+                "{family} {name}: {zero:.3} ms at 0, {at:.3} ms: +{added:.3} (configured +{up_to})"
+            );
+            // docs/live.md: the least of 3 probes within 0.2 ms of the configured round trip.
+            assert!(
+                (added - up_to).abs() <= 0.2,
+                "{family} hop {name}: +{added} ms, configured +{up_to}"
+            );
+        }
+    }
+    lab.stop();
+}
+
+#[test]
+fn ttl_ping_errors_and_a_link_down_come_back_from_the_right_router() {
+    require_live!("ping");
+    let mut lab = Lab::new("rp", &chain("1ms"));
+    lab.start(&[]);
+    for family in ["-4", "-6"] {
+        // Three routers take three off the TTL (hop limit) of 64.
+        let out = text(&lab.exec("h1", &["ping", family, "-c", "1", "h2"]));
+        assert!(out.contains("ttl=61"), "{out}");
+        // With 2, r2 is the router that takes the last.
+        let out = text(&lab.exec("h1", &["ping", family, "-c", "1", "-t", "2", "h2"]));
+        assert!(out.contains("From r2 ") && out.contains("xceeded"), "{out}");
+    }
+    // A router answers pings to its name, after the round trip to it: half of h2's here.
+    let least = |out: &std::process::Output| {
+        let rtts = live_common::ping_rtts(out);
+        rtts.iter().copied().fold(f64::INFINITY, f64::min)
+    };
+    let to_r2 = lab.exec("h1", &["ping", "-4", "-c", "5", "-i", "0.2", "r2"]);
+    assert!(text(&to_r2).contains("bytes from r2 "), "{}", text(&to_r2));
+    let to_h2 = least(&lab.exec("h1", &["ping", "-4", "-c", "5", "-i", "0.2", "h2"]));
+    let to_r2 = least(&to_r2);
+    eprintln!("least RTT to r2 {to_r2:.3} ms, to h2 {to_h2:.3} ms");
+    assert!(
+        (to_r2 - to_h2 / 2.0).abs() <= 0.2,
+        "r2 {to_r2} ms, h2 {to_h2} ms"
+    );
+    let to_r2 = text(&lab.exec("h1", &["ping", "-6", "-c", "1", "r2"]));
+    assert!(to_r2.contains("bytes from r2 "), "{to_r2}");
+    // An address of the plan that no host has: r1, h1's gateway, answers (ping names it by
+    // address when given one).
+    let out = text(&lab.exec("h1", &["ping", "-c", "1", "198.18.7.7"]));
+    let from = "From 198.19.255.254 ";
+    assert!(
+        out.contains(from) && out.contains("Destination Host Unreachable"),
+        "{out}"
+    );
+    let out = text(&lab.exec("h1", &["ping", "-c", "1", "fd6e:6c00::7:7"]));
+    let from = "From fd6e:6c00::ff00:0:0:1 ";
+    assert!(
+        out.contains(from) && out.contains("Address unreachable"),
+        "{out}"
+    );
+    // No way around a link down: h1's gateway has no route.
+    lab.control(&["link", "down", "r2", "r3"]);
+    let out = text(&lab.exec("h1", &["ping", "-4", "-c", "1", "h2"]));
+    assert!(
+        out.contains("From r1") && out.contains("Destination Net Unreachable"),
+        "{out}"
+    );
+    let out = text(&lab.exec("h1", &["ping", "-6", "-c", "1", "h2"]));
+    assert!(out.contains("From r1") && out.contains("No route"), "{out}");
+    let report = lab.stop();
+    let h1 = &report["hosts"][0];
+    assert_eq!(h1["icmp_errors"], 6, "{h1}");
+}
+
+#[test]
+fn tracepath_and_mtr_see_every_router() {
+    require_live!("tracepath", "mtr");
+    let mut lab = Lab::new("rm", &chain("1ms"));
+    lab.start(&[]);
+    let out = text(&lab.exec("h1", &["tracepath", "-4", "h2"]));
+    for (hop, name) in ["r1", "r2", "r3"].iter().enumerate() {
+        assert!(out.contains(&format!(" {}:  {name} ", hop + 1)), "{out}");
+    }
+    assert!(out.contains("h2") && out.contains("reached"), "{out}");
+    assert!(out.contains("pmtu 1500"), "{out}");
+    let out = text(&lab.exec("h1", &["mtr", "-4", "--report", "-c", "3", "h2"]));
+    let hosts: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(".|--"))
+        .map(|l| l.split_whitespace().nth(1).unwrap())
+        .collect();
+    assert_eq!(hosts, ["r1", "r2", "r3", "h2"], "{out}");
+    lab.stop();
+}
