@@ -11,7 +11,7 @@ use crate::packet::{Body, Handoff, Packet, PacketId, Slab, DELIVER, NO_ROUTE};
 use crate::scheduler::{Rank, Scheduler};
 use crate::traffic::{FlowSpec, Receiver, Sender, ACK_BYTES};
 use hdrhistogram::Histogram;
-use netloom_link::{Admission, Departure, DropCause, Pipe, PipeConfig, Ticket, Timeline};
+use netloom_link::{Admission, Departure, DropCause, Ecn, Pipe, PipeConfig, Ticket, Timeline};
 use netloom_route::Routes;
 use netloom_time::Instant;
 use netloom_topo::{LinkId, NodeId, PipeId, Topology};
@@ -83,6 +83,9 @@ pub enum Output {
         at: Instant,
         /// The destination host's node.
         dst: NodeId,
+        /// A pipe on the way marked this copy CE (`ecn` links): the caller sets the packet's
+        /// ECN field to CE before handing it over.
+        ce: bool,
     },
     /// A pipe duplicated the packet: one more copy of `token` is now in flight.
     Duplicated {
@@ -544,8 +547,9 @@ impl Engine {
         Ok(id)
     }
 
-    /// Hands a packet from outside into the network at host `src`, bound for host `dst`.
-    /// Returns false if either is not a host (the packet is counted as unroutable).
+    /// Hands a packet from outside into the network at host `src`, bound for host `dst`, with
+    /// `ecn` the ECN field of its IP header. Returns false if either is not a host (the packet
+    /// is counted as unroutable).
     pub fn inject(
         &mut self,
         now: Instant,
@@ -553,8 +557,9 @@ impl Engine {
         dst: NodeId,
         bytes: u32,
         token: u64,
+        ecn: Ecn,
     ) -> bool {
-        self.take_in(now, src, dst, bytes, token, Arrival::Alone)
+        self.take_in(now, src, dst, bytes, token, ecn, Arrival::Alone)
     }
 
     /// Hands in segment `index` of a super-packet from host `src` (a TCP packet that a host
@@ -570,6 +575,7 @@ impl Engine {
         dst: NodeId,
         bytes: u32,
         token: u64,
+        ecn: Ecn,
         index: u16,
     ) -> bool {
         let arrival = if index == 0 {
@@ -579,7 +585,7 @@ impl Engine {
         } else {
             Arrival::Following
         };
-        self.take_in(now, src, dst, bytes, token, arrival)
+        self.take_in(now, src, dst, bytes, token, ecn, arrival)
     }
 
     /// `inject`, with how the packet meets its first pipe.
@@ -590,6 +596,7 @@ impl Engine {
         dst: NodeId,
         bytes: u32,
         token: u64,
+        ecn: Ecn,
         arrival: Arrival,
     ) -> bool {
         self.now = self.now.max(now);
@@ -605,7 +612,7 @@ impl Engine {
             "a worker takes in packets only from the hosts it owns"
         );
         let pkt = self.packets.insert(Packet {
-            body: Body::External { token, home },
+            body: Body::External { token, home, ecn },
             bytes,
             at: src,
             dst_host,
@@ -760,9 +767,9 @@ impl Engine {
         let p = *self.packets.get(pkt);
         let link = &mut self.pipes[pipe as usize];
         let admission = match arrival {
-            Arrival::Alone => link.offer(self.now, p.bytes),
+            Arrival::Alone => link.offer(self.now, p.bytes, p.body.meta()),
             Arrival::Lead => {
-                let admission = link.offer(self.now, p.bytes);
+                let admission = link.offer(self.now, p.bytes, p.body.meta());
                 // A lead lost on the wire was still queued: its followers go on.
                 self.lead_queued = matches!(
                     admission,
@@ -772,19 +779,28 @@ impl Engine {
             }
             Arrival::Following => link.offer_following(self.now, p.bytes, self.lead_queued),
         };
-        let (first, duplicate) = match admission {
+        let (first, duplicate, marked) = match admission {
             Admission::Dropped(_cause) => {
                 self.packets.remove(pkt);
                 self.count_drop(&p);
                 return;
             }
-            Admission::Scheduled { first, duplicate } => (first, duplicate),
+            Admission::Scheduled {
+                first,
+                duplicate,
+                marked,
+            } => (first, duplicate, marked),
         };
+        let mut body = p.body;
+        if marked {
+            body.mark_ce();
+        }
         let head = match self.pipe_head[pipe as usize] {
             NodeId::MAX => self.topo.far_end(pipe, p.at),
             head => head,
         };
         let p = Packet {
+            body,
             at: head,
             next: self.hop_after(head, p.dst_host),
             ..p
@@ -868,12 +884,13 @@ impl Engine {
 
     fn deliver(&mut self, p: Packet) {
         match p.body {
-            Body::External { token, .. } => self.outputs.push(Output::Delivered {
+            Body::External { token, ecn, .. } => self.outputs.push(Output::Delivered {
                 token,
                 at: self.now,
                 dst: self.topo.hosts[p.dst_host as usize],
+                ce: ecn == Ecn::Ce,
             }),
-            Body::Data { flow, seg } => {
+            Body::Data { flow, seg, ecn } => {
                 let now = self.now;
                 let f = &mut self.flows[flow as usize];
                 let latency = now
@@ -888,7 +905,11 @@ impl Engine {
                 self.count_return_home(src_host);
                 if let Some(ack) = ack {
                     let id = self.packets.insert(Packet {
-                        body: Body::Ack { flow, ack },
+                        body: Body::Ack {
+                            flow,
+                            ack,
+                            ece: ecn == Ecn::Ce,
+                        },
                         bytes: ACK_BYTES,
                         at,
                         dst_host: src_host,
@@ -898,9 +919,9 @@ impl Engine {
                     self.start(id, Arrival::Alone);
                 }
             }
-            Body::Ack { flow, ack } => {
+            Body::Ack { flow, ack, ece } => {
                 self.count_return_home(self.flows[flow as usize].dst_host);
-                self.flows[flow as usize].sender.on_ack(self.now, &ack);
+                self.flows[flow as usize].sender.on_ack(self.now, &ack, ece);
                 self.poll_flow(flow);
             }
         }
@@ -912,8 +933,9 @@ impl Engine {
         while let Some(seg) = self.flows[flow as usize].sender.poll_transmit(now) {
             let f = &mut self.flows[flow as usize];
             f.stats.sent += 1;
+            let ecn = f.sender.ecn();
             let pkt = self.packets.insert(Packet {
-                body: Body::Data { flow, seg },
+                body: Body::Data { flow, seg, ecn },
                 bytes: seg.bytes,
                 at: f.spec.src,
                 dst_host: f.dst_host,

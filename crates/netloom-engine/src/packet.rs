@@ -2,7 +2,7 @@
 //! hand-off that carries one to another worker.
 
 use crate::traffic::{Ack, Segment};
-use netloom_link::Ticket;
+use netloom_link::{Ecn, PacketMeta, Ticket};
 use netloom_time::Instant;
 use netloom_topo::{NodeId, PipeId};
 
@@ -12,13 +12,32 @@ pub type PacketId = u32;
 /// What a packet carries, as far as the engine cares.
 #[derive(Clone, Copy, Debug)]
 pub enum Body {
-    /// A data segment of synthetic flow `flow`.
-    Data { flow: u32, seg: Segment },
-    /// An acknowledgement travelling back to flow `flow`'s sender.
-    Ack { flow: u32, ack: Ack },
+    /// A data segment of synthetic flow `flow`, with its ECN field (AIMD flows send ECT(0)).
+    Data { flow: u32, seg: Segment, ecn: Ecn },
+    /// An acknowledgement travelling back to flow `flow`'s sender; `ece` echoes a CE mark on
+    /// the data packet it acknowledges. ACKs are not ECN-capable (RFC 3168, section 6.1.4).
+    Ack { flow: u32, ack: Ack, ece: bool },
     /// A packet handed in from outside (a TUN device, a test); `token` is the caller's handle.
-    /// `home` is the worker that took it in and holds its payload.
-    External { token: u64, home: u16 },
+    /// `home` is the worker that took it in and holds its payload; `ecn` its IP header's field.
+    External { token: u64, home: u16, ecn: Ecn },
+}
+
+impl Body {
+    /// What a pipe needs to know about the packet besides its size.
+    pub(crate) fn meta(&self) -> PacketMeta {
+        let ecn = match *self {
+            Body::Data { ecn, .. } | Body::External { ecn, .. } => ecn,
+            Body::Ack { .. } => Ecn::NotEct,
+        };
+        PacketMeta { ecn }
+    }
+
+    /// A pipe marked the packet CE instead of dropping it.
+    pub(crate) fn mark_ce(&mut self) {
+        if let Body::Data { ecn, .. } | Body::External { ecn, .. } = self {
+            *ecn = Ecn::Ce;
+        }
+    }
 }
 
 /// One packet in flight: a descriptor, never a payload.

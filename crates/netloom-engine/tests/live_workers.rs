@@ -4,6 +4,7 @@
 //! cached, by its destination's worker when they are shipped.
 
 use netloom_engine::{Engine, Output, Ownership, Payload};
+use netloom_link::Ecn;
 use netloom_time::{Duration, Instant};
 use netloom_topo::{load_str, Format, NodeId, Topology};
 use std::sync::Arc;
@@ -64,7 +65,7 @@ struct Fates {
 impl Fates {
     fn record(&mut self, output: Output) {
         match output {
-            Output::Delivered { token, at, dst } => self.delivered.push((token, at, dst)),
+            Output::Delivered { token, at, dst, .. } => self.delivered.push((token, at, dst)),
             Output::Dropped { token } => self.dropped.push(token),
             Output::Duplicated { token } => self.duplicated.push(token),
         }
@@ -115,7 +116,7 @@ fn run(mut engines: Vec<Engine>, ownership: Option<&Ownership>) -> Vec<Fates> {
             if at > now {
                 break;
             }
-            assert!(engines[owner(src)].inject(at, src, dst, bytes, token));
+            assert!(engines[owner(src)].inject(at, src, dst, bytes, token, Ecn::NotEct));
             next.next();
         }
         for from in 0..engines.len() {

@@ -42,7 +42,29 @@ pub struct RedParams {
     pub weight: f64,
 }
 
-/// Active queue management policy at the tail of the queue.
+/// CoDel parameters (RFC 8289, section 4.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodelParams {
+    /// The acceptable standing queue delay (RFC 8289's TARGET, 5 ms by default): a packet that
+    /// waited less is never dropped. The topology loader requires it above 0 and below
+    /// `interval`.
+    pub target: Duration,
+    /// How long the queue delay must stay above `target` before the first drop, and the base of
+    /// the control law's spacing interval/sqrt(count) (RFC 8289's INTERVAL, 100 ms by default).
+    pub interval: Duration,
+}
+
+impl Default for CodelParams {
+    /// RFC 8289's values for the Internet: target 5 ms, interval 100 ms.
+    fn default() -> CodelParams {
+        CodelParams {
+            target: Duration::from_millis(5),
+            interval: Duration::from_millis(100),
+        }
+    }
+}
+
+/// Active queue management policy.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Aqm {
     /// No early drops: a packet is dropped only when the queue limit would be exceeded.
@@ -50,6 +72,9 @@ pub enum Aqm {
     /// Random Early Detection ahead of the drop-tail check, as Dummynet's `red` pipes; the
     /// queue limit still applies to the packets RED lets through.
     Red(RedParams),
+    /// CoDel (RFC 8289) at the head of the queue, behind the drop-tail check at its tail: a
+    /// packet is dropped as it reaches the head from how long it waited there.
+    Codel(CodelParams),
 }
 
 /// Random loss applied to each packet as it enters the pipe.
@@ -94,8 +119,12 @@ pub struct PipeConfig {
     /// How much the queue holds, the packet being serialized included; by default the
     /// bandwidth × round-trip delay product (`QueueLimit::default_for`).
     pub queue: QueueLimit,
-    /// Early-drop policy applied before the queue limit.
+    /// Early-drop policy (RED before the queue limit, CoDel at the head of the queue).
     pub aqm: Aqm,
+    /// Explicit Congestion Notification (RFC 3168): a packet of an ECN-capable transport (ECT(0)
+    /// or ECT(1)) that the AQM would drop is marked CE and sent on instead. Drop-tail overflow
+    /// still drops. The topology loader refuses it without an AQM.
+    pub ecn: bool,
     /// Random loss drawn as each packet enters, before it reaches the queue.
     pub loss: LossModel,
     /// Probability that a packet is duplicated (the copy is queued right behind it).
@@ -215,6 +244,7 @@ impl PipeConfig {
             reorder: false,
             queue: QueueLimit::default_for(rate, delay),
             aqm: Aqm::DropTail,
+            ecn: false,
             loss: LossModel::None,
             duplicate: 0.0,
             ooo_rate: 0.0,

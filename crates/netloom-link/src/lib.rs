@@ -9,6 +9,7 @@
 //! `Timeline` steps through; the driver applies each state's configuration with `set_config`.
 
 mod backlog;
+mod codel;
 mod config;
 pub mod empirical;
 mod loss;

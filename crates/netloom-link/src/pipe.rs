@@ -1,6 +1,7 @@
 //! The pipe state machine: queue occupancy, AQM, serialization, delay and impairments.
 
 use crate::backlog::Backlog;
+use crate::codel::{Codel, Verdict};
 use crate::config::{Aqm, PipeConfig, PipeData, DEFAULT_PACKET_BYTES};
 use crate::loss::LossState;
 use crate::red::{self, RedAverage};
@@ -17,6 +18,8 @@ pub enum DropCause {
     Queue,
     /// RED decided to drop early.
     Red,
+    /// CoDel dropped it as it reached the head of the queue.
+    Codel,
     /// The loss model (Bernoulli or Gilbert-Elliott) dropped it.
     Loss,
     /// The link was down when the packet arrived or went down while it was in flight.
@@ -46,6 +49,10 @@ pub struct PipeCounters {
     pub drops_queue: u64,
     /// Packets RED dropped early, before the queue limit was checked.
     pub drops_red: u64,
+    /// Packets CoDel dropped at the head of the queue.
+    pub drops_codel: u64,
+    /// ECN-capable packets marked CE where the AQM (RED or CoDel) would have dropped them.
+    pub marks: u64,
     /// Packets lost by the loss model (Bernoulli or Gilbert-Elliott) as they entered.
     pub drops_loss: u64,
     /// Packets offered while the link was down, plus packets whose release came after it went
@@ -63,6 +70,45 @@ pub struct PipeCounters {
     pub queue_hwm_packets: u64,
     /// The most bytes the queue held, sampled like `queue_hwm_packets`.
     pub queue_hwm_bytes: u64,
+}
+
+/// The ECN field of a packet's IP header (RFC 3168), as the AQM needs it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Ecn {
+    /// Not-ECT (0b00): the transport does not understand marks; the AQM drops.
+    #[default]
+    NotEct,
+    /// ECT(1) (0b01).
+    Ect1,
+    /// ECT(0) (0b10).
+    Ect0,
+    /// CE (0b11): already marked on the way.
+    Ce,
+}
+
+impl Ecn {
+    /// The codepoint in the two low bits of `bits` (the IPv4 TOS byte or IPv6 traffic class).
+    pub fn from_bits(bits: u8) -> Ecn {
+        match bits & 0b11 {
+            0b00 => Ecn::NotEct,
+            0b01 => Ecn::Ect1,
+            0b10 => Ecn::Ect0,
+            _ => Ecn::Ce,
+        }
+    }
+
+    /// Can the packet carry a CE mark instead of being dropped? True for ECT(0), ECT(1) and
+    /// CE (marking a CE packet again changes nothing, and RFC 3168 forbids dropping it instead).
+    pub fn is_capable(self) -> bool {
+        self != Ecn::NotEct
+    }
+}
+
+/// What a pipe needs to know about a packet besides its size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PacketMeta {
+    /// The packet's ECN field.
+    pub ecn: Ecn,
 }
 
 /// Proof that a packet was scheduled by a pipe; handed back to `release`.
@@ -94,13 +140,16 @@ pub enum Admission {
         first: Departure,
         /// Present when the pipe duplicated the packet: the copy's own departure.
         duplicate: Option<Departure>,
+        /// The AQM marked the packet (and its copy) CE instead of dropping it: the caller sets
+        /// the packet's ECN field to CE. Counted in `PipeCounters::marks`.
+        marked: bool,
     },
 }
 
 /// One pipe. See the crate documentation for the protocol.
 ///
 /// Stages of `offer`, in order: link state → loss → queue occupancy → AQM (RED) → drop-tail →
-/// serialization at `rate` (or the trace's next opportunities; or wireless attempts, which may
+/// CoDel at the instant the packet will reach the head → serialization at `rate` (or the trace's next opportunities; or wireless attempts, which may
 /// fail) → delay ± jitter (+ `ooo_delay` for out-of-order packets) → duplicate.
 pub struct Pipe {
     config: PipeConfig,
@@ -116,6 +165,7 @@ pub struct Pipe {
     /// `reorder` is set.
     last_exit: Instant,
     red: RedAverage,
+    codel: Codel,
     loss: LossState,
     /// Bumped each time the pipe goes down; tickets from an older epoch are dropped at release.
     epoch: u32,
@@ -151,6 +201,7 @@ impl Pipe {
             busy_until: Instant::ZERO,
             last_exit: Instant::ZERO,
             red: RedAverage::default(),
+            codel: Codel::default(),
             loss: LossState::default(),
             epoch: 0,
             counters: PipeCounters::default(),
@@ -168,8 +219,8 @@ impl Pipe {
     }
 
     /// Offer a packet of `bytes` arriving at `now`. `now` never goes backwards between calls.
-    pub fn offer(&mut self, now: Instant, bytes: u32) -> Admission {
-        self.admit(now, bytes, Queueing::Decide)
+    pub fn offer(&mut self, now: Instant, bytes: u32, meta: PacketMeta) -> Admission {
+        self.admit(now, bytes, meta, Queueing::Decide)
     }
 
     /// Offer the next wire segment of a super-packet whose first segment this pipe was just
@@ -177,15 +228,22 @@ impl Pipe {
     /// its NIC then sends the segments back to back. So the queue limit and the AQM decided
     /// with the first segment (`lead_queued`: false if they refused it), and each later segment
     /// only meets the link itself: its state, random loss and serialization.
+    /// A segment of a super-packet the AQM marked shares the mark: the caller marks it too.
     pub fn offer_following(&mut self, now: Instant, bytes: u32, lead_queued: bool) -> Admission {
         let queueing = match lead_queued {
             true => Queueing::Decided,
             false => Queueing::Refused,
         };
-        self.admit(now, bytes, queueing)
+        self.admit(now, bytes, PacketMeta::default(), queueing)
     }
 
-    fn admit(&mut self, now: Instant, bytes: u32, queueing: Queueing) -> Admission {
+    fn admit(
+        &mut self,
+        now: Instant,
+        bytes: u32,
+        meta: PacketMeta,
+        queueing: Queueing,
+    ) -> Admission {
         self.counters.packets_in += 1;
         self.counters.bytes_in += u64::from(bytes);
         if !self.config.up {
@@ -199,8 +257,10 @@ impl Pipe {
         }
         self.backlog.drain(now);
         if let Queueing::Decided = queueing {
-            return self.accept(now, bytes);
+            return self.accept(now, bytes, false);
         }
+        let markable = self.config.ecn && meta.ecn.is_capable();
+        let mut marked = false;
         if let Aqm::Red(params) = self.config.aqm {
             // An empty queue has been empty since the serializer went idle.
             let idle = self.backlog.is_empty().then(|| {
@@ -210,17 +270,45 @@ impl Pipe {
             let q = self.backlog.level(self.config.queue);
             let avg = self.red.update(params.weight, q, now, idle);
             if chance(&mut self.rng, red::drop_probability(&params, avg)) {
-                return self.reject(DropCause::Red);
+                if !markable {
+                    return self.reject(DropCause::Red);
+                }
+                marked = true;
             }
         }
         if !self.backlog.fits(self.config.queue, bytes) {
             return self.reject(DropCause::Queue);
         }
-        self.accept(now, bytes)
+        if let Aqm::Codel(params) = self.config.aqm {
+            // In a FIFO the packet reaches the head when the serializer is done with the ones
+            // ahead of it, so CoDel's dequeue decision can be taken now (docs/link.md).
+            if now > self.busy_until {
+                self.codel.idle();
+            }
+            let head = now.max(self.busy_until);
+            let short_queue = self.backlog.bytes() <= DEFAULT_PACKET_BYTES;
+            let sojourn = head.saturating_since(now);
+            match self
+                .codel
+                .dequeue(&params, head, sojourn, short_queue, markable)
+            {
+                Verdict::Pass => {}
+                Verdict::Mark => marked = true,
+                Verdict::Drop => {
+                    // Dropped at the head, it held its place in the queue until then but takes
+                    // no serialization time.
+                    self.busy_until = head;
+                    self.backlog.push(head, bytes);
+                    return self.reject(DropCause::Codel);
+                }
+            }
+        }
+        self.accept(now, bytes, marked)
     }
 
     /// Schedules a packet past the queue's checks, and its duplicate if the pipe makes one.
-    fn accept(&mut self, now: Instant, bytes: u32) -> Admission {
+    /// `marked`: the AQM marked it CE.
+    fn accept(&mut self, now: Instant, bytes: u32, marked: bool) -> Admission {
         let Some(first) = self.schedule(now, bytes) else {
             return self.reject(DropCause::TxFail);
         };
@@ -236,7 +324,12 @@ impl Pipe {
         } else {
             None
         };
-        Admission::Scheduled { first, duplicate }
+        self.counters.marks += u64::from(marked);
+        Admission::Scheduled {
+            first,
+            duplicate,
+            marked,
+        }
     }
 
     /// The packet scheduled with `ticket` leaves at `now` (its exit time). Returns false, and
@@ -267,6 +360,7 @@ impl Pipe {
             self.busy_until = now;
             self.last_exit = Instant::ZERO;
             self.red = RedAverage::default();
+            self.codel = Codel::default();
             self.trace = TraceCursor::default();
         }
     }
@@ -292,6 +386,8 @@ impl Pipe {
         c.bytes_out += other.bytes_out;
         c.drops_queue += other.drops_queue;
         c.drops_red += other.drops_red;
+        c.drops_codel += other.drops_codel;
+        c.marks += other.marks;
         c.drops_loss += other.drops_loss;
         c.drops_down += other.drops_down;
         c.drops_tx_fail += other.drops_tx_fail;
@@ -306,6 +402,7 @@ impl Pipe {
         match cause {
             DropCause::Queue => c.drops_queue += 1,
             DropCause::Red => c.drops_red += 1,
+            DropCause::Codel => c.drops_codel += 1,
             DropCause::Loss => c.drops_loss += 1,
             DropCause::LinkDown => c.drops_down += 1,
             DropCause::TxFail => c.drops_tx_fail += 1,

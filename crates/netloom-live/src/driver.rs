@@ -13,7 +13,7 @@ use crate::accuracy::{Accuracy, AccuracyReport, Thresholds};
 use crate::answer;
 use crate::clock::Clock;
 use crate::io::{Framing, PacketIo};
-use crate::ip::{endpoints, Malformed};
+use crate::ip::{self, endpoints, Malformed};
 use crate::mailbox::{Inbox, Message, Post};
 use crate::message::{Answer, HostCounters, Order, Snapshot};
 use crate::payload::{token, untoken, Payloads};
@@ -388,6 +388,8 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                     continue;
                 }
             }
+            // The segments of a super-packet share its header, so its ECN field.
+            let ecn = ip::ecn(&pool.space(id)[offset..len]);
             pool.fill(id, len, gso, u32::from(segments));
             let (src_node, dst_node) = (
                 self.host_nodes[host as usize],
@@ -397,11 +399,13 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             for k in 0..segments {
                 let token = token(me, id, k);
                 let injected = match gso {
-                    None => self.engine.inject(now, src_node, dst_node, single, token),
+                    None => self
+                        .engine
+                        .inject(now, src_node, dst_node, single, token, ecn),
                     Some(g) => {
                         let bytes = g.wire_len(k);
                         self.engine
-                            .inject_segment(now, src_node, dst_node, bytes, token, k)
+                            .inject_segment(now, src_node, dst_node, bytes, token, ecn, k)
                     }
                 };
                 if !injected {
@@ -523,13 +527,22 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 .expect("the engine delivers only to hosts");
             let now = self.clock.now();
             self.waiter.packet(now);
+            let mut ce = false;
             for output in &self.outbox[i..end] {
-                if let Output::Delivered { at, .. } = output {
+                if let Output::Delivered { at, ce: marked, .. } = output {
                     let lateness = now.saturating_since(*at);
                     self.ration.released(lateness);
                     self.accuracy
                         .record_release(std::time::Duration::from_nanos(lateness.as_nanos()));
+                    ce |= marked;
                 }
+            }
+            if ce {
+                // The mark goes into the buffer, so segments of the same super-packet written
+                // later carry it too: the AQM judged the super-packet as one entry.
+                let len = self.payloads.pool_ref().frame(id).len();
+                let offset = self.framing.header_len();
+                ip::set_ce(&mut self.payloads.pool().space(id)[offset..len]);
             }
             let frame = self.payloads.pool_ref().frame(id);
             let (sent, bytes) = match gso {

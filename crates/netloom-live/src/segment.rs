@@ -294,7 +294,7 @@ impl Gso {
 
 /// Adds `bytes` as big-endian 16-bit words (a last odd byte padded with zero) to `sum`. Sums
 /// of up to 64 KB cannot overflow 32 bits from below 2^16 · 2^16.
-fn sum16(bytes: &[u8], mut sum: u32) -> u32 {
+pub(crate) fn sum16(bytes: &[u8], mut sum: u32) -> u32 {
     let mut words = bytes.chunks_exact(2);
     for w in &mut words {
         sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
@@ -306,7 +306,7 @@ fn sum16(bytes: &[u8], mut sum: u32) -> u32 {
 }
 
 /// The ones'-complement sum folded to 16 bits (not inverted).
-fn fold(mut sum: u32) -> u16 {
+pub(crate) fn fold(mut sum: u32) -> u16 {
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }

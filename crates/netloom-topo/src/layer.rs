@@ -8,7 +8,7 @@ use crate::patch::{refusal, AqmChoice, LinkPatch, PatchError, RedPatch};
 use crate::schema::{self, did_you_mean};
 use crate::units::{self, Range, UnitError};
 use netloom_link::{
-    Aqm, LossModel, PipeConfig, PipeData, QueueLimit, RedParams, Standard, Wireless,
+    Aqm, CodelParams, LossModel, PipeConfig, PipeData, QueueLimit, RedParams, Standard, Wireless,
     DEFAULT_PACKET_BYTES, DEFAULT_RETRY_LIMIT,
 };
 use netloom_time::{Duration, Rate};
@@ -170,12 +170,14 @@ impl LayerParser<'_> {
             None => None,
             Some("droptail") => Some(AqmChoice::DropTail),
             Some("red") => Some(AqmChoice::Red),
+            Some("codel") => Some(AqmChoice::Codel),
             Some(other) => {
-                let hint = did_you_mean(other, &["droptail", "red"]);
+                let hint = did_you_mean(other, &["droptail", "red", "codel"]);
                 self.bad(
                     &["aqm"],
                     format!(
-                        "{}aqm \"{other}\" is not known{hint}; write \"droptail\" or \"red\"",
+                        "{}aqm \"{other}\" is not known{hint}; write \"droptail\", \"red\" \
+                         or \"codel\"",
                         self.prefix
                     ),
                 );
@@ -199,6 +201,15 @@ impl LayerParser<'_> {
             queue: self.value(&["queue"], p.queue.as_ref().map(units::parse_queue)),
             aqm,
             red: red.unwrap_or_default(),
+            codel_target: self.value(
+                &["codel_target"],
+                p.codel_target.as_deref().map(units::parse_duration),
+            ),
+            codel_interval: self.value(
+                &["codel_interval"],
+                p.codel_interval.as_deref().map(units::parse_duration),
+            ),
+            ecn: p.ecn,
             duplicate: self.fraction(&["duplicate"], p.duplicate.as_ref()),
             ooo_rate: self.fraction(&["ooo_rate"], p.ooo_rate.as_ref()),
             ooo_delay: self.value(
@@ -282,7 +293,31 @@ pub(crate) fn finish(
                 weight: layer.red.weight.unwrap_or(RED_DEFAULT_WEIGHT),
             })
         }
+        AqmChoice::Codel => {
+            let defaults = CodelParams::default();
+            let target = layer.codel_target.unwrap_or(defaults.target);
+            let interval = layer.codel_interval.unwrap_or(defaults.interval);
+            if target == Duration::ZERO || target >= interval {
+                return Err(vec![(
+                    ErrorKind::BadValue,
+                    format!(
+                        "codel_target ({target}) must be above 0 and below codel_interval \
+                         ({interval}), like the defaults \"5ms\" and \"100ms\""
+                    ),
+                )]);
+            }
+            Aqm::Codel(CodelParams { target, interval })
+        }
     };
+    let ecn = layer.ecn.unwrap_or(false);
+    if ecn && aqm == Aqm::DropTail {
+        return Err(vec![(
+            ErrorKind::BadValue,
+            "ecn = true needs an AQM to mark instead of dropping; set aqm = \"red\" or \
+             \"codel\" (a full drop-tail queue can only drop)"
+                .to_string(),
+        )]);
+    }
     let config = PipeConfig {
         rate,
         delay,
@@ -290,6 +325,7 @@ pub(crate) fn finish(
         reorder: layer.reorder.unwrap_or(false),
         queue,
         aqm,
+        ecn,
         loss: layer.loss.unwrap_or(LossModel::None),
         duplicate: layer.duplicate.unwrap_or(0.0),
         ooo_rate: layer.ooo_rate.unwrap_or(0.0),

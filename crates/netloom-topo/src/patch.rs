@@ -9,11 +9,13 @@ use netloom_time::{Duration, Rate};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
-/// Active queue management as a patch chooses it, before RED's defaults are filled in.
+/// Active queue management as a patch chooses it, before RED's and CoDel's defaults are
+/// filled in.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum AqmChoice {
     DropTail,
     Red,
+    Codel,
 }
 
 /// RED keys as far as a patch sets them.
@@ -44,6 +46,9 @@ pub struct LinkPatch {
     pub(crate) queue: Option<QueueLimit>,
     pub(crate) aqm: Option<AqmChoice>,
     pub(crate) red: RedPatch,
+    pub(crate) codel_target: Option<Duration>,
+    pub(crate) codel_interval: Option<Duration>,
+    pub(crate) ecn: Option<bool>,
     pub(crate) duplicate: Option<f64>,
     pub(crate) ooo_rate: Option<f64>,
     pub(crate) ooo_delay: Option<Duration>,
@@ -179,6 +184,9 @@ impl LinkPatch {
                 max_p: top.red.max_p.or(self.red.max_p),
                 weight: top.red.weight.or(self.red.weight),
             },
+            codel_target: top.codel_target.or(self.codel_target),
+            codel_interval: top.codel_interval.or(self.codel_interval),
+            ecn: top.ecn.or(self.ecn),
             duplicate: top.duplicate.or(self.duplicate),
             ooo_rate: top.ooo_rate.or(self.ooo_rate),
             ooo_delay: top.ooo_delay.or(self.ooo_delay),
@@ -198,8 +206,8 @@ impl LinkPatch {
 /// wireless), so that finishing it gives `config` back.
 impl From<&PipeConfig> for LinkPatch {
     fn from(config: &PipeConfig) -> LinkPatch {
-        let (aqm, red) = match config.aqm {
-            Aqm::DropTail => (AqmChoice::DropTail, RedPatch::default()),
+        let (aqm, red, codel) = match config.aqm {
+            Aqm::DropTail => (AqmChoice::DropTail, RedPatch::default(), None),
             Aqm::Red(r) => (
                 AqmChoice::Red,
                 RedPatch {
@@ -208,7 +216,9 @@ impl From<&PipeConfig> for LinkPatch {
                     max_p: Some(r.max_p),
                     weight: Some(r.weight),
                 },
+                None,
             ),
+            Aqm::Codel(c) => (AqmChoice::Codel, RedPatch::default(), Some(c)),
         };
         let wireless = config.wireless;
         LinkPatch {
@@ -220,6 +230,9 @@ impl From<&PipeConfig> for LinkPatch {
             queue: Some(config.queue),
             aqm: Some(aqm),
             red,
+            codel_target: codel.map(|c| c.target),
+            codel_interval: codel.map(|c| c.interval),
+            ecn: Some(config.ecn),
             duplicate: Some(config.duplicate),
             ooo_rate: Some(config.ooo_rate),
             ooo_delay: Some(config.ooo_delay),

@@ -194,8 +194,10 @@ impl AimdSender {
 
     /// Takes in an ACK that reached the sender at `now`: times the echoed packet (unless it was
     /// retransmitted), and either slides and grows the window on new data acknowledged, or
-    /// counts a duplicate ACK, the third of which starts fast retransmit and recovery.
-    pub fn on_ack(&mut self, now: Instant, ack: &Ack) {
+    /// counts a duplicate ACK, the third of which starts fast retransmit and recovery. `ece`:
+    /// the acknowledged packet arrived marked CE, which halves the window as a loss would, at
+    /// most once per window of data and without retransmitting anything (RFC 3168, 6.1.2).
+    pub fn on_ack(&mut self, now: Instant, ack: &Ack, ece: bool) {
         self.send_at = self.send_at.max(now);
         if ack.next > self.high {
             debug_assert!(
@@ -252,6 +254,14 @@ impl AimdSender {
                 self.recover = self.next;
                 self.resend_una = true;
             }
+        }
+        // A mark on a packet sent before the last reduction belongs to the congestion it
+        // already answered.
+        if ece && !self.recovery && ack.echo >= self.recover {
+            self.ssthresh = ((self.next - self.una) / 2).max(2);
+            self.cwnd = self.ssthresh;
+            self.cwnd_acks = 0;
+            self.recover = self.next;
         }
     }
 
@@ -476,7 +486,7 @@ mod tests {
                 Ev::Ack(i, ack) => {
                     let f = &mut flows[i];
                     let cwnd = f.sender.cwnd();
-                    f.sender.on_ack(now, &ack);
+                    f.sender.on_ack(now, &ack, false);
                     if f.sender.cwnd() < cwnd {
                         f.reductions.push((cwnd, f.sender.cwnd()));
                     }

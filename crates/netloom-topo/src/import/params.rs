@@ -145,7 +145,7 @@ pub(crate) fn typed(leaf: &str, text: &str) -> Result<Value, String> {
             .and_then(|n| serde_json::Number::from_f64(n).map(Value::Number))
     };
     Ok(match leaf {
-        "reorder" | "up" => match text {
+        "reorder" | "up" | "ecn" => match text {
             "true" | "1" => Value::Bool(true),
             "false" | "0" => Value::Bool(false),
             _ => return Err("write true or false".into()),
