@@ -579,6 +579,52 @@ mod tests {
     }
 
     #[test]
+    fn a_ce_echo_halves_the_window_once_per_window_and_resends_nothing() {
+        let mut s = AimdSender::new(MSS, None, Instant(0));
+        // Rounds of 100 ms: send the whole window, then acknowledge it packet by packet, the
+        // round's packets echoing CE when `ce` says so.
+        let mut round = |s: &mut AimdSender, k: u64, ce: &dyn Fn(u64) -> bool| {
+            let sent: Vec<u64> = std::iter::from_fn(|| s.poll_transmit(Instant(k * 100 * MS)))
+                .map(|seg| seg.seq)
+                .collect();
+            for &seq in &sent {
+                let ack = Ack {
+                    next: seq + 1,
+                    echo: seq,
+                };
+                s.on_ack(Instant((k * 100 + 50) * MS), &ack, ce(seq));
+            }
+            sent.len() as u64
+        };
+        let mut k = 0;
+        while s.cwnd() < 16 {
+            round(&mut s, k, &|_| false);
+            k += 1;
+        }
+        let window = s.cwnd();
+        // Marks on three packets of one window: the first (the window's second packet) halves
+        // what is in flight when its ACK comes (window − 2), the others belong to the same
+        // congestion.
+        let first = s.next;
+        let sent = round(&mut s, k, &|seq| (first + 1..first + 4).contains(&seq));
+        assert_eq!(sent, window);
+        let halved = (window - 2) / 2;
+        // Congestion avoidance grows +1 over the window's remaining ACKs at most.
+        assert!(
+            (halved..=halved + 1).contains(&s.cwnd()),
+            "cwnd {}",
+            s.cwnd()
+        );
+        assert_eq!(s.ssthresh(), halved);
+        // A mark in the next window is new congestion.
+        let before = s.cwnd();
+        let first = s.next;
+        round(&mut s, k + 1, &|seq| seq == first);
+        assert!(s.cwnd() < before, "{} then {}", before, s.cwnd());
+        assert_eq!(s.stats().retransmits, 0);
+    }
+
+    #[test]
     fn recovers_from_a_timeout_when_a_whole_window_is_lost() {
         // Everything sent in [5 s, 5.5 s) is lost: no ACK comes back, only the timer can restart
         // the flow, from a window of one packet.
