@@ -386,3 +386,100 @@ fn tcp_on_two_workers(payload: &str) {
     );
     assert_eq!(run["accuracy"]["physical_drops"], 0);
 }
+
+/// Sets `net.ipv4.tcp_ecn` in `host`: through `netloom exec` where the host may set its own
+/// sysctls, else from outside its namespace.
+fn set_tcp_ecn(lab: &Lab, host: &str, value: u8) {
+    let setting = format!("net.ipv4.tcp_ecn={value}");
+    if lab
+        .exec(host, &["sysctl", "-qw", &setting])
+        .status
+        .success()
+    {
+        return;
+    }
+    let ns = format!("nl-{}-{host}", lab.name);
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", &ns, "sysctl", "-qw", &setting])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{setting} in {ns}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The counters of the h1 -> h2 pipe, from `netloom stats`.
+fn h1_to_h2(lab: &Lab) -> Value {
+    let out = lab.control(&["stats", "--json"]);
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    stats["pipes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["from"] == "h1" && p["to"] == "h2")
+        .cloned()
+        .unwrap_or_else(|| panic!("no h1 -> h2 pipe in {stats}"))
+}
+
+#[test]
+fn ecn_turns_codel_drops_into_marks_and_tcp_retransmits_nothing() {
+    require_live!("iperf3", "ss", "sysctl");
+    // A deep queue, so only CoDel signals congestion. First TCP without ECN (the baseline): CoDel
+    // drops and TCP retransmits; then with ECN negotiated by both hosts: CoDel marks, the
+    // receiver echoes, the sender slows down, and nothing is lost.
+    let mut lab = Lab::new(
+        "ecn",
+        r#"hosts = ["h1", "h2"]
+[[link]]
+a = "h1"
+b = "h2"
+bw = "10Mbit"
+delay = "5ms"
+queue = 1000
+aqm = "codel"
+ecn = true
+"#,
+    );
+    lab.start(&["--precision", "busy"]);
+    let transfer = |lab: &mut Lab, ecn: u8| {
+        for host in ["h1", "h2"] {
+            set_tcp_ecn(lab, host, ecn);
+        }
+        lab.spawn("h2", &["iperf3", "-s", "-1"]);
+        lab.wait_listening("h2", 5201);
+        let report = iperf3_client(lab, "h1", &["-c", "h2", "-t", "4"]);
+        let retransmits = report["end"]["sum_sent"]["retransmits"]
+            .as_u64()
+            .expect("end.sum_sent.retransmits");
+        (retransmits, received_mbps(&report), h1_to_h2(lab))
+    };
+    let (lost, mbps_drops, before) = transfer(&mut lab, 0);
+    let (resent, mbps_marks, after) = transfer(&mut lab, 1);
+    let run = lab.stop();
+    let count = |p: &Value, key: &str| p.pointer(key).and_then(Value::as_u64).unwrap();
+    let codel_drops =
+        count(&after, "/drops_by_cause/codel") - count(&before, "/drops_by_cause/codel");
+    let marks = count(&after, "/marks") - count(&before, "/marks");
+    eprintln!(
+        "measured: without ECN {} CoDel drops, {lost} retransmits, {mbps_drops:.2} Mbit/s; \
+         with ECN {marks} marks, {codel_drops} drops, {resent} retransmits, {mbps_marks:.2} Mbit/s",
+        count(&before, "/drops_by_cause/codel")
+    );
+    assert!(
+        count(&before, "/drops_by_cause/codel") > 0 && lost > 0,
+        "{before}"
+    );
+    assert!(marks > 0, "{after}");
+    assert_eq!(
+        (
+            codel_drops,
+            count(&after, "/drops") - count(&before, "/drops")
+        ),
+        (0, 0)
+    );
+    assert_eq!(resent, 0, "TCP retransmitted with ECN: {after}");
+    assert!(mbps_marks >= 9.0, "with ECN {mbps_marks:.3} Mbit/s");
+    assert_eq!(run["accuracy"]["physical_drops"], 0, "{}", accuracy(&run));
+}
