@@ -64,6 +64,29 @@ impl Default for CodelParams {
     }
 }
 
+/// FQ-CoDel parameters (RFC 8290).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FqCodelParams {
+    /// Each flow queue's CoDel.
+    pub codel: CodelParams,
+    /// Bytes a flow queue may send per round of the deficit round robin (RFC 8290's quantum,
+    /// 1514 by default: one full-size Ethernet frame). At least 1.
+    pub quantum: u32,
+    /// Flow queues; a packet's flow number is reduced modulo this (1024 by default). At least 1.
+    pub flows: u32,
+}
+
+impl Default for FqCodelParams {
+    /// Linux's fq_codel defaults: CoDel's RFC values, a quantum of 1514 bytes, 1024 queues.
+    fn default() -> FqCodelParams {
+        FqCodelParams {
+            codel: CodelParams::default(),
+            quantum: 1514,
+            flows: 1024,
+        }
+    }
+}
+
 /// Active queue management policy.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Aqm {
@@ -75,6 +98,11 @@ pub enum Aqm {
     /// CoDel (RFC 8289) at the head of the queue, behind the drop-tail check at its tail: a
     /// packet is dropped as it reaches the head from how long it waited there.
     Codel(CodelParams),
+    /// FQ-CoDel (RFC 8290): packets wait in per-flow queues served in deficit round robin,
+    /// each under CoDel; the queue limit applies to all of them together, and a packet over it
+    /// is made room for by dropping the head of the longest queue. The pipe holds the packets
+    /// (`Pipe::hold`) instead of fixing their exit on arrival.
+    FqCodel(FqCodelParams),
 }
 
 /// Random loss applied to each packet as it enters the pipe.

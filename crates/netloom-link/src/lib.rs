@@ -12,6 +12,7 @@ mod backlog;
 mod codel;
 mod config;
 pub mod empirical;
+mod fq;
 mod loss;
 mod markov;
 pub mod per;

@@ -2,7 +2,8 @@
 
 use crate::backlog::Backlog;
 use crate::codel::{Codel, Verdict};
-use crate::config::{Aqm, PipeConfig, PipeData, DEFAULT_PACKET_BYTES};
+use crate::config::{Aqm, FqCodelParams, PipeConfig, PipeData, QueueLimit, DEFAULT_PACKET_BYTES};
+use crate::fq::{FqQueues, Served};
 use crate::loss::LossState;
 use crate::red::{self, RedAverage};
 use crate::rng::{chance, PipeRng};
@@ -109,6 +110,9 @@ impl Ecn {
 pub struct PacketMeta {
     /// The packet's ECN field.
     pub ecn: Ecn,
+    /// Its flow, for FQ-CoDel (which queues it in flow queue `flow` modulo its number of
+    /// queues): the synthetic flow's number in `sim`, a hash of the 5-tuple in a live run.
+    pub flow: u32,
 }
 
 /// Proof that a packet was scheduled by a pipe; handed back to `release`.
@@ -146,6 +150,43 @@ pub enum Admission {
     },
 }
 
+/// What became of a packet a deferred pipe held, as `Pipe::dequeue` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dequeued {
+    /// The packet left the queue: it leaves the far end at `departure.exit`, marked CE if
+    /// `marked`.
+    Departed {
+        /// The caller's handle, as given to `hold`.
+        handle: u32,
+        /// When it leaves the far end; the caller calls `release` then.
+        departure: Departure,
+        /// The AQM marked it CE instead of dropping it.
+        marked: bool,
+    },
+    /// The pipe dropped the held packet (CoDel at the head, the link went down, or a wireless
+    /// transmission failed); already counted.
+    Dropped {
+        /// The caller's handle, as given to `hold`.
+        handle: u32,
+        /// Why.
+        cause: DropCause,
+    },
+}
+
+/// The pipe's answer to a packet given to `hold`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    /// Refused on arrival (link down, random loss); already counted.
+    Dropped(DropCause),
+    /// Waiting in the pipe until `dequeue` reports it. `evicted`: the queues were over the
+    /// limit, so the head of the longest flow queue (perhaps this very packet) was dropped to
+    /// make room; the caller discards that packet (counted in `drops_queue`).
+    Held {
+        /// The handle of the packet dropped to make room, if any.
+        evicted: Option<u32>,
+    },
+}
+
 /// One pipe. See the crate documentation for the protocol.
 ///
 /// Stages of `offer`, in order: link state → loss → queue occupancy → AQM (RED) → drop-tail →
@@ -166,6 +207,12 @@ pub struct Pipe {
     last_exit: Instant,
     red: RedAverage,
     codel: Codel,
+    /// FQ-CoDel's flow queues, and the parameters they were last configured with (packets
+    /// held under FQ-CoDel still drain by them after a change to another `aqm`).
+    fq: FqQueues,
+    fq_params: FqCodelParams,
+    /// Held packets dropped when the link went down, for the next `dequeue` to report.
+    gone: Vec<u32>,
     loss: LossState,
     /// Bumped each time the pipe goes down; tickets from an older epoch are dropped at release.
     epoch: u32,
@@ -202,6 +249,9 @@ impl Pipe {
             last_exit: Instant::ZERO,
             red: RedAverage::default(),
             codel: Codel::default(),
+            fq: FqQueues::default(),
+            fq_params: fq_params(&config),
+            gone: Vec::new(),
             loss: LossState::default(),
             epoch: 0,
             counters: PipeCounters::default(),
@@ -352,8 +402,14 @@ impl Pipe {
         if (config.wireless, config.rate) != (self.config.wireless, self.config.rate) {
             self.radio = radio_for(&config, &self.data);
         }
+        if let Aqm::FqCodel(params) = config.aqm {
+            self.fq_params = params;
+        }
         self.config = config;
         if going_down {
+            let gone = &mut self.gone;
+            self.fq.clear(|handle| gone.push(handle));
+            self.counters.drops_down += gone.len() as u64;
             self.epoch = self.epoch.wrapping_add(1);
             // Everything queued or in flight is lost, so a later up starts with an idle link.
             self.backlog.clear();
@@ -368,7 +424,112 @@ impl Pipe {
     /// Packets and bytes in the queue (waiting or being serialized) at `now`.
     pub fn queue_len(&mut self, now: Instant) -> (u64, u64) {
         self.backlog.drain(now);
-        (self.backlog.packets(), self.backlog.bytes())
+        let (packets, bytes) = self.fq.len();
+        (
+            self.backlog.packets() + packets,
+            self.backlog.bytes() + bytes,
+        )
+    }
+
+    /// Does this pipe hold its packets (`hold`, `poll_at`, `dequeue`) instead of fixing their
+    /// exit on arrival (`offer`)? True under FQ-CoDel, whose service order depends on later
+    /// arrivals. Offer a packet to such a pipe with `hold`.
+    pub fn is_deferred(&self) -> bool {
+        matches!(self.config.aqm, Aqm::FqCodel(_))
+    }
+
+    /// Gives a deferred pipe a packet arriving at `now`, known to the caller by `handle`, to
+    /// hold until `dequeue` says what became of it. The caller keeps the packet meanwhile.
+    pub fn hold(&mut self, now: Instant, bytes: u32, meta: PacketMeta, handle: u32) -> Hold {
+        self.counters.packets_in += 1;
+        self.counters.bytes_in += u64::from(bytes);
+        if !self.config.up {
+            self.counters.drops_down += 1;
+            return Hold::Dropped(DropCause::LinkDown);
+        }
+        if self.loss.lose(&self.config.loss, &mut self.rng) {
+            self.counters.drops_loss += 1;
+            return Hold::Dropped(DropCause::Loss);
+        }
+        let params = self.fq_params;
+        self.fq.push(&params, meta.flow, handle, bytes, now, meta.ecn);
+        // The limit counts the packet being sent too, as a FIFO pipe's does.
+        let (packets, total) = self.queue_len(now);
+        let over = match self.config.queue {
+            QueueLimit::Packets(n) => packets > u64::from(n),
+            QueueLimit::Bytes(b) => total > b,
+        };
+        let evicted = if over {
+            self.counters.drops_queue += 1;
+            self.fq.drop_from_fattest()
+        } else {
+            None
+        };
+        let (packets, total) = self.queue_len(now);
+        let c = &mut self.counters;
+        c.queue_hwm_packets = c.queue_hwm_packets.max(packets);
+        c.queue_hwm_bytes = c.queue_hwm_bytes.max(total);
+        Hold::Held { evicted }
+    }
+
+    /// When the pipe next needs `dequeue`: when its serializer is free with packets held (which
+    /// may be before the last `now`: call it then at once), or at once after the link went down
+    /// with packets held; `None` when it holds nothing.
+    pub fn poll_at(&self) -> Option<Instant> {
+        if !self.gone.is_empty() {
+            return Some(Instant::ZERO);
+        }
+        (self.fq.len().0 > 0).then_some(self.busy_until)
+    }
+
+    /// At `now`, a time `poll_at` gave or later: reports the held packets dropped by the link
+    /// going down, then, if the serializer is free, what the flow queues' scheduler does: CoDel
+    /// drops at the heads, and the next packet's departure.
+    pub fn dequeue(&mut self, now: Instant, out: &mut Vec<Dequeued>) {
+        out.extend(self.gone.drain(..).map(|handle| Dequeued::Dropped {
+            handle,
+            cause: DropCause::LinkDown,
+        }));
+        if now < self.busy_until {
+            return;
+        }
+        let params = self.fq_params;
+        loop {
+            match self.fq.serve(&params, now, self.config.ecn) {
+                Served::Empty => return,
+                Served::Dropped(handle) => {
+                    self.counters.drops_codel += 1;
+                    out.push(Dequeued::Dropped {
+                        handle,
+                        cause: DropCause::Codel,
+                    });
+                }
+                Served::Send {
+                    handle,
+                    bytes,
+                    marked,
+                } => {
+                    out.push(match self.schedule(now, bytes) {
+                        Some(departure) => {
+                            self.counters.marks += u64::from(marked);
+                            Dequeued::Departed {
+                                handle,
+                                departure,
+                                marked,
+                            }
+                        }
+                        None => {
+                            self.counters.drops_tx_fail += 1;
+                            Dequeued::Dropped {
+                                handle,
+                                cause: DropCause::TxFail,
+                            }
+                        }
+                    });
+                    return;
+                }
+            }
+        }
     }
 
     /// The counters since the pipe was created, including any absorbed from replicas.
@@ -470,6 +631,15 @@ impl Pipe {
                 .saturating_add(offset)
                 .saturating_sub(jitter),
         )
+    }
+}
+
+/// The FQ-CoDel parameters of `config`, or the defaults when it has another `aqm` (a pipe that
+/// never holds a packet never uses them).
+fn fq_params(config: &PipeConfig) -> FqCodelParams {
+    match config.aqm {
+        Aqm::FqCodel(params) => params,
+        _ => FqCodelParams::default(),
     }
 }
 

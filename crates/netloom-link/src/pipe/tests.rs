@@ -4,7 +4,7 @@
 //! they are deterministic, and a wrong probability by more than the bound fails.
 
 use super::*;
-use crate::config::{CodelParams, LossModel, QueueLimit, RedParams};
+use crate::config::{CodelParams, FqCodelParams, LossModel, QueueLimit, RedParams};
 use netloom_time::Rate;
 
 const MS: u64 = 1_000_000;
@@ -16,9 +16,15 @@ const RATE_1MS: Rate = Rate::bps(12_000_000);
 const GBIT: Rate = Rate::bps(1_000_000_000);
 
 /// A packet of a transport that does not understand ECN.
-const NOT_ECT: PacketMeta = PacketMeta { ecn: Ecn::NotEct };
+const NOT_ECT: PacketMeta = PacketMeta {
+    ecn: Ecn::NotEct,
+    flow: 0,
+};
 /// A packet of an ECN-capable transport.
-const ECT0: PacketMeta = PacketMeta { ecn: Ecn::Ect0 };
+const ECT0: PacketMeta = PacketMeta {
+    ecn: Ecn::Ect0,
+    flow: 0,
+};
 
 fn at(ns: u64) -> Instant {
     Instant::from_nanos(ns)
@@ -923,4 +929,171 @@ fn red_with_ecn_marks_capable_packets_instead_of_dropping_them() {
         assert_eq!(c.marks > 0, marks, "ecn {ecn}, {meta:?}");
         assert_eq!(c.drops_red == 0, marks, "ecn {ecn}, {meta:?}");
     }
+}
+
+/// Drives a pipe as a caller would: packets (arrival ns, flow, bytes) handed in order to `hold`
+/// (`offer` if the pipe is not deferred), `dequeue` called at each `poll_at`, until `end` ns.
+/// Returns each packet's fate by handle (its index): `Ok(exit ns)` or `Err(cause)`.
+fn drive(pipe: &mut Pipe, arrivals: &[(u64, u32, u32)], end: u64) -> Vec<Result<u64, DropCause>> {
+    let mut fate = vec![Err(DropCause::Queue); arrivals.len()];
+    let mut out = Vec::new();
+    let mut next = 0;
+    let mut now = 0;
+    loop {
+        let due = pipe.poll_at().map(|t| t.as_nanos().max(now));
+        let arrival = arrivals.get(next).map(|a| a.0);
+        now = match (due, arrival) {
+            (Some(d), Some(a)) if a < d => a,
+            (Some(d), _) => d,
+            (None, Some(a)) => a,
+            (None, None) => break,
+        };
+        if now > end {
+            break;
+        }
+        if arrival == Some(now) && due.is_none_or(|d| now < d) {
+            let (_, flow, bytes) = arrivals[next];
+            let meta = PacketMeta {
+                ecn: Ecn::Ect0,
+                flow,
+            };
+            if !pipe.is_deferred() {
+                fate[next] = match pipe.offer(at(now), bytes, meta) {
+                    Admission::Scheduled { first, .. } => Ok(first.exit.as_nanos()),
+                    Admission::Dropped(cause) => Err(cause),
+                };
+                next += 1;
+                continue;
+            }
+            match pipe.hold(at(now), bytes, meta, next as u32) {
+                Hold::Dropped(cause) => fate[next] = Err(cause),
+                Hold::Held { evicted } => {
+                    if let Some(h) = evicted {
+                        fate[h as usize] = Err(DropCause::Queue);
+                    }
+                }
+            }
+            next += 1;
+            continue;
+        }
+        pipe.dequeue(at(now), &mut out);
+        for d in out.drain(..) {
+            match d {
+                Dequeued::Departed {
+                    handle, departure, ..
+                } => fate[handle as usize] = Ok(departure.exit.as_nanos()),
+                Dequeued::Dropped { handle, cause } => fate[handle as usize] = Err(cause),
+            }
+        }
+    }
+    fate
+}
+
+fn fq_codel(queue: QueueLimit) -> PipeConfig {
+    PipeConfig {
+        aqm: Aqm::FqCodel(FqCodelParams::default()),
+        ..plain(RATE_1MS, 0, queue)
+    }
+}
+
+#[test]
+fn fq_codel_serves_a_sparse_flow_ahead_of_a_standing_queue() {
+    // Flow 1 sends 1.25 packets per ms into a 1 ms-per-packet link: its queue stands (CoDel
+    // keeps it near target). From 100 ms on, flow 2 sends one packet every 20 ms. Each arrives to
+    // an empty flow queue, joins the new-flow list, ahead of flow 1's queue on the old list,
+    // and goes out as soon as the packet being sent is done: it waits < 1 ms.
+    let mut arrivals: Vec<(u64, u32, u32)> = (0..800).map(|k| (k * 800 * US, 1, 1500)).collect();
+    arrivals.extend((5..30).map(|k| (k * 20 * MS + 7 * US, 2, 1500)));
+    arrivals.sort();
+    let sparse_wait = |cfg: PipeConfig| {
+        let mut pipe = Pipe::new(cfg, 1);
+        let fate = drive(&mut pipe, &arrivals, 2_000 * MS);
+        arrivals
+            .iter()
+            .zip(&fate)
+            .filter(|(a, _)| a.1 == 2)
+            .map(|(a, f)| f.expect("sparse packets are not dropped") - a.0 - MS)
+            .max()
+            .unwrap()
+    };
+    let fq = sparse_wait(fq_codel(QueueLimit::Packets(1000)));
+    assert!(fq < MS, "the sparse flow waited {fq} ns");
+    // The same pipe as a FIFO: the sparse packets wait behind the bulk flow's queue.
+    let fifo = sparse_wait(plain(RATE_1MS, 0, QueueLimit::Packets(1000)));
+    assert!(fifo > 50 * MS, "FIFO wait {fifo} ns");
+}
+
+#[test]
+fn fq_codel_keeps_the_bulk_flow_under_codel_and_shares_the_link_by_bytes() {
+    // Two bulk flows, each offering the link's whole rate for 2 s: each gets half of it, and
+    // CoDel drops from both as their queues stand above target.
+    let arrivals: Vec<(u64, u32, u32)> = (0..4000)
+        .map(|k| (k / 2 * MS, (k % 2) as u32, 1500))
+        .collect();
+    let mut pipe = Pipe::new(fq_codel(QueueLimit::Packets(10_000)), 1);
+    let fate = drive(&mut pipe, &arrivals, 10_000 * MS);
+    for flow in 0..2 {
+        let sent = arrivals
+            .iter()
+            .zip(&fate)
+            .filter(|(a, f)| a.1 == flow && f.is_ok_and(|exit| exit <= 2_000 * MS))
+            .count();
+        let dropped = arrivals
+            .iter()
+            .zip(&fate)
+            .filter(|(a, f)| a.1 == flow && *f == &Err(DropCause::Codel))
+            .count();
+        assert!(dropped > 0, "flow {flow}: no CoDel drop");
+        assert!((900..=1100).contains(&sent), "flow {flow}: {sent} sent");
+    }
+    let c = pipe.counters();
+    assert_eq!(c.drops_queue, 0);
+    assert_eq!(c.packets_in, 4000);
+}
+
+#[test]
+fn fq_codel_makes_room_by_dropping_from_the_longest_queue() {
+    // A limit of 4 packets: flow 1 sends 4 at once (the first goes straight to the serializer,
+    // still counted), then flow 2's packet arrives. The head of flow 1's waiting queue (the
+    // fattest), packet 1, is dropped to make room, not flow 2's packet.
+    let mut pipe = Pipe::new(fq_codel(QueueLimit::Packets(4)), 1);
+    let mut arrivals: Vec<(u64, u32, u32)> = (0..4).map(|_| (0, 1, 1500)).collect();
+    arrivals.push((0, 2, 1500));
+    let fate = drive(&mut pipe, &arrivals, 100 * MS);
+    assert_eq!(fate[1], Err(DropCause::Queue));
+    // Flow 2 is new, but flow 1's queue, first on the new list, still has 14 bytes of its
+    // quantum left: it sends packet 2, then flow 2 goes, ending at 3 ms.
+    assert_eq!(fate[2], Ok(2 * MS));
+    assert_eq!(fate[4], Ok(3 * MS));
+    assert!([0, 2, 3].iter().all(|&i| fate[i].is_ok()), "{fate:?}");
+    assert_eq!(pipe.counters().drops_queue, 1);
+}
+
+#[test]
+fn fq_codel_drops_what_it_holds_when_the_link_goes_down() {
+    let cfg = fq_codel(QueueLimit::Packets(100));
+    let mut pipe = Pipe::new(cfg, 1);
+    for h in 0..5 {
+        pipe.hold(at(0), 1500, NOT_ECT, h);
+    }
+    let mut out = Vec::new();
+    pipe.dequeue(at(0), &mut out);
+    assert!(matches!(out[..], [Dequeued::Departed { handle: 0, .. }]));
+    pipe.set_config(at(MS / 2), PipeConfig { up: false, ..cfg });
+    assert_eq!(pipe.poll_at(), Some(Instant::ZERO));
+    out.clear();
+    pipe.dequeue(at(MS / 2), &mut out);
+    let gone: Vec<u32> = out
+        .iter()
+        .map(|d| match d {
+            Dequeued::Dropped {
+                handle,
+                cause: DropCause::LinkDown,
+            } => *handle,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(gone, [1, 2, 3, 4]);
+    assert_eq!(pipe.poll_at(), None);
+    assert_eq!(pipe.counters().drops_down, 4);
 }
