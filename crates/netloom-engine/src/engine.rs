@@ -11,7 +11,10 @@ use crate::packet::{Body, Handoff, Packet, PacketId, Slab, DELIVER, NO_ROUTE};
 use crate::scheduler::{Rank, Scheduler};
 use crate::traffic::{FlowSpec, Receiver, Sender, ACK_BYTES};
 use hdrhistogram::Histogram;
-use netloom_link::{Admission, Departure, DropCause, Ecn, Pipe, PipeConfig, Ticket, Timeline};
+use netloom_link::{
+    Admission, Departure, Dequeued, DropCause, Ecn, Hold, PacketMeta, Pipe, PipeConfig, Ticket,
+    Timeline,
+};
 use netloom_route::Routes;
 use netloom_time::Instant;
 use netloom_topo::{LinkId, NodeId, PipeId, Topology};
@@ -31,17 +34,21 @@ enum Event {
     Wake { flow: u32 },
     /// A time-varying link (`Topology::plans[plan]`) changes state.
     Reconfigure { plan: u32 },
+    /// A deferred pipe (FQ-CoDel) takes its next packet out of its queues.
+    Dequeue { pipe: PipeId },
 }
 
 impl Rank for Event {
-    /// Simultaneous events: link changes first, then exits by pipe, then senders by flow; all
-    /// of which a worker knows without asking the others. Exits of one pipe at one instant keep
+    /// Simultaneous events: link changes first, then exits by pipe, then senders by flow, then
+    /// deferred pipes' dequeues (so packets arriving at that instant are queued first); all of
+    /// which a worker knows without asking the others. Exits of one pipe at one instant keep
     /// the order the pipe scheduled them in.
     fn rank(&self) -> u64 {
         match *self {
             Event::Reconfigure { plan } => u64::from(plan),
             Event::Exit { pipe, .. } => 1 << 62 | u64::from(pipe),
             Event::Wake { flow } => 2 << 62 | u64::from(flow),
+            Event::Dequeue { pipe } => 3 << 62 | u64::from(pipe),
         }
     }
 }
@@ -167,6 +174,11 @@ pub struct Engine {
     absorbed_in_flight: usize,
     /// Whether the first pipe's queue took the super-packet being injected.
     lead_queued: bool,
+    /// For each deferred pipe, the time of its pending `Dequeue` event (earlier ones are
+    /// stale); `None` when none is pending.
+    dequeue_at: Vec<Option<Instant>>,
+    /// What a deferred pipe's `dequeue` reports, kept to reuse its allocation.
+    dequeued: Vec<Dequeued>,
 }
 
 /// How a packet meets the pipe it enters: a super-packet's segments at their first pipe are
@@ -273,6 +285,8 @@ impl Engine {
             handoffs: Vec::new(),
             absorbed_in_flight: 0,
             lead_queued: false,
+            dequeue_at: Vec::new(),
+            dequeued: Vec::new(),
         };
         engine.start_plans(seed);
         engine
@@ -547,9 +561,9 @@ impl Engine {
         Ok(id)
     }
 
-    /// Hands a packet from outside into the network at host `src`, bound for host `dst`, with
-    /// `ecn` the ECN field of its IP header. Returns false if either is not a host (the packet
-    /// is counted as unroutable).
+    /// Hands a packet from outside into the network at host `src`, bound for host `dst`; `meta`
+    /// is the ECN field of its IP header and a hash of its flow. Returns false if either is not
+    /// a host (the packet is counted as unroutable).
     pub fn inject(
         &mut self,
         now: Instant,
@@ -557,9 +571,9 @@ impl Engine {
         dst: NodeId,
         bytes: u32,
         token: u64,
-        ecn: Ecn,
+        meta: PacketMeta,
     ) -> bool {
-        self.take_in(now, src, dst, bytes, token, ecn, Arrival::Alone)
+        self.take_in(now, src, dst, bytes, token, meta, Arrival::Alone)
     }
 
     /// Hands in segment `index` of a super-packet from host `src` (a TCP packet that a host
@@ -575,7 +589,7 @@ impl Engine {
         dst: NodeId,
         bytes: u32,
         token: u64,
-        ecn: Ecn,
+        meta: PacketMeta,
         index: u16,
     ) -> bool {
         let arrival = if index == 0 {
@@ -585,7 +599,7 @@ impl Engine {
         } else {
             Arrival::Following
         };
-        self.take_in(now, src, dst, bytes, token, ecn, arrival)
+        self.take_in(now, src, dst, bytes, token, meta, arrival)
     }
 
     /// `inject`, with how the packet meets its first pipe.
@@ -596,7 +610,7 @@ impl Engine {
         dst: NodeId,
         bytes: u32,
         token: u64,
-        ecn: Ecn,
+        meta: PacketMeta,
         arrival: Arrival,
     ) -> bool {
         self.now = self.now.max(now);
@@ -612,7 +626,12 @@ impl Engine {
             "a worker takes in packets only from the hosts it owns"
         );
         let pkt = self.packets.insert(Packet {
-            body: Body::External { token, home, ecn },
+            body: Body::External {
+                token,
+                home,
+                ecn: meta.ecn,
+                flow: meta.flow,
+            },
             bytes,
             at: src,
             dst_host,
@@ -669,6 +688,7 @@ impl Engine {
                     }
                 }
                 Event::Reconfigure { plan } => self.on_reconfigure(plan, skip_to),
+                Event::Dequeue { pipe } => self.on_dequeue(pipe, at),
             }
         }
         self.poll_at().is_none_or(|at| at > now)
@@ -718,9 +738,11 @@ impl Engine {
     fn reconfigure(&mut self, changes: &[(PipeId, PipeConfig)]) {
         let mut reroute = false;
         for &(pipe, config) in changes {
-            let pipe = &mut self.pipes[pipe as usize];
-            reroute |= pipe.is_up() != config.up;
-            pipe.set_config(self.now, config);
+            let link = &mut self.pipes[pipe as usize];
+            reroute |= link.is_up() != config.up;
+            link.set_config(self.now, config);
+            // A deferred pipe going down has dropped what it held: report it.
+            self.arm_dequeue(pipe);
         }
         if reroute {
             let up: Vec<bool> = self.pipes.iter().map(Pipe::is_up).collect();
@@ -766,6 +788,28 @@ impl Engine {
     fn enter(&mut self, pkt: PacketId, pipe: PipeId, arrival: Arrival) {
         let p = *self.packets.get(pkt);
         let link = &mut self.pipes[pipe as usize];
+        if link.is_deferred() {
+            // Each segment of a super-packet is a packet of its own to the flow queues.
+            let held = match link.hold(self.now, p.bytes, p.body.meta(), pkt) {
+                Hold::Dropped(_cause) => {
+                    self.packets.remove(pkt);
+                    self.count_drop(&p);
+                    false
+                }
+                Hold::Held { evicted } => {
+                    if let Some(victim) = evicted {
+                        let v = self.packets.remove(victim);
+                        self.count_drop(&v);
+                    }
+                    self.arm_dequeue(pipe);
+                    evicted != Some(pkt)
+                }
+            };
+            if let Arrival::Lead = arrival {
+                self.lead_queued = held;
+            }
+            return;
+        }
         let admission = match arrival {
             Arrival::Alone => link.offer(self.now, p.bytes, p.body.meta()),
             Arrival::Lead => {
@@ -791,6 +835,20 @@ impl Engine {
                 marked,
             } => (first, duplicate, marked),
         };
+        self.depart(pkt, pipe, first, duplicate, marked);
+    }
+
+    /// Settles where a packet the pipe scheduled will arrive and what it will do there, and
+    /// schedules its exit (and its duplicate's); `marked`: the pipe marked it CE.
+    fn depart(
+        &mut self,
+        pkt: PacketId,
+        pipe: PipeId,
+        first: Departure,
+        duplicate: Option<Departure>,
+        marked: bool,
+    ) {
+        let p = *self.packets.get(pkt);
         let mut body = p.body;
         if marked {
             body.mark_ce();
@@ -814,6 +872,49 @@ impl Engine {
             let twin = self.packets.insert(p);
             self.schedule_exit(twin, pipe, copy);
         }
+    }
+
+    /// Schedules a `Dequeue` event for a deferred pipe at its `poll_at` (not before now), unless
+    /// one no later is pending.
+    fn arm_dequeue(&mut self, pipe: PipeId) {
+        let Some(at) = self.pipes[pipe as usize].poll_at() else {
+            return;
+        };
+        let at = at.max(self.now);
+        if self.dequeue_at.len() <= pipe as usize {
+            self.dequeue_at.resize(self.pipes.len(), None);
+        }
+        let pending = &mut self.dequeue_at[pipe as usize];
+        if pending.is_none_or(|t| t > at) {
+            *pending = Some(at);
+            self.sched.push(at, Event::Dequeue { pipe });
+        }
+    }
+
+    /// A deferred pipe's dequeue falls due: the packets it drops are dropped, the one it sends
+    /// is on its way as if just scheduled by `offer`.
+    fn on_dequeue(&mut self, pipe: PipeId, at: Instant) {
+        if self.dequeue_at.get(pipe as usize).copied().flatten() != Some(at) {
+            return; // superseded by an earlier one
+        }
+        self.dequeue_at[pipe as usize] = None;
+        let mut out = std::mem::take(&mut self.dequeued);
+        self.pipes[pipe as usize].dequeue(self.now, &mut out);
+        for d in out.drain(..) {
+            match d {
+                Dequeued::Departed {
+                    handle,
+                    departure,
+                    marked,
+                } => self.depart(handle, pipe, departure, None, marked),
+                Dequeued::Dropped { handle, .. } => {
+                    let p = self.packets.remove(handle);
+                    self.count_drop(&p);
+                }
+            }
+        }
+        self.dequeued = out;
+        self.arm_dequeue(pipe);
     }
 
     /// Schedules the packet's exit from `pipe` here, or hands it to the worker that handles

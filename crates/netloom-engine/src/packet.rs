@@ -19,7 +19,13 @@ pub enum Body {
     Ack { flow: u32, ack: Ack, ece: bool },
     /// A packet handed in from outside (a TUN device, a test); `token` is the caller's handle.
     /// `home` is the worker that took it in and holds its payload; `ecn` its IP header's field.
-    External { token: u64, home: u16, ecn: Ecn },
+    /// `flow` is a hash of its addresses and ports, for FQ-CoDel.
+    External {
+        token: u64,
+        home: u16,
+        ecn: Ecn,
+        flow: u32,
+    },
 }
 
 impl Body {
@@ -29,7 +35,12 @@ impl Body {
             Body::Data { ecn, .. } | Body::External { ecn, .. } => ecn,
             Body::Ack { .. } => Ecn::NotEct,
         };
-        PacketMeta { ecn }
+        let flow = match *self {
+            Body::Data { flow, .. } | Body::Ack { flow, .. } => flow,
+            // Set by the live driver from the packet's addresses and ports.
+            Body::External { flow, .. } => flow,
+        };
+        PacketMeta { ecn, flow }
     }
 
     /// A pipe marked the packet CE instead of dropping it.

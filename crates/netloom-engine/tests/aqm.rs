@@ -1,15 +1,23 @@
 //! Virtual-time tests of queue management seen end to end: CoDel keeps a bulk flow's queue short
-//! where drop-tail lets it fill, and with `ecn` AIMD flows back off at marks instead of losses.
+//! where drop-tail lets it fill, with `ecn` AIMD flows back off at marks instead of losses, and
+//! FQ-CoDel serves a sparse flow beside a bulk one with almost no queueing.
 
 use netloom_engine::sim::{self, SimOptions};
 use netloom_engine::traffic::{FlowSpec, SourceKind};
 use netloom_engine::{Engine, Report};
-use netloom_time::{Duration, Instant};
+use netloom_time::{Duration, Instant, Rate};
 use netloom_topo::{load_str, Format};
+
+const AIMD: SourceKind = SourceKind::Aimd { mss: 1460 };
 
 /// Two AIMD flows from h1 and h2 to h3 over a 10 Mbit/s, 10 ms bottleneck r1-r2 with a deep
 /// queue (1000 packets, 1.2 s at the bottleneck's rate), managed by `aqm`.
 fn run(aqm: &str) -> Report {
+    run_flows(aqm, [AIMD, AIMD])
+}
+
+/// Flows of `kinds` from h1 and from h2 to h3 over the bottleneck of `run`.
+fn run_flows(aqm: &str, kinds: [SourceKind; 2]) -> Report {
     let file = format!(
         r#"
 hosts = ["h1", "h2", "h3"]
@@ -41,11 +49,11 @@ b = "h3"
     let node = |name| topo.node_id(name).unwrap();
     let (h1, h2, h3) = (node("h1"), node("h2"), node("h3"));
     let mut e = Engine::new(topo, 5);
-    for (i, src) in [h1, h2].into_iter().enumerate() {
+    for (i, (src, kind)) in [h1, h2].into_iter().zip(kinds).enumerate() {
         let spec = FlowSpec {
             src,
             dst: h3,
-            kind: SourceKind::Aimd { mss: 1460 },
+            kind,
             cap: None,
             start: Instant(i as u64 * 1_000_000),
         };
@@ -125,4 +133,40 @@ fn with_ecn_aimd_flows_are_marked_instead_of_dropped_and_retransmit_nothing() {
             "{aqm}"
         );
     }
+}
+
+#[test]
+fn fq_codel_keeps_a_sparse_flow_beside_a_bulk_one_near_the_path_delay() {
+    // A bulk AIMD flow from h1 and a sparse one from h2: 100 kbit/s of 200-byte packets (one
+    // every 16 ms). The one-way path delay is 12 ms plus serializations (0.16 ms for 200 bytes
+    // at 10 Mbit/s).
+    let sparse = SourceKind::Cbr {
+        rate: Rate::bps(100_000),
+        size: 200,
+    };
+    let p99 = |aqm: &str| {
+        let r = run_flows(aqm, [AIMD, sparse]);
+        let f = &r.flows[1];
+        assert!(f.delivered > 1000, "{aqm}: {f:?}");
+        (f.latency_ns.p99 as f64 / 1e6, r)
+    };
+    let (tail, _) = p99("");
+    let (codel, _) = p99(r#"aqm = "codel""#);
+    let (fq, r) = p99(r#"aqm = "fq_codel""#);
+    eprintln!(
+        "sparse flow p99 one-way: drop-tail {tail:.2} ms, CoDel {codel:.2}, FQ-CoDel {fq:.2}"
+    );
+    // FQ-CoDel: at most one bulk packet (1.2 ms) ahead of each sparse packet, none lost.
+    assert!(fq < 12.0 + 0.2 + 1.3, "FQ-CoDel p99 {fq} ms");
+    assert_eq!(r.flows[1].lost, 0);
+    // Drop-tail lets the bulk flow's queue grow to hundreds of ms; CoDel alone keeps it near
+    // its target, still more than FQ-CoDel.
+    assert!(tail > 100.0, "drop-tail p99 {tail} ms");
+    assert!(codel > fq + 2.0, "CoDel p99 {codel} ms, FQ-CoDel {fq} ms");
+    // The bulk flow still fills the rest of the link.
+    assert!(
+        r.flows[0].throughput_bps as f64 > 0.85 * 10e6,
+        "{:?}",
+        r.flows[0]
+    );
 }

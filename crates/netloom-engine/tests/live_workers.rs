@@ -4,7 +4,7 @@
 //! cached, by its destination's worker when they are shipped.
 
 use netloom_engine::{Engine, Output, Ownership, Payload};
-use netloom_link::Ecn;
+use netloom_link::PacketMeta;
 use netloom_time::{Duration, Instant};
 use netloom_topo::{load_str, Format, NodeId, Topology};
 use std::sync::Arc;
@@ -116,7 +116,7 @@ fn run(mut engines: Vec<Engine>, ownership: Option<&Ownership>) -> Vec<Fates> {
             if at > now {
                 break;
             }
-            assert!(engines[owner(src)].inject(at, src, dst, bytes, token, Ecn::NotEct));
+            assert!(engines[owner(src)].inject(at, src, dst, bytes, token, PacketMeta::default()));
             next.next();
         }
         for from in 0..engines.len() {

@@ -452,7 +452,8 @@ impl Pipe {
             return Hold::Dropped(DropCause::Loss);
         }
         let params = self.fq_params;
-        self.fq.push(&params, meta.flow, handle, bytes, now, meta.ecn);
+        self.fq
+            .push(&params, meta.flow, handle, bytes, now, meta.ecn);
         // The limit counts the packet being sent too, as a FIFO pipe's does.
         let (packets, total) = self.queue_len(now);
         let over = match self.config.queue {

@@ -388,8 +388,8 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                     continue;
                 }
             }
-            // The segments of a super-packet share its header, so its ECN field.
-            let ecn = ip::ecn(&pool.space(id)[offset..len]);
+            // The segments of a super-packet share its header: its ECN field and its flow.
+            let meta = ip::meta(&pool.space(id)[offset..len]);
             pool.fill(id, len, gso, u32::from(segments));
             let (src_node, dst_node) = (
                 self.host_nodes[host as usize],
@@ -401,11 +401,11 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 let injected = match gso {
                     None => self
                         .engine
-                        .inject(now, src_node, dst_node, single, token, ecn),
+                        .inject(now, src_node, dst_node, single, token, meta),
                     Some(g) => {
                         let bytes = g.wire_len(k);
                         self.engine
-                            .inject_segment(now, src_node, dst_node, bytes, token, ecn, k)
+                            .inject_segment(now, src_node, dst_node, bytes, token, meta, k)
                     }
                 };
                 if !injected {

@@ -3,7 +3,8 @@
 //! buffer.
 
 use crate::segment::fold;
-use netloom_link::Ecn;
+use netloom_link::{Ecn, PacketMeta};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Why a packet from a host could not be routed.
@@ -57,6 +58,32 @@ pub fn endpoints(packet: &[u8]) -> Result<(IpAddr, IpAddr), Malformed> {
             Ok((IpAddr::V6(Ipv6Addr::from(s)), IpAddr::V6(Ipv6Addr::from(d))))
         }
         _ => Err(Malformed::NotIp),
+    }
+}
+
+/// What a pipe needs to know of a packet whose header `endpoints` accepted: its ECN field, and
+/// its flow as a hash of addresses, protocol and (TCP, UDP) ports, as FQ-CoDel hashes packets to
+/// its queues.
+pub fn meta(packet: &[u8]) -> PacketMeta {
+    let (addresses, protocol, l4) = match packet.first().map(|b| b >> 4) {
+        Some(4) if packet.len() >= 20 => {
+            let header = usize::from(packet[0] & 0x0f) * 4;
+            // Only a first fragment (offset 0) has the ports.
+            let first = u16::from_be_bytes([packet[6], packet[7]]) & 0x1fff == 0;
+            (&packet[12..20], packet[9], first.then_some(header))
+        }
+        Some(6) if packet.len() >= 40 => (&packet[8..40], packet[6], Some(40)),
+        _ => (&packet[..0], 0, None),
+    };
+    let ports = match (protocol, l4) {
+        (6 | 17, Some(at)) => packet.get(at..at + 4).unwrap_or_default(),
+        _ => &[],
+    };
+    let mut h = DefaultHasher::new();
+    (addresses, protocol, ports).hash(&mut h);
+    PacketMeta {
+        ecn: ecn(packet),
+        flow: h.finish() as u32,
     }
 }
 
@@ -171,5 +198,21 @@ mod tests {
         set_ce(&mut v6);
         assert_eq!((v6[0], v6[1]), (0x6a, 0x3f));
         assert_eq!(ecn(&v6), Ecn::Ce);
+    }
+
+    #[test]
+    fn the_flow_hash_follows_addresses_and_ports() {
+        let tcp = |src_port: u16| {
+            let mut p = v4(28, [198, 18, 0, 2]);
+            p[9] = 6;
+            p[20..22].copy_from_slice(&src_port.to_be_bytes());
+            p
+        };
+        let flow = |p: &[u8]| meta(p).flow;
+        assert_eq!(flow(&tcp(1000)), flow(&tcp(1000)));
+        assert_ne!(flow(&tcp(1000)), flow(&tcp(1001)));
+        let mut elsewhere = tcp(1000);
+        elsewhere[19] = 3;
+        assert_ne!(flow(&tcp(1000)), flow(&elsewhere));
     }
 }

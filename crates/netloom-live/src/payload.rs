@@ -184,7 +184,7 @@ mod tests {
     /// A hand-off of one packet from outside, as an engine of a two-worker run makes it.
     fn dummy_handoff() -> Handoff {
         use netloom_engine::{Ownership, Payload};
-        use netloom_link::{Ecn, PipeConfig};
+        use netloom_link::{PacketMeta, PipeConfig};
         use netloom_time::{Duration, Instant, Rate};
         use netloom_topo::{NodeKind, RoutingMetric, Topology};
         use std::sync::Arc;
@@ -195,7 +195,14 @@ mod tests {
         t.add_link(h0, h1, None, c, Some(c));
         let o = Arc::new(Ownership::live(&t, &[0, 1], 2, Payload::Ship).unwrap());
         let mut e = Engine::partitioned(t, 1, o, 0);
-        assert!(e.inject(Instant(0), h0, h1, 100, token(0, 0, 0), Ecn::NotEct));
+        assert!(e.inject(
+            Instant(0),
+            h0,
+            h1,
+            100,
+            token(0, 0, 0),
+            PacketMeta::default()
+        ));
         let handoff = e.take_handoffs(1).next();
         handoff.expect("h1's side is worker 1's")
     }

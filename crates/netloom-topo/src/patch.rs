@@ -16,6 +16,7 @@ pub(crate) enum AqmChoice {
     DropTail,
     Red,
     Codel,
+    FqCodel,
 }
 
 /// RED keys as far as a patch sets them.
@@ -48,6 +49,8 @@ pub struct LinkPatch {
     pub(crate) red: RedPatch,
     pub(crate) codel_target: Option<Duration>,
     pub(crate) codel_interval: Option<Duration>,
+    pub(crate) fq_quantum: Option<u32>,
+    pub(crate) fq_flows: Option<u32>,
     pub(crate) ecn: Option<bool>,
     pub(crate) duplicate: Option<f64>,
     pub(crate) ooo_rate: Option<f64>,
@@ -186,6 +189,8 @@ impl LinkPatch {
             },
             codel_target: top.codel_target.or(self.codel_target),
             codel_interval: top.codel_interval.or(self.codel_interval),
+            fq_quantum: top.fq_quantum.or(self.fq_quantum),
+            fq_flows: top.fq_flows.or(self.fq_flows),
             ecn: top.ecn.or(self.ecn),
             duplicate: top.duplicate.or(self.duplicate),
             ooo_rate: top.ooo_rate.or(self.ooo_rate),
@@ -206,8 +211,13 @@ impl LinkPatch {
 /// wireless), so that finishing it gives `config` back.
 impl From<&PipeConfig> for LinkPatch {
     fn from(config: &PipeConfig) -> LinkPatch {
+        let fq = match config.aqm {
+            Aqm::FqCodel(p) => Some(p),
+            _ => None,
+        };
         let (aqm, red, codel) = match config.aqm {
             Aqm::DropTail => (AqmChoice::DropTail, RedPatch::default(), None),
+            Aqm::FqCodel(p) => (AqmChoice::FqCodel, RedPatch::default(), Some(p.codel)),
             Aqm::Red(r) => (
                 AqmChoice::Red,
                 RedPatch {
@@ -232,6 +242,8 @@ impl From<&PipeConfig> for LinkPatch {
             red,
             codel_target: codel.map(|c| c.target),
             codel_interval: codel.map(|c| c.interval),
+            fq_quantum: fq.map(|p| p.quantum),
+            fq_flows: fq.map(|p| p.flows),
             ecn: Some(config.ecn),
             duplicate: Some(config.duplicate),
             ooo_rate: Some(config.ooo_rate),

@@ -583,7 +583,7 @@ mod tests {
         let mut s = AimdSender::new(MSS, None, Instant(0));
         // Rounds of 100 ms: send the whole window, then acknowledge it packet by packet, the
         // round's packets echoing CE when `ce` says so.
-        let mut round = |s: &mut AimdSender, k: u64, ce: &dyn Fn(u64) -> bool| {
+        let round = |s: &mut AimdSender, k: u64, ce: &dyn Fn(u64) -> bool| {
             let sent: Vec<u64> = std::iter::from_fn(|| s.poll_transmit(Instant(k * 100 * MS)))
                 .map(|seg| seg.seq)
                 .collect();

@@ -151,7 +151,9 @@ pub(crate) fn typed(leaf: &str, text: &str) -> Result<Value, String> {
             _ => return Err("write true or false".into()),
         },
         "min_th" | "max_th" | "weight" => number().ok_or("write a number")?,
-        "retry_limit" => Value::from(text.parse::<i64>().map_err(|_| "write a whole number")?),
+        "retry_limit" | "fq_quantum" | "fq_flows" => {
+            Value::from(text.parse::<i64>().map_err(|_| "write a whole number")?)
+        }
         "queue" => match text.parse::<i64>() {
             Ok(n) => Value::from(n),
             Err(_) => Value::String(text.to_string()),
