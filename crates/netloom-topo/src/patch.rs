@@ -403,6 +403,34 @@ mod tests {
     }
 
     #[test]
+    fn link_set_switches_to_codel_and_fq_codel_with_ecn_and_back() {
+        use netloom_link::{CodelParams, FqCodelParams};
+        let base = busy();
+        let set = |config: &PipeConfig, w: &[&str]| {
+            LinkPatch::from_words(w).unwrap().apply(config).unwrap()
+        };
+        let codel = set(&base, &["aqm=codel", "codel_target=2ms", "ecn=true"]);
+        let want = CodelParams {
+            target: Duration::from_millis(2),
+            interval: Duration::from_millis(100),
+        };
+        assert_eq!((codel.aqm, codel.ecn), (Aqm::Codel(want), true));
+        // CoDel's keys carry over to FQ-CoDel; its own take their defaults unless set.
+        let fq = set(&codel, &["aqm=fq_codel", "fq_flows=16"]);
+        let want = FqCodelParams {
+            codel: want,
+            flows: 16,
+            ..FqCodelParams::default()
+        };
+        assert_eq!(fq.aqm, Aqm::FqCodel(want));
+        // Back to drop-tail, ECN must go too.
+        let e = LinkPatch::from_words(&["aqm=droptail"]).unwrap().apply(&fq);
+        assert!(matches!(e, Err(PatchError::InvalidLink(m)) if m.contains("ecn = true needs")));
+        let tail = set(&fq, &["aqm=droptail", "ecn=false"]);
+        assert_eq!((tail.aqm, tail.ecn), (Aqm::DropTail, false));
+    }
+
+    #[test]
     fn apply_changes_what_is_set_and_keeps_the_rest() {
         let base = busy();
         let patch = LinkPatch::from_words(&["delay=5ms", "bw=20Mbit"]).unwrap();
