@@ -76,6 +76,17 @@ struct Flow {
     stats: FlowStats,
 }
 
+/// A packet handed in from outside with `Engine::inject`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Injected {
+    /// Size on the wire, used for serialization and byte counters.
+    pub bytes: u32,
+    /// The caller's handle, given back in `Output`.
+    pub token: u64,
+    /// Its ECN field and a hash of its flow, read from its IP header.
+    pub meta: PacketMeta,
+}
+
 /// What became of a packet handed in with `inject` (see `Body::External`), in the order it
 /// happened. Every token ends in exactly one `Delivered` or `Dropped` per copy: the original,
 /// plus one more copy for each `Duplicated`, so the caller can count references to a payload.
@@ -561,19 +572,10 @@ impl Engine {
         Ok(id)
     }
 
-    /// Hands a packet from outside into the network at host `src`, bound for host `dst`; `meta`
-    /// is the ECN field of its IP header and a hash of its flow. Returns false if either is not
-    /// a host (the packet is counted as unroutable).
-    pub fn inject(
-        &mut self,
-        now: Instant,
-        src: NodeId,
-        dst: NodeId,
-        bytes: u32,
-        token: u64,
-        meta: PacketMeta,
-    ) -> bool {
-        self.take_in(now, src, dst, bytes, token, meta, Arrival::Alone)
+    /// Hands a packet from outside into the network at host `src`, bound for host `dst`.
+    /// Returns false if either is not a host (the packet is counted as unroutable).
+    pub fn inject(&mut self, now: Instant, src: NodeId, dst: NodeId, packet: Injected) -> bool {
+        self.take_in(now, src, dst, packet, Arrival::Alone)
     }
 
     /// Hands in segment `index` of a super-packet from host `src` (a TCP packet that a host
@@ -587,9 +589,7 @@ impl Engine {
         now: Instant,
         src: NodeId,
         dst: NodeId,
-        bytes: u32,
-        token: u64,
-        meta: PacketMeta,
+        packet: Injected,
         index: u16,
     ) -> bool {
         let arrival = if index == 0 {
@@ -599,7 +599,7 @@ impl Engine {
         } else {
             Arrival::Following
         };
-        self.take_in(now, src, dst, bytes, token, meta, arrival)
+        self.take_in(now, src, dst, packet, arrival)
     }
 
     /// `inject`, with how the packet meets its first pipe.
@@ -608,11 +608,10 @@ impl Engine {
         now: Instant,
         src: NodeId,
         dst: NodeId,
-        bytes: u32,
-        token: u64,
-        meta: PacketMeta,
+        packet: Injected,
         arrival: Arrival,
     ) -> bool {
+        let Injected { bytes, token, meta } = packet;
         self.now = self.now.max(now);
         let Some(dst_host) = self.routes.host_index(dst) else {
             self.counters.unroutable += 1;

@@ -11,7 +11,7 @@ pub mod sim;
 pub mod traffic;
 pub mod workers;
 
-pub use engine::{derive_seed, Engine, EngineCounters, EngineError, FlowStats, Output};
+pub use engine::{derive_seed, Engine, EngineCounters, EngineError, FlowStats, Injected, Output};
 pub use ownership::{Ownership, OwnershipError, Payload};
 pub use packet::Handoff;
 pub use report::Report;

@@ -3,7 +3,7 @@
 //! engine would deliver it: by its home worker (which holds its payload) when payloads are
 //! cached, by its destination's worker when they are shipped.
 
-use netloom_engine::{Engine, Output, Ownership, Payload};
+use netloom_engine::{Engine, Injected, Output, Ownership, Payload};
 use netloom_link::PacketMeta;
 use netloom_time::{Duration, Instant};
 use netloom_topo::{load_str, Format, NodeId, Topology};
@@ -116,7 +116,16 @@ fn run(mut engines: Vec<Engine>, ownership: Option<&Ownership>) -> Vec<Fates> {
             if at > now {
                 break;
             }
-            assert!(engines[owner(src)].inject(at, src, dst, bytes, token, PacketMeta::default()));
+            assert!(engines[owner(src)].inject(
+                at,
+                src,
+                dst,
+                Injected {
+                    bytes,
+                    token,
+                    meta: PacketMeta::default()
+                }
+            ));
             next.next();
         }
         for from in 0..engines.len() {

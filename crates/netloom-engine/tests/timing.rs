@@ -3,7 +3,7 @@
 
 use netloom_engine::sim::{self, SimOptions};
 use netloom_engine::traffic::{FlowSpec, SourceKind};
-use netloom_engine::{Engine, Output, Report};
+use netloom_engine::{Engine, Injected, Output, Report};
 use netloom_link::{PacketMeta, PipeConfig, QueueLimit};
 use netloom_time::{Duration, Instant, Rate};
 use netloom_topo::{NodeId, NodeKind, RoutingMetric, Topology};
@@ -60,7 +60,16 @@ fn one_packet_arrives_at_sum_of_delays_and_serializations() {
     let (t, h1, h2) = chain(&hops);
     let mut e = Engine::new(t, 1);
     let start = Instant(123_456_789);
-    assert!(e.inject(start, h1, h2, 1000, 42, PacketMeta::default()));
+    assert!(e.inject(
+        start,
+        h1,
+        h2,
+        Injected {
+            bytes: 1000,
+            token: 42,
+            meta: PacketMeta::default()
+        }
+    ));
     while let Some(at) = e.poll_at() {
         e.advance(at);
     }
@@ -290,7 +299,16 @@ fn link_down_reroutes_around_a_ring_and_up_restores() {
     );
     let mut e = Engine::new(t, 1);
     let one_way = |e: &mut Engine, at: u64| {
-        e.inject(Instant(at), h0, h2, 100, at, PacketMeta::default());
+        e.inject(
+            Instant(at),
+            h0,
+            h2,
+            Injected {
+                bytes: 100,
+                token: at,
+                meta: PacketMeta::default(),
+            },
+        );
         while let Some(t) = e.poll_at() {
             e.advance(t);
         }
@@ -328,7 +346,16 @@ fn a_change_applies_at_the_time_it_is_made() {
     let pipe = topo.links[link as usize].ab;
     let mut e = Engine::new(topo, 1);
     // Packet 1 is in the pipe until 10.0008 ms; the engine last advanced at 0.
-    e.inject(Instant(0), h0, h1, 100, 1, PacketMeta::default());
+    e.inject(
+        Instant(0),
+        h0,
+        h1,
+        Injected {
+            bytes: 100,
+            token: 1,
+            meta: PacketMeta::default(),
+        },
+    );
     // A change made at 12 ms: packet 1 had already left, so going down does not drop it.
     e.set_link_up(Instant(12_000_000), link, false);
     assert_eq!(
@@ -337,19 +364,46 @@ fn a_change_applies_at_the_time_it_is_made() {
     );
     e.set_link_up(Instant(13_000_000), link, true);
     // A delay set at 20 ms holds for the packet that enters at 20 ms, not for one already in.
-    e.inject(Instant(19_000_000), h0, h1, 100, 2, PacketMeta::default());
+    e.inject(
+        Instant(19_000_000),
+        h0,
+        h1,
+        Injected {
+            bytes: 100,
+            token: 2,
+            meta: PacketMeta::default(),
+        },
+    );
     let slower = PipeConfig {
         delay: Duration::from_millis(30),
         ..*e.pipe(pipe).config()
     };
     e.set_pipe_configs(Instant(20_000_000), &[(pipe, slower)]);
-    e.inject(Instant(20_000_000), h0, h1, 100, 3, PacketMeta::default());
+    e.inject(
+        Instant(20_000_000),
+        h0,
+        h1,
+        Injected {
+            bytes: 100,
+            token: 3,
+            meta: PacketMeta::default(),
+        },
+    );
     assert_eq!(
         outputs_until(&mut e, Instant(60_000_000)),
         [(2, Some(29_000_800)), (3, Some(50_000_800))]
     );
     // Down at 70 ms drops the packet inside, which was due at 90.0008 ms.
-    e.inject(Instant(60_000_000), h0, h1, 100, 4, PacketMeta::default());
+    e.inject(
+        Instant(60_000_000),
+        h0,
+        h1,
+        Injected {
+            bytes: 100,
+            token: 4,
+            meta: PacketMeta::default(),
+        },
+    );
     e.set_link_up(Instant(70_000_000), link, false);
     assert_eq!(outputs_until(&mut e, Instant(100_000_000)), [(4, None)]);
 }
@@ -374,9 +428,11 @@ fn injected_packets_end_once_per_copy() {
             Instant(token * 10_000),
             h1,
             h2,
-            500,
-            token,
-            PacketMeta::default()
+            Injected {
+                bytes: 500,
+                token,
+                meta: PacketMeta::default()
+            }
         ));
     }
     while let Some(at) = e.poll_at() {
@@ -426,7 +482,17 @@ fn a_super_packet_enters_its_first_pipe_whole() {
     for base in [0u64, 100] {
         for k in 0..45u16 {
             let token = base + u64::from(k);
-            assert!(e.inject_segment(Instant(0), h1, h2, 1500, token, PacketMeta::default(), k));
+            assert!(e.inject_segment(
+                Instant(0),
+                h1,
+                h2,
+                Injected {
+                    bytes: 1500,
+                    token,
+                    meta: PacketMeta::default()
+                },
+                k
+            ));
         }
     }
     while let Some(at) = e.poll_at() {

@@ -21,7 +21,7 @@ use crate::pool::{Pool, Size};
 use crate::ration::Ration;
 use crate::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
 use crate::wait::{Precision, Waiter};
-use netloom_engine::{Engine, Output};
+use netloom_engine::{Engine, Injected, Output};
 use netloom_time::Instant;
 use netloom_topo::NodeId;
 use std::collections::HashMap;
@@ -399,13 +399,25 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             for k in 0..segments {
                 let token = token(me, id, k);
                 let injected = match gso {
-                    None => self
-                        .engine
-                        .inject(now, src_node, dst_node, single, token, meta),
+                    None => self.engine.inject(
+                        now,
+                        src_node,
+                        dst_node,
+                        Injected {
+                            bytes: single,
+                            token,
+                            meta,
+                        },
+                    ),
                     Some(g) => {
                         let bytes = g.wire_len(k);
-                        self.engine
-                            .inject_segment(now, src_node, dst_node, bytes, token, meta, k)
+                        self.engine.inject_segment(
+                            now,
+                            src_node,
+                            dst_node,
+                            Injected { bytes, token, meta },
+                            k,
+                        )
                     }
                 };
                 if !injected {
