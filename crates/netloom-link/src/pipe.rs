@@ -207,12 +207,9 @@ pub struct Pipe {
     last_exit: Instant,
     red: RedAverage,
     codel: Codel,
-    /// FQ-CoDel's flow queues, and the parameters they were last configured with (packets
-    /// held under FQ-CoDel still drain by them after a change to another `aqm`).
-    fq: FqQueues,
-    fq_params: FqCodelParams,
-    /// Held packets dropped when the link went down, for the next `dequeue` to report.
-    gone: Vec<u32>,
+    /// FQ-CoDel's state, from the first configuration with `aqm = "fq_codel"` on; boxed so that
+    /// FIFO pipes, the common case, stay small.
+    fq: Option<Box<Held>>,
     loss: LossState,
     /// Bumped each time the pipe goes down; tickets from an older epoch are dropped at release.
     epoch: u32,
@@ -249,9 +246,7 @@ impl Pipe {
             last_exit: Instant::ZERO,
             red: RedAverage::default(),
             codel: Codel::default(),
-            fq: FqQueues::default(),
-            fq_params: fq_params(&config),
-            gone: Vec::new(),
+            fq: fq_state(&config),
             loss: LossState::default(),
             epoch: 0,
             counters: PipeCounters::default(),
@@ -403,13 +398,15 @@ impl Pipe {
             self.radio = radio_for(&config, &self.data);
         }
         if let Aqm::FqCodel(params) = config.aqm {
-            self.fq_params = params;
+            self.fq.get_or_insert_with(|| Held::new(params)).params = params;
         }
         self.config = config;
         if going_down {
-            let gone = &mut self.gone;
-            self.fq.clear(|handle| gone.push(handle));
-            self.counters.drops_down += gone.len() as u64;
+            if let Some(fq) = &mut self.fq {
+                let gone = &mut fq.gone;
+                fq.queues.clear(|handle| gone.push(handle));
+                self.counters.drops_down += gone.len() as u64;
+            }
             self.epoch = self.epoch.wrapping_add(1);
             // Everything queued or in flight is lost, so a later up starts with an idle link.
             self.backlog.clear();
@@ -424,7 +421,7 @@ impl Pipe {
     /// Packets and bytes in the queue (waiting or being serialized) at `now`.
     pub fn queue_len(&mut self, now: Instant) -> (u64, u64) {
         self.backlog.drain(now);
-        let (packets, bytes) = self.fq.len();
+        let (packets, bytes) = self.fq.as_ref().map_or((0, 0), |fq| fq.queues.len());
         (
             self.backlog.packets() + packets,
             self.backlog.bytes() + bytes,
@@ -451,20 +448,22 @@ impl Pipe {
             self.counters.drops_loss += 1;
             return Hold::Dropped(DropCause::Loss);
         }
-        let params = self.fq_params;
-        self.fq
-            .push(&params, meta.flow, handle, bytes, now, meta.ecn);
+        let params = fq_params(&self.config);
+        let fq = self.fq.get_or_insert_with(|| Held::new(params));
+        fq.queues
+            .push(&fq.params, meta.flow, handle, bytes, now, meta.ecn);
         // The limit counts the packet being sent too, as a FIFO pipe's does.
         let (packets, total) = self.queue_len(now);
         let over = match self.config.queue {
             QueueLimit::Packets(n) => packets > u64::from(n),
             QueueLimit::Bytes(b) => total > b,
         };
-        let evicted = if over {
-            self.counters.drops_queue += 1;
-            self.fq.drop_from_fattest()
-        } else {
-            None
+        let evicted = match (over, &mut self.fq) {
+            (true, Some(fq)) => {
+                self.counters.drops_queue += 1;
+                fq.queues.drop_from_fattest()
+            }
+            _ => None,
         };
         let (packets, total) = self.queue_len(now);
         let c = &mut self.counters;
@@ -477,26 +476,36 @@ impl Pipe {
     /// may be before the last `now`: call it then at once), or at once after the link went down
     /// with packets held; `None` when it holds nothing.
     pub fn poll_at(&self) -> Option<Instant> {
-        if !self.gone.is_empty() {
+        let fq = self.fq.as_ref()?;
+        if !fq.gone.is_empty() {
             return Some(Instant::ZERO);
         }
-        (self.fq.len().0 > 0).then_some(self.busy_until)
+        (fq.queues.len().0 > 0).then_some(self.busy_until)
     }
 
     /// At `now`, a time `poll_at` gave or later: reports the held packets dropped by the link
     /// going down, then, if the serializer is free, what the flow queues' scheduler does: CoDel
     /// drops at the heads, and the next packet's departure.
     pub fn dequeue(&mut self, now: Instant, out: &mut Vec<Dequeued>) {
-        out.extend(self.gone.drain(..).map(|handle| Dequeued::Dropped {
+        // Out of `self` meanwhile, so the serializer can be used beside it.
+        let Some(mut fq) = self.fq.take() else {
+            return;
+        };
+        out.extend(fq.gone.drain(..).map(|handle| Dequeued::Dropped {
             handle,
             cause: DropCause::LinkDown,
         }));
-        if now < self.busy_until {
-            return;
+        if now >= self.busy_until {
+            self.serve(&mut fq, now, out);
         }
-        let params = self.fq_params;
+        self.fq = Some(fq);
+    }
+
+    /// The flow queues' scheduler at `now`, the serializer being free: CoDel's drops at the
+    /// heads, then the departure of the next packet, if any.
+    fn serve(&mut self, fq: &mut Held, now: Instant, out: &mut Vec<Dequeued>) {
         loop {
-            match self.fq.serve(&params, now, self.config.ecn) {
+            match fq.queues.serve(&fq.params, now, self.config.ecn) {
                 Served::Empty => return,
                 Served::Dropped(handle) => {
                     self.counters.drops_codel += 1;
@@ -635,13 +644,37 @@ impl Pipe {
     }
 }
 
-/// The FQ-CoDel parameters of `config`, or the defaults when it has another `aqm` (a pipe that
-/// never holds a packet never uses them).
+/// A deferred pipe's packets and what it needs to serve them.
+struct Held {
+    queues: FqQueues,
+    /// The parameters the queues were last configured with: packets held under FQ-CoDel still
+    /// drain by them after a change to another `aqm`.
+    params: FqCodelParams,
+    /// Held packets dropped when the link went down, for the next `dequeue` to report.
+    gone: Vec<u32>,
+}
+
+impl Held {
+    fn new(params: FqCodelParams) -> Box<Held> {
+        Box::new(Held {
+            queues: FqQueues::default(),
+            params,
+            gone: Vec::new(),
+        })
+    }
+}
+
+/// The FQ-CoDel parameters of `config`, or the defaults when it has another `aqm`.
 fn fq_params(config: &PipeConfig) -> FqCodelParams {
     match config.aqm {
         Aqm::FqCodel(params) => params,
         _ => FqCodelParams::default(),
     }
+}
+
+/// A deferred pipe's state when `config` asks for FQ-CoDel.
+fn fq_state(config: &PipeConfig) -> Option<Box<Held>> {
+    matches!(config.aqm, Aqm::FqCodel(_)).then(|| Held::new(fq_params(config)))
 }
 
 /// The wireless channel `config` asks for, if any.
