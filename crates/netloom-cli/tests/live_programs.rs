@@ -1,13 +1,14 @@
 //! Live emulation measured with real programs (root, namespaces, TUN; ping, iperf3): TCP fills a
 //! 10 Mbit/s link, random loss matches the configured rate within a binomial bound, delays add up
 //! along a chain of routers, two TCP flows share a bottleneck fairly, and a 100 us delay is
-//! emulated to within 30 us of round trip. The tolerances, and why they are what they are, are in
+//! emulated to within 30 us of round trip; CoDel with ECN marks instead of dropping and TCP
+//! retransmits nothing; FQ-CoDel keeps pings beside a TCP transfer near the idle round trip. The tolerances, and why they are what they are, are in
 //! docs/live.md ("Tests and their tolerances"). Each test skips, saying why, where it cannot run.
 
 #[macro_use]
 mod live_common;
 
-use live_common::{mean, median, trimmed_mean, Lab};
+use live_common::{mean, median, ping_rtts, trimmed_mean, Lab};
 use serde_json::Value;
 
 /// Runs an iperf3 client on `host` (with `-J` added) and returns its JSON report.
@@ -481,5 +482,51 @@ ecn = true
     );
     assert_eq!(resent, 0, "TCP retransmitted with ECN: {after}");
     assert!(mbps_marks >= 9.0, "with ECN {mbps_marks:.3} Mbit/s");
+    assert_eq!(run["accuracy"]["physical_drops"], 0, "{}", accuracy(&run));
+}
+
+#[test]
+fn fq_codel_keeps_pings_beside_a_tcp_transfer_near_the_idle_round_trip() {
+    require_live!("iperf3", "ss", "ping");
+    // Pings from h1 to h2 idle (the baseline), then beside a Reno transfer from h1 to h2 through
+    // a drop-tail queue of 500 packets (600 ms at 10 Mbit/s: Reno fills it), then the same with
+    // `link set ... aqm=fq_codel`: the pings' flow queue is served between the transfer's
+    // packets, so they wait for at most one of them (1.2 ms at 10 Mbit/s).
+    let mut lab = Lab::new(
+        "fq",
+        r#"hosts = ["h1", "h2"]
+[[link]]
+a = "h1"
+b = "h2"
+bw = "10Mbit"
+delay = "5ms"
+queue = 500
+"#,
+    );
+    lab.start(&["--precision", "busy"]);
+    let idle = median(lab.rtts("h1", "h2", 20, "0.05"));
+    let loaded = |lab: &mut Lab| {
+        lab.spawn("h2", &["iperf3", "-s", "-1"]);
+        lab.wait_listening("h2", 5201);
+        let client = lab.spawn("h1", &["iperf3", "-c", "h2", "-t", "8", "-C", "reno"]);
+        // Past slow start, so the queue stands.
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        // Drop-tail may drop a ping at the tail of the full queue: the answered ones count.
+        let out = lab.exec("h1", &["ping", "-c", "30", "-i", "0.1", "h2"]);
+        let rtts = ping_rtts(&out);
+        assert!(rtts.len() >= 15, "{} of 30 echoes answered", rtts.len());
+        lab.background[client].wait().unwrap();
+        median(rtts)
+    };
+    let tail = loaded(&mut lab);
+    lab.control(&["link", "set", "h1", "h2", "aqm=fq_codel"]);
+    let fq = loaded(&mut lab);
+    let run = lab.stop();
+    eprintln!("measured: ping median idle {idle:.3} ms, beside Reno: drop-tail {tail:.3} ms, FQ-CoDel {fq:.3} ms");
+    assert!(fq - idle < 2.0, "FQ-CoDel {fq} ms against {idle} ms idle");
+    assert!(
+        tail - idle > 10.0,
+        "drop-tail {tail} ms against {idle} ms idle"
+    );
     assert_eq!(run["accuracy"]["physical_drops"], 0, "{}", accuracy(&run));
 }
