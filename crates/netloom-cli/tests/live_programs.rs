@@ -2,8 +2,9 @@
 //! 10 Mbit/s link, random loss matches the configured rate within a binomial bound, delays add up
 //! along a chain of routers, two TCP flows share a bottleneck fairly, and a 100 us delay is
 //! emulated to within 30 us of round trip; CoDel with ECN marks instead of dropping and TCP
-//! retransmits nothing; FQ-CoDel keeps pings beside a TCP transfer near the idle round trip. The tolerances, and why they are what they are, are in
-//! docs/live.md ("Tests and their tolerances"). Each test skips, saying why, where it cannot run.
+//! retransmits nothing; FQ-CoDel keeps pings beside a TCP transfer near the idle round trip. The
+//! tolerances, and why they are what they are, are in docs/live.md ("Tests and their
+//! tolerances"). Each test skips, saying why, where it cannot run.
 
 #[macro_use]
 mod live_common;
