@@ -22,7 +22,7 @@ pub fn format_pipes(pipes: &[PipeReport], queued: Option<&[u64]>, top: usize) ->
     let queue_head = if queued.is_some() { "queued" } else { "" };
     let _ = writeln!(
         out,
-        "{:<24} {:>8} {:>12} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8}   ({} of {} pipes, busiest first)",
+        "{:<24} {:>8} {:>12} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}   ({} of {} pipes, busiest first)",
         "pipe",
         "util %",
         "packets out",
@@ -30,9 +30,11 @@ pub fn format_pipes(pipes: &[PipeReport], queued: Option<&[u64]>, top: usize) ->
         "drops",
         "queue",
         "red",
+        "codel",
         "loss",
         "down",
         "tx fail",
+        "marks",
         shown,
         pipes.len()
     );
@@ -41,7 +43,7 @@ pub fn format_pipes(pipes: &[PipeReport], queued: Option<&[u64]>, top: usize) ->
         let queue = queued.map_or(String::new(), |q| q[i].to_string());
         let _ = writeln!(
             out,
-            "{:<24} {:>8.2} {:>12} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "{:<24} {:>8.2} {:>12} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
             format!("{}->{}", p.from, p.to),
             p.utilization * 100.0,
             p.packets_out,
@@ -49,9 +51,11 @@ pub fn format_pipes(pipes: &[PipeReport], queued: Option<&[u64]>, top: usize) ->
             p.drops,
             p.drops_by_cause.queue,
             p.drops_by_cause.red,
+            p.drops_by_cause.codel,
             p.drops_by_cause.loss,
             p.drops_by_cause.link_down,
-            p.drops_by_cause.tx_fail
+            p.drops_by_cause.tx_fail,
+            p.marks
         );
     }
     out

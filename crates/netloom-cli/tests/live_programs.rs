@@ -1,13 +1,15 @@
 //! Live emulation measured with real programs (root, namespaces, TUN; ping, iperf3): TCP fills a
 //! 10 Mbit/s link, random loss matches the configured rate within a binomial bound, delays add up
 //! along a chain of routers, two TCP flows share a bottleneck fairly, and a 100 us delay is
-//! emulated to within 30 us of round trip. The tolerances, and why they are what they are, are in
-//! docs/live.md ("Tests and their tolerances"). Each test skips, saying why, where it cannot run.
+//! emulated to within 30 us of round trip; CoDel with ECN marks instead of dropping and TCP
+//! retransmits nothing; FQ-CoDel keeps pings beside a TCP transfer near the idle round trip. The
+//! tolerances, and why they are what they are, are in docs/live.md ("Tests and their
+//! tolerances"). Each test skips, saying why, where it cannot run.
 
 #[macro_use]
 mod live_common;
 
-use live_common::{mean, median, trimmed_mean, Lab};
+use live_common::{mean, median, ping_rtts, trimmed_mean, Lab};
 use serde_json::Value;
 
 /// Runs an iperf3 client on `host` (with `-J` added) and returns its JSON report.
@@ -387,4 +389,147 @@ fn tcp_on_two_workers(payload: &str) {
         run["accuracy"]
     );
     assert_eq!(run["accuracy"]["physical_drops"], 0);
+}
+
+/// Sets `net.ipv4.tcp_ecn` in `host`: through `netloom exec` where the host may set its own
+/// sysctls, else from outside its namespace.
+fn set_tcp_ecn(lab: &Lab, host: &str, value: u8) {
+    let setting = format!("net.ipv4.tcp_ecn={value}");
+    if lab
+        .exec(host, &["sysctl", "-qw", &setting])
+        .status
+        .success()
+    {
+        return;
+    }
+    let ns = format!("nl-{}-{host}", lab.name);
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", &ns, "sysctl", "-qw", &setting])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{setting} in {ns}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The counters of the h1 -> h2 pipe, from `netloom stats`.
+fn h1_to_h2(lab: &Lab) -> Value {
+    let out = lab.control(&["stats", "--json"]);
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    stats["pipes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["from"] == "h1" && p["to"] == "h2")
+        .cloned()
+        .unwrap_or_else(|| panic!("no h1 -> h2 pipe in {stats}"))
+}
+
+#[test]
+fn ecn_turns_codel_drops_into_marks_and_tcp_retransmits_nothing() {
+    require_live!("iperf3", "ss", "sysctl");
+    // A deep queue, so only CoDel signals congestion. First TCP without ECN (the baseline): CoDel
+    // drops and TCP retransmits; then with ECN negotiated by both hosts: CoDel marks, the
+    // receiver echoes, the sender slows down, and nothing is lost.
+    let mut lab = Lab::new(
+        "ecn",
+        r#"hosts = ["h1", "h2"]
+[[link]]
+a = "h1"
+b = "h2"
+bw = "10Mbit"
+delay = "5ms"
+queue = 1000
+aqm = "codel"
+ecn = true
+"#,
+    );
+    lab.start(&["--precision", "busy"]);
+    let transfer = |lab: &mut Lab, ecn: u8| {
+        for host in ["h1", "h2"] {
+            set_tcp_ecn(lab, host, ecn);
+        }
+        lab.spawn("h2", &["iperf3", "-s", "-1"]);
+        lab.wait_listening("h2", 5201);
+        let report = iperf3_client(lab, "h1", &["-c", "h2", "-t", "4"]);
+        let retransmits = report["end"]["sum_sent"]["retransmits"]
+            .as_u64()
+            .expect("end.sum_sent.retransmits");
+        (retransmits, received_mbps(&report), h1_to_h2(lab))
+    };
+    let (lost, mbps_drops, before) = transfer(&mut lab, 0);
+    let (resent, mbps_marks, after) = transfer(&mut lab, 1);
+    let run = lab.stop();
+    let count = |p: &Value, key: &str| p.pointer(key).and_then(Value::as_u64).unwrap();
+    let codel_drops =
+        count(&after, "/drops_by_cause/codel") - count(&before, "/drops_by_cause/codel");
+    let marks = count(&after, "/marks") - count(&before, "/marks");
+    eprintln!(
+        "measured: without ECN {} CoDel drops, {lost} retransmits, {mbps_drops:.2} Mbit/s; \
+         with ECN {marks} marks, {codel_drops} drops, {resent} retransmits, {mbps_marks:.2} Mbit/s",
+        count(&before, "/drops_by_cause/codel")
+    );
+    assert!(
+        count(&before, "/drops_by_cause/codel") > 0 && lost > 0,
+        "{before}"
+    );
+    assert!(marks > 0, "{after}");
+    assert_eq!(
+        (
+            codel_drops,
+            count(&after, "/drops") - count(&before, "/drops")
+        ),
+        (0, 0)
+    );
+    assert_eq!(resent, 0, "TCP retransmitted with ECN: {after}");
+    assert!(mbps_marks >= 9.0, "with ECN {mbps_marks:.3} Mbit/s");
+    assert_eq!(run["accuracy"]["physical_drops"], 0, "{}", accuracy(&run));
+}
+
+#[test]
+fn fq_codel_keeps_pings_beside_a_tcp_transfer_near_the_idle_round_trip() {
+    require_live!("iperf3", "ss", "ping");
+    // Pings from h1 to h2 idle (the baseline), then beside a Reno transfer from h1 to h2 through
+    // a drop-tail queue of 500 packets (600 ms at 10 Mbit/s: Reno fills it), then the same with
+    // `link set ... aqm=fq_codel`: the pings' flow queue is served between the transfer's
+    // packets, so they wait for at most one of them (1.2 ms at 10 Mbit/s).
+    let mut lab = Lab::new(
+        "fq",
+        r#"hosts = ["h1", "h2"]
+[[link]]
+a = "h1"
+b = "h2"
+bw = "10Mbit"
+delay = "5ms"
+queue = 500
+"#,
+    );
+    lab.start(&["--precision", "busy"]);
+    let idle = median(lab.rtts("h1", "h2", 20, "0.05"));
+    let loaded = |lab: &mut Lab| {
+        lab.spawn("h2", &["iperf3", "-s", "-1"]);
+        lab.wait_listening("h2", 5201);
+        let client = lab.spawn("h1", &["iperf3", "-c", "h2", "-t", "8", "-C", "reno"]);
+        // Past slow start, so the queue stands.
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        // Drop-tail may drop a ping at the tail of the full queue: the answered ones count.
+        let out = lab.exec("h1", &["ping", "-c", "30", "-i", "0.1", "h2"]);
+        let rtts = ping_rtts(&out);
+        assert!(rtts.len() >= 15, "{} of 30 echoes answered", rtts.len());
+        lab.background[client].wait().unwrap();
+        median(rtts)
+    };
+    let tail = loaded(&mut lab);
+    lab.control(&["link", "set", "h1", "h2", "aqm=fq_codel"]);
+    let fq = loaded(&mut lab);
+    let run = lab.stop();
+    eprintln!("measured: ping median idle {idle:.3} ms, beside Reno: drop-tail {tail:.3} ms, FQ-CoDel {fq:.3} ms");
+    assert!(fq - idle < 2.0, "FQ-CoDel {fq} ms against {idle} ms idle");
+    assert!(
+        tail - idle > 10.0,
+        "drop-tail {tail} ms against {idle} ms idle"
+    );
+    assert_eq!(run["accuracy"]["physical_drops"], 0, "{}", accuracy(&run));
 }

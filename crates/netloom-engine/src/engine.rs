@@ -12,7 +12,10 @@ use crate::scheduler::{Rank, Scheduler};
 use crate::tap::{Carried, Seen, Tapped};
 use crate::traffic::{FlowSpec, Receiver, Sender, ACK_BYTES};
 use hdrhistogram::Histogram;
-use netloom_link::{Admission, Departure, DropCause, Pipe, PipeConfig, Ticket, Timeline};
+use netloom_link::{
+    Admission, Departure, Dequeued, DropCause, Ecn, Hold, PacketMeta, Pipe, PipeConfig, Ticket,
+    Timeline,
+};
 use netloom_route::Routes;
 use netloom_time::Instant;
 use netloom_topo::{LinkId, NodeId, NodeKind, PipeId, Topology};
@@ -32,17 +35,21 @@ enum Event {
     Wake { flow: u32 },
     /// A time-varying link (`Topology::plans[plan]`) changes state.
     Reconfigure { plan: u32 },
+    /// A deferred pipe (FQ-CoDel) takes its next packet out of its queues.
+    Dequeue { pipe: PipeId },
 }
 
 impl Rank for Event {
-    /// Simultaneous events: link changes first, then exits by pipe, then senders by flow; all
-    /// of which a worker knows without asking the others. Exits of one pipe at one instant keep
+    /// Simultaneous events: link changes first, then exits by pipe, then senders by flow, then
+    /// deferred pipes' dequeues (so packets arriving at that instant are queued first); all of
+    /// which a worker knows without asking the others. Exits of one pipe at one instant keep
     /// the order the pipe scheduled them in.
     fn rank(&self) -> u64 {
         match *self {
             Event::Reconfigure { plan } => u64::from(plan),
             Event::Exit { pipe, .. } => 1 << 62 | u64::from(pipe),
             Event::Wake { flow } => 2 << 62 | u64::from(flow),
+            Event::Dequeue { pipe } => 3 << 62 | u64::from(pipe),
         }
     }
 }
@@ -70,6 +77,32 @@ struct Flow {
     stats: FlowStats,
 }
 
+/// A packet handed in from outside with `Engine::inject`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Injected {
+    /// Size on the wire, used for serialization and byte counters.
+    pub bytes: u32,
+    /// The caller's handle, given back in `Output`.
+    pub token: u64,
+    /// Its ECN field and a hash of its flow, read from its IP header.
+    pub meta: PacketMeta,
+    /// Its IPv4 TTL or IPv6 hop limit.
+    pub ttl: u8,
+}
+
+impl Injected {
+    /// A packet of `bytes` with handle `token`, not ECN-capable, of flow 0, with a fresh TTL:
+    /// what a test or a caller without headers hands in.
+    pub fn plain(bytes: u32, token: u64) -> Injected {
+        Injected {
+            bytes,
+            token,
+            meta: PacketMeta::default(),
+            ttl: DEFAULT_TTL,
+        }
+    }
+}
+
 /// What became of a packet handed in with `inject` (see `Body::External`), in the order it
 /// happened. Every token ends in exactly one `Delivered` or `Dropped` per copy: the original,
 /// plus one more copy for each `Duplicated`, so the caller can count references to a payload.
@@ -86,6 +119,9 @@ pub enum Output {
         at: Instant,
         /// The destination host's node.
         dst: NodeId,
+        /// A pipe on the way marked this copy CE (`ecn` links): the caller sets the packet's
+        /// ECN field to CE before handing it over.
+        ce: bool,
         /// The TTL or hop limit the copy arrives with: the injected one less one per router
         /// that forwarded it.
         ttl: u8,
@@ -224,6 +260,11 @@ pub struct Engine {
     router: Vec<bool>,
     /// Packets whose TTL ran out at each node (by `NodeId`; only routers count any).
     expired: Vec<u64>,
+    /// For each deferred pipe, the time of its pending `Dequeue` event (earlier ones are
+    /// stale); `None` when none is pending.
+    dequeue_at: Vec<Option<Instant>>,
+    /// What a deferred pipe's `dequeue` reports, kept to reuse its allocation.
+    dequeued: Vec<Dequeued>,
 }
 
 /// How a packet meets the pipe it enters: a super-packet's segments at their first pipe are
@@ -335,6 +376,8 @@ impl Engine {
             lead_queued: false,
             router: Vec::new(),
             expired: Vec::new(),
+            dequeue_at: Vec::new(),
+            dequeued: Vec::new(),
         };
         engine.router = engine
             .topo
@@ -646,20 +689,12 @@ impl Engine {
     }
 
     /// Hands a packet from outside into the network at node `src`, bound for host `dst`, with
-    /// `ttl` (its IPv4 TTL or IPv6 hop limit). `src` is a host, or a router that answers from
-    /// its own address (an ICMP error): a packet starts where it is made, so a router's
-    /// answer takes the path back from the router. Returns false if `dst` is not a host (the
-    /// packet is counted as unroutable).
-    pub fn inject(
-        &mut self,
-        now: Instant,
-        src: NodeId,
-        dst: NodeId,
-        bytes: u32,
-        token: u64,
-        ttl: u8,
-    ) -> bool {
-        self.take_in(now, (src, dst), bytes, token, ttl, Arrival::Alone)
+    /// its TTL (`Injected::ttl`). `src` is a host, or a router that answers from its own
+    /// address (an ICMP error): a packet starts where it is made, so a router's answer takes the
+    /// path back from the router. Returns false if `dst` is not a host (the packet is counted
+    /// as unroutable).
+    pub fn inject(&mut self, now: Instant, src: NodeId, dst: NodeId, packet: Injected) -> bool {
+        self.take_in(now, src, dst, packet, Arrival::Alone)
     }
 
     /// Hands in segment `index` of a super-packet from host `src` to host `dst`, with `ttl` (a
@@ -671,10 +706,9 @@ impl Engine {
     pub fn inject_segment(
         &mut self,
         now: Instant,
-        (src, dst): (NodeId, NodeId),
-        bytes: u32,
-        token: u64,
-        ttl: u8,
+        src: NodeId,
+        dst: NodeId,
+        packet: Injected,
         index: u16,
     ) -> bool {
         let arrival = if index == 0 {
@@ -684,19 +718,24 @@ impl Engine {
         } else {
             Arrival::Following
         };
-        self.take_in(now, (src, dst), bytes, token, ttl, arrival)
+        self.take_in(now, src, dst, packet, arrival)
     }
 
     /// `inject`, with how the packet meets its first pipe.
     fn take_in(
         &mut self,
         now: Instant,
-        (src, dst): (NodeId, NodeId),
-        bytes: u32,
-        token: u64,
-        ttl: u8,
+        src: NodeId,
+        dst: NodeId,
+        packet: Injected,
         arrival: Arrival,
     ) -> bool {
+        let Injected {
+            bytes,
+            token,
+            meta,
+            ttl,
+        } = packet;
         self.now = self.now.max(now);
         let Some(dst_host) = self.routes.host_index(dst) else {
             self.counters.unroutable += 1;
@@ -710,7 +749,13 @@ impl Engine {
             "a worker takes in packets only from the hosts it owns"
         );
         let pkt = self.packets.insert(Packet {
-            body: Body::External { token, home, ttl },
+            body: Body::External {
+                token,
+                home,
+                ecn: meta.ecn,
+                flow: meta.flow,
+                ttl,
+            },
             bytes,
             at: src,
             dst_host,
@@ -801,6 +846,7 @@ impl Engine {
                     }
                 }
                 Event::Reconfigure { plan } => self.on_reconfigure(plan, skip_to),
+                Event::Dequeue { pipe } => self.on_dequeue(pipe, at),
             }
         }
         self.poll_at().is_none_or(|at| at > now)
@@ -850,9 +896,11 @@ impl Engine {
     fn reconfigure(&mut self, changes: &[(PipeId, PipeConfig)]) {
         let mut reroute = false;
         for &(pipe, config) in changes {
-            let pipe = &mut self.pipes[pipe as usize];
-            reroute |= pipe.is_up() != config.up;
-            pipe.set_config(self.now, config);
+            let link = &mut self.pipes[pipe as usize];
+            reroute |= link.is_up() != config.up;
+            link.set_config(self.now, config);
+            // A deferred pipe going down has dropped what it held: report it.
+            self.arm_dequeue(pipe);
         }
         if reroute {
             let up: Vec<bool> = self.pipes.iter().map(Pipe::is_up).collect();
@@ -940,8 +988,7 @@ impl Engine {
     /// what it will do there, and schedules its exit (and its duplicate's).
     fn enter(&mut self, pkt: PacketId, pipe: PipeId, arrival: Arrival) {
         let p = *self.packets.get(pkt);
-        let link = &mut self.pipes[pipe as usize];
-        let mtu = link.config().mtu;
+        let mtu = self.pipes[pipe as usize].config().mtu;
         if p.bytes > mtu {
             self.counters.too_big += 1;
             self.packets.remove(pkt);
@@ -949,10 +996,36 @@ impl Engine {
             self.count_drop(&p);
             return;
         }
+        let link = &mut self.pipes[pipe as usize];
+        if link.is_deferred() {
+            // Each segment of a super-packet is a packet of its own to the flow queues.
+            let held = match link.hold(self.now, p.bytes, p.body.meta(), pkt) {
+                Hold::Dropped(cause) => {
+                    self.tap(pipe, &p, Seen::Dropped(cause));
+                    self.packets.remove(pkt);
+                    self.count_drop(&p);
+                    false
+                }
+                Hold::Held { evicted } => {
+                    self.tap(pipe, &p, Seen::Entered);
+                    if let Some(victim) = evicted {
+                        let v = self.packets.remove(victim);
+                        self.tap(pipe, &v, Seen::Dropped(DropCause::Queue));
+                        self.count_drop(&v);
+                    }
+                    self.arm_dequeue(pipe);
+                    evicted != Some(pkt)
+                }
+            };
+            if let Arrival::Lead = arrival {
+                self.lead_queued = held;
+            }
+            return;
+        }
         let admission = match arrival {
-            Arrival::Alone => link.offer(self.now, p.bytes),
+            Arrival::Alone => link.offer(self.now, p.bytes, p.body.meta()),
             Arrival::Lead => {
-                let admission = link.offer(self.now, p.bytes);
+                let admission = link.offer(self.now, p.bytes, p.body.meta());
                 // A lead lost on the wire was still queued: its followers go on.
                 self.lead_queued = matches!(
                     admission,
@@ -962,21 +1035,44 @@ impl Engine {
             }
             Arrival::Following => link.offer_following(self.now, p.bytes, self.lead_queued),
         };
-        let (first, duplicate) = match admission {
+        let (first, duplicate, marked) = match admission {
             Admission::Dropped(cause) => {
                 self.tap(pipe, &p, Seen::Dropped(cause));
                 self.packets.remove(pkt);
                 self.count_drop(&p);
                 return;
             }
-            Admission::Scheduled { first, duplicate } => (first, duplicate),
+            Admission::Scheduled {
+                first,
+                duplicate,
+                marked,
+            } => (first, duplicate, marked),
         };
         self.tap(pipe, &p, Seen::Entered);
+        self.depart(pkt, pipe, first, duplicate, marked);
+    }
+
+    /// Settles where a packet the pipe scheduled will arrive and what it will do there, and
+    /// schedules its exit (and its duplicate's); `marked`: the pipe marked it CE.
+    fn depart(
+        &mut self,
+        pkt: PacketId,
+        pipe: PipeId,
+        first: Departure,
+        duplicate: Option<Departure>,
+        marked: bool,
+    ) {
+        let p = *self.packets.get(pkt);
+        let mut body = p.body;
+        if marked {
+            body.mark_ce();
+        }
         let head = match self.pipe_head[pipe as usize] {
             NodeId::MAX => self.topo.far_end(pipe, p.at),
             head => head,
         };
         let p = Packet {
+            body,
             at: head,
             next: self.hop_after(head, p.dst_host),
             ..p
@@ -990,6 +1086,50 @@ impl Engine {
             let twin = self.packets.insert(p);
             self.schedule_exit(twin, pipe, copy);
         }
+    }
+
+    /// Schedules a `Dequeue` event for a deferred pipe at its `poll_at` (not before now), unless
+    /// one no later is pending.
+    fn arm_dequeue(&mut self, pipe: PipeId) {
+        let Some(at) = self.pipes[pipe as usize].poll_at() else {
+            return;
+        };
+        let at = at.max(self.now);
+        if self.dequeue_at.len() <= pipe as usize {
+            self.dequeue_at.resize(self.pipes.len(), None);
+        }
+        let pending = &mut self.dequeue_at[pipe as usize];
+        if pending.is_none_or(|t| t > at) {
+            *pending = Some(at);
+            self.sched.push(at, Event::Dequeue { pipe });
+        }
+    }
+
+    /// A deferred pipe's dequeue falls due: the packets it drops are dropped, the one it sends
+    /// is on its way as if just scheduled by `offer`.
+    fn on_dequeue(&mut self, pipe: PipeId, at: Instant) {
+        if self.dequeue_at.get(pipe as usize).copied().flatten() != Some(at) {
+            return; // superseded by an earlier one
+        }
+        self.dequeue_at[pipe as usize] = None;
+        let mut out = std::mem::take(&mut self.dequeued);
+        self.pipes[pipe as usize].dequeue(self.now, &mut out);
+        for d in out.drain(..) {
+            match d {
+                Dequeued::Departed {
+                    handle,
+                    departure,
+                    marked,
+                } => self.depart(handle, pipe, departure, None, marked),
+                Dequeued::Dropped { handle, cause } => {
+                    let p = self.packets.remove(handle);
+                    self.tap(pipe, &p, Seen::Dropped(cause));
+                    self.count_drop(&p);
+                }
+            }
+        }
+        self.dequeued = out;
+        self.arm_dequeue(pipe);
     }
 
     /// Schedules the packet's exit from `pipe` here, or hands it to the worker that handles
@@ -1086,13 +1226,16 @@ impl Engine {
 
     fn deliver(&mut self, p: Packet) {
         match p.body {
-            Body::External { token, ttl, .. } => self.outputs.push(Output::Delivered {
+            Body::External {
+                token, ecn, ttl, ..
+            } => self.outputs.push(Output::Delivered {
                 token,
                 at: self.now,
                 dst: self.topo.hosts[p.dst_host as usize],
+                ce: ecn == Ecn::Ce,
                 ttl,
             }),
-            Body::Data { flow, seg, .. } => {
+            Body::Data { flow, seg, ecn, .. } => {
                 let now = self.now;
                 let f = &mut self.flows[flow as usize];
                 let latency = now
@@ -1110,6 +1253,7 @@ impl Engine {
                         body: Body::Ack {
                             flow,
                             ack,
+                            ece: ecn == Ecn::Ce,
                             ttl: DEFAULT_TTL,
                         },
                         bytes: ACK_BYTES,
@@ -1121,9 +1265,9 @@ impl Engine {
                     self.start(id, Arrival::Alone);
                 }
             }
-            Body::Ack { flow, ack, .. } => {
+            Body::Ack { flow, ack, ece, .. } => {
                 self.count_return_home(self.flows[flow as usize].dst_host);
-                self.flows[flow as usize].sender.on_ack(self.now, &ack);
+                self.flows[flow as usize].sender.on_ack(self.now, &ack, ece);
                 self.poll_flow(flow);
             }
         }
@@ -1135,10 +1279,12 @@ impl Engine {
         while let Some(seg) = self.flows[flow as usize].sender.poll_transmit(now) {
             let f = &mut self.flows[flow as usize];
             f.stats.sent += 1;
+            let ecn = f.sender.ecn();
             let pkt = self.packets.insert(Packet {
                 body: Body::Data {
                     flow,
                     seg,
+                    ecn,
                     ttl: DEFAULT_TTL,
                 },
                 bytes: seg.bytes,

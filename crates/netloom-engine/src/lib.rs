@@ -13,7 +13,9 @@ pub mod tap;
 pub mod traffic;
 pub mod workers;
 
-pub use engine::{derive_seed, Engine, EngineCounters, EngineError, FlowStats, Output, Refusal};
+pub use engine::{
+    derive_seed, Engine, EngineCounters, EngineError, FlowStats, Injected, Output, Refusal,
+};
 pub use ownership::{Ownership, OwnershipError, Payload};
 pub use packet::{Handoff, DEFAULT_TTL};
 pub use report::Report;

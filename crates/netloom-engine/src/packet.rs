@@ -2,7 +2,7 @@
 //! hand-off that carries one to another worker.
 
 use crate::traffic::{Ack, Segment};
-use netloom_link::Ticket;
+use netloom_link::{Ecn, PacketMeta, Ticket};
 use netloom_time::Instant;
 use netloom_topo::{NodeId, PipeId};
 
@@ -15,13 +15,31 @@ pub type PacketId = u32;
 /// kind's tag, where a field of `Packet` would make the descriptor 8 bytes larger.
 #[derive(Clone, Copy, Debug)]
 pub enum Body {
-    /// A data segment of synthetic flow `flow`.
-    Data { flow: u32, seg: Segment, ttl: u8 },
-    /// An acknowledgement travelling back to flow `flow`'s sender.
-    Ack { flow: u32, ack: Ack, ttl: u8 },
+    /// A data segment of synthetic flow `flow`, with its ECN field (AIMD flows send ECT(0)).
+    Data {
+        flow: u32,
+        seg: Segment,
+        ecn: Ecn,
+        ttl: u8,
+    },
+    /// An acknowledgement travelling back to flow `flow`'s sender; `ece` echoes a CE mark on
+    /// the data packet it acknowledges. ACKs are not ECN-capable (RFC 3168, section 6.1.4).
+    Ack {
+        flow: u32,
+        ack: Ack,
+        ece: bool,
+        ttl: u8,
+    },
     /// A packet handed in from outside (a TUN device, a test); `token` is the caller's handle.
-    /// `home` is the worker that took it in and holds its payload.
-    External { token: u64, home: u16, ttl: u8 },
+    /// `home` is the worker that took it in and holds its payload; `ecn` its IP header's field.
+    /// `flow` is a hash of its addresses and ports, for FQ-CoDel.
+    External {
+        token: u64,
+        home: u16,
+        ecn: Ecn,
+        flow: u32,
+        ttl: u8,
+    },
 }
 
 impl Body {
@@ -29,6 +47,27 @@ impl Body {
     pub fn ttl(&mut self) -> &mut u8 {
         match self {
             Body::Data { ttl, .. } | Body::Ack { ttl, .. } | Body::External { ttl, .. } => ttl,
+        }
+    }
+
+    /// What a pipe needs to know about the packet besides its size.
+    pub(crate) fn meta(&self) -> PacketMeta {
+        let ecn = match *self {
+            Body::Data { ecn, .. } | Body::External { ecn, .. } => ecn,
+            Body::Ack { .. } => Ecn::NotEct,
+        };
+        let flow = match *self {
+            Body::Data { flow, .. } | Body::Ack { flow, .. } => flow,
+            // Set by the live driver from the packet's addresses and ports.
+            Body::External { flow, .. } => flow,
+        };
+        PacketMeta { ecn, flow }
+    }
+
+    /// A pipe marked the packet CE instead of dropping it.
+    pub(crate) fn mark_ce(&mut self) {
+        if let Body::Data { ecn, .. } | Body::External { ecn, .. } = self {
+            *ecn = Ecn::Ce;
         }
     }
 }

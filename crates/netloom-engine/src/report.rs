@@ -83,6 +83,10 @@ pub struct Drops {
     pub queue: u64,
     /// RED dropped the packet, deciding from the average queue (`aqm = "red"` only).
     pub red: u64,
+    /// CoDel dropped the packet as it reached the head of the queue (`aqm = "codel"` only).
+    /// Absent from reports of earlier versions, read as 0.
+    #[serde(default)]
+    pub codel: u64,
     /// The link's loss model (Bernoulli or Gilbert-Elliott) dropped the packet.
     pub loss: u64,
     /// This direction of the link was down when the packet arrived, or went down while the
@@ -115,6 +119,10 @@ pub struct PipeReport {
     pub drops: u64,
     /// `drops` broken down by cause.
     pub drops_by_cause: Drops,
+    /// ECN-capable packets the AQM marked CE instead of dropping them (`ecn = true`); they are
+    /// in `packets_out`, not in `drops`. Absent from reports of earlier versions, read as 0.
+    #[serde(default)]
+    pub marks: u64,
     /// bytes_out × 8 / (rate × duration).
     pub utilization: f64,
     /// High-water mark of the pipe's queue in packets, the packet being serialized included.
@@ -180,11 +188,13 @@ impl PipeReport {
             drops_by_cause: Drops {
                 queue: c.drops_queue,
                 red: c.drops_red,
+                codel: c.drops_codel,
                 loss: c.drops_loss,
                 link_down: c.drops_down,
                 tx_fail: c.drops_tx_fail,
             },
             utilization: (utilization * 1e6).round() / 1e6,
+            marks: c.marks,
             queue_hwm_packets: c.queue_hwm_packets,
             queue_hwm_bytes: c.queue_hwm_bytes,
         }
@@ -266,7 +276,7 @@ impl Report {
 
 /// A pipe's drops, every cause.
 pub(crate) fn total_drops(c: &PipeCounters) -> u64 {
-    c.drops_queue + c.drops_red + c.drops_loss + c.drops_down + c.drops_tx_fail
+    c.drops_queue + c.drops_red + c.drops_codel + c.drops_loss + c.drops_down + c.drops_tx_fail
 }
 
 /// `bytes` over `over` as bit/s, rounded down (0 over nothing).

@@ -3,7 +3,7 @@
 //! engine would deliver it: by its home worker (which holds its payload) when payloads are
 //! cached, by its destination's worker when they are shipped.
 
-use netloom_engine::{Engine, Output, Ownership, Payload, DEFAULT_TTL};
+use netloom_engine::{Engine, Injected, Output, Ownership, Payload};
 use netloom_time::{Duration, Instant};
 use netloom_topo::{load_str, Format, NodeId, Topology};
 use std::sync::Arc;
@@ -116,7 +116,7 @@ fn run(mut engines: Vec<Engine>, ownership: Option<&Ownership>) -> Vec<Fates> {
             if at > now {
                 break;
             }
-            assert!(engines[owner(src)].inject(at, src, dst, bytes, token, DEFAULT_TTL));
+            assert!(engines[owner(src)].inject(at, src, dst, Injected::plain(bytes, token)));
             next.next();
         }
         for from in 0..engines.len() {

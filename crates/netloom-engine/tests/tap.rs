@@ -2,7 +2,7 @@
 //! delay and a serialization later, a queue drop with its cause; untapped pipes report nothing.
 
 use netloom_engine::tap::{Carried, Seen, Tapped};
-use netloom_engine::{Engine, DEFAULT_TTL};
+use netloom_engine::{Engine, Injected};
 use netloom_link::{DropCause, PipeConfig, QueueLimit};
 use netloom_time::{Duration, Instant, Rate};
 use netloom_topo::{NodeKind, RoutingMetric, Topology};
@@ -20,10 +20,10 @@ fn a_tapped_pipe_reports_entries_exits_and_drops_at_their_instants() {
     e.set_tap(0, true);
     let at = Instant(1_000_000);
     for token in 0..3 {
-        assert!(e.inject(at, h1, h2, 1000, token, DEFAULT_TTL));
+        assert!(e.inject(at, h1, h2, Injected::plain(1000, token)));
     }
     assert!(
-        e.inject(at, h2, h1, 1000, 9, DEFAULT_TTL),
+        e.inject(at, h2, h1, Injected::plain(1000, 9)),
         "the other direction, untapped"
     );
     while let Some(t) = e.poll_at() {
@@ -49,7 +49,7 @@ fn a_tapped_pipe_reports_entries_exits_and_drops_at_their_instants() {
         ]
     );
     e.set_tap(0, false);
-    assert!(e.inject(Instant(20_000_000), h1, h2, 1000, 4, DEFAULT_TTL));
+    assert!(e.inject(Instant(20_000_000), h1, h2, Injected::plain(1000, 4)));
     while let Some(t) = e.poll_at() {
         e.advance(t);
     }

@@ -3,8 +3,8 @@
 
 use netloom_engine::sim::{self, SimOptions};
 use netloom_engine::traffic::{FlowSpec, SourceKind};
-use netloom_engine::{Engine, Output, Refusal, Report, DEFAULT_TTL};
-use netloom_link::{PipeConfig, QueueLimit};
+use netloom_engine::{Engine, Injected, Output, Refusal, Report, DEFAULT_TTL};
+use netloom_link::{PacketMeta, PipeConfig, QueueLimit};
 use netloom_time::{Duration, Instant, Rate};
 use netloom_topo::{NodeId, NodeKind, RoutingMetric, Topology};
 
@@ -62,7 +62,7 @@ fn one_packet_arrives_at_sum_of_delays_and_serializations() {
     let (t, h1, h2) = chain(&hops);
     let mut e = Engine::new(t, 1);
     let start = Instant(123_456_789);
-    assert!(e.inject(start, h1, h2, 1000, 42, DEFAULT_TTL));
+    assert!(e.inject(start, h1, h2, Injected::plain(1000, 42)));
     while let Some(at) = e.poll_at() {
         e.advance(at);
     }
@@ -79,6 +79,7 @@ fn one_packet_arrives_at_sum_of_delays_and_serializations() {
             at,
             dst: h2,
             ttl: DEFAULT_TTL - (hops.len() as u8 - 1),
+            ce: false
         }]
     );
     assert_eq!(e.counters().packet_hops, hops.len() as u64);
@@ -292,7 +293,7 @@ fn link_down_reroutes_around_a_ring_and_up_restores() {
     );
     let mut e = Engine::new(t, 1);
     let one_way = |e: &mut Engine, at: u64| {
-        e.inject(Instant(at), h0, h2, 100, at, DEFAULT_TTL);
+        e.inject(Instant(at), h0, h2, Injected::plain(100, at));
         while let Some(t) = e.poll_at() {
             e.advance(t);
         }
@@ -330,7 +331,7 @@ fn a_change_applies_at_the_time_it_is_made() {
     let pipe = topo.links[link as usize].ab;
     let mut e = Engine::new(topo, 1);
     // Packet 1 is in the pipe until 10.0008 ms; the engine last advanced at 0.
-    e.inject(Instant(0), h0, h1, 100, 1, DEFAULT_TTL);
+    e.inject(Instant(0), h0, h1, Injected::plain(100, 1));
     // A change made at 12 ms: packet 1 had already left, so going down does not drop it.
     e.set_link_up(Instant(12_000_000), link, false);
     assert_eq!(
@@ -339,19 +340,19 @@ fn a_change_applies_at_the_time_it_is_made() {
     );
     e.set_link_up(Instant(13_000_000), link, true);
     // A delay set at 20 ms holds for the packet that enters at 20 ms, not for one already in.
-    e.inject(Instant(19_000_000), h0, h1, 100, 2, DEFAULT_TTL);
+    e.inject(Instant(19_000_000), h0, h1, Injected::plain(100, 2));
     let slower = PipeConfig {
         delay: Duration::from_millis(30),
         ..*e.pipe(pipe).config()
     };
     e.set_pipe_configs(Instant(20_000_000), &[(pipe, slower)]);
-    e.inject(Instant(20_000_000), h0, h1, 100, 3, DEFAULT_TTL);
+    e.inject(Instant(20_000_000), h0, h1, Injected::plain(100, 3));
     assert_eq!(
         outputs_until(&mut e, Instant(60_000_000)),
         [(2, Some(29_000_800)), (3, Some(50_000_800))]
     );
     // Down at 70 ms drops the packet inside, which was due at 90.0008 ms.
-    e.inject(Instant(60_000_000), h0, h1, 100, 4, DEFAULT_TTL);
+    e.inject(Instant(60_000_000), h0, h1, Injected::plain(100, 4));
     e.set_link_up(Instant(70_000_000), link, false);
     assert_eq!(outputs_until(&mut e, Instant(100_000_000)), [(4, None)]);
 }
@@ -372,7 +373,7 @@ fn injected_packets_end_once_per_copy() {
     t.add_link(r, h2, None, lossy, Some(lossy));
     let mut e = Engine::new(t, 9);
     for token in 0..200 {
-        assert!(e.inject(Instant(token * 10_000), h1, h2, 500, token, DEFAULT_TTL));
+        assert!(e.inject(Instant(token * 10_000), h1, h2, Injected::plain(500, token)));
     }
     while let Some(at) = e.poll_at() {
         e.advance(at);
@@ -422,7 +423,7 @@ fn a_super_packet_enters_its_first_pipe_whole() {
     for base in [0u64, 100] {
         for k in 0..45u16 {
             let token = base + u64::from(k);
-            assert!(e.inject_segment(Instant(0), (h1, h2), 1500, token, DEFAULT_TTL, k));
+            assert!(e.inject_segment(Instant(0), h1, h2, Injected::plain(1500, token), k));
         }
     }
     while let Some(at) = e.poll_at() {
@@ -461,7 +462,13 @@ fn three_routers() -> (Topology, NodeId, NodeId) {
 /// second and returns the packet's outputs.
 fn fate_of(e: &mut Engine, src: NodeId, dst: NodeId, bytes: u32, ttl: u8) -> Vec<Output> {
     let now = e.now();
-    assert!(e.inject(now, src, dst, bytes, 7, ttl));
+    let packet = Injected {
+        bytes,
+        token: 7,
+        meta: PacketMeta::default(),
+        ttl,
+    };
+    assert!(e.inject(now, src, dst, packet));
     e.advance(Instant(now.0 + 1_000_000_000));
     e.drain_outputs().collect()
 }
@@ -514,7 +521,13 @@ fn a_host_without_a_route_hears_from_its_gateway_and_a_router_from_itself() {
     // Up again, and down while the packet is between r2 and r3 (from 2.0008 ms to 3.0012 ms
     // after it left): r3 finds no route.
     e.set_link_up(Instant(1_000_000_000), r3_h2, true);
-    assert!(e.inject(Instant(1_000_000_000), h1, h2, 100, 7, 64));
+    let packet = Injected {
+        bytes: 100,
+        token: 7,
+        meta: PacketMeta::default(),
+        ttl: 64,
+    };
+    assert!(e.inject(Instant(1_000_000_000), h1, h2, packet));
     e.set_link_up(Instant(1_002_500_000), r3_h2, false);
     e.advance(Instant(2_000_000_000));
     let got: Vec<_> = e.drain_outputs().collect();

@@ -42,7 +42,52 @@ pub struct RedParams {
     pub weight: f64,
 }
 
-/// Active queue management policy at the tail of the queue.
+/// CoDel parameters (RFC 8289, section 4.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodelParams {
+    /// The acceptable standing queue delay (RFC 8289's TARGET, 5 ms by default): a packet that
+    /// waited less is never dropped. The topology loader requires it above 0 and below
+    /// `interval`.
+    pub target: Duration,
+    /// How long the queue delay must stay above `target` before the first drop, and the base of
+    /// the control law's spacing interval/sqrt(count) (RFC 8289's INTERVAL, 100 ms by default).
+    pub interval: Duration,
+}
+
+impl Default for CodelParams {
+    /// RFC 8289's values for the Internet: target 5 ms, interval 100 ms.
+    fn default() -> CodelParams {
+        CodelParams {
+            target: Duration::from_millis(5),
+            interval: Duration::from_millis(100),
+        }
+    }
+}
+
+/// FQ-CoDel parameters (RFC 8290).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FqCodelParams {
+    /// Each flow queue's CoDel.
+    pub codel: CodelParams,
+    /// Bytes a flow queue may send per round of the deficit round robin (RFC 8290's quantum,
+    /// 1514 by default: one full-size Ethernet frame). At least 1.
+    pub quantum: u32,
+    /// Flow queues; a packet's flow number is reduced modulo this (1024 by default). At least 1.
+    pub flows: u32,
+}
+
+impl Default for FqCodelParams {
+    /// Linux's fq_codel defaults: CoDel's RFC values, a quantum of 1514 bytes, 1024 queues.
+    fn default() -> FqCodelParams {
+        FqCodelParams {
+            codel: CodelParams::default(),
+            quantum: 1514,
+            flows: 1024,
+        }
+    }
+}
+
+/// Active queue management policy.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Aqm {
     /// No early drops: a packet is dropped only when the queue limit would be exceeded.
@@ -50,6 +95,14 @@ pub enum Aqm {
     /// Random Early Detection ahead of the drop-tail check, as Dummynet's `red` pipes; the
     /// queue limit still applies to the packets RED lets through.
     Red(RedParams),
+    /// CoDel (RFC 8289) at the head of the queue, behind the drop-tail check at its tail: a
+    /// packet is dropped as it reaches the head from how long it waited there.
+    Codel(CodelParams),
+    /// FQ-CoDel (RFC 8290): packets wait in per-flow queues served in deficit round robin,
+    /// each under CoDel; the queue limit applies to all of them together, and a packet over it
+    /// is made room for by dropping the head of the longest queue. The pipe holds the packets
+    /// (`Pipe::hold`) instead of fixing their exit on arrival.
+    FqCodel(FqCodelParams),
 }
 
 /// Random loss applied to each packet as it enters the pipe.
@@ -105,8 +158,12 @@ pub struct PipeConfig {
     /// How much the queue holds, the packet being serialized included; by default the
     /// bandwidth × round-trip delay product (`QueueLimit::default_for`).
     pub queue: QueueLimit,
-    /// Early-drop policy applied before the queue limit.
+    /// Early-drop policy (RED before the queue limit, CoDel at the head of the queue).
     pub aqm: Aqm,
+    /// Explicit Congestion Notification (RFC 3168): a packet of an ECN-capable transport (ECT(0)
+    /// or ECT(1)) that the AQM would drop is marked CE and sent on instead. Drop-tail overflow
+    /// still drops. The topology loader refuses it without an AQM.
+    pub ecn: bool,
     /// Random loss drawn as each packet enters, before it reaches the queue.
     pub loss: LossModel,
     /// Probability that a packet is duplicated (the copy is queued right behind it).
@@ -231,6 +288,7 @@ impl PipeConfig {
             reorder: false,
             queue: QueueLimit::default_for(rate, delay),
             aqm: Aqm::DropTail,
+            ecn: false,
             loss: LossModel::None,
             duplicate: 0.0,
             ooo_rate: 0.0,

@@ -9,8 +9,10 @@
 //! `Timeline` steps through; the driver applies each state's configuration with `set_config`.
 
 mod backlog;
+mod codel;
 mod config;
 pub mod empirical;
+mod fq;
 mod loss;
 mod markov;
 pub mod per;

@@ -1,7 +1,9 @@
 //! The pipe state machine: queue occupancy, AQM, serialization, delay and impairments.
 
 use crate::backlog::Backlog;
-use crate::config::{Aqm, PipeConfig, PipeData, DEFAULT_PACKET_BYTES};
+use crate::codel::{Codel, Verdict};
+use crate::config::{Aqm, FqCodelParams, PipeConfig, PipeData, QueueLimit, DEFAULT_PACKET_BYTES};
+use crate::fq::{FqQueues, Served};
 use crate::loss::LossState;
 use crate::red::{self, RedAverage};
 use crate::rng::{chance, PipeRng};
@@ -17,6 +19,8 @@ pub enum DropCause {
     Queue,
     /// RED decided to drop early.
     Red,
+    /// CoDel dropped it as it reached the head of the queue.
+    Codel,
     /// The loss model (Bernoulli or Gilbert-Elliott) dropped it.
     Loss,
     /// The link was down when the packet arrived or went down while it was in flight.
@@ -46,6 +50,10 @@ pub struct PipeCounters {
     pub drops_queue: u64,
     /// Packets RED dropped early, before the queue limit was checked.
     pub drops_red: u64,
+    /// Packets CoDel dropped at the head of the queue.
+    pub drops_codel: u64,
+    /// ECN-capable packets marked CE where the AQM (RED or CoDel) would have dropped them.
+    pub marks: u64,
     /// Packets lost by the loss model (Bernoulli or Gilbert-Elliott) as they entered.
     pub drops_loss: u64,
     /// Packets offered while the link was down, plus packets whose release came after it went
@@ -63,6 +71,48 @@ pub struct PipeCounters {
     pub queue_hwm_packets: u64,
     /// The most bytes the queue held, sampled like `queue_hwm_packets`.
     pub queue_hwm_bytes: u64,
+}
+
+/// The ECN field of a packet's IP header (RFC 3168), as the AQM needs it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Ecn {
+    /// Not-ECT (0b00): the transport does not understand marks; the AQM drops.
+    #[default]
+    NotEct,
+    /// ECT(1) (0b01).
+    Ect1,
+    /// ECT(0) (0b10).
+    Ect0,
+    /// CE (0b11): already marked on the way.
+    Ce,
+}
+
+impl Ecn {
+    /// The codepoint in the two low bits of `bits` (the IPv4 TOS byte or IPv6 traffic class).
+    pub fn from_bits(bits: u8) -> Ecn {
+        match bits & 0b11 {
+            0b00 => Ecn::NotEct,
+            0b01 => Ecn::Ect1,
+            0b10 => Ecn::Ect0,
+            _ => Ecn::Ce,
+        }
+    }
+
+    /// Can the packet carry a CE mark instead of being dropped? True for ECT(0), ECT(1) and
+    /// CE (marking a CE packet again changes nothing, and RFC 3168 forbids dropping it instead).
+    pub fn is_capable(self) -> bool {
+        self != Ecn::NotEct
+    }
+}
+
+/// What a pipe needs to know about a packet besides its size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PacketMeta {
+    /// The packet's ECN field.
+    pub ecn: Ecn,
+    /// Its flow, for FQ-CoDel (which queues it in flow queue `flow` modulo its number of
+    /// queues): the synthetic flow's number in `sim`, a hash of the 5-tuple in a live run.
+    pub flow: u32,
 }
 
 /// Proof that a packet was scheduled by a pipe; handed back to `release`.
@@ -94,13 +144,53 @@ pub enum Admission {
         first: Departure,
         /// Present when the pipe duplicated the packet: the copy's own departure.
         duplicate: Option<Departure>,
+        /// The AQM marked the packet (and its copy) CE instead of dropping it: the caller sets
+        /// the packet's ECN field to CE. Counted in `PipeCounters::marks`.
+        marked: bool,
+    },
+}
+
+/// What became of a packet a deferred pipe held, as `Pipe::dequeue` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dequeued {
+    /// The packet left the queue: it leaves the far end at `departure.exit`, marked CE if
+    /// `marked`.
+    Departed {
+        /// The caller's handle, as given to `hold`.
+        handle: u32,
+        /// When it leaves the far end; the caller calls `release` then.
+        departure: Departure,
+        /// The AQM marked it CE instead of dropping it.
+        marked: bool,
+    },
+    /// The pipe dropped the held packet (CoDel at the head, the link went down, or a wireless
+    /// transmission failed); already counted.
+    Dropped {
+        /// The caller's handle, as given to `hold`.
+        handle: u32,
+        /// Why.
+        cause: DropCause,
+    },
+}
+
+/// The pipe's answer to a packet given to `hold`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    /// Refused on arrival (link down, random loss); already counted.
+    Dropped(DropCause),
+    /// Waiting in the pipe until `dequeue` reports it. `evicted`: the queues were over the
+    /// limit, so the head of the longest flow queue (perhaps this very packet) was dropped to
+    /// make room; the caller discards that packet (counted in `drops_queue`).
+    Held {
+        /// The handle of the packet dropped to make room, if any.
+        evicted: Option<u32>,
     },
 }
 
 /// One pipe. See the crate documentation for the protocol.
 ///
 /// Stages of `offer`, in order: link state → loss → queue occupancy → AQM (RED) → drop-tail →
-/// serialization at `rate` (or the trace's next opportunities; or wireless attempts, which may
+/// CoDel at the instant the packet will reach the head → serialization at `rate` (or the trace's next opportunities; or wireless attempts, which may
 /// fail) → delay ± jitter (+ `ooo_delay` for out-of-order packets) → duplicate.
 pub struct Pipe {
     config: PipeConfig,
@@ -116,6 +206,10 @@ pub struct Pipe {
     /// `reorder` is set.
     last_exit: Instant,
     red: RedAverage,
+    codel: Codel,
+    /// FQ-CoDel's state, from the first configuration with `aqm = "fq_codel"` on; boxed so that
+    /// FIFO pipes, the common case, stay small.
+    fq: Option<Box<Held>>,
     loss: LossState,
     /// Bumped each time the pipe goes down; tickets from an older epoch are dropped at release.
     epoch: u32,
@@ -151,6 +245,8 @@ impl Pipe {
             busy_until: Instant::ZERO,
             last_exit: Instant::ZERO,
             red: RedAverage::default(),
+            codel: Codel::default(),
+            fq: fq_state(&config),
             loss: LossState::default(),
             epoch: 0,
             counters: PipeCounters::default(),
@@ -168,8 +264,8 @@ impl Pipe {
     }
 
     /// Offer a packet of `bytes` arriving at `now`. `now` never goes backwards between calls.
-    pub fn offer(&mut self, now: Instant, bytes: u32) -> Admission {
-        self.admit(now, bytes, Queueing::Decide)
+    pub fn offer(&mut self, now: Instant, bytes: u32, meta: PacketMeta) -> Admission {
+        self.admit(now, bytes, meta, Queueing::Decide)
     }
 
     /// Offer the next wire segment of a super-packet whose first segment this pipe was just
@@ -177,15 +273,22 @@ impl Pipe {
     /// its NIC then sends the segments back to back. So the queue limit and the AQM decided
     /// with the first segment (`lead_queued`: false if they refused it), and each later segment
     /// only meets the link itself: its state, random loss and serialization.
+    /// A segment of a super-packet the AQM marked shares the mark: the caller marks it too.
     pub fn offer_following(&mut self, now: Instant, bytes: u32, lead_queued: bool) -> Admission {
         let queueing = match lead_queued {
             true => Queueing::Decided,
             false => Queueing::Refused,
         };
-        self.admit(now, bytes, queueing)
+        self.admit(now, bytes, PacketMeta::default(), queueing)
     }
 
-    fn admit(&mut self, now: Instant, bytes: u32, queueing: Queueing) -> Admission {
+    fn admit(
+        &mut self,
+        now: Instant,
+        bytes: u32,
+        meta: PacketMeta,
+        queueing: Queueing,
+    ) -> Admission {
         self.counters.packets_in += 1;
         self.counters.bytes_in += u64::from(bytes);
         if !self.config.up {
@@ -199,8 +302,10 @@ impl Pipe {
         }
         self.backlog.drain(now);
         if let Queueing::Decided = queueing {
-            return self.accept(now, bytes);
+            return self.accept(now, bytes, false);
         }
+        let markable = self.config.ecn && meta.ecn.is_capable();
+        let mut marked = false;
         if let Aqm::Red(params) = self.config.aqm {
             // An empty queue has been empty since the serializer went idle.
             let idle = self.backlog.is_empty().then(|| {
@@ -210,17 +315,45 @@ impl Pipe {
             let q = self.backlog.level(self.config.queue);
             let avg = self.red.update(params.weight, q, now, idle);
             if chance(&mut self.rng, red::drop_probability(&params, avg)) {
-                return self.reject(DropCause::Red);
+                if !markable {
+                    return self.reject(DropCause::Red);
+                }
+                marked = true;
             }
         }
         if !self.backlog.fits(self.config.queue, bytes) {
             return self.reject(DropCause::Queue);
         }
-        self.accept(now, bytes)
+        if let Aqm::Codel(params) = self.config.aqm {
+            // In a FIFO the packet reaches the head when the serializer is done with the ones
+            // ahead of it, so CoDel's dequeue decision can be taken now (docs/link.md).
+            if now > self.busy_until {
+                self.codel.idle();
+            }
+            let head = now.max(self.busy_until);
+            let short_queue = self.backlog.bytes() <= DEFAULT_PACKET_BYTES;
+            let sojourn = head.saturating_since(now);
+            match self
+                .codel
+                .dequeue(&params, head, sojourn, short_queue, markable)
+            {
+                Verdict::Pass => {}
+                Verdict::Mark => marked = true,
+                Verdict::Drop => {
+                    // Dropped at the head, it held its place in the queue until then but takes
+                    // no serialization time.
+                    self.busy_until = head;
+                    self.backlog.push(head, bytes);
+                    return self.reject(DropCause::Codel);
+                }
+            }
+        }
+        self.accept(now, bytes, marked)
     }
 
     /// Schedules a packet past the queue's checks, and its duplicate if the pipe makes one.
-    fn accept(&mut self, now: Instant, bytes: u32) -> Admission {
+    /// `marked`: the AQM marked it CE.
+    fn accept(&mut self, now: Instant, bytes: u32, marked: bool) -> Admission {
         let Some(first) = self.schedule(now, bytes) else {
             return self.reject(DropCause::TxFail);
         };
@@ -236,7 +369,12 @@ impl Pipe {
         } else {
             None
         };
-        Admission::Scheduled { first, duplicate }
+        self.counters.marks += u64::from(marked);
+        Admission::Scheduled {
+            first,
+            duplicate,
+            marked,
+        }
     }
 
     /// The packet scheduled with `ticket` leaves at `now` (its exit time). Returns false, and
@@ -259,14 +397,23 @@ impl Pipe {
         if (config.wireless, config.rate) != (self.config.wireless, self.config.rate) {
             self.radio = radio_for(&config, &self.data);
         }
+        if let Aqm::FqCodel(params) = config.aqm {
+            self.fq.get_or_insert_with(|| Held::new(params)).params = params;
+        }
         self.config = config;
         if going_down {
+            if let Some(fq) = &mut self.fq {
+                let gone = &mut fq.gone;
+                fq.queues.clear(|handle| gone.push(handle));
+                self.counters.drops_down += gone.len() as u64;
+            }
             self.epoch = self.epoch.wrapping_add(1);
             // Everything queued or in flight is lost, so a later up starts with an idle link.
             self.backlog.clear();
             self.busy_until = now;
             self.last_exit = Instant::ZERO;
             self.red = RedAverage::default();
+            self.codel = Codel::default();
             self.trace = TraceCursor::default();
         }
     }
@@ -274,7 +421,125 @@ impl Pipe {
     /// Packets and bytes in the queue (waiting or being serialized) at `now`.
     pub fn queue_len(&mut self, now: Instant) -> (u64, u64) {
         self.backlog.drain(now);
-        (self.backlog.packets(), self.backlog.bytes())
+        let (packets, bytes) = self.fq.as_ref().map_or((0, 0), |fq| fq.queues.len());
+        (
+            self.backlog.packets() + packets,
+            self.backlog.bytes() + bytes,
+        )
+    }
+
+    /// Does this pipe hold its packets (`hold`, `poll_at`, `dequeue`) instead of fixing their
+    /// exit on arrival (`offer`)? True under FQ-CoDel, whose service order depends on later
+    /// arrivals. Offer a packet to such a pipe with `hold`.
+    pub fn is_deferred(&self) -> bool {
+        matches!(self.config.aqm, Aqm::FqCodel(_))
+    }
+
+    /// Gives a deferred pipe a packet arriving at `now`, known to the caller by `handle`, to
+    /// hold until `dequeue` says what became of it. The caller keeps the packet meanwhile.
+    pub fn hold(&mut self, now: Instant, bytes: u32, meta: PacketMeta, handle: u32) -> Hold {
+        self.counters.packets_in += 1;
+        self.counters.bytes_in += u64::from(bytes);
+        if !self.config.up {
+            self.counters.drops_down += 1;
+            return Hold::Dropped(DropCause::LinkDown);
+        }
+        if self.loss.lose(&self.config.loss, &mut self.rng) {
+            self.counters.drops_loss += 1;
+            return Hold::Dropped(DropCause::Loss);
+        }
+        let params = fq_params(&self.config);
+        let fq = self.fq.get_or_insert_with(|| Held::new(params));
+        fq.queues
+            .push(&fq.params, meta.flow, handle, bytes, now, meta.ecn);
+        // The limit counts the packet being sent too, as a FIFO pipe's does.
+        let (packets, total) = self.queue_len(now);
+        let over = match self.config.queue {
+            QueueLimit::Packets(n) => packets > u64::from(n),
+            QueueLimit::Bytes(b) => total > b,
+        };
+        let evicted = match (over, &mut self.fq) {
+            (true, Some(fq)) => {
+                self.counters.drops_queue += 1;
+                fq.queues.drop_from_fattest()
+            }
+            _ => None,
+        };
+        let (packets, total) = self.queue_len(now);
+        let c = &mut self.counters;
+        c.queue_hwm_packets = c.queue_hwm_packets.max(packets);
+        c.queue_hwm_bytes = c.queue_hwm_bytes.max(total);
+        Hold::Held { evicted }
+    }
+
+    /// When the pipe next needs `dequeue`: when its serializer is free with packets held (which
+    /// may be before the last `now`: call it then at once), or at once after the link went down
+    /// with packets held; `None` when it holds nothing.
+    pub fn poll_at(&self) -> Option<Instant> {
+        let fq = self.fq.as_ref()?;
+        if !fq.gone.is_empty() {
+            return Some(Instant::ZERO);
+        }
+        (fq.queues.len().0 > 0).then_some(self.busy_until)
+    }
+
+    /// At `now`, a time `poll_at` gave or later: reports the held packets dropped by the link
+    /// going down, then, if the serializer is free, what the flow queues' scheduler does: CoDel
+    /// drops at the heads, and the next packet's departure.
+    pub fn dequeue(&mut self, now: Instant, out: &mut Vec<Dequeued>) {
+        // Out of `self` meanwhile, so the serializer can be used beside it.
+        let Some(mut fq) = self.fq.take() else {
+            return;
+        };
+        out.extend(fq.gone.drain(..).map(|handle| Dequeued::Dropped {
+            handle,
+            cause: DropCause::LinkDown,
+        }));
+        if now >= self.busy_until {
+            self.serve(&mut fq, now, out);
+        }
+        self.fq = Some(fq);
+    }
+
+    /// The flow queues' scheduler at `now`, the serializer being free: CoDel's drops at the
+    /// heads, then the departure of the next packet, if any.
+    fn serve(&mut self, fq: &mut Held, now: Instant, out: &mut Vec<Dequeued>) {
+        loop {
+            match fq.queues.serve(&fq.params, now, self.config.ecn) {
+                Served::Empty => return,
+                Served::Dropped(handle) => {
+                    self.counters.drops_codel += 1;
+                    out.push(Dequeued::Dropped {
+                        handle,
+                        cause: DropCause::Codel,
+                    });
+                }
+                Served::Send {
+                    handle,
+                    bytes,
+                    marked,
+                } => {
+                    out.push(match self.schedule(now, bytes) {
+                        Some(departure) => {
+                            self.counters.marks += u64::from(marked);
+                            Dequeued::Departed {
+                                handle,
+                                departure,
+                                marked,
+                            }
+                        }
+                        None => {
+                            self.counters.drops_tx_fail += 1;
+                            Dequeued::Dropped {
+                                handle,
+                                cause: DropCause::TxFail,
+                            }
+                        }
+                    });
+                    return;
+                }
+            }
+        }
     }
 
     /// The counters since the pipe was created, including any absorbed from replicas.
@@ -292,6 +557,8 @@ impl Pipe {
         c.bytes_out += other.bytes_out;
         c.drops_queue += other.drops_queue;
         c.drops_red += other.drops_red;
+        c.drops_codel += other.drops_codel;
+        c.marks += other.marks;
         c.drops_loss += other.drops_loss;
         c.drops_down += other.drops_down;
         c.drops_tx_fail += other.drops_tx_fail;
@@ -306,6 +573,7 @@ impl Pipe {
         match cause {
             DropCause::Queue => c.drops_queue += 1,
             DropCause::Red => c.drops_red += 1,
+            DropCause::Codel => c.drops_codel += 1,
             DropCause::Loss => c.drops_loss += 1,
             DropCause::LinkDown => c.drops_down += 1,
             DropCause::TxFail => c.drops_tx_fail += 1,
@@ -374,6 +642,39 @@ impl Pipe {
                 .saturating_sub(jitter),
         )
     }
+}
+
+/// A deferred pipe's packets and what it needs to serve them.
+struct Held {
+    queues: FqQueues,
+    /// The parameters the queues were last configured with: packets held under FQ-CoDel still
+    /// drain by them after a change to another `aqm`.
+    params: FqCodelParams,
+    /// Held packets dropped when the link went down, for the next `dequeue` to report.
+    gone: Vec<u32>,
+}
+
+impl Held {
+    fn new(params: FqCodelParams) -> Box<Held> {
+        Box::new(Held {
+            queues: FqQueues::default(),
+            params,
+            gone: Vec::new(),
+        })
+    }
+}
+
+/// The FQ-CoDel parameters of `config`, or the defaults when it has another `aqm`.
+fn fq_params(config: &PipeConfig) -> FqCodelParams {
+    match config.aqm {
+        Aqm::FqCodel(params) => params,
+        _ => FqCodelParams::default(),
+    }
+}
+
+/// A deferred pipe's state when `config` asks for FQ-CoDel.
+fn fq_state(config: &PipeConfig) -> Option<Box<Held>> {
+    matches!(config.aqm, Aqm::FqCodel(_)).then(|| Held::new(fq_params(config)))
 }
 
 /// The wireless channel `config` asks for, if any.

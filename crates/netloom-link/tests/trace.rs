@@ -1,7 +1,7 @@
 //! A trace-driven pipe delivers exactly the trace's opportunities: under saturation, one
 //! 1500-byte packet at each opportunity, looping, plus the propagation delay.
 
-use netloom_link::{Admission, Pipe, PipeConfig, PipeData, QueueLimit, Trace};
+use netloom_link::{Admission, PacketMeta, Pipe, PipeConfig, PipeData, QueueLimit, Trace};
 use netloom_time::{Duration, Instant, Rate};
 use std::sync::Arc;
 
@@ -35,7 +35,9 @@ fn saturated_trace_pipe_uses_every_opportunity_once() {
     let mut pipe = Pipe::with_data(cfg, 1, data);
     let n = 2 * trace.len() as u64 + 17; // more than two loops
     for k in 0..n {
-        let Admission::Scheduled { first, .. } = pipe.offer(Instant::ZERO, 1500) else {
+        let Admission::Scheduled { first, .. } =
+            pipe.offer(Instant::ZERO, 1500, PacketMeta::default())
+        else {
             panic!("packet {k} dropped");
         };
         assert_eq!(first.exit, trace.time_of(k) + delay, "packet {k}");
@@ -56,11 +58,23 @@ fn an_idle_trace_pipe_waits_for_the_next_opportunity() {
         Admission::Scheduled { first, .. } => first.exit,
         Admission::Dropped(c) => panic!("{c:?}"),
     };
-    assert_eq!(exit(pipe.offer(ms(13), 1500)), ms(30));
+    assert_eq!(
+        exit(pipe.offer(ms(13), 1500, PacketMeta::default())),
+        ms(30)
+    );
     // The next loop starts at 30 ms: its opportunities are at 35, 35, 42 and 60 ms.
-    assert_eq!(exit(pipe.offer(ms(31), 1500)), ms(35));
-    assert_eq!(exit(pipe.offer(ms(31), 1500)), ms(35));
-    assert_eq!(exit(pipe.offer(ms(31), 1500)), ms(42));
+    assert_eq!(
+        exit(pipe.offer(ms(31), 1500, PacketMeta::default())),
+        ms(35)
+    );
+    assert_eq!(
+        exit(pipe.offer(ms(31), 1500, PacketMeta::default())),
+        ms(35)
+    );
+    assert_eq!(
+        exit(pipe.offer(ms(31), 1500, PacketMeta::default())),
+        ms(42)
+    );
 }
 
 #[test]
@@ -74,12 +88,12 @@ fn going_down_frees_the_opportunities_queued_packets_had_taken() {
     let mut pipe = Pipe::with_data(cfg, 1, data);
     let ms = |v: u64| Instant::from_nanos(v * 1_000_000);
     for _ in 0..3 {
-        pipe.offer(ms(0), 1500); // take 10, 20 and 30 ms
+        pipe.offer(ms(0), 1500, PacketMeta::default()); // take 10, 20 and 30 ms
     }
     pipe.set_config(ms(5), PipeConfig { up: false, ..cfg });
     pipe.set_config(ms(6), cfg);
     // The three packets were lost with the link; the next one takes the 10 ms opportunity.
-    let Admission::Scheduled { first, .. } = pipe.offer(ms(7), 1500) else {
+    let Admission::Scheduled { first, .. } = pipe.offer(ms(7), 1500, PacketMeta::default()) else {
         panic!("dropped");
     };
     assert_eq!(first.exit, ms(10));

@@ -6,7 +6,7 @@
 
 use netloom_link::empirical::{Empirical, PPB};
 use netloom_link::{
-    Admission, DelayProfile, Pipe, PipeConfig, PipeData, QueueLimit, Standard, Wireless,
+    Admission, DelayProfile, PacketMeta, Pipe, PipeConfig, PipeData, QueueLimit, Standard, Wireless,
 };
 use netloom_time::{Duration, Instant, Rate};
 use std::sync::Arc;
@@ -31,7 +31,9 @@ fn saturated_kbps(pipe: &mut Pipe, n: u64) -> f64 {
     let mut last = Instant::ZERO;
     let mut delivered = 0;
     for _ in 0..n {
-        if let Admission::Scheduled { first, .. } = pipe.offer(Instant::ZERO, IP_BYTES) {
+        if let Admission::Scheduled { first, .. } =
+            pipe.offer(Instant::ZERO, IP_BYTES, PacketMeta::default())
+        {
             last = last.max(first.exit);
             delivered += 1;
         }
@@ -115,7 +117,8 @@ fn netload_stretches_each_attempt() {
     };
     let cfg = wireless_pipe(Standard::B, 8_000_000, |w| w.netload = 0.2);
     let mut pipe = Pipe::with_data(cfg, 1, data);
-    let Admission::Scheduled { first, .. } = pipe.offer(Instant::ZERO, 1000) else {
+    let Admission::Scheduled { first, .. } = pipe.offer(Instant::ZERO, 1000, PacketMeta::default())
+    else {
         panic!("dropped");
     };
     // 1.1 ms / 0.8 = 1.375 ms.
@@ -134,7 +137,7 @@ fn collisions_cause_retries_and_transmit_failures() {
     let mut pipe = Pipe::new(cfg, 7);
     let n = 20_000u64;
     for _ in 0..n {
-        pipe.offer(Instant::ZERO, 1000);
+        pipe.offer(Instant::ZERO, 1000, PacketMeta::default());
     }
     let c = *pipe.counters();
     let fail_p = p * p * p;
@@ -169,7 +172,7 @@ fn noise_follows_the_packet_error_rate() {
     let mut pipe = Pipe::new(cfg, 3);
     let n = 20_000u64;
     for _ in 0..n {
-        pipe.offer(Instant::ZERO, 1000);
+        pipe.offer(Instant::ZERO, 1000, PacketMeta::default());
     }
     let k = pipe.counters().drops_tx_fail as f64;
     let bound = 3.29 * (n as f64 * per * (1.0 - per)).sqrt();
@@ -182,7 +185,7 @@ fn noise_follows_the_packet_error_rate() {
     let clear = wireless_pipe(Standard::B, 11_000_000, |w| w.snr_db = Some(30.0));
     let mut pipe = Pipe::new(clear, 3);
     for _ in 0..1000 {
-        pipe.offer(Instant::ZERO, 1000);
+        pipe.offer(Instant::ZERO, 1000, PacketMeta::default());
     }
     assert_eq!(pipe.counters().drops_tx_fail, 0);
 }
@@ -192,12 +195,12 @@ fn noise_follows_the_packet_error_rate() {
 fn reconfiguration_rebuilds_the_channel() {
     let cfg = wireless_pipe(Standard::G, 54_000_000, |_| {});
     let mut pipe = Pipe::new(cfg, 9);
-    pipe.offer(Instant::ZERO, 1000);
+    pipe.offer(Instant::ZERO, 1000, PacketMeta::default());
     let mut bad = cfg;
     bad.wireless.as_mut().unwrap().snr_db = Some(-5.0);
     pipe.set_config(Instant::ZERO, bad);
     assert!(matches!(
-        pipe.offer(Instant::ZERO, 1000),
+        pipe.offer(Instant::ZERO, 1000, PacketMeta::default()),
         Admission::Dropped(netloom_link::DropCause::TxFail)
     ));
     assert_eq!(pipe.counters().drops_tx_fail, 1);

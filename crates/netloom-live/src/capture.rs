@@ -238,6 +238,7 @@ pub fn cause_name(cause: DropCause) -> &'static str {
     match cause {
         DropCause::Queue => "queue",
         DropCause::Red => "red",
+        DropCause::Codel => "codel",
         DropCause::Loss => "loss",
         DropCause::LinkDown => "link-down",
         DropCause::TxFail => "tx-fail",

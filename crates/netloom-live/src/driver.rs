@@ -16,7 +16,7 @@ use crate::clock::Clock;
 use crate::fragment;
 use crate::icmp::{self, Bucket};
 use crate::io::{Framing, PacketIo};
-use crate::ip::{endpoints, Malformed};
+use crate::ip::{self, endpoints, Malformed};
 use crate::mailbox::{Inbox, Message, Post};
 use crate::message::{Answer, HostCounters, Order, Snapshot};
 use crate::payload::{token, untoken, Payloads};
@@ -25,7 +25,7 @@ use crate::ration::Ration;
 use crate::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
 use crate::wait::{Precision, Waiter};
 use netloom_engine::tap::{Carried, Seen};
-use netloom_engine::{Engine, Output, Refusal};
+use netloom_engine::{Engine, Injected, Output, Refusal};
 use netloom_time::Instant;
 use netloom_topo::{NodeId, NodeKind, PipeId};
 use std::collections::HashMap;
@@ -479,6 +479,8 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                     continue;
                 }
             }
+            // The segments of a super-packet share its header: its ECN field and its flow.
+            let meta = ip::meta(&pool.space(id)[offset..len]);
             pool.fill(id, len, gso, u32::from(segments));
             let (src_node, dst_node) = (
                 self.host_nodes[host as usize],
@@ -488,13 +490,31 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             for k in 0..segments {
                 let token = token(me, id, k);
                 let injected = match gso {
-                    None => self
-                        .engine
-                        .inject(now, src_node, dst_node, single, token, ttl),
+                    None => self.engine.inject(
+                        now,
+                        src_node,
+                        dst_node,
+                        Injected {
+                            bytes: single,
+                            token,
+                            meta,
+                            ttl,
+                        },
+                    ),
                     Some(g) => {
                         let bytes = g.wire_len(k);
-                        self.engine
-                            .inject_segment(now, (src_node, dst_node), bytes, token, ttl, k)
+                        self.engine.inject_segment(
+                            now,
+                            src_node,
+                            dst_node,
+                            Injected {
+                                bytes,
+                                token,
+                                meta,
+                                ttl,
+                            },
+                            k,
+                        )
                     }
                 };
                 if !injected {
@@ -634,11 +654,13 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             };
             pool.space(part)[..piece.len()].copy_from_slice(&piece);
             pool.fill(part, piece.len(), None, 1);
-            let bytes = (piece.len() - offset) as u32;
-            if !self
-                .engine
-                .inject(now, node, dst, bytes, token(me, part, 0), ttl)
-            {
+            let packet = Injected {
+                bytes: (piece.len() - offset) as u32,
+                token: token(me, part, 0),
+                meta: ip::meta(&piece[offset..]),
+                ttl,
+            };
+            if !self.engine.inject(now, node, dst, packet) {
                 self.payloads.pool().release(part);
             }
         }
@@ -698,12 +720,14 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         space[..offset].fill(0);
         space[offset..offset + len].copy_from_slice(&self.error[..len]);
         pool.fill(reply, offset + len, None, 1);
-        let token = token(self.payloads.me(), reply, 0);
+        let packet = Injected {
+            bytes: len as u32,
+            token: token(self.payloads.me(), reply, 0),
+            meta: ip::meta(&self.error[..len]),
+            ttl: icmp::ERROR_TTL,
+        };
         let dst = self.host_nodes[host as usize];
-        if !self
-            .engine
-            .inject(now, router, dst, len as u32, token, icmp::ERROR_TTL)
-        {
+        if !self.engine.inject(now, router, dst, packet) {
             self.payloads.pool().release(reply);
         }
     }
@@ -841,17 +865,26 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 .expect("the engine delivers only to hosts");
             let now = self.clock.now();
             self.waiter.packet(now);
+            let mut ce = false;
             for output in &self.outbox[i..end] {
-                if let Output::Delivered { at, .. } = output {
+                if let Output::Delivered { at, ce: marked, .. } = output {
                     let lateness = now.saturating_since(*at);
                     self.ration.released(lateness);
                     self.accuracy
                         .record_release(std::time::Duration::from_nanos(lateness.as_nanos()));
+                    ce |= marked;
                 }
             }
             // Every router on the way took one off (a copy's twin sets the same).
             let offset = self.framing.header_len();
             icmp::set_ttl(&mut self.payloads.pool().space(id)[offset..], ttl);
+            if ce {
+                // The mark goes into the buffer, so segments of the same super-packet written
+                // later carry it too: the AQM judged the super-packet as one entry.
+                let len = self.payloads.pool_ref().frame(id).len();
+                let offset = self.framing.header_len();
+                ip::set_ce(&mut self.payloads.pool().space(id)[offset..len]);
+            }
             let frame = self.payloads.pool_ref().frame(id);
             let (sent, bytes) = match gso {
                 None => (

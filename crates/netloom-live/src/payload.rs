@@ -183,8 +183,8 @@ mod tests {
 
     /// A hand-off of one packet from outside, as an engine of a two-worker run makes it.
     fn dummy_handoff() -> Handoff {
-        use netloom_engine::{Ownership, Payload};
-        use netloom_link::PipeConfig;
+        use netloom_engine::{Injected, Ownership, Payload};
+        use netloom_link::{PacketMeta, PipeConfig};
         use netloom_time::{Duration, Instant, Rate};
         use netloom_topo::{NodeKind, RoutingMetric, Topology};
         use std::sync::Arc;
@@ -199,9 +199,12 @@ mod tests {
             Instant(0),
             h0,
             h1,
-            100,
-            token(0, 0, 0),
-            netloom_engine::DEFAULT_TTL
+            Injected {
+                bytes: 100,
+                token: token(0, 0, 0),
+                meta: PacketMeta::default(),
+                ttl: netloom_engine::DEFAULT_TTL,
+            }
         ));
         let handoff = e.take_handoffs(1).next();
         handoff.expect("h1's side is worker 1's")

@@ -176,6 +176,7 @@ mod tests {
                 bytes_out: 0,
                 drops: 0,
                 drops_by_cause: Drops::default(),
+                marks: 0,
                 utilization: 0.0,
                 queue_hwm_packets: 0,
                 queue_hwm_bytes: 0,

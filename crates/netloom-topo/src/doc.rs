@@ -92,12 +92,27 @@ pub struct LinkParams {
     /// Queue limit: packets (integer) or bytes ("64KB").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<QueueSpec>,
-    /// "droptail" or "red".
+    /// "droptail", "red", "codel" or "fq_codel".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aqm: Option<String>,
     /// RED parameters, used only with `aqm = "red"`; layers merge them key by key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub red: Option<RedSpec>,
+    /// CoDel's target queue delay, used only with `aqm = "codel"`: a duration; default "5ms".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codel_target: Option<String>,
+    /// CoDel's interval, used only with `aqm = "codel"`: a duration; default "100ms".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codel_interval: Option<String>,
+    /// FQ-CoDel's quantum in bytes, used only with `aqm = "fq_codel"`; default 1514.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fq_quantum: Option<i64>,
+    /// FQ-CoDel's number of flow queues, used only with `aqm = "fq_codel"`; default 1024.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fq_flows: Option<i64>,
+    /// Mark ECN-capable packets CE instead of dropping them early (needs an AQM); default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<bool>,
     /// Duplication probability: "1%" or a fraction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicate: Option<Fraction>,

@@ -8,8 +8,9 @@ use crate::patch::{refusal, AqmChoice, LinkPatch, PatchError, RedPatch};
 use crate::schema::{self, did_you_mean};
 use crate::units::{self, Range, UnitError};
 use netloom_link::{
-    Aqm, LossModel, PipeConfig, PipeData, QueueLimit, RedParams, Standard, Wireless, DEFAULT_MTU,
-    DEFAULT_PACKET_BYTES, DEFAULT_RETRY_LIMIT, MAX_MTU, MIN_IPV4_MTU, MIN_MTU,
+    Aqm, CodelParams, FqCodelParams, LossModel, PipeConfig, PipeData, QueueLimit, RedParams,
+    Standard, Wireless, DEFAULT_MTU, DEFAULT_PACKET_BYTES, DEFAULT_RETRY_LIMIT, MAX_MTU,
+    MIN_IPV4_MTU, MIN_MTU,
 };
 use netloom_time::{Duration, Rate};
 use serde_json::{Map, Value};
@@ -158,6 +159,24 @@ impl LayerParser<'_> {
         valid
     }
 
+    /// A whole number of `key` within `valid`, or `None` after recording "`key` N must be `what`".
+    fn count(
+        &mut self,
+        key: &str,
+        v: Option<i64>,
+        valid: std::ops::RangeInclusive<u32>,
+        what: &str,
+    ) -> Option<u32> {
+        let v = v?;
+        match u32::try_from(v) {
+            Ok(n) if valid.contains(&n) => Some(n),
+            _ => {
+                self.bad(&[key], format!("{}{key} {v} must be {what}", self.prefix));
+                None
+            }
+        }
+    }
+
     fn parse(&mut self, p: &LinkParams) -> LinkPatch {
         let loss = match &p.loss {
             None => None,
@@ -199,12 +218,15 @@ impl LayerParser<'_> {
             None => None,
             Some("droptail") => Some(AqmChoice::DropTail),
             Some("red") => Some(AqmChoice::Red),
+            Some("codel") => Some(AqmChoice::Codel),
+            Some("fq_codel") => Some(AqmChoice::FqCodel),
             Some(other) => {
-                let hint = did_you_mean(other, &["droptail", "red"]);
+                let hint = did_you_mean(other, &["droptail", "red", "codel", "fq_codel"]);
                 self.bad(
                     &["aqm"],
                     format!(
-                        "{}aqm \"{other}\" is not known{hint}; write \"droptail\" or \"red\"",
+                        "{}aqm \"{other}\" is not known{hint}; write \"droptail\", \"red\", \
+                         \"codel\" or \"fq_codel\"",
                         self.prefix
                     ),
                 );
@@ -228,6 +250,27 @@ impl LayerParser<'_> {
             queue: self.value(&["queue"], p.queue.as_ref().map(units::parse_queue)),
             aqm,
             red: red.unwrap_or_default(),
+            codel_target: self.value(
+                &["codel_target"],
+                p.codel_target.as_deref().map(units::parse_duration),
+            ),
+            codel_interval: self.value(
+                &["codel_interval"],
+                p.codel_interval.as_deref().map(units::parse_duration),
+            ),
+            fq_quantum: self.count(
+                "fq_quantum",
+                p.fq_quantum,
+                1..=65_536,
+                "a number of bytes from 1 to 65536 (the default 1514 is one full Ethernet frame)",
+            ),
+            fq_flows: self.count(
+                "fq_flows",
+                p.fq_flows,
+                1..=65_536,
+                "a number of flow queues from 1 to 65536 (Linux's limit; the default is 1024)",
+            ),
+            ecn: p.ecn,
             duplicate: self.fraction(&["duplicate"], p.duplicate.as_ref()),
             ooo_rate: self.fraction(&["ooo_rate"], p.ooo_rate.as_ref()),
             ooo_delay: self.value(
@@ -312,7 +355,25 @@ pub(crate) fn finish(
                 weight: layer.red.weight.unwrap_or(RED_DEFAULT_WEIGHT),
             })
         }
+        AqmChoice::Codel => Aqm::Codel(codel(layer)?),
+        AqmChoice::FqCodel => {
+            let defaults = FqCodelParams::default();
+            Aqm::FqCodel(FqCodelParams {
+                codel: codel(layer)?,
+                quantum: layer.fq_quantum.unwrap_or(defaults.quantum),
+                flows: layer.fq_flows.unwrap_or(defaults.flows),
+            })
+        }
     };
+    let ecn = layer.ecn.unwrap_or(false);
+    if ecn && aqm == Aqm::DropTail {
+        return Err(vec![(
+            ErrorKind::BadValue,
+            "ecn = true needs an AQM to mark instead of dropping; set aqm = \"red\", \
+             \"codel\" or \"fq_codel\" (a full drop-tail queue can only drop)"
+                .to_string(),
+        )]);
+    }
     let config = PipeConfig {
         rate,
         delay,
@@ -320,6 +381,7 @@ pub(crate) fn finish(
         reorder: layer.reorder.unwrap_or(false),
         queue,
         aqm,
+        ecn,
         loss: layer.loss.unwrap_or(LossModel::None),
         duplicate: layer.duplicate.unwrap_or(0.0),
         ooo_rate: layer.ooo_rate.unwrap_or(0.0),
@@ -333,6 +395,23 @@ pub(crate) fn finish(
         trace: layer.trace.clone(),
     };
     Ok((config, data))
+}
+
+/// CoDel's parameters of a layered direction (`aqm = "codel"` or `"fq_codel"`).
+fn codel(layer: &LinkPatch) -> Result<CodelParams, Vec<(ErrorKind, String)>> {
+    let defaults = CodelParams::default();
+    let target = layer.codel_target.unwrap_or(defaults.target);
+    let interval = layer.codel_interval.unwrap_or(defaults.interval);
+    if target == Duration::ZERO || target >= interval {
+        return Err(vec![(
+            ErrorKind::BadValue,
+            format!(
+                "codel_target ({target}) must be above 0 and below codel_interval ({interval}), \
+                 like the defaults \"5ms\" and \"100ms\""
+            ),
+        )]);
+    }
+    Ok(CodelParams { target, interval })
 }
 
 /// The wireless channel a layered direction asks for, recording what does not fit together.

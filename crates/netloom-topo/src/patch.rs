@@ -9,11 +9,14 @@ use netloom_time::{Duration, Rate};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
-/// Active queue management as a patch chooses it, before RED's defaults are filled in.
+/// Active queue management as a patch chooses it, before RED's and CoDel's defaults are
+/// filled in.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum AqmChoice {
     DropTail,
     Red,
+    Codel,
+    FqCodel,
 }
 
 /// RED keys as far as a patch sets them.
@@ -44,6 +47,11 @@ pub struct LinkPatch {
     pub(crate) queue: Option<QueueLimit>,
     pub(crate) aqm: Option<AqmChoice>,
     pub(crate) red: RedPatch,
+    pub(crate) codel_target: Option<Duration>,
+    pub(crate) codel_interval: Option<Duration>,
+    pub(crate) fq_quantum: Option<u32>,
+    pub(crate) fq_flows: Option<u32>,
+    pub(crate) ecn: Option<bool>,
     pub(crate) duplicate: Option<f64>,
     pub(crate) ooo_rate: Option<f64>,
     pub(crate) ooo_delay: Option<Duration>,
@@ -180,6 +188,11 @@ impl LinkPatch {
                 max_p: top.red.max_p.or(self.red.max_p),
                 weight: top.red.weight.or(self.red.weight),
             },
+            codel_target: top.codel_target.or(self.codel_target),
+            codel_interval: top.codel_interval.or(self.codel_interval),
+            fq_quantum: top.fq_quantum.or(self.fq_quantum),
+            fq_flows: top.fq_flows.or(self.fq_flows),
+            ecn: top.ecn.or(self.ecn),
             duplicate: top.duplicate.or(self.duplicate),
             ooo_rate: top.ooo_rate.or(self.ooo_rate),
             ooo_delay: top.ooo_delay.or(self.ooo_delay),
@@ -200,8 +213,13 @@ impl LinkPatch {
 /// wireless), so that finishing it gives `config` back.
 impl From<&PipeConfig> for LinkPatch {
     fn from(config: &PipeConfig) -> LinkPatch {
-        let (aqm, red) = match config.aqm {
-            Aqm::DropTail => (AqmChoice::DropTail, RedPatch::default()),
+        let fq = match config.aqm {
+            Aqm::FqCodel(p) => Some(p),
+            _ => None,
+        };
+        let (aqm, red, codel) = match config.aqm {
+            Aqm::DropTail => (AqmChoice::DropTail, RedPatch::default(), None),
+            Aqm::FqCodel(p) => (AqmChoice::FqCodel, RedPatch::default(), Some(p.codel)),
             Aqm::Red(r) => (
                 AqmChoice::Red,
                 RedPatch {
@@ -210,7 +228,9 @@ impl From<&PipeConfig> for LinkPatch {
                     max_p: Some(r.max_p),
                     weight: Some(r.weight),
                 },
+                None,
             ),
+            Aqm::Codel(c) => (AqmChoice::Codel, RedPatch::default(), Some(c)),
         };
         let wireless = config.wireless;
         LinkPatch {
@@ -222,6 +242,11 @@ impl From<&PipeConfig> for LinkPatch {
             queue: Some(config.queue),
             aqm: Some(aqm),
             red,
+            codel_target: codel.map(|c| c.target),
+            codel_interval: codel.map(|c| c.interval),
+            fq_quantum: fq.map(|p| p.quantum),
+            fq_flows: fq.map(|p| p.flows),
+            ecn: Some(config.ecn),
             duplicate: Some(config.duplicate),
             ooo_rate: Some(config.ooo_rate),
             ooo_delay: Some(config.ooo_delay),
@@ -378,6 +403,34 @@ mod tests {
             LinkPatch::from_table(only_null.as_object().unwrap()).unwrap_err(),
             PatchError::Empty
         );
+    }
+
+    #[test]
+    fn link_set_switches_to_codel_and_fq_codel_with_ecn_and_back() {
+        use netloom_link::{CodelParams, FqCodelParams};
+        let base = busy();
+        let set = |config: &PipeConfig, w: &[&str]| {
+            LinkPatch::from_words(w).unwrap().apply(config).unwrap()
+        };
+        let codel = set(&base, &["aqm=codel", "codel_target=2ms", "ecn=true"]);
+        let want = CodelParams {
+            target: Duration::from_millis(2),
+            interval: Duration::from_millis(100),
+        };
+        assert_eq!((codel.aqm, codel.ecn), (Aqm::Codel(want), true));
+        // CoDel's keys carry over to FQ-CoDel; its own take their defaults unless set.
+        let fq = set(&codel, &["aqm=fq_codel", "fq_flows=16"]);
+        let want = FqCodelParams {
+            codel: want,
+            flows: 16,
+            ..FqCodelParams::default()
+        };
+        assert_eq!(fq.aqm, Aqm::FqCodel(want));
+        // Back to drop-tail, ECN must go too.
+        let e = LinkPatch::from_words(&["aqm=droptail"]).unwrap().apply(&fq);
+        assert!(matches!(e, Err(PatchError::InvalidLink(m)) if m.contains("ecn = true needs")));
+        let tail = set(&fq, &["aqm=droptail", "ecn=false"]);
+        assert_eq!((tail.aqm, tail.ecn), (Aqm::DropTail, false));
     }
 
     #[test]

@@ -165,10 +165,47 @@ fn unknown_class_lists_the_defined_ones() {
 }
 
 #[test]
-fn bad_aqm_and_red() {
-    let m = one(&with_middle(r#"aqm = "codel""#));
+fn bad_codel_fq_codel_and_ecn() {
+    let m = one(&with_middle("aqm = \"codel\"\ncodel_target = \"0ms\""));
     assert!(
-        m.contains("aqm \"codel\" is not known; write \"droptail\" or \"red\""),
+        m.starts_with(
+            "topo.toml:12: link r1-r2: codel_target (0s) must be above 0 and below \
+             codel_interval (100ms)"
+        ),
+        "{m}"
+    );
+    let m = one(&with_middle("aqm = \"fq_codel\"\ncodel_interval = \"1ms\""));
+    assert!(
+        m.contains("codel_target (5ms) must be above 0 and below codel_interval (1ms)"),
+        "{m}"
+    );
+    let m = one(&with_middle("aqm = \"fq_codel\"\nfq_quantum = 0"));
+    assert!(
+        m.contains("fq_quantum 0 must be a number of bytes from 1 to 65536"),
+        "{m}"
+    );
+    let m = one(&with_middle("fq_flows = 100000"));
+    assert!(
+        m.contains("fq_flows 100000 must be a number of flow queues from 1 to 65536"),
+        "{m}"
+    );
+    let m = one(&with_middle("ecn = true"));
+    assert!(
+        m.starts_with("topo.toml:12: link r1-r2: ecn = true needs an AQM"),
+        "{m}"
+    );
+    let m = one(&with_middle("aqm = \"red\"\necn = \"yes\""));
+    assert!(m.contains("ecn"), "{m}");
+}
+
+#[test]
+fn bad_aqm_and_red() {
+    let m = one(&with_middle(r#"aqm = "fq-codel""#));
+    assert!(
+        m.contains(
+            "aqm \"fq-codel\" is not known (did you mean \"fq_codel\"?); write \"droptail\", \
+             \"red\", \"codel\" or \"fq_codel\""
+        ),
         "{m}"
     );
     let m = one(&with_middle(

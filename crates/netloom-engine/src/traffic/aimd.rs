@@ -194,8 +194,10 @@ impl AimdSender {
 
     /// Takes in an ACK that reached the sender at `now`: times the echoed packet (unless it was
     /// retransmitted), and either slides and grows the window on new data acknowledged, or
-    /// counts a duplicate ACK, the third of which starts fast retransmit and recovery.
-    pub fn on_ack(&mut self, now: Instant, ack: &Ack) {
+    /// counts a duplicate ACK, the third of which starts fast retransmit and recovery. `ece`:
+    /// the acknowledged packet arrived marked CE, which halves the window as a loss would, at
+    /// most once per window of data and without retransmitting anything (RFC 3168, 6.1.2).
+    pub fn on_ack(&mut self, now: Instant, ack: &Ack, ece: bool) {
         self.send_at = self.send_at.max(now);
         if ack.next > self.high {
             debug_assert!(
@@ -252,6 +254,14 @@ impl AimdSender {
                 self.recover = self.next;
                 self.resend_una = true;
             }
+        }
+        // A mark on a packet sent before the last reduction belongs to the congestion it
+        // already answered.
+        if ece && !self.recovery && ack.echo >= self.recover {
+            self.ssthresh = ((self.next - self.una) / 2).max(2);
+            self.cwnd = self.ssthresh;
+            self.cwnd_acks = 0;
+            self.recover = self.next;
         }
     }
 
@@ -476,7 +486,7 @@ mod tests {
                 Ev::Ack(i, ack) => {
                     let f = &mut flows[i];
                     let cwnd = f.sender.cwnd();
-                    f.sender.on_ack(now, &ack);
+                    f.sender.on_ack(now, &ack, false);
                     if f.sender.cwnd() < cwnd {
                         f.reductions.push((cwnd, f.sender.cwnd()));
                     }
@@ -566,6 +576,52 @@ mod tests {
         assert_eq!(r.reductions.len(), 1);
         assert_eq!(r.sender.stats().timeouts, 0);
         assert_eq!(r.receiver.stats().duplicates, 0);
+    }
+
+    #[test]
+    fn a_ce_echo_halves_the_window_once_per_window_and_resends_nothing() {
+        let mut s = AimdSender::new(MSS, None, Instant(0));
+        // Rounds of 100 ms: send the whole window, then acknowledge it packet by packet, the
+        // round's packets echoing CE when `ce` says so.
+        let round = |s: &mut AimdSender, k: u64, ce: &dyn Fn(u64) -> bool| {
+            let sent: Vec<u64> = std::iter::from_fn(|| s.poll_transmit(Instant(k * 100 * MS)))
+                .map(|seg| seg.seq)
+                .collect();
+            for &seq in &sent {
+                let ack = Ack {
+                    next: seq + 1,
+                    echo: seq,
+                };
+                s.on_ack(Instant((k * 100 + 50) * MS), &ack, ce(seq));
+            }
+            sent.len() as u64
+        };
+        let mut k = 0;
+        while s.cwnd() < 16 {
+            round(&mut s, k, &|_| false);
+            k += 1;
+        }
+        let window = s.cwnd();
+        // Marks on three packets of one window: the first (the window's second packet) halves
+        // what is in flight when its ACK comes (window − 2), the others belong to the same
+        // congestion.
+        let first = s.next;
+        let sent = round(&mut s, k, &|seq| (first + 1..first + 4).contains(&seq));
+        assert_eq!(sent, window);
+        let halved = (window - 2) / 2;
+        // Congestion avoidance grows +1 over the window's remaining ACKs at most.
+        assert!(
+            (halved..=halved + 1).contains(&s.cwnd()),
+            "cwnd {}",
+            s.cwnd()
+        );
+        assert_eq!(s.ssthresh(), halved);
+        // A mark in the next window is new congestion.
+        let before = s.cwnd();
+        let first = s.next;
+        round(&mut s, k + 1, &|seq| seq == first);
+        assert!(s.cwnd() < before, "{} then {}", before, s.cwnd());
+        assert_eq!(s.stats().retransmits, 0);
     }
 
     #[test]

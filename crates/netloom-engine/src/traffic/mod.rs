@@ -17,6 +17,7 @@ pub use receiver::{AckReceiver, CountingReceiver, Receiver, ReceiverStats};
 pub use source::OpenSender;
 pub use spec::{parse_spec, TrafficSpec};
 
+use netloom_link::Ecn;
 use netloom_time::{Duration, Instant, Rate};
 use netloom_topo::NodeId;
 
@@ -163,10 +164,19 @@ impl Sender {
         }
     }
 
-    /// An ACK reached the sender. Open-loop sources ignore ACKs.
-    pub fn on_ack(&mut self, now: Instant, ack: &Ack) {
+    /// An ACK reached the sender, echoing a CE mark if `ece`. Open-loop sources ignore ACKs.
+    pub fn on_ack(&mut self, now: Instant, ack: &Ack, ece: bool) {
         if let Sender::Aimd(s) = self {
-            s.on_ack(now, ack);
+            s.on_ack(now, ack, ece);
+        }
+    }
+
+    /// The ECN field of the sender's data packets: an AIMD flow is ECN-capable (ECT(0)) and
+    /// halves its window at a CE mark; an open-loop source does not react, so it is not.
+    pub fn ecn(&self) -> Ecn {
+        match self {
+            Sender::Open(_) => Ecn::NotEct,
+            Sender::Aimd(_) => Ecn::Ect0,
         }
     }
 

@@ -4,7 +4,7 @@
 //! they are deterministic, and a wrong probability by more than the bound fails.
 
 use super::*;
-use crate::config::{LossModel, QueueLimit, RedParams};
+use crate::config::{CodelParams, FqCodelParams, LossModel, QueueLimit, RedParams};
 use netloom_time::Rate;
 
 const MS: u64 = 1_000_000;
@@ -14,6 +14,17 @@ const US: u64 = 1_000;
 const RATE_1MS: Rate = Rate::bps(12_000_000);
 /// 1 Gbit/s carries a 1500-byte packet in 12 µs.
 const GBIT: Rate = Rate::bps(1_000_000_000);
+
+/// A packet of a transport that does not understand ECN.
+const NOT_ECT: PacketMeta = PacketMeta {
+    ecn: Ecn::NotEct,
+    flow: 0,
+};
+/// A packet of an ECN-capable transport.
+const ECT0: PacketMeta = PacketMeta {
+    ecn: Ecn::Ect0,
+    flow: 0,
+};
 
 fn at(ns: u64) -> Instant {
     Instant::from_nanos(ns)
@@ -28,7 +39,9 @@ fn plain(rate: Rate, delay_ms: u64, queue: QueueLimit) -> PipeConfig {
 
 fn scheduled(a: Admission) -> (Departure, Option<Departure>) {
     match a {
-        Admission::Scheduled { first, duplicate } => (first, duplicate),
+        Admission::Scheduled {
+            first, duplicate, ..
+        } => (first, duplicate),
         Admission::Dropped(cause) => panic!("unexpected drop: {cause:?}"),
     }
 }
@@ -52,7 +65,7 @@ fn one_packet_exits_after_serialization_and_delay() {
     cfg.delay = Duration::from_nanos(7_000_003);
     let mut pipe = Pipe::new(cfg, 1);
     let now = at(123_456_789);
-    let (d, dup) = scheduled(pipe.offer(now, 1000));
+    let (d, dup) = scheduled(pipe.offer(now, 1000, NOT_ECT));
     assert_eq!(d.exit, at(123_456_789 + tx + 7_000_003));
     assert_eq!(dup, None);
     assert_eq!(pipe.queue_len(now), (1, 1000));
@@ -71,7 +84,7 @@ fn back_to_back_packets_are_spaced_by_tx_time() {
     let mut pipe = Pipe::new(plain(Rate::bps(3_000_000), 5, QueueLimit::Packets(10)), 1);
     let tx = 2_666_667;
     let exits: Vec<_> = (0..5)
-        .map(|_| scheduled(pipe.offer(at(0), 1000)).0.exit)
+        .map(|_| scheduled(pipe.offer(at(0), 1000, NOT_ECT)).0.exit)
         .collect();
     for (i, e) in exits.iter().enumerate() {
         assert_eq!(*e, at((i as u64 + 1) * tx + 5 * MS));
@@ -87,7 +100,7 @@ fn arrivals_at_or_below_the_rate_are_never_queued_or_dropped() {
     for gap in [2 * MS, MS] {
         let mut pipe = Pipe::new(plain(RATE_1MS, 10, QueueLimit::Packets(1)), 1);
         for k in 0..1000 {
-            let (d, _) = scheduled(pipe.offer(at(k * gap), 1500));
+            let (d, _) = scheduled(pipe.offer(at(k * gap), 1500, NOT_ECT));
             assert_eq!(d.exit, at(k * gap + MS + 10 * MS));
         }
         let c = pipe.counters();
@@ -109,7 +122,7 @@ fn overload(limit: QueueLimit, cap: u64) -> Pipe {
     let mut pipe = Pipe::new(plain(RATE_1MS, 10, limit), 1);
     let mut accepted = 0u64;
     for k in 0..2000u64 {
-        let a = pipe.offer(at(k * MS / 2), 1500);
+        let a = pipe.offer(at(k * MS / 2), 1500, NOT_ECT);
         let should_drop = k >= 2 * cap - 1 && k % 2 == 1;
         if should_drop {
             assert_eq!(a, Admission::Dropped(DropCause::Queue), "arrival {k}");
@@ -142,10 +155,19 @@ fn overload_is_cut_to_the_rate_with_a_byte_limit() {
 #[test]
 fn a_zero_limit_drops_everything() {
     let mut pipe = Pipe::new(plain(RATE_1MS, 1, QueueLimit::Packets(0)), 1);
-    assert_eq!(pipe.offer(at(0), 100), Admission::Dropped(DropCause::Queue));
+    assert_eq!(
+        pipe.offer(at(0), 100, NOT_ECT),
+        Admission::Dropped(DropCause::Queue)
+    );
     let mut pipe = Pipe::new(plain(RATE_1MS, 1, QueueLimit::Bytes(99)), 1);
-    assert_eq!(pipe.offer(at(0), 100), Admission::Dropped(DropCause::Queue));
-    assert!(matches!(pipe.offer(at(0), 99), Admission::Scheduled { .. }));
+    assert_eq!(
+        pipe.offer(at(0), 100, NOT_ECT),
+        Admission::Dropped(DropCause::Queue)
+    );
+    assert!(matches!(
+        pipe.offer(at(0), 99, NOT_ECT),
+        Admission::Scheduled { .. }
+    ));
 }
 
 #[test]
@@ -156,7 +178,7 @@ fn bernoulli_loss_rate_is_within_binomial_bounds() {
         cfg.loss = LossModel::Bernoulli { p };
         let mut pipe = Pipe::new(cfg, seed);
         for k in 0..n {
-            pipe.offer(at(k * 100 * US), 1500);
+            pipe.offer(at(k * 100 * US), 1500, NOT_ECT);
         }
         let c = pipe.counters();
         assert_binomial(c.drops_loss, n, p, "bernoulli loss");
@@ -178,7 +200,8 @@ fn gilbert_elliott_loss_matches_the_stationary_rate_and_is_bursty() {
     let n = 1_000_000u64;
     let (mut lost, mut lost_after_loss, mut prev_lost) = (0u64, 0u64, false);
     for k in 0..n {
-        let is_lost = pipe.offer(at(k * 100 * US), 1500) == Admission::Dropped(DropCause::Loss);
+        let is_lost =
+            pipe.offer(at(k * 100 * US), 1500, NOT_ECT) == Admission::Dropped(DropCause::Loss);
         lost += is_lost as u64;
         lost_after_loss += (is_lost && prev_lost) as u64;
         prev_lost = is_lost;
@@ -226,14 +249,14 @@ fn red_drops_at(level: u64, n: u64, seed: u64) -> u64 {
     let mut cfg = plain(RATE_1MS, 1, QueueLimit::Packets(100));
     let mut pipe = Pipe::new(cfg, seed);
     for _ in 0..level {
-        scheduled(pipe.offer(at(0), 1500));
+        scheduled(pipe.offer(at(0), 1500, NOT_ECT));
     }
     cfg.aqm = Aqm::Red(red_params());
     pipe.set_config(at(0), cfg);
     let mut now = 0;
     for _ in 0..n {
         assert_eq!(pipe.queue_len(at(now)).0, level);
-        if let Admission::Scheduled { .. } = pipe.offer(at(now), 1500) {
+        if let Admission::Scheduled { .. } = pipe.offer(at(now), 1500, NOT_ECT) {
             now += MS;
         }
     }
@@ -266,7 +289,7 @@ fn red_measures_a_byte_queue_in_bytes() {
     let mut cfg = plain(RATE_1MS, 1, QueueLimit::Bytes(1_000_000));
     let mut pipe = Pipe::new(cfg, 20);
     for _ in 0..10 {
-        scheduled(pipe.offer(at(0), 1000));
+        scheduled(pipe.offer(at(0), 1000, NOT_ECT));
     }
     cfg.aqm = Aqm::Red(RedParams {
         min_th: 5000.0,
@@ -278,7 +301,7 @@ fn red_measures_a_byte_queue_in_bytes() {
     let (n, mut now) = (20_000, 0);
     for _ in 0..n {
         assert_eq!(pipe.queue_len(at(now)).1, 10_000);
-        if let Admission::Scheduled { .. } = pipe.offer(at(now), 1000) {
+        if let Admission::Scheduled { .. } = pipe.offer(at(now), 1000, NOT_ECT) {
             now += tx;
         }
     }
@@ -298,7 +321,7 @@ fn red_average_decays_over_idle_time() {
     // Four packets at t = 0 see queues 0, 1, 2, 3: avg 0, 0.5, 1.25, 2.125; the link is busy
     // until 4 ms.
     for _ in 0..4 {
-        scheduled(pipe.offer(at(0), 1500));
+        scheduled(pipe.offer(at(0), 1500, NOT_ECT));
     }
     assert_eq!(pipe.red.value(), 2.125);
     // Idle from 4 ms to 5 ms = one 1500 B transmission time: 2.125 · 0.5, then the empty sample
@@ -312,13 +335,13 @@ fn red_average_decays_over_idle_time() {
         },
     );
     assert_eq!(
-        pipe.offer(at(5 * MS), 1500),
+        pipe.offer(at(5 * MS), 1500, NOT_ECT),
         Admission::Dropped(DropCause::Queue)
     );
     assert_eq!(pipe.red.value(), 2.125 / 4.0);
     // Still idle at 7 ms, but the time before 5 ms was already counted: two more periods.
     pipe.set_config(at(5 * MS), red_cfg);
-    scheduled(pipe.offer(at(7 * MS), 1500));
+    scheduled(pipe.offer(at(7 * MS), 1500, NOT_ECT));
     assert_eq!(pipe.red.value(), 2.125 / 32.0);
 }
 
@@ -330,7 +353,7 @@ fn delays(cfg: PipeConfig, n: u64, seed: u64) -> Vec<i64> {
     (0..n)
         .map(|k| {
             let t = k * 100 * US;
-            let (d, _) = scheduled(pipe.offer(at(t), 1500));
+            let (d, _) = scheduled(pipe.offer(at(t), 1500, NOT_ECT));
             d.exit.as_nanos() as i64 - (t + tx) as i64
         })
         .collect()
@@ -455,7 +478,7 @@ fn duplicates_follow_the_original_through_the_serializer() {
     let n = 100_000;
     let mut copies = 0;
     for k in 0..n {
-        let (first, dup) = scheduled(pipe.offer(at(k * 100 * US), 1500));
+        let (first, dup) = scheduled(pipe.offer(at(k * 100 * US), 1500, NOT_ECT));
         assert!(pipe.release(first.exit, first.ticket, 1500));
         if let Some(copy) = dup {
             copies += 1;
@@ -478,7 +501,7 @@ fn a_full_queue_makes_no_copy() {
             ..plain(RATE_1MS, 10, QueueLimit::Packets(limit))
         };
         let mut pipe = Pipe::new(cfg, 1);
-        let (_, dup) = scheduled(pipe.offer(at(0), 1500));
+        let (_, dup) = scheduled(pipe.offer(at(0), 1500, NOT_ECT));
         assert_eq!(dup.is_some(), copied, "limit {limit}");
         assert_eq!(pipe.counters().duplicates, copied as u64);
         assert_eq!(pipe.counters().queue_hwm_packets, limit as u64);
@@ -490,14 +513,14 @@ fn link_down_drops_offered_and_in_flight_packets() {
     let mut cfg = plain(RATE_1MS, 10, QueueLimit::Packets(100));
     let mut pipe = Pipe::new(cfg, 1);
     let flying: Vec<_> = (0..3)
-        .map(|_| scheduled(pipe.offer(at(0), 1500)).0)
+        .map(|_| scheduled(pipe.offer(at(0), 1500, NOT_ECT)).0)
         .collect();
     cfg.up = false;
     pipe.set_config(at(MS / 2), cfg);
     assert!(!pipe.is_up());
     assert_eq!(pipe.queue_len(at(MS / 2)), (0, 0));
     assert_eq!(
-        pipe.offer(at(MS), 1500),
+        pipe.offer(at(MS), 1500, NOT_ECT),
         Admission::Dropped(DropCause::LinkDown)
     );
     // Back up before the old packets' exits: they were lost all the same.
@@ -507,7 +530,7 @@ fn link_down_drops_offered_and_in_flight_packets() {
         assert!(!pipe.release(d.exit, d.ticket, 1500));
     }
     // The serializer starts fresh: no wait for the lost packets' transmissions (busy until 3 ms).
-    let (d, _) = scheduled(pipe.offer(at(2 * MS), 1500));
+    let (d, _) = scheduled(pipe.offer(at(2 * MS), 1500, NOT_ECT));
     assert_eq!(d.exit, at(3 * MS + 10 * MS));
     assert!(pipe.release(d.exit, d.ticket, 1500));
     let c = pipe.counters();
@@ -518,8 +541,8 @@ fn link_down_drops_offered_and_in_flight_packets() {
 fn set_config_retimes_only_later_packets() {
     let mut cfg = plain(RATE_1MS, 10, QueueLimit::Packets(100));
     let mut pipe = Pipe::new(cfg, 1);
-    let a = scheduled(pipe.offer(at(0), 1500)).0;
-    let b = scheduled(pipe.offer(at(0), 1500)).0;
+    let a = scheduled(pipe.offer(at(0), 1500, NOT_ECT)).0;
+    let b = scheduled(pipe.offer(at(0), 1500, NOT_ECT)).0;
     assert_eq!((a.exit, b.exit), (at(11 * MS), at(12 * MS)));
     // Longer delay and double rate at 0.5 ms: a and b keep their serialization (busy until 2 ms)
     // and exits; c is serialized after b at the new rate (0.5 ms) and gets the new delay.
@@ -527,7 +550,7 @@ fn set_config_retimes_only_later_packets() {
     cfg.rate = Rate::bps(24_000_000);
     pipe.set_config(at(MS / 2), cfg);
     assert_eq!(pipe.queue_len(at(MS / 2)), (2, 3000));
-    let c = scheduled(pipe.offer(at(MS / 2), 1500)).0;
+    let c = scheduled(pipe.offer(at(MS / 2), 1500, NOT_ECT)).0;
     assert_eq!(c.exit, at(2 * MS + MS / 2 + 50 * MS));
     assert_eq!(pipe.queue_len(at(2 * MS)), (1, 1500));
     assert_eq!(pipe.queue_len(at(2 * MS + MS / 2)), (0, 0));
@@ -538,9 +561,9 @@ fn set_config_retimes_only_later_packets() {
     // earlier ones are gone it applies in full.
     cfg.delay = Duration::from_millis(1);
     pipe.set_config(at(3 * MS), cfg);
-    let d = scheduled(pipe.offer(at(3 * MS), 1500)).0;
+    let d = scheduled(pipe.offer(at(3 * MS), 1500, NOT_ECT)).0;
     assert_eq!(d.exit, c.exit);
-    let e = scheduled(pipe.offer(at(60 * MS), 1500)).0;
+    let e = scheduled(pipe.offer(at(60 * MS), 1500, NOT_ECT)).0;
     assert_eq!(e.exit, at(60 * MS + MS / 2 + MS));
 }
 
@@ -570,7 +593,7 @@ fn run(cfg: PipeConfig, seed: u64, n: u64) -> Vec<Admission> {
     let mut pipe = Pipe::new(cfg, seed);
     // Arrivals at 1.5× the rate, so the queue, RED and drop-tail all take part.
     (0..n)
-        .map(|k| pipe.offer(at(k * 2 * MS / 3), 1500))
+        .map(|k| pipe.offer(at(k * 2 * MS / 3), 1500, NOT_ECT))
         .collect()
 }
 
@@ -656,7 +679,10 @@ fn invariants_hold_for_random_configurations() {
             let bytes = g.gen_range(40..=1500u32);
             let earliest =
                 at(now) + cfg.rate.tx_time(bytes.into()) + cfg.delay.saturating_sub(cfg.jitter);
-            if let Admission::Scheduled { first, duplicate } = pipe.offer(at(now), bytes) {
+            if let Admission::Scheduled {
+                first, duplicate, ..
+            } = pipe.offer(at(now), bytes, NOT_ECT)
+            {
                 firsts += 1;
                 for d in std::iter::once(first).chain(duplicate) {
                     assert!(
@@ -711,8 +737,9 @@ fn no_packet_leaves_before_the_minimum_latency() {
         let mut now = 0;
         for _ in 0..500 {
             now += rng.gen_range(0..20 * US);
-            if let Admission::Scheduled { first, duplicate } =
-                pipe.offer(at(now), rng.gen_range(40..9000))
+            if let Admission::Scheduled {
+                first, duplicate, ..
+            } = pipe.offer(at(now), rng.gen_range(40..9000), NOT_ECT)
             {
                 for d in std::iter::once(first).chain(duplicate) {
                     assert!(d.exit >= at(now) + least, "case {case}: {config:?}");
@@ -728,7 +755,7 @@ fn no_packet_leaves_before_the_minimum_latency() {
 #[test]
 fn a_super_packet_is_queued_whole_and_sent_segment_by_segment() {
     let mut p = Pipe::new(plain(RATE_1MS, 0, QueueLimit::Packets(10)), 1);
-    let lead = scheduled(p.offer(at(0), 1500)).0;
+    let lead = scheduled(p.offer(at(0), 1500, NOT_ECT)).0;
     assert_eq!(lead.exit, at(MS));
     for k in 1..45u64 {
         let (seg, _) = scheduled(p.offer_following(at(0), 1500, true));
@@ -739,7 +766,10 @@ fn a_super_packet_is_queued_whole_and_sent_segment_by_segment() {
         );
     }
     // 45 in the queue, limit 10: the next super-packet is refused, all of it.
-    assert_eq!(p.offer(at(0), 1500), Admission::Dropped(DropCause::Queue));
+    assert_eq!(
+        p.offer(at(0), 1500, NOT_ECT),
+        Admission::Dropped(DropCause::Queue)
+    );
     for _ in 1..45 {
         assert_eq!(
             p.offer_following(at(0), 1500, false),
@@ -758,11 +788,312 @@ fn a_super_packet_is_queued_whole_and_sent_segment_by_segment() {
         // One super-packet of `n` segments, spread in time so the queue never matters.
         let now = at(k * 2 * MS);
         let offered = match k {
-            0 => p.offer(now, 1500),
+            0 => p.offer(now, 1500, NOT_ECT),
             _ => p.offer_following(now, 1500, true),
         };
         lost += u64::from(offered == Admission::Dropped(DropCause::Loss));
     }
     assert_binomial(lost, n, 0.3, "segments lost one by one");
     assert_eq!(p.counters().drops_queue, 0);
+}
+
+/// Twice as many 1500 B packets as a 1 ms-per-packet CoDel pipe can send (two at each whole
+/// millisecond), for `ms` milliseconds. Returns, for each packet CoDel dropped or marked, the
+/// millisecond it reached the head, and the pipe.
+fn codel_overload(ecn: bool, meta: PacketMeta, ms: u64) -> (Vec<u64>, Pipe) {
+    let cfg = PipeConfig {
+        aqm: Aqm::Codel(CodelParams::default()),
+        ecn,
+        ..plain(RATE_1MS, 10, QueueLimit::Packets(100_000))
+    };
+    let mut pipe = Pipe::new(cfg, 1);
+    let mut signalled = Vec::new();
+    // The serializer is never idle, so the head instants are the whole milliseconds: each sent
+    // packet takes 1 ms and a dropped one none.
+    let mut head = 0;
+    for t in 0..ms {
+        for _ in 0..2 {
+            match pipe.offer(at(t * MS), 1500, meta) {
+                Admission::Dropped(DropCause::Codel) => signalled.push(head),
+                Admission::Scheduled { first, marked, .. } => {
+                    if marked {
+                        signalled.push(head);
+                    }
+                    head = (first.exit.as_nanos() - 10 * MS) / MS;
+                }
+                Admission::Dropped(cause) => panic!("unexpected drop: {cause:?}"),
+            }
+        }
+    }
+    (signalled, pipe)
+}
+
+#[test]
+fn codel_drops_a_standing_queue_at_the_control_law_spacing() {
+    // Packet i (two arrive each ms) reaches the head at i ms having waited ceil(i/2) ms: packet 9
+    // is the first above the 5 ms target, at 9 ms, so the first drop is due an interval later,
+    // at 109 ms. The control law then spaces them 100/sqrt(count) ms apart: due at 209,
+    // 279.71, 337.45, 387.45, 432.17, 472.99, 510.79, 546.14, 579.48 ms, each taken by the
+    // first head at or after.
+    let want = [109, 209, 280, 338, 388, 433, 473, 511, 547, 580];
+    let (drops, pipe) = codel_overload(false, ECT0, 300);
+    assert_eq!(drops, want);
+    let c = pipe.counters();
+    assert_eq!((c.drops_codel, c.marks, c.drops_queue), (10, 0, 0));
+}
+
+#[test]
+fn codel_with_ecn_marks_capable_packets_at_the_same_instants() {
+    // A marked packet is sent, an instant later than a drop would have let the next one go, but
+    // the heads stay on the same millisecond grid, so the marks fall where the drops did.
+    let (marks, pipe) = codel_overload(true, ECT0, 300);
+    assert_eq!(marks, [109, 209, 280, 338, 388, 433, 473, 511, 547, 580]);
+    let c = pipe.counters();
+    assert_eq!((c.drops_codel, c.marks), (0, 10));
+    // A transport that does not understand ECN is still dropped.
+    let (drops, pipe) = codel_overload(true, NOT_ECT, 300);
+    assert_eq!(drops.len(), 10);
+    assert_eq!(pipe.counters().marks, 0);
+}
+
+#[test]
+fn codel_leaves_the_dropping_state_when_the_queue_drains_and_reuses_its_count() {
+    let cfg = PipeConfig {
+        aqm: Aqm::Codel(CodelParams::default()),
+        ..plain(RATE_1MS, 0, QueueLimit::Packets(100_000))
+    };
+    let mut pipe = Pipe::new(cfg, 1);
+    // 300 packets at once: packet i reaches the head at i ms (less the drops before it) having
+    // waited as long. Above target from packet 5, so drops fall at 105, 205, 275.71...
+    let mut drops = Vec::new();
+    let mut head = 0;
+    for _ in 0..300 {
+        match pipe.offer(at(0), 1500, NOT_ECT) {
+            Admission::Dropped(DropCause::Codel) => drops.push(head),
+            a => head = scheduled(a).0.exit.as_nanos() / MS,
+        }
+    }
+    assert_eq!(drops, [105, 205, 276]);
+    // Idle from 297 ms: the next burst starts afresh, and its first drop (an interval after it
+    // went above target) comes within 16 intervals of the last cycle, so it reuses that cycle's
+    // count − lastcount = 2: the following drop is due 100/sqrt(2) = 70.71 ms later, not 100.
+    let start = 400;
+    let mut drops = Vec::new();
+    let mut head = start;
+    for _ in 0..300 {
+        match pipe.offer(at(start * MS), 1500, NOT_ECT) {
+            Admission::Dropped(DropCause::Codel) => drops.push(head),
+            a => head = scheduled(a).0.exit.as_nanos() / MS,
+        }
+    }
+    assert_eq!(drops, [505, 576, 634, 684]);
+}
+
+#[test]
+fn a_packet_codel_drops_holds_its_place_in_the_queue_until_the_head() {
+    let cfg = PipeConfig {
+        aqm: Aqm::Codel(CodelParams::default()),
+        ..plain(RATE_1MS, 0, QueueLimit::Packets(200))
+    };
+    let mut pipe = Pipe::new(cfg, 1);
+    for _ in 0..105 {
+        scheduled(pipe.offer(at(0), 1500, NOT_ECT));
+    }
+    // The 106th reaches the head at 105 ms, and is dropped then: until that instant the queue
+    // holds it, as the drop-tail limit sees it.
+    assert_eq!(
+        pipe.offer(at(0), 1500, NOT_ECT),
+        Admission::Dropped(DropCause::Codel)
+    );
+    assert_eq!(pipe.queue_len(at(104 * MS)).0, 2);
+    assert_eq!(pipe.queue_len(at(105 * MS)).0, 0);
+}
+
+#[test]
+fn red_with_ecn_marks_capable_packets_instead_of_dropping_them() {
+    for (ecn, meta, marks) in [
+        (true, ECT0, true),
+        (true, NOT_ECT, false),
+        (false, ECT0, false),
+    ] {
+        let cfg = PipeConfig {
+            ecn,
+            ..busy_config()
+        };
+        let mut pipe = Pipe::new(cfg, 3);
+        for k in 0..2000 {
+            pipe.offer(at(k * 200 * US), 1500, meta);
+        }
+        let c = pipe.counters();
+        assert!(c.drops_red + c.marks > 0);
+        assert_eq!(c.marks > 0, marks, "ecn {ecn}, {meta:?}");
+        assert_eq!(c.drops_red == 0, marks, "ecn {ecn}, {meta:?}");
+    }
+}
+
+/// Drives a pipe as a caller would: packets (arrival ns, flow, bytes) handed in order to `hold`
+/// (`offer` if the pipe is not deferred), `dequeue` called at each `poll_at`, until `end` ns.
+/// Returns each packet's fate by handle (its index): `Ok(exit ns)` or `Err(cause)`.
+fn drive(pipe: &mut Pipe, arrivals: &[(u64, u32, u32)], end: u64) -> Vec<Result<u64, DropCause>> {
+    let mut fate = vec![Err(DropCause::Queue); arrivals.len()];
+    let mut out = Vec::new();
+    let mut next = 0;
+    let mut now = 0;
+    loop {
+        let due = pipe.poll_at().map(|t| t.as_nanos().max(now));
+        let arrival = arrivals.get(next).map(|a| a.0);
+        now = match (due, arrival) {
+            (Some(d), Some(a)) if a < d => a,
+            (Some(d), _) => d,
+            (None, Some(a)) => a,
+            (None, None) => break,
+        };
+        if now > end {
+            break;
+        }
+        if arrival == Some(now) && due.is_none_or(|d| now < d) {
+            let (_, flow, bytes) = arrivals[next];
+            let meta = PacketMeta {
+                ecn: Ecn::Ect0,
+                flow,
+            };
+            if !pipe.is_deferred() {
+                fate[next] = match pipe.offer(at(now), bytes, meta) {
+                    Admission::Scheduled { first, .. } => Ok(first.exit.as_nanos()),
+                    Admission::Dropped(cause) => Err(cause),
+                };
+                next += 1;
+                continue;
+            }
+            match pipe.hold(at(now), bytes, meta, next as u32) {
+                Hold::Dropped(cause) => fate[next] = Err(cause),
+                Hold::Held { evicted } => {
+                    if let Some(h) = evicted {
+                        fate[h as usize] = Err(DropCause::Queue);
+                    }
+                }
+            }
+            next += 1;
+            continue;
+        }
+        pipe.dequeue(at(now), &mut out);
+        for d in out.drain(..) {
+            match d {
+                Dequeued::Departed {
+                    handle, departure, ..
+                } => fate[handle as usize] = Ok(departure.exit.as_nanos()),
+                Dequeued::Dropped { handle, cause } => fate[handle as usize] = Err(cause),
+            }
+        }
+    }
+    fate
+}
+
+fn fq_codel(queue: QueueLimit) -> PipeConfig {
+    PipeConfig {
+        aqm: Aqm::FqCodel(FqCodelParams::default()),
+        ..plain(RATE_1MS, 0, queue)
+    }
+}
+
+#[test]
+fn fq_codel_serves_a_sparse_flow_ahead_of_a_standing_queue() {
+    // Flow 1 sends 1.25 packets per ms into a 1 ms-per-packet link: its queue stands (CoDel
+    // keeps it near target). From 100 ms on, flow 2 sends one packet every 20 ms. Each arrives to
+    // an empty flow queue, joins the new-flow list, ahead of flow 1's queue on the old list,
+    // and goes out as soon as the packet being sent is done: it waits < 1 ms.
+    let mut arrivals: Vec<(u64, u32, u32)> = (0..800).map(|k| (k * 800 * US, 1, 1500)).collect();
+    arrivals.extend((5..30).map(|k| (k * 20 * MS + 7 * US, 2, 1500)));
+    arrivals.sort();
+    let sparse_wait = |cfg: PipeConfig| {
+        let mut pipe = Pipe::new(cfg, 1);
+        let fate = drive(&mut pipe, &arrivals, 2_000 * MS);
+        arrivals
+            .iter()
+            .zip(&fate)
+            .filter(|(a, _)| a.1 == 2)
+            .map(|(a, f)| f.expect("sparse packets are not dropped") - a.0 - MS)
+            .max()
+            .unwrap()
+    };
+    let fq = sparse_wait(fq_codel(QueueLimit::Packets(1000)));
+    assert!(fq < MS, "the sparse flow waited {fq} ns");
+    // The same pipe as a FIFO: the sparse packets wait behind the bulk flow's queue.
+    let fifo = sparse_wait(plain(RATE_1MS, 0, QueueLimit::Packets(1000)));
+    assert!(fifo > 50 * MS, "FIFO wait {fifo} ns");
+}
+
+#[test]
+fn fq_codel_keeps_the_bulk_flow_under_codel_and_shares_the_link_by_bytes() {
+    // Two bulk flows, each offering the link's whole rate for 2 s: each gets half of it, and
+    // CoDel drops from both as their queues stand above target.
+    let arrivals: Vec<(u64, u32, u32)> = (0..4000)
+        .map(|k| (k / 2 * MS, (k % 2) as u32, 1500))
+        .collect();
+    let mut pipe = Pipe::new(fq_codel(QueueLimit::Packets(10_000)), 1);
+    let fate = drive(&mut pipe, &arrivals, 10_000 * MS);
+    for flow in 0..2 {
+        let sent = arrivals
+            .iter()
+            .zip(&fate)
+            .filter(|(a, f)| a.1 == flow && f.is_ok_and(|exit| exit <= 2_000 * MS))
+            .count();
+        let dropped = arrivals
+            .iter()
+            .zip(&fate)
+            .filter(|(a, f)| a.1 == flow && *f == &Err(DropCause::Codel))
+            .count();
+        assert!(dropped > 0, "flow {flow}: no CoDel drop");
+        assert!((900..=1100).contains(&sent), "flow {flow}: {sent} sent");
+    }
+    let c = pipe.counters();
+    assert_eq!(c.drops_queue, 0);
+    assert_eq!(c.packets_in, 4000);
+}
+
+#[test]
+fn fq_codel_makes_room_by_dropping_from_the_longest_queue() {
+    // A limit of 4 packets: flow 1 sends 4 at once (the first goes straight to the serializer,
+    // still counted), then flow 2's packet arrives. The head of flow 1's waiting queue (the
+    // fattest), packet 1, is dropped to make room, not flow 2's packet.
+    let mut pipe = Pipe::new(fq_codel(QueueLimit::Packets(4)), 1);
+    let mut arrivals: Vec<(u64, u32, u32)> = (0..4).map(|_| (0, 1, 1500)).collect();
+    arrivals.push((0, 2, 1500));
+    let fate = drive(&mut pipe, &arrivals, 100 * MS);
+    assert_eq!(fate[1], Err(DropCause::Queue));
+    // Flow 2 is new, but flow 1's queue, first on the new list, still has 14 bytes of its
+    // quantum left: it sends packet 2, then flow 2 goes, ending at 3 ms.
+    assert_eq!(fate[2], Ok(2 * MS));
+    assert_eq!(fate[4], Ok(3 * MS));
+    assert!([0, 2, 3].iter().all(|&i| fate[i].is_ok()), "{fate:?}");
+    assert_eq!(pipe.counters().drops_queue, 1);
+}
+
+#[test]
+fn fq_codel_drops_what_it_holds_when_the_link_goes_down() {
+    let cfg = fq_codel(QueueLimit::Packets(100));
+    let mut pipe = Pipe::new(cfg, 1);
+    for h in 0..5 {
+        pipe.hold(at(0), 1500, NOT_ECT, h);
+    }
+    let mut out = Vec::new();
+    pipe.dequeue(at(0), &mut out);
+    assert!(matches!(out[..], [Dequeued::Departed { handle: 0, .. }]));
+    pipe.set_config(at(MS / 2), PipeConfig { up: false, ..cfg });
+    assert_eq!(pipe.poll_at(), Some(Instant::ZERO));
+    out.clear();
+    pipe.dequeue(at(MS / 2), &mut out);
+    let gone: Vec<u32> = out
+        .iter()
+        .map(|d| match d {
+            Dequeued::Dropped {
+                handle,
+                cause: DropCause::LinkDown,
+            } => *handle,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(gone, [1, 2, 3, 4]);
+    assert_eq!(pipe.poll_at(), None);
+    assert_eq!(pipe.counters().drops_down, 4);
 }

@@ -145,13 +145,13 @@ pub(crate) fn typed(leaf: &str, text: &str) -> Result<Value, String> {
             .and_then(|n| serde_json::Number::from_f64(n).map(Value::Number))
     };
     Ok(match leaf {
-        "reorder" | "up" => match text {
+        "reorder" | "up" | "ecn" => match text {
             "true" | "1" => Value::Bool(true),
             "false" | "0" => Value::Bool(false),
             _ => return Err("write true or false".into()),
         },
         "min_th" | "max_th" | "weight" => number().ok_or("write a number")?,
-        "retry_limit" | "mtu" => {
+        "retry_limit" | "mtu" | "fq_quantum" | "fq_flows" => {
             Value::from(text.parse::<i64>().map_err(|_| "write a whole number")?)
         }
         "queue" => match text.parse::<i64>() {
