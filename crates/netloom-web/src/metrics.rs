@@ -134,6 +134,13 @@ fn pipes(o: &mut String, report: &Report) {
     }
     each(
         o,
+        "netloom_pipe_ecn_marks_total",
+        "counter",
+        "ECN-capable packets the pipe's AQM marked CE instead of dropping them.",
+        &|p| p.report.marks.to_string(),
+    );
+    each(
+        o,
         "netloom_pipe_queue_packets",
         "gauge",
         "Packets queued in the pipe now, the one being serialized included.",
