@@ -1,8 +1,9 @@
 //! A live run's HTTP side against the programs that read it (root, namespaces, TUN): a real
 //! Prometheus server scrapes `--metrics` and answers a query for a netloom series; headless
 //! Chromium loads `--web`, draws every node and link, and a delay changed from the page adds to
-//! the round trip measured before it in the same run; `netloom web` attaches to the run, and
-//! refuses a run that is not there. Each test skips, saying why, where it cannot run.
+//! the round trip measured before it in the same run and shows in the link's parameters;
+//! `netloom web` attaches to the run, reports the same parameters, and refuses a run that is not
+//! there. Each test skips, saying why, where it cannot run.
 
 #[macro_use]
 mod live_common;
@@ -238,6 +239,12 @@ fn headless_chromium_draws_the_topology_and_changes_a_link_from_the_page() {
     links.sort();
     assert_eq!(links, ["h1-r1", "r1-r2", "r2-h2"], "every link drawn once");
     assert!(dom.contains("data-change=\"applied\""), "{dom}");
+    // The selected link's parameters, read back from the run (the in-process source), are the
+    // ones just set.
+    assert!(
+        dom.contains("<tr><td>delay</td><td>11ms</td></tr>"),
+        "the page shows r1-r2's new delay: {dom}"
+    );
     let verdict = dom.split("id=\"verdict\"").nth(1).unwrap();
     assert!(
         verdict.contains(">ACCURATE so far: lateness p99")
@@ -282,6 +289,27 @@ fn headless_chromium_draws_the_topology_and_changes_a_link_from_the_page() {
     };
     let stats: serde_json::Value = serde_json::from_str(&stats).unwrap();
     assert_eq!(stats["experiment"], lab.name.as_str());
+    // Through the control socket too: each link's parameters now, r1-r2's as the page set them.
+    let delays: Vec<(&str, &str)> = stats["pipes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let delay = p["params"]["delay"].as_str().unwrap();
+            (p["link"].as_str().unwrap(), delay)
+        })
+        .collect();
+    assert_eq!(
+        delays,
+        [
+            ("h1-r1", "1ms"),
+            ("h1-r1", "1ms"),
+            ("r1-r2", "11ms"),
+            ("r1-r2", "11ms"),
+            ("r2-h2", "1ms"),
+            ("r2-h2", "1ms")
+        ]
+    );
     let report = lab.stop();
     assert_eq!(report["accuracy"]["physical_drops"], 0);
 }

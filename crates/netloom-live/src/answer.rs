@@ -7,6 +7,7 @@ use crate::message::{Change, ChangeKind, HostCounters, PipeState, Snapshot};
 use netloom_engine::report::PipeReport;
 use netloom_engine::Engine;
 use netloom_time::Instant;
+use netloom_topo::doc::LinkParams;
 use netloom_topo::PipeId;
 
 /// Applies `change` to `engine`: everything due before the change's time happens first, then
@@ -57,6 +58,7 @@ pub(crate) fn snapshot(
                     report,
                     queue_packets,
                     queue_bytes,
+                    params: Some(LinkParams::from(engine.pipe(p).config())),
                 }
             })
         })

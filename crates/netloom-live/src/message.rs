@@ -6,6 +6,7 @@
 use crate::accuracy::{Accuracy, AccuracyReport};
 use netloom_engine::report::PipeReport;
 use netloom_time::Instant;
+use netloom_topo::doc::LinkParams;
 use netloom_topo::{LinkId, LinkPatch, PipeId};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -61,6 +62,10 @@ pub struct PipeState {
     pub queue_packets: u64,
     /// Bytes queued now.
     pub queue_bytes: u64,
+    /// Its parameters now, after any change, as a link table of the topology file has them
+    /// (`{"bw": "10Mbit", "delay": "5ms", ...}`); absent from reports of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<LinkParams>,
 }
 
 /// Which directions of a link a change is for, relative to the order its ends are named in.

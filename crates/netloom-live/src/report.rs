@@ -166,6 +166,7 @@ mod tests {
             },
             queue_packets: 0,
             queue_bytes: 0,
+            params: None,
         }
     }
 

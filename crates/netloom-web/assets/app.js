@@ -1,6 +1,6 @@
 // netloom's web view: polls /api/stats once a second, draws the topology (links coloured by
-// their utilization over the last poll, widened by their queue), shows a link's counters and a
-// chart of its last minutes, changes a link through /api/link (the same change as
+// their utilization over the last poll, widened by their queue), shows a link's parameters and
+// counters and a chart of its last minutes, changes a link through /api/link (the same change as
 // `netloom link set`), and plots a `netloom sim --json` report. Plain JS and SVG, no library.
 "use strict";
 
@@ -177,6 +177,15 @@ function row(k, v) {
   return `<tr><td>${k}</td><td>${v}</td></tr>`;
 }
 
+// A pipe's parameters now (the topology file's keys, after any change), as rows; reports of
+// older versions have none.
+function parameters(params) {
+  if (!params) return "";
+  const text = (v) => (typeof v === "object" ? Object.entries(v).map(([k, x]) => `${k}=${x}`).join(" ") : String(v));
+  return `<tr><th colspan=2>parameters</th></tr>` +
+    Object.entries(params).map(([k, v]) => row(k, text(v))).join("");
+}
+
 function detail() {
   const label = state.hovered || state.selected;
   const box = document.getElementById("detail");
@@ -192,6 +201,7 @@ function detail() {
       row("queue now (pkts / bytes)", `${p.queue_packets} / ${p.queue_bytes}`) +
       row("queue high-water (pkts)", p.queue_hwm_packets) +
       Object.entries(p.drops_by_cause).map(([c, n]) => row(`drops: ${c}`, n)).join("") +
+      parameters(p.params) +
       "</table>";
   }
   box.innerHTML = html;
