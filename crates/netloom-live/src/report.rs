@@ -4,7 +4,9 @@
 
 use crate::accuracy::AccuracyReport;
 use crate::message::{HostCounters, PipeState, Snapshot};
+use netloom_topo::Position;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// One host of a run: its name and addresses.
@@ -36,7 +38,7 @@ pub struct WorkersInfo {
 }
 
 /// What a running experiment is, as the control protocol's `info` request answers it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
     /// The experiment's name.
     pub experiment: String,
@@ -53,6 +55,10 @@ pub struct RunInfo {
     /// How the run is split, with several workers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<WorkersInfo>,
+    /// Where nodes are, by name: those the topology file places (`lat`/`lon` or `x`/`y`), for
+    /// drawing them; absent when it places none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub positions: BTreeMap<String, Position>,
 }
 
 /// One host's figures: who it is and what it sent and received.
@@ -210,6 +216,7 @@ mod tests {
                 pipes: vec![2, 1],
                 payload: "cache".into(),
             }),
+            positions: BTreeMap::new(),
         }
     }
 
