@@ -64,6 +64,8 @@ pub(crate) fn snapshot(
         })
         .collect();
     let counters = engine.counters();
+    let mut handoffs = vec![(0, 0); engine.worker() + 1];
+    handoffs[engine.worker()] = (counters.cross_core_hops, counters.cross_core_bytes);
     Snapshot {
         at: now,
         in_flight: engine.in_flight() as u64,
@@ -72,5 +74,6 @@ pub(crate) fn snapshot(
         pipes,
         cross_core_hops: counters.cross_core_hops,
         cross_core_bytes: counters.cross_core_bytes,
+        handoffs,
     }
 }

@@ -215,6 +215,9 @@ pub struct Snapshot {
     pub cross_core_hops: u64,
     /// (see `cross_core_hops`)
     pub cross_core_bytes: u64,
+    /// Packets and bytes each worker handed to another, by worker index: one worker's
+    /// snapshot has its own at its index (zeros before it), a merged one every worker's.
+    pub handoffs: Vec<(u64, u64)>,
 }
 
 impl Snapshot {
@@ -224,6 +227,13 @@ impl Snapshot {
         self.in_flight += other.in_flight;
         self.cross_core_hops += other.cross_core_hops;
         self.cross_core_bytes += other.cross_core_bytes;
+        if self.handoffs.len() < other.handoffs.len() {
+            self.handoffs.resize(other.handoffs.len(), (0, 0));
+        }
+        for (mine, theirs) in self.handoffs.iter_mut().zip(&other.handoffs) {
+            mine.0 += theirs.0;
+            mine.1 += theirs.1;
+        }
         self.accuracy.merge(&other.accuracy);
         for (mine, theirs) in self.hosts.iter_mut().zip(&other.hosts) {
             mine.add(theirs);
