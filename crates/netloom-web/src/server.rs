@@ -41,7 +41,7 @@ pub enum WebError {
 pub struct Routes {
     /// `/metrics`.
     pub metrics: bool,
-    /// The web view: the page, `/api/stats`, and `/api/link` with this token.
+    /// The web view: the page, `/api/info`, `/api/stats`, and `/api/link` with this token.
     pub web: Option<String>,
     /// A `netloom sim --json` report the page shows (`/api/report`).
     pub report: Option<String>,
