@@ -133,6 +133,10 @@ pub fn run(args: WebArgs) -> Result<()> {
 struct NoRun;
 
 impl Source for NoRun {
+    fn info(&self) -> Result<netloom_live::RunInfo, String> {
+        Err("no run: this server shows a sim report".into())
+    }
+
     fn stats(&self) -> Result<netloom_live::Report, String> {
         Err("no run: this server shows a sim report".into())
     }

@@ -1,8 +1,9 @@
 //! A live run's HTTP side against the programs that read it (root, namespaces, TUN): a real
 //! Prometheus server scrapes `--metrics` and answers a query for a netloom series; headless
 //! Chromium loads `--web`, draws every node and link, and a delay changed from the page adds to
-//! the round trip measured before it in the same run; `netloom web` attaches to the run, and
-//! refuses a run that is not there. Each test skips, saying why, where it cannot run.
+//! the round trip measured before it in the same run and shows in the link's parameters;
+//! `netloom web` attaches to the run, reports the same parameters, and refuses a run that is not
+//! there. Each test skips, saying why, where it cannot run.
 
 #[macro_use]
 mod live_common;
@@ -237,7 +238,15 @@ fn headless_chromium_draws_the_topology_and_changes_a_link_from_the_page() {
     let mut links = attributes(&dom, "data-link");
     links.sort();
     assert_eq!(links, ["h1-r1", "r1-r2", "r2-h2"], "every link drawn once");
+    // The file places no node: a force layout.
+    assert!(dom.contains("data-layout=\"force\""), "{dom}");
     assert!(dom.contains("data-change=\"applied\""), "{dom}");
+    // The selected link's parameters, read back from the run (the in-process source), are the
+    // ones just set.
+    assert!(
+        dom.contains("<tr><td>delay</td><td>11ms</td></tr>"),
+        "the page shows r1-r2's new delay: {dom}"
+    );
     let verdict = dom.split("id=\"verdict\"").nth(1).unwrap();
     assert!(
         verdict.contains(">ACCURATE so far: lateness p99")
@@ -282,6 +291,33 @@ fn headless_chromium_draws_the_topology_and_changes_a_link_from_the_page() {
     };
     let stats: serde_json::Value = serde_json::from_str(&stats).unwrap();
     assert_eq!(stats["experiment"], lab.name.as_str());
+    let (_, info) = get(attach, "/api/info").unwrap();
+    let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    assert_eq!(
+        (info["experiment"].as_str(), info.get("positions")),
+        (Some(lab.name.as_str()), None)
+    );
+    // Through the control socket too: each link's parameters now, r1-r2's as the page set them.
+    let delays: Vec<(&str, &str)> = stats["pipes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let delay = p["params"]["delay"].as_str().unwrap();
+            (p["link"].as_str().unwrap(), delay)
+        })
+        .collect();
+    assert_eq!(
+        delays,
+        [
+            ("h1-r1", "1ms"),
+            ("h1-r1", "1ms"),
+            ("r1-r2", "11ms"),
+            ("r1-r2", "11ms"),
+            ("r2-h2", "1ms"),
+            ("r2-h2", "1ms")
+        ]
+    );
     let report = lab.stop();
     assert_eq!(report["accuracy"]["physical_drops"], 0);
 }
@@ -391,4 +427,82 @@ fn the_sim_viewer_plots_a_report_with_and_without_its_series() {
         "{dom}"
     );
     assert_eq!(attributes(&dom, "data-series").len(), 2 + 2 + 1);
+}
+
+/// `(cx, cy)` of the circle drawn for node `name`.
+fn centre(dom: &str, name: &str) -> (f64, f64) {
+    let circle = dom
+        .split("<circle ")
+        .find(|c| c.contains(&format!("data-node=\"{name}\"")))
+        .unwrap_or_else(|| panic!("{name} is drawn"));
+    let attr = |a: &str| {
+        attributes(&format!(" {circle}"), a)[0]
+            .parse::<f64>()
+            .unwrap()
+    };
+    (attr("cx"), attr("cy"))
+}
+
+#[test]
+fn a_topology_zoo_network_is_drawn_where_its_cities_are() {
+    require_live!("chromium");
+    // Topology Zoo's Abilene, converted: the native file keeps each city's coordinates.
+    let dir = std::env::temp_dir().join(format!("netloom-web-geo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("abilene.toml");
+    let out = live_common::netloom()
+        .args(["convert", "--hosts-per-router", "1", "-o"])
+        .arg(&file)
+        .arg(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../netloom-topo/tests/data/topology-zoo/Abilene.graphml"),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(text.contains("lat = 40.71427\nlon = -74.00597"), "{text}");
+    // The lab's own host, which has no position: drawn beside Denver.
+    let text = format!(
+        "{text}\n[[hosts]]\nname = \"h1\"\n\n[[link]]\na = \"h1\"\nb = \"Denver\"\nbw = \"1Gbit\"\ndelay = \"1ms\"\n"
+    );
+    let mut lab = Lab::new("webgeo", &text);
+    let port = free_port();
+    lab.start(&["--web", &format!("127.0.0.1:{port}")]);
+    // `info` says where each router is.
+    let (status, info) = get(port, "/api/info").unwrap();
+    assert_eq!(status, 200, "{info}");
+    let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    assert_eq!(info["positions"]["Seattle"]["lat"], 47.60621);
+    assert_eq!(info["positions"].as_object().unwrap().len(), 11);
+    let dom = chromium_dom(&format!("http://127.0.0.1:{port}/"), Duration::from_secs(3));
+    assert!(dom.contains("data-layout=\"geographic\""), "{dom}");
+    assert_eq!(
+        attributes(&dom, "data-node").len(),
+        23,
+        "11 routers, their hosts and h1"
+    );
+    // North up, east right: New York is east of and south of Seattle, Houston south of Chicago.
+    let (new_york, seattle) = (centre(&dom, "New_York"), centre(&dom, "Seattle"));
+    assert!(
+        new_york.0 > seattle.0 && new_york.1 > seattle.1,
+        "{new_york:?} {seattle:?}"
+    );
+    assert!(centre(&dom, "Houston").1 > centre(&dom, "Chicago").1);
+    let (h1, denver, houston) = (
+        centre(&dom, "h1"),
+        centre(&dom, "Denver"),
+        centre(&dom, "Houston"),
+    );
+    let far = |a: (f64, f64), b: (f64, f64)| (a.0 - b.0).hypot(a.1 - b.1);
+    assert!(
+        far(h1, denver) < far(denver, houston) / 4.0,
+        "h1 {h1:?} beside Denver {denver:?}"
+    );
+    lab.stop();
 }

@@ -7,6 +7,7 @@ use crate::message::{Change, ChangeKind, HostCounters, PipeState, Snapshot};
 use netloom_engine::report::PipeReport;
 use netloom_engine::Engine;
 use netloom_time::Instant;
+use netloom_topo::doc::LinkParams;
 use netloom_topo::PipeId;
 
 /// Applies `change` to `engine`: everything due before the change's time happens first, then
@@ -57,11 +58,14 @@ pub(crate) fn snapshot(
                     report,
                     queue_packets,
                     queue_bytes,
+                    params: Some(LinkParams::from(engine.pipe(p).config())),
                 }
             })
         })
         .collect();
     let counters = engine.counters();
+    let mut handoffs = vec![(0, 0); engine.worker() + 1];
+    handoffs[engine.worker()] = (counters.cross_core_hops, counters.cross_core_bytes);
     Snapshot {
         at: now,
         in_flight: engine.in_flight() as u64,
@@ -70,5 +74,6 @@ pub(crate) fn snapshot(
         pipes,
         cross_core_hops: counters.cross_core_hops,
         cross_core_bytes: counters.cross_core_bytes,
+        handoffs,
     }
 }

@@ -363,6 +363,12 @@ impl Experiment {
                 .map(|l| plan.topology.link_label(l))
                 .collect(),
             workers: plan.split(),
+            positions: plan
+                .topology
+                .nodes
+                .iter()
+                .filter_map(|n| Some((n.name.clone(), n.position?)))
+                .collect(),
         };
         // Before any worker is pinned: the CPUs to keep awake come from this thread's mask.
         let awake = match (&options.placement, options.keep_cpus_awake) {

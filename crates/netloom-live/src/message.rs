@@ -6,6 +6,7 @@
 use crate::accuracy::{Accuracy, AccuracyReport};
 use netloom_engine::report::PipeReport;
 use netloom_time::Instant;
+use netloom_topo::doc::LinkParams;
 use netloom_topo::{LinkId, LinkPatch, PipeId};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -70,6 +71,10 @@ pub struct PipeState {
     pub queue_packets: u64,
     /// Bytes queued now.
     pub queue_bytes: u64,
+    /// Its parameters now, after any change, as a link table of the topology file has them
+    /// (`{"bw": "10Mbit", "delay": "5ms", ...}`); absent from reports of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<LinkParams>,
 }
 
 /// Which directions of a link a change is for, relative to the order its ends are named in.
@@ -253,6 +258,9 @@ pub struct Snapshot {
     pub cross_core_hops: u64,
     /// (see `cross_core_hops`)
     pub cross_core_bytes: u64,
+    /// Packets and bytes each worker handed to another, by worker index: one worker's
+    /// snapshot has its own at its index (zeros before it), a merged one every worker's.
+    pub handoffs: Vec<(u64, u64)>,
 }
 
 impl Snapshot {
@@ -262,6 +270,13 @@ impl Snapshot {
         self.in_flight += other.in_flight;
         self.cross_core_hops += other.cross_core_hops;
         self.cross_core_bytes += other.cross_core_bytes;
+        if self.handoffs.len() < other.handoffs.len() {
+            self.handoffs.resize(other.handoffs.len(), (0, 0));
+        }
+        for (mine, theirs) in self.handoffs.iter_mut().zip(&other.handoffs) {
+            mine.0 += theirs.0;
+            mine.1 += theirs.1;
+        }
         self.accuracy.merge(&other.accuracy);
         for (mine, theirs) in self.hosts.iter_mut().zip(&other.hosts) {
             mine.add(theirs);

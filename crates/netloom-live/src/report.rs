@@ -4,7 +4,9 @@
 
 use crate::accuracy::AccuracyReport;
 use crate::message::{HostCounters, PipeState, Snapshot};
+use netloom_topo::Position;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// One host of a run: its name and addresses.
@@ -36,7 +38,7 @@ pub struct WorkersInfo {
 }
 
 /// What a running experiment is, as the control protocol's `info` request answers it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
     /// The experiment's name.
     pub experiment: String,
@@ -53,6 +55,10 @@ pub struct RunInfo {
     /// How the run is split, with several workers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<WorkersInfo>,
+    /// Where nodes are, by name: those the topology file places (`lat`/`lon` or `x`/`y`), for
+    /// drawing them; absent when it places none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub positions: BTreeMap<String, Position>,
 }
 
 /// One host's figures: who it is and what it sent and received.
@@ -81,6 +87,12 @@ pub struct WorkersReport {
     pub cross_core_hops: u64,
     /// The bytes those hand-offs moved: 64 per descriptor, plus the packet when shipped.
     pub cross_core_bytes: u64,
+    /// Of `cross_core_hops`, the packets each worker handed to another, in worker order.
+    #[serde(default)]
+    pub worker_handoffs: Vec<u64>,
+    /// Of `cross_core_bytes`, the bytes each worker's hand-offs moved, in worker order.
+    #[serde(default)]
+    pub worker_handoff_bytes: Vec<u64>,
 }
 
 /// A live run's figures at one moment: while it runs (`netloom stats`) or when it stopped.
@@ -146,10 +158,17 @@ impl Report {
                 })
                 .collect(),
             pipes: snapshot.pipes.into_iter().flatten().collect(),
-            workers: info.workers.as_ref().map(|split| WorkersReport {
-                split: split.clone(),
-                cross_core_hops: snapshot.cross_core_hops,
-                cross_core_bytes: snapshot.cross_core_bytes,
+            workers: info.workers.as_ref().map(|split| {
+                // Every worker has its place, even one that handed nothing off.
+                let mut handoffs = snapshot.handoffs.clone();
+                handoffs.resize(split.workers.max(handoffs.len()), (0, 0));
+                WorkersReport {
+                    split: split.clone(),
+                    cross_core_hops: snapshot.cross_core_hops,
+                    cross_core_bytes: snapshot.cross_core_bytes,
+                    worker_handoffs: handoffs.iter().map(|h| h.0).collect(),
+                    worker_handoff_bytes: handoffs.iter().map(|h| h.1).collect(),
+                }
             }),
             captures: Vec::new(),
         }
@@ -183,10 +202,12 @@ mod tests {
             },
             queue_packets: 0,
             queue_bytes: 0,
+            params: None,
         }
     }
 
-    fn part(at_us: u64, owned: &[usize], packets_in: u64) -> Snapshot {
+    /// Worker `worker`'s snapshot, owning pipes `owned`; it handed off 5 + `worker` packets.
+    fn part(worker: usize, at_us: u64, owned: &[usize], packets_in: u64) -> Snapshot {
         let mut accuracy = Accuracy::new(Thresholds::default());
         accuracy.record_release(Duration::from_micros(at_us));
         let counters = HostCounters {
@@ -201,8 +222,17 @@ mod tests {
             pipes: (0..3)
                 .map(|p| owned.contains(&p).then(|| pipe(p)))
                 .collect(),
-            cross_core_hops: 5,
+            cross_core_hops: 5 + worker as u64,
             cross_core_bytes: 320,
+            handoffs: (0..=worker)
+                .map(|k| {
+                    if k == worker {
+                        (5 + k as u64, 320)
+                    } else {
+                        (0, 0)
+                    }
+                })
+                .collect(),
         }
     }
 
@@ -226,13 +256,15 @@ mod tests {
                 pipes: vec![2, 1],
                 payload: "cache".into(),
             }),
+            positions: BTreeMap::new(),
         }
     }
 
     #[test]
     fn workers_parts_merge_into_every_pipe_once_and_summed_counts() {
-        let mut all = part(10, &[0, 2], 3);
-        all.merge(part(12, &[1], 4));
+        // Answers arrive in any order: worker 1's first here.
+        let mut all = part(1, 12, &[1], 4);
+        all.merge(part(0, 10, &[0, 2], 3));
         let r = Report::new(&info(true), all, &[0, 4]);
         assert_eq!(r.uptime_ns, 12_000);
         assert_eq!(r.in_flight, 2);
@@ -254,12 +286,18 @@ mod tests {
         let pipes: Vec<u64> = r.pipes.iter().map(|p| p.report.packets_in).collect();
         assert_eq!(pipes, [0, 1, 2]);
         let w = r.workers.as_ref().unwrap();
-        assert_eq!((w.cross_core_hops, w.split.workers), (10, 2));
+        assert_eq!((w.cross_core_hops, w.split.workers), (11, 2));
+        assert_eq!(
+            w.worker_handoffs,
+            [5, 6],
+            "each worker's own, in worker order"
+        );
+        assert_eq!(w.worker_handoff_bytes, [320, 320]);
     }
 
     #[test]
     fn the_report_reads_back_from_its_json_flat_per_host() {
-        let r = Report::new(&info(false), part(10, &[0, 1, 2], 3), &[]);
+        let r = Report::new(&info(false), part(0, 10, &[0, 1, 2], 3), &[]);
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["hosts"][0]["name"], "h1");
         assert_eq!(json["hosts"][0]["ipv4"], "198.18.0.1");

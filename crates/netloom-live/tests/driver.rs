@@ -442,6 +442,24 @@ fn a_link_set_at_t_changes_exit_times_from_t() {
     d.step().unwrap();
     let change = pending.wait(std::time::Duration::ZERO).unwrap();
     assert_eq!((change.link.as_str(), change.at_ns), ("r-h1", 10_000_000));
+    // Its report says so: both pipes of r-h1 have the new delay, h0-r keeps its own.
+    let delays: Vec<(String, String)> = d
+        .snapshot()
+        .pipes
+        .into_iter()
+        .flatten()
+        .map(|p| (p.report.link, p.params.unwrap().delay.unwrap()))
+        .collect();
+    assert_eq!(
+        delays,
+        [
+            ("h0-r", "2ms"),
+            ("h0-r", "2ms"),
+            ("r-h1", "10ms"),
+            ("r-h1", "10ms")
+        ]
+        .map(|(l, d)| (l.to_string(), d.to_string()))
+    );
     let mut ds = [d];
     run_until_quiet(&mut ds, &clock);
     let arrivals: Vec<(u8, Instant)> = ds[0]

@@ -155,6 +155,10 @@ fn crossing_on_time(payload: Payload) {
     assert_eq!((c[0].packets_in, c[0].packets_out), (n, n));
     assert_eq!((c[1].packets_in, c[1].packets_out), (n, n));
     assert_eq!(merged.accuracy.report().handoffs, 2 * n);
+    // What each worker handed off: as many as the other took over.
+    let sent: Vec<u64> = merged.handoffs.iter().map(|h| h.0).collect();
+    assert_eq!(sent, [d1.handoffs, d0.handoffs]);
+    assert_eq!(sent.iter().sum::<u64>(), merged.cross_core_hops);
     assert_eq!(merged.in_flight, 0);
 }
 

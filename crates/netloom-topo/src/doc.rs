@@ -4,6 +4,7 @@
 //! them into the resolved `model`. Generators build a `TopologyFile` and serialize it, so what
 //! they write is exactly what a person would write.
 
+use crate::model::Position;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -56,6 +57,30 @@ pub enum NodeEntry {
     Full(NodeTable),
 }
 
+impl NodeEntry {
+    /// The entry of a node named `name`: its bare name when it has neither a group nor a
+    /// position, else a table.
+    pub fn new(name: String, group: Option<String>, position: Option<Position>) -> NodeEntry {
+        if group.is_none() && position.is_none() {
+            return NodeEntry::Name(name);
+        }
+        let (mut lat, mut lon, mut x, mut y) = (None, None, None, None);
+        match position {
+            Some(Position::Earth { lat: la, lon: lo }) => (lat, lon) = (Some(la), Some(lo)),
+            Some(Position::Plane { x: px, y: py }) => (x, y) = (Some(px), Some(py)),
+            None => {}
+        }
+        NodeEntry::Full(NodeTable {
+            name,
+            group,
+            lat,
+            lon,
+            x,
+            y,
+        })
+    }
+}
+
 /// The table form of a host or router entry.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -66,6 +91,19 @@ pub struct NodeTable {
     /// A grouping label (for example the subtree a host hangs off); traffic patterns use it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// Latitude in degrees, [-90, 90]; with `lon`, where the node is on the Earth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat: Option<f64>,
+    /// Longitude in degrees, [-180, 180]; with `lat`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lon: Option<f64>,
+    /// With `y`, where the node is on a plane, in any unit (Inet's coordinates); not with
+    /// `lat`/`lon`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x: Option<f64>,
+    /// With `x`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub y: Option<f64>,
 }
 
 /// Link parameters as written. Every key is optional; later layers override earlier ones:

@@ -8,7 +8,7 @@
 //! chooses among them by its metric and tie-breaking.
 
 use crate::data::DataFiles;
-use crate::doc::{LinkParams, NodeEntry, TopologyFile};
+use crate::doc::{LinkParams, NodeEntry, NodeTable, TopologyFile};
 use crate::error::{Diagnostic, ErrorKind, Issue, Seg, Subject, TopoError};
 use crate::import::{self, ImportOptions, InputFormat};
 use crate::layer::{finish, key_path, parse_layer};
@@ -16,7 +16,9 @@ pub use crate::layer::{
     RED_DEFAULT_MAX_P, RED_DEFAULT_MAX_TH_FACTOR, RED_DEFAULT_MIN_TH_PACKETS, RED_DEFAULT_WEIGHT,
 };
 use crate::locate::{line_at, Lines, Source};
-use crate::model::{LinkPlan, NodeId, NodeKind, RoutingMetric, Topology, MAX_LINKS, MAX_NODES};
+use crate::model::{
+    LinkPlan, NodeId, NodeKind, Position, RoutingMetric, Topology, MAX_LINKS, MAX_NODES,
+};
 use crate::patch::LinkPatch;
 use crate::plan::resolve_plan;
 use crate::schema::{self, did_you_mean};
@@ -224,6 +226,49 @@ fn pair(a: &str, b: &str) -> (String, String) {
     }
 }
 
+/// A node table's position: `lat` and `lon` (degrees, in range), or `x` and `y`, or neither;
+/// otherwise the key at fault and why.
+fn position(t: &NodeTable) -> Result<Option<Position>, (&'static str, String)> {
+    const EXAMPLE: &str =
+        "{ name = \"r1\", lat = 48.85, lon = 2.35 } or { name = \"r1\", x = 10, y = 20 }";
+    let pair =
+        |(ka, a): (&'static str, Option<f64>), (kb, b): (&'static str, Option<f64>)| match (a, b) {
+            (Some(a), Some(b)) => Ok(Some((a, b))),
+            (None, None) => Ok(None),
+            (Some(_), None) => Err((ka, format!("{ka} needs {kb} too: {EXAMPLE}"))),
+            (None, Some(_)) => Err((kb, format!("{kb} needs {ka} too: {EXAMPLE}"))),
+        };
+    let earth = pair(("lat", t.lat), ("lon", t.lon))?;
+    let plane = pair(("x", t.x), ("y", t.y))?;
+    let within = |key: &'static str, v: f64, limit: f64| {
+        if (-limit..=limit).contains(&v) {
+            Ok(v)
+        } else {
+            let range = if limit == f64::MAX {
+                "a finite number".into()
+            } else {
+                format!("in [-{limit}, {limit}] degrees")
+            };
+            Err((key, format!("{key} = {v} is not {range}")))
+        }
+    };
+    match (earth, plane) {
+        (Some(_), Some(_)) => Err((
+            "x",
+            "a node is on the Earth (lat, lon) or on a plane (x, y), not both".into(),
+        )),
+        (Some((lat, lon)), None) => Ok(Some(Position::Earth {
+            lat: within("lat", lat, 90.0)?,
+            lon: within("lon", lon, 180.0)?,
+        })),
+        (None, Some((x, y))) => Ok(Some(Position::Plane {
+            x: within("x", x, f64::MAX)?,
+            y: within("y", y, f64::MAX)?,
+        })),
+        (None, None) => Ok(None),
+    }
+}
+
 fn kind_word(kind: NodeKind) -> &'static str {
     match kind {
         NodeKind::Host => "host",
@@ -293,6 +338,20 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
             };
             let path = vec![Seg::Key(key.into()), Seg::Index(i)];
             let subject = Subject::Text(format!("{} {name}", kind_word(kind)));
+            let position = match entry {
+                NodeEntry::Name(_) => None,
+                NodeEntry::Full(t) => position(t).unwrap_or_else(|(k, message)| {
+                    let mut path = path.clone();
+                    path.push(Seg::Key(k.into()));
+                    issues.push(Issue {
+                        kind: ErrorKind::BadValue,
+                        path,
+                        subject: subject.clone(),
+                        message,
+                    });
+                    None
+                }),
+            };
             if name.trim().is_empty() || name.chars().any(char::is_whitespace) {
                 issues.push(Issue {
                     kind: ErrorKind::BadValue,
@@ -312,7 +371,8 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
                     ),
                 });
             } else {
-                topo.add_node(name.clone(), kind, group);
+                let id = topo.add_node(name.clone(), kind, group);
+                topo.nodes[id as usize].position = position;
                 node_paths.push(path);
             }
         }

@@ -41,6 +41,29 @@ pub struct Node {
     pub kind: NodeKind,
     /// Grouping label (for example the subtree a host belongs to); `None` if not given.
     pub group: Option<String>,
+    /// Where the node is, if the file says (`lat`/`lon` or `x`/`y`): for drawing it; importers
+    /// also derive delays from it.
+    pub position: Option<Position>,
+}
+
+/// A node's position, in the coordinates its file uses.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum Position {
+    /// Degrees: latitude in [-90, 90], longitude in [-180, 180] (Topology Zoo's).
+    Earth {
+        /// Latitude, degrees north.
+        lat: f64,
+        /// Longitude, degrees east.
+        lon: f64,
+    },
+    /// A point on a plane, in its own units (Inet's).
+    Plane {
+        /// Abscissa.
+        x: f64,
+        /// Ordinate.
+        y: f64,
+    },
 }
 
 /// Direction of travel over a link.
@@ -153,7 +176,12 @@ impl Topology {
         if kind == NodeKind::Host {
             self.hosts.push(id);
         }
-        self.nodes.push(Node { name, kind, group });
+        self.nodes.push(Node {
+            name,
+            kind,
+            group,
+            position: None,
+        });
         id
     }
 

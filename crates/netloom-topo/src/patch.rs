@@ -2,8 +2,10 @@
 //! words a client writes them in. Parsing a table into a patch and applying a patch to a pipe are
 //! `layer`'s, beside the file's own parsing.
 
+use crate::doc::{Fraction, GilbertElliottSpec, LinkParams, LossSpec, QueueSpec, RedSpec};
 use crate::import::params::{insert, typed};
 use crate::schema::{did_you_mean, suggest, DATA_KEYS, LINK_KEYS, VALUE_KEYS};
+use crate::units::{format_duration, format_rate};
 use netloom_link::{Aqm, DelayProfile, LossModel, PipeConfig, QueueLimit, Standard, Trace};
 use netloom_time::{Duration, Rate};
 use serde_json::{Map, Value};
@@ -17,6 +19,18 @@ pub(crate) enum AqmChoice {
     Red,
     Codel,
     FqCodel,
+}
+
+impl AqmChoice {
+    /// The `aqm` key's value that chooses it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            AqmChoice::DropTail => "droptail",
+            AqmChoice::Red => "red",
+            AqmChoice::Codel => "codel",
+            AqmChoice::FqCodel => "fq_codel",
+        }
+    }
 }
 
 /// RED keys as far as a patch sets them.
@@ -263,6 +277,69 @@ impl From<&PipeConfig> for LinkPatch {
     }
 }
 
+/// A pipe's parameters now, written as a link table of the topology file has them (every key,
+/// the wireless ones only when it is wireless): what a live run reports of each pipe, and what
+/// `LinkPatch::from_table` reads back into the same configuration. Values are exact: rates and
+/// durations in the largest unit that divides them, probabilities as plain fractions.
+impl From<&PipeConfig> for LinkParams {
+    fn from(config: &PipeConfig) -> LinkParams {
+        let patch = LinkPatch::from(config);
+        let number = |x: Option<f64>| x.map(Fraction::Number);
+        let loss = patch.loss.map(|loss| match loss {
+            LossModel::None => LossSpec::Simple(Fraction::Number(0.0)),
+            LossModel::Bernoulli { p } => LossSpec::Simple(Fraction::Number(p)),
+            LossModel::GilbertElliott {
+                p,
+                r,
+                good_loss,
+                bad_loss,
+            } => LossSpec::GilbertElliott(GilbertElliottSpec {
+                model: "gilbert-elliott".into(),
+                p: Fraction::Number(p),
+                r: Fraction::Number(r),
+                bad_loss: Some(Fraction::Number(bad_loss)),
+                good_loss: Some(Fraction::Number(good_loss)),
+            }),
+        });
+        let red = (patch.aqm == Some(AqmChoice::Red)).then(|| RedSpec {
+            min_th: patch.red.min_th,
+            max_th: patch.red.max_th,
+            max_p: number(patch.red.max_p),
+            weight: patch.red.weight,
+        });
+        LinkParams {
+            bw: patch.rate.map(format_rate),
+            delay: patch.delay.map(format_duration),
+            jitter: patch.jitter.map(format_duration),
+            reorder: patch.reorder,
+            loss,
+            queue: patch.queue.map(|q| match q {
+                QueueLimit::Packets(n) => QueueSpec::Packets(n.into()),
+                QueueLimit::Bytes(b) => QueueSpec::Size(format!("{b}B")),
+            }),
+            aqm: patch.aqm.map(|a| a.name().into()),
+            red,
+            codel_target: patch.codel_target.map(format_duration),
+            codel_interval: patch.codel_interval.map(format_duration),
+            fq_quantum: patch.fq_quantum.map(i64::from),
+            fq_flows: patch.fq_flows.map(i64::from),
+            ecn: patch.ecn,
+            duplicate: number(patch.duplicate),
+            ooo_rate: number(patch.ooo_rate),
+            ooo_delay: patch.ooo_delay.map(format_duration),
+            up: patch.up,
+            mtu: patch.mtu.map(i64::from),
+            wireless: patch.wireless.map(|w| w.name().into()),
+            snr: patch.snr_db.map(|db| format!("{db}dB")),
+            netload: number(patch.netload),
+            collision: number(patch.collision),
+            retry_limit: patch.retry_limit.map(i64::from),
+            mac_profile: None,
+            trace: None,
+        }
+    }
+}
+
 /// Why a patch cannot set `key`, if it cannot.
 pub(crate) fn refusal(key: &str) -> Option<PatchError> {
     let key = key.to_string();
@@ -285,6 +362,7 @@ fn key_hint(word: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::import::params::to_map;
     use netloom_link::{RedParams, Wireless};
     use serde_json::json;
 
@@ -520,5 +598,36 @@ mod tests {
         for config in [busy(), wireless] {
             assert_eq!(LinkPatch::default().apply(&config), Ok(config));
         }
+    }
+
+    #[test]
+    fn a_pipe_written_as_a_link_table_reads_back_into_itself() {
+        let wireless = PipeConfig {
+            wireless: Some(Wireless {
+                snr_db: Some(12.5),
+                netload: 0.1,
+                ..Wireless::new(Standard::B)
+            }),
+            queue: QueueLimit::Bytes(64_000),
+            ..PipeConfig::new(Rate::bps(11_000_000), Duration::from_micros(1500))
+        };
+        let bernoulli = PipeConfig {
+            loss: LossModel::Bernoulli { p: 0.125 },
+            up: false,
+            mtu: 9000,
+            ..PipeConfig::new(Rate::bps(1_500_000), Duration::from_nanos(2500))
+        };
+        let plain = PipeConfig::new(Rate::bps(1), Duration::ZERO);
+        for config in [busy(), wireless, bernoulli, plain] {
+            let table = to_map(&LinkParams::from(&config));
+            let patch = LinkPatch::from_table(&table).unwrap();
+            // Over a pipe that differs in every key, so nothing is left from it.
+            assert_eq!(patch.apply(&busy()), Ok(config), "{table:?}");
+        }
+        let table = to_map(&LinkParams::from(&busy()));
+        assert_eq!(table["bw"], "100Mbit");
+        assert_eq!(table["delay"], "10ms");
+        assert_eq!(table["aqm"], "red");
+        assert!(!table.contains_key("wireless"));
     }
 }

@@ -61,7 +61,7 @@ const TOP_KEYS: &[&str] = &[
     "topology", "defaults", "classes", "hosts", "routers", "link",
 ];
 const META_KEYS: &[&str] = &["name", "routing"];
-const NODE_KEYS: &[&str] = &["name", "group"];
+const NODE_KEYS: &[&str] = &["name", "group", "lat", "lon", "x", "y"];
 const RED_KEYS: &[&str] = &["min_th", "max_th", "max_p", "weight"];
 const GE_KEYS: &[&str] = &["model", "p", "r", "bad_loss", "good_loss"];
 
@@ -607,6 +607,10 @@ impl Reader {
                 Some(NodeEntry::Full(NodeTable {
                     name: name?,
                     group: self.string(map, "group", at),
+                    lat: self.number(map, "lat", at),
+                    lon: self.number(map, "lon", at),
+                    x: self.number(map, "x", at),
+                    y: self.number(map, "y", at),
                 }))
             }
             v => {

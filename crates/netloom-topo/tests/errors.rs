@@ -427,3 +427,49 @@ fn node_errors_do_not_hide_link_errors() {
     assert_eq!(e.kind(), ErrorKind::Duplicate);
     assert!(e.to_string().contains("link r1-r2: no bandwidth"), "{e}");
 }
+
+#[test]
+fn node_coordinates_are_both_or_neither_and_in_range() {
+    let at = |node: &str| {
+        with_middle("").replace(
+            "routers = [\"r1\", \"r2\"]",
+            &format!("routers = [{node}, \"r2\"]"),
+        )
+    };
+    let topo = load_str(
+        &at(r#"{ name = "r1", lat = -33.9, lon = 151.2 }"#),
+        Format::Toml,
+        "topo.toml",
+    )
+    .unwrap();
+    assert_eq!(
+        topo.node(topo.node_id("r1").unwrap()).position,
+        Some(netloom_topo::Position::Earth {
+            lat: -33.9,
+            lon: 151.2
+        })
+    );
+    assert_eq!(topo.node(topo.node_id("r2").unwrap()).position, None);
+    assert_eq!(
+        one(&at(r#"{ name = "r1", lat = 91, lon = 0 }"#)),
+        "topo.toml:2: router r1: lat = 91 is not in [-90, 90] degrees"
+    );
+    assert_eq!(
+        one(&at(r#"{ name = "r1", lon = -181, lat = 0 }"#)),
+        "topo.toml:2: router r1: lon = -181 is not in [-180, 180] degrees"
+    );
+    assert!(one(&at(r#"{ name = "r1", lat = 45 }"#))
+        .starts_with("topo.toml:2: router r1: lat needs lon too: { name = \"r1\", lat = 48.85"));
+    assert!(
+        one(&at(r#"{ name = "r1", y = 4 }"#)).starts_with("topo.toml:2: router r1: y needs x too")
+    );
+    assert_eq!(
+        one(&at(r#"{ name = "r1", lat = 1, lon = 2, x = 3, y = 4 }"#)),
+        "topo.toml:2: router r1: a node is on the Earth (lat, lon) or on a plane (x, y), not both"
+    );
+    assert_eq!(
+        one(&at(r#"{ name = "r1", x = inf, y = 4 }"#)),
+        "topo.toml:2: router r1: x = inf is not a finite number"
+    );
+    assert!(one(&at(r#"{ name = "r1", lat = "north", lon = 2 }"#)).contains("lat"));
+}

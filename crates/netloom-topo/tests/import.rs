@@ -439,3 +439,36 @@ fn zoo_gml_shadow_gml_modelnet_and_inet_load_through_load_path_as() {
     let err = load_path_as(&path, None, &with_hosts("1")).unwrap_err();
     assert!(err.to_string().contains("unknown file type"));
 }
+
+#[test]
+fn zoo_and_inet_coordinates_survive_conversion_to_toml() {
+    let imported = import_path(&zoo_dir().join("Abilene.graphml"), None, &with_hosts("1")).unwrap();
+    let toml = write::to_toml(&imported.file);
+    let topo = netloom_topo::load_str(&toml, netloom_topo::Format::Toml, "abilene.toml").unwrap();
+    let new_york = topo.node(topo.node_id("New_York").unwrap());
+    assert_eq!(
+        new_york.position,
+        Some(netloom_topo::Position::Earth {
+            lat: 40.71427,
+            lon: -74.00597
+        }),
+        "{toml}"
+    );
+    // Every router has its place; the hosts attached to them have none (drawn beside them).
+    for node in &topo.nodes {
+        let host = node.kind == netloom_topo::NodeKind::Host;
+        assert_eq!(node.position.is_none(), host, "{}", node.name);
+    }
+
+    let inet = "3 2\n0 0 0\n1 300 400\n2 600 800\n0 1 1\n1 2 1\n";
+    let imported = import_str(inet, InputFormat::Inet, "tiny.inet", &with_hosts("1")).unwrap();
+    let toml = write::to_toml(&imported.file);
+    let topo = netloom_topo::load_str(&toml, netloom_topo::Format::Toml, "tiny.toml").unwrap();
+    let positions: Vec<_> = topo.nodes.iter().filter_map(|n| n.position).collect();
+    assert_eq!(
+        positions,
+        [(0.0, 0.0), (300.0, 400.0), (600.0, 800.0)]
+            .map(|(x, y)| netloom_topo::Position::Plane { x, y }),
+        "{toml}"
+    );
+}

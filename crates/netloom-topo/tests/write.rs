@@ -68,6 +68,9 @@ fn everything() -> TopologyFile {
             NodeEntry::Full(NodeTable {
                 name: "h2".into(),
                 group: Some("east".into()),
+                lat: Some(52.52),
+                lon: Some(13.4),
+                ..NodeTable::default()
             }),
         ],
         routers: vec![NodeEntry::Name("r1".into())],

@@ -1,6 +1,7 @@
-// netloom's web view: polls /api/stats once a second, draws the topology (links coloured by
-// their utilization over the last poll, widened by their queue), shows a link's counters and a
-// chart of its last minutes, changes a link through /api/link (the same change as
+// netloom's web view: reads /api/info once and polls /api/stats once a second, draws the
+// topology (where its nodes are when the file says, else by a force layout; links coloured by
+// their utilization over the last poll, widened by their queue), shows a link's parameters and
+// counters and a chart of its last minutes, changes a link through /api/link (the same change as
 // `netloom link set`), and plots a `netloom sim --json` report. Plain JS and SVG, no library.
 "use strict";
 
@@ -14,6 +15,7 @@ const state = {
   history: new Map(), // link label -> [{t, util, drops, queue}]
   selected: null,
   hovered: null,
+  positions: {}, // node name -> {lat, lon} or {x, y}, from /api/info
 };
 
 function el(tag, attrs, parent) {
@@ -37,8 +39,55 @@ function topology(report) {
     l.pipes.push(i);
   });
   for (const h of hosts) if (!nodes.has(h)) nodes.set(h, { host: true });
-  layout(nodes, links);
+  const geographic = place(nodes, links, state.positions);
+  if (!geographic) layout(nodes, links);
+  document.body.dataset.layout = geographic ? "geographic" : "force";
   return { nodes, links };
+}
+
+// The geographic layout, when the topology file places at least half the routers (or, without
+// routers, half the hosts; /api/info's `positions`): latitude/longitude by an equirectangular
+// projection (longitude scaled by the cosine of the mean latitude, north up), or x/y as they are,
+// fitted to the same square as the force layout. A node without a position (the hosts an import
+// attached) goes beside its placed neighbours, around them; one with none in reach, in a row
+// below. Returns false, placing nothing, when too few nodes have positions.
+function place(nodes, links, positions) {
+  const list = [...nodes.entries()];
+  const routers = list.filter(([, v]) => !v.host);
+  const counted = routers.length ? routers : list;
+  if (!positions || counted.filter(([n]) => positions[n]).length * 2 < counted.length) return false;
+  const known = list.filter(([n]) => positions[n]);
+  const earth = known.some(([n]) => "lat" in positions[n]);
+  const cos = earth ? Math.cos((known.reduce((s, [n]) => s + positions[n].lat, 0) / known.length) * Math.PI / 180) : 1;
+  const xy = (p) => ("lat" in p ? [p.lon * cos, -p.lat] : [p.x, p.y]);
+  const pts = known.map(([n]) => xy(positions[n]));
+  const [x0, x1] = [Math.min(...pts.map((p) => p[0])), Math.max(...pts.map((p) => p[0]))];
+  const [y0, y1] = [Math.min(...pts.map((p) => p[1])), Math.max(...pts.map((p) => p[1]))];
+  const side = Math.sqrt(list.length) * 40 + 100;
+  const scale = side / Math.max(x1 - x0, y1 - y0, 1e-9);
+  known.forEach(([, v], i) => { v.x = (pts[i][0] - x0) * scale; v.y = (pts[i][1] - y0) * scale; v.placed = true; });
+  // Breadth first from the placed nodes: each newly reached node sits on a small circle around
+  // the first placed neighbour that reaches it.
+  const around = new Map(list.map(([, v]) => [v, []]));
+  for (const l of links.values()) {
+    const a = nodes.get(l.a), b = nodes.get(l.b);
+    around.get(a).push(b); around.get(b).push(a);
+  }
+  let frontier = known.map(([, v]) => v);
+  while (frontier.length) {
+    const next = [];
+    for (const v of frontier) {
+      const fresh = around.get(v).filter((u) => !u.placed);
+      fresh.forEach((u, k) => {
+        const t = (2 * Math.PI * k) / fresh.length + 0.5, r = side * 0.025;
+        u.x = v.x + r * Math.cos(t); u.y = v.y + r * Math.sin(t); u.placed = true;
+        next.push(u);
+      });
+    }
+    frontier = next;
+  }
+  list.filter(([, v]) => !v.placed).forEach(([, v], k) => { v.x = k * 30; v.y = side + 60; });
+  return true;
 }
 
 // A force-directed layout (springs along links, repulsion between nodes). Repulsion only looks
@@ -177,6 +226,15 @@ function row(k, v) {
   return `<tr><td>${k}</td><td>${v}</td></tr>`;
 }
 
+// A pipe's parameters now (the topology file's keys, after any change), as rows; reports of
+// older versions have none.
+function parameters(params) {
+  if (!params) return "";
+  const text = (v) => (typeof v === "object" ? Object.entries(v).map(([k, x]) => `${k}=${x}`).join(" ") : String(v));
+  return `<tr><th colspan=2>parameters</th></tr>` +
+    Object.entries(params).map(([k, v]) => row(k, text(v))).join("");
+}
+
 function detail() {
   const label = state.hovered || state.selected;
   const box = document.getElementById("detail");
@@ -192,6 +250,7 @@ function detail() {
       row("queue now (pkts / bytes)", `${p.queue_packets} / ${p.queue_bytes}`) +
       row("queue high-water (pkts)", p.queue_hwm_packets) +
       Object.entries(p.drops_by_cause).map(([c, n]) => row(`drops: ${c}`, n)).join("") +
+      parameters(p.params) +
       "</table>";
   }
   box.innerHTML = html;
@@ -348,6 +407,8 @@ document.getElementById("change").elements.token.value = params.get("token") || 
 
 fetch("/api/report").then(async (response) => {
   if (response.ok) return showSim(await response.json());
+  const info = await fetch("/api/info").then((r) => (r.ok ? r.json() : {})).catch(() => ({}));
+  state.positions = info.positions || {};
   await poll();
   setInterval(poll, POLL_MS);
   if (location.hash === "#selftest") selftest();

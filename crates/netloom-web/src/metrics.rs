@@ -312,6 +312,24 @@ fn workers(o: &mut String, report: &Report) {
         "Bytes the hand-offs moved.",
     )
     .sample(&[], w.cross_core_bytes);
+    let mut f = family(
+        o,
+        "netloom_worker_handoffs_total",
+        "counter",
+        "Packets the worker handed to another.",
+    );
+    for (k, n) in w.worker_handoffs.iter().enumerate() {
+        f.sample(&[("worker", &k.to_string())], n);
+    }
+    let mut f = family(
+        o,
+        "netloom_worker_handoff_bytes_total",
+        "counter",
+        "Bytes the worker's hand-offs moved.",
+    );
+    for (k, n) in w.worker_handoff_bytes.iter().enumerate() {
+        f.sample(&[("worker", &k.to_string())], n);
+    }
     family(
         o,
         "netloom_late_handoffs_total",
@@ -358,7 +376,8 @@ pub(crate) mod tests {
             "pipes": [pipe("h1-r1", "a-b", "h1", "r1", 10), pipe("h1-r1", "b-a", "r1", "h1", 9),
                       pipe("r1-h\"2", "shared", "r1", "h\"2", 5)],
             "workers": {"workers": 2, "lookahead_ns": 5, "hosts": [1, 1], "pipes": [2, 1],
-                        "payload": "cache", "cross_core_hops": 4, "cross_core_bytes": 256}
+                        "payload": "cache", "cross_core_hops": 4, "cross_core_bytes": 256,
+                        "worker_handoffs": [3, 1], "worker_handoff_bytes": [192, 64]}
         }))
         .unwrap()
     }
@@ -382,6 +401,8 @@ pub(crate) mod tests {
         assert!(text.contains("netloom_lateness_seconds_sum 0.0005\n"));
         assert!(text.contains("netloom_worker_pipes{worker=\"1\"} 1\n"));
         assert!(text.contains("netloom_handoffs_total 4\n"));
+        assert!(text.contains("netloom_worker_handoffs_total{worker=\"0\"} 3\n"));
+        assert!(text.contains("netloom_worker_handoff_bytes_total{worker=\"1\"} 64\n"));
         // Every sample belongs to the family announced last, which has HELP and TYPE.
         let mut family = String::new();
         for line in text.lines() {

@@ -1,6 +1,6 @@
 //! The HTTP server of a live run: binds first (so a port in use is refused before the run
 //! starts), then serves on one thread of its own: `/metrics` (Prometheus), the web view's page,
-//! its JSON (`/api/stats`), link changes (`POST /api/link`, with the token printed at start)
+//! its JSON (`/api/info` once, `/api/stats` every second), link changes (`POST /api/link`, with the token printed at start)
 //! and a `netloom sim --json` report to view (`/api/report`). It reads the run only through its
 //! `Source`, so a scrape or a page costs the workers one snapshot, as `netloom stats` does.
 
@@ -41,7 +41,7 @@ pub enum WebError {
 pub struct Routes {
     /// `/metrics`.
     pub metrics: bool,
-    /// The web view: the page, `/api/stats`, and `/api/link` with this token.
+    /// The web view: the page, `/api/info`, `/api/stats`, and `/api/link` with this token.
     pub web: Option<String>,
     /// A `netloom sim --json` report the page shows (`/api/report`).
     pub report: Option<String>,
@@ -168,6 +168,14 @@ fn respond(mut request: tiny_http::Request, source: &dyn Source, routes: &Routes
             Ok(report) => reply(200, CONTENT_TYPE, exposition(&report)),
             Err(e) => reply(503, "text/plain", e),
         },
+        (Get, "/api/info", Routes { web: Some(_), .. }) => match source.info() {
+            Ok(info) => reply(
+                200,
+                "application/json",
+                serde_json::to_vec(&info).expect("infos serialize"),
+            ),
+            Err(e) => refusal(503, e),
+        },
         (Get, "/api/stats", Routes { web: Some(_), .. }) => match source.stats() {
             Ok(report) => reply(
                 200,
@@ -266,6 +274,10 @@ mod tests {
     }
 
     impl Source for Fake {
+        fn info(&self) -> Result<netloom_live::RunInfo, String> {
+            Err("the fake run has no description".into())
+        }
+
         fn stats(&self) -> Result<Report, String> {
             Ok(crate::metrics::tests::report())
         }

@@ -3,13 +3,15 @@
 //! and make the same link change, `netloom link set`'s.
 
 use netloom_live::protocol::call;
-use netloom_live::{Direction, Handle, LinkChange, Report, Request};
+use netloom_live::{Direction, Handle, LinkChange, Report, Request, RunInfo};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// A running experiment as the server sees it; errors are the one line to show.
 pub trait Source: Send + Sync {
+    /// What the run is (hosts, links, where nodes are).
+    fn info(&self) -> Result<RunInfo, String>;
     /// The figures now.
     fn stats(&self) -> Result<Report, String>;
     /// Changes the link between `a` and `b` as `netloom link set` does.
@@ -23,6 +25,10 @@ pub trait Source: Send + Sync {
 }
 
 impl Source for Handle {
+    fn info(&self) -> Result<RunInfo, String> {
+        Ok(Handle::info(self).clone())
+    }
+
     fn stats(&self) -> Result<Report, String> {
         Handle::stats(self).map_err(|e| e.to_string())
     }
@@ -61,6 +67,10 @@ impl Socket {
 }
 
 impl Source for Socket {
+    fn info(&self) -> Result<RunInfo, String> {
+        self.ask(&Request::Info)
+    }
+
     fn stats(&self) -> Result<Report, String> {
         self.ask(&Request::Stats)
     }

@@ -19,7 +19,7 @@ pub fn to_dot(file: &TopologyFile, name: &str, cores: Option<&[u32]>) -> String 
     // Writing to a String cannot fail.
     let _ = writeln!(out, "graph {} {{", id(name));
     let _ = writeln!(out, "  node [fontsize=10]; edge [fontsize=8];");
-    for (node, host, group) in nodes(file) {
+    for (node, host, group, _) in nodes(file) {
         let mut attrs = vec![format!("shape={}", if host { "box" } else { "ellipse" })];
         if let Some(g) = group {
             attrs.push(format!("group={}", id(g)));

@@ -31,7 +31,7 @@ pub fn to_graphml(file: &TopologyFile, name: &str, cores: Option<&[u32]>) -> Str
     let links_core = cores.map(|c| link_cores(file, c)).unwrap_or_default();
     let node_data: Vec<(&str, Data)> = nodes(file)
         .into_iter()
-        .map(|(n, host, group)| {
+        .map(|(n, host, group, coordinates)| {
             let mut d: Data = vec![
                 ("label".into(), n.to_string()),
                 ("kind".into(), if host { "host" } else { "router" }.into()),
@@ -42,6 +42,11 @@ pub fn to_graphml(file: &TopologyFile, name: &str, cores: Option<&[u32]>) -> Str
             if let Some(&c) = node_core.get(n) {
                 d.push(("core".into(), c.to_string()));
             }
+            d.extend(
+                coordinates
+                    .into_iter()
+                    .map(|(k, v)| (k.into(), v.to_string())),
+            );
             (n, d)
         })
         .collect();

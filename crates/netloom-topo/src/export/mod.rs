@@ -35,15 +35,30 @@ fn effective_links(file: &TopologyFile) -> Vec<LinkEntry> {
         .collect()
 }
 
-/// Every node as `(name, is_host, group)`, hosts first, in file order.
-fn nodes(file: &TopologyFile) -> Vec<(&str, bool, Option<&str>)> {
+/// A node's coordinates as GraphML attributes (Topology Zoo's `Latitude` and `Longitude`, or
+/// `x` and `y`), those it has.
+type Coordinates = Vec<(&'static str, f64)>;
+
+/// Every node as `(name, is_host, group, coordinates)`, hosts first, in file order.
+fn nodes(file: &TopologyFile) -> Vec<(&str, bool, Option<&str>, Coordinates)> {
     file.hosts
         .iter()
         .map(|e| (e, true))
         .chain(file.routers.iter().map(|e| (e, false)))
         .map(|(e, host)| match e {
-            NodeEntry::Name(n) => (n.as_str(), host, None),
-            NodeEntry::Full(t) => (t.name.as_str(), host, t.group.as_deref()),
+            NodeEntry::Name(n) => (n.as_str(), host, None, Vec::new()),
+            NodeEntry::Full(t) => {
+                let coordinates = [
+                    ("Latitude", t.lat),
+                    ("Longitude", t.lon),
+                    ("x", t.x),
+                    ("y", t.y),
+                ]
+                .into_iter()
+                .filter_map(|(k, v)| v.map(|v| (k, v)))
+                .collect();
+                (t.name.as_str(), host, t.group.as_deref(), coordinates)
+            }
         })
         .collect()
 }

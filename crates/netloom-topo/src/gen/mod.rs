@@ -13,7 +13,7 @@ pub use inet::InetParams;
 pub use shape::{ChainParams, DumbbellParams, FishboneParams, MeshParams, RingParams, StarParams};
 pub use tree_mesh::TreeMeshParams;
 
-use crate::doc::{LinkEntry, LinkParams, Meta, NodeEntry, NodeTable, TopologyFile};
+use crate::doc::{LinkEntry, LinkParams, Meta, NodeEntry, TopologyFile};
 use crate::{MAX_LINKS, MAX_NODES};
 
 /// Which topology to generate, with its parameters.
@@ -281,13 +281,7 @@ impl Builder {
 }
 
 fn entry(name: String, group: Option<String>) -> NodeEntry {
-    match group {
-        None => NodeEntry::Name(name),
-        Some(group) => NodeEntry::Full(NodeTable {
-            name,
-            group: Some(group),
-        }),
-    }
+    NodeEntry::new(name, group, None)
 }
 
 #[cfg(test)]

@@ -44,6 +44,16 @@ pub(crate) fn node(attrs: &Attrs) -> Result<NodeAttrs, String> {
     };
     let lat = degrees("Latitude", 90.0)?;
     let lon = degrees("Longitude", 180.0)?;
+    // A point on a plane, as netloom's own export writes Inet's coordinates.
+    let plane = |name: &str| -> Result<Option<f64>, String> {
+        get(attrs, name)
+            .map(|text| match text.parse::<f64>() {
+                Ok(v) if v.is_finite() => Ok(v),
+                _ => Err(format!("{name} = \"{text}\" is not a finite number")),
+            })
+            .transpose()
+    };
+    let (x, y) = (plane("x")?, plane("y")?);
     let rate = |name: &str| -> Result<Option<String>, String> {
         get(attrs, name)
             .map(|text| {
@@ -59,7 +69,10 @@ pub(crate) fn node(attrs: &Attrs) -> Result<NodeAttrs, String> {
         Some(other) => return Err(format!("kind = \"{other}\"; write \"host\" or \"router\"")),
     };
     Ok(NodeAttrs {
-        position: lat.zip(lon).map(|(lat, lon)| Position::Earth { lat, lon }),
+        position: lat
+            .zip(lon)
+            .map(|(lat, lon)| Position::Earth { lat, lon })
+            .or_else(|| x.zip(y).map(|(x, y)| Position::Plane { x, y })),
         host,
         group: get(attrs, "group").map(str::to_string),
         access_up: rate("host_bandwidth_up")?,

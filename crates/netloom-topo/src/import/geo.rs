@@ -11,14 +11,7 @@ pub const LIGHT_KM_PER_S: f64 = 299_792.458;
 /// 2/3 c. The default speed for delays from distances.
 pub const FIBRE_KM_PER_S: f64 = 200_000.0;
 
-/// A node's position, in the coordinates its file uses.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Position {
-    /// Degrees: latitude in [-90, 90], longitude in [-180, 180].
-    Earth { lat: f64, lon: f64 },
-    /// Inet's plane, in its own units.
-    Plane { x: f64, y: f64 },
-}
+pub(crate) use crate::model::Position;
 
 /// Great-circle distance by the haversine formula (accurate for short distances too).
 pub(crate) fn great_circle_km(lat1: f64, lon1: f64, lat2: f64, lon2: f64) -> f64 {

@@ -6,7 +6,7 @@ use super::attr::{EdgeAttrs, NodeAttrs};
 use super::geo::{self, Position, Speed, LIGHT_KM_PER_S};
 use super::params;
 use super::{fail, ImportOptions, Imported};
-use crate::doc::{LinkEntry, LinkParams, Meta, NodeEntry, NodeTable, TopologyFile};
+use crate::doc::{LinkEntry, LinkParams, Meta, NodeEntry, TopologyFile};
 use crate::error::{ErrorKind, TopoError};
 use crate::model::{Direction, MAX_LINKS, MAX_NODES};
 use crate::units::{self, Range};
@@ -352,13 +352,7 @@ impl Graph {
             ..TopologyFile::default()
         };
         for n in &self.nodes {
-            let entry = match &n.group {
-                None => NodeEntry::Name(n.name.clone()),
-                Some(g) => NodeEntry::Full(NodeTable {
-                    name: n.name.clone(),
-                    group: Some(g.clone()),
-                }),
-            };
+            let entry = NodeEntry::new(n.name.clone(), n.group.clone(), n.position);
             if n.host {
                 file.hosts.push(entry);
             } else {
@@ -594,10 +588,12 @@ impl Graph {
             }
             for k in 1..=count {
                 let host = names.claim(&format!("{}-h{k}", router.name));
-                file.hosts.push(NodeEntry::Full(NodeTable {
-                    name: host.clone(),
-                    group: Some(router.name.clone()),
-                }));
+                // No position: the host is drawn beside its router.
+                file.hosts.push(NodeEntry::new(
+                    host.clone(),
+                    Some(router.name.clone()),
+                    None,
+                ));
                 let direction = |bw: &Option<String>| {
                     bw.as_ref().map(|bw| LinkParams {
                         bw: Some(bw.clone()),
