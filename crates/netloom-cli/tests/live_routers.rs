@@ -227,7 +227,8 @@ fn a_narrow_link_answers_too_big_fragments_and_tracepath_finds_it() {
         out.contains("From r2 ") && out.contains("Frag needed and DF set (mtu = 1400)"),
         "{out}"
     );
-    assert!(route_to(&lab, "h1", "-4", "h2").contains(" mtu 1400"));
+    let route = route_to(&lab, "h1", "-4", "h2");
+    assert!(route.contains(" mtu 1400"), "{route}");
     // IPv6 routers never fragment: always Packet Too Big.
     let out = text(&lab.exec(
         "h1",
@@ -237,7 +238,8 @@ fn a_narrow_link_answers_too_big_fragments_and_tracepath_finds_it() {
         out.contains("From r2 ") && out.contains("Packet too big: mtu=1400"),
         "{out}"
     );
-    assert!(route_to(&lab, "h1", "-6", "h2").contains(" mtu 1400"));
+    let route = route_to(&lab, "h1", "-6", "h2");
+    assert!(route.contains(" mtu 1400"), "{route}");
     // tracepath finds the MTU itself once h1 forgets what the pings taught it.
     for family in ["-4", "-6"] {
         lab.exec("h1", &["ip", family, "route", "flush", "cache"]);
@@ -277,7 +279,7 @@ fn tcp_with_segmentation_offload_adapts_to_a_narrow_link_at_its_rate() {
     // TCP payload per packet with timestamps: the MTU less 52 (IPv4) or 72 (IPv6) bytes.
     for (family, headers) in [("-4", 52.0), ("-6", 72.0)] {
         // The baseline: the same transfer with the middle link at 1500 bytes, before h1 has
-        // learnt anything.
+        // learnt a path MTU for this family.
         lab.control(&["link", "set", "r2", "r3", "mtu=1500"]);
         let (base, _) = tcp_transfer(&mut lab, family);
         lab.control(&["link", "set", "r2", "r3", "mtu=1400"]);
