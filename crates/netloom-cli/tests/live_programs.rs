@@ -9,36 +9,8 @@
 #[macro_use]
 mod live_common;
 
-use live_common::{mean, median, ping_rtts, trimmed_mean, Lab};
+use live_common::{iperf3_client, mean, median, ping_rtts, received_mbps, trimmed_mean, Lab};
 use serde_json::Value;
-
-/// Runs an iperf3 client on `host` (with `-J` added) and returns its JSON report.
-fn iperf3_client(lab: &Lab, host: &str, args: &[&str]) -> Value {
-    let mut argv = vec!["iperf3", "-J"];
-    argv.extend_from_slice(args);
-    let out = lab.exec(host, &argv);
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "iperf3 {args:?} on {host} printed no JSON ({e}): {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    assert!(
-        out.status.success() && report.get("error").is_none(),
-        "iperf3 {args:?} on {host} failed: {}",
-        report["error"]
-    );
-    report
-}
-
-/// Throughput the receiver measured over the whole test, Mbit/s.
-fn received_mbps(report: &Value) -> f64 {
-    report["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .expect("end.sum_received.bits_per_second")
-        / 1e6
-}
 
 /// The accuracy section of the final report, for failure messages.
 fn accuracy(report: &Value) -> String {

@@ -1,20 +1,32 @@
 //! Routers as real programs see them (root, namespaces, TUN; traceroute, tracepath, mtr, ping):
 //! every router answers from its own address, by name, with the round trip of the path up to
 //! it; TTLs arrive less one per router; ICMP errors come back for a TTL run out, an address no
-//! host has and a link down with no way around. Each test skips, saying why, where it cannot
-//! run.
+//! host has and a link down with no way around; a link of a smaller MTU in the middle is found
+//! by path MTU discovery, and TCP adapts to it at the link's rate. Each test skips, saying why,
+//! where it cannot run.
 
 #[macro_use]
 mod live_common;
 
-use live_common::Lab;
+use live_common::{iperf3_client, received_mbps, Lab};
 
 /// h1 – r1 – r2 – r3 – h2 at 1 Gbit/s, every link with `delay`.
 fn chain(delay: &str) -> String {
+    chain_with_middle(delay, "bw = \"1Gbit\"\n")
+}
+
+/// The same chain with r2–r3's rate line replaced by `middle` (keys one a line, `bw` among
+/// them).
+fn chain_with_middle(delay: &str, middle: &str) -> String {
     let mut text = "hosts = [\"h1\", \"h2\"]\nrouters = [\"r1\", \"r2\", \"r3\"]\n".to_string();
     for (a, b) in [("h1", "r1"), ("r1", "r2"), ("r2", "r3"), ("r3", "h2")] {
+        let keys = if (a, b) == ("r2", "r3") {
+            middle
+        } else {
+            "bw = \"1Gbit\"\n"
+        };
         text.push_str(&format!(
-            "[[link]]\na = \"{a}\"\nb = \"{b}\"\nbw = \"1Gbit\"\ndelay = \"{delay}\"\n"
+            "[[link]]\na = \"{a}\"\nb = \"{b}\"\n{keys}delay = \"{delay}\"\n"
         ));
     }
     text
@@ -168,4 +180,139 @@ fn tracepath_and_mtr_see_every_router() {
         .collect();
     assert_eq!(hosts, ["r1", "r2", "r3", "h2"], "{out}");
     lab.stop();
+}
+
+/// The chain with r2–r3 at `bw` and an MTU of 1400, every other link at 1500.
+fn narrow_middle(bw: &str, queue: &str) -> String {
+    chain_with_middle(
+        "1ms",
+        &format!("bw = \"{bw}\"\nmtu = 1400\nqueue = \"{queue}\"\n"),
+    )
+}
+
+/// What `ip route get` in `host` says of the way to `to`'s address of `family` (`-4`, `-6`):
+/// with the path MTU the host learnt, if it learnt one.
+fn route_to(lab: &Lab, host: &str, family: &str, to: &str) -> String {
+    let database = if family == "-4" {
+        "ahostsv4"
+    } else {
+        "ahostsv6"
+    };
+    let resolved = text(&lab.exec(host, &["getent", database, to]));
+    let addr = resolved
+        .split_whitespace()
+        .next()
+        .expect("the name resolves");
+    text(&lab.exec(host, &["ip", family, "route", "get", addr]))
+}
+
+#[test]
+fn a_narrow_link_answers_too_big_fragments_and_tracepath_finds_it() {
+    require_live!("ping", "tracepath");
+    let mut lab = Lab::new("pm", &narrow_middle("1Gbit", "1000KB"));
+    lab.start(&[]);
+    // 1400 bytes of data make a 1428-byte IPv4 packet: too big for r2–r3. Without DF, r2 cuts
+    // it into fragments, h2 reassembles it and its reply (no DF either) comes back the same way.
+    let out = text(&lab.exec(
+        "h1",
+        &["ping", "-4", "-c", "1", "-M", "dont", "-s", "1400", "h2"],
+    ));
+    assert!(out.contains("1408 bytes from h2 "), "{out}");
+    // With DF, r2 refuses it and says why, with the MTU.
+    let out = text(&lab.exec(
+        "h1",
+        &["ping", "-4", "-c", "1", "-M", "do", "-s", "1400", "h2"],
+    ));
+    assert!(
+        out.contains("From r2 ") && out.contains("Frag needed and DF set (mtu = 1400)"),
+        "{out}"
+    );
+    let route = route_to(&lab, "h1", "-4", "h2");
+    assert!(route.contains(" mtu 1400"), "{route}");
+    // IPv6 routers never fragment: always Packet Too Big.
+    let out = text(&lab.exec(
+        "h1",
+        &["ping", "-6", "-c", "1", "-M", "do", "-s", "1400", "h2"],
+    ));
+    assert!(
+        out.contains("From r2 ") && out.contains("Packet too big: mtu=1400"),
+        "{out}"
+    );
+    let route = route_to(&lab, "h1", "-6", "h2");
+    assert!(route.contains(" mtu 1400"), "{route}");
+    // tracepath finds the MTU itself once h1 forgets what the pings taught it.
+    for family in ["-4", "-6"] {
+        lab.exec("h1", &["ip", family, "route", "flush", "cache"]);
+        let before = route_to(&lab, "h1", family, "h2");
+        assert!(!before.contains(" mtu "), "{before}");
+        let out = text(&lab.exec("h1", &["tracepath", family, "-n", "h2"]));
+        assert!(
+            out.contains("pmtu 1400") && out.contains("reached"),
+            "{out}"
+        );
+    }
+    lab.stop();
+}
+
+/// One iperf3 TCP transfer of 5 s from h1 to h2 over `family` (BBR, for the rate, as in
+/// live_programs.rs): the receiver's rate in Mbit/s, and each second's at the sender.
+fn tcp_transfer(lab: &mut Lab, family: &str) -> (f64, Vec<f64>) {
+    lab.spawn("h2", &["iperf3", "-s", "-1"]);
+    lab.wait_listening("h2", 5201);
+    let report = iperf3_client(lab, "h1", &["-c", "h2", family, "-t", "5", "-C", "bbr"]);
+    let seconds = report["intervals"]
+        .as_array()
+        .expect("intervals")
+        .iter()
+        .map(|i| i["sum"]["bits_per_second"].as_f64().unwrap() / 1e6)
+        .collect();
+    (received_mbps(&report), seconds)
+}
+
+#[test]
+fn tcp_with_segmentation_offload_adapts_to_a_narrow_link_at_its_rate() {
+    require_live!("iperf3", "ss");
+    // 50 Mbit/s through the middle link, with a queue of the path's bandwidth-delay product
+    // (8 ms of round trip), as live_programs.rs's TCP tests have.
+    let mut lab = Lab::new("pt", &narrow_middle("50Mbit", "50KB"));
+    lab.start(&["--precision", "busy"]);
+    // TCP payload per packet with timestamps: the MTU less 52 (IPv4) or 72 (IPv6) bytes.
+    for (family, headers) in [("-4", 52.0), ("-6", 72.0)] {
+        // The baseline: the same transfer with the middle link at 1500 bytes, before h1 has
+        // learnt a path MTU for this family.
+        lab.control(&["link", "set", "r2", "r3", "mtu=1500"]);
+        let (base, _) = tcp_transfer(&mut lab, family);
+        lab.control(&["link", "set", "r2", "r3", "mtu=1400"]);
+        // The connection starts with the MSS of h1's 1500-byte link; its first super-packets'
+        // segments are too big for r2–r3, and only PMTUD lets it through.
+        let (mbps, seconds) = tcp_transfer(&mut lab, family);
+        // The share of the wire that is payload, at 1400 bytes against 1500.
+        let scaled = base * ((1400.0 - headers) / 1400.0) / ((1500.0 - headers) / 1500.0);
+        eprintln!(
+            "measured: TCP {family} at 50 Mbit/s: {base:.3} Mbit/s through 1500 bytes \
+             ({scaled:.3} for 1400-byte packets), {mbps:.3} through 1400; per second \
+             {seconds:.1?}"
+        );
+        // The flow learnt the path MTU (the route says so) and never stalled on it.
+        let route = route_to(&lab, "h1", family, "h2");
+        assert!(route.contains(" mtu 1400"), "{family}: {route}");
+        assert!(
+            seconds.iter().all(|&r| r > 0.5 * 50.0),
+            "{family}: a second below half the rate: {seconds:?}"
+        );
+        // As for 10 Mbit/s in live_programs.rs (docs/live.md): 90 % of the rate to the rate,
+        // the rate being the baseline's for packets of 1400 bytes (it cancels the machine's
+        // other work as well as the headers).
+        assert!(
+            (0.9 * scaled..=50.0).contains(&mbps),
+            "{family}: {mbps:.3} Mbit/s, baseline {scaled:.3}"
+        );
+    }
+    let run = lab.stop();
+    let h1 = &run["hosts"][0];
+    eprintln!(
+        "h1: {} ICMP errors, {} held back",
+        h1["icmp_errors"], h1["icmp_limited"]
+    );
+    assert_eq!(run["accuracy"]["physical_drops"], 0, "{}", run["accuracy"]);
 }

@@ -1,6 +1,6 @@
 //! What the live test binaries (live.rs, live_programs.rs) share: the `Lab` (one experiment,
 //! stopped and cleaned on drop, one at a time per process), the check for root, TUN and the
-//! programs a test runs, and small parsers of ping's output.
+//! programs a test runs, small parsers of ping's output, and an iperf3 client.
 //!
 //! Each test binary uses part of it.
 #![allow(dead_code)]
@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+use serde_json::Value;
 
 pub fn netloom() -> Command {
     Command::new(env!("CARGO_BIN_EXE_netloom"))
@@ -300,4 +302,32 @@ impl Lab {
             })
             .collect()
     }
+}
+
+/// Runs an iperf3 client on `host` (with `-J` added) and returns its JSON report.
+pub fn iperf3_client(lab: &Lab, host: &str, args: &[&str]) -> Value {
+    let mut argv = vec!["iperf3", "-J"];
+    argv.extend_from_slice(args);
+    let out = lab.exec(host, &argv);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "iperf3 {args:?} on {host} printed no JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(
+        out.status.success() && report.get("error").is_none(),
+        "iperf3 {args:?} on {host} failed: {}",
+        report["error"]
+    );
+    report
+}
+
+/// Throughput the receiver measured over the whole test, Mbit/s.
+pub fn received_mbps(report: &Value) -> f64 {
+    report["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .expect("end.sum_received.bits_per_second")
+        / 1e6
 }
