@@ -13,7 +13,7 @@ use netloom_time::Instant;
 use std::collections::{HashMap, VecDeque};
 
 /// At most this many packets go in one overflow drop, as Linux's `drop_batch_size` default.
-pub(crate) const DROP_BATCH: usize = 64;
+const DROP_BATCH: usize = 64;
 
 /// A packet waiting in a flow queue: the caller's handle and what the scheduler needs.
 #[derive(Clone, Copy, Debug)]
