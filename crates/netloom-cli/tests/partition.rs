@@ -274,21 +274,7 @@ fn placement_gives_each_core_a_cpu_this_process_may_use() {
 fn sim_on_two_workers_reports_the_same_run() {
     let dir = TempDir::new("partition-workers");
     let topo = dir.write("chain.toml", CHAIN);
-    let topo = topo.to_str().unwrap();
-    let sim = |extra: &[&str]| {
-        let mut args = vec![
-            "sim",
-            topo,
-            "--traffic",
-            "pattern=pairs pairs=h1:h2 source=aimd",
-            "--duration",
-            "3s",
-            "--json",
-            "--no-wall-clock",
-        ];
-        args.extend_from_slice(extra);
-        netloom(&args)
-    };
+    let sim = |extra: &[&str]| sim_chain(&topo, "pattern=pairs pairs=h1:h2 source=aimd", extra);
     let one = sim(&[]);
     assert!(one.get("workers").is_none());
     let cached = sim(&["--workers", "2", "--pin"]);
@@ -327,6 +313,53 @@ fn sim_on_two_workers_reports_the_same_run() {
     };
     assert_eq!(per_hop(&cached), 64.0);
     assert!(per_hop(&shipped) > 500.0, "{}", per_hop(&shipped));
+}
+
+/// `sim` of `topo` for 3 s with `traffic`, plus `extra` arguments; the JSON report.
+fn sim_chain(topo: &std::path::Path, traffic: &str, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "sim",
+        topo.to_str().unwrap(),
+        "--traffic",
+        traffic,
+        "--duration",
+        "3s",
+        "--json",
+        "--no-wall-clock",
+    ];
+    args.extend_from_slice(extra);
+    netloom(&args)
+}
+
+/// FQ-CoDel's pipes hold packets and serve them at `Dequeue` events: split over two workers,
+/// with flows both ways through the narrow middle (given a queue long enough for CoDel to drop
+/// from, and short enough to overflow too), they give the single engine's flows and pipes.
+#[test]
+fn fq_codel_on_two_workers_reports_the_same_run() {
+    let dir = TempDir::new("partition-workers-fq");
+    let topo = dir.write(
+        "chain.toml",
+        &CHAIN
+            .replace("delay = ", "aqm = \"fq_codel\"\ndelay = ")
+            .replace("queue = \"6KB\"", "queue = \"30KB\""),
+    );
+    let traffic = "pattern=pairs pairs=h1:h2,h2:h1 source=aimd";
+    let one = sim_chain(&topo, traffic, &[]);
+    let drops = |cause: &str| -> u64 {
+        one["pipes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["drops_by_cause"][cause].as_u64().unwrap())
+            .sum()
+    };
+    assert!(drops("queue") > 0 && drops("codel") > 0, "{}", one["pipes"]);
+    for method in ["metis", "kcluster"] {
+        let two = sim_chain(&topo, traffic, &["--workers", "2", "--method", method]);
+        assert_eq!(one["flows"], two["flows"], "{method}");
+        assert_eq!(one["pipes"], two["pipes"], "{method}");
+        assert!(two["workers"]["cross_core_hops"].as_u64().unwrap() > 0);
+    }
 }
 
 #[test]

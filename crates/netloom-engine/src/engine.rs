@@ -265,6 +265,8 @@ pub struct Engine {
     dequeue_at: Vec<Option<Instant>>,
     /// What a deferred pipe's `dequeue` reports, kept to reuse its allocation.
     dequeued: Vec<Dequeued>,
+    /// The packets a deferred pipe's `hold` dropped to make room, kept likewise.
+    evicted: Vec<u32>,
 }
 
 /// How a packet meets the pipe it enters: a super-packet's segments at their first pipe are
@@ -378,6 +380,7 @@ impl Engine {
             expired: Vec::new(),
             dequeue_at: Vec::new(),
             dequeued: Vec::new(),
+            evicted: Vec::new(),
         };
         engine.router = engine
             .topo
@@ -999,24 +1002,27 @@ impl Engine {
         let link = &mut self.pipes[pipe as usize];
         if link.is_deferred() {
             // Each segment of a super-packet is a packet of its own to the flow queues.
-            let held = match link.hold(self.now, p.bytes, p.body.meta(), pkt) {
+            let mut evicted = std::mem::take(&mut self.evicted);
+            let held = match link.hold(self.now, p.bytes, p.body.meta(), pkt, &mut evicted) {
                 Hold::Dropped(cause) => {
                     self.tap(pipe, &p, Seen::Dropped(cause));
                     self.packets.remove(pkt);
                     self.count_drop(&p);
                     false
                 }
-                Hold::Held { evicted } => {
+                Hold::Held => {
                     self.tap(pipe, &p, Seen::Entered);
-                    if let Some(victim) = evicted {
+                    let held = !evicted.contains(&pkt);
+                    for victim in evicted.drain(..) {
                         let v = self.packets.remove(victim);
                         self.tap(pipe, &v, Seen::Dropped(DropCause::Queue));
                         self.count_drop(&v);
                     }
                     self.arm_dequeue(pipe);
-                    evicted != Some(pkt)
+                    held
                 }
             };
+            self.evicted = evicted;
             if let Arrival::Lead = arrival {
                 self.lead_queued = held;
             }

@@ -1,11 +1,19 @@
 //! FQ-CoDel's queues (RFC 8290): packets held per flow queue, served by deficit round robin
 //! from the new-flow list before the old one, each queue under its own CoDel.
+//!
+//! A queue is made when its first packet comes, not for every one of `flows` up front: a link
+//! carries a few flows, and a topology has thousands of links. Once made it stays, because its
+//! CoDel state outlives its packets (the RFC's queues all exist from the start; an unmade one
+//! is one whose state is still the initial one).
 
 use crate::codel::{Codel, Verdict};
 use crate::config::{FqCodelParams, DEFAULT_PACKET_BYTES};
 use crate::pipe::Ecn;
 use netloom_time::Instant;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+
+/// At most this many packets go in one overflow drop, as Linux's `drop_batch_size` default.
+const DROP_BATCH: usize = 64;
 
 /// A packet waiting in a flow queue: the caller's handle and what the scheduler needs.
 #[derive(Clone, Copy, Debug)]
@@ -17,8 +25,10 @@ struct Waiting {
 }
 
 /// One flow queue.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct FlowQueue {
+    /// Which of the `flows` queues this is (the flow number reduced modulo `flows`).
+    bucket: u32,
     packets: VecDeque<Waiting>,
     bytes: u64,
     /// Bytes the queue may still send in this round (DRR's deficit, in bytes; may go negative).
@@ -43,10 +53,29 @@ pub(crate) enum Served {
     Empty,
 }
 
+impl FlowQueue {
+    fn new(bucket: u32) -> FlowQueue {
+        FlowQueue {
+            bucket,
+            packets: VecDeque::new(),
+            bytes: 0,
+            deficit: 0,
+            codel: Codel::default(),
+            listed: false,
+        }
+    }
+}
+
 /// All the flow queues of one pipe and the two DRR lists.
 #[derive(Debug, Default)]
 pub(crate) struct FqQueues {
+    /// The queues made so far, in the order of their first packet.
     queues: Vec<FlowQueue>,
+    /// Where each made queue is in `queues`, by bucket.
+    slots: HashMap<u32, u32>,
+    /// The `flows` the queues were made for.
+    flows: u32,
+    /// Indices in `queues`, as `old_flows`; together they hold every queue with packets.
     new_flows: VecDeque<u32>,
     old_flows: VecDeque<u32>,
     packets: u64,
@@ -57,6 +86,11 @@ impl FqQueues {
     /// Packets and bytes waiting, over all queues.
     pub(crate) fn len(&self) -> (u64, u64) {
         (self.packets, self.bytes)
+    }
+
+    /// How many flow queues are made (those that ever had a packet since the last reset).
+    pub(crate) fn made(&self) -> usize {
+        self.queues.len()
     }
 
     /// Adds a packet of flow `flow` (any number: it is reduced to one of `params.flows` queues).
@@ -70,16 +104,21 @@ impl FqQueues {
         arrival: Instant,
         ecn: Ecn,
     ) {
-        let n = params.flows as usize;
-        if self.queues.len() != n && self.packets == 0 {
+        if self.flows != params.flows && self.packets == 0 {
             // The first packet, or the number of queues changed: start afresh. (A change while
             // packets wait takes effect once they have drained.)
             self.queues.clear();
-            self.queues.resize_with(n, FlowQueue::default);
+            self.slots.clear();
+            self.flows = params.flows;
             self.new_flows.clear();
             self.old_flows.clear();
         }
-        let i = flow % self.queues.len() as u32;
+        let bucket = flow % self.flows;
+        let queues = &mut self.queues;
+        let i = *self.slots.entry(bucket).or_insert_with(|| {
+            queues.push(FlowQueue::new(bucket));
+            queues.len() as u32 - 1
+        });
         let q = &mut self.queues[i as usize];
         q.packets.push_back(Waiting {
             handle,
@@ -97,15 +136,36 @@ impl FqQueues {
         }
     }
 
-    /// RFC 8290's overflow: drops the head packet of the queue holding the most bytes, and
-    /// returns its handle.
-    pub(crate) fn drop_from_fattest(&mut self) -> Option<u32> {
-        let q = self.queues.iter_mut().max_by_key(|q| q.bytes)?;
-        let w = q.packets.pop_front()?;
-        q.bytes -= u64::from(w.bytes);
-        self.packets -= 1;
-        self.bytes -= u64::from(w.bytes);
-        Some(w.handle)
+    /// RFC 8290's overflow, batched as Linux's `fq_codel_drop`: from the head of the queue
+    /// holding the most bytes (the highest bucket among equals), drops packets until half its
+    /// bytes are gone or `DROP_BATCH` packets, at least one, handing each handle to `dropped`.
+    /// Only listed queues can hold packets, so only they are searched.
+    pub(crate) fn drop_from_fattest(&mut self, mut dropped: impl FnMut(u32)) {
+        let queues = &self.queues;
+        let Some(&i) = self
+            .new_flows
+            .iter()
+            .chain(&self.old_flows)
+            .max_by_key(|&&i| (queues[i as usize].bytes, queues[i as usize].bucket))
+        else {
+            return;
+        };
+        let q = &mut self.queues[i as usize];
+        let threshold = q.bytes / 2;
+        let mut gone = 0;
+        for _ in 0..DROP_BATCH {
+            let Some(w) = q.packets.pop_front() else {
+                break;
+            };
+            q.bytes -= u64::from(w.bytes);
+            self.packets -= 1;
+            self.bytes -= u64::from(w.bytes);
+            gone += u64::from(w.bytes);
+            dropped(w.handle);
+            if gone >= threshold {
+                break;
+            }
+        }
     }
 
     /// Removes every waiting packet (the link went down), handing each handle to `dropped`.
@@ -114,8 +174,9 @@ impl FqQueues {
             for w in q.packets.drain(..) {
                 dropped(w.handle);
             }
-            *q = FlowQueue::default();
         }
+        self.queues.clear();
+        self.slots.clear();
         self.new_flows.clear();
         self.old_flows.clear();
         self.packets = 0;

@@ -178,13 +178,9 @@ pub enum Dequeued {
 pub enum Hold {
     /// Refused on arrival (link down, random loss); already counted.
     Dropped(DropCause),
-    /// Waiting in the pipe until `dequeue` reports it. `evicted`: the queues were over the
-    /// limit, so the head of the longest flow queue (perhaps this very packet) was dropped to
-    /// make room; the caller discards that packet (counted in `drops_queue`).
-    Held {
-        /// The handle of the packet dropped to make room, if any.
-        evicted: Option<u32>,
-    },
+    /// Waiting in the pipe until `dequeue` reports it; `hold` has put in its `evicted` the
+    /// packets dropped to make room (perhaps this very one), which the caller discards.
+    Held,
 }
 
 /// One pipe. See the crate documentation for the protocol.
@@ -428,6 +424,12 @@ impl Pipe {
         )
     }
 
+    /// How many of FQ-CoDel's flow queues this pipe has made: one per `fq_flows` queue a packet
+    /// has used (they are made on first use, not all up front).
+    pub fn flow_queues(&self) -> usize {
+        self.fq.as_ref().map_or(0, |fq| fq.queues.made())
+    }
+
     /// Does this pipe hold its packets (`hold`, `poll_at`, `dequeue`) instead of fixing their
     /// exit on arrival (`offer`)? True under FQ-CoDel, whose service order depends on later
     /// arrivals. Offer a packet to such a pipe with `hold`.
@@ -437,7 +439,17 @@ impl Pipe {
 
     /// Gives a deferred pipe a packet arriving at `now`, known to the caller by `handle`, to
     /// hold until `dequeue` says what became of it. The caller keeps the packet meanwhile.
-    pub fn hold(&mut self, now: Instant, bytes: u32, meta: PacketMeta, handle: u32) -> Hold {
+    /// When the queues go over the limit, packets are dropped from the head of the longest flow
+    /// queue (perhaps this very packet), in a batch as Linux does (up to half its bytes, at most
+    /// 64 packets); their handles are appended to `evicted` and counted in `drops_queue`.
+    pub fn hold(
+        &mut self,
+        now: Instant,
+        bytes: u32,
+        meta: PacketMeta,
+        handle: u32,
+        evicted: &mut Vec<u32>,
+    ) -> Hold {
         self.counters.packets_in += 1;
         self.counters.bytes_in += u64::from(bytes);
         if !self.config.up {
@@ -458,18 +470,16 @@ impl Pipe {
             QueueLimit::Packets(n) => packets > u64::from(n),
             QueueLimit::Bytes(b) => total > b,
         };
-        let evicted = match (over, &mut self.fq) {
-            (true, Some(fq)) => {
-                self.counters.drops_queue += 1;
-                fq.queues.drop_from_fattest()
-            }
-            _ => None,
-        };
+        if let (true, Some(fq)) = (over, &mut self.fq) {
+            let before = evicted.len();
+            fq.queues.drop_from_fattest(|victim| evicted.push(victim));
+            self.counters.drops_queue += (evicted.len() - before) as u64;
+        }
         let (packets, total) = self.queue_len(now);
         let c = &mut self.counters;
         c.queue_hwm_packets = c.queue_hwm_packets.max(packets);
         c.queue_hwm_bytes = c.queue_hwm_bytes.max(total);
-        Hold::Held { evicted }
+        Hold::Held
     }
 
     /// When the pipe next needs `dequeue`: when its serializer is free with packets held (which

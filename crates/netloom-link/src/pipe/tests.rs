@@ -937,6 +937,7 @@ fn red_with_ecn_marks_capable_packets_instead_of_dropping_them() {
 fn drive(pipe: &mut Pipe, arrivals: &[(u64, u32, u32)], end: u64) -> Vec<Result<u64, DropCause>> {
     let mut fate = vec![Err(DropCause::Queue); arrivals.len()];
     let mut out = Vec::new();
+    let mut evicted = Vec::new();
     let mut next = 0;
     let mut now = 0;
     loop {
@@ -965,10 +966,10 @@ fn drive(pipe: &mut Pipe, arrivals: &[(u64, u32, u32)], end: u64) -> Vec<Result<
                 next += 1;
                 continue;
             }
-            match pipe.hold(at(now), bytes, meta, next as u32) {
+            match pipe.hold(at(now), bytes, meta, next as u32, &mut evicted) {
                 Hold::Dropped(cause) => fate[next] = Err(cause),
-                Hold::Held { evicted } => {
-                    if let Some(h) = evicted {
+                Hold::Held => {
+                    for h in evicted.drain(..) {
                         fate[h as usize] = Err(DropCause::Queue);
                     }
                 }
@@ -1053,20 +1054,52 @@ fn fq_codel_keeps_the_bulk_flow_under_codel_and_shares_the_link_by_bytes() {
 
 #[test]
 fn fq_codel_makes_room_by_dropping_from_the_longest_queue() {
-    // A limit of 4 packets: flow 1 sends 4 at once (the first goes straight to the serializer,
-    // still counted), then flow 2's packet arrives. The head of flow 1's waiting queue (the
-    // fattest), packet 1, is dropped to make room, not flow 2's packet.
-    let mut pipe = Pipe::new(fq_codel(QueueLimit::Packets(4)), 1);
-    let mut arrivals: Vec<(u64, u32, u32)> = (0..4).map(|_| (0, 1, 1500)).collect();
+    // A limit of 5 packets: flow 1 sends 5 at once (the first goes straight to the serializer,
+    // still counted), then flow 2's packet arrives. Flow 1's waiting queue is the fattest
+    // (4 × 1500 bytes): packets are dropped from its head until half its bytes are gone,
+    // packets 1 and 2, not flow 2's packet.
+    let mut pipe = Pipe::new(fq_codel(QueueLimit::Packets(5)), 1);
+    let mut arrivals: Vec<(u64, u32, u32)> = (0..5).map(|_| (0, 1, 1500)).collect();
     arrivals.push((0, 2, 1500));
     let fate = drive(&mut pipe, &arrivals, 100 * MS);
-    assert_eq!(fate[1], Err(DropCause::Queue));
+    assert_eq!(fate[1..3], [Err(DropCause::Queue); 2]);
     // Flow 2 is new, but flow 1's queue, first on the new list, still has 14 bytes of its
-    // quantum left: it sends packet 2, then flow 2 goes, ending at 3 ms.
-    assert_eq!(fate[2], Ok(2 * MS));
-    assert_eq!(fate[4], Ok(3 * MS));
-    assert!([0, 2, 3].iter().all(|&i| fate[i].is_ok()), "{fate:?}");
-    assert_eq!(pipe.counters().drops_queue, 1);
+    // quantum left: it sends packet 3, then flow 2 goes, ending at 3 ms.
+    assert_eq!(fate[3], Ok(2 * MS));
+    assert_eq!(fate[5], Ok(3 * MS));
+    assert!([0, 3, 4].iter().all(|&i| fate[i].is_ok()), "{fate:?}");
+    assert_eq!(pipe.counters().drops_queue, 2);
+}
+
+#[test]
+fn fq_codel_drops_at_most_a_batch_per_overflow() {
+    // Flow 1 fills a 200-packet limit with 100-byte packets, and flow 2's 1500-byte packet goes
+    // over it: half of flow 1's 19,900 waiting bytes would be 100 packets, but one overflow drops
+    // 64 (Linux's drop_batch_size), from the head: packets 1 to 64.
+    let mut pipe = Pipe::new(fq_codel(QueueLimit::Packets(200)), 1);
+    let mut arrivals: Vec<(u64, u32, u32)> = (0..200).map(|_| (0, 1, 100)).collect();
+    arrivals.push((0, 2, 1500));
+    let fate = drive(&mut pipe, &arrivals, 1_000 * MS);
+    let dropped: Vec<usize> = (0..fate.len())
+        .filter(|&i| fate[i] == Err(DropCause::Queue))
+        .collect();
+    assert_eq!(dropped, (1..=64).collect::<Vec<_>>());
+    assert_eq!(pipe.counters().drops_queue, 64);
+    assert!(fate[200].is_ok());
+}
+
+#[test]
+fn fq_codel_makes_only_the_flow_queues_it_uses() {
+    // 1024 flow queues configured, three flows seen, 7 and 1031 sharing queue 7 (1031 mod
+    // 1024): two queues made, and no more when their packets drained and came again.
+    let mut pipe = Pipe::new(fq_codel(QueueLimit::Packets(1000)), 1);
+    assert_eq!(pipe.flow_queues(), 0);
+    let arrivals: Vec<(u64, u32, u32)> = (0..30)
+        .map(|k| (k * 10 * MS, [7, 1031, 9][k as usize % 3], 1500))
+        .collect();
+    let fate = drive(&mut pipe, &arrivals, 1_000 * MS);
+    assert!(fate.iter().all(Result::is_ok));
+    assert_eq!(pipe.flow_queues(), 2);
 }
 
 #[test]
@@ -1074,7 +1107,7 @@ fn fq_codel_drops_what_it_holds_when_the_link_goes_down() {
     let cfg = fq_codel(QueueLimit::Packets(100));
     let mut pipe = Pipe::new(cfg, 1);
     for h in 0..5 {
-        pipe.hold(at(0), 1500, NOT_ECT, h);
+        pipe.hold(at(0), 1500, NOT_ECT, h, &mut Vec::new());
     }
     let mut out = Vec::new();
     pipe.dequeue(at(0), &mut out);
