@@ -5,7 +5,7 @@
 //! syscall, and a spinning worker finds the message on its next turn anyway.
 
 use crate::message::{Answer, Order};
-use netloom_engine::Handoff;
+use netloom_engine::{Handoff, Output};
 use std::io::{self, Write};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{fence, AtomicBool, Ordering};
@@ -24,6 +24,9 @@ pub(crate) enum Message {
     Hold(u64),
     /// A copy of a segment whose payload this worker holds was dropped elsewhere.
     Release(u64),
+    /// A router whose pipe is elsewhere refused a packet whose payload this worker holds
+    /// (`Output::Refused`): this worker answers it. Posted before that copy's `Release`.
+    Refused(Output),
     /// An order of the experiment's (a change, a snapshot): every worker answers for its part.
     Order(Order, Sender<Answer>),
 }

@@ -8,7 +8,7 @@
 use crate::mailbox::{Message, Post};
 use crate::pool::{Pool, Size};
 use crate::segment::MAX_HEAD;
-use netloom_engine::{Engine, Handoff};
+use netloom_engine::{Engine, Handoff, Output};
 
 /// Bits of an engine token that number the segment; the pool buffer's index is above them,
 /// and the home worker (whose pool holds the buffer) above that.
@@ -110,6 +110,17 @@ impl Payloads {
             false => Message::Release(token),
         };
         self.posts[usize::from(home)].send(message);
+    }
+
+    /// Tells the home of a refused packet's payload, another worker, that a router refused it
+    /// (`Output::Refused`), for it to answer: posted before the `Release` of the dropped copy.
+    pub fn refer_home(&mut self, refused: Output) {
+        let Output::Refused { token, .. } = refused else {
+            panic!("only refusals are referred home");
+        };
+        let home = untoken(token).0;
+        debug_assert_ne!(home, self.me, "a refusal at home is answered here");
+        self.posts[usize::from(home)].send(Message::Refused(refused));
     }
 
     /// Posts the engine's hand-offs to the workers that take them over; when payloads are
