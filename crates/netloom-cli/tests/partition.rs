@@ -320,12 +320,12 @@ fn sim_on_two_workers_reports_the_same_run() {
     assert_eq!(cached["workers"]["cpus"].as_array().unwrap().len(), 2);
     assert_eq!(cached["workers"]["payload"], "cache");
     assert_eq!(shipped["workers"]["payload"], "ship");
-    // Per hop: a 72-byte descriptor, plus a payload of up to 1500 bytes when shipped.
+    // Per hop: a 64-byte descriptor, plus a payload of up to 1500 bytes when shipped.
     let per_hop = |r: &Value| {
         r["workers"]["cross_core_bytes"].as_f64().unwrap()
             / r["workers"]["cross_core_hops"].as_f64().unwrap()
     };
-    assert_eq!(per_hop(&cached), 72.0);
+    assert_eq!(per_hop(&cached), 64.0);
     assert!(per_hop(&shipped) > 500.0, "{}", per_hop(&shipped));
 }
 

@@ -101,7 +101,7 @@ pub const NO_ROUTE: PipeId = PipeId::MAX - 1;
 /// and its ticket): the owner of the next pipe, or of the destination host (of the packet's
 /// home, for a packet from outside in a live run: `Ownership::live`). Or, with no exit, a packet
 /// made at a router (an ICMP error, a fragment) whose first pipe, `packet.next`, another worker
-/// owns: it enters that pipe at `at`. 72 bytes.
+/// owns: it enters that pipe at `at`. 64 bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct Handoff {
     pub(crate) at: Instant,
