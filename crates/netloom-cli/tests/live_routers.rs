@@ -316,3 +316,70 @@ fn tcp_with_segmentation_offload_adapts_to_a_narrow_link_at_its_rate() {
     );
     assert_eq!(run["accuracy"]["physical_drops"], 0, "{}", run["accuracy"]);
 }
+
+/// Two workers, h1's link on worker 0 and every other pipe (r2's among them) on worker 1, with
+/// payloads cached (the refused packet's payload is on worker 0, its refusing router's pipes on
+/// worker 1) and shipped: Time Exceeded from r2, Frag Needed with r2–r3's MTU, and fragments
+/// made at r2 all come back or through as with one worker.
+#[test]
+fn routers_answer_and_fragment_across_two_workers() {
+    require_live!("ping");
+    for payload in ["cache", "ship"] {
+        let mut lab = Lab::new(
+            &format!("mw{}", &payload[..1]),
+            &narrow_middle("1Gbit", "1000KB"),
+        );
+        let assignment = lab.dir.join("assignment.json");
+        std::fs::write(
+            &assignment,
+            r#"{"cores": 2, "pipes": [0, 0, 1, 1, 1, 1, 1, 1]}"#,
+        )
+        .unwrap();
+        let assignment = assignment.to_str().unwrap();
+        lab.start(&[
+            "--workers",
+            "2",
+            "--assignment",
+            assignment,
+            "--payload",
+            payload,
+        ]);
+        for family in ["-4", "-6"] {
+            let out = text(&lab.exec("h1", &["ping", family, "-c", "1", "-t", "2", "h2"]));
+            assert!(
+                out.contains("From r2 ") && out.contains("xceeded"),
+                "{payload} {family}: {out}"
+            );
+        }
+        let ping = |lab: &Lab, family: &str, df: &str| {
+            let args = ["ping", family, "-c", "1", "-M", df, "-s", "1400", "h2"];
+            text(&lab.exec("h1", &args))
+        };
+        let out = ping(&lab, "-4", "do");
+        assert!(
+            out.contains("From r2 ") && out.contains("Frag needed and DF set (mtu = 1400)"),
+            "{payload}: {out}"
+        );
+        let out = ping(&lab, "-6", "do");
+        assert!(
+            out.contains("From r2 ") && out.contains("Packet too big: mtu=1400"),
+            "{payload}: {out}"
+        );
+        // h1 learnt the MTU from r2's answer: forget it, or it would fragment the next itself.
+        lab.exec("h1", &["ip", "-4", "route", "flush", "cache"]);
+        let out = ping(&lab, "-4", "dont");
+        assert!(out.contains("1408 bytes from h2 "), "{payload}: {out}");
+        let run = lab.stop();
+        let workers = &run["workers"];
+        assert_eq!(
+            workers["pipes"],
+            serde_json::json!([2, 6]),
+            "{payload}: {workers}"
+        );
+        assert_eq!(
+            run["hosts"][0]["icmp_errors"], 4,
+            "{payload}: {}",
+            run["hosts"][0]
+        );
+    }
+}

@@ -31,6 +31,8 @@ enum Event {
         pipe: PipeId,
         ticket: Ticket,
     },
+    /// A packet handed over by the worker that made it at a router enters its first pipe.
+    Enter { pkt: PacketId, pipe: PipeId },
     /// A flow's sender asked to be polled.
     Wake { flow: u32 },
     /// A time-varying link (`Topology::plans[plan]`) changes state.
@@ -43,11 +45,12 @@ impl Rank for Event {
     /// Simultaneous events: link changes first, then exits by pipe, then senders by flow, then
     /// deferred pipes' dequeues (so packets arriving at that instant are queued first); all of
     /// which a worker knows without asking the others. Exits of one pipe at one instant keep
-    /// the order the pipe scheduled them in.
+    /// the order the pipe scheduled them in; a packet handed over to enter a pipe ranks with
+    /// the exits of that pipe.
     fn rank(&self) -> u64 {
         match *self {
             Event::Reconfigure { plan } => u64::from(plan),
-            Event::Exit { pipe, .. } => 1 << 62 | u64::from(pipe),
+            Event::Exit { pipe, .. } | Event::Enter { pipe, .. } => 1 << 62 | u64::from(pipe),
             Event::Wake { flow } => 2 << 62 | u64::from(flow),
             Event::Dequeue { pipe } => 3 << 62 | u64::from(pipe),
         }
@@ -462,19 +465,17 @@ impl Engine {
         self.handoffs[to].drain(..)
     }
 
-    /// Takes in a packet from another worker; it leaves its pipe at its intended time (or at
-    /// once, if that has passed: the rest of its path then shifts, which is why a real-time
-    /// driver measures how late each hand-off arrives).
+    /// Takes in a packet from another worker; it leaves its pipe (or enters its first one) at
+    /// its intended time (or at once, if that has passed: the rest of its path then shifts,
+    /// which is why a real-time driver measures how late each hand-off arrives).
     pub fn accept(&mut self, handoff: Handoff) {
+        let pipe = handoff.packet.next;
         let pkt = self.packets.insert(handoff.packet);
-        self.sched.push(
-            handoff.at,
-            Event::Exit {
-                pkt,
-                pipe: handoff.pipe,
-                ticket: handoff.ticket,
-            },
-        );
+        let event = match handoff.exit {
+            Some((pipe, ticket)) => Event::Exit { pkt, pipe, ticket },
+            None => Event::Enter { pkt, pipe },
+        };
+        self.sched.push(handoff.at, event);
     }
 
     /// Folds the results of another worker of the same partitioned run into this one, so that
@@ -842,6 +843,7 @@ impl Engine {
             self.counters.events += 1;
             match event {
                 Event::Exit { pkt, pipe, ticket } => self.on_exit(pkt, pipe, ticket),
+                Event::Enter { pkt, pipe } => self.enter(pkt, pipe, Arrival::Alone),
                 Event::Wake { flow } => {
                     if self.flows[flow as usize].wake == Some(at) {
                         self.flows[flow as usize].wake = None;
@@ -947,8 +949,34 @@ impl Engine {
                 }
                 self.count_drop(&p);
             }
-            pipe => self.enter(pkt, pipe, arrival),
+            pipe => match self.pipe_owner_elsewhere(pipe) {
+                Some(to) => self.hand_over_entry(pkt, pipe, to),
+                None => self.enter(pkt, pipe, arrival),
+            },
         }
+    }
+
+    /// The worker that owns `pipe`, when it is not this one.
+    fn pipe_owner_elsewhere(&self, pipe: PipeId) -> Option<u16> {
+        let w = self.worker.as_ref()?;
+        let owner = w.ownership.pipe_owner(pipe);
+        (owner != w.me).then_some(owner)
+    }
+
+    /// Hands a packet about to enter `pipe` to its owner `to`, to enter there now. Only a packet
+    /// made at a router meets a pipe it does not own: a host's worker owns its first pipe, and
+    /// a packet leaving a pipe was handed to the owner of the next one (`schedule_exit`).
+    fn hand_over_entry(&mut self, pkt: PacketId, pipe: PipeId, to: u16) {
+        let mut packet = self.packets.remove(pkt);
+        packet.next = pipe;
+        let w = self.worker.as_ref().expect("only a worker hands over");
+        self.counters.cross_core_hops += 1;
+        self.counters.cross_core_bytes += crossing_bytes(w.ownership.payload(), packet.bytes);
+        self.handoffs[usize::from(to)].push(Handoff {
+            at: self.now,
+            exit: None,
+            packet,
+        });
     }
 
     /// The router that answers for a packet stuck at `node`: the node itself if it is a router;
@@ -1158,8 +1186,7 @@ impl Engine {
                     crossing_bytes(w.ownership.payload(), packet.bytes);
                 self.handoffs[usize::from(to)].push(Handoff {
                     at: exit,
-                    pipe,
-                    ticket,
+                    exit: Some((pipe, ticket)),
                     packet,
                 });
                 return;

@@ -97,14 +97,15 @@ pub const DELIVER: PipeId = PipeId::MAX;
 /// `Packet::next` when `at` has no route to the destination.
 pub const NO_ROUTE: PipeId = PipeId::MAX - 1;
 
-/// A packet crossing to the worker that handles its exit from `pipe` at `at`: the owner of the
-/// next pipe, or of the destination host (of the packet's home, for a packet from outside in a
-/// live run: `Ownership::live`). 64 bytes.
+/// A packet crossing to the worker that handles its exit at `at` from a pipe (`exit`: the pipe
+/// and its ticket): the owner of the next pipe, or of the destination host (of the packet's
+/// home, for a packet from outside in a live run: `Ownership::live`). Or, with no exit, a packet
+/// made at a router (an ICMP error, a fragment) whose first pipe, `packet.next`, another worker
+/// owns: it enters that pipe at `at`. 64 bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct Handoff {
     pub(crate) at: Instant,
-    pub(crate) pipe: PipeId,
-    pub(crate) ticket: Ticket,
+    pub(crate) exit: Option<(PipeId, Ticket)>,
     pub(crate) packet: Packet,
 }
 

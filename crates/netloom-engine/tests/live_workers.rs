@@ -233,3 +233,120 @@ delay = "0ms"
     let one_home = Ownership::live(&topo, &[0, 0, 0, 0], 2, Payload::Cache).unwrap();
     assert_eq!(one_home.instant_crossing(), None);
 }
+
+/// h1 – r1 – r2 – r3 – h2 at 10 Mbit/s and 1 ms a link.
+const CHAIN: &str = r#"
+hosts = ["h1", "h2"]
+routers = ["r1", "r2", "r3"]
+[defaults]
+bw = "10Mbit"
+delay = "1ms"
+[[link]]
+a = "h1"
+b = "r1"
+[[link]]
+a = "r1"
+b = "r2"
+[[link]]
+a = "r2"
+b = "r3"
+[[link]]
+a = "r3"
+b = "h2"
+"#;
+
+/// Advances `engines` to `now`, passes their hand-offs on, and adds their outputs to `outputs`
+/// (one list per engine).
+fn step(engines: &mut [Engine], now: Instant, outputs: &mut [Vec<Output>]) {
+    for engine in engines.iter_mut() {
+        engine.advance(now);
+    }
+    for from in 0..engines.len() {
+        for to in (0..engines.len()).filter(|&to| to != from) {
+            let handoffs: Vec<_> = engines[from].take_handoffs(to).collect();
+            for h in handoffs {
+                engines[to].accept(h);
+            }
+        }
+    }
+    for (engine, out) in engines.iter_mut().zip(outputs.iter_mut()) {
+        out.extend(engine.drain_outputs());
+    }
+}
+
+/// Runs the chain: h2 sends a 1500-byte packet to h1 at 0 (from the worker that owns h2);
+/// at 4.5 ms, while it is being serialized on r2->r1, a 100-byte packet made at r2 for h1 (an
+/// ICMP error, say) is injected by `maker`. Returns each engine's outputs and the number of
+/// hand-offs from `maker` made at the injection.
+fn chain_run(engines: &mut [Engine], h2_owner: usize, maker: usize) -> (Vec<Vec<Output>>, usize) {
+    let topo = load_str(CHAIN, Format::Toml, "chain.toml").unwrap();
+    let node = |name: &str| topo.node_id(name).unwrap();
+    let (h1, h2, r2) = (node("h1"), node("h2"), node("r2"));
+    let mut outputs = vec![Vec::new(); engines.len()];
+    let at_r2 = Instant::from_nanos(4_500_000);
+    let mut now = Instant::ZERO;
+    let mut crossed = 0;
+    assert!(engines[h2_owner].inject(now, h2, h1, Injected::plain(1500, 1)));
+    while now <= Instant::from_nanos(20_000_000) {
+        if now == at_r2 {
+            engines[maker].advance(now);
+            assert!(engines[maker].inject(now, r2, h1, Injected::plain(100, 2)));
+            for to in (0..engines.len()).filter(|&to| to != maker) {
+                let handoffs: Vec<_> = engines[maker].take_handoffs(to).collect();
+                for h in handoffs {
+                    assert_eq!(h.at(), now, "it enters its first pipe when it is made");
+                    assert_eq!(h.delivers_to(), None, "it has pipes to go");
+                    crossed += 1;
+                    engines[to].accept(h);
+                }
+            }
+        }
+        step(engines, now, &mut outputs);
+        now += Duration::from_nanos(STEP_NS);
+    }
+    (outputs, crossed)
+}
+
+/// The delivery time of packet `token` among `outputs`.
+fn delivered_at(outputs: &[Vec<Output>], token: u64) -> Instant {
+    let mut at = outputs.iter().flatten().filter_map(|o| match *o {
+        Output::Delivered { token: t, at, .. } if t == token => Some(at),
+        _ => None,
+    });
+    let first = at.next().expect("delivered");
+    assert!(at.next().is_none(), "delivered once");
+    first
+}
+
+#[test]
+fn a_packet_made_at_a_router_enters_its_first_pipe_on_the_worker_that_owns_it() {
+    let topo = load_str(CHAIN, Format::Toml, "chain.toml").unwrap();
+    let mut single = [Engine::new(topo.clone(), SEED)];
+    let (outputs, _) = chain_run(&mut single, 0, 0);
+    let (first, made) = (delivered_at(&outputs, 1), delivered_at(&outputs, 2));
+    // It waited on r2->r1 behind the 1500-byte packet (1.2 ms of serialization from 4.4 ms).
+    assert!(made > first, "{made:?} after {first:?}");
+    // h1's link on worker 0, every other pipe (r2->r1 among them) on worker 1; worker 0 makes
+    // the packet at r2, as the home of a refused packet's payload does.
+    for payload in [Payload::Cache, Payload::Ship] {
+        let ownership =
+            Arc::new(Ownership::live(&topo, &[0, 0, 1, 1, 1, 1, 1, 1], 2, payload).unwrap());
+        let mut engines: Vec<Engine> = (0..2)
+            .map(|k| Engine::partitioned(topo.clone(), SEED, ownership.clone(), k))
+            .collect();
+        let (outputs, crossed) = chain_run(&mut engines, 1, 0);
+        assert_eq!(crossed, 1, "{payload:?}: handed to r2->r1's owner");
+        assert_eq!(
+            delivered_at(&outputs, 2),
+            made,
+            "{payload:?}: queued as one engine queues it"
+        );
+        assert_eq!(delivered_at(&outputs, 1), first, "{payload:?}");
+        assert!(
+            outputs[0]
+                .iter()
+                .any(|o| matches!(o, Output::Delivered { token: 2, .. })),
+            "{payload:?}: delivered by its maker, h1's worker"
+        );
+    }
+}

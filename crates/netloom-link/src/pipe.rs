@@ -11,6 +11,7 @@ use crate::trace::TraceCursor;
 use crate::wireless::Radio;
 use netloom_time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
+use std::num::NonZeroU32;
 
 /// Why a pipe dropped a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,10 +116,11 @@ pub struct PacketMeta {
     pub flow: u32,
 }
 
-/// Proof that a packet was scheduled by a pipe; handed back to `release`.
+/// Proof that a packet was scheduled by a pipe; handed back to `release`. Never zero, so an
+/// optional ticket is as small as a ticket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ticket {
-    epoch: u32,
+    epoch: NonZeroU32,
 }
 
 /// When a scheduled packet leaves the far end of the pipe.
@@ -208,7 +210,7 @@ pub struct Pipe {
     fq: Option<Box<Held>>,
     loss: LossState,
     /// Bumped each time the pipe goes down; tickets from an older epoch are dropped at release.
-    epoch: u32,
+    epoch: NonZeroU32,
     counters: PipeCounters,
 }
 
@@ -244,7 +246,7 @@ impl Pipe {
             codel: Codel::default(),
             fq: fq_state(&config),
             loss: LossState::default(),
-            epoch: 0,
+            epoch: NonZeroU32::MIN,
             counters: PipeCounters::default(),
         }
     }
@@ -403,7 +405,7 @@ impl Pipe {
                 fq.queues.clear(|handle| gone.push(handle));
                 self.counters.drops_down += gone.len() as u64;
             }
-            self.epoch = self.epoch.wrapping_add(1);
+            self.epoch = self.epoch.checked_add(1).unwrap_or(NonZeroU32::MIN);
             // Everything queued or in flight is lost, so a later up starts with an idle link.
             self.backlog.clear();
             self.busy_until = now;

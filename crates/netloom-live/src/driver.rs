@@ -329,6 +329,12 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 }
                 Message::Hold(token) => self.payloads.settle_here(token, true),
                 Message::Release(token) => self.payloads.settle_here(token, false),
+                Message::Refused {
+                    token,
+                    node,
+                    why,
+                    ttl,
+                } => self.refused(token, node, why, ttl),
                 Message::Order(order, reply) => {
                     // The asker may have given up waiting; nothing is owed to it then.
                     let _ = reply.send(self.answer(order));
@@ -383,7 +389,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 match message {
                     Message::Handoff(_) | Message::Shipped(..) => unread += 1,
                     Message::Order(order, reply) => drop((order, reply)),
-                    Message::Hold(_) | Message::Release(_) => {}
+                    Message::Hold(_) | Message::Release(_) | Message::Refused { .. } => {}
                 }
             }
         }
@@ -573,11 +579,14 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         }
     }
 
-    /// What router `node` does with the packet in buffer `id` that it refused: an IPv4 packet
+    /// What router `node` does with the segment `token` names, which it refused with `ttl` left
+    /// (its payload is in this worker's pool, even when the router's pipe is another worker's):
+    /// an IPv4 packet
     /// too big for the next link but allowed to be fragmented goes on as fragments (a
     /// super-packet, always TCP with DF from Linux, never does); everything else is answered
     /// with the matching ICMP error.
-    fn refused(&mut self, id: u32, node: NodeId, why: Refusal, ttl: u8) {
+    fn refused(&mut self, token: u64, node: NodeId, why: Refusal, ttl: u8) {
+        let id = untoken(token).1;
         let now = self.clock.now();
         let offset = self.framing.header_len();
         let why = match why {
@@ -816,13 +825,14 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                     why,
                     ttl,
                 } => {
-                    let (home, id, segment) = untoken(token);
-                    // The payload is at its home; a run of several workers answers only for
-                    // the packets this worker took in. A super-packet is answered once, for
-                    // its first segment, as a router answers the packet its host would send
-                    // without offload.
-                    if home == self.payloads.me() && segment == 0 {
-                        self.refused(id, node, why, ttl);
+                    // A super-packet is answered once, for its first segment, as a router
+                    // answers the packet its host would send without offload. The payload's
+                    // home answers: here, or told before the copy's release.
+                    let (home, _, segment) = untoken(token);
+                    match (home == self.payloads.me(), segment) {
+                        (_, 1..) => {}
+                        (true, 0) => self.refused(token, node, why, ttl),
+                        (false, 0) => self.payloads.refer_home(token, node, why, ttl),
                     }
                     i += 1;
                     continue;

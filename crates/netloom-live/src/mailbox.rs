@@ -5,7 +5,8 @@
 //! syscall, and a spinning worker finds the message on its next turn anyway.
 
 use crate::message::{Answer, Order};
-use netloom_engine::Handoff;
+use netloom_engine::{Handoff, Refusal};
+use netloom_topo::NodeId;
 use std::io::{self, Write};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{fence, AtomicBool, Ordering};
@@ -24,6 +25,15 @@ pub(crate) enum Message {
     Hold(u64),
     /// A copy of a segment whose payload this worker holds was dropped elsewhere.
     Release(u64),
+    /// Router `node` refused the segment `token` names, whose payload this worker holds, on
+    /// another worker (`Output::Refused`): this worker answers. Posted before that copy's
+    /// `Release`.
+    Refused {
+        token: u64,
+        node: NodeId,
+        why: Refusal,
+        ttl: u8,
+    },
     /// An order of the experiment's (a change, a snapshot): every worker answers for its part.
     Order(Order, Sender<Answer>),
 }

@@ -8,7 +8,8 @@
 use crate::mailbox::{Message, Post};
 use crate::pool::{Pool, Size};
 use crate::segment::MAX_HEAD;
-use netloom_engine::{Engine, Handoff};
+use netloom_engine::{Engine, Handoff, Refusal};
+use netloom_topo::NodeId;
 
 /// Bits of an engine token that number the segment; the pool buffer's index is above them,
 /// and the home worker (whose pool holds the buffer) above that.
@@ -112,6 +113,21 @@ impl Payloads {
         self.posts[usize::from(home)].send(message);
     }
 
+    /// Tells the home of the payload of segment `token`, another worker, that router `node`
+    /// refused it (`Output::Refused`), for the home to answer: call before settling the dropped
+    /// copy, so this reaches the home before its `Release`.
+    pub fn refer_home(&mut self, token: u64, node: NodeId, why: Refusal, ttl: u8) {
+        let home = untoken(token).0;
+        debug_assert_ne!(home, self.me, "a refusal at home is answered there");
+        let message = Message::Refused {
+            token,
+            node,
+            why,
+            ttl,
+        };
+        self.posts[usize::from(home)].send(message);
+    }
+
     /// Posts the engine's hand-offs to the workers that take them over; when payloads are
     /// shipped, each with a copy of its packet as one frame of the hosts' I/O (a segment of a
     /// super-packet rebuilt as the packet it stands for), releasing this worker's copy. Call
@@ -179,6 +195,26 @@ mod tests {
         assert!(p.take_shipped(dummy_handoff(), &[1]).is_none(), "pool full");
         p.settle(h.token().unwrap(), false);
         assert_eq!(p.pool_ref().in_use(), 0);
+    }
+
+    #[test]
+    fn a_refusal_elsewhere_reaches_the_payloads_home_before_its_release() {
+        let (mut inboxes, posts) = crate::mailbox::mailboxes(2).unwrap();
+        let mut p = Payloads::new(Pool::new(64, 1, 0, 0), 1);
+        p.connect(posts);
+        let t = token(0, 5, 0);
+        p.refer_home(t, 3, Refusal::TimeExceeded, 1);
+        p.settle(t, false);
+        let home = &mut inboxes[0];
+        assert!(matches!(
+            home.take(),
+            Some(Message::Refused { token, node: 3, why: Refusal::TimeExceeded, ttl: 1 }) if token == t
+        ));
+        assert!(matches!(home.take(), Some(Message::Release(r)) if r == t));
+        assert!(
+            inboxes[1].take().is_none(),
+            "nothing for the refusing worker"
+        );
     }
 
     /// A hand-off of one packet from outside, as an engine of a two-worker run makes it.
