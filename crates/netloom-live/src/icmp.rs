@@ -1,6 +1,7 @@
 //! ICMP and ICMPv6 errors a router sends about a packet it refused (RFC 792, RFC 4443), the
 //! TTL in an IP header, and the per-router rate limit of errors Linux applies.
 
+use crate::ip::set_ipv4_word;
 use crate::segment::{fold, sum16};
 use netloom_time::{Duration, Instant};
 use std::net::IpAddr;
@@ -73,19 +74,14 @@ pub fn ttl(packet: &[u8]) -> u8 {
     }
 }
 
-/// Sets the TTL (IPv4, updating the header checksum as RFC 1624 does) or the hop limit (IPv6).
+/// Sets the TTL (IPv4, updating the header checksum: `ip::set_ipv4_word`) or the hop limit (IPv6).
 pub fn set_ttl(packet: &mut [u8], ttl: u8) {
     if packet[0] >> 4 != 4 {
         packet[7] = ttl;
         return;
     }
-    let old = u16::from_be_bytes([packet[8], packet[9]]);
-    packet[8] = ttl;
-    let new = u16::from_be_bytes([packet[8], packet[9]]);
-    let check = u16::from_be_bytes([packet[10], packet[11]]);
-    // HC' = ~(~HC + ~m + m')
-    let sum = u32::from(!check) + u32::from(!old) + u32::from(new);
-    packet[10..12].copy_from_slice(&(!fold(sum)).to_be_bytes());
+    // The TTL shares its 16-bit word with the protocol.
+    set_ipv4_word(packet, 8, u16::from_be_bytes([ttl, packet[9]]));
 }
 
 /// Writes into `out` the error `from` sends back to the source of `original` (an IP packet

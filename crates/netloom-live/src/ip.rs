@@ -97,22 +97,28 @@ pub fn ecn(packet: &[u8]) -> Ecn {
     }
 }
 
-/// Sets the ECN field of an IPv4 or IPv6 packet to CE (a router's mark, RFC 3168). An IPv4
-/// header checksum is updated incrementally (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')), so a
-/// header is not summed again per mark; IPv6 has none. Anything else is left alone.
+/// Sets the ECN field of an IPv4 or IPv6 packet to CE (a router's mark, RFC 3168), updating an
+/// IPv4 header's checksum (`set_ipv4_word`); IPv6 has none. Anything else is left alone.
 pub fn set_ce(packet: &mut [u8]) {
     match packet.first().map(|b| b >> 4) {
         Some(4) if packet.len() >= 20 => {
-            let old = u16::from_be_bytes([packet[0], packet[1]]);
-            packet[1] |= 0b11;
-            let new = u16::from_be_bytes([packet[0], packet[1]]);
-            let hc = u16::from_be_bytes([packet[10], packet[11]]);
-            let sum = fold(u32::from(!hc) + u32::from(!old) + u32::from(new));
-            packet[10..12].copy_from_slice(&(!sum).to_be_bytes());
+            let word = u16::from_be_bytes([packet[0], packet[1]]) | 0b11;
+            set_ipv4_word(packet, 0, word);
         }
         Some(6) if packet.len() >= 40 => packet[1] |= 0b11 << 4,
         _ => {}
     }
+}
+
+/// Writes `word` at byte `at` (even, inside the header) of an IPv4 header and updates the header
+/// checksum incrementally (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')), so a header is not summed
+/// again for a one-field change (a CE mark, a TTL).
+pub(crate) fn set_ipv4_word(header: &mut [u8], at: usize, word: u16) {
+    let old = u16::from_be_bytes([header[at], header[at + 1]]);
+    header[at..at + 2].copy_from_slice(&word.to_be_bytes());
+    let hc = u16::from_be_bytes([header[10], header[11]]);
+    let sum = fold(u32::from(!hc) + u32::from(!old) + u32::from(word));
+    header[10..12].copy_from_slice(&(!sum).to_be_bytes());
 }
 
 #[cfg(test)]
