@@ -13,9 +13,11 @@ again. Needs root and redis-server (Debian: apt-get install redis-server).
 """
 
 import argparse
+import contextlib
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import netloom
@@ -79,9 +81,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--writes", type=int, default=5)
     args = parser.parse_args()
-    with netloom.run(topology("20ms")) as net:
+    with contextlib.ExitStack() as stack:
+        net = stack.enter_context(netloom.run(topology("20ms")))
         master = net["site-a"]
-        common = "redis-server --save '' --appendonly no --protected-mode no --bind '*' --daemonize no"
+        # No persistence; its working directory a temporary one, so nothing lands where this runs.
+        workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="redis-wan-"))
+        common = (
+            "redis-server --save '' --appendonly no --protected-mode no --bind '*' "
+            f"--daemonize no --dir {workdir}"
+        )
         servers = [
             master.popen(common, stdout=subprocess.DEVNULL),
             net["site-b"].popen(f"{common} --replicaof {master.IP()} 6379", stdout=subprocess.DEVNULL),

@@ -269,10 +269,16 @@ class Net:
     def alive(self) -> bool:
         """Whether the run's process is still there."""
         try:
-            pid = int(record(self.name)["pid"])
+            rec = record(self.name)
+            with open(f"/proc/{int(rec['pid'])}/stat", encoding="ascii", errors="replace") as f:
+                stat = f.read()
         except (OSError, ValueError, KeyError):
             return False
-        return os.path.exists(f"/proc/{pid}")
+        # After the command's name in parentheses: the state (Z: a zombie, dead but not yet
+        # reaped), then 19 fields later the start time, which tells a reused pid from the owner.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        start = rec.get("pid_start")
+        return fields[0] not in ("Z", "X") and (start is None or int(fields[19]) == int(start))
 
     def stop(self, timeout: float = 60.0) -> Optional[Dict[str, Any]]:
         """Stops the run (``netloom stop``: every host torn down, the log removed) and returns
@@ -282,8 +288,14 @@ class Net:
             return self.report
         self._stopped = True
         try:
+            if not self.alive:
+                tail = log_tail(self.name)
+                _teardown(self.binary, self.name)
+                raise RunError(f"netloom: experiment {self.name} had ended before it was stopped", tail)
             done = run_netloom(["stop", "--name", self.name], binary=self.binary, timeout=timeout)
         except NetloomError as err:
+            if isinstance(err, RunError):
+                raise
             tail = log_tail(self.name)
             _teardown(self.binary, self.name)
             raise RunError(f"netloom: experiment {self.name} had ended: {err.message}", tail) from err

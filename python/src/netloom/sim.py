@@ -16,11 +16,14 @@ SCHEMA = 1
 T = TypeVar("T")
 
 
-def _build(cls: Type[T], data: Dict[str, Any]) -> T:
+def _build(cls: Type[T], raw: Dict[str, Any], **typed: Any) -> T:
     """A dataclass from a report object: the fields it knows (missing ones take their default, as
-    the schema adds optional fields within a version), the object itself kept as ``raw``."""
+    the schema adds optional fields within a version; ``typed`` overrides with objects already
+    built), the object itself kept as ``raw``."""
     known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
-    return cls(**{k: v for k, v in data.items() if k in known and k != "raw"}, raw=data)  # type: ignore[call-arg]
+    values = {k: v for k, v in raw.items() if k in known and k != "raw"}
+    values.update(typed)
+    return cls(**values, raw=raw)  # type: ignore[call-arg]
 
 
 @dataclass
@@ -126,25 +129,18 @@ class SimReport:
                 f"netloom: the sim report has schema {obj.get('schema')!r}; this package reads "
                 f"schema {SCHEMA} (docs/json.md): install the package from the same netloom"
             )
-        flows = [
-            _build(Flow, {**f, "latency_ns": _build(Latency, f["latency_ns"])}) for f in obj["flows"]
-        ]
+        flows = [_build(Flow, f, latency_ns=_build(Latency, f["latency_ns"])) for f in obj["flows"]]
         pipes = [
             _build(
                 Pipe,
-                {
-                    **p,
-                    "src": p["from"],
-                    "dst": p["to"],
-                    "drops_by_cause": _build(DropsByCause, p["drops_by_cause"]),
-                },
+                p,
+                src=p["from"],
+                dst=p["to"],
+                drops_by_cause=_build(DropsByCause, p["drops_by_cause"]),
             )
             for p in obj["pipes"]
         ]
-        top = {k: v for k, v in obj.items() if k not in ("flows", "pipes", "totals")}
-        return _build(
-            cls, {**top, "flows": flows, "pipes": pipes, "totals": _build(Totals, obj["totals"])}
-        )
+        return _build(cls, obj, flows=flows, pipes=pipes, totals=_build(Totals, obj["totals"]))
 
     def flows_frame(self) -> Any:
         """The flows as a pandas DataFrame, one row per flow, latency as ``latency_p50_ns``... ."""
