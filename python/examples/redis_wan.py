@@ -67,7 +67,9 @@ def lags(net: netloom.Net, writes: int) -> list:
     for i in range(writes):
         key, value = f"k{i}", f"v{i}-{time.time()}"
         watcher = net["site-b"].popen(
-            ["python3", "-c", CLIENT, "get", "127.0.0.1", key, value], stdout=subprocess.PIPE, text=True
+            ["python3", "-c", CLIENT, "get", "127.0.0.1", key, value],
+            stdout=subprocess.PIPE,
+            text=True,
         )
         time.sleep(0.2)  # the watcher is connected and polling
         write = ["python3", "-c", CLIENT, "set", "127.0.0.1", key, value]
@@ -92,7 +94,9 @@ def main() -> None:
         )
         servers = [
             master.popen(common, stdout=subprocess.DEVNULL),
-            net["site-b"].popen(f"{common} --replicaof {master.IP()} 6379", stdout=subprocess.DEVNULL),
+            net["site-b"].popen(
+                f"{common} --replicaof {master.IP()} 6379", stdout=subprocess.DEVNULL
+            ),
         ]
         time.sleep(0.3)
         wait_for_replication(net)
@@ -105,7 +109,8 @@ def main() -> None:
             server.terminate()
     for one_way, measured in (("20 ms", before), ("50 ms", after)):
         each = ", ".join(f"{x:.1f}" for x in measured)
-        print(f"replication lag, {one_way} each way: median {statistics.median(measured):.1f} ms ({each})")
+        median = statistics.median(measured)
+        print(f"replication lag, {one_way} each way: median {median:.1f} ms ({each})")
 
 
 if __name__ == "__main__":

@@ -47,7 +47,11 @@ def live(binary, monkeypatch):
 
 def leftovers(registry: Path, name: str) -> list:
     """What an experiment left behind: its namespaces, registry entries and log."""
-    found = [p.name for p in Path("/run/netns").glob(f"nl-{name}-*")] if Path("/run/netns").exists() else []
+    found = (
+        [p.name for p in Path("/run/netns").glob(f"nl-{name}-*")]
+        if Path("/run/netns").exists()
+        else []
+    )
     found += [p.name for p in registry.glob(f"{name}*")]
     return found
 

@@ -27,5 +27,7 @@ def test_missing_binary_names_all_three_ways(tmp_path, monkeypatch):
         netloom.sim("x.toml", "pattern=pairs")
     assert all(way in str(err.value) for way in ("binary=", "$NETLOOM", "PATH"))
     monkeypatch.setenv("NETLOOM", os.fspath(tmp_path / "missing"))
-    with pytest.raises(netloom.BinaryNotFound, match=r"\$NETLOOM names .*missing.*not an executable"):
+    with pytest.raises(
+        netloom.BinaryNotFound, match=r"\$NETLOOM names .*missing.*not an executable"
+    ):
         netloom.find_binary()

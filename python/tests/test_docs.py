@@ -9,7 +9,9 @@ import pytest
 
 from conftest import REPO
 
-BLOCKS = re.findall(r"```(python(?: live)?)\n(.*?)```", (REPO / "docs" / "python.md").read_text(), re.S)
+BLOCKS = re.findall(
+    r"```(python(?: live)?)\n(.*?)```", (REPO / "docs" / "python.md").read_text(), re.S
+)
 
 
 def is_test_file(code):
@@ -44,7 +46,11 @@ def test_the_pages_blocks_run(binary, monkeypatch):
 def test_the_pages_live_blocks_run(live, monkeypatch):
     ran, printed = run_blocks(monkeypatch, live=True)
     assert sum(kind == "python live" for kind, _ in BLOCKS) == 2
-    assert "\n50ms\n" in printed and "['h1-r1', 'r1-r2', 'r2-h2']" in printed and "\nstarted\n" in printed
+    assert (
+        "\n50ms\n" in printed
+        and "['h1-r1', 'r1-r2', 'r2-h2']" in printed
+        and "\nstarted\n" in printed
+    )
     assert 'unknown key "dealy" (did you mean "delay"?)' in printed
 
 

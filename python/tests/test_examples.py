@@ -13,7 +13,9 @@ EXAMPLES = REPO / "python" / "examples"
 
 
 def example(name, *args):
-    done = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -35,7 +37,13 @@ def test_bufferbloat_codel_keeps_the_rtt_down(live):
     if not shutil.which("iperf3"):
         pytest.skip("iperf3 is not installed")
     out = example("bufferbloat.py", "--seconds", "5")
-    loaded = dict(re.findall(r"^(\w+)\s+ping RTT median: idle\s+[\d.]+ ms, under iperf3 load\s+([\d.]+) ms", out, re.M))
+    loaded = dict(
+        re.findall(
+            r"^(\w+)\s+ping RTT median: idle\s+[\d.]+ ms, under iperf3 load\s+([\d.]+) ms",
+            out,
+            re.M,
+        )
+    )
     idle = [float(x) for x in re.findall(r"idle\s+([\d.]+) ms", out)]
     # The drop-tail queue adds at least a few times the baseline; CoDel keeps it within its
     # target's order of the baseline.

@@ -22,15 +22,34 @@ def test_pip_install_in_a_fresh_venv_then_sim(binary, tmp_path):
     # Only the build backend (setuptools) comes from the package index; the package has no
     # runtime dependencies.
     subprocess.run(
-        [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(REPO / "python")],
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            str(REPO / "python"),
+        ],
         check=True,
         cwd=tmp_path,
     )
     env = {**os.environ, "PATH": f"{os.path.dirname(binary)}{os.pathsep}{os.environ['PATH']}"}
     env.pop("NETLOOM", None)  # found on PATH, as a user's would be
     env.pop("PYTHONPATH", None)
-    printed = subprocess.run([python, "-c", ONE_LINER], check=True, capture_output=True, text=True, cwd=REPO, env=env)
+    printed = subprocess.run(
+        [python, "-c", ONE_LINER], check=True, capture_output=True, text=True, cwd=REPO, env=env
+    )
     expected = json.loads(
-        cli_json(binary, "sim", str(REPO / "examples" / "dumbbell.toml"), "--traffic", TRAFFIC, "--duration", "5s", "--json")
+        cli_json(
+            binary,
+            "sim",
+            str(REPO / "examples" / "dumbbell.toml"),
+            "--traffic",
+            TRAFFIC,
+            "--duration",
+            "5s",
+            "--json",
+        )
     )["flows"][0]["throughput_bps"]
     assert printed.stdout == f"{expected}\n"

@@ -26,7 +26,12 @@ def test_commands_link_changes_stats_and_events(live):
         h1 = net["h1"]
         assert net.get("h2").IP() == net.info()["hosts"][1]["ipv4"]
         result = h1.cmd("echo out; echo err >&2; exit 3")
-        assert (result.stdout, result.stderr, result.returncode, bool(result)) == ("out\n", "err\n", 3, False)
+        assert (result.stdout, result.stderr, result.returncode, bool(result)) == (
+            "out\n",
+            "err\n",
+            3,
+            False,
+        )
         with pytest.raises(netloom.CommandError, match="exited with code 3"):
             h1.cmd("exit 3", check=True)
 
@@ -41,7 +46,11 @@ def test_commands_link_changes_stats_and_events(live):
             p["delay"] == "25ms" for p in net.link("r1", "r2").params()
         )
         changed = next(events)
-        assert (changed["type"], changed["link"], changed["set"]) == ("link-changed", "r1-r2", {"delay": "25ms"})
+        assert (changed["type"], changed["link"], changed["set"]) == (
+            "link-changed",
+            "r1-r2",
+            {"delay": "25ms"},
+        )
 
         net.configLinkStatus("r1", "r2", "down")
         assert not h1.cmd("ping -4 -c 1 -W 1 h2")
@@ -66,7 +75,9 @@ def test_refusals_carry_netlooms_message(live):
         with pytest.raises(netloom.ControlError) as err:
             net.link("r1", "r2").set(dealy="5ms")
         assert 'unknown key "dealy" (did you mean "delay"?)' in str(err.value)
-        with pytest.raises(netloom.ControlError, match=r'no node is named "r9" \(did you mean "r1"\?\)'):
+        with pytest.raises(
+            netloom.ControlError, match=r'no node is named "r9" \(did you mean "r1"\?\)'
+        ):
             net.link("r1", "r9").down()
         with pytest.raises(netloom.UnknownName, match='has no host "h9"; hosts are h1, h2'):
             net["h9"]
@@ -91,4 +102,16 @@ def test_a_run_that_dies_is_reported_not_waited_on(live):
     assert time.monotonic() - started < 5
     with pytest.raises(netloom.RunError, match="had ended"):
         net.stop()
+    assert leftovers(live, net.name) == []
+
+
+def test_a_run_that_ended_by_itself_gives_its_final_report(live):
+    net = netloom.run(lab_topology(), duration="1s")
+    net["h1"].cmd("ping -4 -c 2 -i 0.2 h2", check=True)
+    deadline = time.monotonic() + 10
+    while net.alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+    report = net.stop()
+    assert report is not None and report["uptime_ns"] >= 1_000_000_000
+    assert report["accuracy"]["released"] >= 4
     assert leftovers(live, net.name) == []

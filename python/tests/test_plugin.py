@@ -7,7 +7,7 @@ from conftest import DUMBBELL, leftovers
 
 pytestmark = pytest.mark.live
 
-INNER = f'''
+INNER = f"""
 import pytest
 import netloom
 
@@ -32,7 +32,7 @@ def test_passes(netloom_run):
     net = netloom_run({str(DUMBBELL)!r}, precision="sleep")
     remember(net)
     assert net.info()["precision"] == "sleep"
-'''
+"""
 
 
 def test_runs_are_torn_down_whatever_the_test_did(live, pytester, binary):
@@ -48,7 +48,9 @@ def test_runs_are_torn_down_whatever_the_test_did(live, pytester, binary):
 def test_fixtures_skip_where_live_runs_cannot_work(pytester, monkeypatch):
     import netloom.pytest_plugin
 
-    monkeypatch.setattr(netloom.pytest_plugin, "live_unavailable", lambda: "netloom live runs need root")
+    monkeypatch.setattr(
+        netloom.pytest_plugin, "live_unavailable", lambda: "netloom live runs need root"
+    )
     pytester.makepyfile("def test_live(netloom_run):\n    pass\n")
     result = pytester.runpytest("-rs")
     result.assert_outcomes(skipped=1)

@@ -15,10 +15,27 @@ TRAFFIC = "pattern=pairs pairs=left1:right1,left2:right2 source=aimd"
 def test_report_mirrors_the_cli_json(binary):
     report = netloom.sim(DUMBBELL, traffic=TRAFFIC, duration="2s", seed=3, no_wall_clock=True)
     cli = json.loads(
-        cli_json(binary, "sim", str(DUMBBELL), "--traffic", TRAFFIC, "--duration", "2s", "--seed", "3", "--json", "--no-wall-clock")
+        cli_json(
+            binary,
+            "sim",
+            str(DUMBBELL),
+            "--traffic",
+            TRAFFIC,
+            "--duration",
+            "2s",
+            "--seed",
+            "3",
+            "--json",
+            "--no-wall-clock",
+        )
     )
     assert report.raw == cli
-    assert (report.schema, report.topology, report.seed, report.duration_ns) == (1, "dumbbell", 3, 2_000_000_000)
+    assert (report.schema, report.topology, report.seed, report.duration_ns) == (
+        1,
+        "dumbbell",
+        3,
+        2_000_000_000,
+    )
     assert [(f.src, f.dst, f.kind, f.throughput_bps) for f in report.flows] == [
         (f["src"], f["dst"], f["kind"], f["throughput_bps"]) for f in cli["flows"]
     ]
@@ -30,7 +47,12 @@ def test_report_mirrors_the_cli_json(binary):
 
 
 def test_sim_of_a_built_topology_and_options(binary):
-    report = netloom.sim(lab_topology(), "pattern=pairs pairs=h1:h2 source=cbr rate=1Mbit", duration="1s", series="500ms")
+    report = netloom.sim(
+        lab_topology(),
+        "pattern=pairs pairs=h1:h2 source=cbr rate=1Mbit",
+        duration="1s",
+        series="500ms",
+    )
     # A 1 Mbit/s constant-rate flow over an idle path delivers what it sends (the goodput counts
     # from the flow's start, so it may read a little above the rate).
     assert len(report.flows) == 1 and report.flows[0].lost == 0
@@ -41,8 +63,13 @@ def test_sim_of_a_built_topology_and_options(binary):
 def test_bad_traffic_and_duration_raise_netlooms_message(binary):
     with pytest.raises(netloom.UsageError) as err:
         netloom.sim(DUMBBELL, "pattern=pairs pairs=left1:rightX source=aimd")
-    assert str(err.value) == 'netloom: --traffic: unknown host "rightX"; hosts are left1, left2, right1, right2'
-    with pytest.raises(netloom.UsageError, match='"5x" has an unknown unit "x"; valid units are ns, us'):
+    assert (
+        str(err.value)
+        == 'netloom: --traffic: unknown host "rightX"; hosts are left1, left2, right1, right2'
+    )
+    with pytest.raises(
+        netloom.UsageError, match='"5x" has an unknown unit "x"; valid units are ns, us'
+    ):
         netloom.sim(DUMBBELL, TRAFFIC, duration="5x")
     with pytest.raises(netloom.UsageError, match="unexpected argument '--bogus'"):
         netloom.sim(DUMBBELL, TRAFFIC, bogus=True)
@@ -67,7 +94,9 @@ def test_data_frames(binary):
     assert list(flows["throughput_bps"]) == [f.throughput_bps for f in report.flows]
     assert list(flows["latency_p50_ns"]) == [f.latency_ns.p50 for f in report.flows]
     pipes = report.to_pandas()["pipes"]
-    assert isinstance(pipes, pd.DataFrame) and list(pipes["drops_queue"]) == [p.drops_by_cause.queue for p in report.pipes]
+    assert isinstance(pipes, pd.DataFrame) and list(pipes["drops_queue"]) == [
+        p.drops_by_cause.queue for p in report.pipes
+    ]
 
 
 def test_data_frames_without_pandas_say_how_to_get_it(binary, monkeypatch):

@@ -13,7 +13,12 @@ from conftest import DUMBBELL, cli_json, lab_topology
 
 def test_built_topology_is_what_netloom_check_reads(binary):
     summary = lab_topology().check()
-    assert (summary["name"], summary["hosts"], summary["routers"], summary["links"]) == ("lab", 2, 2, 3)
+    assert (summary["name"], summary["hosts"], summary["routers"], summary["links"]) == (
+        "lab",
+        2,
+        2,
+        3,
+    )
     # 1 + 5 + 1 ms between the hosts: the per-link delay overrode [defaults].
     assert summary["diameter_delay"]["delay_ns"] == 7_000_000
 
@@ -33,8 +38,16 @@ def test_tables_classes_and_quoted_keys_round_trip(binary, tmp_path):
     t.add_host("h1", group="left")
     t.add_host("h2", x=1.5, y=2)
     t.add_router("r.1")
-    t.add_class("wan", bw="10Mbit", delay="20ms", aqm="red", red={"min_th": 5, "max_th": 15, "max_p": "5%"})
-    t.add_link("h1", "r.1", cls="wan", b_to_a={"delay": "30ms"}, loss={"model": "gilbert-elliott", "p": "1%", "r": "30%"})
+    t.add_class(
+        "wan", bw="10Mbit", delay="20ms", aqm="red", red={"min_th": 5, "max_th": 15, "max_p": "5%"}
+    )
+    t.add_link(
+        "h1",
+        "r.1",
+        cls="wan",
+        b_to_a={"delay": "30ms"},
+        loss={"model": "gilbert-elliott", "p": "1%", "r": "30%"},
+    )
     t.add_link("r.1", "h2", ecn=False, queue="64KB")
     t.check()
     # netloom reads back every table as it was written (through `netloom convert` to JSON).

@@ -91,7 +91,7 @@ def run_netloom(
     rename: Optional[Dict[str, str]] = None,
     timeout: Optional[float] = None,
     cwd: Optional[PathLike] = None,
-) -> subprocess.CompletedProcess:
+) -> "subprocess.CompletedProcess[str]":
     """Runs ``netloom ARGS`` and returns it when it succeeds; on failure raises the exception
     its message calls for, with netloom's message (``rename`` maps temporary file names in it
     back to the names the caller knows)."""
@@ -120,7 +120,7 @@ def run_netloom(
 
 def version(binary: Optional[PathLike] = None) -> str:
     """The version of the netloom program, as ``netloom --version`` prints it (``0.1.0``)."""
-    out = run_netloom(["--version"], binary=binary, timeout=30).stdout.strip()
+    out: str = run_netloom(["--version"], binary=binary, timeout=30).stdout.strip()
     return out.split()[-1] if out else out
 
 

@@ -33,17 +33,23 @@ def log_path(experiment: str) -> str:
 def record(experiment: str) -> Dict[str, Any]:
     """The experiment's registry record (``experiment.json``: its pid and hosts' namespaces)."""
     with open(os.path.join(registry_dir(), experiment, "experiment.json"), encoding="utf-8") as f:
-        return json.load(f)
+        return dict(json.load(f))
 
 
-def log_tail(experiment: str, lines: int = 20) -> Optional[str]:
-    """The last lines of a detached run's log, or ``None`` when it has none."""
+def log_tail(experiment: str, lines: Optional[int] = 20) -> Optional[str]:
+    """The last ``lines`` lines of a detached run's log (all of it for ``None``), or ``None`` when
+    it has none."""
     try:
         with open(log_path(experiment), encoding="utf-8", errors="replace") as f:
             text = f.read()
     except OSError:
         return None
-    return "\n".join(text.splitlines()[-lines:])
+    return text if lines is None else log_tail_of(text, lines)
+
+
+def log_tail_of(text: Optional[str], lines: int = 20) -> Optional[str]:
+    """The last ``lines`` lines of ``text``."""
+    return None if text is None else "\n".join(text.splitlines()[-lines:])
 
 
 class Control:
@@ -94,7 +100,9 @@ class Control:
         with self._connect({"cmd": cmd, **fields}) as sock, sock.makefile("rb") as stream:
             return self._reply(stream)
 
-    def stream(self, cmd: str, read_timeout: Optional[float] = None, **fields: Any) -> Iterator[Dict[str, Any]]:
+    def stream(
+        self, cmd: str, read_timeout: Optional[float] = None, **fields: Any
+    ) -> Iterator[Dict[str, Any]]:
         """Sends a streaming request (``events``) and yields each JSON line that follows the reply
         until the run closes the stream. ``read_timeout`` bounds the wait for each line (``None``:
         wait as long as the run lives; the stream ends when it stops)."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from ._binary import PathLike, as_path, find_binary, options_to_flags, run_netloom
-from .control import Control, log_tail, record
+from .control import Control, log_tail, log_tail_of, record
 from .errors import CommandError, NetloomError, RunError, Timeout, TopologyError, UnknownName
 from .topology import Topology
 
@@ -110,7 +110,9 @@ class Host:
                 f"netloom: experiment {self.net.name} is not registered any more ({err})",
                 log_tail(self.net.name),
             ) from err
-        return subprocess.Popen([_ip_binary(), "netns", "exec", namespace, *_argv(command)], **kwargs)
+        return subprocess.Popen(
+            [_ip_binary(), "netns", "exec", namespace, *_argv(command)], **kwargs
+        )
 
     def cmd(
         self,
@@ -138,7 +140,8 @@ class Host:
             proc.kill()
             proc.communicate()
             raise Timeout(
-                f"netloom: in host {self.name}, {shlex.join(args)} did not finish within {timeout} s"
+                f"netloom: in host {self.name}, {shlex.join(args)} "
+                f"did not finish within {timeout} s"
             ) from expired
         result = CmdResult(self.name, args, proc.returncode, out, err)
         return result.check() if check else result
@@ -289,16 +292,25 @@ class Net:
         self._stopped = True
         try:
             if not self.alive:
-                tail = log_tail(self.name)
+                # Ended by itself (`duration=`), or died: its log has the final report, or not.
+                log = log_tail(self.name, lines=None)
                 _teardown(self.binary, self.name)
-                raise RunError(f"netloom: experiment {self.name} had ended before it was stopped", tail)
+                self.report = _final_report(log or "")
+                if self.report is None:
+                    raise RunError(
+                        f"netloom: experiment {self.name} had ended before it was stopped",
+                        log_tail_of(log),
+                    )
+                return self.report
             done = run_netloom(["stop", "--name", self.name], binary=self.binary, timeout=timeout)
         except NetloomError as err:
             if isinstance(err, RunError):
                 raise
             tail = log_tail(self.name)
             _teardown(self.binary, self.name)
-            raise RunError(f"netloom: experiment {self.name} had ended: {err.message}", tail) from err
+            raise RunError(
+                f"netloom: experiment {self.name} had ended: {err.message}", tail
+            ) from err
         finally:
             if self._topology_dir is not None:
                 self._topology_dir.cleanup()

@@ -90,5 +90,7 @@ def netloom_net(request: pytest.FixtureRequest, netloom_run: Callable[..., Net])
     options = dict(marker.kwargs)
     topology = options.pop("topology", marker.args[0] if marker.args else None)
     if topology is None:
-        raise pytest.UsageError("@pytest.mark.netloom needs topology= (a file or a netloom.Topology)")
+        raise pytest.UsageError(
+            "@pytest.mark.netloom needs topology= (a file or a netloom.Topology)"
+        )
     return netloom_run(topology, **options)

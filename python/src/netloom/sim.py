@@ -143,7 +143,7 @@ class SimReport:
         return _build(cls, obj, flows=flows, pipes=pipes, totals=_build(Totals, obj["totals"]))
 
     def flows_frame(self) -> Any:
-        """The flows as a pandas DataFrame, one row per flow, latency as ``latency_p50_ns``... ."""
+        """The flows as a pandas DataFrame, one row per flow, latency as ``latency_p50_ns``."""
         pd = _pandas()
         rows = []
         for f in self.flows:
@@ -153,7 +153,7 @@ class SimReport:
         return pd.DataFrame(rows)
 
     def pipes_frame(self) -> Any:
-        """The pipes as a pandas DataFrame, one row per pipe, drops by cause as ``drops_queue``... ."""
+        """The pipes as a pandas DataFrame, one row per pipe, drops by cause as ``drops_queue``."""
         pd = _pandas()
         rows = []
         for p in self.pipes:
@@ -169,7 +169,7 @@ class SimReport:
 
 def _pandas() -> Any:
     try:
-        import pandas
+        import pandas  # type: ignore[import-untyped]
     except ImportError as err:
         raise ImportError(
             "netloom: data frames need pandas, which is not installed: `pip install pandas` "
@@ -198,15 +198,18 @@ def sim(
     message.
     """
     flags = ["--traffic", traffic, "--json"]
-    flags += options_to_flags(
-        {"duration": duration, "seed": seed, "workers": workers, **options}
-    )
+    flags += options_to_flags({"duration": duration, "seed": seed, "workers": workers, **options})
     if isinstance(topology, Topology):
         with topology.written() as path:
             done = run_netloom(
-                ["sim", path, *flags], binary=binary, rename={path: topology.file_name}, timeout=timeout
+                ["sim", path, *flags],
+                binary=binary,
+                rename={path: topology.file_name},
+                timeout=timeout,
             )
     else:
         path = as_path(topology)
-        done = run_netloom(["sim", path, *flags], binary=binary, topology_files=[path], timeout=timeout)
+        done = run_netloom(
+            ["sim", path, *flags], binary=binary, topology_files=[path], timeout=timeout
+        )
     return SimReport.from_json(done.stdout)

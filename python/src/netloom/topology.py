@@ -69,7 +69,9 @@ class Topology:
         self.routers.append({"name": name, **position} if position else name)
         return name
 
-    def add_link(self, a: str, b: str, *, cls: Optional[str] = None, **params: Any) -> Dict[str, Any]:
+    def add_link(
+        self, a: str, b: str, *, cls: Optional[str] = None, **params: Any
+    ) -> Dict[str, Any]:
         """Adds a link between nodes ``a`` and ``b`` with the keys of a ``[[link]]`` table
         (``bw="10Mbit"``, ``delay="5ms"``, ``queue="64KB"``, ``aqm="codel"``, ...); ``cls`` names
         its class. Returns the link's table, which may still be changed."""
@@ -109,7 +111,9 @@ class Topology:
     def to_dict(self) -> Dict[str, Any]:
         """The native document (the shape of ``netloom convert -o x.json``)."""
         doc: Dict[str, Any] = {}
-        section = {k: v for k, v in (("name", self.name), ("routing", self.routing)) if v is not None}
+        section = {
+            k: v for k, v in (("name", self.name), ("routing", self.routing)) if v is not None
+        }
         if section:
             doc["topology"] = section
         doc["hosts"] = list(self.hosts)
@@ -176,7 +180,9 @@ class Topology:
         return topo
 
     @classmethod
-    def load(cls, path: PathLike, *, binary: Optional[PathLike] = None, **import_options: Any) -> "Topology":
+    def load(
+        cls, path: PathLike, *, binary: Optional[PathLike] = None, **import_options: Any
+    ) -> "Topology":
         """Loads any file netloom reads (native TOML or JSON, GraphML, GML, ModelNet, Inet; the
         import flags of ``netloom convert`` as keywords, ``hosts_per_router=1``): netloom
         converts it to native JSON, so a bad file raises netloom's own message."""
@@ -205,7 +211,7 @@ class Topology:
                 rename={path: self.file_name},
                 timeout=120,
             )
-        return json.loads(done.stdout)
+        return dict(json.loads(done.stdout))
 
     @property
     def file_name(self) -> str:
@@ -229,7 +235,7 @@ class _Written:
 
     def __init__(self, topology: Topology) -> None:
         self._topology = topology
-        self._dir: Optional[tempfile.TemporaryDirectory] = None
+        self._dir: Optional["tempfile.TemporaryDirectory[str]"] = None
 
     def __enter__(self) -> str:
         self._dir = tempfile.TemporaryDirectory(prefix="netloom-py-")
@@ -264,9 +270,10 @@ def _value(value: Any) -> str:
         return "{ " + inner + " }" if inner else "{}"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_value(v) for v in value) + "]"
-    raise TypeError(f"netloom: {value!r} ({type(value).__name__}) cannot be written to a topology file")
+    raise TypeError(
+        f"netloom: {value!r} ({type(value).__name__}) cannot be written to a topology file"
+    )
 
 
 def _lines(table: Dict[str, Any]) -> List[str]:
     return [f"{_key(k)} = {_value(v)}" for k, v in table.items()]
-
