@@ -35,8 +35,9 @@ def _ip_binary() -> str:
 
 
 def unique_name(base: str) -> str:
-    """An experiment name no other run of this or another process takes: ``BASE-PID-N``, cut to
-    fit netloom's 63 characters, with the characters netloom refuses replaced."""
+    """An experiment name no other run of this or another process takes: ``BASE-PID-N``, with
+    the characters netloom refuses replaced, cut to 40 characters so that the control socket's
+    path (``REGISTRY/NAME/control.sock``) stays within a Unix socket's 108 bytes."""
     base = re.sub(r"[^A-Za-z0-9_.-]", "-", base) or "py"
     suffix = f"-{os.getpid()}-{next(_counter)}"
     return base[: 40 - len(suffix)] + suffix
@@ -285,8 +286,9 @@ class Net:
 
     def stop(self, timeout: float = 60.0) -> Optional[Dict[str, Any]]:
         """Stops the run (``netloom stop``: every host torn down, the log removed) and returns
-        its final report as a dict, ``None`` if it was already stopped. If the run had died,
-        its leftovers are cleaned and :class:`netloom.RunError` says so with its log's tail."""
+        its final report as a dict (a second call returns the same). A run that ended by itself
+        gives the report of its log; if it had died, its leftovers are cleaned and
+        :class:`netloom.RunError` says so with its log's tail."""
         if self._stopped:
             return self.report
         self._stopped = True
