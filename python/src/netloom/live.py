@@ -207,6 +207,9 @@ class Net:
         self.name = name
         self.binary = binary
         self.control = Control(name, timeout=timeout)
+        owner = record(name)
+        self._pid = int(owner["pid"])
+        self._pid_start: Optional[int] = owner.get("pid_start")
         self._topology_dir = topology_dir
         self._info: Optional[Dict[str, Any]] = None
         self._stopped = False
@@ -271,18 +274,19 @@ class Net:
 
     @property
     def alive(self) -> bool:
-        """Whether the run's process is still there."""
+        """Whether the run's process is still there. (Its process, not its registry record,
+        which goes at the start of the teardown, before the final report is written.)"""
         try:
-            rec = record(self.name)
-            with open(f"/proc/{int(rec['pid'])}/stat", encoding="ascii", errors="replace") as f:
+            with open(f"/proc/{self._pid}/stat", encoding="ascii", errors="replace") as f:
                 stat = f.read()
-        except (OSError, ValueError, KeyError):
+        except OSError:
             return False
         # After the command's name in parentheses: the state (Z: a zombie, dead but not yet
         # reaped), then 19 fields later the start time, which tells a reused pid from the owner.
         fields = stat[stat.rindex(")") + 2 :].split()
-        start = rec.get("pid_start")
-        return fields[0] not in ("Z", "X") and (start is None or int(fields[19]) == int(start))
+        return fields[0] not in ("Z", "X") and (
+            self._pid_start is None or int(fields[19]) == self._pid_start
+        )
 
     def stop(self, timeout: float = 60.0) -> Optional[Dict[str, Any]]:
         """Stops the run (``netloom stop``: every host torn down, the log removed) and returns
@@ -421,4 +425,11 @@ def run(
         if topology_dir is not None:
             topology_dir.cleanup()
         raise RunError(err.message, log_tail(name)) from err
-    return Net(name, program, topology_dir, timeout)
+    try:
+        return Net(name, program, topology_dir, timeout)
+    except OSError as err:
+        tail = log_tail(name)
+        _teardown(program, name)
+        if topology_dir is not None:
+            topology_dir.cleanup()
+        raise RunError(f"netloom: experiment {name} died as it came up ({err})", tail) from err
