@@ -5,7 +5,6 @@ import pytest
 
 from conftest import DUMBBELL, leftovers
 
-pytestmark = pytest.mark.live
 
 INNER = f"""
 import pytest
@@ -35,6 +34,7 @@ def test_passes(netloom_run):
 """
 
 
+@pytest.mark.live
 def test_runs_are_torn_down_whatever_the_test_did(live, pytester, binary):
     pytester.makepyfile(INNER)
     result = pytester.runpytest("-p", "netloom", "--netloom-binary", binary)
