@@ -95,6 +95,13 @@ pub struct CapacityReport {
     sentence: String,
 }
 
+impl CapacityReport {
+    /// The plain sentence.
+    pub fn sentence(&self) -> &str {
+        &self.sentence
+    }
+}
+
 /// The most `workers` carry of the load's traffic mix.
 #[derive(Serialize)]
 struct Scaling {

@@ -12,7 +12,7 @@ mod tun;
 #[cfg(test)]
 pub(crate) use handoff::handoff;
 pub use identity::Identity;
-pub use tun::{forward, Forwarded};
+pub use tun::{forward, Forwarded, BATCH, FRAME};
 
 use netloom_engine::workload::{self, WorkloadError};
 use netloom_os::OsError;
@@ -154,12 +154,12 @@ pub enum CalibrationError {
     #[error(transparent)]
     Os(#[from] OsError),
     /// A socket or a thread.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// What was being done.
         what: String,
         /// Why it failed.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The engine's workload could not be built (a bug).
     #[error(transparent)]
@@ -168,12 +168,12 @@ pub enum CalibrationError {
     #[error("interrupted; everything it set up was removed")]
     Interrupted,
     /// The file could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The file is not a calibration file of this format.
     #[error("{}:{line}:{column}: {message} (a calibration file as `netloom calibrate -o FILE` writes it, format {FORMAT})", path.display())]
@@ -208,7 +208,7 @@ pub enum CalibrationError {
 impl CalibrationError {
     fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> CalibrationError {
         let what = what.into();
-        move |source| CalibrationError::Io { what, source }
+        move |error| CalibrationError::Io { what, error }
     }
 }
 
@@ -311,9 +311,9 @@ impl Calibration {
 
     /// Reads a calibration file, checking its format (not its machine: see `check`).
     pub fn read(path: &Path) -> Result<Calibration, CalibrationError> {
-        let text = std::fs::read_to_string(path).map_err(|source| CalibrationError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| CalibrationError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Calibration::parse(&text, path)
     }

@@ -66,7 +66,7 @@ pub(super) fn lateness(
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         .map_err(|e| CalibrationError::Io {
             what: format!("timer lateness, {name} precision"),
-            source: std::io::Error::other(e),
+            error: std::io::Error::other(e),
         })?;
     let (p50_ns, p99_ns, max_ns) = percentiles(&mut late);
     Ok(TimerLateness {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Packets read from one side before the other side gets a turn (as the driver's READ_BATCH).
-const BATCH: usize = 64;
+pub const BATCH: usize = 64;
 /// The largest frame: virtio_net_hdr, IPv6 header and the most its payload length says.
 pub const FRAME: usize = VNET_HDR_LEN + 40 + 65_535;
 /// Forwarding before the measurement starts: the connection opens and its window grows.
@@ -143,7 +143,7 @@ fn measure(testbed: &Testbed, gso: bool, stop: &AtomicBool) -> Result<TunRates, 
     };
     let to = port.recv().map_err(|_| CalibrationError::Io {
         what: "listen in h2".into(),
-        source: std::io::Error::other("the receiver ended before it listened"),
+        error: std::io::Error::other("the receiver ended before it listened"),
     });
     let sender = to.as_ref().ok().map(|&to| {
         let (ns, done) = (testbed.namespace(0), done.clone());
@@ -207,7 +207,7 @@ fn measure(testbed: &Testbed, gso: bool, stop: &AtomicBool) -> Result<TunRates, 
     if packets == 0 {
         return Err(CalibrationError::Io {
             what: "forward a TCP flow between two TUN devices".into(),
-            source: std::io::Error::other("no packet crossed"),
+            error: std::io::Error::other("no packet crossed"),
         });
     }
     let rate = |ns: u64| {
