@@ -286,8 +286,8 @@ fn sentence(p: &Prediction, scaling: &[Scaling], needs: Option<u32>, cpus: u32) 
 pub fn print(r: &CapacityReport) {
     let p = &r.prediction;
     println!(
-        "capacity  {} workers, {} precision, load: {} (calibration {})",
-        p.workers,
+        "capacity  {}, {} precision, load: {} (calibration {})",
+        workers(p.workers),
         r.precision,
         r.load,
         r.calibration.display()
@@ -304,7 +304,7 @@ pub fn print(r: &CapacityReport) {
             "worker {}  {:>5.1} % CPU ({}): {:.0} packet-hops/s, {:.0} TUN reads/s, {:.0} TUN writes/s, {:.0} hand-offs in/s; lateness p50 {} p99 {}",
             w.worker,
             w.utilization * 100.0,
-            w.busiest_work.name(),
+            if w.utilization > 0.0 { w.busiest_work.name() } else { "idle" },
             w.packet_hops_per_second,
             w.tun_reads_per_second,
             w.tun_writes_per_second,
