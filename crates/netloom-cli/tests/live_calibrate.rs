@@ -143,7 +143,41 @@ fn calibrate_writes_every_figure_in_under_a_minute_and_check_reads_it() {
         .arg(&foreign)
         .output()
         .unwrap();
+    // `run` predicts before it starts, and refuses the foreign file before making anything.
+    let name = format!("calib{}", std::process::id() % 100_000);
+    let run = |file: &std::path::Path| {
+        netloom()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("NETLOOM_RUN_DIR", dir.join("run"))
+            .args([
+                "run",
+                "../../examples/dumbbell.toml",
+                "--name",
+                &name,
+                "--duration",
+                "1s",
+                "--calibration",
+            ])
+            .arg(file)
+            .output()
+            .unwrap()
+    };
+    let ran = run(&file);
+    let run_refused = run(&foreign);
     std::fs::remove_dir_all(&dir).unwrap();
+    let ran_said = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{ran_said}");
+    let up = ran_said.find("is up").expect("the run came up");
+    let predicted = ran_said
+        .find("netloom: capacity: about")
+        .unwrap_or_else(|| panic!("{ran_said}"));
+    assert!(predicted < up, "predicted before starting: {ran_said}");
+    assert_eq!(run_refused.status.code(), Some(2));
+    let run_why = String::from_utf8_lossy(&run_refused.stderr);
+    assert!(
+        run_why.contains("kernel 0.0") && !run_why.contains("is up"),
+        "{run_why}"
+    );
     assert_eq!(refused.status.code(), Some(2));
     let why = String::from_utf8_lossy(&refused.stderr);
     assert!(why.contains(&format!("kernel 0.0, here {kernel}")), "{why}");

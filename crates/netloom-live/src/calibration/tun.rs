@@ -42,7 +42,7 @@ pub struct Forwarded {
 }
 
 /// Busy-polls the two TUN devices `tuns` and writes every packet read from one into the other
-/// at once (no engine, no timing), while `go()` says so; times each call. `vnet`: the devices
+/// at once (no engine, no schedule), while `go()` says so, and times each call. `vnet`: the devices
 /// frame packets behind a virtio_net_hdr (offloads on).
 pub fn forward(
     tuns: &[Tun],
