@@ -8,7 +8,6 @@ mod memory;
 mod report;
 mod sim;
 mod workers;
-mod workload;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};

@@ -3,8 +3,8 @@
 
 use crate::alloc;
 use crate::report::table;
-use crate::workload::{cases, topology};
 use anyhow::Result;
+use netloom_engine::workload::{cases, topology};
 use netloom_engine::Engine;
 use netloom_route::Routes;
 use netloom_time::Instant;

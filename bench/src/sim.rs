@@ -1,10 +1,10 @@
 //! `sim`: packet-hops per second of the virtual-time engine on one core, per workload, over repeats.
 
 use crate::report::{table, Spread};
-use crate::workload::{cases, timed, Case, SEED};
 use anyhow::Result;
 use clap::Args;
 use netloom_engine::sim;
+use netloom_engine::workload::{cases, timed, Case, SEED};
 use serde::Serialize;
 
 #[derive(Args, Clone, Copy, Debug)]

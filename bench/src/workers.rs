@@ -2,11 +2,11 @@
 //! partitioner, with the efficiency and the cross-core traffic each partition gives.
 
 use crate::report::{table, Spread};
-use crate::workload::{cases, timed, Case, SEED};
 use anyhow::Result;
 use clap::Args;
 use netloom_engine::sim;
 use netloom_engine::traffic::{expand, parse_spec};
+use netloom_engine::workload::{cases, timed, Case, SEED};
 use netloom_engine::{workers, Ownership, Payload};
 use netloom_partition::{partition, Evaluation, FlowGraph, Method, Observation, Options};
 use netloom_route::Routes;

@@ -2,7 +2,8 @@
 //! It brings up the same two-host experiment `netloom run` would (`netloom_os::Testbed`, so
 //! `netloom exec --name NAME h1 -- ...` works against it), then busy-polls both TUN devices and
 //! writes every packet read from one host into the other at once: no engine, no descriptors,
-//! no timing. `bench/live/run.sh` measures it side by side with `netloom run`, so the difference
+//! no timing (the loop is `netloom calibrate`'s, `netloom_live::calibration::forward`, which
+//! times its calls: two clock reads per packet). `bench/live/run.sh` measures it side by side with `netloom run`, so the difference
 //! is netloom's own cost.
 //!
 //! `tun-forward NAME [--cpu N] [--staged] [--gso]`; runs until SIGINT or SIGTERM, then tears down
@@ -15,14 +16,10 @@
 //! `--gso` turns on the devices' offloads as `netloom run` does, so TCP crosses as super-packets
 //! of up to 64 KB, each forwarded whole with its virtio_net_hdr: the floor with GSO.
 
-use netloom_os::{install_stop_handler, pin_current_thread, Testbed, TestbedSpec, VNET_HDR_LEN};
+use netloom_live::calibration::{forward, BATCH, FRAME};
+use netloom_os::{install_stop_handler, pin_current_thread, Testbed, TestbedSpec};
 use std::io::ErrorKind;
 use std::sync::atomic::Ordering;
-
-/// Packets read from one side before the other side gets a turn (as the driver's READ_BATCH).
-const BATCH: usize = 64;
-/// The largest frame: virtio_net_hdr, IPv6 header and the most its payload length says.
-const FRAME: usize = VNET_HDR_LEN + 40 + 65_535;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -55,7 +52,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         tun.set_offload(gso)?;
     }
     eprintln!("tun-forward: experiment {name} is up (h1, h2); busy-polling");
-    let mut buf = vec![0u8; FRAME];
     let mut forwarded = [0u64; 2];
     let mut failed = [0u64; 2];
     // --staged: per direction, the packets read this turn (buffers reused across turns).
@@ -88,21 +84,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         }
-        while !staged && !stop.load(Ordering::Relaxed) {
-            for from in 0..2 {
-                let to = 1 - from;
-                for _ in 0..BATCH {
-                    match tuns[from].read(&mut buf) {
-                        Ok(n) => match tuns[to].write(&buf[..n]) {
-                            Ok(_) => forwarded[from] += 1,
-                            Err(_) => failed[from] += 1,
-                        },
-                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                        Err(e) if e.kind() == ErrorKind::Interrupted => break,
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-            }
+        if !staged {
+            // netloom calibrate's forwarder, which also times its calls (unused here).
+            let f = forward(tuns, gso, &mut || !stop.load(Ordering::Relaxed))?;
+            forwarded = f.packets;
+            failed = f.failed;
         }
     }
     testbed.teardown()?;

@@ -1,5 +1,5 @@
 //! `netloom check FILE`: load, validate and route a topology, then print its summary with the
-//! routed diameter.
+//! routed diameter; with `--capacity`, whether its load fits this machine (docs/calibrate.md).
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -17,6 +17,8 @@ pub struct CheckArgs {
     /// Print the summary as JSON (schema in docs/json.md).
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    capacity: crate::calibrate::CapacityArgs,
 }
 
 /// One route at the diameter, by host names.
@@ -53,6 +55,9 @@ fn route(topo: &Topology, r: &RouteLength) -> Route {
 pub fn run(args: CheckArgs) -> Result<()> {
     let topo = args.input.load(&args.file)?;
     let routes = Routes::try_compute(&topo).with_context(|| args.file.display().to_string())?;
+    if args.capacity.capacity {
+        return capacity(&topo, &args);
+    }
     // The loader refuses files whose hosts are not all connected, so the diameter is missing
     // only when there is a single host.
     let diameter: Option<Diameter> = routes.diameter(&topo);
@@ -85,5 +90,23 @@ pub fn run(args: CheckArgs) -> Result<()> {
         "routing   {} bytes of next-hop tables",
         report.routing_table_bytes
     );
+    Ok(())
+}
+
+/// `--capacity`: the prediction from the calibration file.
+fn capacity(topo: &Topology, args: &CheckArgs) -> Result<()> {
+    let path = args
+        .capacity
+        .calibration
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(netloom_live::calibration::DEFAULT_PATH));
+    let c = crate::calibrate::read_calibration(&path, args.capacity.force)?;
+    let report = crate::calibrate::predict(topo, &args.capacity, &c, &path)
+        .with_context(|| args.file.display().to_string())?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        crate::calibrate::print(&report);
+    }
     Ok(())
 }

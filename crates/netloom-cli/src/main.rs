@@ -2,6 +2,7 @@
 //! and maps every error to exit code 2 (bad input or usage, as clap does; docs/cli.md); `exec`
 //! and `shell` exit with the code of the program they ran.
 
+mod calibrate;
 mod capture;
 mod check;
 mod convert;
@@ -27,8 +28,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Validate a topology file and print a summary.
+    /// Validate a topology file and print a summary; with --capacity, whether its load fits
+    /// this machine.
     Check(check::CheckArgs),
+    /// Measure what this machine costs a live run (timers, TUN, engine, hand-offs) into a
+    /// calibration file. Needs root.
+    Calibrate(calibrate::CalibrateArgs),
     /// Convert a topology (Topology Zoo GraphML, GML, ModelNet, Inet, native) to the native
     /// format, Graphviz DOT or GraphML.
     Convert(convert::ConvertArgs),
@@ -72,6 +77,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => check::run(args),
+        Command::Calibrate(args) => calibrate::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Gen(args) => gen::run(args),
         Command::Sim(args) => sim::run(args),

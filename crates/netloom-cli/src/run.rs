@@ -109,6 +109,18 @@ pub struct RunArgs {
     /// the token printed at start (docs/web.md).
     #[arg(long, value_name = "ADDR")]
     web: Option<String>,
+    /// Before starting, predict from this calibration (`netloom calibrate`) whether the load
+    /// fits this machine, and say so; default: /var/lib/netloom/calibration.json if it exists
+    /// (docs/calibrate.md).
+    #[arg(long, value_name = "FILE")]
+    calibration: Option<PathBuf>,
+    /// With a calibration: the load to predict, a traffic spec (docs/traffic.md); default: the
+    /// links' capacity.
+    #[arg(long, value_name = "SPEC")]
+    load: Option<String>,
+    /// Use a --calibration measured on another machine or by another netloom version.
+    #[arg(long)]
+    force_calibration: bool,
     /// Print the final report as JSON (docs/live.md).
     #[arg(long)]
     json: bool,
@@ -135,6 +147,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         .transpose()
         .context("--duration")?;
     let options = options(&args, &topo, name.clone())?;
+    predict(&args, &topo)?;
     if args.detach {
         return detach(&name, args.name.is_none());
     }
@@ -169,6 +182,38 @@ pub fn run(args: RunArgs) -> Result<()> {
     };
     // Nobody may be reading any more (`netloom run ... | head -1`): the run is over either way.
     let _ = std::io::stdout().write_all(text.as_bytes());
+    Ok(())
+}
+
+/// The capacity prediction before a start: from `--calibration` (refused if foreign, unless
+/// `--force-calibration`), or from the default file when there is one (a foreign one is then
+/// noted and ignored). Says the prediction's sentence; never stops the run.
+fn predict(args: &RunArgs, topo: &netloom_topo::Topology) -> Result<()> {
+    let default = PathBuf::from(netloom_live::calibration::DEFAULT_PATH);
+    let path = match &args.calibration {
+        Some(path) => path.clone(),
+        None if default.exists() => default,
+        None => return Ok(()),
+    };
+    let calibration = match crate::calibrate::read_calibration(&path, args.force_calibration) {
+        Ok(c) => c,
+        Err(e) if args.calibration.is_some() => return Err(e),
+        Err(e) => {
+            say(format_args!("netloom: note: no capacity prediction: {e:#}"));
+            return Ok(());
+        }
+    };
+    let capacity = crate::calibrate::CapacityArgs {
+        capacity: true,
+        calibration: Some(path.clone()),
+        load: args.load.clone(),
+        workers: args.workers,
+        precision: args.precision.clone(),
+        force: args.force_calibration,
+        seed: args.seed,
+    };
+    let report = crate::calibrate::predict(topo, &capacity, &calibration, &path)?;
+    say(format_args!("netloom: capacity: {}", report.sentence()));
     Ok(())
 }
 

@@ -12,6 +12,7 @@ pub mod sim;
 pub mod tap;
 pub mod traffic;
 pub mod workers;
+pub mod workload;
 
 pub use engine::{
     derive_seed, Engine, EngineCounters, EngineError, FlowStats, Injected, Output, Refusal,

@@ -4,7 +4,8 @@
 //! one worker's real-time loop, generic over its `Clock` and its hosts' `PacketIo`, so the loop
 //! and its control are tested in memory with a `TestClock`, without root and without sleeping.
 //!
-//! Modules, by what they own: `driver` (the loop), `payload` (packets' bytes and the hand-off
+//! Modules, by what they own: `calibration` (what this machine costs a live run, `netloom
+//! calibrate`), `driver` (the loop), `payload` (packets' bytes and the hand-off
 //! protocol between workers), `answer` (a worker's answers to orders), `control` (the
 //! experiment's side of those orders), `wait` (the precision modes' waiting policy), `message`
 //! (the leaf of requests, orders, answers and figures), `protocol` and `server` (the control
@@ -14,6 +15,7 @@
 
 mod accuracy;
 mod answer;
+pub mod calibration;
 mod capture;
 mod clock;
 mod control;

@@ -219,30 +219,6 @@ mod tests {
 
     /// A hand-off of one packet from outside, as an engine of a two-worker run makes it.
     fn dummy_handoff() -> Handoff {
-        use netloom_engine::{Injected, Ownership, Payload};
-        use netloom_link::{PacketMeta, PipeConfig};
-        use netloom_time::{Duration, Instant, Rate};
-        use netloom_topo::{NodeKind, RoutingMetric, Topology};
-        use std::sync::Arc;
-        let mut t = Topology::new("t", RoutingMetric::Delay);
-        let h0 = t.add_node("h0", NodeKind::Host, None);
-        let h1 = t.add_node("h1", NodeKind::Host, None);
-        let c = PipeConfig::new(Rate::bps(1_000_000), Duration::from_millis(1));
-        t.add_link(h0, h1, None, c, Some(c));
-        let o = Arc::new(Ownership::live(&t, &[0, 1], 2, Payload::Ship).unwrap());
-        let mut e = Engine::partitioned(t, 1, o, 0);
-        assert!(e.inject(
-            Instant(0),
-            h0,
-            h1,
-            Injected {
-                bytes: 100,
-                token: token(0, 0, 0),
-                meta: PacketMeta::default(),
-                ttl: netloom_engine::DEFAULT_TTL,
-            }
-        ));
-        let handoff = e.take_handoffs(1).next();
-        handoff.expect("h1's side is worker 1's")
+        crate::calibration::handoff(netloom_engine::Payload::Ship, token(0, 0, 0)).0
     }
 }

@@ -71,7 +71,7 @@ impl<I: PacketIo + Send + 'static, C: Clock> Worker<I, C> {
 }
 
 /// Gets the calling thread ready to drive.
-fn prepare(cpu: Option<usize>, realtime: bool) -> Result<(), String> {
+pub(crate) fn prepare(cpu: Option<usize>, realtime: bool) -> Result<(), String> {
     if let Some(cpu) = cpu {
         netloom_os::pin_current_thread(cpu).map_err(|e| e.to_string())?;
     }

@@ -75,6 +75,8 @@ pub struct CpuCache {
     pub level: u8,
     /// The CPUs sharing it, ascending.
     pub cpus: Vec<usize>,
+    /// Its size (`size`, as "32K" or "1M"), if listed.
+    pub size_bytes: Option<u64>,
 }
 
 /// The highest CPU number `parse_cpu_list` accepts: far above any kernel's NR_CPUS (8192 on
@@ -114,12 +116,28 @@ pub fn cpu_caches(root: &Path, cpus: &[usize]) -> Vec<CpuCache> {
             let shared = read("shared_cpu_list").and_then(|l| parse_cpu_list(&l));
             if let (Some(level), Some(kind), Some(cpus)) = (level, kind, shared) {
                 if kind.trim() != "Instruction" {
-                    caches.push(CpuCache { level, cpus });
+                    let size_bytes = read("size").and_then(|s| cache_size(s.trim()));
+                    caches.push(CpuCache {
+                        level,
+                        cpus,
+                        size_bytes,
+                    });
                 }
             }
         }
     }
     caches
+}
+
+/// A cache size as sysfs writes it: a number of bytes with an optional K, M or G (binary).
+fn cache_size(text: &str) -> Option<u64> {
+    let (digits, unit) = match text.char_indices().last()? {
+        (i, 'K') => (&text[..i], 1 << 10),
+        (i, 'M') => (&text[..i], 1 << 20),
+        (i, 'G') => (&text[..i], 1 << 30),
+        _ => (text, 1),
+    };
+    digits.parse::<u64>().ok()?.checked_mul(unit)
 }
 
 /// The CPUs in the calling thread's affinity mask (sched_getaffinity), or `None` if it cannot
@@ -225,11 +243,27 @@ mod tests {
     fn cache(root: &Path, cpu: usize, index: usize, level: &str, kind: &str, list: &str) {
         let dir = root.join(format!("cpu{cpu}/cache/index{index}"));
         std::fs::create_dir_all(&dir).unwrap();
-        for (name, text) in [("level", level), ("type", kind), ("shared_cpu_list", list)] {
+        // L1 caches list a size (as sysfs writes it); the others leave it out.
+        let size = if level == "1" { "48K" } else { "" };
+        for (name, text) in [
+            ("level", level),
+            ("type", kind),
+            ("shared_cpu_list", list),
+            ("size", size),
+        ] {
             if !text.is_empty() {
                 std::fs::write(dir.join(name), format!("{text}\n")).unwrap();
             }
         }
+    }
+
+    #[test]
+    fn cache_sizes_are_read_with_their_binary_units() {
+        assert_eq!(cache_size("48K"), Some(48 << 10));
+        assert_eq!(cache_size("2M"), Some(2 << 20));
+        assert_eq!(cache_size("512"), Some(512));
+        assert_eq!(cache_size("K"), None);
+        assert_eq!(cache_size("x"), None);
     }
 
     #[test]
@@ -253,6 +287,7 @@ mod tests {
         let cache = |level, cpus: &[usize]| CpuCache {
             level,
             cpus: cpus.to_vec(),
+            size_bytes: (level == 1).then_some(48 << 10),
         };
         assert_eq!(
             caches,

@@ -134,6 +134,18 @@ impl FlowGraph {
             .flat_map(move |p| self.successors(p).map(move |(q, w)| (p, q, w)))
     }
 
+    /// Multiplies every weight by `factor` (bit/s into packets/s, say).
+    pub fn scale(&mut self, factor: f64) {
+        for w in self
+            .load
+            .iter_mut()
+            .chain(&mut self.entry)
+            .chain(&mut self.flow)
+        {
+            *w *= factor;
+        }
+    }
+
     /// The flow from `from` into `to`, if `to` may follow `from`.
     pub fn flow_mut(&mut self, from: PipeId, to: PipeId) -> Option<&mut f64> {
         let range = self.first[from as usize]..self.first[from as usize + 1];

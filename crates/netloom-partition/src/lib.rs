@@ -1,7 +1,7 @@
 //! Which core owns which pipe: the flow graph (one vertex per pipe, ModelNet §5.3), its
 //! weightings, the random, k-cluster and METIS partitioners, the assignment file, and the
-//! efficiency and capacity a partition gives, and the CPU each core runs on (MX). It never moves
-//! a packet.
+//! efficiency and capacity a partition gives (with measured costs, each worker's CPU and
+//! lateness: `prediction`), and the CPU each core runs on (MX). It never moves a packet.
 
 mod assignment;
 mod error;
@@ -12,6 +12,7 @@ mod method;
 mod model;
 mod observation;
 mod placement;
+mod prediction;
 mod weight;
 
 pub use assignment::Assignment;
@@ -23,4 +24,5 @@ pub use method::{partition, Method, Options};
 pub use model::{Capacity, CapacityModel};
 pub use observation::Observation;
 pub use placement::{cross_core_traffic, place};
+pub use prediction::{Prediction, TimerLateness, Work, WorkerCosts, WorkerLoad};
 pub use weight::Demand;

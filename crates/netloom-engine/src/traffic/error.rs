@@ -13,7 +13,7 @@ pub enum TrafficError {
         word: String,
     },
     /// A key that `--traffic` does not know.
-    #[error("unknown key \"{key}\"; valid keys: {}", super::spec::KEYS.join(", "))]
+    #[error("unknown key \"{key}\"{}; valid keys: {}", netloom_topo::did_you_mean(key, super::spec::KEYS), super::spec::KEYS.join(", "))]
     UnknownKey {
         /// The key as written.
         key: String,

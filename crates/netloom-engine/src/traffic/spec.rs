@@ -347,6 +347,7 @@ mod tests {
     fn each_error_says_what_would_be_valid() {
         let cases = [
             ("source=cbr rate=5Mbit speed=3", "unknown key \"speed\"; valid keys: pattern, pairs, k, source, rate, size, on, off, cap"),
+            ("sorce=cbr rate=5Mbit", "unknown key \"sorce\" (did you mean \"source\"?); valid keys: pattern, pairs, k, source, rate, size, on, off, cap"),
             ("source=cbr rate=5Mbit rate=4Mbit", "key \"rate\" given twice"),
             ("source=cbr 5Mbit", "\"5Mbit\" is not key=value"),
             ("rate=5Mbit", "a traffic spec needs source= (source=cbr|poisson|onoff|aimd)"),

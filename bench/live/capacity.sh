@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The capacity prediction against measured runs (root): calibrates this machine, then for each
+# load of LOADS (packets/s) predicts with `netloom check --capacity` and measures a live run of
+# the same load: `iperf3 -u` from h1 to h2 through h1 - r1 - r2 - r3 - h2 (4 hops, 10 Gbit/s,
+# DELAY each), 1000-byte datagrams (1028-byte IP packets), netloom on CPU 1, iperf3 on CPU 0.
+# Measured: netloom's CPU (utime + stime of the process over the iperf3 window, /proc), the
+# packets iperf3 sent, and its lateness percentiles (run --json). The measured maximum is the
+# load over the measured CPU share (the rate at which the same work per packet would fill one
+# CPU). Prints a Markdown table of predicted against measured. docs/calibrate.md quotes it.
+#
+# Knobs: LOADS ("10000 40000 100000"), SECONDS_RUN (5), DELAY (0us: every deadline falls in the
+# turn that read the packet, so no timer is involved; 1ms: each release waits for one), PRECISION (sleep: its CPU is the work
+# done; busy and hybrid spin by design, so their CPU says nothing of the load), NETLOOM_BIN (a
+# netloom binary; default: this tree's release build, built here).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+LOADS=${LOADS:-10000 40000 100000}
+SECONDS_RUN=${SECONDS_RUN:-5}
+PRECISION=${PRECISION:-sleep}
+DELAY=${DELAY:-0us}
+if [[ -z "${NETLOOM_BIN:-}" ]]; then
+    cargo build --release -p netloom >&2
+    NETLOOM_BIN="${CARGO_TARGET_DIR:-target}/release/netloom"
+fi
+bin=$NETLOOM_BIN
+name=capacity$$
+work=$(mktemp -d)
+trap '"$bin" stop --name "$name" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+cat >"$work/chain.toml" <<EOF
+hosts = ["h1", "h2"]
+routers = ["r1", "r2", "r3"]
+[[link]]
+a = "h1"
+b = "r1"
+bw = "10Gbit"
+delay = "$DELAY"
+queue = 1000
+[[link]]
+a = "r1"
+b = "r2"
+bw = "10Gbit"
+delay = "$DELAY"
+queue = 1000
+[[link]]
+a = "r2"
+b = "r3"
+bw = "10Gbit"
+delay = "$DELAY"
+queue = 1000
+[[link]]
+a = "r3"
+b = "h2"
+bw = "10Gbit"
+delay = "$DELAY"
+queue = 1000
+EOF
+"$bin" calibrate -o "$work/cal.json" >"$work/calibrate.txt"
+ticks=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+echo "## The capacity prediction against measured runs"
+echo
+echo "- machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
+echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); command: \`bench/live/capacity.sh\` (LOADS=\"$LOADS\", PRECISION=$PRECISION, DELAY=$DELAY, ${SECONDS_RUN} s each)"
+echo "- calibration: $(jq -c '{hop_ns: .engine.ns_per_packet_hop, read_ns: .tun[0].read.ns_per_packet, write_ns: .tun[0].write.ns_per_packet, handoff_ns: .handoff.ns_per_handoff, timer: (.timer[] | select(.precision == "'"$PRECISION"'") | {p50_ns, p99_ns})}' "$work/cal.json")"
+echo
+echo "| offered pps | sent pps | CPU predicted | CPU measured | max pps predicted | max pps measured | lateness p50 predicted / measured (us) | p99 predicted / measured (us) |"
+echo "|---|---|---|---|---|---|---|---|"
+for pps in $LOADS; do
+    bps=$((pps * 1028 * 8))
+    "$bin" check "$work/chain.toml" --capacity --calibration "$work/cal.json" --precision "$PRECISION" \
+        --load "pattern=pairs pairs=h1:h2 source=cbr rate=${bps}bit size=1028" --json >"$work/predicted.json"
+    "$bin" run "$work/chain.toml" --name "$name" --precision "$PRECISION" --cpu 1 --json \
+        >"$work/report.json" 2>"$work/run.err" &
+    run=$!
+    until "$bin" exec --name "$name" h2 -- true 2>/dev/null; do sleep 0.1; done
+    h2=$("$bin" exec --name "$name" h2 -- ip -4 -o addr show nl0 | awk '{print $4}' | cut -d/ -f1)
+    "$bin" exec --name "$name" h2 -- iperf3 -s -1 -D
+    sleep 0.3
+    before=$(cpu_ticks "$run")
+    start=$(date +%s.%N)
+    "$bin" exec --name "$name" h1 -- taskset -c 0 iperf3 -u -c "$h2" -l 1000 -b $((pps * 8000)) \
+        -t "$SECONDS_RUN" -J >"$work/iperf.json"
+    after=$(cpu_ticks "$run")
+    end=$(date +%s.%N)
+    "$bin" stop --name "$name" >/dev/null
+    wait "$run" || true
+    read -r sent <<<"$(jq '.end.sum.packets // 0' "$work/iperf.json")"
+    python3 - "$work/predicted.json" "$work/report.json" "$before" "$after" "$start" "$end" "$ticks" "$pps" "$sent" "$SECONDS_RUN" <<'PY'
+import json, sys
+pred = json.load(open(sys.argv[1]))["prediction"]
+report = json.load(open(sys.argv[2]))
+before, after, start, end, ticks = map(float, sys.argv[3:8])
+pps, sent, seconds = float(sys.argv[8]), float(sys.argv[9]), float(sys.argv[10])
+w = pred["per_worker"][0]
+cpu = (after - before) / ticks / (end - start)
+acc = report["accuracy"]
+sent_pps = sent / seconds
+us = lambda ns: "-" if ns is None else f"{ns / 1e3:.1f}"
+print(f"| {pps:.0f} | {sent_pps:.0f} | {w['utilization'] * 100:.1f} % | {cpu * 100:.1f} % "
+      f"| {pred['max_edge_packets_per_second'] / 1e3:.0f} k | {sent_pps / max(cpu, 1e-9) / 1e3:.0f} k "
+      f"| {us(w['lateness_p50_ns'])} / {us(acc['lateness_ns_p50'])} "
+      f"| {us(w['lateness_p99_ns'])} / {us(acc['lateness_ns_p99'])} |")
+PY
+done

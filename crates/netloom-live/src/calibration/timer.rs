@@ -1,0 +1,79 @@
+//! Timer lateness per precision mode: a thread made ready as a worker's is (fine timer slack,
+//! real-time priority unless busy) waits for deadlines under the mode's own `Waiter` policy and
+//! an empty epoll, as a driver with no packets does, and records how late it finds each one.
+
+use super::{percentiles, CalibrationError, TimerLateness};
+use crate::clock::{Clock, SystemClock};
+use crate::wait::{Hybrid, Precision, Waiter};
+use netloom_os::Poller;
+use netloom_time::Duration;
+
+/// The modes `run --precision` offers, with their names there.
+pub(super) const MODES: [(&str, Precision); 3] = [
+    ("busy", Precision::Busy),
+    (
+        "hybrid",
+        Precision::Hybrid(Hybrid {
+            spin: None,
+            linger: crate::wait::DEFAULT_LINGER,
+        }),
+    ),
+    ("sleep", Precision::Sleep),
+];
+
+/// Gaps between deadlines, in turn: a short one a hybrid driver spins through, a millisecond,
+/// and a longer one it sleeps most of (about 0.8 s per mode in all).
+const GAPS_US: [u64; 3] = [100, 1_000, 3_000];
+/// Deadlines per mode.
+const DEADLINES: usize = 600;
+
+/// How late `precision` finds its deadlines on this machine.
+pub(super) fn lateness(
+    (name, precision): (&str, Precision),
+) -> Result<TimerLateness, CalibrationError> {
+    let realtime = precision != Precision::Busy;
+    let thread = std::thread::Builder::new()
+        .name(format!("netloom-calibrate-{name}"))
+        .spawn(move || -> Result<Vec<u64>, String> {
+            crate::worker::prepare(None, realtime)?;
+            let mut poller = Poller::new().map_err(|e| e.to_string())?;
+            let clock = SystemClock::start();
+            let mut waiter = Waiter::new(precision);
+            let mut ready = Vec::new();
+            let mut late = Vec::with_capacity(DEADLINES);
+            for k in 0..DEADLINES {
+                // From now, so one late deadline does not make the next late too.
+                let deadline = clock.now() + Duration::from_micros(GAPS_US[k % GAPS_US.len()]);
+                let mut now = clock.now();
+                while now < deadline {
+                    let sleep = waiter.budget(now, Some(deadline));
+                    if !sleep.is_zero() {
+                        let timeout = std::time::Duration::from_nanos(sleep.as_nanos());
+                        poller
+                            .wait(Some(timeout), &mut ready)
+                            .map_err(|e| e.to_string())?;
+                        waiter.woke(clock.now(), true);
+                    }
+                    now = clock.now();
+                }
+                late.push(now.saturating_since(deadline).as_nanos());
+            }
+            Ok(late)
+        })
+        .map_err(CalibrationError::io("start the timer thread"))?;
+    let mut late = thread
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        .map_err(|e| CalibrationError::Io {
+            what: format!("timer lateness, {name} precision"),
+            error: std::io::Error::other(e),
+        })?;
+    let (p50_ns, p99_ns, max_ns) = percentiles(&mut late);
+    Ok(TimerLateness {
+        precision: name.to_string(),
+        samples: late.len(),
+        p50_ns,
+        p99_ns,
+        max_ns,
+    })
+}
