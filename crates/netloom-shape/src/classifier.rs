@@ -1,0 +1,216 @@
+//! The classifier (the paper's Figure 6): rules grouped per tenant, reached through a dispatch
+//! table searched in O(log tenants), then scanned in order within the tenant (first match wins).
+
+use crate::spec::{PortRange, Prefix, Proto, Role, Selector};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// Which way a packet crosses this machine's stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Arriving (netfilter's PREROUTING).
+    In,
+    /// Leaving (netfilter's OUTPUT).
+    Out,
+}
+
+/// What the classifier looks at in a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet {
+    /// Arriving or leaving.
+    pub direction: Direction,
+    /// The IP protocol number.
+    pub proto: u8,
+    /// Source address.
+    pub src: IpAddr,
+    /// Destination address.
+    pub dst: IpAddr,
+    /// Source port (0 if neither TCP nor UDP).
+    pub sport: u16,
+    /// Destination port.
+    pub dport: u16,
+    /// The uid and gid of the local socket that sent it, when the kernel knows it.
+    pub owner: Option<(u32, u32)>,
+}
+
+impl Packet {
+    /// Reads the addresses, protocol and ports from the start of an IPv4 or IPv6 packet; `None`
+    /// when it is neither or too short. IPv6 extension headers are not followed (the ports of
+    /// such a packet read as 0).
+    pub fn parse(
+        direction: Direction,
+        header: &[u8],
+        owner: Option<(u32, u32)>,
+    ) -> Option<Packet> {
+        let (proto, src, dst, l4) = match header.first()? >> 4 {
+            4 if header.len() >= 20 => {
+                let ihl = usize::from(header[0] & 0x0f) * 4;
+                let s: [u8; 4] = header[12..16].try_into().ok()?;
+                let d: [u8; 4] = header[16..20].try_into().ok()?;
+                // A fragment after the first carries no ports.
+                let offset = u16::from_be_bytes([header[6], header[7]]) & 0x1fff;
+                let l4 = if offset == 0 { header.get(ihl..) } else { None };
+                (
+                    header[9],
+                    IpAddr::V4(Ipv4Addr::from(s)),
+                    IpAddr::V4(Ipv4Addr::from(d)),
+                    l4,
+                )
+            }
+            6 if header.len() >= 40 => {
+                let s: [u8; 16] = header[8..24].try_into().ok()?;
+                let d: [u8; 16] = header[24..40].try_into().ok()?;
+                (
+                    header[6],
+                    IpAddr::V6(Ipv6Addr::from(s)),
+                    IpAddr::V6(Ipv6Addr::from(d)),
+                    header.get(40..),
+                )
+            }
+            _ => return None,
+        };
+        let ports = match (proto, l4) {
+            (6 | 17, Some(l4)) if l4.len() >= 4 => (
+                u16::from_be_bytes([l4[0], l4[1]]),
+                u16::from_be_bytes([l4[2], l4[3]]),
+            ),
+            _ => (0, 0),
+        };
+        Some(Packet {
+            direction,
+            proto,
+            src,
+            dst,
+            sport: ports.0,
+            dport: ports.1,
+            owner,
+        })
+    }
+
+    /// (local port, remote address, remote port) as this machine sees them.
+    fn sides(&self) -> (u16, IpAddr, u16) {
+        match self.direction {
+            Direction::Out => (self.sport, self.dst, self.dport),
+            Direction::In => (self.dport, self.src, self.sport),
+        }
+    }
+}
+
+/// One classifier rule: the packets of one direction a link takes. Unset fields match anything.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// The direction it matches.
+    pub direction: Direction,
+    /// TCP or UDP only; `None`: either.
+    pub proto: Option<Proto>,
+    /// Ports on this machine's side.
+    pub local_ports: Vec<PortRange>,
+    /// Ports on the remote side.
+    pub remote_ports: Vec<PortRange>,
+    /// Remote addresses.
+    pub remote: Vec<Prefix>,
+    /// Owner of the local socket (outgoing packets only).
+    pub uid: Option<u32>,
+    /// Group of the local socket (outgoing packets only).
+    pub gid: Option<u32>,
+    /// The link whose pipe the packet goes to.
+    pub link: u32,
+}
+
+impl Rule {
+    /// The rules a selector makes for `link`, in the given directions: a client's match the
+    /// remote ports, a server's the local ones, a service's both (client rules first).
+    pub fn from_selector(selector: &Selector, link: u32, directions: &[Direction]) -> Vec<Rule> {
+        let sides: &[bool] = match selector.role {
+            Role::Client => &[true],
+            Role::Server => &[false],
+            Role::Service => &[true, false],
+        };
+        let mut rules = Vec::new();
+        for &remote_side in sides {
+            for &direction in directions {
+                let (local_ports, remote_ports) = match remote_side {
+                    true => (Vec::new(), selector.ports.clone()),
+                    false => (selector.ports.clone(), Vec::new()),
+                };
+                rules.push(Rule {
+                    direction,
+                    proto: selector.proto,
+                    local_ports,
+                    remote_ports,
+                    remote: selector.peers.clone(),
+                    uid: selector.uid,
+                    gid: selector.gid,
+                    link,
+                });
+            }
+        }
+        rules
+    }
+
+    /// Does the packet match every condition?
+    pub fn matches(&self, p: &Packet) -> bool {
+        let (local_port, remote_addr, remote_port) = p.sides();
+        let proto_ok = match self.proto {
+            Some(proto) => proto.number() == p.proto,
+            None => p.proto == 6 || p.proto == 17,
+        };
+        let ports = |ranges: &[PortRange], port| {
+            ranges.is_empty() || ranges.iter().any(|r| r.contains(port))
+        };
+        let owner = p.owner.unwrap_or((u32::MAX, u32::MAX));
+        self.direction == p.direction
+            && proto_ok
+            && ports(&self.local_ports, local_port)
+            && ports(&self.remote_ports, remote_port)
+            && (self.remote.is_empty() || self.remote.iter().any(|n| n.contains(remote_addr)))
+            && self.uid.is_none_or(|u| p.owner.is_some() && u == owner.0)
+            && self.gid.is_none_or(|g| p.owner.is_some() && g == owner.1)
+    }
+}
+
+/// Rules of every tenant, each tenant's in order, behind a sorted dispatch table.
+#[derive(Clone, Debug, Default)]
+pub struct Classifier {
+    /// (tenant, end of its rules in `rules`), sorted by tenant; a tenant's rules start where
+    /// the previous entry's end.
+    dispatch: Vec<(u32, u32)>,
+    rules: Vec<Rule>,
+}
+
+impl Classifier {
+    /// A classifier of `(tenant, rules in order)`; a tenant given twice keeps both lists, in
+    /// the order given.
+    pub fn new(mut tenants: Vec<(u32, Vec<Rule>)>) -> Classifier {
+        tenants.sort_by_key(|(t, _)| *t);
+        let mut classifier = Classifier::default();
+        for (tenant, rules) in tenants {
+            classifier.rules.extend(rules);
+            let end = classifier.rules.len() as u32;
+            match classifier.dispatch.last_mut() {
+                Some((last, e)) if *last == tenant => *e = end,
+                _ => classifier.dispatch.push((tenant, end)),
+            }
+        }
+        classifier
+    }
+
+    /// The first of `tenant`'s rules the packet matches.
+    pub fn classify(&self, tenant: u32, packet: &Packet) -> Option<&Rule> {
+        let i = self
+            .dispatch
+            .binary_search_by_key(&tenant, |(t, _)| *t)
+            .ok()?;
+        let start = match i {
+            0 => 0,
+            _ => self.dispatch[i - 1].1 as usize,
+        };
+        let end = self.dispatch[i].1 as usize;
+        self.rules[start..end].iter().find(|r| r.matches(packet))
+    }
+
+    /// Every rule, tenant by tenant, each tenant's in order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+}
+
