@@ -214,3 +214,102 @@ impl Classifier {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::parse_selector;
+
+    fn rules(text: &str, link: u32) -> Vec<Rule> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let (selector, _) = parse_selector(&words).expect("valid");
+        Rule::from_selector(&selector, link, &[Direction::In, Direction::Out])
+    }
+
+    fn tcp(direction: Direction, src: &str, sport: u16, dst: &str, dport: u16) -> Packet {
+        Packet {
+            direction,
+            proto: 6,
+            src: src.parse().unwrap(),
+            dst: dst.parse().unwrap(),
+            sport,
+            dport,
+            owner: Some((1000, 1000)),
+        }
+    }
+
+    #[test]
+    fn a_client_takes_requests_to_its_servers_and_their_replies_only() {
+        let c = Classifier::new(vec![(0, rules("client 80,443@10.20.0.0/16", 1))]);
+        let out = tcp(Direction::Out, "192.168.1.2", 40000, "10.20.1.1", 443);
+        let back = tcp(Direction::In, "10.20.1.1", 443, "192.168.1.2", 40000);
+        assert_eq!(c.classify(0, &out).map(|r| r.link), Some(1));
+        assert_eq!(c.classify(0, &back).map(|r| r.link), Some(1));
+        // Another port, another subnet, another tenant, a server's direction: not taken.
+        assert!(c.classify(0, &tcp(Direction::Out, "192.168.1.2", 1, "10.20.1.1", 22)).is_none());
+        assert!(c.classify(0, &tcp(Direction::Out, "192.168.1.2", 1, "10.21.1.1", 80)).is_none());
+        assert!(c.classify(7, &out).is_none());
+        assert!(c.classify(0, &tcp(Direction::In, "10.20.1.1", 40000, "192.168.1.2", 443)).is_none());
+    }
+
+    #[test]
+    fn overlapping_rules_of_a_tenant_go_to_the_first_link_made() {
+        let mut first = rules("client 80@10.0.0.0/8", 1);
+        first.extend(rules("client 80@10.20.0.0/16", 2));
+        let c = Classifier::new(vec![(0, first)]);
+        let p = tcp(Direction::Out, "192.168.1.2", 1, "10.20.0.1", 80);
+        assert_eq!(c.classify(0, &p).map(|r| r.link), Some(1));
+    }
+
+    #[test]
+    fn the_dispatch_table_keeps_each_tenants_rules_apart() {
+        let tenants: Vec<(u32, Vec<Rule>)> = (0..100u32)
+            .rev()
+            .map(|t| (t * 3, rules(&format!("server {}", 1000 + t), t)))
+            .collect();
+        let c = Classifier::new(tenants);
+        for t in 0..100u32 {
+            let p = tcp(Direction::In, "10.0.0.1", 5555, "10.0.0.2", 1000 + t as u16);
+            assert_eq!(c.classify(t * 3, &p).map(|r| r.link), Some(t));
+            assert!(c.classify(t * 3 + 1, &p).is_none());
+            // The next tenant's rules do not see this port.
+            assert!(c.classify(((t + 1) % 100) * 3, &p).is_none());
+        }
+    }
+
+    #[test]
+    fn owner_rules_need_the_socket_owner() {
+        let words = ["server", "80", "uid=1000", "gid=5"];
+        let (selector, _) = parse_selector(&words).unwrap();
+        let c = Classifier::new(vec![(0, Rule::from_selector(&selector, 1, &[Direction::Out]))]);
+        let mut p = tcp(Direction::Out, "10.0.0.2", 80, "10.0.0.1", 5555);
+        p.owner = Some((1000, 5));
+        assert!(c.classify(0, &p).is_some());
+        p.owner = Some((1000, 6));
+        assert!(c.classify(0, &p).is_none());
+        p.owner = None;
+        assert!(c.classify(0, &p).is_none());
+    }
+
+    #[test]
+    fn headers_give_addresses_protocol_and_ports() {
+        let mut v4 = [0u8; 28];
+        v4[0] = 0x45;
+        v4[9] = 17;
+        v4[12..16].copy_from_slice(&[10, 0, 0, 1]);
+        v4[16..20].copy_from_slice(&[10, 0, 0, 2]);
+        v4[20..24].copy_from_slice(&[0x1f, 0x90, 0x00, 0x35]);
+        let p = Packet::parse(Direction::Out, &v4, None).unwrap();
+        assert_eq!((p.proto, p.sport, p.dport), (17, 8080, 53));
+        assert_eq!(p.dst, "10.0.0.2".parse::<IpAddr>().unwrap());
+        let mut v6 = [0u8; 44];
+        v6[0] = 0x60;
+        v6[6] = 6;
+        v6[39] = 1;
+        v6[40..44].copy_from_slice(&[0, 80, 0x1f, 0x90]);
+        let p = Packet::parse(Direction::In, &v6, None).unwrap();
+        assert_eq!((p.proto, p.sport, p.dport), (6, 80, 8080));
+        assert_eq!(p.dst, "::1".parse::<IpAddr>().unwrap());
+        assert!(Packet::parse(Direction::In, &[0x45, 0, 0], None).is_none());
+    }
+}
