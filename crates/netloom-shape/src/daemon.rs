@@ -158,17 +158,14 @@ pub fn run() -> Result<(), DaemonError> {
         // Wake at least every 100 ms to notice SIGTERM.
         let cap = std::time::Duration::from_millis(100);
         poller.wait(Some(timeout.map_or(cap, |t| t.min(cap))), &mut ready)?;
-        let mut failed = None;
-        let n = queue.recv(|p| {
+        queue.recv(|p| {
             let direction = match p.hook {
-                HOOK_PREROUTING => Direction::In,
-                HOOK_OUTPUT => Direction::Out,
-                _ => {
-                    failed = failed.take().or(Some((p.id, Verdict::Accept)));
-                    return;
-                }
+                HOOK_PREROUTING => Some(Direction::In),
+                HOOK_OUTPUT => Some(Direction::Out),
+                _ => None,
             };
-            let fate = match Packet::parse(direction, p.header, p.owner) {
+            let packet = direction.and_then(|d| Packet::parse(d, p.header, p.owner));
+            let fate = match packet {
                 Some(packet) => shaper.arrive(now(), 0, &packet, p.len, p.id),
                 None => Arrival::Unmatched,
             };
@@ -177,11 +174,7 @@ pub fn run() -> Result<(), DaemonError> {
                 Arrival::Unmatched => out.push((p.id, true)),
                 Arrival::Dropped(_) => out.push((p.id, false)),
             }
-        });
-        n?;
-        if let Some((id, v)) = failed {
-            queue.verdict(QUEUE, id, v)?;
-        }
+        })?;
         shaper.due(now(), &mut out);
         for (id, accept) in out.drain(..) {
             let v = if accept {
@@ -192,13 +185,12 @@ pub fn run() -> Result<(), DaemonError> {
             queue.verdict(QUEUE, id, v)?;
         }
         if ready.contains(&1) {
+            let mut stop = false;
             while let Ok((stream, _)) = listener.accept() {
-                if serve(stream, &mut shaper, now()) {
-                    break;
-                }
+                stop |= serve(stream, &mut shaper, now());
             }
             had_links |= !shaper.is_empty();
-            if had_links && shaper.is_empty() {
+            if stop || (had_links && shaper.is_empty()) {
                 break Ok(());
             }
         }
@@ -260,15 +252,17 @@ fn set(shaper: &mut Shaper<u32>, now: Instant, words: &[String], profiles: &[Pat
         Err(e) => return error_reply(e.to_string()),
     };
     let selector = spec.selector.clone();
+    let before = shaper.classifier().rules().to_vec();
     let (id, replaced) = shaper.set(now, 0, spec, words.join(" "));
-    if !replaced {
+    // A change of parameters leaves the rules as they were: the kernel is not asked.
+    if shaper.classifier().rules() != before.as_slice() {
         if let Err(e) = kernel::install(shaper.classifier().rules(), QUEUE) {
-            let _ = shaper.delete(None, &Target::Selector(selector));
-            let _ = kernel::install(shaper.classifier().rules(), QUEUE);
+            if !replaced {
+                let _ = shaper.delete(None, &Target::Selector(selector));
+                let _ = kernel::install(shaper.classifier().rules(), QUEUE);
+            }
             return error_reply(e.to_string());
         }
-    } else if let Err(e) = kernel::install(shaper.classifier().rules(), QUEUE) {
-        return error_reply(e.to_string());
     }
     Reply {
         message: Some(match replaced {

@@ -225,10 +225,9 @@ impl<H> Shaper<H> {
         bytes: u32,
         handle: H,
     ) -> Arrival {
-        let Some(rule) = self.classifier.classify(tenant, packet) else {
+        let Some(link_id) = self.classifier.classify(tenant, packet) else {
             return Arrival::Unmatched;
         };
-        let link_id = rule.link;
         let Some(link) = self.links.iter_mut().find(|l| l.id == link_id) else {
             return Arrival::Unmatched;
         };
