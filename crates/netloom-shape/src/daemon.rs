@@ -218,6 +218,8 @@ fn serve(stream: UnixStream, shaper: &mut Shaper<u32>, now: Instant) -> bool {
     let (reply, stop) = match serde_json::from_str::<Request>(&line) {
         Err(e) => (error_reply(format!("bad request: {e}")), false),
         Ok(Request::Stop) => {
+            // The rules go before the answer, so the caller finds them gone.
+            kernel::remove();
             let n = shaper.report(now, None).len();
             let mut r = Reply::default();
             r.message = Some(format!("stopped; removed {n} link(s)"));
@@ -292,7 +294,10 @@ fn delete(shaper: &mut Shaper<u32>, words: &[String]) -> Reply {
     };
     match shaper.delete(None, &target) {
         Ok(id) => {
-            if let Err(e) = kernel::install(shaper.classifier().rules(), QUEUE) {
+            // The last link gone, the process ends: its chains go before the answer.
+            if shaper.is_empty() {
+                kernel::remove();
+            } else if let Err(e) = kernel::install(shaper.classifier().rules(), QUEUE) {
                 return error_reply(e.to_string());
             }
             Reply {
