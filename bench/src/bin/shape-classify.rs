@@ -9,12 +9,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 /// Tenant `t`'s rule `r`: a server on port 1000 + r for clients in 10.t/16.
 fn rule(t: u32, r: u32) -> Rule {
-    let words = format!(
-        "server {}@10.{}.{}.0/24",
-        1000 + r,
-        t >> 8,
-        t & 0xff
-    );
+    let words = format!("server {}@10.{}.{}.0/24", 1000 + r, t >> 8, t & 0xff);
     let words: Vec<&str> = words.split_whitespace().collect();
     let (selector, _) = netloom_shape::spec::parse_selector(&words).expect("valid");
     Rule::from_selector(&selector, t * 16 + r, &[Direction::In]).remove(0)

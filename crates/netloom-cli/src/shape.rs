@@ -25,7 +25,16 @@ pub fn run(args: ShapeArgs) -> Result<()> {
         "daemon" => Ok(daemon::run()?),
         "show" => show(words[1..].iter().any(|w| w == "--json")),
         "stop" => {
+            let pid = std::fs::read_to_string(daemon::pid_path()).unwrap_or_default();
             let reply = call(&Request::Stop)?;
+            // Returns once the process has ended (it removes its socket and pid file last).
+            let proc = std::path::PathBuf::from(format!("/proc/{}", pid.trim()));
+            for _ in 0..300 {
+                if pid.trim().is_empty() || !proc.exists() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
             print_message(reply)
         }
         "delete" => {
@@ -61,10 +70,8 @@ fn set(words: &[String]) -> Result<()> {
 }
 
 fn show(json: bool) -> Result<()> {
-    let reply = match daemon::request(&Request::Show) {
-        Ok(reply) => reply,
-        Err(_) => Reply::default(),
-    };
+    // No process running means no link.
+    let reply = daemon::request(&Request::Show).unwrap_or_default();
     if json {
         println!("{}", serde_json::to_string_pretty(&reply.links)?);
         return Ok(());

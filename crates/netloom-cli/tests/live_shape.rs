@@ -225,7 +225,10 @@ fn kill_9_fails_open_and_clean_removes_only_netloom_rules() {
     // The rules are still there, but with nobody on the queue they let packets through.
     assert!(chains().contains("NFQUEUE"));
     let after = connect_ms(&url, 5);
-    assert!(after < base + 5.0, "connect {after:.2} ms after kill -9 (base {base:.2})");
+    assert!(
+        after < base + 5.0,
+        "connect {after:.2} ms after kill -9 (base {base:.2})"
+    );
     let cleaned = t.clean();
     assert!(cleaned.contains("NETLOOM-SHAPE-IN"), "{cleaned}");
     assert_eq!(chains(), "");
@@ -254,7 +257,9 @@ fn figure_4s_multihomed_client_sees_wifi_on_one_subnet_and_dsl_on_the_other() {
         // The client's links are Ethernet-like (1500 bytes), not loopback's 64 KB: a 64 KB
         // packet would not fit a 512 kbit/s line's default queue at all.
         let host = a.trim_end_matches("/32");
-        let route = ["route", "replace", "local", host, "dev", "lo", "table", "local"];
+        let route = [
+            "route", "replace", "local", host, "dev", "lo", "table", "local",
+        ];
         assert!(Command::new("ip")
             .args(route)
             .args(["mtu", "lock", "1500"])
@@ -293,15 +298,27 @@ fn figure_4s_multihomed_client_sees_wifi_on_one_subnet_and_dsl_on_the_other() {
     ));
     // DSL: the SYN takes 3 ms up, the SYN-ACK 8 ms down.
     let dsl_added = connect_ms(&dsl, 5) - dsl_base;
-    assert!((10.5..16.0).contains(&dsl_added), "DSL added {dsl_added:.2} ms to connect");
+    assert!(
+        (10.5..16.0).contains(&dsl_added),
+        "DSL added {dsl_added:.2} ms to connect"
+    );
     // WiFi: 1 ms each way plus the 802.11b MAC's time per frame.
     let wifi_added = connect_ms(&wifi, 5) - wifi_base;
-    assert!((2.0..12.0).contains(&wifi_added), "WiFi added {wifi_added:.2} ms");
+    assert!(
+        (2.0..12.0).contains(&wifi_added),
+        "WiFi added {wifi_added:.2} ms"
+    );
     // 64 KB down the 512 kbit/s side takes a second at least.
     let (_, total) = curl(&dsl);
-    assert!(total > 64_000.0 * 8.0 / 512e3, "64 KB over DSL took {total:.3} s");
+    assert!(
+        total > 64_000.0 * 8.0 / 512e3,
+        "64 KB over DSL took {total:.3} s"
+    );
     let show = t.ok("show");
-    assert!(show.contains("SHARED") && show.contains("bw=512kbit"), "{show}");
+    assert!(
+        show.contains("SHARED") && show.contains("bw=512kbit"),
+        "{show}"
+    );
 }
 
 #[test]
@@ -309,7 +326,10 @@ fn bad_input_exits_2_and_installs_nothing() {
     require_live!("iptables-legacy");
     let t = Turn::new("bad");
     for (words, expected) in [
-        ("client 80@10.0.0.1/8 IN delay=1ms", "the network is 10.0.0.0/8"),
+        (
+            "client 80@10.0.0.1/8 IN delay=1ms",
+            "the network is 10.0.0.0/8",
+        ),
         ("client 70000@1.2.3.4 IN delay=1ms", "ports are 1-65535"),
         ("client 80@1.2.3.4 SHARED profile=missing", "missing.toml"),
         ("client 80@1.2.3.4 IN delay=1ms bw=fast", "bw"),

@@ -314,7 +314,11 @@ fn parse_packet(queue: u16, mut attrs: &[u8]) -> Option<QueuedPacket<'_>> {
         let len = usize::from(u16::from_ne_bytes([attrs[0], attrs[1]]));
         let kind = u16::from_ne_bytes([attrs[2], attrs[3]]) & 0x3fff;
         let value = attrs.get(4..len.max(4))?;
-        let be32 = || value.get(..4).map(|v| u32::from_be_bytes(v.try_into().expect("4")));
+        let be32 = || {
+            value
+                .get(..4)
+                .map(|v| u32::from_be_bytes(v.try_into().expect("4")))
+        };
         match kind {
             NFQA_PACKET_HDR if value.len() >= 7 => {
                 id = be32();

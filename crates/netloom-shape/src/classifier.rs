@@ -36,11 +36,7 @@ impl Packet {
     /// Reads the addresses, protocol and ports from the start of an IPv4 or IPv6 packet; `None`
     /// when it is neither or too short. IPv6 extension headers are not followed (the ports of
     /// such a packet read as 0).
-    pub fn parse(
-        direction: Direction,
-        header: &[u8],
-        owner: Option<(u32, u32)>,
-    ) -> Option<Packet> {
+    pub fn parse(direction: Direction, header: &[u8], owner: Option<(u32, u32)>) -> Option<Packet> {
         let (proto, src, dst, l4) = match header.first()? >> 4 {
             4 if header.len() >= 20 => {
                 let ihl = usize::from(header[0] & 0x0f) * 4;
@@ -190,7 +186,10 @@ const ANY: u32 = u32::MAX;
 
 impl Entry {
     fn compile(rule: &Rule, out: &mut Vec<Entry>) {
-        let any = PortRange { lo: 0, hi: u16::MAX };
+        let any = PortRange {
+            lo: 0,
+            hi: u16::MAX,
+        };
         let ports = |r: &[PortRange]| if r.is_empty() { vec![any] } else { r.to_vec() };
         let nets: Vec<Option<Prefix>> = match rule.remote.is_empty() {
             true => vec![None],
@@ -342,10 +341,19 @@ mod tests {
         assert_eq!(c.classify(0, &out), Some(1));
         assert_eq!(c.classify(0, &back), Some(1));
         // Another port, another subnet, another tenant, a server's direction: not taken.
-        assert!(c.classify(0, &tcp(Direction::Out, "192.168.1.2", 1, "10.20.1.1", 22)).is_none());
-        assert!(c.classify(0, &tcp(Direction::Out, "192.168.1.2", 1, "10.21.1.1", 80)).is_none());
+        assert!(c
+            .classify(0, &tcp(Direction::Out, "192.168.1.2", 1, "10.20.1.1", 22))
+            .is_none());
+        assert!(c
+            .classify(0, &tcp(Direction::Out, "192.168.1.2", 1, "10.21.1.1", 80))
+            .is_none());
         assert!(c.classify(7, &out).is_none());
-        assert!(c.classify(0, &tcp(Direction::In, "10.20.1.1", 40000, "192.168.1.2", 443)).is_none());
+        assert!(c
+            .classify(
+                0,
+                &tcp(Direction::In, "10.20.1.1", 40000, "192.168.1.2", 443)
+            )
+            .is_none());
     }
 
     #[test]
@@ -377,7 +385,10 @@ mod tests {
     fn owner_rules_need_the_socket_owner() {
         let words = ["server", "80", "uid=1000", "gid=5"];
         let (selector, _) = parse_selector(&words).unwrap();
-        let c = Classifier::new(vec![(0, Rule::from_selector(&selector, 1, &[Direction::Out]))]);
+        let c = Classifier::new(vec![(
+            0,
+            Rule::from_selector(&selector, 1, &[Direction::Out]),
+        )]);
         let mut p = tcp(Direction::Out, "10.0.0.2", 80, "10.0.0.1", 5555);
         p.owner = Some((1000, 5));
         assert!(c.classify(0, &p).is_some());

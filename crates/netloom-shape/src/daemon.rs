@@ -127,7 +127,8 @@ pub enum DaemonError {
 /// Runs the shaping process until it has no link left (after its first), `stop`, or SIGTERM.
 pub fn run() -> Result<(), DaemonError> {
     let dir = netloom_os::registry_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| DaemonError::Io(format!("{}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| DaemonError::Io(format!("{}: {e}", dir.display())))?;
     let mut queue = NfQueue::open()?;
     queue.bind(QUEUE, COPY, MAX_HELD)?;
     let _ = std::fs::remove_file(socket_path());
@@ -221,9 +222,14 @@ fn serve(stream: UnixStream, shaper: &mut Shaper<u32>, now: Instant) -> bool {
             // The rules go before the answer, so the caller finds them gone.
             kernel::remove();
             let n = shaper.report(now, None).len();
-            let mut r = Reply::default();
-            r.message = Some(format!("stopped; removed {n} link(s)"));
-            (r, true)
+            let message = Some(format!("stopped; removed {n} link(s)"));
+            (
+                Reply {
+                    message,
+                    ..Reply::default()
+                },
+                true,
+            )
         }
         Ok(Request::Show) => (
             Reply {

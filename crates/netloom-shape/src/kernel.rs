@@ -161,7 +161,12 @@ pub fn remove() -> bool {
     let mut removed = false;
     for family in Family::ALL {
         for (hook, chain) in [("PREROUTING", CHAIN_IN), ("OUTPUT", CHAIN_OUT)] {
-            while run(family.tool(), &["-w", "-t", "mangle", "-D", hook, "-j", chain]).is_ok() {
+            while run(
+                family.tool(),
+                &["-w", "-t", "mangle", "-D", hook, "-j", chain],
+            )
+            .is_ok()
+            {
                 removed = true;
             }
         }

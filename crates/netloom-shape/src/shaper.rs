@@ -381,7 +381,6 @@ fn make_slots(pipes: Vec<(&'static str, PipeConfig)>, next: &mut u64, seed: u64)
         .collect()
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,7 +414,10 @@ mod tests {
         // Unlimited: serialization rounds up to 1 ns.
         let exit = Instant(21 * MS) + crate::spec::UNLIMITED.tx_time(60);
         assert_eq!(fate, Arrival::Held { exit, link: 1 });
-        assert_eq!(s.arrive(Instant(MS), 0, &request(18081), 60, 8), Arrival::Unmatched);
+        assert_eq!(
+            s.arrive(Instant(MS), 0, &request(18081), 60, 8),
+            Arrival::Unmatched
+        );
         let mut out = Vec::new();
         s.due(Instant(21 * MS), &mut out);
         assert!(out.is_empty());
@@ -423,15 +425,31 @@ mod tests {
         s.due(exit, &mut out);
         assert_eq!(out, vec![(7, true)]);
         let report = s.report(Instant(21 * MS), None);
-        assert_eq!((report[0].pipes[1].direction.as_str(), report[0].pipes[1].packets), ("OUT", 1));
+        assert_eq!(
+            (
+                report[0].pipes[1].direction.as_str(),
+                report[0].pipes[1].packets
+            ),
+            ("OUT", 1)
+        );
     }
 
     #[test]
     fn re_issuing_a_selector_changes_the_next_packet_without_flushing_the_held_ones() {
         let mut s: Shaper<u32> = Shaper::new(1);
-        s.set(Instant(0), 0, spec("client 80@127.0.0.1 OUT delay=50ms"), String::new());
+        s.set(
+            Instant(0),
+            0,
+            spec("client 80@127.0.0.1 OUT delay=50ms"),
+            String::new(),
+        );
         s.arrive(Instant(0), 0, &request(80), 60, 1);
-        let (id, replaced) = s.set(Instant(MS), 0, spec("client 80@127.0.0.1 OUT delay=5ms"), String::new());
+        let (id, replaced) = s.set(
+            Instant(MS),
+            0,
+            spec("client 80@127.0.0.1 OUT delay=5ms"),
+            String::new(),
+        );
         assert_eq!((id, replaced), (1, true));
         let one_ns = crate::spec::UNLIMITED.tx_time(60);
         let mut out = Vec::new();
@@ -439,20 +457,45 @@ mod tests {
         // The held packet kept its 50 ms; the next one sees the new 5 ms.
         assert_eq!(out, vec![(1, true)]);
         let later = s.arrive(Instant(60 * MS), 0, &request(80), 60, 2);
-        assert_eq!(later, Arrival::Held { exit: Instant(65 * MS) + one_ns, link: 1 });
+        assert_eq!(
+            later,
+            Arrival::Held {
+                exit: Instant(65 * MS) + one_ns,
+                link: 1
+            }
+        );
         assert_eq!(s.report(Instant(60 * MS), None).len(), 1);
     }
 
     #[test]
     fn a_bandwidth_spaces_packets_and_a_deleted_link_lets_its_packets_go() {
         let mut s: Shaper<u32> = Shaper::new(1);
-        s.set(Instant(0), 0, spec("client 80@127.0.0.1 OUT bw=10Mbit"), String::new());
-        let exits: Vec<Arrival> = (0..3).map(|i| s.arrive(Instant(0), 0, &request(80), 1500, i)).collect();
+        s.set(
+            Instant(0),
+            0,
+            spec("client 80@127.0.0.1 OUT bw=10Mbit"),
+            String::new(),
+        );
+        let exits: Vec<Arrival> = (0..3)
+            .map(|i| s.arrive(Instant(0), 0, &request(80), 1500, i))
+            .collect();
         let tx = Rate::bps(10_000_000).tx_time(1500);
-        assert_eq!(exits[2], Arrival::Held { exit: Instant(3 * tx.0), link: 1 });
-        assert_eq!(s.delete(Some(5), &Target::Id(1)), Err(ShapeError::NoSuchLink("1".into())));
+        assert_eq!(
+            exits[2],
+            Arrival::Held {
+                exit: Instant(3 * tx.0),
+                link: 1
+            }
+        );
+        assert_eq!(
+            s.delete(Some(5), &Target::Id(1)),
+            Err(ShapeError::NoSuchLink("1".into()))
+        );
         assert_eq!(s.delete(Some(0), &Target::Id(1)), Ok(1));
-        assert_eq!(s.arrive(Instant(0), 0, &request(80), 1500, 9), Arrival::Unmatched);
+        assert_eq!(
+            s.arrive(Instant(0), 0, &request(80), 1500, 9),
+            Arrival::Unmatched
+        );
         let mut out = Vec::new();
         s.due(Instant(Duration::from_secs(1).0), &mut out);
         assert_eq!(out.len(), 3);
@@ -462,7 +505,12 @@ mod tests {
     #[test]
     fn a_lossy_pipe_drops_at_arrival() {
         let mut s: Shaper<u32> = Shaper::new(1);
-        s.set(Instant(0), 0, spec("client 80@127.0.0.1 OUT loss=100%"), String::new());
+        s.set(
+            Instant(0),
+            0,
+            spec("client 80@127.0.0.1 OUT loss=100%"),
+            String::new(),
+        );
         assert_eq!(
             s.arrive(Instant(0), 0, &request(80), 60, 1),
             Arrival::Dropped(DropCause::Loss)

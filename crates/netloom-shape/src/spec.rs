@@ -254,7 +254,9 @@ pub enum SpecError {
         why: String,
     },
     /// A client selector without `@ADDRS`.
-    #[error("a client names the servers it talks to: client PORTS@ADDRS (like client 443@10.0.0.0/8)")]
+    #[error(
+        "a client names the servers it talks to: client PORTS@ADDRS (like client 443@10.0.0.0/8)"
+    )]
     ClientWithoutPeers,
     /// An option between the selector and the pipes that is not one.
     #[error("unknown option {word:?}{}; before IN, OUT or SHARED come proto=tcp|udp, uid=N, gid=N", did_you_mean(.word.split('=').next().unwrap_or(""), &["proto", "uid", "gid"]))]
@@ -263,7 +265,9 @@ pub enum SpecError {
         word: String,
     },
     /// No `IN`, `OUT` or `SHARED` part.
-    #[error("no pipe: add IN k=v..., OUT k=v... or SHARED k=v... (like IN delay=20ms OUT delay=20ms)")]
+    #[error(
+        "no pipe: add IN k=v..., OUT k=v... or SHARED k=v... (like IN delay=20ms OUT delay=20ms)"
+    )]
     NoPipe,
     /// A part given twice, or `SHARED` beside `IN`/`OUT`.
     #[error("{0}")]
@@ -475,11 +479,7 @@ fn pipe_config(
     let mut table = match profile.as_slice() {
         [] => Map::new(),
         [one] => read_profile(part, &one["profile=".len()..], profiles)?,
-        _ => {
-            return Err(SpecError::Parts(format!(
-                "{part}: profile= is given twice"
-            )))
-        }
+        _ => return Err(SpecError::Parts(format!("{part}: profile= is given twice"))),
     };
     if !words.is_empty() {
         table.extend(LinkPatch::table_from_words(&words).map_err(pipe_error)?);
@@ -542,7 +542,9 @@ fn read_profile(
     let candidates: Vec<PathBuf> = if name.contains('/') {
         vec![PathBuf::from(name)]
     } else {
-        dirs.iter().map(|d| d.join(format!("{name}.toml"))).collect()
+        dirs.iter()
+            .map(|d| d.join(format!("{name}.toml")))
+            .collect()
     };
     let Some(path) = candidates.iter().find(|p| p.is_file()) else {
         let searched: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
@@ -551,10 +553,10 @@ fn read_profile(
             searched.join(", ")
         )));
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| error(format!("{}: {e}", display(path))))?;
-    let value: Value = toml::from_str(&text)
-        .map_err(|e| error(format!("{}: {}", display(path), e.message())))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| error(format!("{}: {e}", display(path))))?;
+    let value: Value =
+        toml::from_str(&text).map_err(|e| error(format!("{}: {}", display(path), e.message())))?;
     match value {
         Value::Object(table) => Ok(table),
         _ => Err(error(format!("{}: not a table", display(path)))),

@@ -64,9 +64,15 @@ fn a_profile_file_sets_a_shared_pipe_and_the_words_override_it() {
     };
     assert!(c.wireless.is_some());
     assert_eq!(c.delay, Duration::from_millis(5));
-    let missing = LinkSpec::parse(&["server", "80", "IN", "profile=nope"], &[dir.clone()]);
+    let missing = LinkSpec::parse(
+        &["server", "80", "IN", "profile=nope"],
+        std::slice::from_ref(&dir),
+    );
     let message = missing.unwrap_err().to_string();
-    assert!(message.contains("nope.toml") && message.contains("no such file"), "{message}");
+    assert!(
+        message.contains("nope.toml") && message.contains("no such file"),
+        "{message}"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -77,10 +83,16 @@ fn bad_words_are_refused_with_what_is_valid() {
         ("client 80 IN delay=1ms", "client PORTS@ADDRS"),
         ("client 0@1.2.3.4 IN delay=1ms", "ports are 1-65535"),
         ("client 90-80@1.2.3.4 IN delay=1ms", "backwards"),
-        ("client 80@10.0.0.1/8 IN delay=1ms", "the network is 10.0.0.0/8"),
+        (
+            "client 80@10.0.0.1/8 IN delay=1ms",
+            "the network is 10.0.0.0/8",
+        ),
         ("client 80@10.0.0.0/33 IN delay=1ms", "0 to 32"),
         ("client 80@1.2.3.4", "no pipe"),
-        ("client 80@1.2.3.4 IN delay=1ms SHARED delay=1ms", "SHARED is one pipe"),
+        (
+            "client 80@1.2.3.4 IN delay=1ms SHARED delay=1ms",
+            "SHARED is one pipe",
+        ),
         ("client 80@1.2.3.4 IN dealy=1ms", "did you mean \"delay\""),
         ("client 80@1.2.3.4 IN duplicate=1%", "no copy can be made"),
         ("server 80 uid=1000 IN delay=1ms", "outgoing packets only"),
@@ -100,5 +112,7 @@ fn prefixes_match_their_own_family_only() {
     assert!(!p.contains("::1".parse().unwrap()));
     let v6 = Prefix::parse("2001:db8::/32").unwrap();
     assert!(v6.contains("2001:db8::7".parse().unwrap()));
-    assert!(Prefix::parse("0.0.0.0/0").unwrap().contains("8.8.8.8".parse().unwrap()));
+    assert!(Prefix::parse("0.0.0.0/0")
+        .unwrap()
+        .contains("8.8.8.8".parse().unwrap()));
 }
