@@ -39,7 +39,7 @@ echo
 echo "| path | Gbit/s | shaping process CPU per packet |"
 echo "|---|---|---|"
 echo "| unshaped | $(gbps) | - |"
-for pipes in "IN OUT" "IN bw=1Gbit queue=100 OUT bw=1Gbit queue=100"; do
+for pipes in "IN OUT" "IN bw=1Gbit OUT bw=1Gbit"; do
     "$netloom" shape client "$port@127.0.0.1" $pipes >/dev/null
     pid=$(cat "$NETLOOM_RUN_DIR/shape.pid")
     t0=$(cpu_ticks "$pid")
@@ -84,6 +84,10 @@ for d in $(seq 1 20); do
 done
 end=$(date +%s%N)
 echo "\`netloom shape client ... OUT delay=Nms\` on an existing link, end to end: $(( (end - start) / 20000 )) us per change"
+start=$(date +%s%N)
+for _ in $(seq 1 20); do "$netloom" --version >/dev/null; done
+end=$(date +%s%N)
+echo "of which starting a netloom process (\`netloom --version\`): $(( (end - start) / 20000 )) us"
 "$netloom" shape stop >/dev/null
 echo
 "$target/release/shape-classify"

@@ -176,9 +176,8 @@ fn a_download_at_10mbit_and_40ms_takes_what_tcp_needs_and_other_ports_are_unchan
     let other_port = serve("127.0.0.1:0", size);
     let other = format!("http://127.0.0.1:{other_port}/");
     let (_, other_before) = curl(&other);
-    // Loopback's packets are up to 64 KB, so the queue is counted in packets.
     t.ok(&format!(
-        "client {shaped_port}@127.0.0.1 IN bw=10Mbit delay=20ms queue=100 OUT bw=10Mbit delay=20ms queue=100"
+        "client {shaped_port}@127.0.0.1 IN bw=10Mbit delay=20ms OUT bw=10Mbit delay=20ms"
     ));
     let (connect, total) = curl(&format!("http://127.0.0.1:{shaped_port}/"));
     // Expected: the handshake (1 RTT), the request and first byte (1 RTT), the body at
@@ -260,8 +259,8 @@ fn figure_4s_multihomed_client_sees_wifi_on_one_subnet_and_dsl_on_the_other() {
     for a in addrs {
         let _ = ip("del", a);
         assert!(ip("add", a).success());
-        // The client's links are Ethernet-like (1500 bytes), not loopback's 64 KB: a 64 KB
-        // packet would not fit a 512 kbit/s line's default queue at all.
+        // The paper's client is on Ethernet-like links (1500 bytes), not loopback's 64 KB, whose
+        // packets would take a second each down the 512 kbit/s line.
         let host = a.trim_end_matches("/32");
         let route = [
             "route", "replace", "local", host, "dev", "lo", "table", "local",

@@ -486,22 +486,38 @@ fn pipe_config(
     }
     let queue_set = table.contains_key("queue");
     let config = if table.is_empty() {
-        PipeConfig::new(UNLIMITED, Duration::ZERO)
+        PipeConfig {
+            queue: default_queue(UNLIMITED, Duration::ZERO),
+            ..PipeConfig::new(UNLIMITED, Duration::ZERO)
+        }
     } else {
         let patch = LinkPatch::from_table(&table).map_err(pipe_error)?;
         let mut config = patch
             .apply(&PipeConfig::new(UNLIMITED, Duration::ZERO))
             .map_err(pipe_error)?;
         // The base's queue was made for an unlimited rate; one the request does not set follows
-        // its own rate and delay, as in a topology file.
+        // its own rate and delay, as in a topology file, but holds at least ten of the largest
+        // packets: local traffic crosses loopback in segments of up to 64 KB.
         if !queue_set {
-            config.queue = QueueLimit::default_for(config.rate, config.delay);
+            config.queue = default_queue(config.rate, config.delay);
         }
         config
     };
     check_mechanism(part, &config)?;
     Ok(config)
 }
+
+/// The queue of a pipe whose request does not set one: the topology file's default
+/// (bandwidth × 2 × delay, at least ten 1500-byte packets), but at least ten 64 KB packets.
+pub fn default_queue(rate: Rate, delay: Duration) -> QueueLimit {
+    match QueueLimit::default_for(rate, delay) {
+        QueueLimit::Bytes(b) => QueueLimit::Bytes(b.max(LOOPBACK_QUEUE_BYTES)),
+        packets => packets,
+    }
+}
+
+/// Ten packets of loopback's largest size (its MTU, 65536).
+const LOOPBACK_QUEUE_BYTES: u64 = 10 * 65536;
 
 /// Refuses what a verdict cannot do: copy a packet, rewrite its ECN bits, or hold it for
 /// FQ-CoDel's later decision (which needs the pipe's deferred interface; not wired yet).

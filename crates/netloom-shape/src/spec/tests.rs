@@ -36,7 +36,16 @@ fn figure_4s_dsl_line_is_asymmetric_and_its_queue_follows_its_own_rate() {
     };
     assert_eq!(i.rate, Rate::bps(512_000));
     assert_eq!(o.rate, Rate::bps(10_000_000));
-    assert_eq!(i.queue, QueueLimit::default_for(i.rate, i.delay));
+    // Ten 64 KB packets: more than the 512 kbit/s line's bandwidth-delay product.
+    assert_eq!(i.queue, QueueLimit::Bytes(655_360));
+    let long = parse("client 80@10.0.0.0/8 OUT bw=1Gbit delay=100ms").unwrap();
+    let Pipes::Split {
+        outbound: Some(l), ..
+    } = long.pipes
+    else {
+        panic!()
+    };
+    assert_eq!(l.queue, QueueLimit::default_for(l.rate, l.delay));
     assert!(matches!(o.loss, LossModel::GilbertElliott { .. }));
     assert_eq!(spec.selector.ports.len(), 2);
     assert_eq!(spec.selector.peers[0].len, 24);
