@@ -2,8 +2,9 @@
 # What `netloom shape` costs and how exact it is on this machine's own (loopback) traffic:
 #   1. the mechanism: TCP throughput (iperf3) unshaped, through an unlimited pipe, and through
 #      1 Gbit/s pipes; the shaping process's CPU per packet;
-#   2. delay accuracy: curl's connect time through a 10 ms OUT pipe (the SYN crosses it once)
-#      minus the unshaped connect time's median, p50 and p99 of the error;
+#   2. delay: curl's connect time through unlimited pipes both ways (what the mechanism adds at
+#      zero delay), and through a 10 ms OUT pipe (the SYN crosses it once) minus the unshaped
+#      connect time's median: p50 and p99 of the error;
 #   3. reconfiguration: `netloom shape set` of an existing selector, end to end (a CLI process)
 #      and inside the shaping process (bench/src/bin/shape-classify.rs).
 # Needs root, iptables-legacy, iperf3, curl, python3. Run it under the live lock:
@@ -62,13 +63,18 @@ connects() {
     done
 }
 base=$(connects)
+"$netloom" shape client "$http@127.0.0.1" IN OUT >/dev/null
+zero=$(connects)
 "$netloom" shape client "$http@127.0.0.1" OUT delay=10ms >/dev/null
 shaped=$(connects)
-python3 - "$base" "$shaped" <<'EOF'
+python3 - "$base" "$shaped" "$zero" <<'EOF'
 import statistics, sys
 base = [float(x) * 1e6 for x in sys.argv[1].split()]
 shaped = [float(x) * 1e6 for x in sys.argv[2].split()]
+zero = [float(x) * 1e6 for x in sys.argv[3].split()]
 b = statistics.median(base)
+print(f"zero delay (unlimited IN and OUT pipes): connect median {statistics.median(zero):.0f} us "
+      f"against {b:.0f} us unshaped: {statistics.median(zero) - b:.0f} us added for a SYN and a SYN-ACK")
 err = sorted(s - b - 10_000 for s in shaped)
 q = lambda p: err[min(len(err) - 1, int(p * len(err)))]
 print(f"unshaped connect median {b:.0f} us; error of the shaped ones against 10 ms + that: "
