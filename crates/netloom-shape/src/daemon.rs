@@ -183,7 +183,11 @@ pub fn run() -> Result<(), DaemonError> {
             } else {
                 Verdict::Drop
             };
-            queue.verdict(QUEUE, id, v)?;
+            // A refused verdict (the kernel no longer holds the packet) is logged, not fatal:
+            // ending here would leave every other held packet to the bypass.
+            if let Err(e) = queue.verdict(QUEUE, id, v) {
+                eprintln!("netloom shape: {e}");
+            }
         }
         if ready.contains(&1) {
             let mut stop = false;
@@ -210,7 +214,9 @@ pub fn run() -> Result<(), DaemonError> {
 /// Answers one request; true if it was `stop`.
 fn serve(stream: UnixStream, shaper: &mut Shaper<u32>, now: Instant) -> bool {
     let _ = stream.set_nonblocking(false);
-    let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+    // Packets wait while a request is read: a client that does not send its line soon is
+    // dropped.
+    let _ = stream.set_read_timeout(Some(std::time::Duration::from_millis(100)));
     let mut line = String::new();
     let mut reader = BufReader::new(&stream);
     if reader.read_line(&mut line).is_err() {
