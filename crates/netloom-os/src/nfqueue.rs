@@ -14,7 +14,6 @@ const NFNL_SUBSYS_QUEUE: u16 = 3;
 const NFQNL_MSG_PACKET: u16 = 0;
 const NFQNL_MSG_VERDICT: u16 = 1;
 const NFQNL_MSG_CONFIG: u16 = 2;
-const NFQNL_MSG_VERDICT_BATCH: u16 = 3;
 
 const NFQA_PACKET_HDR: u16 = 1;
 const NFQA_VERDICT_HDR: u16 = 2;
@@ -204,23 +203,12 @@ impl NfQueue {
 
     /// Gives the verdict on packet `id` of `queue`.
     pub fn verdict(&mut self, queue: u16, id: u32, verdict: Verdict) -> Result<(), OsError> {
-        self.send_verdict(NFQNL_MSG_VERDICT, queue, id, verdict)
-    }
-
-    /// Gives the same verdict on every packet of `queue` with an id up to `id` still held: one
-    /// message for a run of packets leaving in arrival order.
-    pub fn verdict_up_to(&mut self, queue: u16, id: u32, verdict: Verdict) -> Result<(), OsError> {
-        self.send_verdict(NFQNL_MSG_VERDICT_BATCH, queue, id, verdict)
-    }
-
-    fn send_verdict(
-        &mut self,
-        kind: u16,
-        queue: u16,
-        id: u32,
-        verdict: Verdict,
-    ) -> Result<(), OsError> {
-        start_message(&mut self.message, kind, libc::NLM_F_REQUEST as u16, queue);
+        start_message(
+            &mut self.message,
+            NFQNL_MSG_VERDICT,
+            libc::NLM_F_REQUEST as u16,
+            queue,
+        );
         let mut hdr = [0u8; 8];
         hdr[..4].copy_from_slice(&verdict.code().to_be_bytes());
         hdr[4..].copy_from_slice(&id.to_be_bytes());

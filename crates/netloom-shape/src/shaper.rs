@@ -288,11 +288,6 @@ impl<H> Shaper<H> {
         }
     }
 
-    /// Packets held now.
-    pub fn held(&self) -> usize {
-        self.held.len()
-    }
-
     /// Links `owner` may see (all if `None`), with their counters at `now`.
     pub fn report(&mut self, now: Instant, owner: Option<u32>) -> Vec<LinkReport> {
         self.links
