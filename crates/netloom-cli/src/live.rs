@@ -61,6 +61,15 @@ pub fn stop(args: StopArgs) -> Result<()> {
 }
 
 pub fn clean(args: CleanArgs) -> Result<()> {
+    // The shaping process counts as the experiment named "shape".
+    if args.name.as_deref().is_none_or(|n| n == "shape") {
+        for removed in netloom_shape::daemon::clean() {
+            println!("removed {removed}");
+        }
+        if args.name.is_some() {
+            return Ok(());
+        }
+    }
     let report = netloom_os::clean(args.name.as_deref())?;
     println!("{report}");
     // The logs of detached runs that no running experiment owns: those of the experiments just

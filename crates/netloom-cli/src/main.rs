@@ -12,6 +12,7 @@ mod input;
 mod live;
 mod partition;
 mod run;
+mod shape;
 mod sim;
 mod table;
 mod web;
@@ -70,6 +71,10 @@ enum Command {
     /// Capture a running experiment's packets on a link (or every link of a host) as pcapng:
     /// `capture r1 r2 -w r1r2.pcapng`, `capture h1 -w - | tshark -r -`.
     Capture(capture::CaptureArgs),
+    /// Shape this machine's own traffic by rules (Dummynet's netconfig): `shape client
+    /// 443@10.0.0.0/8 IN delay=40ms OUT delay=40ms`, `shape show`, `shape delete ...`,
+    /// `shape stop`. Needs root.
+    Shape(shape::ShapeArgs),
 }
 
 fn main() -> ExitCode {
@@ -93,6 +98,7 @@ fn main() -> ExitCode {
         Command::Web(args) => web::run(args),
         Command::Events(args) => live::events(args),
         Command::Capture(args) => capture::run(args),
+        Command::Shape(args) => shape::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

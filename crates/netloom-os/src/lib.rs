@@ -1,4 +1,4 @@
-//! netloom's OS edge: network namespaces, TUN devices, epoll, CPU placement, keeping CPUs awake
+//! netloom's OS edge: network namespaces, TUN devices, netfilter queues, epoll, CPU placement, keeping CPUs awake
 //! and the registry of running experiments. Every `unsafe` block and every syscall of the project
 //! lives in this crate; the engine above it only sees file descriptors, packets and plain data.
 //!
@@ -11,6 +11,7 @@ mod error;
 mod exec;
 mod interface;
 mod netns;
+mod nfqueue;
 mod plan;
 mod poller;
 mod registry;
@@ -29,6 +30,7 @@ pub use error::OsError;
 pub use exec::{close_inherited_fds, command, exec};
 pub use interface::DeviceCounters;
 pub use netns::enter as enter_namespace;
+pub use nfqueue::{NfQueue, QueuedPacket, Verdict};
 pub use plan::{
     address_plan, check_experiment_name, check_host_name, namespace_name, router_address,
     DEFAULT_MTU, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU,

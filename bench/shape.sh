@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# What `netloom shape` costs and how exact it is on this machine's own (loopback) traffic:
+#   1. the mechanism: TCP throughput (iperf3) unshaped, through an unlimited pipe, and through
+#      1 Gbit/s pipes; the shaping process's CPU per packet;
+#   2. delay: curl's connect time through unlimited pipes both ways (what the mechanism adds at
+#      zero delay), and through a 10 ms OUT pipe (the SYN crosses it once) minus the unshaped
+#      connect time's median: p50 and p99 of the error;
+#   3. reconfiguration: `netloom shape set` of an existing selector, end to end (a CLI process)
+#      and inside the shaping process (bench/src/bin/shape-classify.rs).
+# Needs root, iptables-legacy, iperf3, curl, python3. Run it under the live lock:
+#   flock /tmp/netloom-live.lock bench/shape.sh
+# Results go to stdout as Markdown; docs/performance.md has a run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target=${CARGO_TARGET_DIR:-target}
+cargo build --release -q -p netloom -p netloom-bench --bin netloom --bin shape-classify
+netloom="$target/release/netloom"
+export NETLOOM_RUN_DIR=$(mktemp -d /tmp/netloom-shape-bench.XXXXXX)
+port=18300
+http=18301
+cleanup() {
+    "$netloom" clean --name shape >/dev/null 2>&1 || true
+    kill "${servers[@]}" 2>/dev/null || true
+    rm -rf "$NETLOOM_RUN_DIR"
+}
+servers=()
+trap cleanup EXIT
+iperf3 -s -p "$port" >/dev/null 2>&1 &
+servers+=($!)
+python3 -m http.server "$http" --bind 127.0.0.1 --directory "$NETLOOM_RUN_DIR" >/dev/null 2>&1 &
+servers+=($!)
+sleep 1
+
+gbps() { iperf3 -c 127.0.0.1 -p "$port" -t 5 -J | python3 -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9))'; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+packets() { "$netloom" shape show --json | python3 -c 'import json,sys; print(sum(p["packets"] for l in json.load(sys.stdin) for p in l["pipes"]))'; }
+
+echo "## TCP throughput, iperf3 -t 5 over 127.0.0.1"
+echo
+echo "| path | Gbit/s | shaping process CPU per packet |"
+echo "|---|---|---|"
+echo "| unshaped | $(gbps) | - |"
+for pipes in "IN OUT" "IN bw=1Gbit OUT bw=1Gbit"; do
+    "$netloom" shape client "$port@127.0.0.1" $pipes >/dev/null
+    pid=$(cat "$NETLOOM_RUN_DIR/shape.pid")
+    t0=$(cpu_ticks "$pid")
+    rate=$(gbps)
+    t1=$(cpu_ticks "$pid")
+    n=$(packets)
+    hz=$(getconf CLK_TCK)
+    us=$(python3 -c "print('%.2f' % (($t1 - $t0) / $hz * 1e6 / max($n, 1)))")
+    echo "| through \`$pipes\` | $rate | $us us ($n packets) |"
+    "$netloom" shape stop >/dev/null
+    sleep 0.3
+done
+
+echo
+echo "## Delay error of a 10 ms pipe (curl connect time, 200 connections each)"
+echo
+connects() {
+    for _ in $(seq 200); do
+        curl -s -o /dev/null -w '%{time_connect}\n' "http://127.0.0.1:$http/"
+    done
+}
+base=$(connects)
+"$netloom" shape client "$http@127.0.0.1" IN OUT >/dev/null
+zero=$(connects)
+"$netloom" shape client "$http@127.0.0.1" OUT delay=10ms >/dev/null
+shaped=$(connects)
+python3 - "$base" "$shaped" "$zero" <<'EOF'
+import statistics, sys
+base = [float(x) * 1e6 for x in sys.argv[1].split()]
+shaped = [float(x) * 1e6 for x in sys.argv[2].split()]
+zero = [float(x) * 1e6 for x in sys.argv[3].split()]
+b = statistics.median(base)
+print(f"zero delay (unlimited IN and OUT pipes): connect median {statistics.median(zero):.0f} us "
+      f"against {b:.0f} us unshaped: {statistics.median(zero) - b:.0f} us added for a SYN and a SYN-ACK")
+err = sorted(s - b - 10_000 for s in shaped)
+q = lambda p: err[min(len(err) - 1, int(p * len(err)))]
+print(f"unshaped connect median {b:.0f} us; error of the shaped ones against 10 ms + that: "
+      f"p50 {q(0.5):.0f} us, p99 {q(0.99):.0f} us, min {err[0]:.0f} us")
+EOF
+
+echo
+echo "## Reconfiguration"
+echo
+start=$(date +%s%N)
+for d in $(seq 1 20); do
+    "$netloom" shape client "$http@127.0.0.1" OUT delay=${d}ms >/dev/null
+done
+end=$(date +%s%N)
+echo "\`netloom shape client ... OUT delay=Nms\` on an existing link, end to end: $(( (end - start) / 20000 )) us per change"
+start=$(date +%s%N)
+for _ in $(seq 1 20); do "$netloom" --version >/dev/null; done
+end=$(date +%s%N)
+echo "of which starting a netloom process (\`netloom --version\`): $(( (end - start) / 20000 )) us"
+"$netloom" shape stop >/dev/null
+echo
+"$target/release/shape-classify"

@@ -1,0 +1,139 @@
+//! `netloom shape`: parses the words, starts the shaping process on the first request, sends it
+//! the request and prints the answer (docs/shape.md).
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use netloom_shape::daemon::{self, Reply, Request};
+use netloom_shape::spec::profile_dirs;
+use netloom_shape::LinkSpec;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct ShapeArgs {
+    /// `client|server|service PORTS[@ADDRS] [proto=..] [uid=N] [gid=N] IN k=v... OUT k=v...`
+    /// (or `SHARED k=v...`; `set` before it is optional), `show [--json]`, `delete SELECTOR|ID`,
+    /// `stop`, or `daemon` (run the shaping process in the foreground).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    words: Vec<String>,
+}
+
+pub fn run(args: ShapeArgs) -> Result<()> {
+    let words = args.words;
+    match words[0].as_str() {
+        "daemon" => Ok(daemon::run()?),
+        "show" => show(words[1..].iter().any(|w| w == "--json")),
+        "stop" => {
+            let pid = std::fs::read_to_string(daemon::pid_path()).unwrap_or_default();
+            let reply = call(&Request::Stop)?;
+            // Returns once the process has ended (it removes its socket and pid file last).
+            let proc = std::path::PathBuf::from(format!("/proc/{}", pid.trim()));
+            for _ in 0..300 {
+                if pid.trim().is_empty() || !proc.exists() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            print_message(reply)
+        }
+        "delete" => {
+            if words.len() < 2 {
+                bail!("delete takes a link's id (from `netloom shape show`) or its selector, like `delete client 443@10.0.0.0/8`");
+            }
+            let reply = call(&Request::Delete {
+                words: words[1..].to_vec(),
+            })?;
+            print_message(reply)
+        }
+        "set" => set(&words[1..]),
+        _ => set(&words),
+    }
+}
+
+fn set(words: &[String]) -> Result<()> {
+    let profiles = profile_dirs();
+    // Checked here first, so bad input starts nothing.
+    LinkSpec::parse(words, &profiles)?;
+    let request = Request::Set {
+        words: words.to_vec(),
+        profiles,
+    };
+    let reply = match daemon::request(&request) {
+        Ok(reply) => reply,
+        Err(_) => {
+            start_daemon()?;
+            daemon::request(&request).context("the shaping process did not answer")?
+        }
+    };
+    print_message(reply)
+}
+
+fn show(json: bool) -> Result<()> {
+    // No process running means no link.
+    let reply = daemon::request(&Request::Show).unwrap_or_default();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&reply.links)?);
+        return Ok(());
+    }
+    if reply.links.is_empty() {
+        println!("no link is shaped");
+    }
+    for link in &reply.links {
+        println!("link {} (uid {}): {}", link.id, link.owner, link.text);
+        for p in &link.pipes {
+            println!(
+                "  {:<6} {:>10} packets {:>14} bytes {:>8} drops   queue {} packets, {} bytes",
+                p.direction, p.packets, p.bytes, p.drops, p.queue_packets, p.queue_bytes
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Sends a request to a shaping process that must be running.
+fn call(request: &Request) -> Result<Reply> {
+    daemon::request(request).with_context(|| {
+        format!(
+            "no shaping process answers on {} (no link is shaped)",
+            daemon::socket_path().display()
+        )
+    })
+}
+
+fn print_message(reply: Reply) -> Result<()> {
+    if let Some(error) = reply.error {
+        bail!(error);
+    }
+    if let Some(message) = reply.message {
+        println!("{message}");
+    }
+    Ok(())
+}
+
+/// Starts `netloom shape daemon` in its own process group (so the caller's terminal signals do
+/// not reach it), logging to the registry directory, and waits until it answers.
+fn start_daemon() -> Result<()> {
+    let dir = netloom_os::registry_dir();
+    std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
+    let log = std::fs::File::create(dir.join("shape.log"))?;
+    let mut child = Command::new(std::env::current_exe()?)
+        .args(["shape", "daemon"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .context("start the shaping process")?;
+    for _ in 0..300 {
+        if daemon::request(&Request::Show).is_ok() {
+            return Ok(());
+        }
+        if let Some(status) = child.try_wait()? {
+            let log = std::fs::read_to_string(dir.join("shape.log")).unwrap_or_default();
+            bail!("the shaping process ended ({status}): {}", log.trim());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    bail!("the shaping process did not answer within 3 s")
+}

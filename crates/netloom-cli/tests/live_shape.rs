@@ -1,0 +1,352 @@
+//! Live tests of `netloom shape` on this machine's own traffic (needs root, iptables-legacy, nft
+//! and curl): the issue's line with curl's connect time against a baseline taken in the same
+//! test, show and delete, a 10 Mbit/s download, fail-open after kill -9 and `clean`, the paper's
+//! Figure 4, and bad input leaving nothing behind.
+
+#[macro_use]
+mod live_common;
+
+use live_common::{median, netloom};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+
+/// The shaping process and its iptables chains are one per machine: one test at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// A test's turn: its own registry directory, and on drop `netloom clean --name shape`, so a
+/// failing test leaves no rule or process behind.
+struct Turn {
+    dir: PathBuf,
+    _turn: MutexGuard<'static, ()>,
+}
+
+impl Turn {
+    fn new(tag: &str) -> Turn {
+        let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = std::env::temp_dir().join(format!("i-shape-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let t = Turn { dir, _turn: turn };
+        t.clean();
+        t
+    }
+
+    fn shape(&self, words: &str) -> Output {
+        netloom()
+            .arg("shape")
+            .args(words.split_whitespace())
+            .env("NETLOOM_RUN_DIR", &self.dir)
+            .env("NETLOOM_PROFILES", &self.dir)
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, words: &str) -> String {
+        let out = self.shape(words);
+        assert!(
+            out.status.success(),
+            "netloom shape {words}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn clean(&self) -> String {
+        let out = netloom()
+            .args(["clean", "--name", "shape"])
+            .env("NETLOOM_RUN_DIR", &self.dir)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        self.clean();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn chains() -> String {
+    let out = Command::new("iptables-legacy")
+        .args(["-t", "mangle", "-S"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("NETLOOM-SHAPE"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A tiny HTTP server on `addr` answering every request with `size` bytes, on a thread.
+fn serve(addr: &str, size: usize) -> u16 {
+    let listener = TcpListener::bind(addr).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let body = vec![b'x'; size];
+        for stream in listener.incoming().flatten() {
+            let body = body.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(&stream);
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let head = format!(
+                    "HTTP/1.0 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = (&stream).write_all(head.as_bytes());
+                let _ = (&stream).write_all(&body);
+            });
+        }
+    });
+    port
+}
+
+/// curl's connect and total times in seconds for a GET of `url`.
+fn curl(url: &str) -> (f64, f64) {
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "--max-time",
+            "20",
+            "-w",
+            "%{time_connect} %{time_total}",
+            url,
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut t = text.split_whitespace().map(|x| x.parse::<f64>().unwrap());
+    (t.next().unwrap(), t.next().unwrap())
+}
+
+/// The median connect time in ms of `n` connections.
+fn connect_ms(url: &str, n: usize) -> f64 {
+    median((0..n).map(|_| curl(url).0 * 1000.0).collect())
+}
+
+#[test]
+fn the_issue_line_adds_40ms_to_connect_and_delete_takes_it_away() {
+    require_live!("iptables-legacy", "curl");
+    let t = Turn::new("line");
+    let port = serve("127.0.0.1:18080", 100);
+    assert_eq!(port, 18080);
+    let url = "http://127.0.0.1:18080/";
+    let base = connect_ms(url, 7);
+    t.ok("client 18080@127.0.0.1 IN delay=20ms OUT delay=20ms");
+    let shaped = connect_ms(url, 7);
+    let added = shaped - base;
+    assert!(
+        (39.5..48.0).contains(&added),
+        "connect {base:.2} ms unshaped, {shaped:.2} ms shaped: {added:.2} ms added, expected 40"
+    );
+    let show = t.ok("show");
+    assert!(
+        show.contains("client 18080@127.0.0.1 IN delay=20ms OUT delay=20ms"),
+        "{show}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&t.ok("show --json")).unwrap();
+    let packets = |i: usize| json[0]["pipes"][i]["packets"].as_u64().unwrap();
+    assert!(packets(0) >= 7 && packets(1) >= 7, "{json}");
+    assert!(t.ok("delete client 18080@127.0.0.1").contains("deleted"));
+    let after = connect_ms(url, 7);
+    assert!(
+        after < base + 5.0,
+        "connect {after:.2} ms after delete, {base:.2} ms before shaping"
+    );
+    // The last link gone, the process ended and took its rules with it.
+    assert_eq!(chains(), "");
+    assert!(!t.dir.join("shape.sock").exists());
+}
+
+#[test]
+fn a_download_at_10mbit_and_40ms_takes_what_tcp_needs_and_other_ports_are_unchanged() {
+    require_live!("iptables-legacy", "curl");
+    let t = Turn::new("bw");
+    let size = 2_000_000;
+    let shaped_port = serve("127.0.0.1:0", size);
+    let other_port = serve("127.0.0.1:0", size);
+    let other = format!("http://127.0.0.1:{other_port}/");
+    let (_, other_before) = curl(&other);
+    t.ok(&format!(
+        "client {shaped_port}@127.0.0.1 IN bw=10Mbit delay=20ms OUT bw=10Mbit delay=20ms"
+    ));
+    let (connect, total) = curl(&format!("http://127.0.0.1:{shaped_port}/"));
+    // Expected: the handshake (1 RTT), the request and first byte (1 RTT), the body at
+    // 10 Mbit/s (1.6 s), plus slow start's first few RTTs before the window covers the path
+    // (with loopback's 64 KB segments the initial window already holds 640 KB, so few).
+    let transfer = size as f64 * 8.0 / 10e6;
+    assert!((0.038..0.060).contains(&connect), "connect {connect}");
+    assert!(
+        total > transfer + 0.08 && total < transfer + 0.6,
+        "download {total:.3} s; the body alone takes {transfer:.3} s at 10 Mbit/s"
+    );
+    let (_, other_during) = curl(&other);
+    assert!(
+        other_during < other_before + 0.05 && other_during < 0.2,
+        "an unmatched port took {other_during:.3} s (before shaping {other_before:.3} s)"
+    );
+    // `stop` ends the process, which takes its rules with it.
+    assert!(t.ok("stop").contains("removed 1 link"));
+    assert_eq!(chains(), "");
+    assert!(!t.dir.join("shape.sock").exists());
+}
+
+#[test]
+fn kill_9_fails_open_and_clean_removes_only_netloom_rules() {
+    require_live!("iptables-legacy", "nft", "curl");
+    let t = Turn::new("kill");
+    let foreign = "i_shape_foreign";
+    let nft = |args: &[&str]| Command::new("nft").args(args).status().unwrap();
+    // A table left by an earlier failed run; usually there is none, and nft would say so.
+    let _ = Command::new("nft")
+        .args(["delete", "table", "inet", foreign])
+        .stderr(Stdio::null())
+        .status();
+    assert!(nft(&["add", "table", "inet", foreign]).success());
+    assert!(nft(&["add", "chain", "inet", foreign, "c"]).success());
+    let port = serve("127.0.0.1:0", 100);
+    let url = format!("http://127.0.0.1:{port}/");
+    let base = connect_ms(&url, 5);
+    t.ok(&format!("server {port} IN delay=30ms"));
+    assert!(connect_ms(&url, 3) > base + 25.0);
+    let pid = std::fs::read_to_string(t.dir.join("shape.pid")).unwrap();
+    assert!(Command::new("kill")
+        .args(["-9", pid.trim()])
+        .status()
+        .unwrap()
+        .success());
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    // The rules are still there, but with nobody on the queue they let packets through.
+    assert!(chains().contains("NFQUEUE"));
+    let after = connect_ms(&url, 5);
+    assert!(
+        after < base + 5.0,
+        "connect {after:.2} ms after kill -9 (base {base:.2})"
+    );
+    let cleaned = t.clean();
+    assert!(cleaned.contains("NETLOOM-SHAPE-IN"), "{cleaned}");
+    assert_eq!(chains(), "");
+    let listed = Command::new("nft")
+        .args(["list", "table", "inet", foreign])
+        .output()
+        .unwrap();
+    assert!(listed.status.success() && String::from_utf8_lossy(&listed.stdout).contains("chain c"));
+    assert!(nft(&["delete", "table", "inet", foreign]).success());
+}
+
+#[test]
+fn figure_4s_multihomed_client_sees_wifi_on_one_subnet_and_dsl_on_the_other() {
+    require_live!("iptables-legacy", "curl");
+    let t = Turn::new("fig4");
+    let addrs = ["10.20.0.1/32", "10.21.0.1/32"];
+    // Quiet: the first `del` finds nothing unless an earlier run failed half-way.
+    let ip = |verb: &str, a: &str| {
+        Command::new("ip")
+            .args(["addr", verb, a, "dev", "lo"])
+            .stderr(Stdio::null())
+            .status()
+            .unwrap()
+    };
+    for a in addrs {
+        let _ = ip("del", a);
+        assert!(ip("add", a).success());
+        // The paper's client is on Ethernet-like links (1500 bytes), not loopback's 64 KB, whose
+        // packets would take a second each down the 512 kbit/s line.
+        let host = a.trim_end_matches("/32");
+        let route = [
+            "route", "replace", "local", host, "dev", "lo", "table", "local",
+        ];
+        assert!(Command::new("ip")
+            .args(route)
+            .args(["mtu", "lock", "1500"])
+            .status()
+            .unwrap()
+            .success());
+    }
+    // Removes the addresses however the test ends.
+    struct Addresses<'a>(&'a dyn Fn());
+    impl Drop for Addresses<'_> {
+        fn drop(&mut self) {
+            (self.0)();
+        }
+    }
+    let remove = || {
+        for a in addrs {
+            let _ = ip("del", a);
+        }
+    };
+    let _addresses = Addresses(&remove);
+    let wifi_port = serve("10.20.0.1:0", 100);
+    let dsl_port = serve("10.21.0.1:0", 64_000);
+    let wifi = format!("http://10.20.0.1:{wifi_port}/");
+    let dsl = format!("http://10.21.0.1:{dsl_port}/");
+    let (wifi_base, dsl_base) = (connect_ms(&wifi, 5), connect_ms(&dsl, 5));
+    std::fs::write(
+        t.dir.join("802.11b-11.toml"),
+        "wireless = \"802.11b\"\nbw = \"11Mbit\"\ndelay = \"1ms\"\n",
+    )
+    .unwrap();
+    t.ok(&format!(
+        "client {wifi_port},443@10.20.0.0/16 SHARED profile=802.11b-11"
+    ));
+    t.ok(&format!(
+        "client {dsl_port},443@10.21.0.0/24 IN bw=512kbit delay=8ms OUT bw=10Mbit delay=3ms"
+    ));
+    // DSL: the SYN takes 3 ms up, the SYN-ACK 8 ms down.
+    let dsl_added = connect_ms(&dsl, 5) - dsl_base;
+    assert!(
+        (10.5..16.0).contains(&dsl_added),
+        "DSL added {dsl_added:.2} ms to connect"
+    );
+    // WiFi: 1 ms each way plus the 802.11b MAC's time per frame.
+    let wifi_added = connect_ms(&wifi, 5) - wifi_base;
+    assert!(
+        (2.0..12.0).contains(&wifi_added),
+        "WiFi added {wifi_added:.2} ms"
+    );
+    // 64 KB down the 512 kbit/s side takes a second at least.
+    let (_, total) = curl(&dsl);
+    assert!(
+        total > 64_000.0 * 8.0 / 512e3,
+        "64 KB over DSL took {total:.3} s"
+    );
+    let show = t.ok("show");
+    assert!(
+        show.contains("SHARED") && show.contains("bw=512kbit"),
+        "{show}"
+    );
+}
+
+#[test]
+fn bad_input_exits_2_and_installs_nothing() {
+    require_live!("iptables-legacy");
+    let t = Turn::new("bad");
+    for (words, expected) in [
+        (
+            "client 80@10.0.0.1/8 IN delay=1ms",
+            "the network is 10.0.0.0/8",
+        ),
+        ("client 70000@1.2.3.4 IN delay=1ms", "ports are 1-65535"),
+        ("client 80@1.2.3.4 SHARED profile=missing", "missing.toml"),
+        ("client 80@1.2.3.4 IN delay=1ms bw=fast", "bw"),
+    ] {
+        let out = t.shape(words);
+        assert_eq!(out.status.code(), Some(2), "{words}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expected), "{words}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    assert_eq!(chains(), "");
+    assert!(!t.dir.join("shape.sock").exists());
+    let out = t.shape("delete 3");
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,322 @@
+//! The shaping process: holds the NFQUEUE, runs the `Shaper` against the monotonic clock, keeps
+//! the kernel's rules in step with its links, and answers requests on a Unix socket (one JSON
+//! line in, one out). It ends when its last link is deleted, on `stop`, or on SIGTERM, and
+//! removes its rules as it goes.
+
+use crate::classifier::{Direction, Packet};
+use crate::kernel::{self, QUEUE};
+use crate::shaper::{Arrival, LinkReport, Shaper, Target};
+use crate::spec::{parse_selector, LinkSpec};
+use netloom_os::{NfQueue, OsError, Poller, Verdict};
+use netloom_time::Instant;
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+
+/// Bytes of each packet copied out of the kernel: enough for an IPv6 header and the ports.
+const COPY: u32 = 128;
+/// Packets the kernel holds for netloom at most; beyond, it drops.
+const MAX_HELD: u32 = 65536;
+/// The netfilter hook numbers NFQUEUE reports.
+const HOOK_PREROUTING: u8 = 0;
+const HOOK_OUTPUT: u8 = 3;
+
+/// A request to the shaping process.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub enum Request {
+    /// Make or change a link: the request's words, and where its profiles are looked up.
+    Set {
+        /// The words after `netloom shape` (or `shape set`).
+        words: Vec<String>,
+        /// Directories for `profile=NAME`.
+        profiles: Vec<PathBuf>,
+    },
+    /// Remove a link, by selector words or by id (one word, a number).
+    Delete {
+        /// The words after `delete`.
+        words: Vec<String>,
+    },
+    /// List the links with their counters.
+    Show,
+    /// Remove every link and end.
+    Stop,
+}
+
+/// The shaping process's answer.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Reply {
+    /// What went wrong, if anything (one line).
+    pub error: Option<String>,
+    /// What was done, for the user.
+    pub message: Option<String>,
+    /// The links, for `show`.
+    pub links: Vec<LinkReport>,
+}
+
+/// The socket requests come on.
+pub fn socket_path() -> PathBuf {
+    netloom_os::registry_dir().join("shape.sock")
+}
+
+/// The file naming the shaping process's pid.
+pub fn pid_path() -> PathBuf {
+    netloom_os::registry_dir().join("shape.pid")
+}
+
+/// Sends one request and reads the reply.
+pub fn request(req: &Request) -> std::io::Result<Reply> {
+    let mut stream = UnixStream::connect(socket_path())?;
+    let mut line = serde_json::to_string(req).expect("a request serializes");
+    line.push('\n');
+    stream.write_all(line.as_bytes())?;
+    let mut reply = String::new();
+    BufReader::new(stream).read_line(&mut reply)?;
+    serde_json::from_str(&reply).map_err(std::io::Error::other)
+}
+
+/// Removes what a shaping process left (its rules, socket and pid file), ending it first if it
+/// still runs. Returns what was removed, for `netloom clean`.
+pub fn clean() -> Vec<String> {
+    let mut removed = Vec::new();
+    if let Some(pid) = std::fs::read_to_string(pid_path())
+        .ok()
+        .and_then(|p| p.trim().parse::<u32>().ok())
+    {
+        if std::path::Path::new(&format!("/proc/{pid}")).exists()
+            && netloom_os::terminate(pid).is_ok()
+        {
+            removed.push(format!("shaping process {pid}"));
+            // It removes its own rules as it ends; give it a moment before doing so here.
+            for _ in 0..50 {
+                if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+    }
+    if kernel::remove() {
+        removed.push(format!(
+            "iptables chains {} and {}",
+            kernel::CHAIN_IN,
+            kernel::CHAIN_OUT
+        ));
+    }
+    for path in [socket_path(), pid_path()] {
+        if std::fs::remove_file(&path).is_ok() {
+            removed.push(path.display().to_string());
+        }
+    }
+    removed
+}
+
+/// Why the shaping process could not start or went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// A socket, queue or poller.
+    #[error(transparent)]
+    Os(#[from] OsError),
+    /// The control socket.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Runs the shaping process until it has no link left (after its first), `stop`, or SIGTERM.
+pub fn run() -> Result<(), DaemonError> {
+    let dir = netloom_os::registry_dir();
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| DaemonError::Io(format!("{}: {e}", dir.display())))?;
+    let mut queue = NfQueue::open()?;
+    queue.bind(QUEUE, COPY, MAX_HELD)?;
+    let _ = std::fs::remove_file(socket_path());
+    let listener = UnixListener::bind(socket_path())
+        .map_err(|e| DaemonError::Io(format!("{}: {e}", socket_path().display())))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| DaemonError::Io(e.to_string()))?;
+    std::fs::write(pid_path(), format!("{}\n", std::process::id()))
+        .map_err(|e| DaemonError::Io(format!("{}: {e}", pid_path().display())))?;
+    let stopping = netloom_os::install_stop_handler()?;
+    let mut poller = Poller::new()?;
+    poller.add(queue.as_fd(), 0)?;
+    poller.add(listener.as_fd(), 1)?;
+    let start = std::time::Instant::now();
+    let now = || Instant(start.elapsed().as_nanos() as u64);
+    let mut shaper: Shaper<u32> = Shaper::new(std::process::id().into());
+    let mut ready = Vec::new();
+    let mut out = Vec::new();
+    let mut had_links = false;
+    let result = loop {
+        if stopping.load(std::sync::atomic::Ordering::Relaxed) {
+            break Ok(());
+        }
+        let timeout = shaper
+            .next_due()
+            .map(|at| std::time::Duration::from_nanos(at.0.saturating_sub(now().0)));
+        // Wake at least every 100 ms to notice SIGTERM.
+        let cap = std::time::Duration::from_millis(100);
+        poller.wait(Some(timeout.map_or(cap, |t| t.min(cap))), &mut ready)?;
+        queue.recv(|p| {
+            let direction = match p.hook {
+                HOOK_PREROUTING => Some(Direction::In),
+                HOOK_OUTPUT => Some(Direction::Out),
+                _ => None,
+            };
+            let packet = direction.and_then(|d| Packet::parse(d, p.header, p.owner));
+            let fate = match packet {
+                Some(packet) => shaper.arrive(now(), 0, &packet, p.len, p.id),
+                None => Arrival::Unmatched,
+            };
+            match fate {
+                Arrival::Held { .. } => {}
+                Arrival::Unmatched => out.push((p.id, true)),
+                Arrival::Dropped(_) => out.push((p.id, false)),
+            }
+        })?;
+        shaper.due(now(), &mut out);
+        for (id, accept) in out.drain(..) {
+            let v = if accept {
+                Verdict::Accept
+            } else {
+                Verdict::Drop
+            };
+            // A refused verdict (the kernel no longer holds the packet) is logged, not fatal:
+            // ending here would leave every other held packet to the bypass.
+            if let Err(e) = queue.verdict(QUEUE, id, v) {
+                eprintln!("netloom shape: {e}");
+            }
+        }
+        if ready.contains(&1) {
+            let mut stop = false;
+            while let Ok((stream, _)) = listener.accept() {
+                stop |= serve(stream, &mut shaper, now());
+            }
+            had_links |= !shaper.is_empty();
+            if stop || (had_links && shaper.is_empty()) {
+                break Ok(());
+            }
+        }
+    };
+    // Let held packets go before the queue closes, then take the rules away.
+    shaper.due(Instant(u64::MAX), &mut out);
+    for (id, _) in out.drain(..) {
+        let _ = queue.verdict(QUEUE, id, Verdict::Accept);
+    }
+    kernel::remove();
+    let _ = std::fs::remove_file(socket_path());
+    let _ = std::fs::remove_file(pid_path());
+    result
+}
+
+/// Answers one request; true if it was `stop`.
+fn serve(stream: UnixStream, shaper: &mut Shaper<u32>, now: Instant) -> bool {
+    let _ = stream.set_nonblocking(false);
+    // Packets wait while a request is read: a client that does not send its line soon is
+    // dropped.
+    let _ = stream.set_read_timeout(Some(std::time::Duration::from_millis(100)));
+    let mut line = String::new();
+    let mut reader = BufReader::new(&stream);
+    if reader.read_line(&mut line).is_err() {
+        return false;
+    }
+    let (reply, stop) = match serde_json::from_str::<Request>(&line) {
+        Err(e) => (error_reply(format!("bad request: {e}")), false),
+        Ok(Request::Stop) => {
+            // The rules go before the answer, so the caller finds them gone.
+            kernel::remove();
+            let n = shaper.report(now, None).len();
+            let message = Some(format!("stopped; removed {n} link(s)"));
+            (
+                Reply {
+                    message,
+                    ..Reply::default()
+                },
+                true,
+            )
+        }
+        Ok(Request::Show) => (
+            Reply {
+                links: shaper.report(now, None),
+                ..Reply::default()
+            },
+            false,
+        ),
+        Ok(Request::Set { words, profiles }) => (set(shaper, now, &words, &profiles), false),
+        Ok(Request::Delete { words }) => (delete(shaper, &words), false),
+    };
+    let mut text = serde_json::to_string(&reply).expect("a reply serializes");
+    text.push('\n');
+    let _ = (&stream).write_all(text.as_bytes());
+    stop
+}
+
+fn error_reply(error: String) -> Reply {
+    Reply {
+        error: Some(error),
+        ..Reply::default()
+    }
+}
+
+fn set(shaper: &mut Shaper<u32>, now: Instant, words: &[String], profiles: &[PathBuf]) -> Reply {
+    let spec = match LinkSpec::parse(words, profiles) {
+        Ok(spec) => spec,
+        Err(e) => return error_reply(e.to_string()),
+    };
+    let selector = spec.selector.clone();
+    let before = shaper.classifier().rules().to_vec();
+    let (id, replaced) = shaper.set(now, 0, spec, words.join(" "));
+    // A change of parameters leaves the rules as they were: the kernel is not asked.
+    if shaper.classifier().rules() != before.as_slice() {
+        if let Err(e) = kernel::install(shaper.classifier().rules(), QUEUE) {
+            if !replaced {
+                let _ = shaper.delete(None, &Target::Selector(selector));
+                let _ = kernel::install(shaper.classifier().rules(), QUEUE);
+            }
+            return error_reply(e.to_string());
+        }
+    }
+    Reply {
+        message: Some(match replaced {
+            true => format!("link {id} changed"),
+            false => format!("link {id} made"),
+        }),
+        ..Reply::default()
+    }
+}
+
+fn delete(shaper: &mut Shaper<u32>, words: &[String]) -> Reply {
+    let target = match words {
+        [one] if one.parse::<u32>().is_ok() => Target::Id(one.parse().expect("a number")),
+        _ => {
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            match parse_selector(&words) {
+                Ok((selector, [])) => Target::Selector(selector),
+                Ok((_, rest)) => {
+                    return error_reply(format!(
+                        "delete takes a link's id or its selector, not its pipes ({:?} ...)",
+                        rest[0]
+                    ))
+                }
+                Err(e) => return error_reply(e.to_string()),
+            }
+        }
+    };
+    match shaper.delete(None, &target) {
+        Ok(id) => {
+            // The last link gone, the process ends: its chains go before the answer.
+            if shaper.is_empty() {
+                kernel::remove();
+            } else if let Err(e) = kernel::install(shaper.classifier().rules(), QUEUE) {
+                return error_reply(e.to_string());
+            }
+            Reply {
+                message: Some(format!("link {id} deleted")),
+                ..Reply::default()
+            }
+        }
+        Err(e) => error_reply(e.to_string()),
+    }
+}

@@ -1,0 +1,515 @@
+//! `Shaper`: the emulated links and the packets they hold, sans I/O. The caller hands in each
+//! queued packet with the time; the shaper says when (or whether) it goes on, and `due` gives
+//! back, at those times, the handles of packets to accept or drop.
+
+use crate::classifier::{Classifier, Direction, Packet, Rule};
+use crate::spec::{LinkSpec, Pipes, Selector};
+use netloom_link::{Admission, DropCause, PacketMeta, Pipe, PipeConfig, Ticket};
+use netloom_time::Instant;
+use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+/// One emulated link: its selector, the words that configured it, and its pipes.
+struct Link {
+    id: u32,
+    owner: u32,
+    selector: Selector,
+    /// The request's words, shown by `show`.
+    text: String,
+    pipes: Vec<Slot>,
+    /// Index in `pipes` of the pipe of each direction, if shaped.
+    inbound: Option<usize>,
+    outbound: Option<usize>,
+}
+
+/// A pipe, with a serial number no other pipe of the shaper ever has: a held packet names its
+/// pipe by serial, so a packet whose pipe was replaced or deleted is let go at its exit.
+struct Slot {
+    pipe: Pipe,
+    serial: u64,
+    direction: &'static str,
+}
+
+/// A packet held until its exit.
+struct Held<H> {
+    handle: H,
+    serial: u64,
+    ticket: Ticket,
+    bytes: u32,
+}
+
+/// What became of an arriving packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrival {
+    /// No link of the tenant takes it: let it go at once.
+    Unmatched,
+    /// Its pipe dropped it: drop it at once.
+    Dropped(DropCause),
+    /// Held until `exit`; `due` gives it back then.
+    Held {
+        /// When it leaves the pipe.
+        exit: Instant,
+        /// The link that holds it.
+        link: u32,
+    },
+}
+
+/// A link as `show` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkReport {
+    /// Its number, for `delete ID`.
+    pub id: u32,
+    /// The uid that made it.
+    pub owner: u32,
+    /// The request as given.
+    pub text: String,
+    /// Its pipes.
+    pub pipes: Vec<PipeReport>,
+}
+
+/// A pipe's counters as `show` lists them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PipeReport {
+    /// `IN`, `OUT` or `SHARED`.
+    pub direction: String,
+    /// Packets offered.
+    pub packets: u64,
+    /// Bytes offered.
+    pub bytes: u64,
+    /// Packets dropped, every cause.
+    pub drops: u64,
+    /// Packets in its queue now.
+    pub queue_packets: u64,
+    /// Bytes in its queue now.
+    pub queue_bytes: u64,
+}
+
+/// Which links a `delete` names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// By number.
+    Id(u32),
+    /// By selector (the owner's link with an equal selector).
+    Selector(Selector),
+}
+
+/// Why a change was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    /// No link matches the target among those the caller may see.
+    #[error("no link {0}; `netloom shape show` lists them")]
+    NoSuchLink(String),
+}
+
+/// Every link and every packet held. `H` is the caller's handle for a held packet.
+pub struct Shaper<H> {
+    links: Vec<Link>,
+    classifier: Classifier,
+    next_id: u32,
+    next_serial: u64,
+    seed: u64,
+    /// Exits in time order, each with the key of its packet in `held`.
+    exits: BinaryHeap<Reverse<(Instant, u64)>>,
+    held: HashMap<u64, Held<H>>,
+    next_key: u64,
+}
+
+impl<H> Shaper<H> {
+    /// A shaper with no link; pipes' random decisions come from generators seeded from `seed`.
+    pub fn new(seed: u64) -> Shaper<H> {
+        Shaper {
+            links: Vec::new(),
+            classifier: Classifier::default(),
+            next_id: 1,
+            next_serial: 1,
+            seed,
+            exits: BinaryHeap::new(),
+            held: HashMap::new(),
+            next_key: 0,
+        }
+    }
+
+    /// Makes `owner`'s link, or changes the one with the same selector: its pipes take the new
+    /// configuration at `now` without losing what they hold (packets already scheduled keep
+    /// their exits). Returns the link's id and whether it existed.
+    pub fn set(&mut self, now: Instant, owner: u32, spec: LinkSpec, text: String) -> (u32, bool) {
+        let layout = layout(&spec.pipes);
+        if let Some(link) = self
+            .links
+            .iter_mut()
+            .find(|l| l.owner == owner && l.selector == spec.selector)
+        {
+            let same_layout = link.pipes.len() == layout.pipes.len()
+                && (link.inbound, link.outbound) == (layout.inbound, layout.outbound);
+            if same_layout {
+                for (slot, config) in link.pipes.iter_mut().zip(layout.pipes) {
+                    slot.pipe.set_config(now, config.1);
+                }
+            } else {
+                link.pipes = make_slots(layout.pipes, &mut self.next_serial, self.seed);
+                (link.inbound, link.outbound) = (layout.inbound, layout.outbound);
+            }
+            link.text = text;
+            let id = link.id;
+            self.rebuild();
+            return (id, true);
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.links.push(Link {
+            id,
+            owner,
+            selector: spec.selector,
+            text,
+            pipes: make_slots(layout.pipes, &mut self.next_serial, self.seed),
+            inbound: layout.inbound,
+            outbound: layout.outbound,
+        });
+        self.rebuild();
+        (id, false)
+    }
+
+    /// Removes the link `target` names among `owner`'s (every owner's if `None`). Packets it
+    /// holds go on at their exits, unshaped from then on.
+    pub fn delete(&mut self, owner: Option<u32>, target: &Target) -> Result<u32, ShapeError> {
+        let visible = |l: &Link| owner.is_none_or(|o| o == l.owner);
+        let found = self.links.iter().position(|l| {
+            visible(l)
+                && match target {
+                    Target::Id(id) => l.id == *id,
+                    Target::Selector(s) => &l.selector == s,
+                }
+        });
+        let Some(i) = found else {
+            return Err(ShapeError::NoSuchLink(match target {
+                Target::Id(id) => id.to_string(),
+                Target::Selector(s) => s.to_string(),
+            }));
+        };
+        let id = self.links.remove(i).id;
+        self.rebuild();
+        Ok(id)
+    }
+
+    /// The classifier's rules, grouped by tenant (the links' owners), in the order the links
+    /// were made: what the kernel's rules must select too.
+    pub fn classifier(&self) -> &Classifier {
+        &self.classifier
+    }
+
+    fn rebuild(&mut self) {
+        let mut tenants: Vec<(u32, Vec<Rule>)> = Vec::new();
+        for link in &self.links {
+            let mut directions = Vec::new();
+            if link.inbound.is_some() {
+                directions.push(Direction::In);
+            }
+            if link.outbound.is_some() {
+                directions.push(Direction::Out);
+            }
+            tenants.push((
+                link.owner,
+                Rule::from_selector(&link.selector, link.id, &directions),
+            ));
+        }
+        self.classifier = Classifier::new(tenants);
+    }
+
+    /// A packet of `tenant` arriving at `now`, `bytes` long, known to the caller as `handle`.
+    pub fn arrive(
+        &mut self,
+        now: Instant,
+        tenant: u32,
+        packet: &Packet,
+        bytes: u32,
+        handle: H,
+    ) -> Arrival {
+        let Some(link_id) = self.classifier.classify(tenant, packet) else {
+            return Arrival::Unmatched;
+        };
+        let Some(link) = self.links.iter_mut().find(|l| l.id == link_id) else {
+            return Arrival::Unmatched;
+        };
+        let index = match packet.direction {
+            Direction::In => link.inbound,
+            Direction::Out => link.outbound,
+        };
+        let Some(slot) = index.map(|i| &mut link.pipes[i]) else {
+            return Arrival::Unmatched;
+        };
+        match slot.pipe.offer(now, bytes, PacketMeta::default()) {
+            Admission::Dropped(cause) => Arrival::Dropped(cause),
+            Admission::Scheduled { first, .. } => {
+                let key = self.next_key;
+                self.next_key += 1;
+                self.exits.push(Reverse((first.exit, key)));
+                self.held.insert(
+                    key,
+                    Held {
+                        handle,
+                        serial: slot.serial,
+                        ticket: first.ticket,
+                        bytes,
+                    },
+                );
+                Arrival::Held {
+                    exit: first.exit,
+                    link: link_id,
+                }
+            }
+        }
+    }
+
+    /// The earliest exit of a held packet.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.exits.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// Appends to `out` every packet whose exit is at or before `now`, in exit order, with
+    /// true to accept it or false to drop it (its link went down while it was held).
+    pub fn due(&mut self, now: Instant, out: &mut Vec<(H, bool)>) {
+        while let Some(&Reverse((at, key))) = self.exits.peek() {
+            if at > now {
+                return;
+            }
+            self.exits.pop();
+            let held = self.held.remove(&key).expect("every exit has its packet");
+            let slot = self
+                .links
+                .iter_mut()
+                .flat_map(|l| l.pipes.iter_mut())
+                .find(|s| s.serial == held.serial);
+            let accept = match slot {
+                Some(slot) => slot.pipe.release(at, held.ticket, held.bytes),
+                None => true,
+            };
+            out.push((held.handle, accept));
+        }
+    }
+
+    /// Links `owner` may see (all if `None`), with their counters at `now`.
+    pub fn report(&mut self, now: Instant, owner: Option<u32>) -> Vec<LinkReport> {
+        self.links
+            .iter_mut()
+            .filter(|l| owner.is_none_or(|o| o == l.owner))
+            .map(|l| LinkReport {
+                id: l.id,
+                owner: l.owner,
+                text: l.text.clone(),
+                pipes: l
+                    .pipes
+                    .iter_mut()
+                    .map(|s| {
+                        let c = *s.pipe.counters();
+                        let (queue_packets, queue_bytes) = s.pipe.queue_len(now);
+                        PipeReport {
+                            direction: s.direction.to_string(),
+                            packets: c.packets_in,
+                            bytes: c.bytes_in,
+                            drops: c.drops_queue
+                                + c.drops_red
+                                + c.drops_codel
+                                + c.drops_loss
+                                + c.drops_down
+                                + c.drops_tx_fail,
+                            queue_packets,
+                            queue_bytes,
+                        }
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// Is there no link left?
+    pub fn is_empty(&self) -> bool {
+        self.links.is_empty()
+    }
+}
+
+/// A link's pipes in order, with the index of each direction's.
+struct Layout {
+    pipes: Vec<(&'static str, PipeConfig)>,
+    inbound: Option<usize>,
+    outbound: Option<usize>,
+}
+
+fn layout(pipes: &Pipes) -> Layout {
+    match pipes {
+        Pipes::Shared(config) => Layout {
+            pipes: vec![("SHARED", *config)],
+            inbound: Some(0),
+            outbound: Some(0),
+        },
+        Pipes::Split { inbound, outbound } => {
+            let mut layout = Layout {
+                pipes: Vec::new(),
+                inbound: None,
+                outbound: None,
+            };
+            if let Some(c) = inbound {
+                layout.inbound = Some(layout.pipes.len());
+                layout.pipes.push(("IN", *c));
+            }
+            if let Some(c) = outbound {
+                layout.outbound = Some(layout.pipes.len());
+                layout.pipes.push(("OUT", *c));
+            }
+            layout
+        }
+    }
+}
+
+fn make_slots(pipes: Vec<(&'static str, PipeConfig)>, next: &mut u64, seed: u64) -> Vec<Slot> {
+    pipes
+        .into_iter()
+        .map(|(direction, config)| {
+            let serial = *next;
+            *next += 1;
+            Slot {
+                pipe: Pipe::new(config, seed ^ serial),
+                serial,
+                direction,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netloom_time::{Duration, Rate};
+
+    fn spec(text: &str) -> LinkSpec {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        LinkSpec::parse(&words, &[]).expect("valid")
+    }
+
+    fn request(dport: u16) -> Packet {
+        Packet {
+            direction: Direction::Out,
+            proto: 6,
+            src: "127.0.0.1".parse().unwrap(),
+            dst: "127.0.0.1".parse().unwrap(),
+            sport: 40000,
+            dport,
+            owner: None,
+        }
+    }
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_packet_is_held_for_its_pipes_delay_and_unmatched_ones_pass() {
+        let mut s: Shaper<u32> = Shaper::new(1);
+        let line = "client 18080@127.0.0.1 IN delay=20ms OUT delay=20ms";
+        s.set(Instant(0), 0, spec(line), line.into());
+        let fate = s.arrive(Instant(MS), 0, &request(18080), 60, 7);
+        // Unlimited: serialization rounds up to 1 ns.
+        let exit = Instant(21 * MS) + crate::spec::UNLIMITED.tx_time(60);
+        assert_eq!(fate, Arrival::Held { exit, link: 1 });
+        assert_eq!(
+            s.arrive(Instant(MS), 0, &request(18081), 60, 8),
+            Arrival::Unmatched
+        );
+        let mut out = Vec::new();
+        s.due(Instant(21 * MS), &mut out);
+        assert!(out.is_empty());
+        assert_eq!(s.next_due(), Some(exit));
+        s.due(exit, &mut out);
+        assert_eq!(out, vec![(7, true)]);
+        let report = s.report(Instant(21 * MS), None);
+        assert_eq!(
+            (
+                report[0].pipes[1].direction.as_str(),
+                report[0].pipes[1].packets
+            ),
+            ("OUT", 1)
+        );
+    }
+
+    #[test]
+    fn re_issuing_a_selector_changes_the_next_packet_without_flushing_the_held_ones() {
+        let mut s: Shaper<u32> = Shaper::new(1);
+        s.set(
+            Instant(0),
+            0,
+            spec("client 80@127.0.0.1 OUT delay=50ms"),
+            String::new(),
+        );
+        s.arrive(Instant(0), 0, &request(80), 60, 1);
+        let (id, replaced) = s.set(
+            Instant(MS),
+            0,
+            spec("client 80@127.0.0.1 OUT delay=5ms"),
+            String::new(),
+        );
+        assert_eq!((id, replaced), (1, true));
+        let one_ns = crate::spec::UNLIMITED.tx_time(60);
+        let mut out = Vec::new();
+        s.due(Instant(50 * MS) + one_ns, &mut out);
+        // The held packet kept its 50 ms; the next one sees the new 5 ms.
+        assert_eq!(out, vec![(1, true)]);
+        let later = s.arrive(Instant(60 * MS), 0, &request(80), 60, 2);
+        assert_eq!(
+            later,
+            Arrival::Held {
+                exit: Instant(65 * MS) + one_ns,
+                link: 1
+            }
+        );
+        assert_eq!(s.report(Instant(60 * MS), None).len(), 1);
+    }
+
+    #[test]
+    fn a_bandwidth_spaces_packets_and_a_deleted_link_lets_its_packets_go() {
+        let mut s: Shaper<u32> = Shaper::new(1);
+        s.set(
+            Instant(0),
+            0,
+            spec("client 80@127.0.0.1 OUT bw=10Mbit"),
+            String::new(),
+        );
+        let exits: Vec<Arrival> = (0..3)
+            .map(|i| s.arrive(Instant(0), 0, &request(80), 1500, i))
+            .collect();
+        let tx = Rate::bps(10_000_000).tx_time(1500);
+        assert_eq!(
+            exits[2],
+            Arrival::Held {
+                exit: Instant(3 * tx.0),
+                link: 1
+            }
+        );
+        assert_eq!(
+            s.delete(Some(5), &Target::Id(1)),
+            Err(ShapeError::NoSuchLink("1".into()))
+        );
+        assert_eq!(s.delete(Some(0), &Target::Id(1)), Ok(1));
+        assert_eq!(
+            s.arrive(Instant(0), 0, &request(80), 1500, 9),
+            Arrival::Unmatched
+        );
+        let mut out = Vec::new();
+        s.due(Instant(Duration::from_secs(1).0), &mut out);
+        assert_eq!(out.len(), 3);
+        assert!(out.iter().all(|(_, accept)| *accept));
+    }
+
+    #[test]
+    fn a_lossy_pipe_drops_at_arrival() {
+        let mut s: Shaper<u32> = Shaper::new(1);
+        s.set(
+            Instant(0),
+            0,
+            spec("client 80@127.0.0.1 OUT loss=100%"),
+            String::new(),
+        );
+        assert_eq!(
+            s.arrive(Instant(0), 0, &request(80), 60, 1),
+            Arrival::Dropped(DropCause::Loss)
+        );
+        assert_eq!(s.report(Instant(0), None)[0].pipes[0].drops, 1);
+    }
+}

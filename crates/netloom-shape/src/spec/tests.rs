@@ -1,0 +1,127 @@
+use super::*;
+use netloom_link::LossModel;
+
+fn parse(text: &str) -> Result<LinkSpec, SpecError> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    LinkSpec::parse(&words, &[])
+}
+
+#[test]
+fn the_issue_line_makes_two_20ms_pipes_of_unlimited_rate() {
+    let spec = parse("client 18080@127.0.0.1 IN delay=20ms OUT delay=20ms").unwrap();
+    assert_eq!(spec.selector.to_string(), "client 18080@127.0.0.1");
+    let Pipes::Split {
+        inbound: Some(i),
+        outbound: Some(o),
+    } = spec.pipes
+    else {
+        panic!("two pipes: {:?}", spec.pipes)
+    };
+    assert_eq!(i.delay, Duration::from_millis(20));
+    assert_eq!((o.delay, o.rate), (Duration::from_millis(20), UNLIMITED));
+}
+
+#[test]
+fn figure_4s_dsl_line_is_asymmetric_and_its_queue_follows_its_own_rate() {
+    let spec = parse(
+        "client 80,443@10.21.0.0/24 IN bw=512kbit delay=8ms OUT bw=10Mbit delay=3ms loss.model=gilbert-elliott loss.p=1% loss.r=30%",
+    )
+    .unwrap();
+    let Pipes::Split {
+        inbound: Some(i),
+        outbound: Some(o),
+    } = spec.pipes
+    else {
+        panic!()
+    };
+    assert_eq!(i.rate, Rate::bps(512_000));
+    assert_eq!(o.rate, Rate::bps(10_000_000));
+    // Ten 64 KB packets: more than the 512 kbit/s line's bandwidth-delay product.
+    assert_eq!(i.queue, QueueLimit::Bytes(655_360));
+    let long = parse("client 80@10.0.0.0/8 OUT bw=1Gbit delay=100ms").unwrap();
+    let Pipes::Split {
+        outbound: Some(l), ..
+    } = long.pipes
+    else {
+        panic!()
+    };
+    assert_eq!(l.queue, QueueLimit::default_for(l.rate, l.delay));
+    assert!(matches!(o.loss, LossModel::GilbertElliott { .. }));
+    assert_eq!(spec.selector.ports.len(), 2);
+    assert_eq!(spec.selector.peers[0].len, 24);
+}
+
+#[test]
+fn a_profile_file_sets_a_shared_pipe_and_the_words_override_it() {
+    let dir = std::env::temp_dir().join(format!("netloom-shape-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("wifi.toml"),
+        "wireless = \"802.11b\"\nbw = \"11Mbit\"\ndelay = \"2ms\"\n",
+    )
+    .unwrap();
+    let words = [
+        "client",
+        "80@10.20.0.0/16",
+        "SHARED",
+        "profile=wifi",
+        "delay=5ms",
+    ];
+    let spec = LinkSpec::parse(&words, std::slice::from_ref(&dir)).unwrap();
+    let Pipes::Shared(c) = spec.pipes else {
+        panic!()
+    };
+    assert!(c.wireless.is_some());
+    assert_eq!(c.delay, Duration::from_millis(5));
+    let missing = LinkSpec::parse(
+        &["server", "80", "IN", "profile=nope"],
+        std::slice::from_ref(&dir),
+    );
+    let message = missing.unwrap_err().to_string();
+    assert!(
+        message.contains("nope.toml") && message.contains("no such file"),
+        "{message}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn bad_words_are_refused_with_what_is_valid() {
+    let cases = [
+        ("clent 80@1.2.3.4 IN delay=1ms", "did you mean \"client\""),
+        ("client 80 IN delay=1ms", "client PORTS@ADDRS"),
+        ("client 0@1.2.3.4 IN delay=1ms", "ports are 1-65535"),
+        ("client 90-80@1.2.3.4 IN delay=1ms", "backwards"),
+        (
+            "client 80@10.0.0.1/8 IN delay=1ms",
+            "the network is 10.0.0.0/8",
+        ),
+        ("client 80@10.0.0.0/33 IN delay=1ms", "0 to 32"),
+        ("client 80@1.2.3.4", "no pipe"),
+        (
+            "client 80@1.2.3.4 IN delay=1ms SHARED delay=1ms",
+            "SHARED is one pipe",
+        ),
+        ("client 80@1.2.3.4 IN dealy=1ms", "did you mean \"delay\""),
+        ("client 80@1.2.3.4 IN duplicate=1%", "no copy can be made"),
+        ("server 80 uid=1000 IN delay=1ms", "outgoing packets only"),
+        ("server 80 prot=tcp OUT delay=1ms", "did you mean \"proto\""),
+    ];
+    for (text, expected) in cases {
+        let message = parse(text).expect_err(text).to_string();
+        assert!(message.contains(expected), "{text}: {message}");
+    }
+}
+
+#[test]
+fn prefixes_match_their_own_family_only() {
+    let p = Prefix::parse("10.20.0.0/16").unwrap();
+    assert!(p.contains("10.20.3.4".parse().unwrap()));
+    assert!(!p.contains("10.21.0.1".parse().unwrap()));
+    assert!(!p.contains("::1".parse().unwrap()));
+    let v6 = Prefix::parse("2001:db8::/32").unwrap();
+    assert!(v6.contains("2001:db8::7".parse().unwrap()));
+    assert!(Prefix::parse("0.0.0.0/0")
+        .unwrap()
+        .contains("8.8.8.8".parse().unwrap()));
+}
