@@ -253,14 +253,16 @@ fn first_link(tree: &[Option<(NodeId, LinkId)>], from: NodeId, to: NodeId) -> Op
 }
 
 /// Where packets entering the engine go: for each packet, the engine host (a real host, or a
-/// port) its route must end at. One per driver, with what it found so far (forgotten when links
-/// change: `forget`).
+/// port) its route must end at. One per driver, with what it found so far (forgotten when a
+/// link goes down or up: `Engine::reroutes`).
 pub(crate) struct Entries {
     routers: Arc<KernelRouters>,
     /// The node in the topology as loaded of each host and router address.
     by_addr: HashMap<IpAddr, NodeId>,
     /// The end found for (engine node a packet is at, node it is for).
     found: HashMap<(NodeId, NodeId), Option<NodeId>>,
+    /// The engine's `reroutes` when `found` was begun.
+    reroutes: u64,
 }
 
 impl Entries {
@@ -277,12 +279,8 @@ impl Entries {
             routers,
             by_addr,
             found: HashMap::new(),
+            reroutes: 0,
         }
-    }
-
-    /// Forgets the ends found: links changed.
-    pub fn forget(&mut self) {
-        self.found.clear();
     }
 
     /// Whether engine host `host` is a port of a kernel router (which forwards packets of any
@@ -320,6 +318,10 @@ impl Entries {
     /// host or kernel router on it (for a kernel router, its port on the link the path arrives
     /// by). `None` when no path leads there or it ends at an engine router.
     pub fn toward(&mut self, engine: &Engine, from: NodeId, target: NodeId) -> Option<NodeId> {
+        if engine.reroutes() != self.reroutes {
+            self.found.clear();
+            self.reroutes = engine.reroutes();
+        }
         if let Some(&end) = self.found.get(&(from, target)) {
             return end;
         }
@@ -444,11 +446,9 @@ mod tests {
         assert_eq!(entries.end_for(&engine, 6, multicast), Some(8));
         assert_eq!(entries.end_for(&engine, 5, multicast), Some(1));
         assert_eq!(entries.end_for(&engine, 3, multicast), None);
-        // With e-k2 down, h2 is reached over k3 (what `forget` is for).
+        // With e-k2 down, h2 is reached over k3.
         let mut engine = engine;
         engine.set_link_up(netloom_time::Instant::ZERO, 2, false);
-        assert_eq!(entries.end_for(&engine, 3, h2), Some(4));
-        entries.forget();
         assert_eq!(entries.end_for(&engine, 3, h2), Some(7));
         assert!(entries.is_port(3) && !entries.is_port(1));
     }
