@@ -292,7 +292,8 @@ impl Entries {
     /// The engine host a packet that engine host `host` sends to `addr` goes to: from a port,
     /// the link's other end whatever the address (multicast too) when that is a host or a
     /// port, else the end of the path beyond the engine router there; from a real host, the
-    /// first host or kernel router on its path to `addr`. `None` when nothing leads there.
+    /// first host or kernel router on its path to `addr`, or for an address the plan does not
+    /// name the kernel router it hangs off. `None` when nothing leads there.
     pub fn end_for(&mut self, engine: &Engine, host: u32, addr: IpAddr) -> Option<u32> {
         let topo = engine.topology();
         let node = topo.hosts[host as usize];
@@ -308,9 +309,35 @@ impl Entries {
             }
             false => node,
         };
-        let target = *self.by_addr.get(&addr)?;
+        let Some(&target) = self.by_addr.get(&addr) else {
+            // An address the plan does not name (multicast, one no node has) from a host that
+            // hangs off a kernel router goes to it, whose kernel decides, as a gateway would.
+            return match self.is_port(host) {
+                true => None,
+                false => self.gateway(engine, node),
+            };
+        };
         let end = self.toward(engine, start, target)?;
         engine.routes().host_index(end)
+    }
+
+    /// The engine host of the first port at the end of a link up from engine node `host`.
+    fn gateway(&self, engine: &Engine, host: NodeId) -> Option<u32> {
+        let topo = engine.topology();
+        let ports = self.routers.original.nodes.len() as NodeId..;
+        topo.links
+            .iter()
+            .enumerate()
+            .filter(|&(l, _)| engine.link_is_up(l as LinkId))
+            .find_map(|(_, l)| {
+                let far = match (l.a == host, l.b == host) {
+                    (true, _) => l.b,
+                    (_, true) => l.a,
+                    _ => return None,
+                };
+                ports.contains(&far).then_some(far)
+            })
+            .and_then(|port| engine.routes().host_index(port))
     }
 
     /// The engine host at the end of the engine's part of the path from engine node `from` (a
@@ -446,6 +473,10 @@ mod tests {
         assert_eq!(entries.end_for(&engine, 6, multicast), Some(8));
         assert_eq!(entries.end_for(&engine, 5, multicast), Some(1));
         assert_eq!(entries.end_for(&engine, 3, multicast), None);
+        // A host hanging off a kernel router sends it what the plan does not name.
+        assert_eq!(entries.end_for(&engine, 1, multicast), Some(5));
+        let nobody = "198.18.7.7".parse().unwrap();
+        assert_eq!(entries.end_for(&engine, 0, nobody), Some(2));
         // With e-k2 down, h2 is reached over k3.
         let mut engine = engine;
         engine.set_link_up(netloom_time::Instant::ZERO, 2, false);
