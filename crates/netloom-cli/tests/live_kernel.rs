@@ -91,6 +91,12 @@ fn kernel_routers_forward_answer_and_take_link_changes() {
         assert_eq!(answered(&numeric), [r1, r2, h2], "{numeric}");
         assert_eq!(answered(&by_name), ["r1", "r2", "h2"], "{by_name}");
     }
+    // An address no node has goes to h1's gateway, r1, whose kernel has no route for it.
+    let out = text(&lab.exec("h1", &["ping", "-c", "1", "-W", "1", "198.18.7.7"]));
+    assert!(
+        out.contains("From 198.19.255.254 ") && out.contains("Net Unreachable"),
+        "{out}"
+    );
     // A change of the link between the two kernel routers changes the round trip.
     let before = least(&lab, "h1", "h2", 10);
     lab.control(&["link", "set", "r1", "r2", "delay=10ms"]);
