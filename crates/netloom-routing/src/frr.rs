@@ -106,6 +106,9 @@ pub fn frr_config(spec: &RouterSpec) -> Result<String, RoutingError> {
                 // The far end is a /32 (/128) peer address, not a shared subnet: FRR's check
                 // that an eBGP neighbour is on a connected network would refuse it.
                 line(&format!(" neighbor {peer} disable-connected-check"));
+                // Changes go out at once rather than after the traditional 30 s of eBGP, so a
+                // reroute takes what the protocol needs, not what the timer allows.
+                line(&format!(" neighbor {peer} advertisement-interval 0"));
             }
         }
         for (family, ospf_version, v6) in [("ipv4", "ospf", false), ("ipv6", "ospf6", true)] {
