@@ -45,6 +45,10 @@ pub struct Meta {
     /// "delay" (default) or "hops".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routing: Option<String>,
+    /// Whether routers are kernel routers (a namespace each in a live run) unless their own
+    /// table says `kernel = false`; default false (engine routers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_routers: Option<bool>,
 }
 
 /// A host or router: a bare name, or a table with a name and optional attributes.
@@ -77,6 +81,7 @@ impl NodeEntry {
             lon,
             x,
             y,
+            kernel: None,
         })
     }
 }
@@ -104,6 +109,10 @@ pub struct NodeTable {
     /// With `x`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub y: Option<f64>,
+    /// Routers only: whether this router is a kernel router (overrides `[topology]
+    /// kernel_routers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<bool>,
 }
 
 /// Link parameters as written. Every key is optional; later layers override earlier ones:

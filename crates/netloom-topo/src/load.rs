@@ -371,8 +371,27 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
                     ),
                 });
             } else {
+                let own = match entry {
+                    NodeEntry::Name(_) => None,
+                    NodeEntry::Full(t) => t.kernel,
+                };
+                if kind == NodeKind::Host && own.is_some() {
+                    let mut path = path.clone();
+                    path.push(Seg::Key("kernel".into()));
+                    issues.push(Issue {
+                        kind: ErrorKind::BadValue,
+                        path,
+                        subject: subject.clone(),
+                        message: "`kernel` applies to routers only: every host is already a \
+                                  network namespace"
+                            .into(),
+                    });
+                }
                 let id = topo.add_node(name.clone(), kind, group);
-                topo.nodes[id as usize].position = position;
+                let node = &mut topo.nodes[id as usize];
+                node.position = position;
+                node.kernel =
+                    kind == NodeKind::Router && own.or(meta.kernel_routers).unwrap_or(false);
                 node_paths.push(path);
             }
         }

@@ -44,6 +44,10 @@ pub struct Node {
     /// Where the node is, if the file says (`lat`/`lon` or `x`/`y`): for drawing it; importers
     /// also derive delays from it.
     pub position: Option<Position>,
+    /// A router that runs as a Linux network namespace in a live run (docs/live.md, "Kernel
+    /// routers"): the engine delivers what reaches it instead of forwarding it. Always false for
+    /// hosts; `sim` treats kernel routers as engine routers.
+    pub kernel: bool,
 }
 
 /// A node's position, in the coordinates its file uses.
@@ -181,6 +185,7 @@ impl Topology {
             kind,
             group,
             position: None,
+            kernel: false,
         });
         id
     }

@@ -60,8 +60,8 @@ const STATE_KEYS: &[&str] = &["dwell", "next", "set"];
 const TOP_KEYS: &[&str] = &[
     "topology", "defaults", "classes", "hosts", "routers", "link",
 ];
-const META_KEYS: &[&str] = &["name", "routing"];
-const NODE_KEYS: &[&str] = &["name", "group", "lat", "lon", "x", "y"];
+const META_KEYS: &[&str] = &["name", "routing", "kernel_routers"];
+const NODE_KEYS: &[&str] = &["name", "group", "lat", "lon", "x", "y", "kernel"];
 const RED_KEYS: &[&str] = &["min_th", "max_th", "max_p", "weight"];
 const GE_KEYS: &[&str] = &["model", "p", "r", "bad_loss", "good_loss"];
 
@@ -611,6 +611,7 @@ impl Reader {
                     lon: self.number(map, "lon", at),
                     x: self.number(map, "x", at),
                     y: self.number(map, "y", at),
+                    kernel: self.boolean(map, "kernel", at),
                 }))
             }
             v => {
@@ -658,6 +659,7 @@ impl Reader {
             Some(Meta {
                 name: self.string(m, "name", &at),
                 routing: self.string(m, "routing", &at),
+                kernel_routers: self.boolean(m, "kernel_routers", &at),
             })
         });
         let defaults = Self::get(map, "defaults").and_then(|v| {

@@ -473,3 +473,56 @@ fn node_coordinates_are_both_or_neither_and_in_range() {
     );
     assert!(one(&at(r#"{ name = "r1", lat = "north", lon = 2 }"#)).contains("lat"));
 }
+
+#[test]
+fn kernel_routers_per_router_and_for_the_whole_topology() {
+    let load = |nodes: &str, meta: &str| {
+        let text = with_middle("").replacen(NODES, nodes, 1) + meta;
+        let topo = load_str(&text, Format::Toml, "topo.toml").unwrap();
+        ["h1", "r1", "r2"].map(|n| topo.node(topo.node_id(n).unwrap()).kernel)
+    };
+    let own = "hosts = [\"h1\", \"h2\"]\nrouters = [{ name = \"r1\", kernel = true }, \"r2\"]\n";
+    assert_eq!(load(NODES, ""), [false, false, false]);
+    assert_eq!(load(own, ""), [false, true, false]);
+    let all = "\n[topology]\nkernel_routers = true\n";
+    assert_eq!(load(NODES, all), [false, true, true]);
+    let except =
+        "hosts = [\"h1\", \"h2\"]\nrouters = [\"r1\", { name = \"r2\", kernel = false }]\n";
+    assert_eq!(load(except, all), [false, true, false]);
+}
+
+#[test]
+fn bad_kernel_keys() {
+    let nodes = |routers: &str| {
+        with_middle("").replacen(
+            NODES,
+            &format!("hosts = [\"h1\", \"h2\"]\nrouters = [{routers}, \"r2\"]\n"),
+            1,
+        )
+    };
+    let m = one(&nodes(r#"{ name = "r1", kernel = "yes" }"#));
+    assert!(
+        m.starts_with("topo.toml:2: ")
+            && m.contains("kernel must be true or false, not the string \"yes\""),
+        "{m}"
+    );
+    let m = one(&nodes(r#"{ name = "r1", kernal = true }"#));
+    assert!(
+        m.contains("unknown key \"routers.kernal\" (did you mean \"kernel\"?)"),
+        "{m}"
+    );
+    let m = one(&format!(
+        "{}\n[topology]\nkernel_router = true\n",
+        with_middle("")
+    ));
+    assert!(m.contains("(did you mean \"kernel_routers\"?)"), "{m}");
+    let m = one(&with_middle("").replacen(
+        NODES,
+        "hosts = [{ name = \"h1\", kernel = true }, \"h2\"]\nrouters = [\"r1\", \"r2\"]\n",
+        1,
+    ));
+    assert!(
+        m.starts_with("topo.toml:1: host h1: ") && m.contains("`kernel` applies to routers only"),
+        "{m}"
+    );
+}

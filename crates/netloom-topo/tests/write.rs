@@ -52,6 +52,7 @@ fn everything() -> TopologyFile {
         topology: Some(Meta {
             name: Some("everything".into()),
             routing: Some("hops".into()),
+            kernel_routers: Some(true),
         }),
         defaults: Some(all.clone()),
         classes: [(
@@ -73,7 +74,11 @@ fn everything() -> TopologyFile {
                 ..NodeTable::default()
             }),
         ],
-        routers: vec![NodeEntry::Name("r1".into())],
+        routers: vec![NodeEntry::Full(NodeTable {
+            name: "r1".into(),
+            kernel: Some(false),
+            ..NodeTable::default()
+        })],
         links: vec![
             LinkEntry {
                 a: "h1".into(),

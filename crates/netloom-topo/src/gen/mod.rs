@@ -211,6 +211,7 @@ impl Builder {
             topology: Some(Meta {
                 name: Some(name),
                 routing: None,
+                kernel_routers: None,
             }),
             classes: classes
                 .iter()
