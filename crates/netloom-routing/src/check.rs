@@ -2,7 +2,8 @@
 //! own configuration file exists and passes the suite's own checker.
 
 use crate::daemons::{BIRD, FRR_DAEMONS, FRR_DIR, VTYSH};
-use crate::{Daemon, RoutingError};
+use crate::RoutingError;
+use netloom_topo::RoutingDaemon as Daemon;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -25,7 +26,7 @@ pub fn check_installation(router: &str, daemon: Daemon) -> Result<(), RoutingErr
             router: router.to_string(),
             what,
             path: path.display().to_string(),
-            package: daemon.package(),
+            package: package(daemon),
         }),
     }
 }
@@ -83,4 +84,12 @@ pub fn check_user_config(router: &str, daemon: Daemon, path: &Path) -> Result<()
             said
         }
     )))
+}
+
+/// The Debian package that installs `daemon`.
+fn package(daemon: Daemon) -> &'static str {
+    match daemon {
+        Daemon::Frr => "frr",
+        Daemon::Bird => "bird2",
+    }
 }

@@ -7,7 +7,8 @@
 //! started the same way (`socket_mount`, `netloom exec`) find each other with no option, and
 //! routers never see each other's sockets or the machine's own FRR.
 
-use crate::{bird_config, check_installation, frr_config, Daemon, RouterSpec, RoutingError};
+use crate::{bird_config, check_installation, frr_config, RouterSpec, RoutingError};
+use netloom_topo::RoutingDaemon as Daemon;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};

@@ -3,8 +3,10 @@
 //! far ends of passive links (hosts) and the router's own address redistributed as connected
 //! routes.
 
+use crate::spec::seconds;
 use crate::spec::Role;
-use crate::{Protocol, RouterSpec, RoutingError};
+use crate::{RouterSpec, RoutingError};
+use netloom_topo::RoutingProtocol;
 
 /// The tag OSPF puts on routes it learned from BGP, so the same router does not hand them back
 /// to BGP as its own AS's (from the private-use range, so it means nothing elsewhere).
@@ -22,10 +24,10 @@ pub fn frr_config(spec: &RouterSpec) -> Result<String, RoutingError> {
             _ => None,
         })
         .collect();
-    let runs_ospf = spec.routing.protocol == Protocol::Ospf;
+    let runs_ospf = spec.routing.protocol == RoutingProtocol::Ospf;
     let runs_bgp = !ebgp.is_empty();
     let both = runs_ospf && runs_bgp;
-    let timers = spec.routing.timers;
+    let (hello, dead) = (seconds(spec.routing.hello), seconds(spec.routing.dead));
     let area = spec.routing.area;
 
     let mut out = String::new();
@@ -47,22 +49,13 @@ pub fn frr_config(spec: &RouterSpec) -> Result<String, RoutingError> {
         line(" ip ospf network point-to-point");
         line(&format!(" ip ospf area {area}"));
         line(&format!(" ip ospf cost {}", interface.cost));
-        line(&format!(
-            " ip ospf hello-interval {}",
-            timers.hello_seconds()
-        ));
-        line(&format!(" ip ospf dead-interval {}", timers.dead_seconds()));
+        line(&format!(" ip ospf hello-interval {}", hello));
+        line(&format!(" ip ospf dead-interval {}", dead));
         line(&format!(" ipv6 ospf6 area {area}"));
         line(" ipv6 ospf6 network point-to-point");
         line(&format!(" ipv6 ospf6 cost {}", interface.cost));
-        line(&format!(
-            " ipv6 ospf6 hello-interval {}",
-            timers.hello_seconds()
-        ));
-        line(&format!(
-            " ipv6 ospf6 dead-interval {}",
-            timers.dead_seconds()
-        ));
+        line(&format!(" ipv6 ospf6 hello-interval {}", hello));
+        line(&format!(" ipv6 ospf6 dead-interval {}", dead));
         line("exit");
         line("!");
     }
@@ -140,7 +133,8 @@ pub fn frr_config(spec: &RouterSpec) -> Result<String, RoutingError> {
 mod tests {
     use super::*;
     use crate::spec::sample::router;
-    use crate::{Neighbour, Protocol};
+    use crate::Neighbour;
+    use netloom_topo::RoutingProtocol as Protocol;
 
     /// The lines of `text` between `start` and the next `exit` (exclusive), trimmed.
     fn block<'t>(text: &'t str, start: &str) -> Vec<&'t str> {
@@ -289,7 +283,8 @@ mod tests {
                 std::process::id()
             ));
             std::fs::write(&path, &text).unwrap();
-            let checked = crate::check_user_config(&spec.name, crate::Daemon::Frr, &path);
+            let checked =
+                crate::check_user_config(&spec.name, netloom_topo::RoutingDaemon::Frr, &path);
             std::fs::remove_file(&path).unwrap();
             checked.unwrap_or_else(|e| panic!("{e}\n{text}"));
         }
@@ -309,7 +304,8 @@ mod tests {
             "router ospf\n ospf router-id 1.2.3.4\n bogus command\n",
         )
         .unwrap();
-        let err = crate::check_user_config("r7", crate::Daemon::Frr, &path).unwrap_err();
+        let err =
+            crate::check_user_config("r7", netloom_topo::RoutingDaemon::Frr, &path).unwrap_err();
         std::fs::remove_file(&path).unwrap();
         let err = err.to_string();
         assert!(err.starts_with("router r7: configuration"), "{err}");

@@ -20,7 +20,4 @@ pub use check::{check_installation, check_user_config};
 pub use daemons::{socket_mount, RouterDaemons, BIRD_RUN_DIR, FRR_RUN_DIR};
 pub use error::RoutingError;
 pub use frr::frr_config;
-pub use spec::{
-    ospf_cost, Daemon, Interface, Neighbour, OspfTimers, Protocol, RouterSpec, Routing, MAX_ASN,
-    MAX_OSPF_COST,
-};
+pub use spec::{ospf_cost, Interface, Neighbour, RouterSpec, MAX_OSPF_COST};

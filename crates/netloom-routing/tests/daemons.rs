@@ -6,10 +6,11 @@
 mod common;
 
 use common::{address, can_run, chain, Lab};
-use netloom_routing::{
-    check_installation, socket_mount, Daemon, OspfTimers, Protocol, RouterDaemons, Routing,
-};
+use netloom_routing::{check_installation, socket_mount, RouterDaemons};
 use netloom_time::Duration;
+use netloom_topo::{
+    KernelRouting as Routing, RoutingDaemon as Daemon, RoutingProtocol as Protocol,
+};
 
 /// FRR's fast hellos: 1 s, a neighbour dead after 4 s.
 fn fast(protocol: Protocol, daemon: Daemon, asn: Option<u32>) -> Routing {
@@ -17,7 +18,8 @@ fn fast(protocol: Protocol, daemon: Daemon, asn: Option<u32>) -> Routing {
         protocol,
         daemon,
         asn,
-        timers: OspfTimers::new(Duration::from_secs(1), Duration::from_secs(4)).unwrap(),
+        hello: Duration::from_secs(1),
+        dead: Duration::from_secs(4),
         ..Routing::default()
     }
 }

@@ -4,7 +4,8 @@
 
 #![allow(dead_code)]
 
-use netloom_routing::{Interface, Neighbour, RouterSpec, Routing};
+use netloom_routing::{Interface, Neighbour, RouterSpec};
+use netloom_topo::KernelRouting as Routing;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::process::Command;
