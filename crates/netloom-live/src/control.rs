@@ -79,26 +79,22 @@ impl<C: Clock> Controller<C> {
     /// Connects `drivers` as the workers of one run (worker k is `drivers[k]`; their engines
     /// must be the workers of one ownership, or the one engine of a single-worker run), so that
     /// they hand packets to each other, and returns the controller that orders them. `clock` is
-    /// the run's, which the drivers share.
+    /// the run's, which the drivers share. Requests name nodes of `topology`, the topology as
+    /// loaded (the engines' has the same links and pipes, with kernel routers' ports).
     pub fn connect<I: PacketIo>(
         drivers: &mut [Driver<I, C>],
         clock: C,
+        topology: Topology,
     ) -> std::io::Result<Controller<C>> {
         let (inboxes, posts) = mailboxes(drivers.len())?;
         for (driver, inbox) in drivers.iter_mut().zip(inboxes) {
             driver.io_mut().watch(inbox.waker()?)?;
             driver.connect(inbox, posts.clone());
         }
-        let topology = Arc::new(
-            drivers
-                .first()
-                .map(|d| d.engine().topology().clone())
-                .unwrap_or_else(|| Topology::new("empty", netloom_topo::RoutingMetric::Delay)),
-        );
         Ok(Controller {
             posts,
             clock,
-            topology,
+            topology: Arc::new(topology),
         })
     }
 

@@ -17,6 +17,7 @@ use crate::fragment;
 use crate::icmp::{self, Bucket};
 use crate::io::{Framing, PacketIo};
 use crate::ip::{self, endpoints, Malformed};
+use crate::kernel::{Entries, KernelRouters};
 use crate::mailbox::{Inbox, Message, Post};
 use crate::message::{Answer, HostCounters, Order, Snapshot};
 use crate::payload::{token, untoken, Payloads};
@@ -31,6 +32,7 @@ use netloom_topo::{NodeId, NodeKind, PipeId};
 use std::collections::HashMap;
 use std::io::{self, IoSlice};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 /// Frames read from one host in one go before the others get a turn.
 const READ_BATCH: usize = 64;
@@ -107,6 +109,8 @@ pub struct Driver<I: PacketIo, C: Clock> {
     buckets: HashMap<(NodeId, u32, bool), Bucket>,
     /// Where an ICMP error is built.
     error: Box<[u8]>,
+    /// With kernel routers: where packets enter the engine (`add_kernel_routers`).
+    entries: Option<Entries>,
 }
 
 impl<I: PacketIo, C: Clock> Driver<I, C> {
@@ -164,7 +168,25 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             ways: HashMap::new(),
             buckets: HashMap::new(),
             error: vec![0; icmp::MAX_ERROR].into_boxed_slice(),
+            entries: None,
             engine,
+        }
+    }
+
+    /// Runs `routers`' ports as the engine hosts after the real ones (their I/O is the routers'
+    /// TUN devices): what a port sends enters its link whatever its destination, and packets
+    /// for hosts beyond kernel routers enter toward the first one on their path.
+    pub(crate) fn add_kernel_routers(&mut self, routers: Arc<KernelRouters>) {
+        self.entries = Some(Entries::new(routers));
+    }
+
+    /// The engine node a packet from engine node `from` to `host` is injected for: the host
+    /// itself, or with kernel routers the end of the engine's part of the way there.
+    fn toward_host(&mut self, from: NodeId, host: u32) -> Option<NodeId> {
+        let node = self.host_nodes[host as usize];
+        match &mut self.entries {
+            Some(entries) => entries.toward(&self.engine, from, node),
+            None => Some(node),
         }
     }
 
@@ -357,6 +379,9 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             Order::Apply(change) => {
                 // A link taken down or up may change the paths that cross each router.
                 self.ways.clear();
+                if let Some(entries) = &mut self.entries {
+                    entries.forget();
+                }
                 Answer::Applied(answer::apply(&mut self.engine, &change))
             }
             Order::Snapshot => Answer::Snapshot(Box::new(self.snapshot())),
@@ -458,7 +483,11 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             c.packets_in += u64::from(segments);
             c.bytes_in += u64::from(gso.map_or(single, |g| g.wire_total()));
             let ttl = icmp::ttl(&frame[offset..]);
-            let to_host = self.hosts_by_addr.get(&addr).map(|&dst| (dst, ttl));
+            let to_host = match &mut self.entries {
+                Some(entries) => entries.end_for(&self.engine, host, addr),
+                None => self.hosts_by_addr.get(&addr).copied(),
+            }
+            .map(|dst| (dst, ttl));
             let way = to_host.or_else(|| {
                 let router = *self.routers_by_addr.get(&addr)?;
                 let (via, hops) = self.way_to(host, router)?;
@@ -478,7 +507,8 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             // A host sending as another, or as an address no host has: its replies would go
             // elsewhere, and experiments would trust a source that lies.
             let pool = self.payloads.pool();
-            if self.hosts_by_addr.get(&src) != Some(&host) {
+            let forwards = self.entries.as_ref().is_some_and(|e| e.is_port(host));
+            if !forwards && self.hosts_by_addr.get(&src) != Some(&host) {
                 self.counters[host as usize].spoofed += u64::from(segments);
                 if !self.allow_spoofing {
                     pool.put_back(id);
@@ -649,7 +679,10 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         let Some(&dst) = self.hosts_by_addr.get(&dst) else {
             return;
         };
-        let dst = self.host_nodes[dst as usize];
+        let Some(dst) = self.toward_host(node, dst) else {
+            return;
+        };
+        let frame = self.payloads.pool_ref().frame(id);
         let mut pieces: Vec<Vec<u8>> = Vec::new();
         fragment::split(&frame[offset..], mtu, |f| {
             pieces.push([&frame[..offset], f].concat());
@@ -735,8 +768,10 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             meta: ip::meta(&self.error[..len]),
             ttl: icmp::ERROR_TTL,
         };
-        let dst = self.host_nodes[host as usize];
-        if !self.engine.inject(now, router, dst, packet) {
+        let injected = self
+            .toward_host(router, host)
+            .is_some_and(|dst| self.engine.inject(now, router, dst, packet));
+        if !injected {
             self.payloads.pool().release(reply);
         }
     }

@@ -19,7 +19,9 @@ use crate::tun_drops::TunDrops;
 use crate::tun_io::TunIo;
 use crate::worker::Worker;
 use netloom_engine::Engine;
-use netloom_os::{HostSpec, KeepAwake, OsError, RouterSpec, Testbed, TestbedSpec};
+use netloom_os::{
+    HostSpec, KeepAwake, KernelRouterSpec, OsError, RouterSpec, Testbed, TestbedSpec,
+};
 use serde_json::{Map, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -62,6 +64,9 @@ pub enum LiveError {
     /// A capture that cannot be made.
     #[error("{0}")]
     Capture(String),
+    /// The `RouterControl` refused or failed.
+    #[error("{0}")]
+    Routers(String),
     /// A host name the experiment does not have.
     #[error("experiment {experiment} has no host {host:?}{hint}")]
     UnknownHost {
@@ -79,6 +84,22 @@ fn io_error(what: &str) -> impl FnOnce(std::io::Error) -> LiveError + '_ {
         what: what.to_string(),
         source,
     }
+}
+
+/// What runs inside kernel routers besides their kernels (routing daemons): told when the
+/// routers are made and when they go. `Experiment::start_with` takes one.
+pub trait RouterControl: Send {
+    /// Before anything is made: may check the routers' specs and change them (a router whose
+    /// daemons fill its table keeps no static routes). An error stops the start, with nothing
+    /// left behind.
+    fn prepare(&mut self, routers: &mut [KernelRouterSpec]) -> Result<(), String>;
+    /// Once the routers' namespaces and devices are up and the workers move packets, before
+    /// `start` returns (so before the caller runs anything on the hosts). An error stops the
+    /// start; everything made is removed.
+    fn start(&mut self, routers: &[KernelRouterSpec]) -> Result<(), String>;
+    /// When the experiment stops, while the routers still exist (whatever is left running in
+    /// their namespaces is killed after).
+    fn stop(&mut self);
 }
 
 /// Why `wait` returned.
@@ -316,6 +337,8 @@ pub struct Experiment {
     server: Option<Server>,
     monitor: Option<Monitor>,
     _awake: Option<KeepAwake>,
+    /// What runs in the kernel routers, stopped before the testbed goes.
+    router_control: Option<Box<dyn RouterControl>>,
     /// Last, so the hosts outlive everything that uses their devices.
     testbed: Option<Testbed>,
 }
@@ -325,7 +348,21 @@ impl Experiment {
     /// once the experiment answers. On any error everything started so far is stopped and
     /// removed again.
     pub fn start(plan: Plan) -> Result<Experiment, LiveError> {
+        Experiment::start_with(plan, None)
+    }
+
+    /// `start`, with `router_control` told about the kernel routers (see `RouterControl`).
+    pub fn start_with(
+        plan: Plan,
+        mut router_control: Option<Box<dyn RouterControl>>,
+    ) -> Result<Experiment, LiveError> {
         let options = plan.options.clone();
+        let mut kernel_routers = plan.kernel_routers();
+        if let Some(control) = &mut router_control {
+            control
+                .prepare(&mut kernel_routers)
+                .map_err(LiveError::Routers)?;
+        }
         let hosts = plan.hosts();
         let mtus = plan.host_mtus();
         let routers = plan.routers();
@@ -350,6 +387,7 @@ impl Experiment {
                     ipv6: r.ipv6,
                 })
                 .collect(),
+            kernel_routers,
         };
         let testbed = Testbed::create(&spec)?;
         let tun_drops = TunDrops::start(testbed.counter_reader())?;
@@ -390,12 +428,17 @@ impl Experiment {
         };
         let Plan {
             topology,
+            kernel,
             routes,
             ownership,
             hosts: reads,
             cpus,
             ..
         } = plan;
+        // Requests name the nodes of the topology as loaded; the engine runs its own with
+        // kernel routers' ports (same links and pipes).
+        let names = topology.clone();
+        let topology = kernel.as_ref().map_or(topology, |k| k.engine.clone());
         let engines = match &ownership {
             Some(o) => Engine::partitioned_all(&topology, &routes, options.seed, o),
             None => vec![Engine::with_routes(topology, routes, options.seed)],
@@ -408,12 +451,17 @@ impl Experiment {
             }
             let mut driver = Driver::new(engine, io, clock, &addresses, config);
             for (node, r) in &routers {
-                driver.add_router(*node, r.ipv4, r.ipv6);
+                if !names.node(*node).kernel {
+                    driver.add_router(*node, r.ipv4, r.ipv6);
+                }
+            }
+            if let Some(k) = &kernel {
+                driver.add_kernel_routers(k.clone());
             }
             drivers.push(driver);
         }
-        let controller =
-            Controller::connect(&mut drivers, clock).map_err(io_error("connecting the workers"))?;
+        let controller = Controller::connect(&mut drivers, clock, names)
+            .map_err(io_error("connecting the workers"))?;
         let (bell, rung) = mpsc::channel();
         let shared = Arc::new(Shared {
             info,
@@ -437,6 +485,7 @@ impl Experiment {
             server: None,
             monitor: None,
             _awake: awake,
+            router_control: None,
             testbed: Some(testbed),
         };
         // From here on, an error drops `experiment`, which stops what started and tears down.
@@ -474,6 +523,18 @@ impl Experiment {
             )
             .map_err(io_error("starting the accuracy monitor"))?
         });
+        if let Some(mut control) = router_control {
+            let routers = &experiment
+                .testbed
+                .as_ref()
+                .expect("set above")
+                .spec()
+                .kernel_routers;
+            let started = control.start(routers);
+            // Stopped with the experiment even if it started only in part.
+            experiment.router_control = Some(control);
+            started.map_err(LiveError::Routers)?;
+        }
         experiment.shared.events.publish(Event::Started {
             at_ns: experiment.shared.now_ns(),
             experiment: options.name,
@@ -481,6 +542,13 @@ impl Experiment {
             workers: experiment.workers.len(),
         });
         Ok(experiment)
+    }
+
+    /// The kernel routers as they were brought up (after any `RouterControl::prepare`).
+    pub fn kernel_routers(&self) -> &[KernelRouterSpec] {
+        self.testbed
+            .as_ref()
+            .map_or(&[], |t| t.spec().kernel_routers.as_slice())
     }
 
     /// What the experiment is: name, hosts with their addresses, links, split.
@@ -603,6 +671,9 @@ impl Experiment {
             }
         }
         drop(drivers);
+        if let Some(mut control) = self.router_control.take() {
+            control.stop();
+        }
         self.shared.events.publish(Event::Stopped {
             at_ns: self.shared.now_ns(),
             reason: reason.to_string(),

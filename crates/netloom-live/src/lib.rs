@@ -9,7 +9,7 @@
 //! experiment's side of those orders), `wait` (the precision modes' waiting policy), `message`
 //! (the leaf of requests, orders, answers and figures), `protocol` and `server` (the control
 //! socket, and its streams), `report`, `event`, `monitor` (accuracy alarms while a run goes on),
-//! `capture` and `pcapng` (packet capture; `synthetic` for virtual-time runs' packets), `plan`,
+//! `kernel` (kernel routers' ports and where packets enter the engine), `capture` and `pcapng` (packet capture; `synthetic` for virtual-time runs' packets), `plan`,
 //! `experiment`, and `tun_io`, `segment`, `ip`, `pool` for the packets themselves.
 
 mod accuracy;
@@ -24,6 +24,7 @@ mod fragment;
 mod icmp;
 mod io;
 mod ip;
+mod kernel;
 mod mailbox;
 mod message;
 mod monitor;
@@ -48,7 +49,7 @@ pub use clock::{Clock, SystemClock, TestClock};
 pub use control::{capture_pipes, ControlError, Controller, Pending};
 pub use driver::{Driver, DriverConfig};
 pub use event::{Event, Subscription};
-pub use experiment::{Ending, Experiment, Handle, LiveError, ANSWER_TIMEOUT};
+pub use experiment::{Ending, Experiment, Handle, LiveError, RouterControl, ANSWER_TIMEOUT};
 pub use io::{Framing, PacketIo};
 pub use ip::{destination, endpoints, Malformed};
 pub use message::{Direction, HostCounters, LinkChange, PipeState, Request, Snapshot};

@@ -5,6 +5,7 @@
 //! runs a plan; nothing here touches the OS.
 
 use crate::accuracy::Thresholds;
+use crate::kernel::KernelRouters;
 use crate::report::{HostInfo, WorkersInfo};
 use crate::wait::{Hybrid, Precision};
 use netloom_engine::{Ownership, OwnershipError, Payload};
@@ -143,7 +144,11 @@ pub enum PlanError {
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub(crate) options: Options,
+    /// The topology as loaded.
     pub(crate) topology: Topology,
+    /// With kernel routers: the engine's topology with their ports, and what they need.
+    pub(crate) kernel: Option<Arc<KernelRouters>>,
+    /// The routes of the engine's topology.
     pub(crate) routes: Routes,
     /// With several workers: who owns which pipe and host.
     pub(crate) ownership: Option<Arc<Ownership>>,
@@ -174,7 +179,13 @@ impl Plan {
                 hosts: topology.hosts.len(),
             });
         }
-        let routes = Routes::try_compute(&topology)?;
+        let kernel = KernelRouters::new(&topology).map(Arc::new);
+        if kernel.is_some() && workers > 1 {
+            return bad("kernel routers run with one worker: leave out --workers");
+        }
+        let engine = kernel.as_ref().map_or(&topology, |k| &k.engine);
+        let routes = Routes::try_compute(engine)?;
+        let engine_hosts = engine.hosts.len() as u32;
         let mut warnings = Vec::new();
         if workers == 1 {
             if options.split.is_some() || matches!(options.placement, Placement::ByCache(_)) {
@@ -188,11 +199,12 @@ impl Plan {
                 _ => None,
             };
             return Ok(Plan {
-                hosts: vec![(0..topology.hosts.len() as u32).collect()],
+                hosts: vec![(0..engine_hosts).collect()],
                 cpus: vec![cpu],
                 ownership: None,
                 options,
                 topology,
+                kernel,
                 routes,
                 warnings,
             });
@@ -269,6 +281,7 @@ impl Plan {
         Ok(Plan {
             options,
             topology,
+            kernel,
             routes,
             ownership: Some(Arc::new(ownership)),
             hosts,
@@ -351,12 +364,24 @@ impl Plan {
             .collect()
     }
 
-    /// Each host's addresses, as the driver routes them.
+    /// Each engine host's addresses, as the driver routes them: the hosts', then none for each
+    /// port of a kernel router (the router's kernel has the addresses).
     pub(crate) fn addresses(&self) -> Vec<Vec<IpAddr>> {
+        let ports = self.kernel.as_ref().map_or(0, |k| k.ports.len());
         self.hosts()
             .into_iter()
             .map(|h| vec![IpAddr::V4(h.ipv4), IpAddr::V6(h.ipv6)])
+            .chain(std::iter::repeat_n(Vec::new(), ports))
             .collect()
+    }
+
+    /// Each kernel router with its devices and static routes, in node order (docs/live.md,
+    /// "Kernel routers"): what `Experiment::start` brings up, unless a `RouterControl`
+    /// changes it.
+    pub fn kernel_routers(&self) -> Vec<netloom_os::KernelRouterSpec> {
+        self.kernel
+            .as_ref()
+            .map_or_else(Vec::new, |k| k.specs(&self.options.name))
     }
 
     /// How the run is split, with several workers.

@@ -419,7 +419,8 @@ fn a_link_set_at_t_changes_exit_times_from_t() {
     // 9 ms, enters r-h1 at 11.8 ms; packet 2 is sent at 10 ms, just before the change.
     let (d, clock) = driver(Precision::Sleep, |_| {});
     let mut ds = [d];
-    let control = Controller::connect(&mut ds, clock.clone()).unwrap();
+    let names = ds[0].engine().topology().clone();
+    let control = Controller::connect(&mut ds, clock.clone(), names).unwrap();
     let [mut d] = ds;
     for (k, at) in [(0, 5_000), (1, 9_000), (2, 10_000)] {
         d.io_mut()
@@ -486,7 +487,8 @@ fn a_link_set_at_t_changes_exit_times_from_t() {
 fn changes_are_refused_with_the_reason_and_change_nothing() {
     let (d, clock) = driver(Precision::Busy, |_| {});
     let mut ds = [d];
-    let control = Controller::connect(&mut ds, clock.clone()).unwrap();
+    let names = ds[0].engine().topology().clone();
+    let control = Controller::connect(&mut ds, clock.clone(), names).unwrap();
     let err = |e: netloom_live::ControlError| e.to_string();
     let unknown = control.link_set("r", "h11", Direction::Both, &delay("1ms"));
     let unknown = err(unknown.err().unwrap());
@@ -561,7 +563,8 @@ fn a_trace_driven_link_cannot_be_made_wireless() {
         &addrs,
         config,
     )];
-    let control = Controller::connect(&mut ds, clock).unwrap();
+    let names = ds[0].engine().topology().clone();
+    let control = Controller::connect(&mut ds, clock, names).unwrap();
     let mut set = serde_json::Map::new();
     set.insert("wireless".into(), "802.11b".into());
     set.insert("bw".into(), "11Mbit".into());

@@ -58,7 +58,8 @@ fn workers<C: TestTime>(
             Driver::new(engine, io, clock.clone(), &addrs, config(precision))
         })
         .collect();
-    let control = Controller::connect(&mut drivers, clock).unwrap();
+    let names = drivers[0].engine().topology().clone();
+    let control = Controller::connect(&mut drivers, clock, names).unwrap();
     (drivers, control)
 }
 

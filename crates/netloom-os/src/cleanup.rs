@@ -96,8 +96,7 @@ pub(crate) fn clean_in(dir: &Path, experiment: Option<&str>) -> Result<CleanRepo
             }
             Ok(Some(record)) => {
                 let (namespaces, unmarked): (Vec<String>, Vec<String>) = record
-                    .hosts
-                    .iter()
+                    .namespaces()
                     .map(|h| h.ns.clone())
                     .partition(|ns| registry::is_marked(&path, ns));
                 for ns in unmarked.into_iter().filter(|ns| netns::exists(ns)) {

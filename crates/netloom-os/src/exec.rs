@@ -127,7 +127,7 @@ pub fn close_inherited_fds(command: &mut Command) {
 }
 
 /// `ip` from iproute2: its usual place, else whatever `PATH` finds.
-fn ip_binary() -> &'static str {
+pub(crate) fn ip_binary() -> &'static str {
     ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"]
         .into_iter()
         .find(|p| Path::new(p).exists())

@@ -14,6 +14,7 @@ mod netns;
 mod plan;
 mod poller;
 mod registry;
+mod router;
 mod signal;
 mod tcp;
 mod testbed;
@@ -35,6 +36,9 @@ pub use plan::{
 };
 pub use poller::Poller;
 pub use registry::{create_log, find_host, log_path, registry_dir, running, Record, RecordHost};
+pub use router::{
+    device_names, link_local, KernelInterface, KernelRouterSpec, StaticRoute, MAX_DEVICE_NAME,
+};
 pub use signal::{install_stop_handler, restore_default_sigpipe};
 pub use tcp::{available_congestion_controls, DEFAULT_CONGESTION_CONTROL};
 pub use testbed::{CounterReader, HostSpec, RouterSpec, Testbed, TestbedSpec};

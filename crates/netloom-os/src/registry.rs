@@ -41,6 +41,10 @@ pub struct Record {
     /// Every host of the experiment, in topology order: the namespaces `stop` and `clean` may
     /// remove.
     pub hosts: Vec<RecordHost>,
+    /// Every kernel router of the experiment (a namespace each, with its plan addresses); absent
+    /// in records of runs without.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routers: Vec<RecordHost>,
     /// Whether the owner is still running; computed when read, never stored.
     #[serde(skip)]
     pub alive: bool,
@@ -60,6 +64,11 @@ pub struct RecordHost {
 }
 
 impl Record {
+    /// Every namespace of the experiment: its hosts', then its kernel routers'.
+    pub fn namespaces(&self) -> impl Iterator<Item = &RecordHost> {
+        self.hosts.iter().chain(&self.routers)
+    }
+
     /// Whether the recorded owner is still running and is the process that made the experiment
     /// in `dir`: the same start time, and it holds `dir` open (as `hold` does), which no other
     /// process does. A record without a start time, or naming any other process, is not alive,
@@ -83,7 +92,7 @@ impl Record {
                 self.name
             ));
         }
-        for host in &self.hosts {
+        for host in self.namespaces() {
             plan::check_host_name(&host.name).map_err(|e| e.to_string())?;
             let ns = plan::namespace_name(&self.name, &host.name);
             if host.ns != ns {
@@ -113,15 +122,13 @@ pub fn find_host(experiment: Option<&str>, host: &str) -> Result<(Record, Record
             pid: record.pid,
         });
     }
-    match record.hosts.iter().find(|h| h.name == host) {
-        Some(found) => {
-            let found = found.clone();
-            Ok((record, found))
-        }
+    let found = record.namespaces().find(|h| h.name == host).cloned();
+    match found {
+        Some(found) => Ok((record, found)),
         None => Err(OsError::UnknownHost {
             experiment: record.name.clone(),
             host: host.to_string(),
-            hosts: record.hosts.iter().map(|h| h.name.clone()).collect(),
+            hosts: record.namespaces().map(|h| h.name.clone()).collect(),
         }),
     }
 }
@@ -369,6 +376,7 @@ mod tests {
                 ipv4: Ipv4Addr::new(198, 18, 0, 1),
                 ipv6: "fd6e:6c00::1".parse().unwrap(),
             }],
+            routers: Vec::new(),
             alive: false,
         }
     }
@@ -430,6 +438,16 @@ mod tests {
             err.contains(r#"namespace "../../etc"; netloom names it "nl-x-h1""#),
             "{err}"
         );
+        // A kernel router's namespace is checked like a host's.
+        let mut router = record("w", 1);
+        router.routers = vec![RecordHost {
+            ns: "nl-v-r1".to_string(),
+            ..router.hosts[0].clone()
+        }];
+        router.routers[0].name = "r1".to_string();
+        register(&dir, &router);
+        let err = read(&dir.join("w")).unwrap_err().to_string();
+        assert!(err.contains(r#"netloom names it "nl-w-r1""#), "{err}");
         // A record copied into another experiment's directory.
         let Claim::Claimed(other) = claim(&dir, "y").unwrap() else {
             panic!("name taken")

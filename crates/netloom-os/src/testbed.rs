@@ -6,6 +6,7 @@
 use crate::interface::DeviceCounters;
 use crate::plan::{self, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU};
 use crate::registry::{self, Claim, Record, RecordHost};
+use crate::router::{self, KernelRouterSpec};
 use crate::tun::{TUN_NAME, TUN_NAME_C};
 use crate::{cleanup, interface, netns, tcp, OsError, Tun};
 use std::collections::HashSet;
@@ -59,7 +60,11 @@ pub struct TestbedSpec {
     pub congestion_control: String,
     /// The routers, which have no namespace but a name and addresses every host resolves
     /// (`plan::router_address`); names and addresses distinct from the hosts' and each other's.
+    /// Kernel routers are among them too.
     pub routers: Vec<RouterSpec>,
+    /// The kernel routers: a namespace each, with one TUN device per link (their devices follow
+    /// the hosts' in `Testbed::tuns`, router by router, in interface order).
+    pub kernel_routers: Vec<KernelRouterSpec>,
 }
 
 impl TestbedSpec {
@@ -86,6 +91,7 @@ impl TestbedSpec {
             hosts,
             congestion_control: tcp::DEFAULT_CONGESTION_CONTROL.to_string(),
             routers: Vec::new(),
+            kernel_routers: Vec::new(),
         }
     }
 
@@ -142,6 +148,42 @@ impl TestbedSpec {
                 return Err(invalid(format!(
                     "host {}: address {} or {} is used twice",
                     host.name, host.ipv4, host.ipv6
+                )));
+            }
+        }
+        for r in &self.kernel_routers {
+            if !self.routers.iter().any(|named| named.name == r.name) {
+                return Err(invalid(format!(
+                    "kernel router {} is not among the routers",
+                    r.name
+                )));
+            }
+            if r.namespace != plan::namespace_name(&self.name, &r.name) {
+                return Err(invalid(format!(
+                    "kernel router {}: its namespace must be {}",
+                    r.name,
+                    plan::namespace_name(&self.name, &r.name)
+                )));
+            }
+            let mut devices = HashSet::new();
+            for i in &r.interfaces {
+                let ok = !i.device.is_empty()
+                    && i.device.len() <= router::MAX_DEVICE_NAME
+                    && !i.device.contains(['/', ':', ' ', '\0']);
+                if !ok || !devices.insert(&i.device) || i.device == "lo" {
+                    return Err(invalid(format!(
+                        "kernel router {}: device name {:?} is not valid or is used twice",
+                        r.name, i.device
+                    )));
+                }
+            }
+            if let Some(route) = r.routes.iter().find(|x| x.interface >= r.interfaces.len()) {
+                return Err(invalid(format!(
+                    "kernel router {}: route to {} names interface {} of {}",
+                    r.name,
+                    route.destination,
+                    route.interface,
+                    r.interfaces.len()
                 )));
             }
         }
@@ -284,27 +326,67 @@ impl Testbed {
                     ipv6: h.ipv6,
                 })
                 .collect(),
+            routers: spec
+                .kernel_routers
+                .iter()
+                .map(|r| RecordHost {
+                    name: r.name.clone(),
+                    ns: r.namespace.clone(),
+                    ipv4: r.ipv4,
+                    ipv6: r.ipv6,
+                })
+                .collect(),
             alive: true,
         };
         // The record goes first, so that a crash at any later point leaves something `clean`
         // can find.
         registry::write(self.registry.as_ref().expect("set by create"), &record)?;
-        if let Some(ns) = namespaces.iter().find(|ns| netns::exists(ns)) {
+        let routers = spec.kernel_routers.iter().map(|r| &r.namespace);
+        if let Some(ns) = namespaces
+            .iter()
+            .chain(routers)
+            .find(|ns| netns::exists(ns))
+        {
             return Err(OsError::NamespaceExists { ns: ns.clone() });
         }
         netns::prepare_run_dir()?;
         let registry = self.registry.as_deref().expect("set by create");
         let (made, tuns) = bring_up(spec, &namespaces, registry);
         self.namespaces = made;
-        self.tuns = Arc::new(tuns?);
-        for (host, ns) in spec.hosts.iter().zip(&namespaces) {
-            netns::write_hosts(ns, &spec.hosts_file(&host.name))?;
-            self.etc_dirs.push(ns.clone());
+        let mut tuns = tuns?;
+        for r in &spec.kernel_routers {
+            let mut made = false;
+            let result = router::bring_up(r, registry, &mut made);
+            if made {
+                self.namespaces.push(r.namespace.clone());
+            }
+            match result {
+                Ok(devices) => tuns.extend(devices),
+                Err(err) => {
+                    // Teardown closes what was made so far.
+                    self.tuns = Arc::new(tuns);
+                    return Err(err);
+                }
+            }
+        }
+        self.tuns = Arc::new(tuns);
+        let named = spec
+            .hosts
+            .iter()
+            .map(|h| (&h.name, plan::namespace_name(&spec.name, &h.name)));
+        let routers = spec
+            .kernel_routers
+            .iter()
+            .map(|r| (&r.name, r.namespace.clone()));
+        for (name, ns) in named.chain(routers) {
+            netns::write_hosts(&ns, &spec.hosts_file(name))?;
+            self.etc_dirs.push(ns);
         }
         Ok(())
     }
 
-    /// The TUN devices, one per host, in the order of `spec().hosts`; empty after teardown.
+    /// The TUN devices, one per host in the order of `spec().hosts`, then those of the kernel
+    /// routers (router by router, in interface order); empty after teardown.
     /// Threads that read and write them keep a clone of this `Arc` and drop it before teardown.
     pub fn tuns(&self) -> &Arc<Vec<Tun>> {
         &self.tuns
@@ -331,12 +413,17 @@ impl Testbed {
     }
 
     /// Runs `argv` on `host` like the free function `exec`.
+    /// Kernel routers are run on like hosts.
     pub fn exec(&self, host: &str, argv: &[String]) -> Result<ExitStatus, OsError> {
-        if !self.spec.hosts.iter().any(|h| h.name == host) {
+        let hosts = self.spec.hosts.iter().map(|h| &h.name);
+        let mut names = hosts.chain(self.spec.kernel_routers.iter().map(|r| &r.name));
+        if !names.any(|name| name == host) {
+            let hosts = self.spec.hosts.iter().map(|h| h.name.clone());
+            let routers = self.spec.kernel_routers.iter().map(|r| r.name.clone());
             return Err(OsError::UnknownHost {
                 experiment: self.spec.name.clone(),
                 host: host.to_string(),
-                hosts: self.spec.hosts.iter().map(|h| h.name.clone()).collect(),
+                hosts: hosts.chain(routers).collect(),
             });
         }
         crate::exec(&plan::namespace_name(&self.spec.name, host), argv)
@@ -405,7 +492,7 @@ fn bring_up(
                         .push(namespaces[i].clone());
                     registry::mark_namespace(registry, &namespaces[i])?;
                     interface::quiet_ipv6()?;
-                    let tun = Tun::create_here()?;
+                    let tun = Tun::create_here(TUN_NAME_C)?;
                     interface::configure(
                         TUN_NAME_C,
                         host.mtu,

@@ -26,9 +26,9 @@ pub struct Tun {
 }
 
 impl Tun {
-    /// Creates `nl0` in the calling thread's network namespace (IFF_TUN | IFF_NO_PI |
-    /// IFF_VNET_HDR, O_NONBLOCK), with offloads off.
-    pub(crate) fn create_here() -> Result<Tun, OsError> {
+    /// Creates device `name` (a host's `nl0`, a kernel router's link) in the calling thread's
+    /// network namespace (IFF_TUN | IFF_NO_PI | IFF_VNET_HDR, O_NONBLOCK), with offloads off.
+    pub(crate) fn create_here(name: &CStr) -> Result<Tun, OsError> {
         // SAFETY: the path is a NUL-terminated literal; open has no other preconditions.
         let raw = unsafe {
             libc::open(
@@ -45,13 +45,13 @@ impl Tun {
         }
         // SAFETY: `raw` was just returned by open and is owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        let mut req = crate::interface::ifreq_for(TUN_NAME_C);
+        let mut req = crate::interface::ifreq_for(name);
         req.ifr_ifru.ifru_flags =
             (libc::IFF_TUN | libc::IFF_NO_PI | libc::IFF_VNET_HDR) as libc::c_short;
         // SAFETY: TUNSETIFF reads and writes one `ifreq`, which `req` is and outlives the call.
         if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut req) } < 0 {
             return Err(OsError::last(format!(
-                "create TUN device {TUN_NAME} (TUNSETIFF)"
+                "create TUN device {name:?} (TUNSETIFF)"
             )));
         }
         // The kernel's default is this size already; setting it pins what VNET_HDR_LEN promises.
@@ -59,7 +59,7 @@ impl Tun {
         // SAFETY: TUNSETVNETHDRSZ reads one `int` through the pointer, which outlives the call.
         if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETVNETHDRSZ, &size) } < 0 {
             return Err(OsError::last(format!(
-                "set the virtio_net_hdr size of {TUN_NAME} (TUNSETVNETHDRSZ)"
+                "set the virtio_net_hdr size of {name:?} (TUNSETVNETHDRSZ)"
             )));
         }
         Ok(Tun { fd })
@@ -83,9 +83,9 @@ impl Tun {
             )
         } < 0
         {
-            return Err(OsError::last(format!(
-                "set the offloads of {TUN_NAME} (TUNSETOFFLOAD)"
-            )));
+            return Err(OsError::last(
+                "set the offloads of a TUN device (TUNSETOFFLOAD)",
+            ));
         }
         Ok(())
     }

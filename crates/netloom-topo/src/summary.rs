@@ -18,6 +18,8 @@ pub struct Summary {
     pub hosts: usize,
     /// Count of routers, the nodes that only forward.
     pub routers: usize,
+    /// The kernel routers' names (a namespace each in a live run), in node order.
+    pub kernel_routers: Vec<String>,
     /// Count of links, one per `[[link]]` entry, shared or not.
     pub links: usize,
     /// Number of pipes: two per duplex link, one per shared link.
@@ -62,6 +64,12 @@ pub fn summarize(topo: &Topology) -> Summary {
             .iter()
             .filter(|n| n.kind == NodeKind::Router)
             .count(),
+        kernel_routers: topo
+            .nodes
+            .iter()
+            .filter(|n| n.kernel)
+            .map(|n| n.name.clone())
+            .collect(),
         links: topo.links.len(),
         pipes: topo.pipes.len(),
         shared_links: link_ids.clone().filter(|&l| topo.is_shared(l)).count(),
@@ -88,7 +96,16 @@ impl fmt::Display for Summary {
         let rate = |bps| format_rate(Rate::bps(bps));
         writeln!(f, "name      {}", self.name)?;
         writeln!(f, "hosts     {}", self.hosts)?;
-        writeln!(f, "routers   {}", self.routers)?;
+        write!(f, "routers   {}", self.routers)?;
+        if !self.kernel_routers.is_empty() {
+            write!(
+                f,
+                " ({} kernel: {})",
+                self.kernel_routers.len(),
+                self.kernel_routers.join(", ")
+            )?;
+        }
+        writeln!(f)?;
         write!(
             f,
             "links     {} ({} pipes, {} shared",

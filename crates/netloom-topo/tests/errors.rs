@@ -489,6 +489,15 @@ fn kernel_routers_per_router_and_for_the_whole_topology() {
     let except =
         "hosts = [\"h1\", \"h2\"]\nrouters = [\"r1\", { name = \"r2\", kernel = false }]\n";
     assert_eq!(load(except, all), [false, true, false]);
+    // `netloom check` names them.
+    let text = with_middle("").replacen(NODES, own, 1);
+    let summary = netloom_topo::summarize(&load_str(&text, Format::Toml, "t.toml").unwrap());
+    assert!(
+        summary
+            .to_string()
+            .contains("\nrouters   2 (1 kernel: r1)\n"),
+        "{summary}"
+    );
 }
 
 #[test]
