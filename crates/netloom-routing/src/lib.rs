@@ -10,6 +10,7 @@
 
 mod bird;
 mod check;
+mod control;
 mod daemons;
 mod error;
 mod frr;
@@ -17,6 +18,7 @@ mod spec;
 
 pub use bird::bird_config;
 pub use check::{check_installation, check_user_config};
+pub use control::{router_dir, RoutingControl};
 pub use daemons::{socket_mount, RouterDaemons, BIRD_RUN_DIR, FRR_RUN_DIR};
 pub use error::RoutingError;
 pub use frr::frr_config;
