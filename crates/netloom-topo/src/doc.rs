@@ -60,8 +60,9 @@ pub struct Meta {
 pub enum NodeEntry {
     /// A bare name, `"h1"`: a node without a group.
     Name(String),
-    /// A table, `{ name = "h1", group = "g1" }`.
-    Full(NodeTable),
+    /// A table, `{ name = "h1", group = "g1" }`; boxed, as it has many more keys than a name
+    /// and most entries of large topologies are bare names.
+    Full(Box<NodeTable>),
 }
 
 impl NodeEntry {
@@ -77,7 +78,7 @@ impl NodeEntry {
             Some(Position::Plane { x: px, y: py }) => (x, y) = (Some(px), Some(py)),
             None => {}
         }
-        NodeEntry::Full(NodeTable {
+        NodeEntry::Full(Box::new(NodeTable {
             name,
             group,
             lat,
@@ -85,7 +86,7 @@ impl NodeEntry {
             x,
             y,
             ..NodeTable::default()
-        })
+        }))
     }
 }
 

@@ -609,7 +609,7 @@ impl Reader {
                         "a node table needs a name: { name = \"h1\", group = \"g1\" }".into(),
                     );
                 }
-                Some(NodeEntry::Full(NodeTable {
+                Some(NodeEntry::Full(Box::new(NodeTable {
                     name: name?,
                     group: self.string(map, "group", at),
                     lat: self.number(map, "lat", at),
@@ -624,7 +624,7 @@ impl Reader {
                     config: self.string(map, "config", at),
                     hello: self.with_unit(map, "hello", at),
                     dead: self.with_unit(map, "dead", at),
-                }))
+                })))
             }
             v => {
                 self.push(

@@ -66,15 +66,15 @@ fn everything() -> TopologyFile {
         .into(),
         hosts: vec![
             NodeEntry::Name("h1".into()),
-            NodeEntry::Full(NodeTable {
+            NodeEntry::Full(Box::new(NodeTable {
                 name: "h2".into(),
                 group: Some("east".into()),
                 lat: Some(52.52),
                 lon: Some(13.4),
                 ..NodeTable::default()
-            }),
+            })),
         ],
-        routers: vec![NodeEntry::Full(NodeTable {
+        routers: vec![NodeEntry::Full(Box::new(NodeTable {
             name: "r1".into(),
             group: Some("core".into()),
             kernel: Some(true),
@@ -87,7 +87,7 @@ fn everything() -> TopologyFile {
             // Any file that exists beside the document (the tests run in the crate's directory).
             config: Some("Cargo.toml".into()),
             ..NodeTable::default()
-        })],
+        }))],
         routing: Some(RoutingSection {
             protocol: Some("static".into()),
             daemon: Some("bird".into()),

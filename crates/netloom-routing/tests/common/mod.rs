@@ -201,9 +201,16 @@ pub fn chain(tag: &str, routings: Vec<Routing>) -> (Lab, Vec<RouterSpec>) {
         let (v4, v6) = address(j);
         (name(j), v4, v6)
     };
-    // interfaces[j]: (device, peer name, peer addresses, neighbour) of router j.
-    let mut interfaces: Vec<Vec<(String, String, (Ipv4Addr, Ipv6Addr), Neighbour)>> =
-        vec![Vec::new(); routings.len()];
+    let interface = |device: String, peer: String, (v4, v6), neighbour| Interface {
+        device,
+        peer,
+        neighbour,
+        peer_ipv4: v4,
+        peer_ipv6: v6,
+        cost: 10,
+    };
+    // interfaces[j]: router j's.
+    let mut interfaces: Vec<Vec<Interface>> = vec![Vec::new(); routings.len()];
     let (r0, r0_v4, r0_v6) = end(0);
     let (h_dev, r0_dev) = lab.link(("h", host.0, host.1), (&r0, r0_v4, r0_v6));
     for family in ["-4", "-6"] {
@@ -218,7 +225,7 @@ pub fn chain(tag: &str, routings: Vec<Routing>) -> (Lab, Vec<RouterSpec>) {
             &h_dev,
         ]);
     }
-    interfaces[0].push((r0_dev, "h".into(), host, Neighbour::Passive));
+    interfaces[0].push(interface(r0_dev, "h".into(), host, Neighbour::Passive));
     for j in 1..routings.len() {
         let (a, a4, a6) = end(j - 1);
         let (b, b4, b6) = end(j);
@@ -226,8 +233,8 @@ pub fn chain(tag: &str, routings: Vec<Routing>) -> (Lab, Vec<RouterSpec>) {
         let neighbour = |k: usize| Neighbour::Router {
             asn: routings[k].asn,
         };
-        interfaces[j - 1].push((da, b, (b4, b6), neighbour(j)));
-        interfaces[j].push((db, a, (a4, a6), neighbour(j - 1)));
+        interfaces[j - 1].push(interface(da, b, (b4, b6), neighbour(j)));
+        interfaces[j].push(interface(db, a, (a4, a6), neighbour(j - 1)));
     }
     let specs = routings
         .into_iter()
@@ -239,19 +246,7 @@ pub fn chain(tag: &str, routings: Vec<Routing>) -> (Lab, Vec<RouterSpec>) {
                 namespace: lab.ns(&name(j)),
                 ipv4,
                 ipv6,
-                interfaces: interfaces[j]
-                    .iter()
-                    .map(
-                        |(device, peer, (peer_ipv4, peer_ipv6), neighbour)| Interface {
-                            device: device.clone(),
-                            peer: peer.clone(),
-                            neighbour: neighbour.clone(),
-                            peer_ipv4: *peer_ipv4,
-                            peer_ipv6: *peer_ipv6,
-                            cost: 10,
-                        },
-                    )
-                    .collect(),
+                interfaces: interfaces[j].clone(),
                 routing,
             }
         })
