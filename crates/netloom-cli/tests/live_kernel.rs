@@ -100,6 +100,13 @@ fn kernel_routers_forward_answer_and_take_link_changes() {
         (after - before - 16.0).abs() <= 0.2,
         "{before} then {after}"
     );
+    // A link taken down between kernel routers drops what they give it (static routes stay);
+    // back up, it carries again.
+    lab.control(&["link", "down", "r1", "r2"]);
+    let out = lab.exec("h1", &["ping", "-c", "2", "-i", "0.2", "-W", "1", "h2"]);
+    assert!(text(&out).contains(" 0 received"), "{}", text(&out));
+    lab.control(&["link", "up", "r1", "r2"]);
+    assert_eq!(lab.exact_rtts("h1", "h2", 2).len(), 2);
     // TCP through both kernels reaches the 50 Mbit/s of r1–r2 (90 % of it, as the engine
     // routers' test in live_routers.rs).
     lab.spawn("h2", &["iperf3", "-s", "-1"]);

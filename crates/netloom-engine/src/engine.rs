@@ -233,6 +233,8 @@ pub enum EngineError {
 pub struct Engine {
     topo: Topology,
     routes: Routes,
+    /// How many times the routes were recomputed (`reroutes`).
+    reroutes: u64,
     pipes: Vec<Pipe>,
     /// For each pipe, the node it leads to; `NodeId::MAX` for a shared medium (depends on entry side).
     pipe_head: Vec<NodeId>,
@@ -365,6 +367,7 @@ impl Engine {
             tapped: Vec::new(),
             topo,
             routes,
+            reroutes: 0,
             pipes,
             pipe_head,
             packets: Slab::default(),
@@ -599,6 +602,12 @@ impl Engine {
     /// (`set_pipe_configs`, time-varying links) are in the pipes (`pipe`), not here.
     pub fn topology(&self) -> &Topology {
         &self.topo
+    }
+
+    /// How many times a link going down or up (by a change or a schedule) made the engine
+    /// recompute its routes: what was derived from the paths is stale once this moves.
+    pub fn reroutes(&self) -> u64 {
+        self.reroutes
     }
 
     /// The routing tables in use, recomputed whenever a pipe goes down or comes up.
@@ -910,6 +919,7 @@ impl Engine {
         if reroute {
             let up: Vec<bool> = self.pipes.iter().map(Pipe::is_up).collect();
             self.routes.recompute(&self.topo, &up);
+            self.reroutes += 1;
         }
     }
 

@@ -379,9 +379,6 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             Order::Apply(change) => {
                 // A link taken down or up may change the paths that cross each router.
                 self.ways.clear();
-                if let Some(entries) = &mut self.entries {
-                    entries.forget();
-                }
                 Answer::Applied(answer::apply(&mut self.engine, &change))
             }
             Order::Snapshot => Answer::Snapshot(Box::new(self.snapshot())),

@@ -253,14 +253,16 @@ fn first_link(tree: &[Option<(NodeId, LinkId)>], from: NodeId, to: NodeId) -> Op
 }
 
 /// Where packets entering the engine go: for each packet, the engine host (a real host, or a
-/// port) its route must end at. One per driver, with what it found so far (forgotten when links
-/// change: `forget`).
+/// port) its route must end at. One per driver, with what it found so far (forgotten when a
+/// link goes down or up: `Engine::reroutes`).
 pub(crate) struct Entries {
     routers: Arc<KernelRouters>,
     /// The node in the topology as loaded of each host and router address.
     by_addr: HashMap<IpAddr, NodeId>,
     /// The end found for (engine node a packet is at, node it is for).
     found: HashMap<(NodeId, NodeId), Option<NodeId>>,
+    /// The engine's `reroutes` when `found` was begun.
+    reroutes: u64,
 }
 
 impl Entries {
@@ -277,12 +279,8 @@ impl Entries {
             routers,
             by_addr,
             found: HashMap::new(),
+            reroutes: 0,
         }
-    }
-
-    /// Forgets the ends found: links changed.
-    pub fn forget(&mut self) {
-        self.found.clear();
     }
 
     /// Whether engine host `host` is a port of a kernel router (which forwards packets of any
@@ -294,7 +292,8 @@ impl Entries {
     /// The engine host a packet that engine host `host` sends to `addr` goes to: from a port,
     /// the link's other end whatever the address (multicast too) when that is a host or a
     /// port, else the end of the path beyond the engine router there; from a real host, the
-    /// first host or kernel router on its path to `addr`. `None` when nothing leads there.
+    /// first host or kernel router on its path to `addr`, or for an address the plan does not
+    /// name the kernel router it hangs off. `None` when nothing leads there.
     pub fn end_for(&mut self, engine: &Engine, host: u32, addr: IpAddr) -> Option<u32> {
         let topo = engine.topology();
         let node = topo.hosts[host as usize];
@@ -310,9 +309,35 @@ impl Entries {
             }
             false => node,
         };
-        let target = *self.by_addr.get(&addr)?;
+        let Some(&target) = self.by_addr.get(&addr) else {
+            // An address the plan does not name (multicast, one no node has) from a host that
+            // hangs off a kernel router goes to it, whose kernel decides, as a gateway would.
+            return match self.is_port(host) {
+                true => None,
+                false => self.gateway(engine, node),
+            };
+        };
         let end = self.toward(engine, start, target)?;
         engine.routes().host_index(end)
+    }
+
+    /// The engine host of the first port at the end of a link up from engine node `host`.
+    fn gateway(&self, engine: &Engine, host: NodeId) -> Option<u32> {
+        let topo = engine.topology();
+        let ports = self.routers.original.nodes.len() as NodeId..;
+        topo.links
+            .iter()
+            .enumerate()
+            .filter(|&(l, _)| engine.link_is_up(l as LinkId))
+            .find_map(|(_, l)| {
+                let far = match (l.a == host, l.b == host) {
+                    (true, _) => l.b,
+                    (_, true) => l.a,
+                    _ => return None,
+                };
+                ports.contains(&far).then_some(far)
+            })
+            .and_then(|port| engine.routes().host_index(port))
     }
 
     /// The engine host at the end of the engine's part of the path from engine node `from` (a
@@ -320,6 +345,10 @@ impl Entries {
     /// host or kernel router on it (for a kernel router, its port on the link the path arrives
     /// by). `None` when no path leads there or it ends at an engine router.
     pub fn toward(&mut self, engine: &Engine, from: NodeId, target: NodeId) -> Option<NodeId> {
+        if engine.reroutes() != self.reroutes {
+            self.found.clear();
+            self.reroutes = engine.reroutes();
+        }
         if let Some(&end) = self.found.get(&(from, target)) {
             return end;
         }
@@ -444,11 +473,13 @@ mod tests {
         assert_eq!(entries.end_for(&engine, 6, multicast), Some(8));
         assert_eq!(entries.end_for(&engine, 5, multicast), Some(1));
         assert_eq!(entries.end_for(&engine, 3, multicast), None);
-        // With e-k2 down, h2 is reached over k3 (what `forget` is for).
+        // A host hanging off a kernel router sends it what the plan does not name.
+        assert_eq!(entries.end_for(&engine, 1, multicast), Some(5));
+        let nobody = "198.18.7.7".parse().unwrap();
+        assert_eq!(entries.end_for(&engine, 0, nobody), Some(2));
+        // With e-k2 down, h2 is reached over k3.
         let mut engine = engine;
         engine.set_link_up(netloom_time::Instant::ZERO, 2, false);
-        assert_eq!(entries.end_for(&engine, 3, h2), Some(4));
-        entries.forget();
         assert_eq!(entries.end_for(&engine, 3, h2), Some(7));
         assert!(entries.is_port(3) && !entries.is_port(1));
     }
