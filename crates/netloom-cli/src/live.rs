@@ -101,15 +101,24 @@ pub fn clean(args: CleanArgs) -> Result<()> {
 
 /// Runs the command in the host and returns its exit code, for `main` to pass through.
 pub fn exec(args: ExecArgs) -> Result<u8> {
-    let (_, host) = netloom_os::find_host(args.name.as_deref(), &args.host)?;
-    let status = netloom_os::exec(&host.ns, &args.command)?;
-    Ok(exit_code(status))
+    in_node(args.name.as_deref(), &args.host, &args.command)
 }
 
 pub fn shell(args: ShellArgs) -> Result<u8> {
-    let (_, host) = netloom_os::find_host(args.name.as_deref(), &args.host)?;
     let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into());
-    let status = netloom_os::exec(&host.ns, &[shell])?;
+    in_node(args.name.as_deref(), &args.host, &[shell])
+}
+
+/// Runs `argv` in a host's or kernel router's namespace; on a router with routing daemons, its
+/// daemons' directory is at /run/frr (or /run/bird) for the program, so a plain `vtysh` or
+/// `birdc` talks to that router's daemons.
+fn in_node(experiment: Option<&str>, node: &str, argv: &[String]) -> Result<u8> {
+    let (record, found) = netloom_os::find_host(experiment, node)?;
+    let daemons = netloom_routing::router_dir(&record.name, &found.name);
+    let status = match netloom_routing::socket_mount(&daemons) {
+        Some((source, target)) => netloom_os::exec_with_bind(&found.ns, argv, &source, target)?,
+        None => netloom_os::exec(&found.ns, argv)?,
+    };
     Ok(exit_code(status))
 }
 

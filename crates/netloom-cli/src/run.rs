@@ -7,7 +7,9 @@
 use crate::input::number_in;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use netloom_live::{Experiment, Hybrid, Options, Placement, Plan, Precision, Split, Thresholds};
+use netloom_live::{
+    Experiment, Hybrid, Options, Placement, Plan, Precision, RouterControl, Split, Thresholds,
+};
 use netloom_topo::units::Range;
 use netloom_topo::Topology;
 use std::io::Write;
@@ -127,6 +129,10 @@ pub struct RunArgs {
     /// How many pipes the final table shows (busiest first); 0 for all.
     #[arg(long, default_value_t = 20)]
     top: usize,
+    /// Copy each kernel router's daemon logs (and configuration) to DIR/<router>/ when the run
+    /// ends; while it runs they are in /run/netloom/<name>/routers/<router>/ (docs/routing.md).
+    #[arg(long, value_name = "DIR")]
+    router_logs: Option<PathBuf>,
     /// Internal: the background process of --detach writes this file once every host is up.
     #[arg(long, hide = true)]
     ready_file: Option<PathBuf>,
@@ -148,11 +154,22 @@ pub fn run(args: RunArgs) -> Result<()> {
         .context("--duration")?;
     let options = options(&args, &topo, name.clone())?;
     predict(&args, &topo)?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let plan = Plan::new(topo, options, cpus).with_context(|| args.file.display().to_string())?;
+    // Kernel routers' daemons are checked before anything starts, detached or not: a suite
+    // that is not installed, a configuration it refuses.
+    let routing =
+        netloom_routing::RoutingControl::new(plan.topology(), &plan.kernel_routers(), &name)?;
     if args.detach {
         return detach(&name, args.name.is_none());
     }
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let plan = Plan::new(topo, options, cpus).with_context(|| args.file.display().to_string())?;
+    let routing = routing.map(|control| {
+        let control = match &args.router_logs {
+            Some(dir) => control.keep_logs(dir.clone()),
+            None => control,
+        };
+        Box::new(control) as Box<dyn RouterControl>
+    });
     for warning in plan.warnings() {
         say(format_args!("netloom: warning: {warning}"));
     }
@@ -163,7 +180,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let started = std::time::Instant::now();
     let hosts = plan.topology().hosts.len();
     let precision = plan.precision_name();
-    let experiment = Experiment::start(plan)?;
+    let experiment = Experiment::start_with(plan, routing)?;
     say(format_args!(
         "netloom: experiment {name} is up: {hosts} hosts in {:.2} s ({precision} precision); Ctrl-C or `netloom stop --name {name}` ends it",
         started.elapsed().as_secs_f64(),

@@ -2,6 +2,8 @@
 //! bind-mounts the host's `/etc/netns/<ns>/hosts` over `/etc/hosts` so host names resolve.
 
 use crate::{netns, OsError};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Command, ExitStatus};
 
@@ -22,11 +24,76 @@ pub fn command(ns: &str, argv: &[String]) -> Result<Command, OsError> {
     Ok(command)
 }
 
+/// Like `command`, and the program sees directory `source` at `target` (an existing directory):
+/// it runs in a mount namespace of its own, a copy of this one that receives later mounts but
+/// sends none back, where `source` is bind-mounted over `target`. A router's routing daemons
+/// and the `vtysh` a user runs there meet at `/run/frr` this way, each router's sockets in its
+/// own directory, without any path compiled into them changing.
+pub fn command_with_bind(
+    ns: &str,
+    argv: &[String],
+    source: &Path,
+    target: &Path,
+) -> Result<Command, OsError> {
+    use std::os::unix::process::CommandExt;
+    let mut command = command(ns, argv)?;
+    let to_c = |path: &Path| {
+        CString::new(path.as_os_str().as_bytes()).map_err(|_| OsError::InvalidSpec {
+            experiment: ns.to_string(),
+            reason: format!("{} contains a NUL byte", path.display()),
+        })
+    };
+    let (source, target) = (to_c(source)?, to_c(target)?);
+    // SAFETY: the closure runs between fork and exec and makes only async-signal-safe system
+    // calls on strings allocated before the fork. The new mount namespace is the child's alone;
+    // marking its copy of `/` a slave keeps the bind mount from reaching the parent's.
+    unsafe {
+        command.pre_exec(move || {
+            let none = c"none".as_ptr();
+            if libc::unshare(libc::CLONE_NEWNS) != 0
+                || libc::mount(
+                    none,
+                    c"/".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_SLAVE | libc::MS_REC,
+                    std::ptr::null(),
+                ) != 0
+                || libc::mount(
+                    source.as_ptr(),
+                    target.as_ptr(),
+                    none,
+                    libc::MS_BIND,
+                    std::ptr::null(),
+                ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(command)
+}
+
 /// Runs `argv` inside namespace `ns` with inherited stdio and returns its exit status. While it
 /// runs, this process ignores SIGINT and SIGQUIT (as `system(3)` does), so Ctrl-C reaches only the
 /// program, which decides how to end, and its status is what comes back.
 pub fn exec(ns: &str, argv: &[String]) -> Result<ExitStatus, OsError> {
-    let mut child = command(ns, argv)?
+    run(command(ns, argv)?, ns, argv)
+}
+
+/// `exec` with `source` seen at `target`, as `command_with_bind` makes it: `netloom exec` on a
+/// router whose daemons keep their sockets in `source`.
+pub fn exec_with_bind(
+    ns: &str,
+    argv: &[String],
+    source: &Path,
+    target: &Path,
+) -> Result<ExitStatus, OsError> {
+    run(command_with_bind(ns, argv, source, target)?, ns, argv)
+}
+
+fn run(mut command: Command, ns: &str, argv: &[String]) -> Result<ExitStatus, OsError> {
+    let mut child = command
         .spawn()
         .map_err(|e| OsError::io("start `ip netns exec` (is iproute2 installed?)", e))?;
     let _ignored = IgnoreInterrupts::new();

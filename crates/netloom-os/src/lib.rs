@@ -28,7 +28,7 @@ pub use cpu::{
     set_normal_priority, set_realtime_priority, set_timer_slack_ns, CpuCache,
 };
 pub use error::OsError;
-pub use exec::{close_inherited_fds, command, exec};
+pub use exec::{close_inherited_fds, command, command_with_bind, exec, exec_with_bind};
 pub use interface::DeviceCounters;
 pub use netns::enter as enter_namespace;
 pub use nfqueue::{NfQueue, QueuedPacket, Verdict};

@@ -32,6 +32,9 @@ pub struct TopologyFile {
     /// in errors (`link #3 (r1-r2)`) when parallel links join the same pair.
     #[serde(default, rename = "link", skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<LinkEntry>,
+    /// How kernel routers route (`[routing]`), unless their own tables say otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing: Option<RoutingSection>,
 }
 
 /// The `[topology]` section: the topology's name and routing metric.
@@ -57,8 +60,9 @@ pub struct Meta {
 pub enum NodeEntry {
     /// A bare name, `"h1"`: a node without a group.
     Name(String),
-    /// A table, `{ name = "h1", group = "g1" }`.
-    Full(NodeTable),
+    /// A table, `{ name = "h1", group = "g1" }`; boxed, as it has many more keys than a name
+    /// and most entries of large topologies are bare names.
+    Full(Box<NodeTable>),
 }
 
 impl NodeEntry {
@@ -74,15 +78,15 @@ impl NodeEntry {
             Some(Position::Plane { x: px, y: py }) => (x, y) = (Some(px), Some(py)),
             None => {}
         }
-        NodeEntry::Full(NodeTable {
+        NodeEntry::Full(Box::new(NodeTable {
             name,
             group,
             lat,
             lon,
             x,
             y,
-            kernel: None,
-        })
+            ..NodeTable::default()
+        }))
     }
 }
 
@@ -113,6 +117,51 @@ pub struct NodeTable {
     /// kernel_routers`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<bool>,
+    /// Kernel routers only: "static", "ospf" or "bgp" (overrides `[routing] protocol`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing: Option<String>,
+    /// Kernel routers only: its AS number (overrides its group's in `[routing] asn`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asn: Option<i64>,
+    /// Kernel routers only: the OSPF area of its links, "0.0.0.1" or a number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub area: Option<String>,
+    /// Kernel routers only: "frr" or "bird".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon: Option<String>,
+    /// Kernel routers only: the user's own configuration file, relative to the topology file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
+    /// Kernel routers only: the OSPF hello interval, "10s".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hello: Option<String>,
+    /// Kernel routers only: the OSPF dead interval, "40s".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead: Option<String>,
+}
+
+/// The `[routing]` section: how kernel routers route unless their own table says otherwise.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoutingSection {
+    /// "static" (default), "ospf" or "bgp".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// "frr" (default) or "bird".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon: Option<String>,
+    /// The OSPF area, "0.0.0.0" by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub area: Option<String>,
+    /// The OSPF hello interval, "10s" by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hello: Option<String>,
+    /// The OSPF dead interval, "40s" by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead: Option<String>,
+    /// AS numbers by router group: `asn = { west = 65001, east = 65002 }`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub asn: BTreeMap<String, i64>,
 }
 
 /// Link parameters as written. Every key is optional; later layers override earlier ones:

@@ -17,6 +17,7 @@ pub mod model;
 mod patch;
 mod plan;
 pub mod read;
+mod routing;
 mod schema;
 pub mod summary;
 pub mod units;
@@ -27,5 +28,6 @@ pub use import::{import_path, import_str, HostPlan, ImportOptions, Imported, Inp
 pub use load::{load_path, load_path_as, load_str, parse_str, resolve, Format};
 pub use model::*;
 pub use patch::{LinkPatch, PatchError};
+pub use routing::{KernelRouting, RoutingDaemon, RoutingProtocol, MAX_ASN};
 pub use schema::did_you_mean;
 pub use summary::{summarize, Summary};

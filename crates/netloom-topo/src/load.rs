@@ -396,6 +396,7 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
             }
         }
     }
+    crate::routing::resolve(file, label, &mut topo, &mut issues);
 
     let mut files = DataFiles::new(label);
     let before_defaults = issues.len();

@@ -48,6 +48,9 @@ pub struct Node {
     /// routers"): the engine delivers what reaches it instead of forwarding it. Always false for
     /// hosts; `sim` treats kernel routers as engine routers.
     pub kernel: bool,
+    /// A kernel router's routing (`routing`, `asn`, ... over `[routing]`); `None` for hosts
+    /// and engine routers.
+    pub routing: Option<crate::KernelRouting>,
 }
 
 /// A node's position, in the coordinates its file uses.
@@ -186,6 +189,7 @@ impl Topology {
             group,
             position: None,
             kernel: false,
+            routing: None,
         });
         id
     }

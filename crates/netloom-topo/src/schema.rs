@@ -8,8 +8,8 @@
 
 use crate::doc::{
     DwellSpec, Fraction, GilbertElliottSpec, LinkEntry, LinkParams, LossSpec, MarkovSpec,
-    MarkovStateSpec, Meta, NodeEntry, NodeTable, QueueSpec, RedSpec, ScheduleEvent, ScheduleSpec,
-    TopologyFile,
+    MarkovStateSpec, Meta, NodeEntry, NodeTable, QueueSpec, RedSpec, RoutingSection, ScheduleEvent,
+    ScheduleSpec, TopologyFile,
 };
 use crate::error::{ErrorKind, Issue, Seg, Subject};
 use serde_json::{Map, Value};
@@ -58,10 +58,15 @@ const EVENT_KEYS: &[&str] = &["at", "from", "to", "set"];
 const MARKOV_KEYS: &[&str] = &["start", "states"];
 const STATE_KEYS: &[&str] = &["dwell", "next", "set"];
 const TOP_KEYS: &[&str] = &[
-    "topology", "defaults", "classes", "hosts", "routers", "link",
+    "topology", "defaults", "classes", "hosts", "routers", "link", "routing",
 ];
 const META_KEYS: &[&str] = &["name", "routing", "kernel_routers"];
-const NODE_KEYS: &[&str] = &["name", "group", "lat", "lon", "x", "y", "kernel"];
+const NODE_KEYS: &[&str] = &[
+    "name", "group", "lat", "lon", "x", "y", "kernel", "routing", "asn", "area", "daemon",
+    "config", "hello", "dead",
+];
+/// The keys of `[routing]`: what kernel routers run unless their own tables say otherwise.
+const ROUTING_KEYS: &[&str] = &["protocol", "daemon", "area", "hello", "dead", "asn"];
 const RED_KEYS: &[&str] = &["min_th", "max_th", "max_p", "weight"];
 const GE_KEYS: &[&str] = &["model", "p", "r", "bad_loss", "good_loss"];
 
@@ -604,7 +609,7 @@ impl Reader {
                         "a node table needs a name: { name = \"h1\", group = \"g1\" }".into(),
                     );
                 }
-                Some(NodeEntry::Full(NodeTable {
+                Some(NodeEntry::Full(Box::new(NodeTable {
                     name: name?,
                     group: self.string(map, "group", at),
                     lat: self.number(map, "lat", at),
@@ -612,7 +617,14 @@ impl Reader {
                     x: self.number(map, "x", at),
                     y: self.number(map, "y", at),
                     kernel: self.boolean(map, "kernel", at),
-                }))
+                    routing: self.string(map, "routing", at),
+                    asn: self.integer(map, "asn", at),
+                    area: self.area(map, at),
+                    daemon: self.string(map, "daemon", at),
+                    config: self.string(map, "config", at),
+                    hello: self.with_unit(map, "hello", at),
+                    dead: self.with_unit(map, "dead", at),
+                })))
             }
             v => {
                 self.push(
@@ -626,6 +638,48 @@ impl Reader {
                 None
             }
         }
+    }
+
+    /// An OSPF area: a dotted quad like "0.0.0.1", or a number (kept as its text).
+    fn area(&mut self, map: &Map<String, Value>, at: &At) -> Option<String> {
+        match Self::get(map, "area")? {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) if n.is_u64() => Some(n.to_string()),
+            v => {
+                self.wrong(at, "area", "an area like \"0.0.0.1\" or a number like 1", v);
+                None
+            }
+        }
+    }
+
+    /// `[routing]`: the kernel routers' defaults, with AS numbers by group.
+    fn routing(&mut self, v: &Value, at: &At) -> Option<RoutingSection> {
+        let m = self.table(v, at, "[routing]", ROUTING_KEYS)?;
+        let mut asn = std::collections::BTreeMap::new();
+        match Self::get(m, "asn") {
+            None => {}
+            Some(Value::Object(groups)) => {
+                for group in groups.keys() {
+                    if let Some(n) = self.integer(groups, group, &at.key("asn")) {
+                        asn.insert(group.clone(), n);
+                    }
+                }
+            }
+            Some(other) => self.wrong(
+                at,
+                "asn",
+                "a table of AS numbers by router group, like { west = 65001, east = 65002 }",
+                other,
+            ),
+        }
+        Some(RoutingSection {
+            protocol: self.string(m, "protocol", at),
+            daemon: self.string(m, "daemon", at),
+            area: self.area(m, at),
+            hello: self.with_unit(m, "hello", at),
+            dead: self.with_unit(m, "dead", at),
+            asn,
+        })
     }
 
     /// The array under `key`, each element read by `read`.
@@ -699,7 +753,12 @@ impl Reader {
                 r.link(v, &at)
             },
         );
+        let routing = Self::get(map, "routing").and_then(|v| {
+            let at = section(&root, "routing", None, "[routing]");
+            self.routing(v, &at)
+        });
         Some(TopologyFile {
+            routing,
             topology,
             defaults,
             classes,

@@ -66,19 +66,36 @@ fn everything() -> TopologyFile {
         .into(),
         hosts: vec![
             NodeEntry::Name("h1".into()),
-            NodeEntry::Full(NodeTable {
+            NodeEntry::Full(Box::new(NodeTable {
                 name: "h2".into(),
                 group: Some("east".into()),
                 lat: Some(52.52),
                 lon: Some(13.4),
                 ..NodeTable::default()
-            }),
+            })),
         ],
-        routers: vec![NodeEntry::Full(NodeTable {
+        routers: vec![NodeEntry::Full(Box::new(NodeTable {
             name: "r1".into(),
-            kernel: Some(false),
+            group: Some("core".into()),
+            kernel: Some(true),
+            routing: Some("ospf".into()),
+            asn: Some(65001),
+            area: Some("0.0.0.1".into()),
+            daemon: Some("frr".into()),
+            hello: Some("1s".into()),
+            dead: Some("4s".into()),
+            // Any file that exists beside the document (the tests run in the crate's directory).
+            config: Some("Cargo.toml".into()),
             ..NodeTable::default()
-        })],
+        }))],
+        routing: Some(RoutingSection {
+            protocol: Some("static".into()),
+            daemon: Some("bird".into()),
+            area: Some("2".into()),
+            hello: Some("10s".into()),
+            dead: Some("40s".into()),
+            asn: [("core".to_string(), 65002)].into(),
+        }),
         links: vec![
             LinkEntry {
                 a: "h1".into(),
