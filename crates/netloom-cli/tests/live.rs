@@ -7,7 +7,7 @@
 #[macro_use]
 mod live_common;
 
-use live_common::{trimmed_mean, two_hosts, Lab};
+use live_common::{two_hosts, Lab};
 
 #[test]
 fn a_10ms_link_adds_20ms_to_the_round_trip_and_names_resolve() {
@@ -15,13 +15,16 @@ fn a_10ms_link_adds_20ms_to_the_round_trip_and_names_resolve() {
     // The zero-delay round trip first (the stacks, the TUN devices, the engine, this machine's
     // wake-ups), then `link set` gives the link 10 ms each way.
     let mut lab = Lab::new("p", &two_hosts("0us"));
-    lab.start(&["--precision", "busy"]);
-    let base = trimmed_mean(lab.exact_rtts("h1", "h2", 20));
+    // Hybrid precision, the default: its waits run at real-time priority. A busy engine runs at
+    // normal priority, and on a machine with other work (a build beside the tests) the scheduler
+    // takes it off its CPU for whole time slices: +23.7 ms measured here, INACCURATE.
+    lab.start(&[]);
+    let base = least(lab.exact_rtts("h1", "h2", 20));
     lab.control(&["link", "set", "h1", "h2", "delay=10ms"]);
-    let delayed = trimmed_mean(lab.exact_rtts("h1", "h2", 20));
+    let delayed = least(lab.exact_rtts("h1", "h2", 20));
     let added = delayed - base;
-    eprintln!("measured: RTT {base:.3} ms at 0, {delayed:.3} ms at 10 ms: +{added:.3} ms");
-    // docs/live.md: the (trimmed) means differ by 20 ms ± 0.1 ms.
+    eprintln!("measured: least RTT {base:.3} ms at 0, {delayed:.3} ms at 10 ms: +{added:.3} ms");
+    // docs/live.md: the least round trips differ by 20 ms ± 0.1 ms.
     assert!(
         (added - 20.0).abs() <= 0.1,
         "base {base} ms, delayed {delayed} ms"
@@ -125,15 +128,24 @@ b = "r0"
 delay = "3ms"
 "#;
 
+/// The least of 10 round trips h1 -> h2, in ms: what the emulated path takes when nothing else
+/// on the machine (a build beside the tests) delays the hosts' programs. A mean of 10 single
+/// pings moved by 0.2 ms between two states of the same path on a loaded VM, while the engine
+/// released every packet within microseconds.
 fn rtt(lab: &Lab) -> f64 {
-    trimmed_mean(lab.exact_rtts("h1", "h2", 10))
+    least(lab.exact_rtts("h1", "h2", 10))
+}
+
+fn least(rtts: Vec<f64>) -> f64 {
+    rtts.into_iter().fold(f64::INFINITY, f64::min)
 }
 
 #[test]
 fn link_changes_take_effect_at_once_and_routes_follow_a_link_down() {
     require_live!("ping");
     let mut lab = Lab::new("r", RING);
-    lab.start(&["--precision", "busy"]);
+    // Hybrid precision, for the reason the first test gives.
+    lab.start(&[]);
     // Each state against the first, measured in the same run: the short way has 2 x 2.2 ms of
     // delay, the long way 2 x 6.2 ms, with r2-r3 at 1 ms 2 x 4.2 ms.
     let near = |rtt: f64, want: f64| (rtt - want).abs() <= 0.1;
