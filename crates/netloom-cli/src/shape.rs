@@ -112,19 +112,22 @@ fn print_message(reply: Reply) -> Result<()> {
 }
 
 /// Starts `netloom shape daemon` in its own process group (so the caller's terminal signals do
-/// not reach it), logging to the registry directory, and waits until it answers.
+/// not reach it), logging to the registry directory, and waits until it answers. It outlives
+/// its launcher, so it keeps none of the launcher's descriptors beyond 0–2 (a `flock` around
+/// the first request would otherwise stay held as long as the shaping process runs).
 fn start_daemon() -> Result<()> {
     let dir = netloom_os::registry_dir();
     std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
     let log = std::fs::File::create(dir.join("shape.log"))?;
-    let mut child = Command::new(std::env::current_exe()?)
+    let mut command = Command::new(std::env::current_exe()?);
+    command
         .args(["shape", "daemon"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)
-        .process_group(0)
-        .spawn()
-        .context("start the shaping process")?;
+        .process_group(0);
+    netloom_os::close_inherited_fds(&mut command);
+    let mut child = command.spawn().context("start the shaping process")?;
     for _ in 0..300 {
         if daemon::request(&Request::Show).is_ok() {
             return Ok(());

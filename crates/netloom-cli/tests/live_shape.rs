@@ -327,6 +327,45 @@ fn figure_4s_multihomed_client_sees_wifi_on_one_subnet_and_dsl_on_the_other() {
 }
 
 #[test]
+fn the_shaping_process_keeps_no_descriptor_of_its_launcher() {
+    require_live!("iptables-legacy", "flock");
+    let t = Turn::new("fds");
+    // The bug's scenario: the first request runs under `flock`, which holds the lock file open
+    // (without close-on-exec) in the process it starts.
+    let lock = t.dir.join("launcher.lock");
+    let out = Command::new("flock")
+        .arg(&lock)
+        .arg(env!("CARGO_BIN_EXE_netloom"))
+        .args(["shape", "server", "1", "OUT", "delay=1ms"])
+        .env("NETLOOM_RUN_DIR", &t.dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid = std::fs::read_to_string(t.dir.join("shape.pid")).unwrap();
+    let fds: Vec<PathBuf> = std::fs::read_dir(format!("/proc/{}/fd", pid.trim()))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.unwrap().path()).ok())
+        .collect();
+    assert!(!fds.is_empty(), "the shaping process has no descriptor");
+    assert!(
+        !fds.contains(&lock),
+        "it holds the launcher's {lock:?}: {fds:?}"
+    );
+    // So the lock is free while it runs.
+    let free = Command::new("flock")
+        .args(["-n"])
+        .arg(&lock)
+        .arg("true")
+        .status()
+        .unwrap();
+    assert!(free.success(), "the launcher's lock is still held");
+}
+
+#[test]
 fn bad_input_exits_2_and_installs_nothing() {
     require_live!("iptables-legacy");
     let t = Turn::new("bad");
