@@ -14,7 +14,7 @@ use std::time::Duration;
 pub struct ShapeArgs {
     /// `client|server|service PORTS[@ADDRS] [proto=..] [uid=N] [gid=N] IN k=v... OUT k=v...`
     /// (or `SHARED k=v...`; `set` before it is optional), `show [--json]`, `delete SELECTOR|ID`,
-    /// `stop`, or `daemon` (run the shaping process in the foreground).
+    /// `stop`, or `daemon [--until-empty]` (run the shaping process in the foreground).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     words: Vec<String>,
 }
@@ -22,7 +22,11 @@ pub struct ShapeArgs {
 pub fn run(args: ShapeArgs) -> Result<()> {
     let words = args.words;
     match words[0].as_str() {
-        "daemon" => Ok(daemon::run()?),
+        // As a service (dist/netloom-shape.service) it runs until stopped; started by a first
+        // request, until its last link is deleted.
+        "daemon" => Ok(daemon::run(
+            words[1..].iter().any(|w| w == "--until-empty"),
+        )?),
         "show" => show(words[1..].iter().any(|w| w == "--json")),
         "stop" => {
             let pid = std::fs::read_to_string(daemon::pid_path()).unwrap_or_default();
@@ -61,6 +65,10 @@ fn set(words: &[String]) -> Result<()> {
     };
     let reply = match daemon::request(&request) {
         Ok(reply) => reply,
+        Err(_) if netloom_os::effective_uid() != 0 => bail!(
+            "no shaping process answers on {}; root starts it: `systemctl start netloom-shape` (dist/netloom-shape.service) or `netloom shape daemon &`",
+            daemon::socket_path().display()
+        ),
         Err(_) => {
             start_daemon()?;
             daemon::request(&request).context("the shaping process did not answer")?
@@ -121,7 +129,7 @@ fn start_daemon() -> Result<()> {
     let log = std::fs::File::create(dir.join("shape.log"))?;
     let mut command = Command::new(std::env::current_exe()?);
     command
-        .args(["shape", "daemon"])
+        .args(["shape", "daemon", "--until-empty"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)

@@ -12,10 +12,12 @@ mod exec;
 mod interface;
 mod netns;
 mod nfqueue;
+mod peer;
 mod plan;
 mod poller;
 mod registry;
 mod signal;
+mod sockdiag;
 mod tcp;
 mod testbed;
 mod tun;
@@ -31,6 +33,7 @@ pub use exec::{close_inherited_fds, command, exec};
 pub use interface::DeviceCounters;
 pub use netns::enter as enter_namespace;
 pub use nfqueue::{NfQueue, QueuedPacket, Verdict};
+pub use peer::{effective_uid, peer_credentials, PeerCredentials};
 pub use plan::{
     address_plan, check_experiment_name, check_host_name, namespace_name, router_address,
     DEFAULT_MTU, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU,
@@ -38,6 +41,7 @@ pub use plan::{
 pub use poller::Poller;
 pub use registry::{create_log, find_host, log_path, registry_dir, running, Record, RecordHost};
 pub use signal::{install_stop_handler, restore_default_sigpipe};
+pub use sockdiag::SocketTable;
 pub use tcp::{available_congestion_controls, DEFAULT_CONGESTION_CONTROL};
 pub use testbed::{CounterReader, HostSpec, RouterSpec, Testbed, TestbedSpec};
 pub use tun::{Tun, TUN_NAME, VNET_HDR_LEN};
