@@ -135,8 +135,12 @@ impl Tenancy {
 mod tests {
     use super::*;
 
+    /// The limits of `text`, through a file of its own (tests run in parallel).
     fn tenancy(text: &str) -> Result<Tenancy, String> {
-        let path = std::env::temp_dir().join(format!("limits-{}.toml", std::process::id()));
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("limits-{}-{n}.toml", std::process::id());
+        let path = std::env::temp_dir().join(name);
         std::fs::write(&path, text).unwrap();
         let t = Tenancy::load(&path);
         let _ = std::fs::remove_file(&path);
