@@ -531,6 +531,134 @@ fn two_users_each_shape_only_their_own_traffic_and_see_only_their_own_links() {
     assert!(daemon.wait().unwrap().success());
 }
 
+/// A network namespace made by the test with a veth pair to this one (10.199.N.1 here, .2
+/// there), removed with the pair when dropped, even if the test fails.
+struct Namespace {
+    name: String,
+    here: String,
+}
+
+impl Namespace {
+    fn new() -> Namespace {
+        let n = std::process::id() % 250 + 1;
+        let ns = Namespace {
+            name: format!("ishape-{}", std::process::id()),
+            here: format!("ishp{}", std::process::id()),
+        };
+        ns.remove();
+        let ip = |args: &str| {
+            let ok = Command::new("ip")
+                .args(args.split_whitespace())
+                .status()
+                .unwrap();
+            assert!(ok.success(), "ip {args}");
+        };
+        ip(&format!("netns add {}", ns.name));
+        ip(&format!(
+            "link add {} type veth peer name eth0 netns {}",
+            ns.here, ns.name
+        ));
+        ip(&format!("addr add 10.199.{n}.1/24 dev {}", ns.here));
+        ip(&format!("link set {} up", ns.here));
+        ip(&format!("-n {} addr add 10.199.{n}.2/24 dev eth0", ns.name));
+        ip(&format!("-n {} link set eth0 up", ns.name));
+        ip(&format!("-n {} link set lo up", ns.name));
+        ns
+    }
+
+    fn address_here(&self) -> String {
+        format!("10.199.{}.1", std::process::id() % 250 + 1)
+    }
+
+    fn exec(&self, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name, program]);
+        c
+    }
+
+    fn remove(&self) {
+        let quiet = |args: &[&str]| {
+            let _ = Command::new("ip").args(args).stderr(Stdio::null()).status();
+        };
+        quiet(&["link", "del", &self.here]);
+        quiet(&["netns", "del", &self.name]);
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+#[test]
+fn netns_shapes_a_namespaces_traffic_with_rules_inside_it() {
+    require_live!("iptables-legacy", "curl", "ip");
+    let t = Turn::new("netns");
+    let ns = Namespace::new();
+    let server = format!("{}:0", ns.address_here());
+    let port = serve(&server, 100);
+    let url = format!("http://{}:{port}/", ns.address_here());
+    let connect = |n: usize| {
+        let times = (0..n)
+            .map(|_| {
+                let out = ns
+                    .exec("curl")
+                    .args(["-s", "-o", "/dev/null", "--max-time", "10"])
+                    .args(["-w", "%{time_connect}", &url])
+                    .output()
+                    .unwrap();
+                String::from_utf8_lossy(&out.stdout).parse::<f64>().unwrap() * 1000.0
+            })
+            .collect();
+        median(times)
+    };
+    let base = connect(5);
+    let link = format!("client {port}@{}", ns.address_here());
+    t.ok(&format!(
+        "--netns {} {link} IN delay=10ms OUT delay=10ms",
+        ns.name
+    ));
+    let shaped = connect(5);
+    assert!(
+        shaped > base + 19.0 && shaped < base + 30.0,
+        "the namespace's connections: {base} -> {shaped} ms"
+    );
+    // The rules are in the namespace, not here; this namespace's own traffic is untouched.
+    let inside = ns
+        .exec("iptables-legacy")
+        .args(["-t", "mangle", "-S"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&inside.stdout).contains("NETLOOM-SHAPE-OUT"));
+    assert!(chains().is_empty(), "rules here: {}", chains());
+    assert!(t.ok(&format!("--netns {} show", ns.name)).contains(&link));
+    assert!(t.ok("show").contains("no link is shaped"));
+    // A namespace that does not exist: exit 2, nothing started.
+    let out = t.shape(&format!("--netns ishape-none {link} OUT delay=1ms"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no network namespace"),
+        "{}",
+        stderr(&out)
+    );
+    // By the id of a process inside (a container's, say): the same namespace, so the same
+    // shaping process, which `stop` ends.
+    let mut sleeper = ns.exec("sleep").arg("30").spawn().unwrap();
+    let pid = sleeper.id();
+    // `ip netns exec` becomes sleep once it has entered the namespace.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(t.ok(&format!("--netns {pid} show")).contains(&link));
+    t.ok(&format!("--netns {pid} stop"));
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert!(t
+        .ok(&format!("--netns {} show", ns.name))
+        .contains("no link is shaped"));
+    let after = connect(5);
+    assert!(after < base + 5.0, "after stop: {base} -> {after} ms");
+}
+
 #[test]
 fn bad_input_exits_2_and_installs_nothing() {
     require_live!("iptables-legacy");

@@ -31,7 +31,7 @@ pub use cpu::{
 pub use error::OsError;
 pub use exec::{close_inherited_fds, command, exec};
 pub use interface::DeviceCounters;
-pub use netns::enter as enter_namespace;
+pub use netns::{enter as enter_namespace, enter_file as enter_namespace_file};
 pub use nfqueue::{NfQueue, QueuedPacket, Verdict};
 pub use peer::{effective_uid, peer_credentials, PeerCredentials};
 pub use plan::{

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 
@@ -60,20 +60,91 @@ pub struct Reply {
     pub links: Vec<LinkReport>,
 }
 
-/// The socket requests come on; anyone may connect (mode 0666): who is asking is read from the
-/// connection, not from the request.
-pub fn socket_path() -> PathBuf {
-    netloom_os::registry_dir().join("shape.sock")
+/// The network namespace a shaping process shapes: one process per namespace, which enters it
+/// before opening anything, so its queue, rules and socket lookups are that namespace's. A
+/// namespace is known by its inode, so its name and the id of a process in it reach the same
+/// shaping process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Netns {
+    /// The namespace netloom runs in.
+    Own,
+    /// Another one.
+    Other {
+        /// `/run/netns/NAME` or `/proc/PID/ns/net`.
+        file: PathBuf,
+        /// Its inode in nsfs: the namespace's identity.
+        inode: u64,
+        /// NAME or PID, as the user wrote it.
+        name: String,
+    },
 }
 
-/// The file naming the shaping process's pid.
-pub fn pid_path() -> PathBuf {
-    netloom_os::registry_dir().join("shape.pid")
+impl Netns {
+    /// `--netns NAME|PID`: a number is a process (a container's, say), anything else a name
+    /// (`ip netns`). This process's own namespace, however named, is `Own`.
+    pub fn parse(text: &str) -> Result<Netns, String> {
+        let file = match text.parse::<u32>() {
+            Ok(pid) => PathBuf::from(format!("/proc/{pid}/ns/net")),
+            Err(_) if text.is_empty() || text.contains('/') => {
+                return Err(format!(
+                    "--netns {text:?}: a namespace's name (`ip netns list`) or a process id"
+                ))
+            }
+            Err(_) => PathBuf::from("/run/netns").join(text),
+        };
+        let inode = |f: &std::path::Path| std::fs::metadata(f).map(|m| m.ino());
+        let Ok(ino) = inode(&file) else {
+            return Err(format!(
+                "--netns {text}: no network namespace {} (`ip netns list` names them; a number is a process id)",
+                file.display()
+            ));
+        };
+        if inode(std::path::Path::new("/proc/self/ns/net")).is_ok_and(|own| own == ino) {
+            return Ok(Netns::Own);
+        }
+        Ok(Netns::Other {
+            file,
+            inode: ino,
+            name: text.to_string(),
+        })
+    }
+
+    /// What its shaping process's files are called in the registry directory.
+    fn stem(&self) -> String {
+        match self {
+            Netns::Own => "shape".to_string(),
+            Netns::Other { inode, .. } => format!("shape-netns-{inode}"),
+        }
+    }
+
+    /// The words that name it on a command line (`--netns X`), none for this namespace.
+    pub fn args(&self) -> Vec<String> {
+        match self {
+            Netns::Own => Vec::new(),
+            Netns::Other { name, .. } => vec!["--netns".into(), name.clone()],
+        }
+    }
+
+    /// The socket requests for it come on; anyone may connect (mode 0666): who is asking is
+    /// read from the connection, not from the request.
+    pub fn socket_path(&self) -> PathBuf {
+        netloom_os::registry_dir().join(format!("{}.sock", self.stem()))
+    }
+
+    /// The file naming its shaping process's pid.
+    pub fn pid_path(&self) -> PathBuf {
+        netloom_os::registry_dir().join(format!("{}.pid", self.stem()))
+    }
+
+    /// Its shaping process's log, when a request started it.
+    pub fn log_path(&self) -> PathBuf {
+        netloom_os::registry_dir().join(format!("{}.log", self.stem()))
+    }
 }
 
-/// Sends one request and reads the reply.
-pub fn request(req: &Request) -> std::io::Result<Reply> {
-    let mut stream = UnixStream::connect(socket_path())?;
+/// Sends one request to the shaping process of `ns` and reads the reply.
+pub fn request(ns: &Netns, req: &Request) -> std::io::Result<Reply> {
+    let mut stream = UnixStream::connect(ns.socket_path())?;
     let mut line = serde_json::to_string(req).expect("a request serializes");
     line.push('\n');
     stream.write_all(line.as_bytes())?;
@@ -82,11 +153,45 @@ pub fn request(req: &Request) -> std::io::Result<Reply> {
     serde_json::from_str(&reply).map_err(std::io::Error::other)
 }
 
-/// Removes what a shaping process left (its rules, socket and pid file), ending it first if it
-/// still runs. Returns what was removed, for `netloom clean`.
+/// Removes what shaping processes left (their rules, sockets and pid files), ending each that
+/// still runs (which removes its rules, in its namespace). Rules a process killed with SIGKILL
+/// left in another namespace stay there (letting packets through) until the namespace goes.
+/// Returns what was removed, for `netloom clean`.
 pub fn clean() -> Vec<String> {
     let mut removed = Vec::new();
-    if let Some(pid) = std::fs::read_to_string(pid_path())
+    let dir = netloom_os::registry_dir();
+    let pids: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with("shape") && name.ends_with(".pid")
+        })
+        .collect();
+    for pid_file in pids {
+        end_process(&pid_file, &mut removed);
+        let socket = pid_file.with_extension("sock");
+        for path in [socket, pid_file] {
+            if std::fs::remove_file(&path).is_ok() {
+                removed.push(path.display().to_string());
+            }
+        }
+    }
+    if kernel::remove() {
+        removed.push(format!(
+            "iptables chains {} and {}",
+            kernel::CHAIN_IN,
+            kernel::CHAIN_OUT
+        ));
+    }
+    removed
+}
+
+/// Ends the shaping process `pid_file` names, if it runs, and waits a moment for it to go.
+fn end_process(pid_file: &std::path::Path, removed: &mut Vec<String>) {
+    if let Some(pid) = std::fs::read_to_string(pid_file)
         .ok()
         .and_then(|p| p.trim().parse::<u32>().ok())
     {
@@ -103,19 +208,6 @@ pub fn clean() -> Vec<String> {
             }
         }
     }
-    if kernel::remove() {
-        removed.push(format!(
-            "iptables chains {} and {}",
-            kernel::CHAIN_IN,
-            kernel::CHAIN_OUT
-        ));
-    }
-    for path in [socket_path(), pid_path()] {
-        if std::fs::remove_file(&path).is_ok() {
-            removed.push(path.display().to_string());
-        }
-    }
-    removed
 }
 
 /// Why the shaping process could not start or went wrong.
@@ -132,26 +224,31 @@ pub enum DaemonError {
     Io(String),
 }
 
-/// Runs the shaping process until `stop` or SIGTERM, or, if `until_empty` (started by a first
-/// request rather than as a service), until it has no link left after its first.
-pub fn run(until_empty: bool) -> Result<(), DaemonError> {
+/// Runs the shaping process of `ns` until `stop` or SIGTERM, or, if `until_empty` (started by
+/// a first request rather than as a service), until it has no link left after its first.
+pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     let mut tenancy = Tenancy::load(&config_path()).map_err(DaemonError::Limits)?;
+    // First, so the queue, the sockets and the iptables it runs are the namespace's.
+    if let Netns::Other { file, name, .. } = ns {
+        netloom_os::enter_namespace_file(file, name)?;
+    }
+    let (socket_path, pid_path) = (ns.socket_path(), ns.pid_path());
     let dir = netloom_os::registry_dir();
     std::fs::create_dir_all(&dir)
         .map_err(|e| DaemonError::Io(format!("{}: {e}", dir.display())))?;
     let mut sockets = SocketTable::open()?;
     let mut queue = NfQueue::open()?;
     queue.bind(QUEUE, COPY, MAX_HELD)?;
-    let _ = std::fs::remove_file(socket_path());
-    let listener = UnixListener::bind(socket_path())
-        .map_err(|e| DaemonError::Io(format!("{}: {e}", socket_path().display())))?;
-    std::fs::set_permissions(socket_path(), std::fs::Permissions::from_mode(0o666))
-        .map_err(|e| DaemonError::Io(format!("{}: {e}", socket_path().display())))?;
+    let _ = std::fs::remove_file(&socket_path);
+    let listener = UnixListener::bind(&socket_path)
+        .map_err(|e| DaemonError::Io(format!("{}: {e}", socket_path.display())))?;
+    std::fs::set_permissions(&socket_path, std::fs::Permissions::from_mode(0o666))
+        .map_err(|e| DaemonError::Io(format!("{}: {e}", socket_path.display())))?;
     listener
         .set_nonblocking(true)
         .map_err(|e| DaemonError::Io(e.to_string()))?;
-    std::fs::write(pid_path(), format!("{}\n", std::process::id()))
-        .map_err(|e| DaemonError::Io(format!("{}: {e}", pid_path().display())))?;
+    std::fs::write(&pid_path, format!("{}\n", std::process::id()))
+        .map_err(|e| DaemonError::Io(format!("{}: {e}", pid_path.display())))?;
     let stopping = netloom_os::install_stop_handler()?;
     let mut poller = Poller::new()?;
     poller.add(queue.as_fd(), 0)?;
@@ -222,8 +319,8 @@ pub fn run(until_empty: bool) -> Result<(), DaemonError> {
         let _ = queue.verdict(QUEUE, id, Verdict::Accept);
     }
     kernel::remove();
-    let _ = std::fs::remove_file(socket_path());
-    let _ = std::fs::remove_file(pid_path());
+    let _ = std::fs::remove_file(&socket_path);
+    let _ = std::fs::remove_file(&pid_path);
     result
 }
 
