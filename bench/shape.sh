@@ -5,9 +5,11 @@
 #   2. delay: curl's connect time through unlimited pipes both ways (what the mechanism adds at
 #      zero delay), and through a 10 ms OUT pipe (the SYN crosses it once) minus the unshaped
 #      connect time's median: p50 and p99 of the error;
-#   3. reconfiguration: `netloom shape set` of an existing selector, end to end (a CLI process)
+#   3. the same 10 ms error for a namespace's traffic (`--netns`): curl in a namespace made
+#      here, through a veth pair, to a server in this one;
+#   4. reconfiguration: `netloom shape set` of an existing selector, end to end (a CLI process)
 #      and inside the shaping process (bench/src/bin/shape-classify.rs).
-# Needs root, iptables-legacy, iperf3, curl, python3. Run it under the live lock:
+# Needs root, iptables-legacy, iproute2, iperf3, curl, python3. Run it under the live lock:
 #   flock /tmp/netloom-live.lock bench/shape.sh
 # Results go to stdout as Markdown; docs/performance.md has a run.
 set -euo pipefail
@@ -18,9 +20,12 @@ netloom="$target/release/netloom"
 export NETLOOM_RUN_DIR=$(mktemp -d /tmp/netloom-shape-bench.XXXXXX)
 port=18300
 http=18301
+ns=netloom-shape-bench
 cleanup() {
     "$netloom" clean --name shape >/dev/null 2>&1 || true
     kill "${servers[@]}" 2>/dev/null || true
+    ip link del nlshb0 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null || true
     rm -rf "$NETLOOM_RUN_DIR"
 }
 servers=()
@@ -57,29 +62,58 @@ done
 echo
 echo "## Delay error of a 10 ms pipe (curl connect time, 200 connections each)"
 echo
+# connects URL [PREFIX...]: 200 connect times in seconds, curl run after PREFIX.
 connects() {
+    local url=$1
+    shift
     for _ in $(seq 200); do
-        curl -s -o /dev/null -w '%{time_connect}\n' "http://127.0.0.1:$http/"
+        "$@" curl -s -o /dev/null -w '%{time_connect}\n' "$url"
     done
 }
-base=$(connects)
-"$netloom" shape client "$http@127.0.0.1" IN OUT >/dev/null
-zero=$(connects)
-"$netloom" shape client "$http@127.0.0.1" OUT delay=10ms >/dev/null
-shaped=$(connects)
-python3 - "$base" "$shaped" "$zero" <<'EOF'
+# report BASE SHAPED [ZERO]: the error of SHAPED against 10 ms + BASE's median.
+report() {
+    python3 - "$@" <<'EOF'
 import statistics, sys
 base = [float(x) * 1e6 for x in sys.argv[1].split()]
 shaped = [float(x) * 1e6 for x in sys.argv[2].split()]
-zero = [float(x) * 1e6 for x in sys.argv[3].split()]
 b = statistics.median(base)
-print(f"zero delay (unlimited IN and OUT pipes): connect median {statistics.median(zero):.0f} us "
-      f"against {b:.0f} us unshaped: {statistics.median(zero) - b:.0f} us added for a SYN and a SYN-ACK")
+if len(sys.argv) > 3:
+    zero = [float(x) * 1e6 for x in sys.argv[3].split()]
+    print(f"zero delay (unlimited IN and OUT pipes): connect median {statistics.median(zero):.0f} us "
+          f"against {b:.0f} us unshaped: {statistics.median(zero) - b:.0f} us added for a SYN and a SYN-ACK")
 err = sorted(s - b - 10_000 for s in shaped)
 q = lambda p: err[min(len(err) - 1, int(p * len(err)))]
 print(f"unshaped connect median {b:.0f} us; error of the shaped ones against 10 ms + that: "
       f"p50 {q(0.5):.0f} us, p99 {q(0.99):.0f} us, min {err[0]:.0f} us")
 EOF
+}
+url="http://127.0.0.1:$http/"
+base=$(connects "$url")
+"$netloom" shape client "$http@127.0.0.1" IN OUT >/dev/null
+zero=$(connects "$url")
+"$netloom" shape client "$http@127.0.0.1" OUT delay=10ms >/dev/null
+shaped=$(connects "$url")
+report "$base" "$shaped" "$zero"
+
+echo
+echo "## Delay error of a 10 ms pipe on a namespace's traffic (--netns, 200 connections)"
+echo
+ip netns add "$ns"
+ip link add nlshb0 type veth peer name eth0 netns "$ns"
+ip addr add 10.198.0.1/24 dev nlshb0
+ip link set nlshb0 up
+ip -n "$ns" addr add 10.198.0.2/24 dev eth0
+ip -n "$ns" link set eth0 up
+python3 -m http.server "$((http + 1))" --bind 10.198.0.1 --directory "$NETLOOM_RUN_DIR" >/dev/null 2>&1 &
+servers+=($!)
+sleep 1
+url="http://10.198.0.1:$((http + 1))/"
+base=$(connects "$url" ip netns exec "$ns")
+"$netloom" shape --netns "$ns" client "$((http + 1))@10.198.0.1" OUT delay=10ms >/dev/null
+shaped=$(connects "$url" ip netns exec "$ns")
+"$netloom" shape --netns "$ns" stop >/dev/null
+echo "curl in namespace $ns through a veth pair to a server in the root namespace:"
+report "$base" "$shaped"
 
 echo
 echo "## Reconfiguration"

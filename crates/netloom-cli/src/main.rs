@@ -74,7 +74,8 @@ enum Command {
     Capture(capture::CaptureArgs),
     /// Shape this machine's own traffic by rules (Dummynet's netconfig): `shape client
     /// 443@10.0.0.0/8 IN delay=40ms OUT delay=40ms`, `shape show`, `shape delete ...`,
-    /// `shape stop`. Needs root.
+    /// `shape stop`, `shape --netns NAME ...`. Root, or any user through a running
+    /// `shape daemon` (their own traffic only).
     Shape(shape::ShapeArgs),
 }
 

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use netloom_shape::daemon::{self, Reply, Request};
+use netloom_shape::daemon::{self, Netns, Reply, Request};
 use netloom_shape::spec::profile_dirs;
 use netloom_shape::LinkSpec;
 use std::os::unix::process::CommandExt;
@@ -12,21 +12,34 @@ use std::time::Duration;
 
 #[derive(Args)]
 pub struct ShapeArgs {
+    /// Shape the traffic of another network namespace: a name (`ip netns`) or the id of a
+    /// process in it (a container's); it has a shaping process of its own.
+    #[arg(long, value_name = "NAME|PID")]
+    netns: Option<String>,
     /// `client|server|service PORTS[@ADDRS] [proto=..] [uid=N] [gid=N] IN k=v... OUT k=v...`
     /// (or `SHARED k=v...`; `set` before it is optional), `show [--json]`, `delete SELECTOR|ID`,
-    /// `stop`, or `daemon` (run the shaping process in the foreground).
+    /// `stop`, or `daemon [--until-empty]` (run the shaping process in the foreground).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     words: Vec<String>,
 }
 
 pub fn run(args: ShapeArgs) -> Result<()> {
     let words = args.words;
+    let ns = match &args.netns {
+        Some(text) => Netns::parse(text).map_err(anyhow::Error::msg)?,
+        None => Netns::Own,
+    };
     match words[0].as_str() {
-        "daemon" => Ok(daemon::run()?),
-        "show" => show(words[1..].iter().any(|w| w == "--json")),
+        // As a service (dist/netloom-shape.service) it runs until stopped; started by a first
+        // request, until its last link is deleted.
+        "daemon" => Ok(daemon::run(
+            &ns,
+            words[1..].iter().any(|w| w == "--until-empty"),
+        )?),
+        "show" => show(&ns, words[1..].iter().any(|w| w == "--json")),
         "stop" => {
-            let pid = std::fs::read_to_string(daemon::pid_path()).unwrap_or_default();
-            let reply = call(&Request::Stop)?;
+            let pid = std::fs::read_to_string(ns.pid_path()).unwrap_or_default();
+            let reply = call(&ns, &Request::Stop)?;
             // Returns once the process has ended (it removes its socket and pid file last).
             let proc = std::path::PathBuf::from(format!("/proc/{}", pid.trim()));
             for _ in 0..300 {
@@ -41,17 +54,20 @@ pub fn run(args: ShapeArgs) -> Result<()> {
             if words.len() < 2 {
                 bail!("delete takes a link's id (from `netloom shape show`) or its selector, like `delete client 443@10.0.0.0/8`");
             }
-            let reply = call(&Request::Delete {
-                words: words[1..].to_vec(),
-            })?;
+            let reply = call(
+                &ns,
+                &Request::Delete {
+                    words: words[1..].to_vec(),
+                },
+            )?;
             print_message(reply)
         }
-        "set" => set(&words[1..]),
-        _ => set(&words),
+        "set" => set(&ns, &words[1..]),
+        _ => set(&ns, &words),
     }
 }
 
-fn set(words: &[String]) -> Result<()> {
+fn set(ns: &Netns, words: &[String]) -> Result<()> {
     let profiles = profile_dirs();
     // Checked here first, so bad input starts nothing.
     LinkSpec::parse(words, &profiles)?;
@@ -59,19 +75,24 @@ fn set(words: &[String]) -> Result<()> {
         words: words.to_vec(),
         profiles,
     };
-    let reply = match daemon::request(&request) {
+    let reply = match daemon::request(ns, &request) {
         Ok(reply) => reply,
+        Err(_) if netloom_os::effective_uid() != 0 => bail!(
+            "no shaping process answers on {}; root starts it: `systemctl start netloom-shape` (dist/netloom-shape.service) or `netloom shape {}daemon &`",
+            ns.socket_path().display(),
+            ns.args().iter().map(|a| format!("{a} ")).collect::<String>()
+        ),
         Err(_) => {
-            start_daemon()?;
-            daemon::request(&request).context("the shaping process did not answer")?
+            start_daemon(ns)?;
+            daemon::request(ns, &request).context("the shaping process did not answer")?
         }
     };
     print_message(reply)
 }
 
-fn show(json: bool) -> Result<()> {
+fn show(ns: &Netns, json: bool) -> Result<()> {
     // No process running means no link.
-    let reply = daemon::request(&Request::Show).unwrap_or_default();
+    let reply = daemon::request(ns, &Request::Show).unwrap_or_default();
     if json {
         println!("{}", serde_json::to_string_pretty(&reply.links)?);
         return Ok(());
@@ -92,11 +113,11 @@ fn show(json: bool) -> Result<()> {
 }
 
 /// Sends a request to a shaping process that must be running.
-fn call(request: &Request) -> Result<Reply> {
-    daemon::request(request).with_context(|| {
+fn call(ns: &Netns, request: &Request) -> Result<Reply> {
+    daemon::request(ns, request).with_context(|| {
         format!(
             "no shaping process answers on {} (no link is shaped)",
-            daemon::socket_path().display()
+            ns.socket_path().display()
         )
     })
 }
@@ -112,25 +133,30 @@ fn print_message(reply: Reply) -> Result<()> {
 }
 
 /// Starts `netloom shape daemon` in its own process group (so the caller's terminal signals do
-/// not reach it), logging to the registry directory, and waits until it answers.
-fn start_daemon() -> Result<()> {
+/// not reach it), logging to the registry directory, and waits until it answers. It outlives
+/// its launcher, so it keeps none of the launcher's descriptors beyond 0–2 (a `flock` around
+/// the first request would otherwise stay held as long as the shaping process runs).
+fn start_daemon(ns: &Netns) -> Result<()> {
     let dir = netloom_os::registry_dir();
     std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
-    let log = std::fs::File::create(dir.join("shape.log"))?;
-    let mut child = Command::new(std::env::current_exe()?)
-        .args(["shape", "daemon"])
+    let log = std::fs::File::create(ns.log_path())?;
+    let mut command = Command::new(std::env::current_exe()?);
+    command
+        .arg("shape")
+        .args(ns.args())
+        .args(["daemon", "--until-empty"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)
-        .process_group(0)
-        .spawn()
-        .context("start the shaping process")?;
+        .process_group(0);
+    netloom_os::close_inherited_fds(&mut command);
+    let mut child = command.spawn().context("start the shaping process")?;
     for _ in 0..300 {
-        if daemon::request(&Request::Show).is_ok() {
+        if daemon::request(ns, &Request::Show).is_ok() {
             return Ok(());
         }
         if let Some(status) = child.try_wait()? {
-            let log = std::fs::read_to_string(dir.join("shape.log")).unwrap_or_default();
+            let log = std::fs::read_to_string(ns.log_path()).unwrap_or_default();
             bail!("the shaping process ended ({status}): {}", log.trim());
         }
         std::thread::sleep(Duration::from_millis(10));

@@ -327,6 +327,339 @@ fn figure_4s_multihomed_client_sees_wifi_on_one_subnet_and_dsl_on_the_other() {
 }
 
 #[test]
+fn the_shaping_process_keeps_no_descriptor_of_its_launcher() {
+    require_live!("iptables-legacy", "flock");
+    let t = Turn::new("fds");
+    // The bug's scenario: the first request runs under `flock`, which holds the lock file open
+    // (without close-on-exec) in the process it starts.
+    let lock = t.dir.join("launcher.lock");
+    let out = Command::new("flock")
+        .arg(&lock)
+        .arg(env!("CARGO_BIN_EXE_netloom"))
+        .args(["shape", "server", "1", "OUT", "delay=1ms"])
+        .env("NETLOOM_RUN_DIR", &t.dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid = std::fs::read_to_string(t.dir.join("shape.pid")).unwrap();
+    let fds: Vec<PathBuf> = std::fs::read_dir(format!("/proc/{}/fd", pid.trim()))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.unwrap().path()).ok())
+        .collect();
+    assert!(!fds.is_empty(), "the shaping process has no descriptor");
+    assert!(
+        !fds.contains(&lock),
+        "it holds the launcher's {lock:?}: {fds:?}"
+    );
+    // So the lock is free while it runs.
+    let free = Command::new("flock")
+        .args(["-n"])
+        .arg(&lock)
+        .arg("true")
+        .status()
+        .unwrap();
+    assert!(free.success(), "the launcher's lock is still held");
+}
+
+/// A user made for a test (`useradd`), removed when dropped, even if the test fails.
+struct User {
+    name: String,
+    uid: u32,
+    gid: u32,
+}
+
+impl User {
+    fn new(tag: &str) -> User {
+        let name = format!("ishape{tag}{}", std::process::id());
+        // One left by an earlier run killed before its guard ran.
+        let _ = Command::new("userdel")
+            .arg(&name)
+            .stderr(Stdio::null())
+            .status();
+        let made = Command::new("useradd")
+            .args(["-M", "-N", "-s", "/usr/sbin/nologin", &name])
+            .status()
+            .unwrap();
+        assert!(made.success(), "useradd {name}");
+        let id = |flag: &str| -> u32 {
+            let out = Command::new("id").args([flag, &name]).output().unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+        };
+        let (uid, gid) = (id("-u"), id("-g"));
+        User { name, uid, gid }
+    }
+
+    /// `program` run as this user, with no supplementary group.
+    fn command(&self, program: &str) -> Command {
+        let mut c = Command::new("setpriv");
+        c.arg(format!("--reuid={}", self.uid))
+            .arg(format!("--regid={}", self.gid))
+            .arg("--clear-groups")
+            .arg(program);
+        c
+    }
+
+    /// `netloom shape WORDS` as this user, against the test's daemon.
+    fn shape(&self, t: &Turn, words: &str) -> Output {
+        self.command(env!("CARGO_BIN_EXE_netloom"))
+            .arg("shape")
+            .args(words.split_whitespace())
+            .env("NETLOOM_RUN_DIR", &t.dir)
+            .output()
+            .unwrap()
+    }
+
+    /// The median connect time in ms of `n` of this user's connections to `url`.
+    fn connect_ms(&self, url: &str, n: usize) -> f64 {
+        let times = (0..n)
+            .map(|_| {
+                let out = self
+                    .command("curl")
+                    .args(["-s", "-o", "/dev/null", "--max-time", "10"])
+                    .args(["-w", "%{time_connect}", url])
+                    .output()
+                    .unwrap();
+                String::from_utf8_lossy(&out.stdout).parse::<f64>().unwrap() * 1000.0
+            })
+            .collect();
+        median(times)
+    }
+}
+
+impl Drop for User {
+    fn drop(&mut self) {
+        let _ = Command::new("userdel").arg(&self.name).status();
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn two_users_each_shape_only_their_own_traffic_and_see_only_their_own_links() {
+    require_live!("iptables-legacy", "curl", "setpriv", "useradd");
+    let t = Turn::new("users");
+    let (a, b) = (User::new("a"), User::new("b"));
+    let port = serve("127.0.0.1:0", 100);
+    let url = format!("http://127.0.0.1:{port}/");
+    let link = format!("client {port}@127.0.0.1");
+
+    // No daemon: a user cannot start one and is told how.
+    let out = a.shape(&t, &format!("{link} OUT delay=30ms"));
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("root starts it"), "{}", stderr(&out));
+
+    // The daemon as the unit file runs it, with a limit of one rule per user.
+    let config = t.dir.join("shape.toml");
+    std::fs::write(&config, "[default]\nrules = 1\n").unwrap();
+    let mut daemon = netloom()
+        .args(["shape", "daemon"])
+        .env("NETLOOM_RUN_DIR", &t.dir)
+        .env("NETLOOM_SHAPE_CONFIG", &config)
+        .stderr(std::fs::File::create(t.dir.join("daemon.log")).unwrap())
+        .spawn()
+        .unwrap();
+    for _ in 0..300 {
+        if t.dir.join("shape.pid").exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let base_a = a.connect_ms(&url, 5);
+    let base_b = b.connect_ms(&url, 5);
+
+    // A writes a rule for the very port B talks to: it shapes A's connections only.
+    let out = a.shape(&t, &format!("{link} IN delay=30ms OUT delay=30ms"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shaped_a = a.connect_ms(&url, 5);
+    let shaped_b = b.connect_ms(&url, 5);
+    assert!(
+        shaped_a > base_a + 55.0,
+        "A's own traffic: {base_a} -> {shaped_a} ms"
+    );
+    assert!(
+        shaped_b < base_b + 10.0,
+        "B's traffic changed: {base_b} -> {shaped_b} ms"
+    );
+
+    // Each sees only their own links; root sees all, with the owner.
+    let show_a = String::from_utf8_lossy(&a.shape(&t, "show").stdout).into_owned();
+    assert!(show_a.contains(&format!("(uid {})", a.uid)), "{show_a}");
+    let show_b = String::from_utf8_lossy(&b.shape(&t, "show").stdout).into_owned();
+    assert!(show_b.contains("no link is shaped"), "{show_b}");
+    let show_root = t.ok("show");
+    assert!(
+        show_root.contains(&format!("(uid {}): {link}", a.uid)),
+        "{show_root}"
+    );
+    // B can neither delete A's link (by id or selector) nor stop the daemon.
+    for words in ["delete 1", &format!("delete {link}"), "stop"] {
+        let out = b.shape(&t, words);
+        assert!(!out.status.success(), "B ran `{words}`");
+    }
+    assert!(t.ok("show").contains(&link));
+    // Nor can a user ask for another's traffic by naming their uid.
+    let out = a.shape(&t, &format!("server 9 uid={} OUT delay=1ms", b.uid));
+    assert!(
+        stderr(&out).contains("only their own traffic"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Over the limit: a clear error naming it and the file, and nothing installed.
+    let rules_before = chains();
+    let out = a.shape(&t, "server 9 OUT delay=1ms");
+    assert!(!out.status.success());
+    let error = stderr(&out);
+    assert!(
+        error.contains("at most 1 rules") && error.contains(&config.display().to_string()),
+        "{error}"
+    );
+    assert_eq!(chains(), rules_before);
+    assert!(!t.ok("show").contains("server 9"));
+
+    // A deletes their own link; the daemon (a service) stays for the next request.
+    assert!(a.shape(&t, "delete 1").status.success());
+    assert!(t.ok("show").contains("no link is shaped"));
+    assert!(daemon.try_wait().unwrap().is_none());
+    t.ok("stop");
+    assert!(daemon.wait().unwrap().success());
+}
+
+/// A network namespace made by the test with a veth pair to this one (10.199.N.1 here, .2
+/// there), removed with the pair when dropped, even if the test fails.
+struct Namespace {
+    name: String,
+    here: String,
+}
+
+impl Namespace {
+    fn new() -> Namespace {
+        let n = std::process::id() % 250 + 1;
+        let ns = Namespace {
+            name: format!("ishape-{}", std::process::id()),
+            here: format!("ishp{}", std::process::id()),
+        };
+        ns.remove();
+        let ip = |args: &str| {
+            let ok = Command::new("ip")
+                .args(args.split_whitespace())
+                .status()
+                .unwrap();
+            assert!(ok.success(), "ip {args}");
+        };
+        ip(&format!("netns add {}", ns.name));
+        ip(&format!(
+            "link add {} type veth peer name eth0 netns {}",
+            ns.here, ns.name
+        ));
+        ip(&format!("addr add 10.199.{n}.1/24 dev {}", ns.here));
+        ip(&format!("link set {} up", ns.here));
+        ip(&format!("-n {} addr add 10.199.{n}.2/24 dev eth0", ns.name));
+        ip(&format!("-n {} link set eth0 up", ns.name));
+        ip(&format!("-n {} link set lo up", ns.name));
+        ns
+    }
+
+    fn address_here(&self) -> String {
+        format!("10.199.{}.1", std::process::id() % 250 + 1)
+    }
+
+    fn exec(&self, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name, program]);
+        c
+    }
+
+    fn remove(&self) {
+        let quiet = |args: &[&str]| {
+            let _ = Command::new("ip").args(args).stderr(Stdio::null()).status();
+        };
+        quiet(&["link", "del", &self.here]);
+        quiet(&["netns", "del", &self.name]);
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+#[test]
+fn netns_shapes_a_namespaces_traffic_with_rules_inside_it() {
+    require_live!("iptables-legacy", "curl", "ip");
+    let t = Turn::new("netns");
+    let ns = Namespace::new();
+    let server = format!("{}:0", ns.address_here());
+    let port = serve(&server, 100);
+    let url = format!("http://{}:{port}/", ns.address_here());
+    let connect = |n: usize| {
+        let times = (0..n)
+            .map(|_| {
+                let out = ns
+                    .exec("curl")
+                    .args(["-s", "-o", "/dev/null", "--max-time", "10"])
+                    .args(["-w", "%{time_connect}", &url])
+                    .output()
+                    .unwrap();
+                String::from_utf8_lossy(&out.stdout).parse::<f64>().unwrap() * 1000.0
+            })
+            .collect();
+        median(times)
+    };
+    let base = connect(5);
+    let link = format!("client {port}@{}", ns.address_here());
+    t.ok(&format!(
+        "--netns {} {link} IN delay=10ms OUT delay=10ms",
+        ns.name
+    ));
+    let shaped = connect(5);
+    assert!(
+        shaped > base + 19.0 && shaped < base + 30.0,
+        "the namespace's connections: {base} -> {shaped} ms"
+    );
+    // The rules are in the namespace, not here; this namespace's own traffic is untouched.
+    let inside = ns
+        .exec("iptables-legacy")
+        .args(["-t", "mangle", "-S"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&inside.stdout).contains("NETLOOM-SHAPE-OUT"));
+    assert!(chains().is_empty(), "rules here: {}", chains());
+    assert!(t.ok(&format!("--netns {} show", ns.name)).contains(&link));
+    assert!(t.ok("show").contains("no link is shaped"));
+    // A namespace that does not exist: exit 2, nothing started.
+    let out = t.shape(&format!("--netns ishape-none {link} OUT delay=1ms"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no network namespace"),
+        "{}",
+        stderr(&out)
+    );
+    // By the id of a process inside (a container's, say): the same namespace, so the same
+    // shaping process, which `stop` ends.
+    let mut sleeper = ns.exec("sleep").arg("30").spawn().unwrap();
+    let pid = sleeper.id();
+    // `ip netns exec` becomes sleep once it has entered the namespace.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(t.ok(&format!("--netns {pid} show")).contains(&link));
+    t.ok(&format!("--netns {pid} stop"));
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert!(t
+        .ok(&format!("--netns {} show", ns.name))
+        .contains("no link is shaped"));
+    let after = connect(5);
+    assert!(after < base + 5.0, "after stop: {base} -> {after} ms");
+}
+
+#[test]
 fn bad_input_exits_2_and_installs_nothing() {
     require_live!("iptables-legacy");
     let t = Turn::new("bad");

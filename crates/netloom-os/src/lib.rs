@@ -12,11 +12,13 @@ mod exec;
 mod interface;
 mod netns;
 mod nfqueue;
+mod peer;
 mod plan;
 mod poller;
 mod registry;
 mod router;
 mod signal;
+mod sockdiag;
 mod tcp;
 mod testbed;
 mod tun;
@@ -30,8 +32,9 @@ pub use cpu::{
 pub use error::OsError;
 pub use exec::{close_inherited_fds, command, command_with_bind, exec, exec_with_bind};
 pub use interface::DeviceCounters;
-pub use netns::enter as enter_namespace;
+pub use netns::{enter as enter_namespace, enter_file as enter_namespace_file};
 pub use nfqueue::{NfQueue, QueuedPacket, Verdict};
+pub use peer::{effective_uid, peer_credentials, PeerCredentials};
 pub use plan::{
     address_plan, check_experiment_name, check_host_name, namespace_name, router_address,
     DEFAULT_MTU, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU,
@@ -42,6 +45,7 @@ pub use router::{
     device_names, link_local, KernelInterface, KernelRouterSpec, StaticRoute, MAX_DEVICE_NAME,
 };
 pub use signal::{install_stop_handler, restore_default_sigpipe};
+pub use sockdiag::SocketTable;
 pub use tcp::{available_congestion_controls, DEFAULT_CONGESTION_CONTROL};
 pub use testbed::{CounterReader, HostSpec, RouterSpec, Testbed, TestbedSpec};
 pub use tun::{Tun, TUN_NAME, VNET_HDR_LEN};

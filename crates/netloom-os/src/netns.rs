@@ -134,14 +134,22 @@ fn unshare_and_mount(target: &Path, ns: &str) -> Result<(), OsError> {
 /// Moves the calling thread into the existing namespace `ns` (for a helper thread that opens a
 /// socket there).
 pub fn enter(ns: &str) -> Result<(), OsError> {
-    let file = std::fs::File::open(path(ns)).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => OsError::NoNamespace { ns: ns.to_string() },
-        _ => OsError::io(format!("open namespace {ns}"), e),
+    enter_file(&path(ns), ns)
+}
+
+/// Moves the calling thread into the network namespace `file` refers to (`/run/netns/NAME`,
+/// `/proc/PID/ns/net`), called `name` in errors. Processes it starts afterwards are there too.
+pub fn enter_file(file: &Path, name: &str) -> Result<(), OsError> {
+    let file = std::fs::File::open(file).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => OsError::NoNamespace {
+            ns: name.to_string(),
+        },
+        _ => OsError::io(format!("open namespace {name}"), e),
     })?;
     // SAFETY: the descriptor is open for the duration of the call; CLONE_NEWNET checks that it
     // refers to a network namespace.
     if unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&file), libc::CLONE_NEWNET) } != 0 {
-        return Err(OsError::last(format!("enter namespace {ns}")));
+        return Err(OsError::last(format!("enter namespace {name}")));
     }
     Ok(())
 }

@@ -286,7 +286,7 @@ fn put_attr(m: &mut Vec<u8>, kind: u16, value: &[u8]) {
 
 /// The netlink message at `at` in `buf`: its type, its body after the netlink header, and where
 /// the next one starts; `None` at the end or on a malformed length.
-fn netlink_message(buf: &[u8], at: usize) -> Option<(u16, &[u8], usize)> {
+pub(crate) fn netlink_message(buf: &[u8], at: usize) -> Option<(u16, &[u8], usize)> {
     let head = buf.get(at..at + 16)?;
     let len = u32::from_ne_bytes(head[..4].try_into().ok()?) as usize;
     let kind = u16::from_ne_bytes(head[4..6].try_into().ok()?);

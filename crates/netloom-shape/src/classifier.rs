@@ -7,7 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 /// Which way a packet crosses this machine's stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Direction {
-    /// Arriving (netfilter's PREROUTING).
+    /// Arriving (netfilter's INPUT).
     In,
     /// Leaving (netfilter's OUTPUT).
     Out,
@@ -180,6 +180,9 @@ struct Entry {
     proto: u8,
 }
 
+/// The tenant whose links take every user's packets.
+pub const ROOT: u32 = 0;
+
 /// An owner field that matches any packet (no uid or gid is `u32::MAX`: it is `(uid_t)-1`,
 /// which Linux never gives a process).
 const ANY: u32 = u32::MAX;
@@ -304,6 +307,22 @@ impl Classifier {
             .map(|e| e.link)
     }
 
+    /// The link of the first rule that takes `packet`, tenants being users: root's links
+    /// (tenant 0) take any packet; a user's links only packets whose local socket that user
+    /// owns, so nothing a user writes reaches another user's traffic, and a packet whose socket
+    /// the kernel did not report belongs to no user. Root's links come first.
+    pub fn classify_owned(&self, packet: &Packet) -> Option<u32> {
+        self.classify(ROOT, packet).or_else(|| match packet.owner {
+            Some((uid, _)) if uid != ROOT => self.classify(uid, packet),
+            _ => None,
+        })
+    }
+
+    /// Has any user other than root a rule? (Only then must an arriving packet's owner be found.)
+    pub fn has_users(&self) -> bool {
+        self.dispatch.iter().any(|(tenant, _)| *tenant != ROOT)
+    }
+
     /// Every rule, tenant by tenant, each tenant's in order.
     pub fn rules(&self) -> &[Rule] {
         &self.rules
@@ -314,6 +333,25 @@ impl Classifier {
 mod tests {
     use super::*;
     use crate::spec::parse_selector;
+
+    #[test]
+    fn a_users_links_take_only_packets_of_that_users_sockets_and_roots_take_all() {
+        // User 1001 writes a rule for user 1002's server port; root shapes port 22 for all.
+        let c = Classifier::new(vec![
+            (1001, rules("server 9000", 1)),
+            (ROOT, rules("server 22", 2)),
+        ]);
+        let to = |port, owner| Packet {
+            owner,
+            ..tcp(Direction::In, "10.0.0.9", 5000, "10.0.0.1", port)
+        };
+        assert_eq!(c.classify_owned(&to(9000, Some((1001, 100)))), Some(1));
+        assert_eq!(c.classify_owned(&to(9000, Some((1002, 100)))), None);
+        assert_eq!(c.classify_owned(&to(9000, None)), None);
+        assert_eq!(c.classify_owned(&to(9000, Some((ROOT, 0)))), None);
+        assert_eq!(c.classify_owned(&to(22, Some((1002, 100)))), Some(2));
+        assert_eq!(c.classify_owned(&to(22, None)), Some(2));
+    }
 
     fn rules(text: &str, link: u32) -> Vec<Rule> {
         let words: Vec<&str> = text.split_whitespace().collect();

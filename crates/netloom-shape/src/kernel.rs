@@ -4,7 +4,11 @@
 //!
 //! Why iptables and not an nftables table: this kernel has nftables but not its `queue`
 //! expression (CONFIG_NFT_QUEUE), while x_tables' NFQUEUE target is built in (docs/shape.md).
-//! netloom touches only its two chains and the one jump to each from OUTPUT and PREROUTING.
+//! netloom touches only its two chains and the one jump to each from OUTPUT and INPUT.
+//!
+//! Arriving packets are taken in INPUT, not PREROUTING: by then the kernel has looked up the
+//! local socket of an established TCP connection or connected UDP socket (early demux), so the
+//! queue reports its owner and a user's links can be kept to that user's traffic.
 
 use crate::classifier::{Direction, Rule};
 use crate::spec::{PortRange, Prefix, Proto};
@@ -12,7 +16,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
-/// The chain for arriving packets, jumped to first from mangle PREROUTING.
+/// The chain for arriving packets, jumped to first from mangle INPUT.
 pub const CHAIN_IN: &str = "NETLOOM-SHAPE-IN";
 /// The chain for leaving packets, jumped to first from mangle OUTPUT.
 pub const CHAIN_OUT: &str = "NETLOOM-SHAPE-OUT";
@@ -111,7 +115,11 @@ fn rule_lines(family: Family, rule: &Rule, queue: u16) -> Vec<String> {
                     if let Some(r) = remote {
                         let _ = write!(l, " {remote_port_flag} {}:{}", r.lo, r.hi);
                     }
-                    if rule.uid.is_some() || rule.gid.is_some() {
+                    // x_tables' owner match works only where packets leave; arriving packets of a
+                    // user's link are checked against their socket's owner in user space.
+                    if rule.direction == Direction::Out
+                        && (rule.uid.is_some() || rule.gid.is_some())
+                    {
                         l.push_str(" -m owner");
                         if let Some(u) = rule.uid {
                             let _ = write!(l, " --uid-owner {u}");
@@ -142,7 +150,7 @@ pub fn install(rules: &[Rule], queue: u16) -> Result<(), KernelError> {
     for family in Family::ALL {
         let script = restore_script(family, rules, queue);
         run_with_input(family.restore(), &["-w", "--noflush"], &script)?;
-        for (hook, chain) in [("PREROUTING", CHAIN_IN), ("OUTPUT", CHAIN_OUT)] {
+        for (hook, chain) in [("INPUT", CHAIN_IN), ("OUTPUT", CHAIN_OUT)] {
             let jump = ["-w", "-t", "mangle", "-C", hook, "-j", chain];
             if run(family.tool(), &jump).is_err() {
                 run(
@@ -160,7 +168,7 @@ pub fn install(rules: &[Rule], queue: u16) -> Result<(), KernelError> {
 pub fn remove() -> bool {
     let mut removed = false;
     for family in Family::ALL {
-        for (hook, chain) in [("PREROUTING", CHAIN_IN), ("OUTPUT", CHAIN_OUT)] {
+        for (hook, chain) in [("INPUT", CHAIN_IN), ("OUTPUT", CHAIN_OUT)] {
             while run(
                 family.tool(),
                 &["-w", "-t", "mangle", "-D", hook, "-j", chain],

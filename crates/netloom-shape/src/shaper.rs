@@ -2,7 +2,7 @@
 //! queued packet with the time; the shaper says when (or whether) it goes on, and `due` gives
 //! back, at those times, the handles of packets to accept or drop.
 
-use crate::classifier::{Classifier, Direction, Packet, Rule};
+use crate::classifier::{Classifier, Direction, Packet, Rule, ROOT};
 use crate::spec::{LinkSpec, Pipes, Selector};
 use netloom_link::{Admission, DropCause, PacketMeta, Pipe, PipeConfig, Ticket};
 use netloom_time::Instant;
@@ -170,6 +170,17 @@ impl<H> Shaper<H> {
         (id, false)
     }
 
+    /// The links and pipes `owner` would have once `spec` is set (it replaces the link with its
+    /// selector, if any): what the limits are checked against before anything changes.
+    pub fn usage_with(&self, owner: u32, spec: &LinkSpec) -> (usize, usize) {
+        let (links, pipes) = self
+            .links
+            .iter()
+            .filter(|l| l.owner == owner && l.selector != spec.selector)
+            .fold((0, 0), |(n, p), l| (n + 1, p + l.pipes.len()));
+        (links + 1, pipes + layout(&spec.pipes).pipes.len())
+    }
+
     /// Removes the link `target` names among `owner`'s (every owner's if `None`). Packets it
     /// holds go on at their exits, unshaped from then on.
     pub fn delete(&mut self, owner: Option<u32>, target: &Target) -> Result<u32, ShapeError> {
@@ -208,24 +219,23 @@ impl<H> Shaper<H> {
             if link.outbound.is_some() {
                 directions.push(Direction::Out);
             }
-            tenants.push((
-                link.owner,
-                Rule::from_selector(&link.selector, link.id, &directions),
-            ));
+            let mut rules = Rule::from_selector(&link.selector, link.id, &directions);
+            // A user's rules match only that user's sockets, whatever the request said (the
+            // kernel's OUT rules get `--uid-owner` from this).
+            if link.owner != ROOT {
+                for rule in &mut rules {
+                    rule.uid = Some(link.owner);
+                }
+            }
+            tenants.push((link.owner, rules));
         }
         self.classifier = Classifier::new(tenants);
     }
 
-    /// A packet of `tenant` arriving at `now`, `bytes` long, known to the caller as `handle`.
-    pub fn arrive(
-        &mut self,
-        now: Instant,
-        tenant: u32,
-        packet: &Packet,
-        bytes: u32,
-        handle: H,
-    ) -> Arrival {
-        let Some(link_id) = self.classifier.classify(tenant, packet) else {
+    /// A packet arriving at `now`, `bytes` long, known to the caller as `handle`: root's links
+    /// and its socket owner's take it (`Classifier::classify_owned`).
+    pub fn arrive(&mut self, now: Instant, packet: &Packet, bytes: u32, handle: H) -> Arrival {
+        let Some(link_id) = self.classifier.classify_owned(packet) else {
             return Arrival::Unmatched;
         };
         let Some(link) = self.links.iter_mut().find(|l| l.id == link_id) else {
@@ -405,12 +415,12 @@ mod tests {
         let mut s: Shaper<u32> = Shaper::new(1);
         let line = "client 18080@127.0.0.1 IN delay=20ms OUT delay=20ms";
         s.set(Instant(0), 0, spec(line), line.into());
-        let fate = s.arrive(Instant(MS), 0, &request(18080), 60, 7);
+        let fate = s.arrive(Instant(MS), &request(18080), 60, 7);
         // Unlimited: serialization rounds up to 1 ns.
         let exit = Instant(21 * MS) + crate::spec::UNLIMITED.tx_time(60);
         assert_eq!(fate, Arrival::Held { exit, link: 1 });
         assert_eq!(
-            s.arrive(Instant(MS), 0, &request(18081), 60, 8),
+            s.arrive(Instant(MS), &request(18081), 60, 8),
             Arrival::Unmatched
         );
         let mut out = Vec::new();
@@ -438,7 +448,7 @@ mod tests {
             spec("client 80@127.0.0.1 OUT delay=50ms"),
             String::new(),
         );
-        s.arrive(Instant(0), 0, &request(80), 60, 1);
+        s.arrive(Instant(0), &request(80), 60, 1);
         let (id, replaced) = s.set(
             Instant(MS),
             0,
@@ -451,7 +461,7 @@ mod tests {
         s.due(Instant(50 * MS) + one_ns, &mut out);
         // The held packet kept its 50 ms; the next one sees the new 5 ms.
         assert_eq!(out, vec![(1, true)]);
-        let later = s.arrive(Instant(60 * MS), 0, &request(80), 60, 2);
+        let later = s.arrive(Instant(60 * MS), &request(80), 60, 2);
         assert_eq!(
             later,
             Arrival::Held {
@@ -472,7 +482,7 @@ mod tests {
             String::new(),
         );
         let exits: Vec<Arrival> = (0..3)
-            .map(|i| s.arrive(Instant(0), 0, &request(80), 1500, i))
+            .map(|i| s.arrive(Instant(0), &request(80), 1500, i))
             .collect();
         let tx = Rate::bps(10_000_000).tx_time(1500);
         assert_eq!(
@@ -488,13 +498,26 @@ mod tests {
         );
         assert_eq!(s.delete(Some(0), &Target::Id(1)), Ok(1));
         assert_eq!(
-            s.arrive(Instant(0), 0, &request(80), 1500, 9),
+            s.arrive(Instant(0), &request(80), 1500, 9),
             Arrival::Unmatched
         );
         let mut out = Vec::new();
         s.due(Instant(Duration::from_secs(1).0), &mut out);
         assert_eq!(out.len(), 3);
         assert!(out.iter().all(|(_, accept)| *accept));
+    }
+
+    #[test]
+    fn a_users_rules_match_only_their_uid_and_usage_counts_their_links() {
+        let mut s: Shaper<u32> = Shaper::new(1);
+        let both = "client 80@10.0.0.0/8 IN delay=1ms OUT delay=1ms";
+        s.set(Instant(0), 1001, spec(both), String::new());
+        assert!(s.classifier().rules().iter().all(|r| r.uid == Some(1001)));
+        // Re-setting the same selector replaces its pipes; a new one adds.
+        let shared = spec("client 80@10.0.0.0/8 SHARED delay=1ms");
+        assert_eq!(s.usage_with(1001, &shared), (1, 1));
+        assert_eq!(s.usage_with(1001, &spec("server 81 OUT delay=1ms")), (2, 3));
+        assert_eq!(s.usage_with(1002, &spec("server 81 OUT delay=1ms")), (1, 1));
     }
 
     #[test]
@@ -507,7 +530,7 @@ mod tests {
             String::new(),
         );
         assert_eq!(
-            s.arrive(Instant(0), 0, &request(80), 60, 1),
+            s.arrive(Instant(0), &request(80), 60, 1),
             Arrival::Dropped(DropCause::Loss)
         );
         assert_eq!(s.report(Instant(0), None)[0].pipes[0].drops, 1);

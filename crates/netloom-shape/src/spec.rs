@@ -306,6 +306,10 @@ pub enum SpecError {
     OwnerInbound,
 }
 
+/// The system's profile directory, the last place `profile=NAME` is looked up, and the only one
+/// for unprivileged users' requests to the shaping daemon.
+pub const SYSTEM_PROFILES: &str = "/etc/netloom/profiles";
+
 /// Where `profile=NAME` is looked up, in order: the directories of `$NETLOOM_PROFILES`
 /// (colon-separated), then `/etc/netloom/profiles`. A name with a `/` is a path.
 pub fn profile_dirs() -> Vec<PathBuf> {
@@ -315,7 +319,7 @@ pub fn profile_dirs() -> Vec<PathBuf> {
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
         .collect();
-    dirs.push(PathBuf::from("/etc/netloom/profiles"));
+    dirs.push(PathBuf::from(SYSTEM_PROFILES));
     dirs
 }
 

@@ -1,0 +1,192 @@
+//! What each unprivileged user may ask of the shaping daemon (rules, pipes, requests per
+//! second), read from a TOML file; root has no limit (docs/shape.md).
+
+use netloom_time::{Duration, Instant};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+/// One user's limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Links (rules, in the paper's words) the user may have at once.
+    pub rules: usize,
+    /// Pipes over all of the user's links (IN and OUT count two, SHARED one).
+    pub pipes: usize,
+    /// Requests of any kind (set, delete, show) per second.
+    pub requests_per_second: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            rules: 16,
+            pipes: 32,
+            requests_per_second: 20,
+        }
+    }
+}
+
+/// The limits file: `[default]` for every user, `[users.UID]` for one.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    default: Limits,
+    /// By uid (TOML's keys are strings; each is checked to be a number at load).
+    #[serde(default)]
+    users: BTreeMap<String, Limits>,
+}
+
+/// The limits of every user, where they came from, and each user's recent requests.
+#[derive(Debug)]
+pub struct Tenancy {
+    file: File,
+    path: PathBuf,
+    /// Per user: the start of the current one-second window and the requests made in it.
+    windows: HashMap<u32, (Instant, u32)>,
+}
+
+/// The limits file: `$NETLOOM_SHAPE_CONFIG`, else `/etc/netloom/shape.toml`.
+pub fn config_path() -> PathBuf {
+    std::env::var_os("NETLOOM_SHAPE_CONFIG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/etc/netloom/shape.toml"))
+}
+
+impl Tenancy {
+    /// Reads the limits at `path`; a file that does not exist means the defaults.
+    pub fn load(path: &Path) -> Result<Tenancy, String> {
+        let file = match std::fs::read_to_string(path) {
+            Ok(text) => toml::from_str(&text).map_err(|e| {
+                format!(
+                    "{}: {} (valid: [default] and [users.UID] with rules, pipes, requests_per_second)",
+                    path.display(),
+                    e.message()
+                )
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => File::default(),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        if let Some(key) = file.users.keys().find(|k| k.parse::<u32>().is_err()) {
+            return Err(format!(
+                "{}: [users.{key}]: a user is named by their uid, a number",
+                path.display()
+            ));
+        }
+        Ok(Tenancy {
+            file,
+            path: path.to_path_buf(),
+            windows: HashMap::new(),
+        })
+    }
+
+    fn limits(&self, uid: u32) -> Limits {
+        *self
+            .file
+            .users
+            .get(&uid.to_string())
+            .unwrap_or(&self.file.default)
+    }
+
+    fn exceeded(&self, uid: u32, what: &str, limit: impl std::fmt::Display) -> String {
+        format!(
+            "limit: uid {uid} may have at most {limit} {what}; `{}` under [users.{uid}] or [default] in {} raises it",
+            what.replace(' ', "_"),
+            self.path.display()
+        )
+    }
+
+    /// Counts a request of `uid` at `now`; an error once the user is past their rate.
+    pub fn admit(&mut self, uid: u32, now: Instant) -> Result<(), String> {
+        if uid == crate::classifier::ROOT {
+            return Ok(());
+        }
+        let limit = self.limits(uid).requests_per_second;
+        let window = self.windows.entry(uid).or_insert((now, 0));
+        if now.0.saturating_sub(window.0 .0) >= Duration::from_secs(1).0 {
+            *window = (now, 0);
+        }
+        window.1 += 1;
+        match window.1 > limit {
+            true => Err(self.exceeded(uid, "requests per second", limit)),
+            false => Ok(()),
+        }
+    }
+
+    /// Whether `uid` may hold `rules` links with `pipes` pipes in all.
+    pub fn allow(&self, uid: u32, rules: usize, pipes: usize) -> Result<(), String> {
+        if uid == crate::classifier::ROOT {
+            return Ok(());
+        }
+        let limits = self.limits(uid);
+        if rules > limits.rules {
+            return Err(self.exceeded(uid, "rules", limits.rules));
+        }
+        if pipes > limits.pipes {
+            return Err(self.exceeded(uid, "pipes", limits.pipes));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The limits of `text`, through a file of its own (tests run in parallel).
+    fn tenancy(text: &str) -> Result<Tenancy, String> {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("limits-{}-{n}.toml", std::process::id());
+        let path = std::env::temp_dir().join(name);
+        std::fs::write(&path, text).unwrap();
+        let t = Tenancy::load(&path);
+        let _ = std::fs::remove_file(&path);
+        t
+    }
+
+    #[test]
+    fn a_users_section_overrides_the_default_and_root_has_no_limit() {
+        let t = tenancy("[default]\nrules = 2\n[users.1001]\nrules = 5\npipes = 6\n").unwrap();
+        assert!(t.allow(1002, 2, 4).is_ok());
+        let e = t.allow(1002, 3, 4).unwrap_err();
+        assert!(
+            e.contains("at most 2 rules") && e.contains("[users.1002]"),
+            "{e}"
+        );
+        assert!(t.allow(1001, 5, 6).is_ok());
+        assert!(t.allow(1001, 5, 7).unwrap_err().contains("at most 6 pipes"));
+        assert!(t.allow(0, 1000, 1000).is_ok());
+    }
+
+    #[test]
+    fn requests_past_the_rate_are_refused_until_the_next_second() {
+        let mut t = tenancy("[default]\nrequests_per_second = 3\n").unwrap();
+        let ms = |n: u64| Instant(n * 1_000_000);
+        for i in 0..3 {
+            assert!(t.admit(1001, ms(i)).is_ok());
+        }
+        let e = t.admit(1001, ms(500)).unwrap_err();
+        assert!(
+            e.contains("3 requests per second") && e.contains("requests_per_second"),
+            "{e}"
+        );
+        assert!(
+            t.admit(1002, ms(500)).is_ok(),
+            "another user has their own count"
+        );
+        assert!(t.admit(1001, ms(1000)).is_ok());
+    }
+
+    #[test]
+    fn a_missing_file_gives_the_defaults_and_a_bad_key_is_named() {
+        let t = Tenancy::load(Path::new("/nonexistent/shape.toml")).unwrap();
+        assert_eq!(t.limits(1001), Limits::default());
+        let e = tenancy("[default]\nrule = 2\n").unwrap_err();
+        assert!(e.contains("rule") && e.contains("valid:"), "{e}");
+        let e = tenancy("[users.alice]\nrules = 2\n").unwrap_err();
+        assert!(e.contains("[users.alice]") && e.contains("uid"), "{e}");
+    }
+}
