@@ -168,6 +168,44 @@ fn the_issue_line_adds_40ms_to_connect_and_delete_takes_it_away() {
 }
 
 #[test]
+fn callers_that_send_nothing_do_not_hold_up_shaped_packets() {
+    require_live!("iptables-legacy", "curl");
+    let t = Turn::new("silent");
+    serve("127.0.0.1:18083", 100);
+    let url = "http://127.0.0.1:18083/";
+    t.ok("client 18083@127.0.0.1 IN delay=5ms OUT delay=5ms");
+    let shaped = connect_ms(url, 7);
+    // While the next connects are timed, a caller connects to the shaping process every 20 ms
+    // and says nothing for 150 ms. The process used to read requests in its packet loop, so
+    // each such caller held every packet for up to 100 ms (curl's connects then failed: a
+    // connect time of 0).
+    let socket = t.dir.join("shape.sock");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let pester = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut silent = std::collections::VecDeque::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                silent.push_back(std::os::unix::net::UnixStream::connect(&socket).unwrap());
+                if silent.len() > 7 {
+                    silent.pop_front();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        })
+    };
+    let pestered = connect_ms(url, 7);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    pester.join().unwrap();
+    eprintln!("connect {shaped:.2} ms shaped, {pestered:.2} ms with silent callers");
+    assert!(
+        (pestered - shaped).abs() < 3.0,
+        "connect {shaped:.2} ms shaped, {pestered:.2} ms while silent callers came and went"
+    );
+    assert!(t.ok("delete client 18083@127.0.0.1").contains("deleted"));
+}
+
+#[test]
 fn a_download_at_10mbit_and_40ms_takes_what_tcp_needs_and_other_ports_are_unchanged() {
     require_live!("iptables-legacy", "curl");
     let t = Turn::new("bw");

@@ -12,12 +12,13 @@ use crate::spec::{parse_selector, LinkSpec, SYSTEM_PROFILES};
 use netloom_os::{NfQueue, OsError, Poller, SocketTable, Verdict};
 use netloom_time::Instant;
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
+use std::sync::mpsc;
 
 /// Bytes of each packet copied out of the kernel: enough for an IPv6 header and the ports.
 const COPY: u32 = 128;
@@ -244,15 +245,13 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
         .map_err(|e| DaemonError::Io(format!("{}: {e}", socket_path.display())))?;
     std::fs::set_permissions(&socket_path, std::fs::Permissions::from_mode(0o666))
         .map_err(|e| DaemonError::Io(format!("{}: {e}", socket_path.display())))?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| DaemonError::Io(e.to_string()))?;
     std::fs::write(&pid_path, format!("{}\n", std::process::id()))
         .map_err(|e| DaemonError::Io(format!("{}: {e}", pid_path.display())))?;
     let stopping = netloom_os::install_stop_handler()?;
+    let (woken, requests) = reader(listener)?;
     let mut poller = Poller::new()?;
     poller.add(queue.as_fd(), 0)?;
-    poller.add(listener.as_fd(), 1)?;
+    poller.add(woken.as_fd(), 1)?;
     let start = std::time::Instant::now();
     let now = || Instant(start.elapsed().as_nanos() as u64);
     let mut shaper: Shaper<u32> = Shaper::new(std::process::id().into());
@@ -303,9 +302,16 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
             }
         }
         if ready.contains(&1) {
+            // Drain the waker's bytes; each stands for a request in the channel.
+            let mut drained = [0u8; 64];
+            while matches!((&woken).read(&mut drained), Ok(n) if n > 0) {}
             let mut stop = false;
-            while let Ok((stream, _)) = listener.accept() {
-                stop |= serve(stream, &mut shaper, &mut tenancy, now());
+            while let Ok(asked) = requests.try_recv() {
+                let (reply, stopped) =
+                    serve(asked.uid, asked.request, &mut shaper, &mut tenancy, now());
+                // The reader may have given up on a caller that went away: nothing to tell.
+                let _ = asked.answer.send(reply);
+                stop |= stopped;
             }
             had_links |= !shaper.is_empty();
             if stop || (until_empty && had_links && shaper.is_empty()) {
@@ -343,32 +349,19 @@ fn receiver(sockets: &mut SocketTable, packet: &Packet) -> Option<(u32, u32)> {
     }
 }
 
-/// Answers one request; true if it was `stop`.
+/// Answers one request from `uid` (a line that did not parse is its error); true with it if it
+/// was `stop`.
 fn serve(
-    stream: UnixStream,
+    uid: u32,
+    request: Result<Request, String>,
     shaper: &mut Shaper<u32>,
     tenancy: &mut Tenancy,
     now: Instant,
-) -> bool {
-    let Ok(caller) = netloom_os::peer_credentials(stream.as_fd()) else {
-        return false;
-    };
-    let uid = caller.uid;
+) -> (Reply, bool) {
     // What the caller may see and change: root everything, a user their own links.
     let mine = (uid != ROOT).then_some(uid);
-    let _ = stream.set_nonblocking(false);
-    // Packets wait while a request is read: a client that does not send its line soon is
-    // dropped.
-    let _ = stream.set_read_timeout(Some(std::time::Duration::from_millis(100)));
-    let mut line = String::new();
-    let mut reader = BufReader::new(&stream);
-    if reader.read_line(&mut line).is_err() {
-        return false;
-    }
-    let request = serde_json::from_str::<Request>(&line)
-        .map_err(|e| format!("bad request: {e}"))
-        .and_then(|r| tenancy.admit(uid, now).map(|()| r));
-    let (reply, stop) = match request {
+    let request = request.and_then(|r| tenancy.admit(uid, now).map(|()| r));
+    match request {
         Err(e) => (error_reply(e), false),
         Ok(Request::Stop) if mine.is_some() => (
             error_reply(format!(
@@ -400,11 +393,76 @@ fn serve(
             (set(shaper, tenancy, uid, now, &words, &profiles), false)
         }
         Ok(Request::Delete { words }) => (delete(shaper, mine, &words), false),
-    };
-    let mut text = serde_json::to_string(&reply).expect("a reply serializes");
-    text.push('\n');
-    let _ = (&stream).write_all(text.as_bytes());
-    stop
+    }
+}
+
+/// A request read off the socket, for the packet loop to answer.
+struct Asked {
+    /// The caller, by the socket's peer credentials.
+    uid: u32,
+    /// The request, or why its line did not parse.
+    request: Result<Request, String>,
+    /// Where the packet loop puts the reply.
+    answer: mpsc::Sender<Reply>,
+}
+
+/// How long a caller has to send its line and read its reply.
+const CALLER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+/// The longest request line read; a longer one is refused.
+const MAX_REQUEST: u64 = 64 * 1024;
+
+/// Starts the thread that accepts callers and reads their lines, so that a caller who connects
+/// and sends nothing (or reads nothing) delays only other callers, never a held packet: the
+/// packet loop gets whole requests through the channel, woken by a byte on the returned
+/// socket. The thread ends with the process.
+fn reader(listener: UnixListener) -> Result<(UnixStream, mpsc::Receiver<Asked>), DaemonError> {
+    let (waker, woken) = UnixStream::pair().map_err(|e| DaemonError::Io(e.to_string()))?;
+    woken
+        .set_nonblocking(true)
+        .map_err(|e| DaemonError::Io(e.to_string()))?;
+    let (post, requests) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("shape-requests".to_string())
+        .spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let Some((uid, request)) = read_request(&stream) else {
+                    continue;
+                };
+                let (answer, reply) = mpsc::channel();
+                if post
+                    .send(Asked {
+                        uid,
+                        request,
+                        answer,
+                    })
+                    .is_err()
+                {
+                    return; // the packet loop has ended
+                }
+                let _ = (&waker).write_all(&[1]);
+                if let Ok(reply) = reply.recv() {
+                    let mut text = serde_json::to_string(&reply).expect("a reply serializes");
+                    text.push('\n');
+                    let _ = (&stream).write_all(text.as_bytes());
+                }
+            }
+        })
+        .map_err(|e| DaemonError::Io(format!("start the request thread: {e}")))?;
+    Ok((woken, requests))
+}
+
+/// The caller's uid and request line, or None when the caller cannot be known or sent no
+/// line in time (it is dropped without an answer).
+fn read_request(stream: &UnixStream) -> Option<(u32, Result<Request, String>)> {
+    let caller = netloom_os::peer_credentials(stream.as_fd()).ok()?;
+    stream.set_read_timeout(Some(CALLER_PATIENCE)).ok()?;
+    stream.set_write_timeout(Some(CALLER_PATIENCE)).ok()?;
+    let mut line = String::new();
+    BufReader::new(stream.take(MAX_REQUEST))
+        .read_line(&mut line)
+        .ok()?;
+    let request = serde_json::from_str::<Request>(&line).map_err(|e| format!("bad request: {e}"));
+    Some((caller.uid, request))
 }
 
 fn error_reply(error: String) -> Reply {
