@@ -224,27 +224,27 @@ impl WorkerCosts {
     /// One worker's CPU and lateness (docs/calibrate.md, "The model").
     ///
     /// Wake-ups: the driver serves everything due when it wakes (all readable packets, up to a
-    /// batch per host, and every passed deadline), so an event costs a wake-up of its own only
-    /// if it finds the driver asleep, a share 1 − ρ of the time, and, for a deadline, only if
-    /// no wake-up for an earlier deadline is still on its way: that one comes a timer lateness
-    /// L after its deadline, so with deadlines at rate D a share e^(−D·L) of them start their
-    /// own. With e = arrivals + D·e^(−D·L) events a second and the packets' own work ρ₀,
-    /// ρ = ρ₀ + c_wake·e·(1 − ρ), hence ρ = (ρ₀ + c_wake·e) / (1 + c_wake·e).
+    /// batch per host, and every passed deadline), so an event (a packet arriving, a deadline
+    /// coming) costs a wake-up of its own only if it finds the driver asleep. After each
+    /// wake-up the driver is not asleep for the wake-up's latency L (the timer's median
+    /// lateness) and its CPU c, and for its packets' own work, a share ρ₀ of the time. With
+    /// events at random times at rate e, the share they find it asleep is what is left:
+    /// a = 1 − ρ₀ − w·(L + c) with w = e·a wake-ups a second, hence
+    /// w = e·(1 − ρ₀) / (1 + e·(L + c)); the CPU is ρ = ρ₀ + w·c.
     ///
-    /// Lateness: queueing as before (M/D/1's mean wait for the median, M/M/1's tail for the
-    /// p99), plus the timer only for the deliveries that wait for one: a delivery at a timed
-    /// pipe that finds the driver asleep. One timed wake-up serves every deadline that fell
-    /// while it was on its way, so of those deliveries a share 1/(1 + D·L) are late by the
-    /// whole L and the rest by a part of it, spread evenly over [0, L).
+    /// Lateness: the packets' own queueing (M/D/1's mean wait for the median, M/M/1's tail for
+    /// the p99), plus the timer only for deliveries at a deadline (from a timed pipe): one that
+    /// finds the driver asleep waits the whole L; one that comes while a wake-up is on its way
+    /// (a share w·L of the time) rides on it and waits part of L, spread evenly; one that
+    /// finds it at work waits for the turn only.
     fn worker(&self, worker: u32, t: &Traffic, timer: TimerLateness) -> WorkerLoad {
         let packets = self.packet_work(t.hops, t.reads, t.writes, t.handoffs);
         let own = packets.iter().map(|(_, ns)| ns).sum::<f64>() / 1e9;
         let arrivals = t.reads + t.handoffs;
-        let window = timer.p50_ns / 1e9;
-        let events = arrivals + t.deadlines * (-t.deadlines * window).exp();
-        let wake_cost = self.wake_up_ns / 1e9 * events;
-        let rho = (own + wake_cost) / (1.0 + wake_cost);
-        let wake_ups = events * (1.0 - rho).max(0.0);
+        let events = arrivals + t.deadlines;
+        let occupancy = (timer.p50_ns + self.wake_up_ns) / 1e9;
+        let wake_ups = events * (1.0 - own).max(0.0) / (1.0 + events * occupancy);
+        let rho = own + wake_ups * self.wake_up_ns / 1e9;
         let mut parts = packets.to_vec();
         parts.push((Work::WakeUps, wake_ups * self.wake_up_ns));
         let busiest_work = parts
@@ -255,29 +255,34 @@ impl WorkerCosts {
         let (p50, p99) = if rho >= 1.0 {
             (None, None)
         } else {
-            let (queue_p50, queue_p99) = if arrivals > 0.0 {
-                let service_ns = rho / arrivals * 1e9;
+            let (queue_p50, queue_p99) = if arrivals > 0.0 && own > 0.0 {
+                let service_ns = own / arrivals * 1e9;
                 (
-                    rho * service_ns / (2.0 * (1.0 - rho)),
-                    (service_ns * (100.0 * rho).ln() / (1.0 - rho)).max(0.0),
+                    own * service_ns / (2.0 * (1.0 - own)),
+                    (service_ns * (100.0 * own).ln() / (1.0 - own)).max(0.0),
                 )
             } else {
                 (0.0, 0.0)
             };
-            // The share of deliveries that wait for a timer, and the spread of a deadline's
-            // wait given that it does.
-            let waiting = if t.writes > 0.0 {
-                t.timed_writes / t.writes * (1.0 - rho)
+            // Of the deliveries: the share at a deadline that finds the driver asleep, and the
+            // share at one that rides on a wake-up on its way.
+            let timed = if t.writes > 0.0 {
+                t.timed_writes / t.writes
             } else {
                 0.0
             };
-            let riding = t.deadlines * window / (1.0 + t.deadlines * window);
+            let asleep = if events > 0.0 {
+                timed * wake_ups / events
+            } else {
+                0.0
+            };
+            let riding = timed * (wake_ups * timer.p50_ns / 1e9).min(1.0);
             let timer_wait = |q: f64, lateness: f64| {
-                let q = (q - (1.0 - waiting)) / waiting;
-                if waiting <= 0.0 || q <= 0.0 {
+                let on_time = 1.0 - asleep - riding;
+                if q <= on_time {
                     0.0
-                } else if q < riding {
-                    q / riding * lateness
+                } else if q < 1.0 - asleep {
+                    (q - on_time) / riding * lateness
                 } else {
                     lateness
                 }
