@@ -5,11 +5,11 @@
 use crate::partition::{assign, packet_bytes, weigh};
 use anyhow::{Context, Result};
 use clap::Args;
+use netloom_engine::traffic::parse_spec;
 use netloom_live::calibration::{self, Calibration, Identity};
 use netloom_partition::{
     Assignment, FlowGraph, Method, Options, Prediction, TimerLateness, WorkerCosts,
 };
-use netloom_engine::traffic::parse_spec;
 use netloom_topo::Topology;
 use serde::Serialize;
 use std::path::{Path, PathBuf};

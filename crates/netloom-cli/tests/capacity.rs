@@ -153,7 +153,14 @@ fn smaller_packets_cost_less_and_a_sleeping_driver_pays_for_its_wake_ups() {
         let out = check(
             &dir,
             "cal.json",
-            &["--load", load, "--force", "--json", "--precision", precision],
+            &[
+                "--load",
+                load,
+                "--force",
+                "--json",
+                "--precision",
+                precision,
+            ],
         )
         .ok()
         .json();

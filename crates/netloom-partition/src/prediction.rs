@@ -190,10 +190,15 @@ impl WorkerCosts {
             .iter()
             .map(|c| {
                 let k = c.core as usize;
-                self.packet_work(c.hops, c.edge_packets, writes[k], c.packets - c.edge_packets)
-                    .iter()
-                    .map(|(_, ns)| ns)
-                    .sum::<f64>()
+                self.packet_work(
+                    c.hops,
+                    c.edge_packets,
+                    writes[k],
+                    c.packets - c.edge_packets,
+                )
+                .iter()
+                .map(|(_, ns)| ns)
+                .sum::<f64>()
                     / 1e9
             })
             .fold(0.0, f64::max);
@@ -375,7 +380,9 @@ mod tests {
     #[test]
     fn one_worker_pays_every_hop_a_read_and_a_write_per_packet() {
         let (topo, g) = graph(2, 10_000.0);
-        let p = COSTS.predict(&g, &all_on(1, &topo, |_| 0), &timed(&topo, false), TIMER).unwrap();
+        let p = COSTS
+            .predict(&g, &all_on(1, &topo, |_| 0), &timed(&topo, false), TIMER)
+            .unwrap();
         // h0 → r1 → r2 → h1: three pipes.
         assert!((p.path_length - 3.0).abs() < 1e-9, "{p:?}");
         let w = &p.per_worker[0];
@@ -440,7 +447,10 @@ mod tests {
         let p = sleeping
             .predict(&g, &all_on(1, &topo, |_| 0), &timed(&topo, true), TIMER)
             .unwrap();
-        assert!((p.max_edge_packets_per_second - 1.0 / 3.3e-6).abs() < 1e-3, "{p:?}");
+        assert!(
+            (p.max_edge_packets_per_second - 1.0 / 3.3e-6).abs() < 1e-3,
+            "{p:?}"
+        );
     }
 
     #[test]
@@ -452,7 +462,12 @@ mod tests {
         let at = |pps: f64, delayed: bool| {
             let (topo, g) = graph(2, pps);
             let p = COSTS
-                .predict(&g, &all_on(1, &topo, |_| 0), &timed(&topo, delayed), slow_timer)
+                .predict(
+                    &g,
+                    &all_on(1, &topo, |_| 0),
+                    &timed(&topo, delayed),
+                    slow_timer,
+                )
                 .unwrap();
             p.per_worker[0].lateness_p50_ns.unwrap()
         };
@@ -471,9 +486,16 @@ mod tests {
     fn more_hops_cost_more() {
         let (topo, g) = graph(2, 10_000.0);
         let (long_topo, long) = graph(8, 10_000.0);
-        let short = COSTS.predict(&g, &all_on(1, &topo, |_| 0), &timed(&topo, false), TIMER).unwrap();
+        let short = COSTS
+            .predict(&g, &all_on(1, &topo, |_| 0), &timed(&topo, false), TIMER)
+            .unwrap();
         let long = COSTS
-            .predict(&long, &all_on(1, &long_topo, |_| 0), &timed(&long_topo, false), TIMER)
+            .predict(
+                &long,
+                &all_on(1, &long_topo, |_| 0),
+                &timed(&long_topo, false),
+                TIMER,
+            )
             .unwrap();
         assert!((long.path_length - 9.0).abs() < 1e-9);
         let extra = long.per_worker[0].utilization - short.per_worker[0].utilization;
@@ -514,7 +536,9 @@ mod tests {
     #[test]
     fn a_saturated_worker_does_not_fit_and_has_no_bounded_lateness() {
         let (topo, g) = graph(2, 1_000_000.0);
-        let p = COSTS.predict(&g, &all_on(1, &topo, |_| 0), &timed(&topo, false), TIMER).unwrap();
+        let p = COSTS
+            .predict(&g, &all_on(1, &topo, |_| 0), &timed(&topo, false), TIMER)
+            .unwrap();
         assert!(!p.fits);
         assert!((p.per_worker[0].utilization - 3.3).abs() < 1e-9);
         assert_eq!(p.per_worker[0].lateness_p50_ns, None);

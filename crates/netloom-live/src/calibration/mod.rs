@@ -413,8 +413,10 @@ impl Calibration {
                 micros(t.p50_ns as f64),
                 micros(t.p99_ns as f64),
                 micros(t.max_ns as f64),
-                t.wake_up_ns
-                    .map_or(String::new(), |ns| format!("; {} of CPU per wake-up", micros(ns)))
+                t.wake_up_ns.map_or(String::new(), |ns| format!(
+                    "; {} of CPU per wake-up",
+                    micros(ns)
+                ))
             );
         }
         for t in &self.tun {
