@@ -37,7 +37,7 @@ fn calibrate_writes_every_figure_in_under_a_minute_and_check_reads_it() {
     }
     let text = std::fs::read_to_string(&file).unwrap();
     let c: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(c["format"], 1);
+    assert_eq!(c["format"], 2);
     assert_eq!(c["netloom_version"], env!("CARGO_PKG_VERSION"));
     for key in [
         "hostname",

@@ -185,22 +185,9 @@ impl WorkerCosts {
             .iter()
             .max_by(|a, b| a.utilization.total_cmp(&b.utilization))
             .expect("an assignment has a worker");
-        let most_packet_work = eval
-            .cores
+        let most_packet_work = per_worker
             .iter()
-            .map(|c| {
-                let k = c.core as usize;
-                self.packet_work(
-                    c.hops,
-                    c.edge_packets,
-                    writes[k],
-                    c.packets - c.edge_packets,
-                )
-                .iter()
-                .map(|(_, ns)| ns)
-                .sum::<f64>()
-                    / 1e9
-            })
+            .map(|w| w.utilization - w.wake_ups_per_second * self.wake_up_ns / 1e9)
             .fold(0.0, f64::max);
         let hops: f64 = eval.cores.iter().map(|c| c.hops).sum();
         Some(Prediction {
