@@ -2,9 +2,10 @@
 //! the calibration file; and the capacity prediction that `check --capacity` and `run` print
 //! from one (netloom_partition::WorkerCosts, docs/calibrate.md).
 
-use crate::partition::{assign, weigh};
+use crate::partition::{assign, packet_bytes, weigh};
 use anyhow::{Context, Result};
 use clap::Args;
+use netloom_engine::traffic::parse_spec;
 use netloom_live::calibration::{self, Calibration, Identity};
 use netloom_partition::{
     Assignment, FlowGraph, Method, Options, Prediction, TimerLateness, WorkerCosts,
@@ -122,20 +123,49 @@ pub fn read_calibration(path: &Path, force: bool) -> Result<Calibration> {
     Ok(c)
 }
 
-/// The measured costs the model takes: per packet without GSO (each packet a read and a write).
-fn costs(c: &Calibration, precision: &str) -> Result<(WorkerCosts, TimerLateness)> {
-    let tun = c
+/// What one TUN read and one write cost for packets of `bytes`: a fixed cost per call plus one
+/// per byte, the line through the two measured points (MTU-bound packets without GSO, and
+/// GSO super-packets). The per-byte cost is never taken below zero; without a GSO point, the
+/// packets cost what MTU-bound ones did.
+fn tun_costs(c: &Calibration, bytes: f64) -> Result<(f64, f64)> {
+    let small = c
         .tun(false)
         .context("the calibration has no TUN rates without GSO")?;
+    let at = |small_ns: f64, large_ns: Option<(f64, f64)>| match large_ns {
+        Some((large_bytes, large_ns)) if large_bytes > small.mean_packet_bytes => {
+            let per_byte =
+                ((large_ns - small_ns) / (large_bytes - small.mean_packet_bytes)).max(0.0);
+            (small_ns + per_byte * (bytes - small.mean_packet_bytes)).max(0.0)
+        }
+        _ => small_ns,
+    };
+    let large = c.tun(true);
+    Ok((
+        at(
+            small.read.ns_per_packet,
+            large.map(|l| (l.mean_packet_bytes, l.read.ns_per_packet)),
+        ),
+        at(
+            small.write.ns_per_packet,
+            large.map(|l| (l.mean_packet_bytes, l.write.ns_per_packet)),
+        ),
+    ))
+}
+
+/// The measured costs the model takes, for packets of `bytes` (each packet a read and a
+/// write; a wake-up as the precision mode's timer measurement paid, none for busy).
+fn costs(c: &Calibration, precision: &str, bytes: f64) -> Result<(WorkerCosts, TimerLateness)> {
+    let (tun_read_ns, tun_write_ns) = tun_costs(c, bytes)?;
     let timer = c
         .timer(precision)
         .with_context(|| format!("the calibration has no timer lateness for {precision}"))?;
     Ok((
         WorkerCosts {
             hop_ns: c.engine.ns_per_packet_hop,
-            tun_read_ns: tun.read.ns_per_packet,
-            tun_write_ns: tun.write.ns_per_packet,
+            tun_read_ns,
+            tun_write_ns,
             handoff_ns: c.handoff.ns_per_handoff,
+            wake_up_ns: timer.wake_up_ns.unwrap_or(0.0),
         },
         TimerLateness {
             p50_ns: timer.p50_ns as f64,
@@ -170,7 +200,12 @@ pub fn predict(
     c: &Calibration,
     path: &Path,
 ) -> Result<CapacityReport> {
-    let (costs, timer) = costs(c, &args.precision)?;
+    let bytes = match &args.load {
+        Some(spec) => f64::from(packet_bytes(parse_spec(spec).context("--load")?.kind)),
+        None => DEFAULT_PACKET_BYTES,
+    };
+    let (costs, timer) = costs(c, &args.precision, bytes)?;
+    let timed = timed_pipes(topo, bytes, costs.tun_read_ns + costs.tun_write_ns);
     let (graph, load) = match &args.load {
         Some(spec) => (
             weigh(topo, &format!("traffic:{spec}"), args.seed).context("--load")?,
@@ -193,7 +228,7 @@ pub fn predict(
     for w in 1..=most {
         let a = run_assignment(topo, &fixed, w, args.seed)?;
         let p = costs
-            .predict(&graph, &a, timer)
+            .predict(&graph, &a, &timed, timer)
             .context("no packet enters the emulation under this load")?;
         scaling.push(Scaling {
             workers: w,
@@ -216,6 +251,19 @@ pub fn predict(
         needs_workers,
         sentence,
     })
+}
+
+/// Whether each pipe holds a packet of `bytes` (serialization and propagation delay) longer
+/// than `turn_ns`, about what the turn that read it takes: a packet held longer leaves at a
+/// deadline the driver must come back for; one held less is released within that turn.
+fn timed_pipes(topo: &Topology, bytes: f64, turn_ns: f64) -> Vec<bool> {
+    topo.pipes
+        .iter()
+        .map(|p| {
+            let held = p.config.delay + p.config.rate.tx_time(bytes as u64);
+            held.as_nanos() as f64 > turn_ns
+        })
+        .collect()
 }
 
 fn workers(n: u32) -> String {
@@ -301,7 +349,7 @@ pub fn print(r: &CapacityReport) {
             ns.map_or("unbounded".to_string(), |ns| format!("{:.1} us", ns / 1e3))
         };
         println!(
-            "worker {}  {:>5.1} % CPU ({}): {:.0} packet-hops/s, {:.0} TUN reads/s, {:.0} TUN writes/s, {:.0} hand-offs in/s; lateness p50 {} p99 {}",
+            "worker {}  {:>5.1} % CPU ({}): {:.0} packet-hops/s, {:.0} TUN reads/s, {:.0} TUN writes/s, {:.0} hand-offs in/s, {:.0} deadlines/s, {:.0} wake-ups/s; lateness p50 {} p99 {}",
             w.worker,
             w.utilization * 100.0,
             if w.utilization > 0.0 { w.busiest_work.name() } else { "idle" },
@@ -309,6 +357,8 @@ pub fn print(r: &CapacityReport) {
             w.tun_reads_per_second,
             w.tun_writes_per_second,
             w.handoffs_per_second,
+            w.deadlines_per_second,
+            w.wake_ups_per_second,
             late(w.lateness_p50_ns),
             late(w.lateness_p99_ns)
         );

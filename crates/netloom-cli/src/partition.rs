@@ -199,22 +199,27 @@ pub fn weigh(topo: &Topology, weights: &str, seed: u64) -> Result<FlowGraph> {
     })
 }
 
+/// The size of the packets a source sends, bytes (an AIMD flow's: full segments).
+pub fn packet_bytes(kind: SourceKind) -> u32 {
+    match kind {
+        SourceKind::Cbr { size, .. }
+        | SourceKind::Poisson { size, .. }
+        | SourceKind::OnOff { size, .. } => size,
+        SourceKind::Aimd { mss } => mss + HEADER_BYTES,
+    }
+}
+
 /// What the partitioner needs to know of a synthetic flow: its rate limit and packet sizes.
 fn demand(flow: &FlowSpec) -> Demand {
-    let (rate, packet_bytes, acked) = match flow.kind {
-        SourceKind::Cbr { rate, size } | SourceKind::Poisson { rate, size } => {
-            (Some(rate.as_bps() as f64), size, false)
+    let (rate, acked) = match flow.kind {
+        SourceKind::Cbr { rate, .. } | SourceKind::Poisson { rate, .. } => {
+            (Some(rate.as_bps() as f64), false)
         }
-        SourceKind::OnOff {
-            rate,
-            size,
-            on,
-            off,
-        } => {
+        SourceKind::OnOff { rate, on, off, .. } => {
             let duty = on.as_secs_f64() / (on.as_secs_f64() + off.as_secs_f64()).max(1e-12);
-            (Some(rate.as_bps() as f64 * duty), size, false)
+            (Some(rate.as_bps() as f64 * duty), false)
         }
-        SourceKind::Aimd { mss } => (None, mss + HEADER_BYTES, true),
+        SourceKind::Aimd { .. } => (None, true),
     };
     let cap = flow.cap.map(|c| c.as_bps() as f64);
     Demand {
@@ -224,7 +229,7 @@ fn demand(flow: &FlowSpec) -> Demand {
             (Some(r), Some(c)) => Some(r.min(c)),
             (r, c) => r.or(c),
         },
-        packet_bytes,
+        packet_bytes: packet_bytes(flow.kind),
         acked,
     }
 }

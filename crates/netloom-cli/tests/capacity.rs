@@ -6,8 +6,10 @@ mod common;
 
 use common::{run, TempDir};
 
-/// A calibration file with round costs, measured "elsewhere": hop 1 µs, TUN read 10 µs, TUN
-/// write 20 µs, hand-off 5 µs, timer lateness p50 2 µs / p99 30 µs in hybrid precision.
+/// A calibration file with round costs, measured "elsewhere": hop 1 µs, TUN read 10 µs and
+/// write 20 µs for 1000-byte packets (and 0.1 and 0.2 ns more per byte, from a GSO point at
+/// 30,000 bytes), hand-off 5 µs, timer lateness p50 2 µs / p99 30 µs in every mode, a wake-up
+/// 4 µs in sleep precision.
 fn synthetic(hostname: &str) -> String {
     let rate = |ns: f64| {
         format!(
@@ -15,31 +17,34 @@ fn synthetic(hostname: &str) -> String {
             1e9 / ns
         )
     };
-    let timer = |mode: &str| {
+    let timer = |mode: &str, wake_up: &str| {
         format!(
-            r#"{{"precision": "{mode}", "samples": 600, "p50_ns": 2000, "p99_ns": 30000, "max_ns": 90000}}"#
+            r#"{{"precision": "{mode}", "samples": 600, "p50_ns": 2000, "p99_ns": 30000, "max_ns": 90000, "wake_up_ns": {wake_up}}}"#
         )
     };
     format!(
         r#"{{
-  "format": 1,
+  "format": 2,
   "netloom_version": "{}",
   "machine": {{"hostname": "{hostname}", "machine_id_sha256": "00", "cpu_model": "a CPU", "kernel": "0.0", "cpus": 64}},
   "date": "2026-11-24T05:00:00Z",
   "seconds": 20.0,
   "cpus": {{"count": 64, "model": "a CPU", "mhz": null, "caches": []}},
   "timer": [{}, {}, {}],
-  "tun": [{{"gso": false, "packets": 1, "mean_packet_bytes": 1000.0, "read": {}, "write": {}, "forwarded_gbit_per_second": 1.0}}],
+  "tun": [{{"gso": false, "packets": 1, "mean_packet_bytes": 1000.0, "read": {}, "write": {}, "forwarded_gbit_per_second": 1.0}},
+          {{"gso": true, "packets": 1, "mean_packet_bytes": 30000.0, "read": {}, "write": {}, "forwarded_gbit_per_second": 1.0}}],
   "engine": {{"workload": "w", "packet_hops": 1, "wall_seconds": 1.0, "ns_per_packet_hop": 1000.0}},
   "handoff": {{"handoffs": 1, "ns_per_handoff": 5000.0}}
 }}
 "#,
         env!("CARGO_PKG_VERSION"),
-        timer("busy"),
-        timer("hybrid"),
-        timer("sleep"),
+        timer("busy", "null"),
+        timer("hybrid", "null"),
+        timer("sleep", "4000"),
         rate(10_000.0),
-        rate(20_000.0)
+        rate(20_000.0),
+        rate(12_900.0),
+        rate(25_800.0)
     )
 }
 
@@ -141,6 +146,45 @@ fn the_prediction_counts_hops_reads_writes_and_hand_offs_with_the_measured_costs
 }
 
 #[test]
+fn smaller_packets_cost_less_and_a_sleeping_driver_pays_for_its_wake_ups() {
+    let dir = TempDir::new("capacity-size");
+    dir.write("cal.json", &synthetic("elsewhere"));
+    let utilization = |load: &str, precision: &str| {
+        let out = check(
+            &dir,
+            "cal.json",
+            &[
+                "--load",
+                load,
+                "--force",
+                "--json",
+                "--precision",
+                precision,
+            ],
+        )
+        .ok()
+        .json();
+        out["prediction"]["per_worker"][0].clone()
+    };
+    // The same 1,000 packets a second of 100 bytes: 900 bytes less to read (0.1 ns a byte)
+    // and to write (0.2 ns): 1,000 × (3 + 9.91 + 19.82) µs.
+    let small = "pattern=pairs pairs=left1:right1 source=cbr rate=800kbit size=100";
+    let w = utilization(small, "hybrid");
+    assert!(
+        (w["utilization"].as_f64().unwrap() - 0.03273).abs() < 1e-9,
+        "{w}"
+    );
+    // Sleep precision adds 4 µs per wake-up; at this load, one at least per packet read.
+    let w = utilization(LOAD, "sleep");
+    let wake_ups = w["wake_ups_per_second"].as_f64().unwrap();
+    assert!(wake_ups >= 1000.0 * 0.9, "{w}");
+    assert!(
+        (w["utilization"].as_f64().unwrap() - (0.033 + wake_ups * 4e-6)).abs() < 1e-9,
+        "{w}"
+    );
+}
+
+#[test]
 fn a_missing_or_malformed_calibration_and_an_unknown_load_key_are_refused_clearly() {
     let dir = TempDir::new("capacity-bad");
     let out = check(&dir, "absent.json", &[]).expect_code(2);
@@ -149,7 +193,7 @@ fn a_missing_or_malformed_calibration_and_an_unknown_load_key_are_refused_clearl
         "{}",
         out.stderr
     );
-    dir.write("bad.json", "{\n  \"format\": 1,\n  \"timer\": 3\n}\n");
+    dir.write("bad.json", "{\n  \"format\": 2,\n  \"timer\": 3\n}\n");
     let out = check(&dir, "bad.json", &[]).expect_code(2);
     assert!(out.stderr.contains("bad.json:3:"), "{}", out.stderr);
     assert!(

@@ -37,7 +37,7 @@ fn calibrate_writes_every_figure_in_under_a_minute_and_check_reads_it() {
     }
     let text = std::fs::read_to_string(&file).unwrap();
     let c: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(c["format"], 1);
+    assert_eq!(c["format"], 2);
     assert_eq!(c["netloom_version"], env!("CARGO_PKG_VERSION"));
     for key in [
         "hostname",
@@ -73,6 +73,11 @@ fn calibrate_writes_every_figure_in_under_a_minute_and_check_reads_it() {
         timer[2]["p50_ns"].as_u64() > timer[0]["p50_ns"].as_u64(),
         "{text}"
     );
+    // A wake-up's CPU: none for busy, which never sleeps; some for sleep, but less than the
+    // shortest gap between its deadlines (100 us), or it could not have kept up.
+    assert!(timer[0]["wake_up_ns"].is_null(), "{text}");
+    let wake_up = timer[2]["wake_up_ns"].as_f64().unwrap();
+    assert!(wake_up > 0.0 && wake_up < 100_000.0, "{text}");
     // TUN: both settings; GSO packets are larger than the MTU-bound ones, which fit 1500 bytes.
     let tun = c["tun"].as_array().unwrap();
     assert_eq!(tun.len(), 2);

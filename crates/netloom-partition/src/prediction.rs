@@ -1,7 +1,8 @@
 //! ModelNet's capacity model (§5.1) fed with this machine's measured costs, per worker of a live
 //! run: from a flow graph weighted in packets per second and an assignment of its pipes to
-//! workers, each worker's packet-hops, TUN reads and writes and hand-offs per second, the CPU
-//! they take, the lateness to expect, and what saturates first. docs/calibrate.md derives it.
+//! workers, each worker's packet-hops, TUN reads and writes, hand-offs and wake-ups per second,
+//! the CPU they take, the lateness to expect, and what saturates first. docs/calibrate.md
+//! derives it.
 
 use crate::assignment::Assignment;
 use crate::evaluation::Evaluation;
@@ -20,6 +21,8 @@ pub struct WorkerCosts {
     pub tun_write_ns: f64,
     /// Taking in one packet from another worker: a cross-core transition.
     pub handoff_ns: f64,
+    /// One wake-up of a sleeping driver (0 for one that never sleeps).
+    pub wake_up_ns: f64,
 }
 
 /// How late the precision mode's timer finds a deadline on an idle worker, ns.
@@ -43,6 +46,8 @@ pub enum Work {
     TunWrites,
     /// Taking packets in from other workers.
     Handoffs,
+    /// Waking up for packets and deadlines.
+    WakeUps,
 }
 
 impl Work {
@@ -53,6 +58,7 @@ impl Work {
             Work::TunReads => "TUN reads",
             Work::TunWrites => "TUN writes",
             Work::Handoffs => "cross-worker hand-offs",
+            Work::WakeUps => "wake-ups",
         }
     }
 }
@@ -70,6 +76,10 @@ pub struct WorkerLoad {
     pub tun_writes_per_second: f64,
     /// Packets taken in from other workers per second.
     pub handoffs_per_second: f64,
+    /// Packets leaving its pipes at a deadline of their own per second (the pipes of `timed`).
+    pub deadlines_per_second: f64,
+    /// Times its driver wakes up per second.
+    pub wake_ups_per_second: f64,
     /// Share of one CPU the work takes (1 is a whole CPU).
     pub utilization: f64,
     /// The kind of work that takes most of it.
@@ -100,18 +110,32 @@ pub struct Prediction {
     pub bottleneck_worker: u32,
     /// Whether every worker stays under one CPU.
     pub fits: bool,
-    /// The offered load scaled until the busiest worker takes one whole CPU.
+    /// The offered load scaled until the busiest worker's packets take one whole CPU (a
+    /// saturated driver never sleeps, so wake-ups do not count there).
     pub max_edge_packets_per_second: f64,
+}
+
+/// One worker's traffic, per second.
+struct Traffic {
+    hops: f64,
+    reads: f64,
+    writes: f64,
+    handoffs: f64,
+    /// Packets leaving timed pipes, and those of them written into hosts.
+    deadlines: f64,
+    timed_writes: f64,
 }
 
 impl WorkerCosts {
     /// Predicts each worker's load when `graph` (weighted in packets per second) runs on the
-    /// workers of `assignment`; `timer` is the precision mode's idle lateness. `None` if no
-    /// packet enters.
+    /// workers of `assignment`; `timed[p]` says whether a packet leaves pipe p at a deadline
+    /// the driver must wait for (rather than within the turn that brought it in); `timer` is
+    /// the precision mode's idle lateness. `None` if no packet enters.
     pub fn predict(
         &self,
         graph: &FlowGraph,
         assignment: &Assignment,
+        timed: &[bool],
         timer: TimerLateness,
     ) -> Option<Prediction> {
         let eval = Evaluation::of(graph, assignment);
@@ -125,30 +149,46 @@ impl WorkerCosts {
         for (_, q, w) in graph.transitions() {
             entering[q as usize] += w;
         }
-        let mut writes = vec![0.0; assignment.cores as usize];
+        let workers = assignment.cores as usize;
+        let (mut writes, mut deadlines, mut timed_writes) =
+            (vec![0.0; workers], vec![0.0; workers], vec![0.0; workers]);
         for (p, &into) in entering.iter().enumerate() {
-            if graph.successors(p as PipeId).next().is_none() {
-                writes[assignment.pipes[p] as usize] += into;
+            let k = assignment.pipes[p] as usize;
+            let last = graph.successors(p as PipeId).next().is_none();
+            if last {
+                writes[k] += into;
+            }
+            if timed[p] {
+                deadlines[k] += into;
+                if last {
+                    timed_writes[k] += into;
+                }
             }
         }
         let per_worker: Vec<WorkerLoad> = eval
             .cores
             .iter()
             .map(|c| {
-                self.worker(
-                    c.core,
-                    c.hops,
-                    c.edge_packets,
-                    writes[c.core as usize],
-                    c.packets - c.edge_packets,
-                    timer,
-                )
+                let k = c.core as usize;
+                let traffic = Traffic {
+                    hops: c.hops,
+                    reads: c.edge_packets,
+                    writes: writes[k],
+                    handoffs: c.packets - c.edge_packets,
+                    deadlines: deadlines[k],
+                    timed_writes: timed_writes[k],
+                };
+                self.worker(c.core, &traffic, timer)
             })
             .collect();
         let busiest = per_worker
             .iter()
             .max_by(|a, b| a.utilization.total_cmp(&b.utilization))
             .expect("an assignment has a worker");
+        let most_packet_work = per_worker
+            .iter()
+            .map(|w| w.utilization - w.wake_ups_per_second * self.wake_up_ns / 1e9)
+            .fold(0.0, f64::max);
         let hops: f64 = eval.cores.iter().map(|c| c.hops).sum();
         Some(Prediction {
             workers: assignment.cores,
@@ -158,56 +198,100 @@ impl WorkerCosts {
             handoffs_per_second: eval.cut,
             bottleneck_worker: busiest.worker,
             fits: busiest.utilization < 1.0,
-            max_edge_packets_per_second: entered / busiest.utilization,
+            max_edge_packets_per_second: entered / most_packet_work,
             per_worker,
         })
     }
 
-    /// One worker's CPU and lateness. Queueing: the worker serves the packets it takes in (reads
-    /// and hand-offs) one after another, each costing on average utilization / packets of a
-    /// second; M/D/1's mean wait ρ·s / (2(1 − ρ)) is added to the median and M/M/1's 99th
-    /// percentile wait s·ln(100ρ) / (1 − ρ) (a pessimistic tail) to the p99.
-    fn worker(
-        &self,
-        worker: u32,
-        hops: f64,
-        reads: f64,
-        writes: f64,
-        handoffs: f64,
-        timer: TimerLateness,
-    ) -> WorkerLoad {
-        let parts = [
+    /// What a worker's packets cost it a second, ns, by kind.
+    fn packet_work(&self, hops: f64, reads: f64, writes: f64, handoffs: f64) -> [(Work, f64); 4] {
+        [
             (Work::PacketHops, hops * self.hop_ns),
             (Work::TunReads, reads * self.tun_read_ns),
             (Work::TunWrites, writes * self.tun_write_ns),
             (Work::Handoffs, handoffs * self.handoff_ns),
-        ];
-        let rho: f64 = parts.iter().map(|(_, ns)| ns).sum::<f64>() / 1e9;
+        ]
+    }
+
+    /// One worker's CPU and lateness (docs/calibrate.md, "The model").
+    ///
+    /// Wake-ups: the driver serves everything due when it wakes (all readable packets, up to a
+    /// batch per host, and every passed deadline), so an event (a packet arriving, a deadline
+    /// coming) costs a wake-up of its own only if it finds the driver asleep. After each
+    /// wake-up the driver is not asleep for the wake-up's latency L (the timer's median
+    /// lateness) and its CPU c, and for its packets' own work, a share ρ₀ of the time. With
+    /// events at random times at rate e, the share they find it asleep is what is left:
+    /// a = 1 − ρ₀ − w·(L + c) with w = e·a wake-ups a second, hence
+    /// w = e·(1 − ρ₀) / (1 + e·(L + c)); the CPU is ρ = ρ₀ + w·c.
+    ///
+    /// Lateness: the packets' own queueing (M/D/1's mean wait for the median, M/M/1's tail for
+    /// the p99), plus the timer only for deliveries at a deadline (from a timed pipe): one that
+    /// finds the driver asleep waits the whole L; one that comes while a wake-up is on its way
+    /// (a share w·L of the time) rides on it and waits part of L, spread evenly; one that
+    /// finds it at work waits for the turn only.
+    fn worker(&self, worker: u32, t: &Traffic, timer: TimerLateness) -> WorkerLoad {
+        let packets = self.packet_work(t.hops, t.reads, t.writes, t.handoffs);
+        let own = packets.iter().map(|(_, ns)| ns).sum::<f64>() / 1e9;
+        let arrivals = t.reads + t.handoffs;
+        let events = arrivals + t.deadlines;
+        let occupancy = (timer.p50_ns + self.wake_up_ns) / 1e9;
+        let wake_ups = events * (1.0 - own).max(0.0) / (1.0 + events * occupancy);
+        let rho = own + wake_ups * self.wake_up_ns / 1e9;
+        let mut parts = packets.to_vec();
+        parts.push((Work::WakeUps, wake_ups * self.wake_up_ns));
         let busiest_work = parts
             .iter()
             .max_by(|a, b| a.1.total_cmp(&b.1))
-            .expect("four kinds of work")
+            .expect("five kinds of work")
             .0;
-        let arrivals = reads + handoffs;
         let (p50, p99) = if rho >= 1.0 {
             (None, None)
-        } else if arrivals <= 0.0 {
-            (Some(timer.p50_ns), Some(timer.p99_ns))
         } else {
-            let service_ns = rho / arrivals * 1e9;
-            let mean_wait = rho * service_ns / (2.0 * (1.0 - rho));
-            let tail_wait = (service_ns * (100.0 * rho).ln() / (1.0 - rho)).max(0.0);
+            let (queue_p50, queue_p99) = if arrivals > 0.0 && own > 0.0 {
+                let service_ns = own / arrivals * 1e9;
+                (
+                    own * service_ns / (2.0 * (1.0 - own)),
+                    (service_ns * (100.0 * own).ln() / (1.0 - own)).max(0.0),
+                )
+            } else {
+                (0.0, 0.0)
+            };
+            // Of the deliveries: the share at a deadline that finds the driver asleep, and the
+            // share at one that rides on a wake-up on its way.
+            let timed = if t.writes > 0.0 {
+                t.timed_writes / t.writes
+            } else {
+                0.0
+            };
+            let asleep = if events > 0.0 {
+                timed * wake_ups / events
+            } else {
+                0.0
+            };
+            let riding = timed * (wake_ups * timer.p50_ns / 1e9).min(1.0);
+            let timer_wait = |q: f64, lateness: f64| {
+                let on_time = 1.0 - asleep - riding;
+                if q <= on_time {
+                    0.0
+                } else if q < 1.0 - asleep {
+                    (q - on_time) / riding * lateness
+                } else {
+                    lateness
+                }
+            };
             (
-                Some(timer.p50_ns + mean_wait),
-                Some(timer.p99_ns + tail_wait),
+                Some(queue_p50 + timer_wait(0.5, timer.p50_ns)),
+                Some(queue_p99 + timer_wait(0.99, timer.p99_ns)),
             )
         };
         WorkerLoad {
             worker,
-            packet_hops_per_second: hops,
-            tun_reads_per_second: reads,
-            tun_writes_per_second: writes,
-            handoffs_per_second: handoffs,
+            packet_hops_per_second: t.hops,
+            tun_reads_per_second: t.reads,
+            tun_writes_per_second: t.writes,
+            handoffs_per_second: t.handoffs,
+            deadlines_per_second: t.deadlines,
+            wake_ups_per_second: wake_ups,
             utilization: rho,
             busiest_work,
             lateness_p50_ns: p50,
@@ -229,6 +313,7 @@ mod tests {
         tun_read_ns: 1_000.0,
         tun_write_ns: 2_000.0,
         handoff_ns: 500.0,
+        wake_up_ns: 0.0,
     };
     const TIMER: TimerLateness = TimerLateness {
         p50_ns: 1_000.0,
@@ -265,6 +350,11 @@ mod tests {
         (topo, g)
     }
 
+    /// Whether each pipe of `topo` holds its packets for a deadline.
+    fn timed(topo: &Topology, yes: bool) -> Vec<bool> {
+        vec![yes; topo.pipes.len()]
+    }
+
     fn all_on(cores: u32, topo: &Topology, core: impl Fn(usize) -> u32) -> Assignment {
         Assignment {
             cores,
@@ -277,7 +367,9 @@ mod tests {
     #[test]
     fn one_worker_pays_every_hop_a_read_and_a_write_per_packet() {
         let (topo, g) = graph(2, 10_000.0);
-        let p = COSTS.predict(&g, &all_on(1, &topo, |_| 0), TIMER).unwrap();
+        let p = COSTS
+            .predict(&g, &all_on(1, &topo, |_| 0), &timed(&topo, false), TIMER)
+            .unwrap();
         // h0 → r1 → r2 → h1: three pipes.
         assert!((p.path_length - 3.0).abs() < 1e-9, "{p:?}");
         let w = &p.per_worker[0];
@@ -289,18 +381,108 @@ mod tests {
         assert!(p.fits);
         assert!((p.max_edge_packets_per_second - 10_000.0 / 0.033).abs() < 1e-3);
         assert_eq!(w.busiest_work, Work::TunWrites);
-        // Queueing adds to the timer's lateness.
-        assert!(w.lateness_p50_ns.unwrap() > TIMER.p50_ns);
-        assert!(w.lateness_p99_ns.unwrap() > TIMER.p99_ns);
+        // No pipe holds a packet for a deadline: every delivery is made in the turn that read
+        // it, late by queueing only, never by the timer.
+        assert!(w.lateness_p50_ns.unwrap() > 0.0);
+        assert!(w.lateness_p50_ns.unwrap() < TIMER.p50_ns, "{w:?}");
+        assert!(w.lateness_p99_ns.unwrap() < TIMER.p99_ns, "{w:?}");
+    }
+
+    /// The packets' own work of `w` (without wake-ups), a share of a CPU.
+    fn packet_share(w: &WorkerLoad) -> f64 {
+        (w.packet_hops_per_second * COSTS.hop_ns
+            + w.tun_reads_per_second * COSTS.tun_read_ns
+            + w.tun_writes_per_second * COSTS.tun_write_ns)
+            / 1e9
+    }
+
+    #[test]
+    fn a_sleeping_driver_pays_a_wake_up_per_event_at_low_load_and_batches_under_load() {
+        let sleeping = WorkerCosts {
+            wake_up_ns: 5_000.0,
+            ..COSTS
+        };
+        let at = |pps: f64, delayed: bool| {
+            let (topo, g) = graph(2, pps);
+            let p = sleeping
+                .predict(&g, &all_on(1, &topo, |_| 0), &timed(&topo, delayed), TIMER)
+                .unwrap();
+            p.per_worker[0].clone()
+        };
+        // 1,000 pps, no delay: about one wake-up per packet read.
+        let w = at(1_000.0, false);
+        assert!((900.0..1_000.0).contains(&w.wake_ups_per_second), "{w:?}");
+        // With delays each of the 3 pipes adds a deadline per packet, nearly all of them
+        // 1 ms apart, far more than the timer's 1 us: about 4 wake-ups per packet.
+        let w = at(1_000.0, true);
+        assert!((3_800.0..4_000.0).contains(&w.wake_ups_per_second), "{w:?}");
+        // They cost 5 us each, several times the packets' own 3.3 us a packet.
+        let own = packet_share(&w);
+        assert!(
+            (w.utilization - own - w.wake_ups_per_second * 5e-6).abs() < 1e-9,
+            "{w:?}"
+        );
+        assert!(w.utilization > 5.0 * own, "{w:?}");
+        assert_eq!(w.busiest_work, Work::WakeUps);
+        let low = w.wake_ups_per_second / 1_000.0;
+        // Under load the driver is mostly awake when a packet or a deadline comes: a tenth of
+        // the wake-ups per packet, or fewer.
+        let w = at(200_000.0, true);
+        assert!(w.wake_ups_per_second / 200_000.0 < low / 10.0, "{w:?}");
+        // Saturation is where the packets alone fill the CPU: a busy driver never sleeps.
+        let (topo, g) = graph(2, 200_000.0);
+        let p = sleeping
+            .predict(&g, &all_on(1, &topo, |_| 0), &timed(&topo, true), TIMER)
+            .unwrap();
+        assert!(
+            (p.max_edge_packets_per_second - 1.0 / 3.3e-6).abs() < 1e-3,
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn the_timer_delays_only_deadlines_that_find_the_driver_asleep_and_alone() {
+        let slow_timer = TimerLateness {
+            p50_ns: 50_000.0,
+            p99_ns: 100_000.0,
+        };
+        let at = |pps: f64, delayed: bool| {
+            let (topo, g) = graph(2, pps);
+            let p = COSTS
+                .predict(
+                    &g,
+                    &all_on(1, &topo, |_| 0),
+                    &timed(&topo, delayed),
+                    slow_timer,
+                )
+                .unwrap();
+            p.per_worker[0].lateness_p50_ns.unwrap()
+        };
+        // Deadlines 1 ms apart on average (3 per packet at 300 pps): each waits for a timed
+        // wake-up of its own, the whole 50 us.
+        assert!(at(300.0, true) >= slow_timer.p50_ns);
+        // 9 deadlines within each 50 us window (60 kpps): most ride on a wake-up already on
+        // its way, late by part of the window only.
+        let busy = at(60_000.0, true);
+        assert!(busy > 0.0 && busy < slow_timer.p50_ns / 2.0, "{busy}");
+        // Without delays no delivery waits for the timer at all.
+        assert!(at(300.0, false) < 1_000.0);
     }
 
     #[test]
     fn more_hops_cost_more() {
         let (topo, g) = graph(2, 10_000.0);
         let (long_topo, long) = graph(8, 10_000.0);
-        let short = COSTS.predict(&g, &all_on(1, &topo, |_| 0), TIMER).unwrap();
+        let short = COSTS
+            .predict(&g, &all_on(1, &topo, |_| 0), &timed(&topo, false), TIMER)
+            .unwrap();
         let long = COSTS
-            .predict(&long, &all_on(1, &long_topo, |_| 0), TIMER)
+            .predict(
+                &long,
+                &all_on(1, &long_topo, |_| 0),
+                &timed(&long_topo, false),
+                TIMER,
+            )
             .unwrap();
         assert!((long.path_length - 9.0).abs() < 1e-9);
         let extra = long.per_worker[0].utilization - short.per_worker[0].utilization;
@@ -318,7 +500,7 @@ mod tests {
             .unwrap();
         let first_two = path[..2].to_vec();
         let a = all_on(2, &topo, |p| u32::from(!first_two.contains(&(p as u32))));
-        let p = COSTS.predict(&g, &a, TIMER).unwrap();
+        let p = COSTS.predict(&g, &a, &timed(&topo, false), TIMER).unwrap();
         let (w0, w1) = (&p.per_worker[0], &p.per_worker[1]);
         assert!((p.handoffs_per_second - 10_000.0).abs() < 1e-6, "{p:?}");
         assert!((w0.tun_reads_per_second - 10_000.0).abs() < 1e-6);
@@ -334,14 +516,16 @@ mod tests {
             handoff_ns: 10_000.0,
             ..COSTS
         };
-        let p = dear.predict(&g, &a, TIMER).unwrap();
+        let p = dear.predict(&g, &a, &timed(&topo, false), TIMER).unwrap();
         assert_eq!(p.per_worker[1].busiest_work, Work::Handoffs);
     }
 
     #[test]
     fn a_saturated_worker_does_not_fit_and_has_no_bounded_lateness() {
         let (topo, g) = graph(2, 1_000_000.0);
-        let p = COSTS.predict(&g, &all_on(1, &topo, |_| 0), TIMER).unwrap();
+        let p = COSTS
+            .predict(&g, &all_on(1, &topo, |_| 0), &timed(&topo, false), TIMER)
+            .unwrap();
         assert!(!p.fits);
         assert!((p.per_worker[0].utilization - 3.3).abs() < 1e-9);
         assert_eq!(p.per_worker[0].lateness_p50_ns, None);

@@ -22,7 +22,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 /// The calibration file's format; bumped on any change a reader of the old one would misread.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// Where `netloom calibrate` writes by default and `netloom run` looks for a calibration.
 pub const DEFAULT_PATH: &str = "/var/lib/netloom/calibration.json";
@@ -95,6 +95,10 @@ pub struct TimerLateness {
     pub p99_ns: u64,
     /// Largest, ns.
     pub max_ns: u64,
+    /// CPU time the waiting thread spent per sleep it took (the wait's syscall, the timer, the
+    /// switch back in, the turn's cold path), ns: what a driver in this mode pays per wake-up.
+    /// `null` for busy precision, which never sleeps.
+    pub wake_up_ns: Option<f64>,
 }
 
 /// Rates of one direction of TUN I/O: per packet, from the time spent in the calls alone.
@@ -404,11 +408,15 @@ impl Calibration {
         out += &format!("  caches      {}\n", caches.join(", "));
         for t in &self.timer {
             out += &format!(
-                "  timer       {:<6} lateness p50 {} / p99 {} / max {}\n",
+                "  timer       {:<6} lateness p50 {} / p99 {} / max {}{}\n",
                 t.precision,
                 micros(t.p50_ns as f64),
                 micros(t.p99_ns as f64),
-                micros(t.max_ns as f64)
+                micros(t.max_ns as f64),
+                t.wake_up_ns.map_or(String::new(), |ns| format!(
+                    "; {} of CPU per wake-up",
+                    micros(ns)
+                ))
             );
         }
         for t in &self.tun {
@@ -466,6 +474,7 @@ mod tests {
                 p50_ns: 100,
                 p99_ns: 200,
                 max_ns: 300,
+                wake_up_ns: None,
             }],
             tun: vec![TunRates {
                 gso: false,

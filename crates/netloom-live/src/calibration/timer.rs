@@ -1,6 +1,7 @@
 //! Timer lateness per precision mode: a thread made ready as a worker's is (fine timer slack,
 //! real-time priority unless busy) waits for deadlines under the mode's own `Waiter` policy and
-//! an empty epoll, as a driver with no packets does, and records how late it finds each one.
+//! an empty epoll, as a driver with no packets does, and records how late it finds each one and
+//! how much CPU each sleep costs it.
 
 use super::{percentiles, CalibrationError, TimerLateness};
 use crate::clock::{Clock, SystemClock};
@@ -34,13 +35,15 @@ pub(super) fn lateness(
     let realtime = precision != Precision::Busy;
     let thread = std::thread::Builder::new()
         .name(format!("netloom-calibrate-{name}"))
-        .spawn(move || -> Result<Vec<u64>, String> {
+        .spawn(move || -> Result<(Vec<u64>, Option<f64>), String> {
             crate::worker::prepare(None, realtime)?;
             let mut poller = Poller::new().map_err(|e| e.to_string())?;
             let clock = SystemClock::start();
             let mut waiter = Waiter::new(precision);
             let mut ready = Vec::new();
             let mut late = Vec::with_capacity(DEADLINES);
+            let mut sleeps = 0u64;
+            let cpu_before = thread_cpu_ns()?;
             for k in 0..DEADLINES {
                 // From now, so one late deadline does not make the next late too.
                 let deadline = clock.now() + Duration::from_micros(GAPS_US[k % GAPS_US.len()]);
@@ -53,15 +56,20 @@ pub(super) fn lateness(
                             .wait(Some(timeout), &mut ready)
                             .map_err(|e| e.to_string())?;
                         waiter.woke(clock.now(), true);
+                        sleeps += 1;
                     }
                     now = clock.now();
                 }
                 late.push(now.saturating_since(deadline).as_nanos());
             }
-            Ok(late)
+            // Everything the thread ran, spread over its sleeps: the wait's syscall, the timer,
+            // the switch back in, and the cold loop it wakes into (for hybrid, also the spin
+            // before each deadline, which it pays per timed wake-up too).
+            let cpu = thread_cpu_ns()?.saturating_sub(cpu_before);
+            Ok((late, (sleeps > 0).then(|| cpu as f64 / sleeps as f64)))
         })
         .map_err(CalibrationError::io("start the timer thread"))?;
-    let mut late = thread
+    let (mut late, wake_up_ns) = thread
         .join()
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         .map_err(|e| CalibrationError::Io {
@@ -75,5 +83,17 @@ pub(super) fn lateness(
         p50_ns,
         p99_ns,
         max_ns,
+        wake_up_ns,
     })
+}
+
+/// CPU time the calling thread has run, ns: the first field of /proc/thread-self/schedstat,
+/// which counts in nanoseconds (utime and stime only count scheduler ticks).
+fn thread_cpu_ns() -> Result<u64, String> {
+    let path = "/proc/thread-self/schedstat";
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    text.split_whitespace()
+        .next()
+        .and_then(|ns| ns.parse().ok())
+        .ok_or_else(|| format!("{path}: no CPU time in {text:?}"))
 }
