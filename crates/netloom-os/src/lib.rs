@@ -10,6 +10,7 @@ mod cpu;
 mod error;
 mod exec;
 mod interface;
+mod netlink;
 mod netns;
 mod nfqueue;
 mod peer;

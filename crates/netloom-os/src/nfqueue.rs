@@ -6,9 +6,10 @@
 //! because the shaping loop needs the descriptor (to wait on it with `Poller` beside its timers)
 //! and batched verdicts, which the crates at hand do not expose.
 
+use crate::netlink;
 use crate::OsError;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 const NFNL_SUBSYS_QUEUE: u16 = 3;
 const NFQNL_MSG_PACKET: u16 = 0;
@@ -88,26 +89,15 @@ pub struct NfQueue {
 impl NfQueue {
     /// A non-blocking nfnetlink socket bound to nothing yet. Needs CAP_NET_ADMIN.
     pub fn open() -> Result<NfQueue, OsError> {
-        // SAFETY: socket(2) has no memory preconditions.
-        let raw = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-                libc::NETLINK_NETFILTER,
-            )
-        };
-        if raw < 0 {
-            return Err(OsError::last("open a netfilter queue socket"));
-        }
-        // SAFETY: `raw` was just returned by socket(2) and is owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = netlink::socket(libc::NETLINK_NETFILTER, libc::SOCK_NONBLOCK)
+            .map_err(|e| OsError::io("open a netfilter queue socket", e))?;
         // SAFETY: an all-zero sockaddr_nl is valid (the kernel picks the port id).
         let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
         addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
         // SAFETY: `addr` is a live sockaddr_nl of the size given.
         let rc = unsafe {
             libc::bind(
-                raw,
+                fd.as_raw_fd(),
                 (&addr as *const libc::sockaddr_nl).cast(),
                 std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
             )
@@ -241,19 +231,7 @@ impl NfQueue {
     }
 
     fn recv_raw(&mut self) -> io::Result<usize> {
-        // SAFETY: the buffer is live and writable for its whole length.
-        let n = unsafe {
-            libc::recv(
-                self.fd.as_raw_fd(),
-                self.buffer.as_mut_ptr().cast(),
-                self.buffer.len(),
-                0,
-            )
-        };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(n as usize)
+        netlink::recv(self.fd.as_fd(), &mut self.buffer)
     }
 }
 

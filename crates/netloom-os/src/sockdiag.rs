@@ -2,10 +2,11 @@
 //! table (NETLINK_SOCK_DIAG): a queued arriving packet carries no socket when the kernel has not
 //! looked one up yet (always on loopback), and the shaping daemon must know whose it is.
 
+use crate::netlink;
 use crate::nfqueue::netlink_message;
 use crate::OsError;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 /// `SOCK_DIAG_BY_FAMILY`, the request of one socket (linux/sock_diag.h).
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
@@ -24,20 +25,10 @@ pub struct SocketTable {
 impl SocketTable {
     /// A blocking sock_diag socket (no privilege needed).
     pub fn open() -> Result<SocketTable, OsError> {
-        // SAFETY: socket(2) has no memory preconditions.
-        let raw = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                libc::NETLINK_SOCK_DIAG,
-            )
-        };
-        if raw < 0 {
-            return Err(OsError::last("open a sock_diag socket"));
-        }
+        let fd = netlink::socket(libc::NETLINK_SOCK_DIAG, 0)
+            .map_err(|e| OsError::io("open a sock_diag socket", e))?;
         Ok(SocketTable {
-            // SAFETY: `raw` was just returned by socket(2) and is owned by nobody else.
-            fd: unsafe { OwnedFd::from_raw_fd(raw) },
+            fd,
             message: Vec::with_capacity(72),
             buffer: vec![0; 8192],
         })
@@ -88,20 +79,10 @@ impl SocketTable {
         if sent < 0 {
             return Err(OsError::last("ask sock_diag for a socket"));
         }
-        // SAFETY: `buffer` is live and writable for its length.
-        let n = unsafe {
-            libc::recv(
-                self.fd.as_raw_fd(),
-                self.buffer.as_mut_ptr().cast(),
-                self.buffer.len(),
-                0,
-            )
-        };
-        if n < 0 {
-            return Err(OsError::last("read sock_diag's answer"));
-        }
+        let n = netlink::recv(self.fd.as_fd(), &mut self.buffer)
+            .map_err(|e| OsError::io("read sock_diag's answer", e))?;
         // One message: the socket, or an error (ENOENT: no socket takes such a packet).
-        Ok(match netlink_message(&self.buffer[..n as usize], 0) {
+        Ok(match netlink_message(&self.buffer[..n], 0) {
             Some((SOCK_DIAG_BY_FAMILY, body, _)) => body
                 .get(UID_AT..UID_AT + 4)
                 .map(|b| u32::from_ne_bytes(b.try_into().expect("4 bytes"))),
