@@ -187,16 +187,7 @@ fn kill_9_then_clean_removes_every_router_namespace() {
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
     assert_eq!(lab.namespaces().len(), 4, "namespaces outlive their owner");
-    let out = lab
-        .cmd()
-        .args(["clean", "--name", &lab.name])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    lab.control(&["clean"]);
     assert!(lab.namespaces().is_empty(), "{:?}", lab.namespaces());
     for ns in &namespaces {
         let ns = ns.split_whitespace().next().unwrap();

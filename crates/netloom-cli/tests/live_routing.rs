@@ -271,16 +271,7 @@ fn daemons_go_with_clean_after_kill_9() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(running.iter().all(|&pid| alive(pid)));
-    let out = lab
-        .cmd()
-        .args(["clean", "--name", &lab.name])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    lab.control(&["clean"]);
     assert!(
         !running.iter().any(|&pid| alive(pid)),
         "daemons outlived clean"
