@@ -17,7 +17,7 @@ pub mod workload;
 
 pub use descriptor::{DescriptorError, DESCRIPTOR_LEN};
 pub use engine::{
-    derive_seed, Engine, EngineCounters, EngineError, FlowStats, Injected, Output, Refusal,
+    derive_seed, Engine, EngineCounters, EngineError, FlowStats, Injected, Output, Refusal, Remains,
 };
 pub use ownership::{Ownership, OwnershipError, Payload};
 pub use packet::{Handoff, DEFAULT_TTL};
