@@ -418,10 +418,20 @@ impl Engine {
         ownership: &Arc<Ownership>,
     ) -> Vec<Engine> {
         (0..ownership.workers())
-            .map(|me| {
-                Engine::with_routes(topo.clone(), routes.clone(), seed).join(ownership.clone(), me)
-            })
+            .map(|me| Engine::partitioned_with_routes(topo, routes, seed, ownership, me))
             .collect()
+    }
+
+    /// Worker `me` alone, as `partitioned_all` makes it, for a run whose other workers are
+    /// elsewhere (other processes).
+    pub fn partitioned_with_routes(
+        topo: &Topology,
+        routes: &Routes,
+        seed: u64,
+        ownership: &Arc<Ownership>,
+        me: usize,
+    ) -> Engine {
+        Engine::with_routes(topo.clone(), routes.clone(), seed).join(ownership.clone(), me)
     }
 
     /// Makes this engine worker `me` of `ownership`.

@@ -84,14 +84,34 @@ pub fn engines(
 ) -> Result<Vec<Engine>, EngineError> {
     Engine::partitioned_all(topo, routes, seed, ownership)
         .into_iter()
-        .map(|mut engine| {
-            engine.enable_transition_counts();
-            for flow in flows {
-                engine.add_flow(*flow, seed)?;
-            }
-            Ok(engine)
-        })
+        .map(|engine| with_flows(engine, seed, flows))
         .collect()
+}
+
+/// Worker `me`'s engine alone, as `engines` makes it, for a run whose other workers are
+/// elsewhere (processes).
+pub fn engine(
+    topo: &Topology,
+    routes: &Routes,
+    seed: u64,
+    ownership: &Arc<Ownership>,
+    flows: &[FlowSpec],
+    me: usize,
+) -> Result<Engine, EngineError> {
+    with_flows(
+        Engine::partitioned_with_routes(topo, routes, seed, ownership, me),
+        seed,
+        flows,
+    )
+}
+
+/// `engine` counting hops per pair of pipes, with `flows` added.
+fn with_flows(mut engine: Engine, seed: u64, flows: &[FlowSpec]) -> Result<Engine, EngineError> {
+    engine.enable_transition_counts();
+    for flow in flows {
+        engine.add_flow(*flow, seed)?;
+    }
+    Ok(engine)
 }
 
 /// Runs the workers' engines (`engines[k]` is worker k of one partitioned run, each with the

@@ -30,6 +30,13 @@ pub struct Remains {
     flows: Vec<FlowReport>,
 }
 
+impl Remains {
+    /// Pipe traversals the worker completed.
+    pub fn packet_hops(&self) -> u64 {
+        self.counters[0]
+    }
+}
+
 impl Engine {
     /// What this worker leaves for the merge of a run that ended at `end`.
     pub fn remains(&self, end: Instant) -> Remains {
