@@ -4,6 +4,7 @@
 mod barrier;
 mod descriptor;
 mod engine;
+pub mod lockstep;
 pub mod ownership;
 mod packet;
 pub mod report;
