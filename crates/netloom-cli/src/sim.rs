@@ -63,8 +63,15 @@ pub struct SimArgs {
     #[arg(long, value_enum, default_value = "cache")]
     payload: crate::partition::PayloadArg,
     /// Pin each worker to a CPU, communicating workers on CPUs that share a cache (MX).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "processes")]
     pin: bool,
+    /// Run workers 1 to N-1 of --workers N as processes of their own, in lock-step over UDP
+    /// (hand-offs as GENEVE batches, docs/wire.md). The results are the same as with threads.
+    #[arg(long)]
+    processes: bool,
+    /// Be worker K of a coordinator's run over processes (set by the coordinator).
+    #[arg(long, hide = true)]
+    process_worker: Option<u16>,
     /// Add per-interval series of this length to the JSON report (flow throughput, pipe
     /// utilization, drops and queue length; docs/json.md), e.g. 1s or 100ms. One worker only.
     #[arg(long, requires = "json")]
@@ -164,6 +171,12 @@ pub fn run(args: SimArgs) -> Result<()> {
         FlowGraph::check_size(&topo, true).with_context(|| args.file.display().to_string())?;
     }
     let routes = Routes::try_compute(&topo).with_context(|| args.file.display().to_string())?;
+    if let Some(me) = args.process_worker {
+        return serve_worker(&args, me, (&topo, &routes), &flows, duration);
+    }
+    if args.processes && !partitioned {
+        bail!("--processes needs --workers 2 or more");
+    }
     let graph_cell = std::cell::OnceCell::new();
     let graph = || graph_cell.get_or_init(|| FlowGraph::conservative(&topo, &routes));
     let assignment = crate::partition::sim_assignment(
@@ -334,6 +347,12 @@ fn run_workers(
         pipes: ownership.assignment(),
         ..assignment.clone()
     };
+    if args.processes {
+        let (engine, report, parallel) =
+            run_processes(args, (topo, routes), flows, assignment, &ownership, options)?;
+        let workers = workers_report(&engine, &ownership, parallel, None);
+        return Ok((engine, report, workers, run_assignment));
+    }
     let cpus = args.pin.then(|| worker_cpus(&run_assignment));
     let engines = workers::engines(topo, routes, args.seed, &ownership, flows)?;
     let pin = |k: usize| {
@@ -345,16 +364,104 @@ fn run_workers(
         }
     };
     let (engine, report, parallel) = workers::run(engines, ownership.lookahead(), options, &pin);
-    let c = engine.counters();
-    let workers = WorkersReport {
+    let workers = workers_report(&engine, &ownership, parallel, cpus);
+    Ok((engine, report, workers, run_assignment))
+}
+
+/// The `workers` section of a partitioned run's report, from its merged engine.
+fn workers_report(
+    merged: &Engine,
+    ownership: &Ownership,
+    parallel: ParallelReport,
+    cpus: Option<Vec<usize>>,
+) -> WorkersReport {
+    let c = merged.counters();
+    WorkersReport {
         parallel,
         payload: ownership.payload().name(),
         cross_core_hops: c.cross_core_hops,
         cross_core_bytes: c.cross_core_bytes,
         moved_pipes: ownership.moved(),
         cpus,
+    }
+}
+
+/// A partitioned run over processes: this one is worker 0 and the coordinator; workers 1 to
+/// N-1 are this program again (`--process-worker K`, the same arguments otherwise), which load
+/// the same files and take the assignment from here. Returns the merged engine, the report
+/// (the same as with threads) and the workers' figures.
+fn run_processes(
+    args: &SimArgs,
+    (topo, routes): (&Topology, &Routes),
+    flows: &[FlowSpec],
+    assignment: &Assignment,
+    ownership: &Arc<Ownership>,
+    options: SimOptions<'_>,
+) -> Result<(Engine, Report, ParallelReport)> {
+    let n = args.workers as usize;
+    let end = netloom_time::Instant::ZERO + options.duration;
+    let mut engine = workers::engine(topo, routes, args.seed, ownership, flows, 0)?;
+    let setup = netloom_procs::Setup {
+        workers: n,
+        assignment: assignment.pipes.clone(),
+        vni: std::process::id() & netloom_wire::MAX_VNI,
+        max_datagram: netloom_procs::LOOPBACK_DATAGRAM,
+        bind: std::net::Ipv4Addr::LOCALHOST.into(),
     };
-    Ok((engine, report, workers, run_assignment))
+    let program = std::env::current_exe().context("--processes: finding this program")?;
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let processes = netloom_procs::Workers::spawn(n, |k| {
+        let mut c = std::process::Command::new(&program);
+        c.args(&argv).arg("--process-worker").arg(k.to_string());
+        c
+    })?;
+    let started = std::time::Instant::now();
+    let outcome = processes.run(&mut engine, &setup, end, ownership.lookahead())?;
+    let wall = options.wall_clock.then(|| started.elapsed());
+    let mut remains = vec![engine.remains(end)];
+    for r in &outcome.remains {
+        engine.absorb_remains(r);
+    }
+    remains.extend(outcome.remains);
+    let mut report = Report::build(&engine, args.seed, end, wall);
+    report.flows = engine.merge_flows(&remains);
+    let parallel = ParallelReport {
+        workers: n,
+        lookahead_ns: Some(ownership.lookahead().as_nanos()).filter(|&ns| ns != u64::MAX),
+        windows: outcome.windows,
+        per_worker: remains
+            .iter()
+            .zip(&outcome.waited)
+            .map(|(r, waited)| workers::WorkerReport {
+                packet_hops: r.packet_hops(),
+                wait_seconds: options.wall_clock.then(|| waited.as_secs_f64()),
+            })
+            .collect(),
+    };
+    Ok((engine, report, parallel))
+}
+
+/// Worker `me` of a run over processes, in its own process: its engine, built as the
+/// coordinator built its own from the same files and its assignment, run in lock-step with
+/// the others; nothing is printed on stdout but what the coordinator reads.
+fn serve_worker(
+    args: &SimArgs,
+    me: u16,
+    (topo, routes): (&Topology, &Routes),
+    flows: &[FlowSpec],
+    duration: Duration,
+) -> Result<()> {
+    let end = netloom_time::Instant::ZERO + duration;
+    netloom_procs::serve(me, end, |setup| {
+        let ownership = Arc::new(
+            Ownership::new(topo, &setup.assignment, setup.workers, args.payload.into())
+                .map_err(|e| e.to_string())?,
+        );
+        let engine = workers::engine(topo, routes, args.seed, &ownership, flows, usize::from(me))
+            .map_err(|e| e.to_string())?;
+        Ok((engine, ownership.lookahead()))
+    })
+    .with_context(|| format!("worker {me}"))
 }
 
 fn print_workers(w: &WorkersReport) {

@@ -1,0 +1,319 @@
+//! Virtual-time runs whose workers are processes (`netloom sim --workers N --processes`): the
+//! coordinator is worker 0 and starts workers 1 to N−1 as child processes, which trade
+//! hand-offs in lock-step windows as GENEVE batches over UDP (`udp`), and send their remains
+//! back for the merge. Control (the set-up, the peers' addresses, the remains) goes over each
+//! child's stdin and stdout as JSON lines.
+
+pub mod udp;
+
+use netloom_engine::{lockstep, Engine, Remains};
+use netloom_time::{Duration, Instant};
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::rc::Rc;
+pub use udp::{ExchangeError, UdpExchange};
+
+/// The largest UDP payload over loopback (65,535 less the IPv4 and UDP headers); a run across
+/// machines would take its path's MTU less 28.
+pub const LOOPBACK_DATAGRAM: usize = 65_507;
+
+/// What the coordinator tells every worker process before the run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Setup {
+    /// Workers of the run, the coordinator (worker 0) included.
+    pub workers: usize,
+    /// The pipe → worker assignment, as the coordinator computed it.
+    pub assignment: Vec<u32>,
+    /// The run's GENEVE VNI.
+    pub vni: u32,
+    /// The largest datagram to send.
+    pub max_datagram: usize,
+    /// The address to bind to (port chosen by the system).
+    pub bind: IpAddr,
+}
+
+/// A worker's message on its stdout.
+#[derive(Serialize, Deserialize)]
+enum Report {
+    /// Bound, at this address.
+    Ready(SocketAddr),
+    /// Done: its remains, windows, and wall time spent waiting (ns).
+    Done {
+        remains: Remains,
+        windows: u64,
+        waited_ns: u64,
+    },
+}
+
+/// Why a run over processes failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcError {
+    /// A worker process could not be started.
+    #[error("cannot start worker {worker}: {error}")]
+    Spawn {
+        /// The worker.
+        worker: usize,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A worker process died or broke the protocol; the others were stopped.
+    #[error("worker {worker} (pid {pid}) {what}; the run was stopped")]
+    Worker {
+        /// The worker.
+        worker: usize,
+        /// Its process id.
+        pid: u32,
+        /// What happened: died with which status, or said what.
+        what: String,
+    },
+    /// The exchange failed.
+    #[error(transparent)]
+    Exchange(#[from] ExchangeError),
+    /// This process's own I/O failed (the socket, stdin, stdout).
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The worker's set-up (its engine) failed.
+    #[error("{0}")]
+    Build(String),
+}
+
+/// What a run over processes leaves: every worker's figures.
+pub struct Outcome {
+    /// Windows of the run (the same on every worker).
+    pub windows: u64,
+    /// Remains of workers 1 to N−1, in order.
+    pub remains: Vec<Remains>,
+    /// Wall time each worker spent waiting for the others, worker 0 first.
+    pub waited: Vec<std::time::Duration>,
+}
+
+/// One child process: a worker, and its control pipes.
+struct Process {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+/// The worker processes of a run (workers 1 to N−1), killed if the run ends early.
+pub struct Workers {
+    processes: Rc<RefCell<Vec<Process>>>,
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        // A run that ended well already reaped them; one that did not leaves nothing behind.
+        for p in self.processes.borrow_mut().iter_mut() {
+            if matches!(p.child.try_wait(), Ok(None)) {
+                let _ = p.child.kill();
+            }
+            let _ = p.child.wait();
+        }
+    }
+}
+
+/// The worker that died, if one did: a worker that exits before the coordinator is done with
+/// it does so only on failure.
+fn dead(processes: &mut [Process]) -> Option<ProcError> {
+    processes
+        .iter_mut()
+        .enumerate()
+        .find_map(|(i, p)| match p.child.try_wait() {
+            Ok(Some(status)) if !status.success() => Some(ProcError::Worker {
+                worker: i + 1,
+                pid: p.child.id(),
+                what: format!("died ({status})"),
+            }),
+            _ => None,
+        })
+}
+
+impl Workers {
+    /// Starts workers 1 to `workers`−1, `command(k)` being worker k's (standard input and
+    /// output are taken for control; standard error is left to say why a worker failed).
+    /// Each dies with this thread.
+    pub fn spawn(workers: usize, command: impl Fn(usize) -> Command) -> Result<Workers, ProcError> {
+        let all = Workers {
+            processes: Rc::new(RefCell::new(Vec::with_capacity(workers - 1))),
+        };
+        for worker in 1..workers {
+            let mut c = command(worker);
+            c.stdin(Stdio::piped()).stdout(Stdio::piped());
+            netloom_os::die_with_parent(&mut c);
+            let mut child = c
+                .spawn()
+                .map_err(|error| ProcError::Spawn { worker, error })?;
+            let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+            all.processes.borrow_mut().push(Process {
+                child,
+                stdin: stdin.expect("piped"),
+                stdout: BufReader::new(stdout.expect("piped")),
+            });
+        }
+        Ok(all)
+    }
+
+    /// Runs `engine` (worker 0) with the workers over [0, `end`) in windows of `lookahead`,
+    /// and gathers their remains. Any worker's death stops the others and says which and why.
+    pub fn run(
+        self,
+        engine: &mut Engine,
+        setup: &Setup,
+        end: Instant,
+        lookahead: Duration,
+    ) -> Result<Outcome, ProcError> {
+        let mut exchange = UdpExchange::bind(SocketAddr::new(setup.bind, 0), 0)?;
+        let mut peers = vec![exchange.local_addr()?];
+        let setup_line = serde_json::to_string(setup).expect("a set-up serializes");
+        for k in 0..setup.workers - 1 {
+            self.tell(k, &setup_line)?;
+        }
+        for k in 0..setup.workers - 1 {
+            match self.hear(k)? {
+                Report::Ready(addr) => peers.push(addr),
+                Report::Done { .. } => return Err(self.broke(k, "said done before it began")),
+            }
+        }
+        let peers_line = serde_json::to_string(&peers).expect("addresses serialize");
+        for k in 0..setup.workers - 1 {
+            self.tell(k, &peers_line)?;
+        }
+        let processes = self.processes.clone();
+        exchange.connect(
+            peers,
+            setup.vni,
+            setup.max_datagram,
+            Box::new(move || {
+                dead(&mut processes.borrow_mut()).map_or(Ok(()), |e| Err(e.to_string()))
+            }),
+        );
+        let windows = lockstep::run(engine, &mut exchange, setup.workers, end, lookahead)?;
+        let mut outcome = Outcome {
+            windows,
+            remains: Vec::new(),
+            waited: vec![exchange.waited()],
+        };
+        for k in 0..setup.workers - 1 {
+            match self.hear(k)? {
+                Report::Done {
+                    remains,
+                    windows: theirs,
+                    waited_ns,
+                } if theirs == windows => {
+                    outcome.remains.push(remains);
+                    outcome
+                        .waited
+                        .push(std::time::Duration::from_nanos(waited_ns));
+                }
+                _ => return Err(self.broke(k, "ended out of step")),
+            }
+        }
+        for p in self.processes.borrow_mut().iter_mut() {
+            p.child.wait()?;
+        }
+        Ok(outcome)
+    }
+
+    /// Writes a line to worker k+1.
+    fn tell(&self, k: usize, line: &str) -> Result<(), ProcError> {
+        let mut processes = self.processes.borrow_mut();
+        let p = &mut processes[k];
+        if writeln!(p.stdin, "{line}")
+            .and_then(|()| p.stdin.flush())
+            .is_err()
+        {
+            drop(processes);
+            return Err(self.broke(k, "stopped reading"));
+        }
+        Ok(())
+    }
+
+    /// Reads worker k+1's next message.
+    fn hear(&self, k: usize) -> Result<Report, ProcError> {
+        let mut line = String::new();
+        let read = self.processes.borrow_mut()[k].stdout.read_line(&mut line);
+        match read {
+            Ok(n) if n > 0 => serde_json::from_str(&line)
+                .map_err(|e| self.broke(k, &format!("sent what is not a report ({e})"))),
+            _ => Err(self.broke(k, "ended without a word")),
+        }
+    }
+
+    /// Worker k+1 broke off: the error, with its exit status once it has one.
+    fn broke(&self, k: usize, what: &str) -> ProcError {
+        let mut processes = self.processes.borrow_mut();
+        let p = &mut processes[k];
+        let pid = p.child.id();
+        // A worker that broke off is about to exit; give it a moment to, for its status.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+        let status = loop {
+            match p.child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(5))
+                }
+                _ => break None,
+            }
+        };
+        ProcError::Worker {
+            worker: k + 1,
+            pid,
+            what: match status {
+                Some(s) => format!("{what} and died ({s})"),
+                None => what.to_string(),
+            },
+        }
+    }
+}
+
+/// Worker `me`'s side, in a child process: reads the set-up on stdin, builds its engine with
+/// `build` (which returns it and the run's lookahead), binds its socket, says where, learns the
+/// peers, runs over [0, `end`), and writes its remains on stdout.
+pub fn serve(
+    me: u16,
+    end: Instant,
+    build: impl FnOnce(&Setup) -> Result<(Engine, Duration), String>,
+) -> Result<(), ProcError> {
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    let mut next_line = || -> Result<String, ProcError> {
+        lines
+            .next()
+            .unwrap_or_else(|| {
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the coordinator hung up",
+                ))
+            })
+            .map_err(ProcError::Io)
+    };
+    let setup: Setup = serde_json::from_str(&next_line()?)
+        .map_err(|e| ProcError::Build(format!("a bad set-up: {e}")))?;
+    let (mut engine, lookahead) = build(&setup).map_err(ProcError::Build)?;
+    let mut exchange = UdpExchange::bind(SocketAddr::new(setup.bind, 0), me)?;
+    let mut out = std::io::stdout().lock();
+    let say = |out: &mut std::io::StdoutLock, r: &Report| -> Result<(), ProcError> {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(r).expect("a report serializes")
+        )?;
+        Ok(out.flush()?)
+    };
+    say(&mut out, &Report::Ready(exchange.local_addr()?))?;
+    let peers: Vec<SocketAddr> = serde_json::from_str(&next_line()?)
+        .map_err(|e| ProcError::Build(format!("a bad list of peers: {e}")))?;
+    // A peer that dies is the coordinator's to see: it stops everyone.
+    exchange.connect(peers, setup.vni, setup.max_datagram, Box::new(|| Ok(())));
+    let windows = lockstep::run(&mut engine, &mut exchange, setup.workers, end, lookahead)?;
+    say(
+        &mut out,
+        &Report::Done {
+            remains: engine.remains(end),
+            windows,
+            waited_ns: exchange.waited().as_nanos() as u64,
+        },
+    )
+}

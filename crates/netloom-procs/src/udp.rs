@@ -1,0 +1,257 @@
+//! The lock-step exchange over UDP: each window's hand-offs to each peer as one batch of GENEVE
+//! datagrams (docs/wire.md), sent even when empty, since it also carries the sender's next event.
+//! Peers are addresses, on this machine or others.
+
+use netloom_engine::lockstep::Exchange;
+use netloom_engine::Handoff;
+use netloom_wire::{decode, encode_batch, Header, Payload};
+use std::collections::{BTreeMap, HashMap};
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+/// How long a wait for datagrams lasts before the exchange looks at its peers' health.
+const WATCH_EVERY: Duration = Duration::from_millis(50);
+/// The receive buffer asked for: a window's hand-offs from every peer must fit while this worker
+/// is busy with its own window, or the kernel drops datagrams.
+const RECEIVE_BUFFER: usize = 64 << 20;
+/// Without a single datagram for this long, with every peer alive, the missing ones are lost.
+const LOST_AFTER: Duration = Duration::from_secs(10);
+
+/// Why a trade failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExchangeError {
+    /// The socket failed.
+    #[error("worker {me}: UDP: {error}")]
+    Io {
+        /// This worker.
+        me: u16,
+        /// What failed.
+        error: std::io::Error,
+    },
+    /// A peer sent what is not a netloom datagram.
+    #[error("worker {me}: a datagram from worker {from}: {error}")]
+    Wire {
+        /// This worker.
+        me: u16,
+        /// The peer.
+        from: u16,
+        /// Why it does not decode.
+        error: netloom_wire::WireError,
+    },
+    /// Datagrams stopped coming though every peer was alive.
+    #[error(
+        "worker {me}: window {window}: no hand-offs from worker(s) {missing:?} for {secs} s: \
+         datagrams were lost (a full receive buffer? see net.core.rmem_max)"
+    )]
+    Lost {
+        /// This worker.
+        me: u16,
+        /// The window waited for.
+        window: u64,
+        /// The peers whose batches are incomplete.
+        missing: Vec<u16>,
+        /// How long nothing came.
+        secs: u64,
+    },
+    /// The watcher said a peer is gone.
+    #[error("{0}")]
+    Peer(String),
+}
+
+/// A batch being received: its parts so far.
+#[derive(Default)]
+struct Partial {
+    parts: BTreeMap<u16, Vec<Handoff>>,
+    /// The number of the part flagged last, once it came.
+    last: Option<u16>,
+    next: u64,
+}
+
+impl Partial {
+    fn complete(&self) -> bool {
+        self.last
+            .is_some_and(|l| self.parts.len() == usize::from(l) + 1)
+    }
+}
+
+/// Worker `me`'s end of the exchange.
+pub struct UdpExchange {
+    socket: UdpSocket,
+    me: u16,
+    /// Every worker's address, this one's included, by worker number.
+    peers: Vec<SocketAddr>,
+    vni: u32,
+    max_datagram: usize,
+    /// Batches received ahead of the window this worker is in, by sender and window.
+    early: HashMap<(u16, u64), Partial>,
+    /// Called while waiting, to stop if a peer died.
+    watch: Box<dyn FnMut() -> Result<(), String>>,
+    /// Wall time spent waiting for peers.
+    waited: Duration,
+    buffer: Vec<u8>,
+}
+
+impl UdpExchange {
+    /// Binds worker `me`'s socket at `addr` (port 0: any), with a receive buffer as large as
+    /// allowed.
+    pub fn bind(addr: SocketAddr, me: u16) -> std::io::Result<UdpExchange> {
+        let socket = UdpSocket::bind(addr)?;
+        netloom_os::set_receive_buffer(&socket, RECEIVE_BUFFER)?;
+        socket.set_read_timeout(Some(WATCH_EVERY))?;
+        Ok(UdpExchange {
+            socket,
+            me,
+            peers: Vec::new(),
+            vni: 0,
+            max_datagram: 0,
+            early: HashMap::new(),
+            watch: Box::new(|| Ok(())),
+            waited: Duration::ZERO,
+            buffer: vec![0; 1 << 16],
+        })
+    }
+
+    /// The address peers send to.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    /// Joins the run `vni` whose workers are at `peers` (by worker number, this one's
+    /// included), sending datagrams of at most `max_datagram` bytes; `watch` is called every
+    /// 50 ms of waiting and stops the run with its error.
+    pub fn connect(
+        &mut self,
+        peers: Vec<SocketAddr>,
+        vni: u32,
+        max_datagram: usize,
+        watch: Box<dyn FnMut() -> Result<(), String>>,
+    ) {
+        (self.peers, self.vni, self.max_datagram, self.watch) = (peers, vni, max_datagram, watch);
+    }
+
+    /// Wall time spent waiting for the others so far.
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
+
+    fn io(&self, error: std::io::Error) -> ExchangeError {
+        ExchangeError::Io { me: self.me, error }
+    }
+
+    /// Receives until the batch of `window` from every peer is complete.
+    fn gather(&mut self, window: u64) -> Result<BTreeMap<u16, Partial>, ExchangeError> {
+        let others: Vec<u16> = (0..self.peers.len() as u16)
+            .filter(|&k| k != self.me)
+            .collect();
+        let mut batches: BTreeMap<u16, Partial> = others
+            .iter()
+            .map(|&k| (k, self.early.remove(&(k, window)).unwrap_or_default()))
+            .collect();
+        let started = Instant::now();
+        let mut heard = started;
+        while !batches.values().all(Partial::complete) {
+            let (len, from_addr) = match self.socket.recv_from(&mut self.buffer) {
+                Ok(got) => got,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    (self.watch)().map_err(ExchangeError::Peer)?;
+                    if heard.elapsed() >= LOST_AFTER {
+                        return Err(ExchangeError::Lost {
+                            me: self.me,
+                            window,
+                            missing: batches
+                                .iter()
+                                .filter(|(_, p)| !p.complete())
+                                .map(|(&k, _)| k)
+                                .collect(),
+                            secs: LOST_AFTER.as_secs(),
+                        });
+                    }
+                    continue;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.io(e)),
+            };
+            heard = Instant::now();
+            // Only peers are heard: anything else on the port is not this run's.
+            let Some(from) = self.peers.iter().position(|a| *a == from_addr) else {
+                continue;
+            };
+            let datagram = decode(&self.buffer[..len]).map_err(|error| ExchangeError::Wire {
+                me: self.me,
+                from: from as u16,
+                error,
+            })?;
+            let h = datagram.header;
+            if h.vni != self.vni || h.to != self.me || h.from != from as u16 {
+                continue;
+            }
+            let Payload::Descriptors(handoffs) = datagram.payload else {
+                continue;
+            };
+            let partial = match h.window.cmp(&window) {
+                std::cmp::Ordering::Equal => batches.get_mut(&h.from).expect("a peer"),
+                // A peer already a window ahead: keep its batch for the next trade.
+                std::cmp::Ordering::Greater => self.early.entry((h.from, h.window)).or_default(),
+                std::cmp::Ordering::Less => continue,
+            };
+            partial.parts.insert(h.part, handoffs);
+            partial.next = h.next_ns;
+            if h.last {
+                partial.last = Some(h.part);
+            }
+        }
+        self.waited += started.elapsed();
+        Ok(batches)
+    }
+}
+
+impl Exchange for UdpExchange {
+    type Error = ExchangeError;
+
+    fn trade(
+        &mut self,
+        window: u64,
+        out: &mut [Vec<Handoff>],
+        next: u64,
+        into: &mut Vec<Handoff>,
+    ) -> Result<u64, ExchangeError> {
+        for (to, batch) in out.iter_mut().enumerate() {
+            if to == usize::from(self.me) {
+                continue;
+            }
+            let header = Header {
+                vni: self.vni,
+                from: self.me,
+                to: to as u16,
+                window,
+                part: 0,
+                last: true,
+                next_ns: next,
+            };
+            let datagrams = encode_batch(&header, batch, self.max_datagram).map_err(|error| {
+                ExchangeError::Wire {
+                    me: self.me,
+                    from: self.me,
+                    error,
+                }
+            })?;
+            for d in datagrams {
+                self.socket
+                    .send_to(&d, self.peers[to])
+                    .map_err(|e| self.io(e))?;
+            }
+            batch.clear();
+        }
+        let mut earliest = next;
+        for (_, partial) in self.gather(window)? {
+            earliest = earliest.min(partial.next);
+            into.extend(partial.parts.into_values().flatten());
+        }
+        Ok(earliest)
+    }
+}
