@@ -418,13 +418,8 @@ fn run_processes(
     let started = std::time::Instant::now();
     let outcome = processes.run(&mut engine, &setup, end, ownership.lookahead())?;
     let wall = options.wall_clock.then(|| started.elapsed());
-    let mut remains = vec![engine.remains(end)];
-    for r in &outcome.remains {
-        engine.absorb_remains(r);
-    }
-    remains.extend(outcome.remains);
-    let mut report = Report::build(&engine, args.seed, end, wall);
-    report.flows = engine.merge_flows(&remains);
+    let (report, remains) =
+        netloom_procs::merge(&mut engine, outcome.remains, args.seed, end, wall);
     let parallel = ParallelReport {
         workers: n,
         lookahead_ns: Some(ownership.lookahead().as_nanos()).filter(|&ns| ns != u64::MAX),

@@ -189,7 +189,7 @@ impl Workers {
                 dead(&mut processes.borrow_mut()).map_or(Ok(()), |e| Err(e.to_string()))
             }),
         );
-        let windows = lockstep::run(engine, &mut exchange, setup.workers, end, lookahead)?;
+        let windows = lockstep::run(engine, &mut exchange, (0, setup.workers), end, lookahead)?;
         let mut outcome = Outcome {
             windows,
             remains: Vec::new(),
@@ -268,6 +268,27 @@ impl Workers {
     }
 }
 
+/// The report of a run over processes from worker 0's `engine` and the others' `remains`
+/// (workers 1 to N−1, in order), as `workers::run` reports it from merged engines: `engine`
+/// absorbs their pipe and engine counts, and each flow's figures come from the workers that
+/// own its ends.
+pub fn merge(
+    engine: &mut Engine,
+    remains: Vec<Remains>,
+    seed: u64,
+    end: Instant,
+    wall: Option<std::time::Duration>,
+) -> (netloom_engine::Report, Vec<Remains>) {
+    let mut all = vec![engine.remains(end)];
+    for r in &remains {
+        engine.absorb_remains(r);
+    }
+    all.extend(remains);
+    let mut report = netloom_engine::Report::build(engine, seed, end, wall);
+    report.flows = engine.merge_flows(&all);
+    (report, all)
+}
+
 /// Worker `me`'s side, in a child process: reads the set-up on stdin, builds its engine with
 /// `build` (which returns it and the run's lookahead), binds its socket, says where, learns the
 /// peers, runs over [0, `end`), and writes its remains on stdout.
@@ -307,7 +328,13 @@ pub fn serve(
         .map_err(|e| ProcError::Build(format!("a bad list of peers: {e}")))?;
     // A peer that dies is the coordinator's to see: it stops everyone.
     exchange.connect(peers, setup.vni, setup.max_datagram, Box::new(|| Ok(())));
-    let windows = lockstep::run(&mut engine, &mut exchange, setup.workers, end, lookahead)?;
+    let windows = lockstep::run(
+        &mut engine,
+        &mut exchange,
+        (usize::from(me), setup.workers),
+        end,
+        lookahead,
+    )?;
     say(
         &mut out,
         &Report::Done {

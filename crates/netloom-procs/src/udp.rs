@@ -1,6 +1,7 @@
-//! The lock-step exchange over UDP: each window's hand-offs to each peer as one batch of GENEVE
-//! datagrams (docs/wire.md), sent even when empty, since it also carries the sender's next event.
-//! Peers are addresses, on this machine or others.
+//! The lock-step exchange over UDP: each round (two a window: agreeing on the earliest event,
+//! then handing over) is one batch of GENEVE datagrams (docs/wire.md) to each peer, sent even
+//! when empty. The batch's window field numbers rounds. Peers are addresses, on this machine
+//! or others.
 
 use netloom_engine::lockstep::Exchange;
 use netloom_engine::Handoff;
@@ -88,6 +89,8 @@ pub struct UdpExchange {
     watch: Box<dyn FnMut() -> Result<(), String>>,
     /// Wall time spent waiting for peers.
     waited: Duration,
+    /// Rounds so far: the number of the batches of the last one.
+    rounds: u64,
     buffer: Vec<u8>,
 }
 
@@ -107,6 +110,7 @@ impl UdpExchange {
             early: HashMap::new(),
             watch: Box::new(|| Ok(())),
             waited: Duration::ZERO,
+            rounds: 0,
             buffer: vec![0; 1 << 16],
         })
     }
@@ -136,6 +140,54 @@ impl UdpExchange {
 
     fn io(&self, error: std::io::Error) -> ExchangeError {
         ExchangeError::Io { me: self.me, error }
+    }
+
+    /// One round: sends `out[k]` (nothing if `out` is empty) and `next` to each other worker
+    /// k as a batch numbered by this round, receives theirs into `into`, and returns the least
+    /// `next`, this worker's included. Rounds are numbered alike on every worker: each makes
+    /// the same calls.
+    fn round(
+        &mut self,
+        out: &mut [Vec<Handoff>],
+        next: u64,
+        into: &mut Vec<Handoff>,
+    ) -> Result<u64, ExchangeError> {
+        self.rounds += 1;
+        let window = self.rounds;
+        for to in 0..self.peers.len() {
+            if to == usize::from(self.me) {
+                continue;
+            }
+            let header = Header {
+                vni: self.vni,
+                from: self.me,
+                to: to as u16,
+                window,
+                part: 0,
+                last: true,
+                next_ns: next,
+            };
+            let batch = out.get(to).map_or(&[][..], Vec::as_slice);
+            let datagrams = encode_batch(&header, batch, self.max_datagram).map_err(|error| {
+                ExchangeError::Wire {
+                    me: self.me,
+                    from: self.me,
+                    error,
+                }
+            })?;
+            for d in datagrams {
+                self.socket
+                    .send_to(&d, self.peers[to])
+                    .map_err(|e| self.io(e))?;
+            }
+        }
+        out.iter_mut().for_each(Vec::clear);
+        let mut earliest = next;
+        for (_, partial) in self.gather(window)? {
+            earliest = earliest.min(partial.next);
+            into.extend(partial.parts.into_values().flatten());
+        }
+        Ok(earliest)
     }
 
     /// Receives until the batch of `window` from every peer is complete.
@@ -213,45 +265,17 @@ impl UdpExchange {
 impl Exchange for UdpExchange {
     type Error = ExchangeError;
 
-    fn trade(
+    fn least(&mut self, _window: u64, next: u64) -> Result<u64, ExchangeError> {
+        let mut none = Vec::new();
+        self.round(&mut [], next, &mut none)
+    }
+
+    fn hand_over(
         &mut self,
-        window: u64,
+        _window: u64,
         out: &mut [Vec<Handoff>],
-        next: u64,
         into: &mut Vec<Handoff>,
-    ) -> Result<u64, ExchangeError> {
-        for (to, batch) in out.iter_mut().enumerate() {
-            if to == usize::from(self.me) {
-                continue;
-            }
-            let header = Header {
-                vni: self.vni,
-                from: self.me,
-                to: to as u16,
-                window,
-                part: 0,
-                last: true,
-                next_ns: next,
-            };
-            let datagrams = encode_batch(&header, batch, self.max_datagram).map_err(|error| {
-                ExchangeError::Wire {
-                    me: self.me,
-                    from: self.me,
-                    error,
-                }
-            })?;
-            for d in datagrams {
-                self.socket
-                    .send_to(&d, self.peers[to])
-                    .map_err(|e| self.io(e))?;
-            }
-            batch.clear();
-        }
-        let mut earliest = next;
-        for (_, partial) in self.gather(window)? {
-            earliest = earliest.min(partial.next);
-            into.extend(partial.parts.into_values().flatten());
-        }
-        Ok(earliest)
+    ) -> Result<(), ExchangeError> {
+        self.round(out, u64::MAX, into).map(|_| ())
     }
 }
