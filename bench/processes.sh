@@ -42,7 +42,7 @@ echo "| workload | 1 engine | $workers threads | $workers processes | processes 
 echo "|---|---|---|---|---|---|---|"
 for kind in tree-mesh inet; do
     file="$dir/$kind.toml"
-    "$bin" gen "$kind" -o "$file"
+    "$bin" gen "$kind" -o "$file" 2>/dev/null
     common=("$file" --traffic "$traffic" --duration "${seconds}s")
     : >"$dir/one" && : >"$dir/threads" && : >"$dir/processes"
     for _ in $(seq "$repeat"); do

@@ -429,7 +429,7 @@ fn run_processes(
             .zip(&outcome.waited)
             .map(|(r, waited)| workers::WorkerReport {
                 packet_hops: r.packet_hops(),
-                wait_seconds: options.wall_clock.then(|| waited.as_secs_f64()),
+                wait_seconds: options.wall_clock.then_some(waited.as_secs_f64()),
             })
             .collect(),
     };
