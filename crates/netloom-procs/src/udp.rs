@@ -279,3 +279,69 @@ impl Exchange for UdpExchange {
         self.round(out, u64::MAX, into).map(|_| ())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netloom_engine::lockstep::Exchange;
+
+    fn localhost() -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], 0))
+    }
+
+    /// Worker 0's exchange, its peer worker 1 a bare socket the test speaks for.
+    fn pair(watch: Box<dyn FnMut() -> Result<(), String>>) -> (UdpExchange, UdpSocket, SocketAddr) {
+        let mut exchange = UdpExchange::bind(localhost(), 0).unwrap();
+        let peer = UdpSocket::bind(localhost()).unwrap();
+        let peers = vec![exchange.local_addr().unwrap(), peer.local_addr().unwrap()];
+        exchange.connect(peers, 7, 1400, watch);
+        let to = exchange.local_addr().unwrap();
+        (exchange, peer, to)
+    }
+
+    fn batch(window: u64, next_ns: u64, vni: u32) -> Vec<u8> {
+        let header = Header {
+            vni,
+            from: 1,
+            to: 0,
+            window,
+            part: 0,
+            last: true,
+            next_ns,
+        };
+        encode_batch(&header, &[], 1400).unwrap().remove(0)
+    }
+
+    #[test]
+    fn only_the_peers_datagrams_of_this_run_count() {
+        let (mut exchange, peer, to) = pair(Box::new(|| Ok(())));
+        let stranger = UdpSocket::bind(localhost()).unwrap();
+        // From a stranger, and from the peer for another run: neither ends the round.
+        stranger.send_to(&batch(1, 5, 7), to).unwrap();
+        peer.send_to(&batch(1, 5, 8), to).unwrap();
+        // The peer's own, for this round and the next (a peer a round ahead).
+        peer.send_to(&batch(1, 300, 7), to).unwrap();
+        peer.send_to(&batch(2, 20, 7), to).unwrap();
+        assert_eq!(exchange.least(0, 1000).unwrap(), 300);
+        assert_eq!(
+            exchange.least(1, 1000).unwrap(),
+            20,
+            "the early batch was kept"
+        );
+        // What the exchange sent the peer: its bound, in a batch of the same run.
+        let mut buf = [0u8; 1500];
+        let (len, _) = peer.recv_from(&mut buf).unwrap();
+        let d = decode(&buf[..len]).unwrap();
+        assert_eq!(
+            (d.header.vni, d.header.window, d.header.next_ns),
+            (7, 1, 1000)
+        );
+    }
+
+    #[test]
+    fn a_dead_peer_ends_the_wait() {
+        let (mut exchange, _peer, _) = pair(Box::new(|| Err("worker 1 died".to_string())));
+        let err = exchange.least(0, 0).unwrap_err();
+        assert_eq!(err.to_string(), "worker 1 died");
+    }
+}
