@@ -37,7 +37,7 @@ pub struct Setup {
 
 /// A worker's message on its stdout.
 #[derive(Serialize, Deserialize)]
-enum Report {
+enum Message {
     /// Bound, at this address.
     Ready(SocketAddr),
     /// Done: its remains, windows, and wall time spent waiting (ns).
@@ -172,8 +172,8 @@ impl Workers {
         }
         for k in 0..setup.workers - 1 {
             match self.hear(k)? {
-                Report::Ready(addr) => peers.push(addr),
-                Report::Done { .. } => return Err(self.broke(k, "said done before it began")),
+                Message::Ready(addr) => peers.push(addr),
+                Message::Done { .. } => return Err(self.broke(k, "said done before it began")),
             }
         }
         let peers_line = serde_json::to_string(&peers).expect("addresses serialize");
@@ -197,7 +197,7 @@ impl Workers {
         };
         for k in 0..setup.workers - 1 {
             match self.hear(k)? {
-                Report::Done {
+                Message::Done {
                     remains,
                     windows: theirs,
                     waited_ns,
@@ -231,7 +231,7 @@ impl Workers {
     }
 
     /// Reads worker k+1's next message.
-    fn hear(&self, k: usize) -> Result<Report, ProcError> {
+    fn hear(&self, k: usize) -> Result<Message, ProcError> {
         let mut line = String::new();
         let read = self.processes.borrow_mut()[k].stdout.read_line(&mut line);
         match read {
@@ -315,7 +315,7 @@ pub fn serve(
     let (mut engine, lookahead) = build(&setup).map_err(ProcError::Build)?;
     let mut exchange = UdpExchange::bind(SocketAddr::new(setup.bind, 0), me)?;
     let mut out = std::io::stdout().lock();
-    let say = |out: &mut std::io::StdoutLock, r: &Report| -> Result<(), ProcError> {
+    let say = |out: &mut std::io::StdoutLock, r: &Message| -> Result<(), ProcError> {
         writeln!(
             out,
             "{}",
@@ -323,7 +323,7 @@ pub fn serve(
         )?;
         Ok(out.flush()?)
     };
-    say(&mut out, &Report::Ready(exchange.local_addr()?))?;
+    say(&mut out, &Message::Ready(exchange.local_addr()?))?;
     let peers: Vec<SocketAddr> = serde_json::from_str(&next_line()?)
         .map_err(|e| ProcError::Build(format!("a bad list of peers: {e}")))?;
     // A peer that dies is the coordinator's to see: it stops everyone.
@@ -337,7 +337,7 @@ pub fn serve(
     )?;
     say(
         &mut out,
-        &Report::Done {
+        &Message::Done {
             remains: engine.remains(end),
             windows,
             waited_ns: exchange.waited().as_nanos() as u64,
