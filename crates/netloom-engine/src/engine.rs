@@ -1316,10 +1316,15 @@ impl Engine {
         }
     }
 
-    /// Lets a flow's sender transmit what it may now, then schedules its next wake-up.
+    /// Lets a flow's sender transmit what it may now, then schedules its next wake-up (none at
+    /// or after the flow's stop).
     fn poll_flow(&mut self, flow: u32) {
         let now = self.now;
-        while let Some(seg) = self.flows[flow as usize].sender.poll_transmit(now) {
+        let stop = self.flows[flow as usize].spec.stop.unwrap_or(Instant::MAX);
+        while now < stop {
+            let Some(seg) = self.flows[flow as usize].sender.poll_transmit(now) else {
+                break;
+            };
             let f = &mut self.flows[flow as usize];
             f.stats.sent += 1;
             let ecn = f.sender.ecn();
@@ -1341,7 +1346,11 @@ impl Engine {
         let f = &mut self.flows[flow as usize];
         // A sender that wants the past after declining to transmit is polled again a nanosecond
         // later rather than in a loop at the same instant.
-        let next = f.sender.poll_at().map(|t| t.max(Instant(now.0 + 1)));
+        let next = f
+            .sender
+            .poll_at()
+            .map(|t| t.max(Instant(now.0 + 1)))
+            .filter(|&t| t < stop);
         if let Some(at) = next.filter(|_| next != f.wake) {
             f.wake = next;
             self.sched.push(at, Event::Wake { flow });

@@ -3,6 +3,7 @@
 
 mod barrier;
 mod engine;
+pub mod epoch;
 pub mod ownership;
 mod packet;
 pub mod report;

@@ -382,6 +382,7 @@ b = "h3"
             },
             cap: None,
             start: Instant::ZERO,
+            stop: None,
         })
         .collect();
     let build = |ownership: Option<(&Arc<Ownership>, usize)>| {
