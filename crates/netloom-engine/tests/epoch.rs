@@ -65,16 +65,26 @@ fn epochs_change_nothing_in_the_run_and_add_up_to_it() {
         serde_json::to_string(&report).unwrap(),
         serde_json::to_string(&expected).unwrap()
     );
-    let spans: Vec<_> = epochs.iter().map(|e| (e.start.as_nanos(), e.end.as_nanos())).collect();
+    let spans: Vec<_> = epochs
+        .iter()
+        .map(|e| (e.start.as_nanos(), e.end.as_nanos()))
+        .collect();
     assert_eq!(
         spans,
-        [(0, 1_000_000_000), (1_000_000_000, 2_000_000_000), (2_000_000_000, 2_500_000_000)]
+        [
+            (0, 1_000_000_000),
+            (1_000_000_000, 2_000_000_000),
+            (2_000_000_000, 2_500_000_000)
+        ]
     );
     let (packets, transitions) = whole.hop_counts();
     let mut summed = vec![0; packets.len()];
     let mut hops = std::collections::BTreeMap::new();
     for e in &epochs {
-        assert!(e.packets.iter().sum::<u64>() > 0, "every epoch carries traffic");
+        assert!(
+            e.packets.iter().sum::<u64>() > 0,
+            "every epoch carries traffic"
+        );
         for (s, n) in summed.iter_mut().zip(&e.packets) {
             *s += n;
         }

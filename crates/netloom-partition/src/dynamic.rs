@@ -21,6 +21,11 @@ pub struct Epoch {
     /// Efficiency of the partition the dynamic scheme ran this epoch with (made from the last
     /// epoch's traffic; the static one in the first epoch).
     pub dynamic_efficiency: Option<f64>,
+    /// The static partition's busiest core over its mean core, in packets offered to their
+    /// pipes this epoch.
+    pub static_imbalance: f64,
+    /// The same for the dynamic partition.
+    pub dynamic_imbalance: f64,
     /// Pipes whose core the dynamic scheme changes for the next epoch.
     pub moved_pipes: usize,
 }
@@ -55,10 +60,17 @@ impl Repartitioning {
     /// Closes an epoch whose traffic was `observed`: measures both partitions on it, then
     /// repartitions on it for the next epoch (an epoch where nothing entered keeps the
     /// partition: there is nothing to weigh it by).
-    pub fn epoch(&mut self, topo: &Topology, observed: &Observation) -> Result<Epoch, PartitionError> {
+    pub fn epoch(
+        &mut self,
+        topo: &Topology,
+        observed: &Observation,
+    ) -> Result<Epoch, PartitionError> {
         let graph = FlowGraph::observed(topo, observed)?;
-        let static_efficiency = Evaluation::of(&graph, &self.initial).efficiency;
-        let dynamic_efficiency = Evaluation::of(&graph, &self.current).efficiency;
+        let (fixed, dynamic) = (
+            Evaluation::of(&graph, &self.initial),
+            Evaluation::of(&graph, &self.current),
+        );
+        let (static_efficiency, dynamic_efficiency) = (fixed.efficiency, dynamic.efficiency);
         let mut moved_pipes = 0;
         if dynamic_efficiency.is_some() {
             let next = partition(&graph, &self.options)?;
@@ -77,6 +89,8 @@ impl Repartitioning {
         Ok(Epoch {
             static_efficiency,
             dynamic_efficiency,
+            static_imbalance: fixed.imbalance,
+            dynamic_imbalance: dynamic.imbalance,
             moved_pipes,
         })
     }
@@ -171,9 +185,15 @@ mod tests {
         assert_eq!(first.static_efficiency, first.dynamic_efficiency);
         assert!(first.moved_pipes > 0);
         let second = dynamic.epoch(&topo, &observed).unwrap();
-        let (s, d) = (second.static_efficiency.unwrap(), second.dynamic_efficiency.unwrap());
+        let (s, d) = (
+            second.static_efficiency.unwrap(),
+            second.dynamic_efficiency.unwrap(),
+        );
         assert!(d > s, "dynamic {d} static {s}");
         assert_eq!(d, 1.0, "each path is kept on one core");
-        assert_eq!(second.moved_pipes, 0, "the same traffic moves nothing again");
+        assert_eq!(
+            second.moved_pipes, 0,
+            "the same traffic moves nothing again"
+        );
     }
 }

@@ -471,8 +471,14 @@ mod tests {
         for pair in flows.chunks(2) {
             let (a, b) = (pair[0], pair[1]);
             assert_eq!(a.src, b.src);
-            assert!(![&first, &second].contains(&&group(a.src)), "a client is no target");
-            assert_eq!((group(a.dst), group(b.dst)), (first.clone(), second.clone()));
+            assert!(
+                ![&first, &second].contains(&&group(a.src)),
+                "a client is no target"
+            );
+            assert_eq!(
+                (group(a.dst), group(b.dst)),
+                (first.clone(), second.clone())
+            );
             // The first flow stops exactly when the second starts, within the span.
             assert!(a.start < Instant::ZERO + STAGGER && a.stop == Some(b.start));
             assert!(b.start < Instant::ZERO + within && b.stop.is_none());
