@@ -22,6 +22,9 @@ use netloom_topo::{LinkId, NodeId, NodeKind, PipeId, Topology};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod migration;
+pub use migration::Migration;
+
 /// Something that happens at an instant.
 #[derive(Clone, Copy, Debug)]
 enum Event {

@@ -6,6 +6,7 @@ mod engine;
 pub mod epoch;
 pub mod ownership;
 mod packet;
+pub mod repartition;
 pub mod report;
 mod scheduler;
 pub mod series;
@@ -16,7 +17,8 @@ pub mod workers;
 pub mod workload;
 
 pub use engine::{
-    derive_seed, Engine, EngineCounters, EngineError, FlowStats, Injected, Output, Refusal,
+    derive_seed, Engine, EngineCounters, EngineError, FlowStats, Injected, Migration, Output,
+    Refusal,
 };
 pub use ownership::{Ownership, OwnershipError, Payload};
 pub use packet::{Handoff, DEFAULT_TTL};
