@@ -34,6 +34,18 @@ impl EpochCounter {
     /// epoch [start, end). The engine must count transitions (`enable_transition_counts`).
     pub fn close(&mut self, engine: &Engine, start: Instant, end: Instant) -> EpochCounts {
         let (packets, transitions) = engine.hop_counts();
+        self.close_totals(packets, transitions, start, end)
+    }
+
+    /// As `close`, from running totals in the form of `Engine::hop_counts` (summed over the
+    /// workers of a partitioned run).
+    pub fn close_totals(
+        &mut self,
+        packets: Vec<u64>,
+        transitions: Vec<(PipeId, PipeId, u64)>,
+        start: Instant,
+        end: Instant,
+    ) -> EpochCounts {
         self.packets.resize(packets.len(), 0);
         let epoch_packets = packets
             .iter()
