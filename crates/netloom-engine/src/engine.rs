@@ -1324,10 +1324,10 @@ impl Engine {
     fn poll_flow(&mut self, flow: u32) {
         let now = self.now;
         let stop = self.flows[flow as usize].spec.stop.unwrap_or(Instant::MAX);
-        while now < stop {
-            let Some(seg) = self.flows[flow as usize].sender.poll_transmit(now) else {
-                break;
-            };
+        while let Some(seg) = (now < stop)
+            .then(|| self.flows[flow as usize].sender.poll_transmit(now))
+            .flatten()
+        {
             let f = &mut self.flows[flow as usize];
             f.stats.sent += 1;
             let ecn = f.sender.ecn();
