@@ -7,7 +7,7 @@ use clap::Args;
 use netloom_engine::sim::{self, Progress, SimOptions};
 use netloom_engine::traffic::{self, parse_spec, FlowSpec};
 use netloom_engine::workers::{self, ParallelReport};
-use netloom_engine::{Engine, Ownership, Report};
+use netloom_engine::{Engine, Ownership, OwnershipError, Report};
 use netloom_live::SimCapture;
 use netloom_partition::{Assignment, FlowGraph};
 use netloom_route::Routes;
@@ -221,12 +221,6 @@ pub fn run(args: SimArgs) -> Result<()> {
             if assignment.is_none() {
                 bail!("--repartition needs a partition to start from: give --cores K or --assignment FILE");
             }
-            if partitioned {
-                bail!(
-                    "--repartition measures in one engine: drop --workers {}",
-                    args.workers
-                );
-            }
             if series.is_some() || !captures.is_empty() {
                 bail!("--repartition runs in epochs: drop --series and --capture");
             }
@@ -264,7 +258,7 @@ pub fn run(args: SimArgs) -> Result<()> {
     };
     let mut repartition = None;
     let (engine, report, workers, assignment) = match assignment {
-        Some(a) if epoch.is_some() => {
+        Some(a) if epoch.is_some() && !partitioned => {
             let epoch = epoch.expect("matched");
             let partitioner = partitioner(a.cores);
             let (engine, report, rows) =
@@ -279,7 +273,16 @@ pub fn run(args: SimArgs) -> Result<()> {
         }
         Some(a) if partitioned => {
             let cpus = |run: &Assignment| crate::partition::worker_cpus(graph(), run);
-            let run = run_workers(&args, (&topo, &routes), &flows, &a, &cpus, options)?;
+            let dynamic = epoch.map(|epoch| (epoch, partitioner(a.cores)));
+            let run = run_workers(&args, (&topo, &routes), &flows, &a, &cpus, options, dynamic)?;
+            if let (Some((epoch, partitioner)), Some(rows)) = (dynamic, run.4) {
+                repartition = Some(RepartitionReport {
+                    epoch_ns: epoch.as_nanos(),
+                    method: partitioner.method.name(),
+                    imbalance: partitioner.imbalance,
+                    epochs: rows,
+                });
+            }
             (run.0, run.1, Some(run.2), Some(run.3))
         }
         a => {
@@ -390,21 +393,10 @@ fn run_epochs(
         epoch,
         args.seed,
         !args.no_wall_clock,
-        &mut |counts| {
-            let observed = netloom_partition::Observation {
-                topology: topo.name.clone(),
-                packets: counts.packets,
-                transitions: counts.transitions,
-            };
-            match dynamic.epoch(&topo, &observed) {
-                Ok(e) => rows.push(EpochRow {
-                    start_ns: counts.start.as_nanos(),
-                    end_ns: counts.end.as_nanos(),
-                    epoch: e,
-                }),
-                Err(e) => {
-                    failed.get_or_insert(e);
-                }
+        &mut |counts| match close_epoch(&mut dynamic, &topo, counts) {
+            Ok(row) => rows.push(row),
+            Err(e) => {
+                failed.get_or_insert(e);
             }
         },
     );
@@ -412,6 +404,24 @@ fn run_epochs(
         return Err(e).context("--repartition");
     }
     Ok((engine, report, rows))
+}
+
+/// Measures both partitions on an epoch's counts and makes the next dynamic one.
+fn close_epoch(
+    dynamic: &mut netloom_partition::Repartitioning,
+    topo: &Topology,
+    counts: netloom_engine::epoch::EpochCounts,
+) -> Result<EpochRow, netloom_partition::PartitionError> {
+    let observed = netloom_partition::Observation {
+        topology: topo.name.clone(),
+        packets: counts.packets,
+        transitions: counts.transitions,
+    };
+    Ok(EpochRow {
+        start_ns: counts.start.as_nanos(),
+        end_ns: counts.end.as_nanos(),
+        epoch: dynamic.epoch(topo, &observed)?,
+    })
 }
 
 fn print_repartition(r: &RepartitionReport) {
@@ -466,8 +476,10 @@ fn capture_target(
 }
 
 /// A partitioned run: one engine per worker, each with all the flows (a worker drives only
-/// those whose source host it owns). Returns the merged engine, the report, the workers'
-/// figures and the assignment run (after host pipes moved).
+/// those whose source host it owns), repartitioned every epoch with `dynamic` (epoch,
+/// partitioner) if given. Returns the merged engine, the report, the workers' figures, the
+/// assignment run first (after host pipes moved) and the epochs' rows.
+#[allow(clippy::type_complexity)]
 fn run_workers(
     args: &SimArgs,
     (topo, routes): (&Topology, &Routes),
@@ -475,9 +487,22 @@ fn run_workers(
     assignment: &Assignment,
     worker_cpus: &dyn Fn(&Assignment) -> Vec<usize>,
     options: SimOptions<'_>,
-) -> Result<(Engine, Report, WorkersReport, Assignment)> {
+    dynamic: Option<(Duration, netloom_partition::Options)>,
+) -> Result<(
+    Engine,
+    Report,
+    WorkersReport,
+    Assignment,
+    Option<Vec<EpochRow>>,
+)> {
     let n = args.workers as usize;
     crate::partition::check_workers(assignment, n)?;
+    if let Some(pipe) = dynamic.and(netloom_engine::repartition::immovable_pipe(topo)) {
+        bail!(
+            "--repartition with --workers: pipe {pipe} holds its packets in flow queues \
+             (fq_codel), which cannot move between workers yet; drop --workers or use another aqm"
+        );
+    }
     let ownership = Arc::new(Ownership::new(
         topo,
         &assignment.pipes,
@@ -498,7 +523,58 @@ fn run_workers(
             }
         }
     };
-    let (engine, report, parallel) = workers::run(engines, ownership.lookahead(), options, &pin);
+    let mut rows = None;
+    let (engine, report, parallel) = match dynamic {
+        None => workers::run(engines, ownership.lookahead(), options, &pin),
+        Some((epoch, partitioner)) => {
+            let mut dynamic =
+                netloom_partition::Repartitioning::new(run_assignment.clone(), partitioner);
+            let (mut epochs, mut failed) = (Vec::new(), None);
+            let mut running = run_assignment.pipes.clone();
+            let mut decide = |counts| {
+                let row = match close_epoch(&mut dynamic, topo, counts) {
+                    Ok(row) => row,
+                    Err(e) => {
+                        failed.get_or_insert(anyhow::Error::from(e));
+                        return None;
+                    }
+                };
+                epochs.push(row);
+                let next = Ownership::new(topo, &dynamic.current().pipes, n, args.payload.into());
+                match next {
+                    Ok(next) => {
+                        // Measure what runs: host pipes kept with their host.
+                        running = next.assignment();
+                        dynamic.set_current(running.clone());
+                        Some(Arc::new(next))
+                    }
+                    // A partition that crosses a pipe of no delay cannot run in windows: the
+                    // workers keep the one they have.
+                    Err(OwnershipError::NoLookahead { .. }) => {
+                        dynamic.set_current(running.clone());
+                        None
+                    }
+                    Err(e) => {
+                        failed.get_or_insert(e.into());
+                        None
+                    }
+                }
+            };
+            let run = workers::run_repartitioned(
+                engines,
+                ownership.lookahead(),
+                options,
+                &pin,
+                epoch,
+                &mut decide,
+            );
+            if let Some(e) = failed {
+                return Err(e).context("--repartition");
+            }
+            rows = Some(epochs);
+            run
+        }
+    };
     let c = engine.counters();
     let workers = WorkersReport {
         parallel,
@@ -508,7 +584,7 @@ fn run_workers(
         moved_pipes: ownership.moved(),
         cpus,
     };
-    Ok((engine, report, workers, run_assignment))
+    Ok((engine, report, workers, run_assignment, rows))
 }
 
 fn print_workers(w: &WorkersReport) {

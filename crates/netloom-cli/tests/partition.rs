@@ -410,7 +410,8 @@ fn sim_workers_refuse_what_they_cannot_run() {
 
 /// `sim --repartition`: the same run as without it (flows and pipes), one row per epoch, the
 /// first measuring the static partition twice (nothing is observed before it), a partition
-/// remade from each epoch's traffic, and the bad uses refused.
+/// remade from each epoch's traffic, and the bad uses refused; on two workers that move what
+/// changes owner, the same run and the same epochs again.
 #[test]
 fn sim_repartitions_every_epoch_without_changing_the_run() {
     let dir = TempDir::new("partition-repartition");
@@ -505,8 +506,32 @@ fn sim_repartitions_every_epoch_without_changing_the_run() {
         "--repartition needs a partition to start from",
     );
     refused(&["--repartition", "0s", "--cores", "2"], "is no epoch");
-    refused(
-        &["--repartition", "1s", "--workers", "2"],
-        "drop --workers 2",
+
+    // Two workers move pipes, packets and hosts at each epoch's end: the same run, the same
+    // epochs.
+    let moved = sim(&["--repartition", "1s", "--workers", "2"]);
+    assert_eq!(plain["flows"], moved["flows"]);
+    assert_eq!(plain["pipes"], moved["pipes"]);
+    assert_eq!(epochs["repartition"], moved["repartition"]);
+
+    let fq = dir.write(
+        "fq.toml",
+        "hosts = [\"h1\", \"h2\"]\nrouters = [\"r\"]\n[defaults]\nbw = \"10Mbit\"\n[[link]]\na = \"h1\"\nb = \"r\"\ndelay = \"1ms\"\naqm = \"fq_codel\"\n[[link]]\na = \"r\"\nb = \"h2\"\ndelay = \"1ms\"\n",
+    );
+    let out = Command::new(bin())
+        .args([
+            "sim",
+            fq.to_str().unwrap(),
+            "--traffic",
+            "pairs=h1:h2 source=aimd",
+        ])
+        .args(["--workers", "2", "--repartition", "1s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("pipe h1->r holds its packets in flow queues"),
+        "{err}"
     );
 }

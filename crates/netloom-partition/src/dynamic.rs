@@ -57,6 +57,12 @@ impl Repartitioning {
         &self.current
     }
 
+    /// Replaces the partition in force by what actually runs (pipe → core): the one `epoch`
+    /// made, adjusted by the caller (a host's pipes kept together).
+    pub fn set_current(&mut self, pipes: Vec<u32>) {
+        self.current.pipes = pipes;
+    }
+
     /// Closes an epoch whose traffic was `observed`: measures both partitions on it, then
     /// repartitions on it for the next epoch (an epoch where nothing entered keeps the
     /// partition: there is nothing to weigh it by).
