@@ -21,6 +21,8 @@ pub type Decide<'a> = dyn FnMut(EpochCounts) -> Option<Arc<Ownership>> + 'a;
 /// Worker 0's part: the running totals at the last boundary, and the caller's decision.
 pub(crate) struct Chooser<'a, 'b> {
     pub counter: EpochCounter,
+    /// Where the epoch being counted started.
+    pub since: Instant,
     pub decide: &'a mut Decide<'b>,
 }
 
@@ -55,7 +57,6 @@ impl Epochs {
     /// it, after taking in every hand-off of the last window): counts are gathered, worker 0
     /// (`chooser`) decides and sets the new `lookahead`, then state moves. `wait` is the run's
     /// barrier.
-    #[allow(clippy::too_many_arguments)]
     pub fn boundary(
         &self,
         me: usize,
@@ -72,6 +73,7 @@ impl Epochs {
             let counts = chooser
                 .counter
                 .close_totals(packets, transitions, start, end);
+            chooser.since = end;
             let next = (chooser.decide)(counts);
             if let Some(o) = &next {
                 lookahead.store(o.lookahead().as_nanos(), Ordering::Relaxed);

@@ -128,6 +128,7 @@ pub fn run_repartitioned(
 ) -> (Engine, Report, ParallelReport) {
     let chooser = Chooser {
         counter: Default::default(),
+        since: Instant::ZERO,
         decide,
     };
     run_epochs(engines, lookahead, opts, on_start, Some((epoch, chooser)))
@@ -231,12 +232,10 @@ fn run_epochs(
     for r in results {
         merged.absorb(r.engine);
     }
-    if let (Some(chooser), Some(epochs)) = (chooser.as_mut(), &shared.epochs) {
-        // The last epoch, from the last boundary to the end.
-        let last = shared.end.as_nanos().saturating_sub(1) / epochs.epoch * epochs.epoch;
-        let counts = chooser
-            .counter
-            .close(&merged, Instant::from_nanos(last), shared.end);
+    if let Some(chooser) = chooser.as_mut() {
+        // The last epoch, from the last boundary to the end (the workers stop early, skipping
+        // boundaries, only when nothing is left to do).
+        let counts = chooser.counter.close(&merged, chooser.since, shared.end);
         (chooser.decide)(counts);
     }
     let report = Report::build(&merged, opts.seed, shared.end, wall);
