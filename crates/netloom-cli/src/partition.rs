@@ -264,26 +264,21 @@ pub fn read_assignment(topo: &Topology, path: &Path) -> Result<Assignment> {
     Assignment::from_json(&text, topo).with_context(|| format!("--assignment {}", path.display()))
 }
 
-/// The assignment `sim` measures: read from `--assignment FILE`, or made by `--method` over
-/// `--cores` with the static weights of `graph`.
+/// The assignment `sim` measures: read from `--assignment FILE`, or made with `options`
+/// (`--method` over `--cores`) on the static weights of `graph`.
 pub fn sim_assignment<'g>(
     topo: &Topology,
     graph: &dyn Fn() -> &'g FlowGraph,
     file: Option<&Path>,
-    cores: Option<u32>,
-    method: Option<Method>,
-    seed: u64,
+    options: Option<Options>,
 ) -> Result<Option<Assignment>> {
     if let Some(path) = file {
         return read_assignment(topo, path).map(Some);
     }
-    let Some(cores) = cores else { return Ok(None) };
-    let method = method.unwrap_or(Method::Metis);
-    Ok(Some(assign(
-        topo,
-        graph(),
-        &Options::new(method, cores, seed),
-    )?))
+    let Some(options) = options else {
+        return Ok(None);
+    };
+    Ok(Some(assign(topo, graph(), &options)?))
 }
 
 /// What crosses between workers, as `sim` and `run` take it (`--payload`).

@@ -7,7 +7,7 @@ use clap::Args;
 use netloom_engine::sim::{self, Progress, SimOptions};
 use netloom_engine::traffic::{self, parse_spec, FlowSpec};
 use netloom_engine::workers::{self, ParallelReport};
-use netloom_engine::{Engine, Ownership, Report};
+use netloom_engine::{Engine, Ownership, OwnershipError, Report};
 use netloom_live::SimCapture;
 use netloom_partition::{Assignment, FlowGraph};
 use netloom_route::Routes;
@@ -53,6 +53,10 @@ pub struct SimArgs {
     /// The partitioner for --cores or --workers: random, kcluster or metis (default).
     #[arg(long)]
     method: Option<netloom_partition::Method>,
+    /// METIS: the most loaded core may carry this many times the mean load (1 to 100), for
+    /// --cores, --workers and --repartition.
+    #[arg(long, default_value_t = 1.03, value_parser = crate::input::number_in(netloom_topo::units::Range::closed(1.0, 100.0)))]
+    imbalance: f64,
     /// Run the engine partitioned over this many worker threads, each owning the pipes of one
     /// core of the assignment (--assignment, or --method over this many cores). The results
     /// are the same as with one worker.
@@ -84,6 +88,12 @@ pub struct SimArgs {
     /// `partition --weights observed:FILE` and `--measure FILE`.
     #[arg(long)]
     observe: Option<PathBuf>,
+    /// Repartition every EPOCH (e.g. 30s) on the traffic observed in the last one (--method,
+    /// METIS by default), each new part on the core holding most of its pipes, and report the
+    /// efficiency of the static and the dynamic partition per epoch (docs/partition.md).
+    /// Needs --cores or --assignment.
+    #[arg(long, value_name = "EPOCH")]
+    repartition: Option<String>,
 }
 
 /// The report with the optional `partition` (docs/partition.md) and `workers` sections after
@@ -96,6 +106,26 @@ struct FullReport<'a> {
     partition: Option<&'a netloom_partition::Measurement>,
     #[serde(skip_serializing_if = "Option::is_none")]
     workers: Option<&'a WorkersReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repartition: Option<&'a RepartitionReport>,
+}
+
+/// Static against dynamic partition, epoch by epoch (`--repartition`).
+#[derive(Serialize)]
+struct RepartitionReport {
+    epoch_ns: u64,
+    method: &'static str,
+    imbalance: f64,
+    epochs: Vec<EpochRow>,
+}
+
+/// One epoch of `--repartition`.
+#[derive(Serialize)]
+struct EpochRow {
+    start_ns: u64,
+    end_ns: u64,
+    #[serde(flatten)]
+    epoch: netloom_partition::Epoch,
 }
 
 /// How a partitioned run went.
@@ -179,14 +209,40 @@ pub fn run(args: SimArgs) -> Result<()> {
     }
     let graph_cell = std::cell::OnceCell::new();
     let graph = || graph_cell.get_or_init(|| FlowGraph::conservative(&topo, &routes));
+    // The partitioner's options, for --cores and for each repartitioning.
+    let partitioner = |cores| netloom_partition::Options {
+        imbalance: args.imbalance,
+        ..netloom_partition::Options::new(
+            args.method.unwrap_or(netloom_partition::Method::Metis),
+            cores,
+            args.seed,
+        )
+    };
     let assignment = crate::partition::sim_assignment(
         &topo,
         &graph,
         args.assignment.as_deref(),
-        cores,
-        args.method,
-        args.seed,
+        cores.map(partitioner),
     )?;
+    let epoch = match &args.repartition {
+        None => None,
+        Some(text) => {
+            let epoch = netloom_topo::units::parse_duration(text).context("--repartition")?;
+            if epoch.as_nanos() == 0 {
+                bail!("--repartition: {text:?} is no epoch; give a positive duration such as 30s");
+            }
+            if assignment.is_none() {
+                bail!("--repartition needs a partition to start from: give --cores K or --assignment FILE");
+            }
+            if series.is_some() || !captures.is_empty() {
+                bail!("--repartition runs in epochs: drop --series and --capture");
+            }
+            if args.processes {
+                bail!("--repartition moves pipes between threads only; drop --processes");
+            }
+            Some(epoch)
+        }
+    };
     let counting = assignment.is_some() || args.observe.is_some();
     let show_progress = !args.json && std::io::stderr().is_terminal();
     let mut progress = |p: Progress| {
@@ -216,10 +272,33 @@ pub fn run(args: SimArgs) -> Result<()> {
         series,
         tapped: None,
     };
+    let mut repartition = None;
     let (engine, report, workers, assignment) = match assignment {
+        Some(a) if epoch.is_some() && !partitioned => {
+            let epoch = epoch.expect("matched");
+            let partitioner = partitioner(a.cores);
+            let (engine, report, rows) =
+                run_epochs(&args, topo, routes, flows, &a, partitioner, duration, epoch)?;
+            repartition = Some(RepartitionReport {
+                epoch_ns: epoch.as_nanos(),
+                method: partitioner.method.name(),
+                imbalance: partitioner.imbalance,
+                epochs: rows,
+            });
+            (engine, report, None, Some(a))
+        }
         Some(a) if partitioned => {
             let cpus = |run: &Assignment| crate::partition::worker_cpus(graph(), run);
-            let run = run_workers(&args, (&topo, &routes), &flows, &a, &cpus, options)?;
+            let dynamic = epoch.map(|epoch| (epoch, partitioner(a.cores)));
+            let run = run_workers(&args, (&topo, &routes), &flows, &a, &cpus, options, dynamic)?;
+            if let (Some((epoch, partitioner)), Some(rows)) = (dynamic, run.4) {
+                repartition = Some(RepartitionReport {
+                    epoch_ns: epoch.as_nanos(),
+                    method: partitioner.method.name(),
+                    imbalance: partitioner.imbalance,
+                    epochs: rows,
+                });
+            }
             (run.0, run.1, Some(run.2), Some(run.3))
         }
         a => {
@@ -285,6 +364,7 @@ pub fn run(args: SimArgs) -> Result<()> {
             report: &report,
             partition: measured.as_ref(),
             workers: workers.as_ref(),
+            repartition: repartition.as_ref(),
         };
         println!("{}", serde_json::to_string_pretty(&full)?);
     } else {
@@ -296,8 +376,95 @@ pub fn run(args: SimArgs) -> Result<()> {
         if let Some(w) = &workers {
             print_workers(w);
         }
+        if let Some(r) = &repartition {
+            print_repartition(r);
+        }
     }
     Ok(())
+}
+
+/// One engine run in epochs of `epoch`: each epoch's traffic measures the static partition
+/// `initial` and the dynamic one, which is then remade from it (`--repartition`).
+#[allow(clippy::too_many_arguments)]
+fn run_epochs(
+    args: &SimArgs,
+    topo: Topology,
+    routes: Routes,
+    flows: Vec<FlowSpec>,
+    initial: &Assignment,
+    options: netloom_partition::Options,
+    duration: Duration,
+    epoch: Duration,
+) -> Result<(Engine, Report, Vec<EpochRow>)> {
+    let mut engine = Engine::with_routes(topo.clone(), routes, args.seed);
+    for flow in flows {
+        engine.add_flow(flow, args.seed)?;
+    }
+    let mut dynamic = netloom_partition::Repartitioning::new(initial.clone(), options);
+    let mut rows = Vec::new();
+    let mut failed = None;
+    let report = netloom_engine::epoch::run(
+        &mut engine,
+        duration,
+        epoch,
+        args.seed,
+        !args.no_wall_clock,
+        &mut |counts| match close_epoch(&mut dynamic, &topo, counts) {
+            Ok(row) => rows.push(row),
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        },
+    );
+    if let Some(e) = failed {
+        return Err(e).context("--repartition");
+    }
+    Ok((engine, report, rows))
+}
+
+/// Measures both partitions on an epoch's counts and makes the next dynamic one.
+fn close_epoch(
+    dynamic: &mut netloom_partition::Repartitioning,
+    topo: &Topology,
+    counts: netloom_engine::epoch::EpochCounts,
+) -> Result<EpochRow, netloom_partition::PartitionError> {
+    let observed = netloom_partition::Observation {
+        topology: topo.name.clone(),
+        packets: counts.packets,
+        transitions: counts.transitions,
+    };
+    Ok(EpochRow {
+        start_ns: counts.start.as_nanos(),
+        end_ns: counts.end.as_nanos(),
+        epoch: dynamic.epoch(topo, &observed)?,
+    })
+}
+
+fn print_repartition(r: &RepartitionReport) {
+    println!();
+    println!(
+        "repartitioned every {} by {} (imbalance {}) on the last epoch's traffic:",
+        Duration(r.epoch_ns),
+        r.method,
+        r.imbalance
+    );
+    println!(
+        "{:>10} {:>10} {:>10} {:>10} {:>12} {:>12} {:>12}",
+        "from s", "to s", "static", "dynamic", "static imb.", "dynamic imb.", "moved pipes"
+    );
+    let e = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.4}"));
+    for row in &r.epochs {
+        println!(
+            "{:>10.1} {:>10.1} {:>10} {:>10} {:>12.3} {:>12.3} {:>12}",
+            row.start_ns as f64 / 1e9,
+            row.end_ns as f64 / 1e9,
+            e(row.epoch.static_efficiency),
+            e(row.epoch.dynamic_efficiency),
+            row.epoch.static_imbalance,
+            row.epoch.dynamic_imbalance,
+            row.epoch.moved_pipes
+        );
+    }
 }
 
 /// The pipes and the file of `--capture LINK=FILE`: `A:B` is the link between A and B, both
@@ -325,8 +492,10 @@ fn capture_target(
 }
 
 /// A partitioned run: one engine per worker, each with all the flows (a worker drives only
-/// those whose source host it owns). Returns the merged engine, the report, the workers'
-/// figures and the assignment run (after host pipes moved).
+/// those whose source host it owns), repartitioned every epoch with `dynamic` (epoch,
+/// partitioner) if given. Returns the merged engine, the report, the workers' figures, the
+/// assignment run first (after host pipes moved) and the epochs' rows.
+#[allow(clippy::type_complexity)]
 fn run_workers(
     args: &SimArgs,
     (topo, routes): (&Topology, &Routes),
@@ -334,9 +503,22 @@ fn run_workers(
     assignment: &Assignment,
     worker_cpus: &dyn Fn(&Assignment) -> Vec<usize>,
     options: SimOptions<'_>,
-) -> Result<(Engine, Report, WorkersReport, Assignment)> {
+    dynamic: Option<(Duration, netloom_partition::Options)>,
+) -> Result<(
+    Engine,
+    Report,
+    WorkersReport,
+    Assignment,
+    Option<Vec<EpochRow>>,
+)> {
     let n = args.workers as usize;
     crate::partition::check_workers(assignment, n)?;
+    if let Some(pipe) = dynamic.and(netloom_engine::repartition::immovable_pipe(topo)) {
+        bail!(
+            "--repartition with --workers: pipe {pipe} holds its packets in flow queues \
+             (fq_codel), which cannot move between workers yet; drop --workers or use another aqm"
+        );
+    }
     let ownership = Arc::new(Ownership::new(
         topo,
         &assignment.pipes,
@@ -351,7 +533,7 @@ fn run_workers(
         let (engine, report, parallel) =
             run_processes(args, (topo, routes), flows, assignment, &ownership, options)?;
         let workers = workers_report(&engine, &ownership, parallel, None);
-        return Ok((engine, report, workers, run_assignment));
+        return Ok((engine, report, workers, run_assignment, None));
     }
     let cpus = args.pin.then(|| worker_cpus(&run_assignment));
     let engines = workers::engines(topo, routes, args.seed, &ownership, flows)?;
@@ -363,9 +545,60 @@ fn run_workers(
             }
         }
     };
-    let (engine, report, parallel) = workers::run(engines, ownership.lookahead(), options, &pin);
+    let mut rows = None;
+    let (engine, report, parallel) = match dynamic {
+        None => workers::run(engines, ownership.lookahead(), options, &pin),
+        Some((epoch, partitioner)) => {
+            let mut dynamic =
+                netloom_partition::Repartitioning::new(run_assignment.clone(), partitioner);
+            let (mut epochs, mut failed) = (Vec::new(), None);
+            let mut running = run_assignment.pipes.clone();
+            let mut decide = |counts| {
+                let row = match close_epoch(&mut dynamic, topo, counts) {
+                    Ok(row) => row,
+                    Err(e) => {
+                        failed.get_or_insert(anyhow::Error::from(e));
+                        return None;
+                    }
+                };
+                epochs.push(row);
+                let next = Ownership::new(topo, &dynamic.current().pipes, n, args.payload.into());
+                match next {
+                    Ok(next) => {
+                        // Measure what runs: host pipes kept with their host.
+                        running = next.assignment();
+                        dynamic.set_current(running.clone());
+                        Some(Arc::new(next))
+                    }
+                    // A partition that crosses a pipe of no delay cannot run in windows: the
+                    // workers keep the one they have.
+                    Err(OwnershipError::NoLookahead { .. }) => {
+                        dynamic.set_current(running.clone());
+                        None
+                    }
+                    Err(e) => {
+                        failed.get_or_insert(e.into());
+                        None
+                    }
+                }
+            };
+            let run = workers::run_repartitioned(
+                engines,
+                ownership.lookahead(),
+                options,
+                &pin,
+                epoch,
+                &mut decide,
+            );
+            if let Some(e) = failed {
+                return Err(e).context("--repartition");
+            }
+            rows = Some(epochs);
+            run
+        }
+    };
     let workers = workers_report(&engine, &ownership, parallel, cpus);
-    Ok((engine, report, workers, run_assignment))
+    Ok((engine, report, workers, run_assignment, rows))
 }
 
 /// The `workers` section of a partitioned run's report, from its merged engine.

@@ -407,3 +407,131 @@ fn sim_workers_refuse_what_they_cannot_run() {
         "{err}"
     );
 }
+
+/// `sim --repartition`: the same run as without it (flows and pipes), one row per epoch, the
+/// first measuring the static partition twice (nothing is observed before it), a partition
+/// remade from each epoch's traffic, and the bad uses refused; on two workers that move what
+/// changes owner, the same run and the same epochs again.
+#[test]
+fn sim_repartitions_every_epoch_without_changing_the_run() {
+    let dir = TempDir::new("partition-repartition");
+    let topo = dir.path().join("h2.toml");
+    let out = Command::new(bin())
+        .args([
+            "gen",
+            "tree-mesh",
+            "--height",
+            "2",
+            "--hosts-per",
+            "3",
+            "-o",
+        ])
+        .arg(&topo)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let sim = |extra: &[&str]| {
+        let mut args = vec![
+            "sim",
+            topo.to_str().unwrap(),
+            "--traffic",
+            "pattern=switching within=3s source=aimd cap=2Mbit",
+            "--duration",
+            "3500ms",
+            "--no-wall-clock",
+            "--json",
+            "--cores",
+            "2",
+        ];
+        args.extend(extra);
+        netloom(&args)
+    };
+    let plain = sim(&[]);
+    let epochs = sim(&["--repartition", "1s"]);
+    assert_eq!(plain["flows"], epochs["flows"]);
+    assert_eq!(plain["pipes"], epochs["pipes"]);
+    assert_eq!(plain["partition"], epochs["partition"]);
+    assert!(plain.get("repartition").is_none());
+    let r = &epochs["repartition"];
+    assert_eq!(
+        (r["epoch_ns"].as_u64(), r["method"].as_str()),
+        (Some(1_000_000_000), Some("metis"))
+    );
+    let rows = r["epochs"].as_array().unwrap();
+    let spans: Vec<_> = rows
+        .iter()
+        .map(|e| {
+            (
+                e["start_ns"].as_u64().unwrap(),
+                e["end_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        spans,
+        [
+            (0, 1_000_000_000),
+            (1_000_000_000, 2_000_000_000),
+            (2_000_000_000, 3_000_000_000),
+            (3_000_000_000, 3_500_000_000)
+        ]
+    );
+    assert_eq!(rows[0]["static_efficiency"], rows[0]["dynamic_efficiency"]);
+    assert!(
+        rows[0]["moved_pipes"].as_u64().unwrap() > 0,
+        "the first observation moves pipes"
+    );
+    let e = |row: &Value, key: &str| row[key].as_f64().unwrap();
+    assert!(rows
+        .iter()
+        .any(|row| e(row, "dynamic_efficiency") != e(row, "static_efficiency")));
+
+    let refused = |extra: &[&str], expected: &str| {
+        let out = Command::new(bin())
+            .args([
+                "sim",
+                topo.to_str().unwrap(),
+                "--traffic",
+                "k=1 source=aimd",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expected), "{extra:?}: {err}");
+    };
+    refused(
+        &["--repartition", "1s"],
+        "--repartition needs a partition to start from",
+    );
+    refused(&["--repartition", "0s", "--cores", "2"], "is no epoch");
+
+    // Two workers move pipes, packets and hosts at each epoch's end: the same run, the same
+    // epochs.
+    let moved = sim(&["--repartition", "1s", "--workers", "2"]);
+    assert_eq!(plain["flows"], moved["flows"]);
+    assert_eq!(plain["pipes"], moved["pipes"]);
+    assert_eq!(epochs["repartition"], moved["repartition"]);
+
+    let fq = dir.write(
+        "fq.toml",
+        "hosts = [\"h1\", \"h2\"]\nrouters = [\"r\"]\n[defaults]\nbw = \"10Mbit\"\n[[link]]\na = \"h1\"\nb = \"r\"\ndelay = \"1ms\"\naqm = \"fq_codel\"\n[[link]]\na = \"r\"\nb = \"h2\"\ndelay = \"1ms\"\n",
+    );
+    let out = Command::new(bin())
+        .args([
+            "sim",
+            fq.to_str().unwrap(),
+            "--traffic",
+            "pairs=h1:h2 source=aimd",
+        ])
+        .args(["--workers", "2", "--repartition", "1s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("pipe h1->r holds its packets in flow queues"),
+        "{err}"
+    );
+}

@@ -24,6 +24,8 @@ use std::sync::Arc;
 
 mod remains;
 pub use remains::Remains;
+mod migration;
+pub use migration::Migration;
 
 /// Something that happens at an instant.
 #[derive(Clone, Copy, Debug)]
@@ -1329,10 +1331,15 @@ impl Engine {
         }
     }
 
-    /// Lets a flow's sender transmit what it may now, then schedules its next wake-up.
+    /// Lets a flow's sender transmit what it may now, then schedules its next wake-up (none at
+    /// or after the flow's stop).
     fn poll_flow(&mut self, flow: u32) {
         let now = self.now;
-        while let Some(seg) = self.flows[flow as usize].sender.poll_transmit(now) {
+        let stop = self.flows[flow as usize].spec.stop.unwrap_or(Instant::MAX);
+        while let Some(seg) = (now < stop)
+            .then(|| self.flows[flow as usize].sender.poll_transmit(now))
+            .flatten()
+        {
             let f = &mut self.flows[flow as usize];
             f.stats.sent += 1;
             let ecn = f.sender.ecn();
@@ -1354,7 +1361,11 @@ impl Engine {
         let f = &mut self.flows[flow as usize];
         // A sender that wants the past after declining to transmit is polled again a nanosecond
         // later rather than in a loop at the same instant.
-        let next = f.sender.poll_at().map(|t| t.max(Instant(now.0 + 1)));
+        let next = f
+            .sender
+            .poll_at()
+            .map(|t| t.max(Instant(now.0 + 1)))
+            .filter(|&t| t < stop);
         if let Some(at) = next.filter(|_| next != f.wake) {
             f.wake = next;
             self.sched.push(at, Event::Wake { flow });

@@ -4,9 +4,11 @@
 mod barrier;
 mod descriptor;
 mod engine;
+pub mod epoch;
 pub mod lockstep;
 pub mod ownership;
 mod packet;
+pub mod repartition;
 pub mod report;
 mod scheduler;
 pub mod series;
@@ -18,7 +20,8 @@ pub mod workload;
 
 pub use descriptor::{DescriptorError, DESCRIPTOR_LEN};
 pub use engine::{
-    derive_seed, Engine, EngineCounters, EngineError, FlowStats, Injected, Output, Refusal, Remains,
+    derive_seed, Engine, EngineCounters, EngineError, FlowStats, Injected, Migration, Output,
+    Refusal, Remains,
 };
 pub use ownership::{Ownership, OwnershipError, Payload};
 pub use packet::{Handoff, DEFAULT_TTL};

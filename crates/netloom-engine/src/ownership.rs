@@ -318,7 +318,7 @@ impl Ownership {
 }
 
 /// "a->b" (or "a<->b" for a shared medium), for messages.
-fn pipe_name(topo: &Topology, pipe: PipeId) -> String {
+pub(crate) fn pipe_name(topo: &Topology, pipe: PipeId) -> String {
     let spec = &topo.pipes[pipe as usize];
     let l = &topo.links[spec.link as usize];
     let (a, b) = (&topo.node(l.a).name, &topo.node(l.b).name);

@@ -149,6 +149,38 @@ impl<E: Rank> Scheduler<E> {
         }
     }
 
+    /// Removes the events `take` picks and returns them in firing order, (time, rank,
+    /// insertion order); the others stay as they were. Events of one instant always share a
+    /// slot (windows are aligned), so sorting what was taken by (time, rank), stably, restores
+    /// that order.
+    pub fn extract(&mut self, mut take: impl FnMut(&E) -> bool) -> Vec<(Instant, E)> {
+        let mut taken = Vec::new();
+        let mut kept = VecDeque::with_capacity(self.ready.len());
+        for (at, event) in self.ready.drain(..) {
+            if take(&event) {
+                taken.push((at, event));
+            } else {
+                kept.push_back((at, event));
+            }
+        }
+        self.ready = kept;
+        for level in &mut self.levels {
+            for (slot, events) in level.slots.iter_mut().enumerate() {
+                if events.is_empty() {
+                    continue;
+                }
+                let (out, stay): (Vec<_>, Vec<_>) = events.drain(..).partition(|(_, e)| take(e));
+                *events = stay;
+                if events.is_empty() {
+                    level.occupied[slot / 64] &= !(1 << (slot % 64));
+                }
+                taken.extend(out);
+            }
+        }
+        taken.sort_by_key(|(at, e)| (*at, e.rank()));
+        taken.into_iter().map(|(at, e)| (Instant(at), e)).collect()
+    }
+
     /// Removes and returns the earliest event if it is due at or before `now`. `now` must not be
     /// earlier than any `now` given before.
     pub fn pop_due(&mut self, now: Instant) -> Option<(Instant, E)> {
@@ -208,6 +240,28 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn extracted_events_come_out_in_firing_order_and_the_rest_stay() {
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(9);
+        let mut s = Scheduler::default();
+        let mut reference = Scheduler::default();
+        // Near and far events, some at one instant, the wheel already moved on a little.
+        s.push(Instant(5), 1000);
+        assert_eq!(s.pop_due(Instant(5)), Some((Instant(5), 1000)));
+        for i in 0..2000u32 {
+            let at = Instant(10 + rng.gen_range(0..50_000_000) / 7 * 7);
+            s.push(at, i);
+            reference.push(at, i);
+        }
+        let taken = s.extract(|e| e % 3 == 0);
+        let all = drain(&mut reference);
+        let expected: Vec<(u64, u32)> = all.iter().copied().filter(|(_, e)| e % 3 == 0).collect();
+        let taken: Vec<(u64, u32)> = taken.into_iter().map(|(at, e)| (at.0, e)).collect();
+        assert_eq!(taken, expected);
+        let rest: Vec<(u64, u32)> = all.into_iter().filter(|(_, e)| e % 3 != 0).collect();
+        assert_eq!(drain(&mut s), rest);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::barrier::{Aborted, SpinBarrier};
 use crate::engine::{Engine, EngineError};
 use crate::ownership::Ownership;
 use crate::packet::Handoff;
+use crate::repartition::{Chooser, Decide, Epochs};
 use crate::report::Report;
 use crate::sim::{Progress, SimOptions};
 use crate::traffic::FlowSpec;
@@ -59,7 +60,10 @@ struct Shared {
     /// Each worker's packet-hops so far, for progress.
     hops: Vec<AtomicU64>,
     end: Instant,
-    lookahead: u64,
+    /// How far workers may run apart; changes only at a repartitioning.
+    lookahead: AtomicU64,
+    /// Epoch boundaries, when the run repartitions (`run_repartitioned`).
+    epochs: Option<Epochs>,
 }
 
 /// Calls the run off if a worker's thread unwinds, so the others stop waiting for it.
@@ -121,10 +125,42 @@ fn with_flows(mut engine: Engine, seed: u64, flows: &[FlowSpec]) -> Result<Engin
 /// also calls `opts.progress`. Per-interval series (`opts.series`) are not recorded here: each
 /// worker holds only part of the counters between windows; ask for them of one engine.
 pub fn run(
+    engines: Vec<Engine>,
+    lookahead: Duration,
+    opts: SimOptions<'_>,
+    on_start: &(dyn Fn(usize) + Sync),
+) -> (Engine, Report, ParallelReport) {
+    run_epochs(engines, lookahead, opts, on_start, None)
+}
+
+/// As `run`, repartitioning every `epoch`: at each epoch's end `decide` is given the epoch's
+/// counts (all workers' together) and may name a new ownership (the same workers), to which the
+/// workers then move pipes, packets in flight and hosts (`Engine::migrate_out`) before going
+/// on. The run's flows and pipes end as with one engine. `decide` is called on the calling
+/// thread, for the last epoch too, with the merged engine's counts.
+pub fn run_repartitioned(
+    engines: Vec<Engine>,
+    lookahead: Duration,
+    opts: SimOptions<'_>,
+    on_start: &(dyn Fn(usize) + Sync),
+    epoch: Duration,
+    decide: &mut Decide<'_>,
+) -> (Engine, Report, ParallelReport) {
+    let chooser = Chooser {
+        counter: Default::default(),
+        since: Instant::ZERO,
+        decide,
+    };
+    run_epochs(engines, lookahead, opts, on_start, Some((epoch, chooser)))
+}
+
+/// `run`, with epochs if given.
+fn run_epochs(
     mut engines: Vec<Engine>,
     lookahead: Duration,
     mut opts: SimOptions<'_>,
     on_start: &(dyn Fn(usize) + Sync),
+    epochs: Option<(Duration, Chooser<'_, '_>)>,
 ) -> (Engine, Report, ParallelReport) {
     assert!(!engines.is_empty(), "a run needs at least one worker");
     assert!(
@@ -139,8 +175,10 @@ pub fn run(
         next: (0..n).map(|_| AtomicU64::new(0)).collect(),
         hops: (0..n).map(|_| AtomicU64::new(0)).collect(),
         end: Instant::ZERO + opts.duration,
-        lookahead: lookahead.as_nanos(),
+        lookahead: AtomicU64::new(lookahead.as_nanos()),
+        epochs: epochs.as_ref().map(|(epoch, _)| Epochs::new(*epoch, n)),
     };
+    let mut chooser = epochs.map(|(_, chooser)| chooser);
     let started = std::time::Instant::now();
     let wall_clock = opts.wall_clock;
     let first = engines.remove(0);
@@ -154,7 +192,15 @@ pub fn run(
                 let shared = &shared;
                 s.spawn(move || {
                     on_start(i + 1);
-                    work(i + 1, engine, &inbox, shared, wall_clock, &mut |_, _| {})
+                    work(
+                        i + 1,
+                        engine,
+                        &inbox,
+                        shared,
+                        wall_clock,
+                        &mut |_, _| {},
+                        None,
+                    )
                 })
             })
             .collect();
@@ -182,6 +228,7 @@ pub fn run(
             &shared,
             wall_clock,
             &mut report_progress,
+            chooser.as_mut(),
         );
         let mut results = vec![mine];
         for t in others {
@@ -204,6 +251,12 @@ pub fn run(
     let mut merged = results.next().expect("worker 0").engine;
     for r in results {
         merged.absorb(r.engine);
+    }
+    if let Some(chooser) = chooser.as_mut() {
+        // The last epoch, from the last boundary to the end (the workers stop early, skipping
+        // boundaries, only when nothing is left to do).
+        let counts = chooser.counter.close(&merged, chooser.since, shared.end);
+        (chooser.decide)(counts);
     }
     let report = Report::build(&merged, opts.seed, shared.end, wall);
     let parallel = ParallelReport {
@@ -231,6 +284,7 @@ fn work(
     shared: &Shared,
     timed: bool,
     progress: &mut dyn FnMut(Instant, &Shared),
+    mut chooser: Option<&mut Chooser<'_, '_>>,
 ) -> WorkResult {
     let _guard = AbortOnPanic(&shared.barrier);
     let mut windows = 0u64;
@@ -244,10 +298,25 @@ fn work(
         waited += t.elapsed();
         r
     };
+    let epoch = shared.epochs.as_ref().map_or(u64::MAX, |e| e.epoch);
+    // The next epoch boundary, and whether the last window ended there.
+    let (mut boundary, mut reached) = (epoch, false);
     let outcome = (|| -> Result<(), Aborted> {
         loop {
             for handoff in inbox.try_iter().flatten() {
                 engine.accept(handoff);
+            }
+            if let (true, Some(epochs)) = (reached, &shared.epochs) {
+                let span = (
+                    Instant::from_nanos(boundary - epoch),
+                    Instant::from_nanos(boundary),
+                );
+                let lookahead = &shared.lookahead;
+                let chooser = chooser.as_deref_mut();
+                epochs.boundary(me, &mut engine, span, chooser, lookahead, &mut || {
+                    wait(shared)
+                })?;
+                (boundary, reached) = (boundary.saturating_add(epoch), false);
             }
             let next = engine.poll_at().map_or(u64::MAX, |t| t.as_nanos());
             shared.next[me].store(next, Ordering::Relaxed);
@@ -264,9 +333,12 @@ fn work(
             // Every event before the horizon is final: nothing another worker does in this
             // window can reach back before it.
             let horizon = earliest
-                .saturating_add(shared.lookahead)
-                .min(shared.end.as_nanos());
+                .saturating_add(shared.lookahead.load(Ordering::Relaxed))
+                .min(shared.end.as_nanos())
+                .min(boundary);
             engine.advance(Instant::from_nanos(horizon - 1));
+            // The run's end is no boundary: the caller closes the last epoch.
+            reached = horizon == boundary && boundary < shared.end.as_nanos();
             for (to, inbox) in shared.inboxes.iter().enumerate() {
                 let batch: Vec<Handoff> = engine.take_handoffs(to).collect();
                 if !batch.is_empty() {

@@ -56,6 +56,7 @@ b = "h3"
             kind,
             cap: None,
             start: Instant(i as u64 * 1_000_000),
+            stop: None,
         };
         e.add_flow(spec, 5).unwrap();
     }

@@ -36,6 +36,7 @@ fn run(series: Option<Duration>) -> Report {
         kind,
         cap: None,
         start: Instant::ZERO,
+        stop: None,
     };
     e.add_flow(flow, 3).unwrap();
     sim::run(

@@ -107,6 +107,7 @@ fn cbr_through_bottleneck(rate_bps: u64) -> (Report, u64) {
             kind,
             cap: None,
             start: Instant::ZERO,
+            stop: None,
         },
         7,
     )
@@ -228,6 +229,7 @@ fn aimd_run(n: usize, loss: f64, seed: u64) -> Report {
                 kind,
                 cap: None,
                 start,
+                stop: None,
             },
             seed,
         )
@@ -578,6 +580,7 @@ fn a_synthetic_flow_too_big_for_a_link_of_its_path_is_refused_at_start() {
         },
         cap: None,
         start: Instant::ZERO,
+        stop: None,
     };
     let err = e.add_flow(cbr(1401, h1, h2), 1).unwrap_err().to_string();
     assert_eq!(
@@ -604,6 +607,7 @@ fn synthetic_packets_start_with_the_default_ttl() {
             },
             cap: None,
             start: Instant::ZERO,
+            stop: None,
         };
         e.add_flow(cbr, 1).unwrap();
         let r = run(&mut e, 1, 1);

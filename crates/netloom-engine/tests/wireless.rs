@@ -35,6 +35,7 @@ fn flow(t: &Topology, src: &str, dst: &str, kind: SourceKind) -> FlowSpec {
         kind,
         cap: None,
         start: Instant::ZERO,
+        stop: None,
     }
 }
 

@@ -146,6 +146,64 @@ fn any_partition_gives_the_single_engines_run() {
     }
 }
 
+/// Repartitioning every 500 ms to another assignment (random, round robin, all on one
+/// worker, random again...) moves pipes with their queues, packets in flight and hosts with
+/// their flows between running workers, and the run still ends exactly as in one engine; the
+/// epochs' counts add up to the run's.
+#[test]
+fn repartitioning_while_running_gives_the_single_engines_run() {
+    let reference = single();
+    let topo = topology();
+    let pipes = topo.pipes.len();
+    let workers = 3;
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(11);
+    let mut random = || -> Vec<u32> { (0..pipes).map(|_| rng.gen_range(0..3)).collect() };
+    let plans = [
+        random(),
+        (0..pipes as u32).map(|p| (p + 1) % 3).collect(),
+        vec![2; pipes],
+        random(),
+        random(),
+    ];
+    for payload in [Payload::Cache, Payload::Ship] {
+        let ownership = |a: &[u32]| Arc::new(Ownership::new(&topo, a, workers, payload).unwrap());
+        let first = ownership(&(0..pipes as u32).map(|p| p % 3).collect::<Vec<_>>());
+        let engines = (0..workers).map(|k| engine(Some((&first, k)))).collect();
+        let (mut epochs, mut moved) = (Vec::new(), 0);
+        let mut current = first.clone();
+        let mut decide = |counts: netloom_engine::epoch::EpochCounts| {
+            let next = plans.get(epochs.len()).map(|a| ownership(a));
+            if let Some(next) = &next {
+                moved += (0..pipes as u32)
+                    .filter(|&p| next.pipe_owner(p) != current.pipe_owner(p))
+                    .count();
+                current = next.clone();
+            }
+            epochs.push(counts);
+            next
+        };
+        let split = workers::run_repartitioned(
+            engines,
+            first.lookahead(),
+            options(),
+            &|_| {},
+            Duration::from_millis(500),
+            &mut decide,
+        );
+        assert_eq!(epochs.len(), 6, "3 s in epochs of 500 ms");
+        assert!(moved > pipes, "pipes changed owner: {moved}");
+        assert_same_run(&reference, &split, "repartitioned");
+        let (packets, _) = reference.0.hop_counts();
+        let mut summed = vec![0; packets.len()];
+        for e in &epochs {
+            for (s, n) in summed.iter_mut().zip(&e.packets) {
+                *s += n;
+            }
+        }
+        assert_eq!(summed, packets, "the epochs add up to the run");
+    }
+}
+
 #[test]
 fn one_worker_owning_everything_hands_nothing_over() {
     let reference = single();
@@ -297,6 +355,7 @@ b = "h3"
             },
             cap: None,
             start: Instant::ZERO,
+            stop: None,
         })
         .collect();
     let build = |ownership: Option<(&Arc<Ownership>, usize)>| {

@@ -92,6 +92,9 @@ pub struct FlowSpec {
     pub cap: Option<Rate>,
     /// When the sender first wants to transmit.
     pub start: Instant,
+    /// When the sender stops for good: it sends nothing at or after this instant (an AIMD flow
+    /// not even retransmissions); `None` sends until the run ends.
+    pub stop: Option<Instant>,
 }
 
 /// A data packet of a flow, as the sender hands it to the network.

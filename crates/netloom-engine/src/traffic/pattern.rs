@@ -26,6 +26,13 @@ pub enum Pattern {
         /// Destinations per source host; at least 1 (`k=`).
         k: usize,
     },
+    /// ModelNet's dynamic workload (§6.2): two target groups are drawn at random; every host
+    /// outside them (a client) draws one target host in each and, at a random instant in
+    /// [0, `within`), stops sending to the first and starts sending to the second.
+    Switching {
+        /// The span the clients' switching instants are drawn uniformly from (`within=`).
+        within: Duration,
+    },
 }
 
 impl Pattern {
@@ -34,6 +41,7 @@ impl Pattern {
             Pattern::Pairs(_) => "pairs",
             Pattern::AllToAll => "all-to-all",
             Pattern::RandomK { .. } => "random-k",
+            Pattern::Switching { .. } => "switching",
         }
     }
 }
@@ -56,6 +64,7 @@ pub fn expand(
         Pattern::Pairs(names) => names.len() as u128,
         Pattern::AllToAll => n * n.saturating_sub(1),
         Pattern::RandomK { k } => n * (*k as u128).min(n.saturating_sub(1)),
+        Pattern::Switching { .. } => 2 * n,
     };
     if flows > MAX_FLOWS {
         return Err(TrafficError::TooManyFlows {
@@ -85,6 +94,26 @@ pub fn expand(
             })
             .collect(),
         Pattern::RandomK { k } => random_k(topo, *k, &mut rng),
+        Pattern::Switching { within } => {
+            let flows = switching(topo, *within, &mut rng);
+            if flows.is_empty() {
+                return Err(TrafficError::NoFlows {
+                    pattern: pattern.name(),
+                    why: why_empty(pattern, topo),
+                });
+            }
+            return Ok(flows
+                .into_iter()
+                .map(|(src, dst, start, stop)| FlowSpec {
+                    src,
+                    dst,
+                    kind,
+                    cap,
+                    start,
+                    stop,
+                })
+                .collect());
+        }
     };
     if pairs.is_empty() {
         return Err(TrafficError::NoFlows {
@@ -99,9 +128,61 @@ pub fn expand(
             dst,
             kind,
             cap,
-            start: Instant::ZERO + Duration(rng.gen_range(0..STAGGER.as_nanos())),
+            start: stagger(&mut rng),
+            stop: None,
         })
         .collect())
+}
+
+/// A flow's start: a uniform offset in [0, `STAGGER`).
+fn stagger(rng: &mut Xoshiro256PlusPlus) -> Instant {
+    Instant::ZERO + Duration(rng.gen_range(0..STAGGER.as_nanos()))
+}
+
+/// The flows of `Pattern::Switching`, as (source, destination, start, stop): per client in
+/// host order, the flow to its first target (stopping at its switch) then the flow to its
+/// second (starting there). Empty when the hosts are in fewer than three groups.
+fn switching(
+    topo: &Topology,
+    within: Duration,
+    rng: &mut Xoshiro256PlusPlus,
+) -> Vec<(NodeId, NodeId, Instant, Option<Instant>)> {
+    // Groups in order of first appearance; a host without a group is a group of its own.
+    let mut groups: Vec<Vec<NodeId>> = Vec::new();
+    let mut numbers: HashMap<&str, usize> = HashMap::new();
+    let group_of: Vec<usize> = topo
+        .hosts
+        .iter()
+        .map(|&h| {
+            let g = match &topo.node(h).group {
+                Some(g) => *numbers.entry(g.as_str()).or_insert(groups.len()),
+                None => groups.len(),
+            };
+            if g == groups.len() {
+                groups.push(Vec::new());
+            }
+            groups[g].push(h);
+            g
+        })
+        .collect();
+    if groups.len() < 3 {
+        return Vec::new();
+    }
+    let targets = index::sample(rng, groups.len(), 2).into_vec();
+    let (first, second) = (&groups[targets[0]], &groups[targets[1]]);
+    let mut flows = Vec::new();
+    for (&src, g) in topo.hosts.iter().zip(group_of) {
+        if targets.contains(&g) {
+            continue;
+        }
+        let a = first[rng.gen_range(0..first.len())];
+        let b = second[rng.gen_range(0..second.len())];
+        let start = stagger(rng);
+        let switch = start.max(Instant::ZERO + Duration(rng.gen_range(0..within.as_nanos())));
+        flows.push((src, a, start, Some(switch)));
+        flows.push((src, b, switch, None));
+    }
+    flows
 }
 
 fn random_k(topo: &Topology, k: usize, rng: &mut Xoshiro256PlusPlus) -> Vec<(NodeId, NodeId)> {
@@ -155,6 +236,11 @@ fn why_empty(pattern: &Pattern, topo: &Topology) -> String {
         Pattern::RandomK { k: 0 } => "k is 0; k must be at least 1".into(),
         _ if topo.hosts.len() < 2 => format!(
             "the topology has {} host(s); at least 2 are needed",
+            topo.hosts.len()
+        ),
+        Pattern::Switching { .. } => format!(
+            "the hosts are in fewer than three groups; switching needs two target groups and \
+             clients outside them (the topology has {} hosts)",
             topo.hosts.len()
         ),
         _ => "every host is in the same group; random-k only picks hosts in other groups".into(),
@@ -362,5 +448,64 @@ mod tests {
         assert_eq!(err, TrafficError::SelfPair { name: "h1".into() });
         let err = expand(&Pattern::AllToAll, CBR, None, &topo(1, 1, false), 1).unwrap_err();
         assert!(err.to_string().contains("has 1 host(s)"), "{err}");
+    }
+
+    #[test]
+    fn switching_clients_move_from_one_target_group_to_another() {
+        // Four groups of five: two are targets, the ten hosts of the others are clients.
+        let t = topo(20, 5, false);
+        let within = Duration::from_secs(300);
+        let flows = expand(
+            &Pattern::Switching { within },
+            SourceKind::Aimd { mss: 1460 },
+            None,
+            &t,
+            7,
+        )
+        .unwrap();
+        assert_eq!(flows.len(), 20, "two flows per client");
+        let group = |n: NodeId| t.node(n).group.clone().unwrap();
+        let (first, second) = (group(flows[0].dst), group(flows[1].dst));
+        assert_ne!(first, second);
+        let mut switches = Vec::new();
+        for pair in flows.chunks(2) {
+            let (a, b) = (pair[0], pair[1]);
+            assert_eq!(a.src, b.src);
+            assert!(
+                ![&first, &second].contains(&&group(a.src)),
+                "a client is no target"
+            );
+            assert_eq!(
+                (group(a.dst), group(b.dst)),
+                (first.clone(), second.clone())
+            );
+            // The first flow stops exactly when the second starts, within the span.
+            assert!(a.start < Instant::ZERO + STAGGER && a.stop == Some(b.start));
+            assert!(b.start < Instant::ZERO + within && b.stop.is_none());
+            switches.push(b.start);
+        }
+        switches.sort_unstable();
+        switches.dedup();
+        assert!(switches.len() > 5, "clients switch at different instants");
+        let again = expand(
+            &Pattern::Switching { within },
+            SourceKind::Aimd { mss: 1460 },
+            None,
+            &t,
+            7,
+        )
+        .unwrap();
+        assert_eq!(flows, again, "deterministic for a seed");
+        let two_groups = expand(
+            &Pattern::Switching { within },
+            SourceKind::Aimd { mss: 1460 },
+            None,
+            &topo(10, 5, false),
+            7,
+        );
+        assert!(
+            matches!(two_groups, Err(TrafficError::NoFlows { .. })),
+            "{two_groups:?}"
+        );
     }
 }

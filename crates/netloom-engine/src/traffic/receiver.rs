@@ -228,6 +228,7 @@ mod tests {
             kind: SourceKind::Aimd { mss: 1460 },
             cap: None,
             start: Instant::ZERO,
+            stop: None,
         };
         assert!(Receiver::new(&flow)
             .on_data(Instant::ZERO, seg(0))

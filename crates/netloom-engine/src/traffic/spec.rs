@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 /// Keys `--traffic` accepts.
 pub(super) const KEYS: &[&str] = &[
-    "pattern", "pairs", "k", "source", "rate", "size", "on", "off", "cap",
+    "pattern", "pairs", "k", "within", "source", "rate", "size", "on", "off", "cap",
 ];
 
 /// Packet size on the wire when `size=` is not given (for AIMD: 1460 payload + 40 header).
@@ -98,23 +98,34 @@ fn pattern(words: &mut Words) -> Result<Pattern, TrafficError> {
     };
     match name {
         "pairs" => {
-            words.reject(&["k"], "pattern=pairs", "")?;
+            words.reject(&["k", "within"], "pattern=pairs", "")?;
             let v = words.require("pairs", "pattern=pairs", "pairs=h1:h2,h3:h4")?;
             Ok(Pattern::Pairs(pairs(v)?))
         }
         "all-to-all" => {
-            words.reject(&["pairs", "k"], "pattern=all-to-all", "")?;
+            words.reject(&["pairs", "k", "within"], "pattern=all-to-all", "")?;
             Ok(Pattern::AllToAll)
         }
         "random-k" => {
-            words.reject(&["pairs"], "pattern=random-k", "")?;
+            words.reject(&["pairs", "within"], "pattern=random-k", "")?;
             let v = words.require("k", "pattern=random-k", "k=4")?;
             match v.parse::<usize>() {
                 Ok(k) if k >= 1 => Ok(Pattern::RandomK { k }),
                 _ => Err(bad("k", v, "a whole number of hosts, at least 1")),
             }
         }
-        other => Err(bad("pattern", other, "one of pairs, all-to-all, random-k")),
+        "switching" => {
+            words.reject(&["pairs", "k"], "pattern=switching", "")?;
+            let v = words.require("within", "pattern=switching", "within=300s")?;
+            Ok(Pattern::Switching {
+                within: positive_duration("within", v)?,
+            })
+        }
+        other => Err(bad(
+            "pattern",
+            other,
+            "one of pairs, all-to-all, random-k, switching",
+        )),
     }
 }
 
@@ -280,6 +291,12 @@ mod tests {
             }
         );
         assert_eq!(
+            ok("pattern=switching within=300s source=aimd cap=3Mbit").pattern,
+            Pattern::Switching {
+                within: Duration::from_secs(300)
+            }
+        );
+        assert_eq!(
             ok("source=onoff rate=2Mbit on=100ms off=400ms"),
             TrafficSpec {
                 pattern: Pattern::AllToAll,
@@ -346,8 +363,8 @@ mod tests {
     #[test]
     fn each_error_says_what_would_be_valid() {
         let cases = [
-            ("source=cbr rate=5Mbit speed=3", "unknown key \"speed\"; valid keys: pattern, pairs, k, source, rate, size, on, off, cap"),
-            ("sorce=cbr rate=5Mbit", "unknown key \"sorce\" (did you mean \"source\"?); valid keys: pattern, pairs, k, source, rate, size, on, off, cap"),
+            ("source=cbr rate=5Mbit speed=3", "unknown key \"speed\"; valid keys: pattern, pairs, k, within, source, rate, size, on, off, cap"),
+            ("sorce=cbr rate=5Mbit", "unknown key \"sorce\" (did you mean \"source\"?); valid keys: pattern, pairs, k, within, source, rate, size, on, off, cap"),
             ("source=cbr rate=5Mbit rate=4Mbit", "key \"rate\" given twice"),
             ("source=cbr 5Mbit", "\"5Mbit\" is not key=value"),
             ("rate=5Mbit", "a traffic spec needs source= (source=cbr|poisson|onoff|aimd)"),
@@ -364,7 +381,11 @@ mod tests {
             ("source=cbr rate=1Mbit on=1s", "on= does not apply to source=cbr; on= and off= are for source=onoff"),
             ("source=onoff rate=1Mbit on=0s off=1s", "on=0s: a duration above zero"),
             ("source=onoff rate=1Mbit on=5 off=1s", "on=5: \"5\""),
-            ("pattern=star source=aimd", "pattern=star: one of pairs, all-to-all, random-k"),
+            ("pattern=star source=aimd", "pattern=star: one of pairs, all-to-all, random-k, switching"),
+            ("pattern=switching source=aimd", "pattern=switching needs within= (within=300s)"),
+            ("pattern=switching within=0s source=aimd", "within=0s: a duration above zero, for example 100ms"),
+            ("pattern=switching within=30s k=2 source=aimd", "k= does not apply to pattern=switching"),
+            ("pattern=random-k k=2 within=30s source=aimd", "within= does not apply to pattern=random-k"),
             ("pattern=pairs source=aimd", "pattern=pairs needs pairs= (pairs=h1:h2,h3:h4)"),
             ("pattern=random-k source=aimd", "pattern=random-k needs k= (k=4)"),
             ("k=0 source=aimd", "k=0: a whole number of hosts, at least 1"),

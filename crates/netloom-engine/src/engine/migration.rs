@@ -1,0 +1,204 @@
+//! Moving pipes and hosts between the workers of a running partitioned engine when ownership
+//! changes (dynamic repartitioning, ModelNet §5.4), at an instant when every worker has
+//! processed everything before it and nothing after: the state moves whole, so no pipe is ever
+//! emulated in two places and no packet is lost or reordered.
+//!
+//! What moves, from the worker that had it to the one that has it now:
+//! - a pipe's state (queue, serializer, AQM, loss and jitter generators, counters), swapped with
+//!   the new owner's replica so that every count stays counted once;
+//! - every pending event whose handler changed, with its packet: the exits of packets inside
+//!   any pipe whose next pipe (or destination host) changed owner, keeping their exit times and
+//!   tickets, and packets waiting to enter a pipe that moved;
+//! - a host's flows: the sender (its window, timers, pending wake-up) where the host is the
+//!   source, the receiver (its reassembly state, latency histogram) where it is the destination.
+
+use super::{Engine, Event, Flow, FlowStats, Worker};
+use crate::ownership::Ownership;
+use crate::packet::{Body, Handoff, DELIVER, NO_ROUTE};
+use crate::traffic::{Receiver, Sender};
+use hdrhistogram::Histogram;
+use netloom_link::Pipe;
+use netloom_time::Instant;
+use netloom_topo::PipeId;
+use std::sync::Arc;
+
+/// What one worker hands another when ownership changes.
+#[derive(Default)]
+pub struct Migration {
+    /// Pipes changing hands between the two, each with the sender's copy: the owner's state for
+    /// a pipe the receiver now owns, the receiver's former replica for one it gave up.
+    pipes: Vec<(PipeId, Pipe)>,
+    /// Pending exits and entries the receiver handles now, in firing order.
+    packets: Vec<Handoff>,
+    /// Senders of flows whose source host the receiver now owns.
+    senders: Vec<(u32, SenderPart)>,
+    /// Receivers of flows whose destination host the receiver now owns.
+    receivers: Vec<(u32, ReceiverPart)>,
+}
+
+/// A flow's sending side.
+struct SenderPart {
+    sender: Sender,
+    sent: u64,
+    wake: Option<Instant>,
+}
+
+/// A flow's receiving side.
+struct ReceiverPart {
+    receiver: Receiver,
+    latency_ns: Histogram<u32>,
+}
+
+impl Migration {
+    /// Whether there is nothing to hand over.
+    pub fn is_empty(&self) -> bool {
+        self.pipes.is_empty()
+            && self.packets.is_empty()
+            && self.senders.is_empty()
+            && self.receivers.is_empty()
+    }
+
+    /// Pipes and pending packets it carries, for the report.
+    pub fn counts(&self) -> (usize, usize) {
+        (self.pipes.len(), self.packets.len())
+    }
+}
+
+impl Engine {
+    /// Takes on `next` (the same workers, other owners) after processing everything before
+    /// the instant of the change, and returns what each worker must be given (`migrate_in`,
+    /// before anyone advances): `out[k]` for worker k, empty for this one.
+    ///
+    /// Panics on a pipe that holds packets in flow queues (FQ-CoDel) and changes owner: its
+    /// queues refer to this engine's packets (`movable` says which topologies can repartition).
+    pub fn migrate_out(&mut self, next: Arc<Ownership>) -> Vec<Migration> {
+        let w = self.worker.as_ref().expect("only a worker migrates");
+        let (me, old) = (w.me, w.ownership.clone());
+        assert_eq!(
+            next.workers(),
+            old.workers(),
+            "repartitioning keeps the workers"
+        );
+        let mut out: Vec<Migration> = (0..old.workers()).map(|_| Migration::default()).collect();
+        for p in 0..self.pipes.len() as PipeId {
+            let (was, now) = (old.pipe_owner(p), next.pipe_owner(p));
+            // The owner sends its state to the new one, which sends back its replica.
+            let to = match (was == me, now == me) {
+                (true, false) => now,
+                (false, true) if was != now => was,
+                _ => continue,
+            };
+            let pipe = &mut self.pipes[p as usize];
+            assert!(
+                !(pipe.is_deferred() && was == me),
+                "pipe {p} holds its packets in flow queues and cannot move"
+            );
+            let blank = Pipe::new(*pipe.config(), 0);
+            out[usize::from(to)]
+                .pipes
+                .push((p, std::mem::replace(pipe, blank)));
+        }
+        for (f, flow) in self.flows.iter_mut().enumerate() {
+            let f = f as u32;
+            let (src, dst) = (flow.src_host, flow.dst_host);
+            if old.host_owner(src) == me && next.host_owner(src) != me {
+                out[usize::from(next.host_owner(src))].senders.push((
+                    f,
+                    SenderPart {
+                        sender: flow.sender.clone(),
+                        sent: flow.stats.sent,
+                        wake: flow.wake.take(),
+                    },
+                ));
+            }
+            if old.host_owner(dst) == me && next.host_owner(dst) != me {
+                let latency_ns =
+                    std::mem::replace(&mut flow.stats.latency_ns, super::latency_histogram());
+                out[usize::from(next.host_owner(dst))].receivers.push((
+                    f,
+                    ReceiverPart {
+                        receiver: flow.receiver.clone(),
+                        latency_ns,
+                    },
+                ));
+            }
+        }
+        let w = Worker {
+            me,
+            ownership: next,
+        };
+        let handler = |engine: &Engine, event: &Event| -> Option<u16> {
+            let owner = match *event {
+                Event::Exit { pkt, .. } => {
+                    let p = engine.packets.get(pkt);
+                    match (p.next, p.body) {
+                        (DELIVER, Body::External { home, .. })
+                            if w.ownership.delivers_at_home() =>
+                        {
+                            home
+                        }
+                        (DELIVER, _) => w.ownership.host_owner(p.dst_host),
+                        (NO_ROUTE, _) => me,
+                        (next, _) => w.ownership.pipe_owner(next),
+                    }
+                }
+                Event::Enter { pipe, .. } => w.ownership.pipe_owner(pipe),
+                Event::Wake { flow } => {
+                    w.ownership.host_owner(engine.flows[flow as usize].src_host)
+                }
+                Event::Reconfigure { .. } | Event::Dequeue { .. } => me,
+            };
+            (owner != me).then_some(owner)
+        };
+        let mut sched = std::mem::take(&mut self.sched);
+        let leaving = sched.extract(|event| handler(self, event).is_some());
+        for (at, event) in leaving {
+            let to = usize::from(handler(self, &event).expect("extracted for leaving"));
+            match event {
+                Event::Exit { pkt, pipe, ticket } => out[to].packets.push(Handoff {
+                    at,
+                    exit: Some((pipe, ticket)),
+                    packet: self.packets.remove(pkt),
+                }),
+                Event::Enter { pkt, .. } => out[to].packets.push(Handoff {
+                    at,
+                    exit: None,
+                    packet: self.packets.remove(pkt),
+                }),
+                // The flow's pending wake-up travels with its sender (`SenderPart::wake`).
+                Event::Wake { .. } => {}
+                Event::Reconfigure { .. } | Event::Dequeue { .. } => {
+                    unreachable!("replicated and owner-bound events stay")
+                }
+            }
+        }
+        self.sched = sched;
+        self.worker = Some(w);
+        out
+    }
+
+    /// Takes in what another worker handed over at an ownership change (`migrate_out`).
+    pub fn migrate_in(&mut self, m: Migration) {
+        for (p, pipe) in m.pipes {
+            self.pipes[p as usize] = pipe;
+        }
+        for handoff in m.packets {
+            self.accept(handoff);
+        }
+        for (f, part) in m.senders {
+            let flow: &mut Flow = &mut self.flows[f as usize];
+            flow.sender = part.sender;
+            flow.stats.sent = part.sent;
+            flow.wake = part.wake;
+            if let Some(at) = part.wake {
+                self.sched.push(at, Event::Wake { flow: f });
+            }
+        }
+        for (f, part) in m.receivers {
+            let flow = &mut self.flows[f as usize];
+            flow.receiver = part.receiver;
+            let stats: &mut FlowStats = &mut flow.stats;
+            stats.latency_ns = part.latency_ns;
+        }
+    }
+}
