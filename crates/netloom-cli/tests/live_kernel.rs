@@ -33,13 +33,6 @@ fn text(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The least of `count` RTTs in ms, each to the microsecond (a probe's time can only gain from
-/// the machine's other work).
-fn least(lab: &Lab, from: &str, to: &str, count: usize) -> f64 {
-    let rtts = lab.exact_rtts(from, to, count);
-    rtts.into_iter().fold(f64::INFINITY, f64::min)
-}
-
 /// Each hop of a traceroute run: the name or address that answered.
 fn answered(out: &str) -> Vec<String> {
     out.lines()
@@ -61,15 +54,15 @@ fn kernel_routers_forward_answer_and_take_link_changes() {
     );
     let route = text(&lab.exec("r1", &["ip", "route", "get", "198.18.0.2"]));
     assert!(route.contains(" dev r2 "), "{route}");
-    let base4 = least(&lab, "h1", "h2", 20);
-    let base6 = least(&lab, "h1", "fd6e:6c00::2", 20);
+    let base4 = lab.least_rtt("h1", "h2", 20);
+    let base6 = lab.least_rtt("h1", "fd6e:6c00::2", 20);
     for ((a, b), ms) in [(("h1", "r1"), 1), (("r1", "r2"), 2), (("r2", "h2"), 3)] {
         lab.control(&["link", "set", a, b, &format!("delay={ms}ms")]);
     }
     // h1 to h2 and back: 2 × (1 + 2 + 3) ms more, in both address families; docs/live.md: the
     // least of the probes within 0.2 ms.
     for (to, base) in [("h2", base4), ("fd6e:6c00::2", base6)] {
-        let rtt = least(&lab, "h1", to, 20);
+        let rtt = lab.least_rtt("h1", to, 20);
         eprintln!("measured: {to} {base:.3} ms at zero delay, {rtt:.3} ms with 12 ms added");
         assert!((rtt - base - 12.0).abs() <= 0.2, "{to}: {base} then {rtt}");
     }
@@ -98,9 +91,9 @@ fn kernel_routers_forward_answer_and_take_link_changes() {
         "{out}"
     );
     // A change of the link between the two kernel routers changes the round trip.
-    let before = least(&lab, "h1", "h2", 10);
+    let before = lab.least_rtt("h1", "h2", 10);
     lab.control(&["link", "set", "r1", "r2", "delay=10ms"]);
-    let after = least(&lab, "h1", "h2", 10);
+    let after = lab.least_rtt("h1", "h2", 10);
     eprintln!("measured: r1-r2 2 ms -> 10 ms: {before:.3} -> {after:.3} ms");
     assert!(
         (after - before - 16.0).abs() <= 0.2,
@@ -157,7 +150,7 @@ fn a_mixed_topology_has_the_round_trips_of_its_all_engine_twin() {
         lab.start(&[]);
         let rtts: Vec<f64> = [("h1", "h2"), ("h1", "h3"), ("h3", "h2"), ("h1", "k2")]
             .iter()
-            .map(|(a, b)| least(&lab, a, b, 10))
+            .map(|(a, b)| lab.least_rtt(a, b, 10))
             .collect();
         eprintln!("measured: kernel edge {kernel}: h1-h2, h1-h3, h3-h2, h1-k2 {rtts:.3?} ms");
         measured.push(rtts);

@@ -118,10 +118,7 @@ fn ttl_ping_errors_and_a_link_down_come_back_from_the_right_router() {
         assert!(out.contains("From r2 ") && out.contains("xceeded"), "{out}");
     }
     // A router answers pings to its name, after the round trip to it: half of h2's here.
-    let least = |out: &std::process::Output| {
-        let rtts = live_common::ping_rtts(out);
-        rtts.iter().copied().fold(f64::INFINITY, f64::min)
-    };
+    let least = |out: &std::process::Output| live_common::least(live_common::ping_rtts(out));
     let to_r2 = lab.exec("h1", &["ping", "-4", "-c", "5", "-i", "0.2", "r2"]);
     assert!(text(&to_r2).contains("bytes from r2 "), "{}", text(&to_r2));
     let to_h2 = least(&lab.exec("h1", &["ping", "-4", "-c", "5", "-i", "0.2", "h2"]));
