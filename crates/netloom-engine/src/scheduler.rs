@@ -13,7 +13,6 @@
 //! by (time, rank) of a level-0 slot when it fires gives `(time, rank, insertion order)`.
 
 use netloom_time::Instant;
-use std::collections::VecDeque;
 
 const BITS: u32 = 8;
 const SLOTS: usize = 1 << BITS;
@@ -51,8 +50,10 @@ pub struct Scheduler<E> {
     /// The wheel's position: no event is earlier, and every push is at or after it.
     pos: u64,
     levels: Vec<Level<E>>,
-    /// Events of the level-0 slot being fired, sorted by (time, insertion order).
-    ready: VecDeque<(u64, E)>,
+    /// Events of the level-0 slot being fired, sorted by (time, rank, insertion order); those
+    /// before `fired` have fired. The slot's own vector, moved here rather than copied.
+    ready: Vec<(u64, E)>,
+    fired: usize,
     /// The end (exclusive) of the level-0 slot in `ready`; pushes before it join `ready`.
     ready_end: u64,
 }
@@ -62,7 +63,8 @@ impl<E> Default for Scheduler<E> {
         Scheduler {
             pos: 0,
             levels: (0..LEVELS).map(|_| Level::new()).collect(),
-            ready: VecDeque::new(),
+            ready: Vec::new(),
+            fired: 0,
             ready_end: 0,
         }
     }
@@ -87,7 +89,7 @@ fn slot_of(at: u64, level: usize) -> usize {
     ((at >> shift_of(level)) & (SLOTS as u64 - 1)) as usize
 }
 
-impl<E: Rank> Scheduler<E> {
+impl<E: Rank + Copy> Scheduler<E> {
     /// Schedules `event` at `at`. Times before the last instant handed to `pop_due` are fired
     /// as if due then (the clock never goes backwards).
     pub fn push(&mut self, at: Instant, event: E) {
@@ -95,7 +97,8 @@ impl<E: Rank> Scheduler<E> {
         if at < self.ready_end {
             // Inside the slot being fired: keep `ready` sorted, after equal keys already there.
             let key = (at, event.rank());
-            let i = self.ready.partition_point(|(t, e)| (*t, e.rank()) <= key);
+            let i = self.fired
+                + self.ready[self.fired..].partition_point(|(t, e)| (*t, e.rank()) <= key);
             self.ready.insert(i, (at, event));
         } else {
             self.file(at, event);
@@ -114,7 +117,7 @@ impl<E: Rank> Scheduler<E> {
     /// otherwise the start of the wheel slot that holds it. `None` if empty. Advancing to this
     /// time and calling `pop_due` may find nothing due yet; ask again.
     pub fn peek_time(&self) -> Option<Instant> {
-        if let Some((at, _)) = self.ready.front() {
+        if let Some((at, _)) = self.ready.get(self.fired) {
             return Some(Instant(*at));
         }
         let (level, slot) = self.next_slot()?;
@@ -153,11 +156,11 @@ impl<E: Rank> Scheduler<E> {
     /// earlier than any `now` given before.
     pub fn pop_due(&mut self, now: Instant) -> Option<(Instant, E)> {
         loop {
-            if let Some(&(at, _)) = self.ready.front() {
+            if let Some(&(at, event)) = self.ready.get(self.fired) {
                 if at > now.0 {
                     return None;
                 }
-                let (at, event) = self.ready.pop_front().expect("front exists");
+                self.fired += 1;
                 return Some((Instant(at), event));
             }
             let (level, slot) = self.next_slot()?;
@@ -173,9 +176,11 @@ impl<E: Rank> Scheduler<E> {
                 let mut events = events;
                 // Stable: equal (time, rank) keep insertion order.
                 events.sort_by_key(|(at, e)| (*at, e.rank()));
-                self.ready.extend(events.drain(..));
+                let mut done = std::mem::replace(&mut self.ready, events);
+                self.fired = 0;
                 self.ready_end = start + (1 << GRAIN_BITS);
-                self.recycle(0, slot, events);
+                done.clear();
+                self.recycle(0, slot, done);
             } else {
                 // Cascade: re-file one level or more down, keeping the slot's order.
                 let mut events = events;
