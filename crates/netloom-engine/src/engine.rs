@@ -1106,24 +1106,22 @@ impl Engine {
         duplicate: Option<Departure>,
         marked: bool,
     ) {
-        let p = *self.packets.get(pkt);
-        let mut body = p.body;
-        if marked {
-            body.mark_ce();
-        }
+        // Only the fields that change are written: copying the whole descriptor out and back
+        // cost more instructions than the rest of this function.
+        let p = self.packets.get(pkt);
         let head = match self.pipe_head[pipe as usize] {
             NodeId::MAX => self.topo.far_end(pipe, p.at),
             head => head,
         };
-        let p = Packet {
-            body,
-            at: head,
-            next: self.hop_after(head, p.dst_host),
-            ..p
-        };
-        *self.packets.get_mut(pkt) = p;
+        let next = self.hop_after(head, p.dst_host);
+        let p = self.packets.get_mut(pkt);
+        if marked {
+            p.body.mark_ce();
+        }
+        (p.at, p.next) = (head, next);
+        let twin = duplicate.map(|copy| (*p, copy));
         self.schedule_exit(pkt, pipe, first);
-        if let Some(copy) = duplicate {
+        if let Some((p, copy)) = twin {
             if let Body::External { token, .. } = p.body {
                 self.outputs.push(Output::Duplicated { token });
             }
