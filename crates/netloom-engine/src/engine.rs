@@ -297,6 +297,22 @@ struct Worker {
     ownership: Arc<Ownership>,
 }
 
+/// Loads what firing `events` reads first and waits on longest: each leaving packet's
+/// descriptor, the pipe it leaves and the pipe it goes on to. On a large topology each is a cache
+/// miss (inet's pipes and packets in flight take megabytes), and one after another they stall
+/// every event; loaded here in one pass, a slot's misses overlap (docs/performance.md).
+fn warm(events: &[(u64, Event)], packets: &Slab, pipes: &[Pipe]) {
+    let mut kept = 0u64;
+    for &(_, event) in events {
+        if let Event::Exit { pkt, pipe, .. } = event {
+            let next = packets.get(pkt).next;
+            kept ^= pipes[pipe as usize].counters().packets_out;
+            kept ^= pipes.get(next as usize).map_or(0, |p| u64::from(p.is_up()));
+        }
+    }
+    std::hint::black_box(kept);
+}
+
 /// The bytes a hand-off moves between workers.
 fn crossing_bytes(payload: Payload, packet_bytes: u32) -> u64 {
     let descriptor = std::mem::size_of::<Handoff>() as u64;
@@ -833,6 +849,15 @@ impl Engine {
         });
     }
 
+    /// `tap` for a packet still in flight, copied out only when `pipe` is tapped.
+    #[inline]
+    fn tap_held(&mut self, pipe: PipeId, pkt: PacketId, seen: Seen) {
+        if self.taps[pipe as usize] {
+            let p = *self.packets.get(pkt);
+            self.tap(pipe, &p, seen);
+        }
+    }
+
     /// A time no later than the next thing to do, if any: exact when that event is close, else
     /// the start of the timing wheel's slot that holds it, so `advance` to it may find nothing
     /// due yet (ask again; the slot then gives the exact time).
@@ -859,7 +884,11 @@ impl Engine {
     /// `skip_to` if given; true when none due is left.
     fn run_due(&mut self, now: Instant, budget: u64, skip_to: Option<Instant>) -> bool {
         for _ in 0..budget {
-            let Some((at, event)) = self.sched.pop_due(now) else {
+            let (packets, pipes) = (&self.packets, &self.pipes);
+            let Some((at, event)) = self
+                .sched
+                .pop_due(now, |events| warm(events, packets, pipes))
+            else {
                 self.now = self.now.max(now);
                 return true;
             };
@@ -1043,11 +1072,13 @@ impl Engine {
     /// Offers the packet to `pipe` and, if the pipe takes it, settles where it will arrive and
     /// what it will do there, and schedules its exit (and its duplicate's).
     fn enter(&mut self, pkt: PacketId, pipe: PipeId, arrival: Arrival) {
-        let p = *self.packets.get(pkt);
+        // The fields read, not the whole descriptor: see `depart`.
+        let p = self.packets.get(pkt);
+        let (bytes, meta) = (p.bytes, p.body.meta());
         let mtu = self.pipes[pipe as usize].config().mtu;
-        if p.bytes > mtu {
+        if bytes > mtu {
             self.counters.too_big += 1;
-            self.packets.remove(pkt);
+            let p = self.packets.remove(pkt);
             self.refuse(&p, p.at, Refusal::TooBig { mtu });
             self.count_drop(&p);
             return;
@@ -1056,15 +1087,15 @@ impl Engine {
         if link.is_deferred() {
             // Each segment of a super-packet is a packet of its own to the flow queues.
             let mut evicted = std::mem::take(&mut self.evicted);
-            let held = match link.hold(self.now, p.bytes, p.body.meta(), pkt, &mut evicted) {
+            let held = match link.hold(self.now, bytes, meta, pkt, &mut evicted) {
                 Hold::Dropped(cause) => {
+                    let p = self.packets.remove(pkt);
                     self.tap(pipe, &p, Seen::Dropped(cause));
-                    self.packets.remove(pkt);
                     self.count_drop(&p);
                     false
                 }
                 Hold::Held => {
-                    self.tap(pipe, &p, Seen::Entered);
+                    self.tap_held(pipe, pkt, Seen::Entered);
                     let held = !evicted.contains(&pkt);
                     for victim in evicted.drain(..) {
                         let v = self.packets.remove(victim);
@@ -1082,9 +1113,9 @@ impl Engine {
             return;
         }
         let admission = match arrival {
-            Arrival::Alone => link.offer(self.now, p.bytes, p.body.meta()),
+            Arrival::Alone => link.offer(self.now, bytes, meta),
             Arrival::Lead => {
-                let admission = link.offer(self.now, p.bytes, p.body.meta());
+                let admission = link.offer(self.now, bytes, meta);
                 // A lead lost on the wire was still queued: its followers go on.
                 self.lead_queued = matches!(
                     admission,
@@ -1092,12 +1123,12 @@ impl Engine {
                 );
                 admission
             }
-            Arrival::Following => link.offer_following(self.now, p.bytes, self.lead_queued),
+            Arrival::Following => link.offer_following(self.now, bytes, self.lead_queued),
         };
         let (first, duplicate, marked) = match admission {
             Admission::Dropped(cause) => {
+                let p = self.packets.remove(pkt);
                 self.tap(pipe, &p, Seen::Dropped(cause));
-                self.packets.remove(pkt);
                 self.count_drop(&p);
                 return;
             }
@@ -1107,7 +1138,7 @@ impl Engine {
                 marked,
             } => (first, duplicate, marked),
         };
-        self.tap(pipe, &p, Seen::Entered);
+        self.tap_held(pipe, pkt, Seen::Entered);
         self.depart(pkt, pipe, first, duplicate, marked);
     }
 
@@ -1121,24 +1152,22 @@ impl Engine {
         duplicate: Option<Departure>,
         marked: bool,
     ) {
-        let p = *self.packets.get(pkt);
-        let mut body = p.body;
-        if marked {
-            body.mark_ce();
-        }
+        // Only the fields that change are written: copying the whole descriptor out and back
+        // cost more instructions than the rest of this function.
+        let p = self.packets.get(pkt);
         let head = match self.pipe_head[pipe as usize] {
             NodeId::MAX => self.topo.far_end(pipe, p.at),
             head => head,
         };
-        let p = Packet {
-            body,
-            at: head,
-            next: self.hop_after(head, p.dst_host),
-            ..p
-        };
-        *self.packets.get_mut(pkt) = p;
+        let next = self.hop_after(head, p.dst_host);
+        let p = self.packets.get_mut(pkt);
+        if marked {
+            p.body.mark_ce();
+        }
+        (p.at, p.next) = (head, next);
+        let twin = duplicate.map(|copy| (*p, copy));
         self.schedule_exit(pkt, pipe, first);
-        if let Some(copy) = duplicate {
+        if let Some((p, copy)) = twin {
             if let Body::External { token, .. } = p.body {
                 self.outputs.push(Output::Duplicated { token });
             }
@@ -1221,43 +1250,46 @@ impl Engine {
     }
 
     fn on_exit(&mut self, pkt: PacketId, pipe: PipeId, ticket: Ticket) {
-        let mut p = *self.packets.get(pkt);
-        if !self.pipes[pipe as usize].release(self.now, ticket, p.bytes) {
+        // The fields read, not the whole descriptor: see `depart`.
+        let p = self.packets.get(pkt);
+        let (bytes, planned, at, dst_host) = (p.bytes, p.next, p.at, p.dst_host);
+        if !self.pipes[pipe as usize].release(self.now, ticket, bytes) {
+            let p = self.packets.remove(pkt);
             self.tap(pipe, &p, Seen::Dropped(DropCause::LinkDown));
-            self.packets.remove(pkt);
             self.count_drop(&p);
             return;
         }
-        self.tap(pipe, &p, Seen::Left);
+        self.tap_held(pipe, pkt, Seen::Left);
         self.counters.packet_hops += 1;
         if let Some(counts) = &mut self.transitions {
-            if p.next != DELIVER && p.next != NO_ROUTE {
-                *counts.entry((pipe, p.next)).or_default() += 1;
+            if planned != DELIVER && planned != NO_ROUTE {
+                *counts.entry((pipe, planned)).or_default() += 1;
             }
         }
         // The next pipe went down while the packet was on its way there: a router without
         // another way answers as one without a route (with one, the down pipe drops the packet,
         // as the worker that owns the new way may be another).
-        let next = match p.next {
-            DELIVER | NO_ROUTE => p.next,
+        let next = match planned {
+            DELIVER | NO_ROUTE => planned,
             next if self.pipes[next as usize].is_up() => next,
-            next => match self.hop_after(p.at, p.dst_host) {
+            next => match self.hop_after(at, dst_host) {
                 NO_ROUTE => NO_ROUTE,
                 _ => next,
             },
         };
         // A router that forwards the packet takes one off its TTL (one that has no route for it
         // answers so first, as Linux looks the route up first); a host is an end.
-        if next != DELIVER && next != NO_ROUTE && self.router[p.at as usize] {
-            if *p.body.ttl() <= 1 {
+        if next != DELIVER && next != NO_ROUTE && self.router[at as usize] {
+            let ttl = self.packets.get_mut(pkt).body.ttl();
+            if *ttl <= 1 {
                 self.counters.ttl_expired += 1;
-                self.expired[p.at as usize] += 1;
-                self.packets.remove(pkt);
-                self.refuse(&p, p.at, Refusal::TimeExceeded);
+                self.expired[at as usize] += 1;
+                let p = self.packets.remove(pkt);
+                self.refuse(&p, at, Refusal::TimeExceeded);
                 self.count_drop(&p);
                 return;
             }
-            *self.packets.get_mut(pkt).body.ttl() -= 1;
+            *ttl -= 1;
         }
         self.dispatch(pkt, next, Arrival::Alone);
     }
