@@ -569,6 +569,106 @@ fn two_users_each_shape_only_their_own_traffic_and_see_only_their_own_links() {
     assert!(daemon.wait().unwrap().success());
 }
 
+/// A cgroup v2 made for a test under the cgroup2 mount (`netloom-test-TAG-PID`), removed when
+/// dropped, even if the test fails (its processes are gone by then: each is a finished curl).
+struct TestCgroup {
+    dir: PathBuf,
+    /// Its path from the mount, as `cgroup=` takes it.
+    path: String,
+}
+
+impl TestCgroup {
+    fn new(tag: &str) -> Option<TestCgroup> {
+        let mount = netloom_os::cgroup2_mount()?;
+        let name = format!("netloom-test-{tag}-{}", std::process::id());
+        let dir = mount.join(&name);
+        let _ = std::fs::remove_dir(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        Some(TestCgroup {
+            dir,
+            path: format!("/{name}"),
+        })
+    }
+
+    /// The median connect time in ms of `n` connections to `url` by curls in this cgroup.
+    fn connect_ms(&self, url: &str, n: usize) -> f64 {
+        let procs = self.dir.join("cgroup.procs");
+        let times = (0..n)
+            .map(|_| {
+                let out = Command::new("sh")
+                    .arg("-c")
+                    .arg(format!(
+                        "echo $$ > {} && exec curl -s -o /dev/null --max-time 10 -w %{{time_connect}} {url}",
+                        procs.display()
+                    ))
+                    .output()
+                    .unwrap();
+                String::from_utf8_lossy(&out.stdout).parse::<f64>().unwrap() * 1000.0
+            })
+            .collect();
+        median(times)
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        // rmdir fails while a process is still in it; a finished curl may take a moment to go.
+        for _ in 0..100 {
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+#[test]
+fn a_cgroup_link_shapes_only_the_processes_of_that_cgroup() {
+    require_live!("iptables-legacy", "curl");
+    let t = Turn::new("cgroup");
+    let (Some(a), Some(b)) = (TestCgroup::new("a"), TestCgroup::new("b")) else {
+        eprintln!("SKIPPED: no cgroup v2 mounted");
+        return;
+    };
+    let port = serve("127.0.0.1:0", 100);
+    let url = format!("http://127.0.0.1:{port}/");
+    let (base_a, base_b) = (a.connect_ms(&url, 5), b.connect_ms(&url, 5));
+    // Both directions: the SYN leaves through OUT (the kernel's cgroup match, then sock_diag),
+    // the SYN-ACK arrives through IN (sock_diag's cgroup of the receiving socket only).
+    t.ok(&format!(
+        "client {port}@127.0.0.1 cgroup={} IN delay=20ms OUT delay=20ms",
+        a.path
+    ));
+    let (shaped_a, shaped_b) = (a.connect_ms(&url, 5), b.connect_ms(&url, 5));
+    assert!(
+        (shaped_a - base_a) > 38.0 && (shaped_a - base_a) < 50.0,
+        "the cgroup's own connects: {base_a:.2} -> {shaped_a:.2} ms, expected +40"
+    );
+    assert!(
+        shaped_b < base_b + 5.0,
+        "the other cgroup's connects changed: {base_b:.2} -> {shaped_b:.2} ms"
+    );
+    // The kernel's OUT rules carry the path; the IN ones cannot.
+    let rules = chains();
+    assert!(
+        rules.contains(&format!("-m cgroup --path \"{}\"", a.path))
+            || rules.contains(&format!("-m cgroup --path {}", a.path)),
+        "{rules}"
+    );
+    // A cgroup that does not exist: exit 2, named, nothing changed.
+    let out = t.shape(&format!(
+        "client {port}@127.0.0.1 cgroup=/netloom-no-such OUT delay=1ms"
+    ));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("no such cgroup v2"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(chains(), rules);
+    t.ok("stop");
+}
+
 /// A network namespace made by the test with a veth pair to this one (10.199.N.1 here, .2
 /// there), removed with the pair when dropped, even if the test fails.
 struct Namespace {

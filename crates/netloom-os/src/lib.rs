@@ -5,6 +5,7 @@
 //! Linux only, and most of it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN).
 
 mod awake;
+mod cgroup;
 mod cleanup;
 mod cpu;
 mod error;
@@ -25,6 +26,7 @@ mod testbed;
 mod tun;
 
 pub use awake::KeepAwake;
+pub use cgroup::{cgroup2_mount, cgroup_of};
 pub use cleanup::{clean, stop, terminate, CleanReport};
 pub use cpu::{
     allowed_cpus, cpu_caches, format_cpu_list, machine_cpus, parse_cpu_list, pin_current_thread,
@@ -46,7 +48,7 @@ pub use router::{
     device_names, link_local, KernelInterface, KernelRouterSpec, StaticRoute, MAX_DEVICE_NAME,
 };
 pub use signal::{install_stop_handler, restore_default_sigpipe};
-pub use sockdiag::SocketTable;
+pub use sockdiag::{SocketOwner, SocketTable};
 pub use tcp::{available_congestion_controls, DEFAULT_CONGESTION_CONTROL};
 pub use testbed::{CounterReader, HostSpec, RouterSpec, Testbed, TestbedSpec};
 pub use tun::{Tun, TUN_NAME, VNET_HDR_LEN};

@@ -4,11 +4,11 @@
 //! credentials and held to their own links and limits. It ends on `stop` or SIGTERM (or, when
 //! started by a first request, when its last link is deleted), and removes its rules as it goes.
 
-use crate::classifier::{Direction, Packet, ROOT};
+use crate::classifier::{Classifier, Direction, Packet, ROOT};
 use crate::kernel::{self, QUEUE};
 use crate::limits::{config_path, Tenancy};
 use crate::shaper::{Arrival, LinkReport, Shaper, Target};
-use crate::spec::{parse_selector, LinkSpec, SYSTEM_PROFILES};
+use crate::spec::{parse_selector, Cgroup, LinkSpec, SYSTEM_PROFILES};
 use netloom_os::{NfQueue, OsError, Poller, SocketTable, Verdict};
 use netloom_time::Instant;
 use serde::{Deserialize, Serialize};
@@ -275,8 +275,8 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
                 _ => None,
             };
             let mut packet = direction.and_then(|d| Packet::parse(d, p.header, p.owner));
-            if let Some(packet) = packet.as_mut().filter(|_| shaper.classifier().has_users()) {
-                packet.owner = packet.owner.or_else(|| receiver(&mut sockets, packet));
+            if let Some(packet) = packet.as_mut() {
+                find_socket(&mut sockets, shaper.classifier(), packet);
             }
             let fate = match packet {
                 Some(packet) => shaper.arrive(now(), &packet, p.len, p.id),
@@ -330,22 +330,36 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     result
 }
 
-/// The owner of the local socket an arriving packet will reach, for a packet the queue gave
-/// without one (the kernel looks the socket up after INPUT on loopback): asked of the kernel's
-/// socket table, so a user's IN pipes take only packets for that user's sockets. Its group is
-/// not known (`u32::MAX`, which no gid rule matches). Leaving packets always carry theirs.
-fn receiver(sockets: &mut SocketTable, packet: &Packet) -> Option<(u32, u32)> {
-    if packet.direction != Direction::In || !matches!(packet.proto, 6 | 17) {
-        return None;
+/// Fills in what the queue did not say of a packet's local socket and some rule needs, asked
+/// of the kernel's socket table: the owner of the socket an arriving packet will reach (the
+/// kernel looks it up after INPUT on loopback), so a user's IN pipes take only packets for
+/// that user's sockets, and, while a rule names a cgroup, the socket's cgroup in either
+/// direction (the queue never reports it). An arriving packet's group is not known
+/// (`u32::MAX`, which no gid rule matches); leaving packets carry their owner.
+fn find_socket(sockets: &mut SocketTable, classifier: &Classifier, packet: &mut Packet) {
+    let owner = packet.owner.is_none() && classifier.has_users();
+    if !(owner || classifier.has_cgroups()) || !matches!(packet.proto, 6 | 17) {
+        return;
     }
-    let local = SocketAddr::new(packet.dst, packet.dport);
-    let remote = SocketAddr::new(packet.src, packet.sport);
-    match sockets.receiver_uid(packet.proto, local, remote) {
-        Ok(uid) => uid.map(|u| (u, u32::MAX)),
-        Err(e) => {
-            eprintln!("netloom shape: {e}");
-            None
+    let (local, remote) = match packet.direction {
+        Direction::In => (
+            SocketAddr::new(packet.dst, packet.dport),
+            SocketAddr::new(packet.src, packet.sport),
+        ),
+        Direction::Out => (
+            SocketAddr::new(packet.src, packet.sport),
+            SocketAddr::new(packet.dst, packet.dport),
+        ),
+    };
+    match sockets.lookup(packet.proto, local, remote) {
+        Ok(Some(socket)) => {
+            if packet.owner.is_none() && packet.direction == Direction::In {
+                packet.owner = Some((socket.uid, u32::MAX));
+            }
+            packet.cgroup = socket.cgroup;
         }
+        Ok(None) => {}
+        Err(e) => eprintln!("netloom shape: {e}"),
     }
 }
 
@@ -506,6 +520,11 @@ fn set(
                 "uid={other}: a user shapes only their own traffic (you are uid {uid}; your links match your sockets without uid=)"
             ));
         }
+        if let Some(c) = &spec.cgroup {
+            if let Err(e) = may_name(uid, c) {
+                return error_reply(e);
+            }
+        }
         let (rules, pipes) = shaper.usage_with(uid, &spec);
         if let Err(e) = tenancy.allow(uid, rules, pipes) {
             return error_reply(e);
@@ -530,6 +549,19 @@ fn set(
             false => format!("link {id} made"),
         }),
         ..Reply::default()
+    }
+}
+
+/// May user `uid` name cgroup `c`? Only if they own its directory: what systemd gives a user
+/// as a delegated subtree (`user@UID.service` and below), and what they can put processes in;
+/// their rules also carry their uid, so even so they take only their own sockets in it.
+fn may_name(uid: u32, c: &Cgroup) -> Result<(), String> {
+    match c.owner == uid {
+        true => Ok(()),
+        false => Err(format!(
+            "cgroup={}: a user names only a cgroup whose directory they own (it is uid {}'s; you are uid {uid}), such as one under their systemd user@{uid}.service",
+            c.path, c.owner
+        )),
     }
 }
 
@@ -564,5 +596,25 @@ fn delete(shaper: &mut Shaper<u32>, mine: Option<u32>, words: &[String]) -> Repl
             }
         }
         Err(e) => error_reply(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_user_names_only_a_cgroup_they_own() {
+        let c = Cgroup {
+            path: "/user.slice/user-1001.slice/user@1001.service/app".into(),
+            id: 40,
+            owner: 1001,
+        };
+        assert_eq!(may_name(1001, &c), Ok(()));
+        let refused = may_name(1002, &c).unwrap_err();
+        assert!(
+            refused.contains("uid 1001's; you are uid 1002"),
+            "{refused}"
+        );
     }
 }

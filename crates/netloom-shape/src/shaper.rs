@@ -3,7 +3,7 @@
 //! back, at those times, the handles of packets to accept or drop.
 
 use crate::classifier::{Classifier, Direction, Packet, Rule, ROOT};
-use crate::spec::{LinkSpec, Pipes, Selector};
+use crate::spec::{Cgroup, LinkSpec, Pipes, Selector};
 use netloom_link::{Admission, DropCause, PacketMeta, Pipe, PipeConfig, Ticket};
 use netloom_time::Instant;
 use serde::{Deserialize, Serialize};
@@ -15,6 +15,8 @@ struct Link {
     id: u32,
     owner: u32,
     selector: Selector,
+    /// The selector's cgroup, as found when the link was set.
+    cgroup: Option<Cgroup>,
     /// The request's words, shown by `show`.
     text: String,
     pipes: Vec<Slot>,
@@ -151,6 +153,7 @@ impl<H> Shaper<H> {
                 (link.inbound, link.outbound) = (layout.inbound, layout.outbound);
             }
             link.text = text;
+            link.cgroup = spec.cgroup;
             let id = link.id;
             self.rebuild();
             return (id, true);
@@ -161,6 +164,7 @@ impl<H> Shaper<H> {
             id,
             owner,
             selector: spec.selector,
+            cgroup: spec.cgroup,
             text,
             pipes: make_slots(layout.pipes, &mut self.next_serial, self.seed),
             inbound: layout.inbound,
@@ -222,10 +226,11 @@ impl<H> Shaper<H> {
             let mut rules = Rule::from_selector(&link.selector, link.id, &directions);
             // A user's rules match only that user's sockets, whatever the request said (the
             // kernel's OUT rules get `--uid-owner` from this).
-            if link.owner != ROOT {
-                for rule in &mut rules {
+            for rule in &mut rules {
+                if link.owner != ROOT {
                     rule.uid = Some(link.owner);
                 }
+                rule.cgroup = link.cgroup.clone();
             }
             tenants.push((link.owner, rules));
         }
@@ -405,6 +410,7 @@ mod tests {
             sport: 40000,
             dport,
             owner: None,
+            cgroup: None,
         }
     }
 
