@@ -632,20 +632,22 @@ fn a_cgroup_link_shapes_only_the_processes_of_that_cgroup() {
     };
     let port = serve("127.0.0.1:0", 100);
     let url = format!("http://127.0.0.1:{port}/");
-    let (base_a, base_b) = (a.connect_ms(&url, 5), b.connect_ms(&url, 5));
+    let (base_a, base_b) = (a.connect_ms(&url, 7), b.connect_ms(&url, 7));
     // Both directions: the SYN leaves through OUT (the kernel's cgroup match, then sock_diag),
     // the SYN-ACK arrives through IN (sock_diag's cgroup of the receiving socket only).
     t.ok(&format!(
         "client {port}@127.0.0.1 cgroup={} IN delay=20ms OUT delay=20ms",
         a.path
     ));
-    let (shaped_a, shaped_b) = (a.connect_ms(&url, 5), b.connect_ms(&url, 5));
+    let (shaped_a, shaped_b) = (a.connect_ms(&url, 7), b.connect_ms(&url, 7));
+    // The other cgroup's SYN-ACKs cross user space (the IN rules cannot tell cgroups apart), so
+    // under a loaded machine they may wait for the daemon's wake-up: a few ms, never 40.
     assert!(
-        (shaped_a - base_a) > 38.0 && (shaped_a - base_a) < 50.0,
+        (shaped_a - base_a) > 38.0 && (shaped_a - base_a) < 55.0,
         "the cgroup's own connects: {base_a:.2} -> {shaped_a:.2} ms, expected +40"
     );
     assert!(
-        shaped_b < base_b + 5.0,
+        shaped_b < base_b + 10.0,
         "the other cgroup's connects changed: {base_b:.2} -> {shaped_b:.2} ms"
     );
     // The kernel's OUT rules carry the path; the IN ones cannot.

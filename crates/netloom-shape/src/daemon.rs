@@ -259,6 +259,7 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
         poller,
         woken,
         ready: Vec::new(),
+        verdicts: Vec::new(),
     };
     let result = serve_loop(
         &mut io,
@@ -270,6 +271,11 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     );
     let _ = std::fs::remove_file(&socket_path);
     let _ = std::fs::remove_file(&pid_path);
+    let sent = io.queue.stats();
+    eprintln!(
+        "netloom shape: {} packets given verdicts in {} messages and {} sendto calls",
+        sent.packets, sent.messages, sent.sends
+    );
     result
 }
 
@@ -310,6 +316,8 @@ struct KernelIo {
     /// A byte arrives here for each request the reader thread has posted.
     woken: UnixStream,
     ready: Vec<u32>,
+    /// The verdicts of one turn, as the queue takes them.
+    verdicts: Vec<(u32, Verdict)>,
 }
 
 impl LoopIo for KernelIo {
@@ -350,17 +358,16 @@ impl LoopIo for KernelIo {
     }
 
     fn verdicts(&mut self, decided: &[(u32, bool)]) {
-        for &(id, accept) in decided {
-            let v = if accept {
-                Verdict::Accept
-            } else {
-                Verdict::Drop
-            };
-            // A refused verdict (the kernel no longer holds the packet) is logged, not fatal:
-            // ending here would leave every other held packet to the bypass.
-            if let Err(e) = self.queue.verdict(QUEUE, id, v) {
-                eprintln!("netloom shape: {e}");
-            }
+        self.verdicts.clear();
+        self.verdicts
+            .extend(decided.iter().map(|&(id, accept)| match accept {
+                true => (id, Verdict::Accept),
+                false => (id, Verdict::Drop),
+            }));
+        // A verdict that could not be sent is logged, not fatal: ending here would leave every
+        // other held packet to the bypass.
+        if let Err(e) = self.queue.verdicts(QUEUE, &self.verdicts) {
+            eprintln!("netloom shape: {e}");
         }
     }
 
