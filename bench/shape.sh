@@ -18,7 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-target}
 cargo build --release -q -p netloom -p netloom-bench --bin netloom --bin shape-classify
-netloom="$target/release/netloom"
+# NETLOOM=path runs another build of netloom (say, an earlier commit's, to compare).
+netloom=${NETLOOM:-$target/release/netloom}
 export NETLOOM_RUN_DIR=$(mktemp -d /tmp/netloom-shape-bench.XXXXXX)
 port=18300
 http=18301
