@@ -569,6 +569,33 @@ fn two_users_each_shape_only_their_own_traffic_and_see_only_their_own_links() {
     assert!(daemon.wait().unwrap().success());
 }
 
+#[test]
+fn fq_codel_pipes_hold_packets_until_their_scheduler_sends_them() {
+    require_live!("iptables-legacy", "curl");
+    let t = Turn::new("fq");
+    let port = serve("127.0.0.1:0", 2_000_000);
+    let url = format!("http://127.0.0.1:{port}/");
+    let base = connect_ms(&url, 7);
+    t.ok(&format!(
+        "client {port}@127.0.0.1 IN bw=20Mbit delay=10ms aqm=fq_codel OUT delay=10ms aqm=fq_codel"
+    ));
+    let shaped = connect_ms(&url, 7);
+    // 20 ms, less the baseline's own noise under a loaded machine (a median of 2 ms was seen).
+    assert!(
+        (18.0..30.0).contains(&(shaped - base)),
+        "connect {base:.2} -> {shaped:.2} ms through 10 ms FQ-CoDel pipes each way"
+    );
+    // 2 MB down a 20 Mbit/s FQ-CoDel pipe: at least the body's 0.8 s, and it completes.
+    let (_, total) = curl(&url);
+    assert!((0.8..3.0).contains(&total), "download {total:.3} s");
+    let json: serde_json::Value = serde_json::from_str(&t.ok("show --json")).unwrap();
+    assert!(
+        json[0]["pipes"][0]["packets"].as_u64().unwrap() > 20,
+        "{json}"
+    );
+    t.ok("stop");
+}
+
 /// A cgroup v2 made for a test under the cgroup2 mount (`netloom-test-TAG-PID`), removed when
 /// dropped, even if the test fails (its processes are gone by then: each is a finished curl).
 struct TestCgroup {

@@ -85,6 +85,15 @@ impl Packet {
         })
     }
 
+    /// Its flow for FQ-CoDel's flow queues: a hash of the 5-tuple, the same both ways.
+    pub fn flow(&self) -> u32 {
+        use std::hash::{Hash, Hasher};
+        let (local, remote, remote_port) = self.sides();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (self.proto, local, remote, remote_port).hash(&mut h);
+        h.finish() as u32
+    }
+
     /// (local port, remote address, remote port) as this machine sees them.
     fn sides(&self) -> (u16, IpAddr, u16) {
         match self.direction {

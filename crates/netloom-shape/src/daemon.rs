@@ -421,7 +421,7 @@ fn serve_loop(
                 None => Arrival::Unmatched,
             };
             match fate {
-                Arrival::Held { .. } => {}
+                Arrival::Held { .. } | Arrival::Waiting { .. } => {}
                 Arrival::Unmatched => out.push((q.id, true)),
                 Arrival::Dropped(_) => out.push((q.id, false)),
             }
@@ -451,10 +451,7 @@ fn serve_loop(
         }
     };
     // Let held packets go before the queue closes, then take the rules away.
-    shaper.due(Instant(u64::MAX), &mut out);
-    for v in &mut out {
-        v.1 = true;
-    }
+    shaper.drain(&mut out);
     io.verdicts(&out);
     io.remove();
     result

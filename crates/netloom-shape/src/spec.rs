@@ -2,7 +2,7 @@
 //! `service PORTS[@ADDRS]`, owner and protocol options, then `IN …`, `OUT …` or `SHARED …` with
 //! a topology link's `key=value` parameters (and `profile=NAME`).
 
-use netloom_link::{Aqm, PipeConfig, QueueLimit};
+use netloom_link::{PipeConfig, QueueLimit};
 use netloom_time::{Duration, Rate};
 use netloom_topo::{did_you_mean, LinkPatch, PatchError};
 use serde_json::{Map, Value};
@@ -616,8 +616,7 @@ pub fn default_queue(rate: Rate, delay: Duration) -> QueueLimit {
 /// Ten packets of loopback's largest size (its MTU, 65536).
 const LOOPBACK_QUEUE_BYTES: u64 = 10 * 65536;
 
-/// Refuses what a verdict cannot do: copy a packet, rewrite its ECN bits, or hold it for
-/// FQ-CoDel's later decision (which needs the pipe's deferred interface; not wired yet).
+/// Refuses what a verdict cannot do: copy a packet, or rewrite its ECN bits.
 fn check_mechanism(part: &'static str, config: &PipeConfig) -> Result<(), SpecError> {
     let refuse = |key, why| Err(SpecError::Mechanism { part, key, why });
     if config.duplicate > 0.0 {
@@ -630,12 +629,6 @@ fn check_mechanism(part: &'static str, config: &PipeConfig) -> Result<(), SpecEr
         return refuse(
             "ecn",
             "marking CE rewrites the packet, and only its header is copied out of the kernel",
-        );
-    }
-    if matches!(config.aqm, Aqm::FqCodel(_)) {
-        return refuse(
-            "aqm=fq_codel",
-            "its flow queues decide departures later than arrival, which the shaping loop does not do yet; use droptail, red or codel",
         );
     }
     Ok(())
