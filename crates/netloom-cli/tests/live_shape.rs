@@ -560,6 +560,11 @@ fn two_users_each_shape_only_their_own_traffic_and_see_only_their_own_links() {
     );
     assert_eq!(chains(), rules_before);
     assert!(!t.ok("show").contains("server 9"));
+    // Raised in the file, the limit applies from the next request, without a restart.
+    std::fs::write(&config, "[default]\nrules = 2\n").unwrap();
+    let out = a.shape(&t, "server 9 OUT delay=1ms");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(a.shape(&t, "delete server 9").status.success());
 
     // A deletes their own link; the daemon (a service) stays for the next request.
     assert!(a.shape(&t, "delete 1").status.success());

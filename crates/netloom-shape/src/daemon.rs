@@ -498,6 +498,11 @@ fn serve(
 ) -> (Reply, bool) {
     // What the caller may see and change: root everything, a user their own links.
     let mine = (uid != ROOT).then_some(uid);
+    // An edited limits file applies from this request on; a broken one is logged and the
+    // limits read before stay.
+    if let Err(e) = tenancy.reload_if_changed() {
+        eprintln!("netloom shape: {e}");
+    }
     let request = request.and_then(|r| tenancy.admit(uid, now).map(|()| r));
     match request {
         Err(e) => (error_reply(e), false),
