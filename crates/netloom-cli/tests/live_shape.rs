@@ -703,6 +703,31 @@ fn a_cgroup_link_shapes_only_the_processes_of_that_cgroup() {
     t.ok("stop");
 }
 
+#[test]
+fn an_in_pipe_with_a_group_takes_only_replies_to_that_groups_users() {
+    require_live!("iptables-legacy", "curl", "setpriv", "useradd");
+    let t = Turn::new("gid");
+    let a = User::new("g");
+    let port = serve("127.0.0.1:0", 100);
+    let url = format!("http://127.0.0.1:{port}/");
+    let (base_a, base_root) = (a.connect_ms(&url, 7), connect_ms(&url, 7));
+    // The SYN-ACK arriving for A's socket: its owner from sock_diag, its group A's primary one.
+    t.ok(&format!(
+        "client {port}@127.0.0.1 gid={} IN delay=30ms",
+        a.gid
+    ));
+    let (shaped_a, shaped_root) = (a.connect_ms(&url, 7), connect_ms(&url, 7));
+    assert!(
+        (28.0..45.0).contains(&(shaped_a - base_a)),
+        "A's connects: {base_a:.2} -> {shaped_a:.2} ms, expected +30"
+    );
+    assert!(
+        shaped_root < base_root + 10.0,
+        "root's connects changed: {base_root:.2} -> {shaped_root:.2} ms"
+    );
+    t.ok("stop");
+}
+
 /// A network namespace made by the test with a veth pair to this one (10.199.N.1 here, .2
 /// there), removed with the pair when dropped, even if the test fails.
 struct Namespace {

@@ -37,7 +37,7 @@ pub use exec::{close_inherited_fds, command, command_with_bind, exec, exec_with_
 pub use interface::DeviceCounters;
 pub use netns::{enter as enter_namespace, enter_file as enter_namespace_file};
 pub use nfqueue::{NfQueue, QueuedPacket, Verdict, VerdictStats};
-pub use peer::{effective_uid, peer_credentials, PeerCredentials};
+pub use peer::{effective_uid, peer_credentials, primary_group, PeerCredentials};
 pub use plan::{
     address_plan, check_experiment_name, check_host_name, namespace_name, router_address,
     DEFAULT_MTU, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU,

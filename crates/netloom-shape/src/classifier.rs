@@ -116,9 +116,9 @@ pub struct Rule {
     pub remote_ports: Vec<PortRange>,
     /// Remote addresses.
     pub remote: Vec<Prefix>,
-    /// Owner of the local socket (outgoing packets only).
+    /// Owner of the local socket.
     pub uid: Option<u32>,
-    /// Group of the local socket (outgoing packets only).
+    /// Group of the local socket (of an arriving packet's: its owner's primary group).
     pub gid: Option<u32>,
     /// The cgroup v2 of the local socket (its path for the kernel's match, its id for ours).
     pub cgroup: Option<Cgroup>,
@@ -175,6 +175,9 @@ pub struct Classifier {
     /// them: it is read only for an entry that matched otherwise, and keeps an entry 40 bytes.
     cgroups: Vec<u64>,
     rules: Vec<Rule>,
+    /// Does some rule need the owner of an arriving packet's socket (a user's rule, or an
+    /// `IN` rule with an owner)?
+    receivers: bool,
 }
 
 /// One alternative of a rule, flattened: every condition a compare of plain integers, in 40
@@ -292,6 +295,10 @@ impl Classifier {
                 let id = rule.cgroup.as_ref().map_or(ANY_CGROUP, |c| c.id);
                 classifier.cgroups.resize(classifier.entries.len(), id);
             }
+            classifier.receivers |= tenant != ROOT
+                || rules
+                    .iter()
+                    .any(|r| r.direction == Direction::In && (r.uid.is_some() || r.gid.is_some()));
             classifier.rules.extend(rules);
             let end = classifier.entries.len() as u32;
             match classifier.dispatch.last_mut() {
@@ -341,9 +348,15 @@ impl Classifier {
         })
     }
 
-    /// Has any user other than root a rule? (Only then must an arriving packet's owner be found.)
+    /// Has any user other than root a rule?
     pub fn has_users(&self) -> bool {
         self.dispatch.iter().any(|(tenant, _)| *tenant != ROOT)
+    }
+
+    /// Must an arriving packet's owner be found (a user has a rule, or an `IN` rule names an
+    /// owner)?
+    pub fn needs_receivers(&self) -> bool {
+        self.receivers
     }
 
     /// Does any rule name a cgroup? (Only then must a packet's socket's cgroup be found.)
@@ -492,6 +505,27 @@ mod tests {
         p.cgroup = Some(8);
         assert_eq!(c.classify(0, &p), None);
         assert!(!Classifier::new(vec![(0, rules("server 80", 1))]).has_cgroups());
+    }
+
+    #[test]
+    fn an_in_rule_with_an_owner_needs_the_receiving_sockets_owner() {
+        let words = ["server", "80", "gid=5"];
+        let (selector, _) = parse_selector(&words).unwrap();
+        let c = Classifier::new(vec![(
+            0,
+            Rule::from_selector(&selector, 1, &[Direction::In]),
+        )]);
+        assert!(c.needs_receivers() && !c.has_users());
+        let mut p = tcp(Direction::In, "10.0.0.1", 5555, "10.0.0.2", 80);
+        p.owner = Some((1000, 5));
+        assert_eq!(c.classify_owned(&p), Some(1));
+        p.owner = Some((1000, u32::MAX));
+        assert_eq!(c.classify_owned(&p), None);
+        let out_only = Classifier::new(vec![(
+            0,
+            Rule::from_selector(&selector, 1, &[Direction::Out]),
+        )]);
+        assert!(!out_only.needs_receivers());
     }
 
     #[test]

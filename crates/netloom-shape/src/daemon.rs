@@ -12,6 +12,7 @@ use crate::spec::{parse_selector, Cgroup, LinkSpec, SYSTEM_PROFILES};
 use netloom_os::{NfQueue, OsError, Poller, SocketOwner, SocketTable, Verdict};
 use netloom_time::{Clock, Instant, SystemClock};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
@@ -260,6 +261,7 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
         woken,
         ready: Vec::new(),
         verdicts: Vec::new(),
+        groups: HashMap::new(),
     };
     let result = serve_loop(
         &mut io,
@@ -300,6 +302,8 @@ trait LoopIo {
     fn recv(&mut self, out: &mut Vec<Queued>) -> Result<(), DaemonError>;
     /// The local socket a TCP or UDP packet between `local` and `remote` belongs to.
     fn socket(&mut self, proto: u8, local: SocketAddr, remote: SocketAddr) -> Option<SocketOwner>;
+    /// The primary group of user `uid`'s account.
+    fn primary_group(&mut self, uid: u32) -> Option<u32>;
     /// Gives the verdicts (id, accept) on held packets.
     fn verdicts(&mut self, decided: &[(u32, bool)]);
     /// Makes the kernel's rules `rules`.
@@ -318,6 +322,8 @@ struct KernelIo {
     ready: Vec<u32>,
     /// The verdicts of one turn, as the queue takes them.
     verdicts: Vec<(u32, Verdict)>,
+    /// Users' primary groups, read once each while the process runs.
+    groups: HashMap<u32, Option<u32>>,
 }
 
 impl LoopIo for KernelIo {
@@ -355,6 +361,13 @@ impl LoopIo for KernelIo {
                 eprintln!("netloom shape: {e}");
                 None
             })
+    }
+
+    fn primary_group(&mut self, uid: u32) -> Option<u32> {
+        *self
+            .groups
+            .entry(uid)
+            .or_insert_with(|| netloom_os::primary_group(uid))
     }
 
     fn verdicts(&mut self, decided: &[(u32, bool)]) {
@@ -460,11 +473,13 @@ fn serve_loop(
 /// Fills in what the queue did not say of a packet's local socket and some rule needs, asked
 /// of the kernel's socket table: the owner of the socket an arriving packet will reach (the
 /// kernel looks it up after INPUT on loopback), so a user's IN pipes take only packets for
-/// that user's sockets, and, while a rule names a cgroup, the socket's cgroup in either
-/// direction (the queue never reports it). An arriving packet's group is not known
-/// (`u32::MAX`, which no gid rule matches); leaving packets carry their owner.
+/// that user's sockets and IN rules with an owner can match, and, while a rule names a
+/// cgroup, the socket's cgroup in either direction (the queue never reports it). sock_diag
+/// gives a socket's uid, not a group: an arriving packet's group is its owner's primary group
+/// (`u32::MAX`, which no gid rule matches, for a uid with no account). Leaving packets carry
+/// their owner and group from the queue.
 fn find_socket(io: &mut impl LoopIo, classifier: &Classifier, packet: &mut Packet) {
-    let owner = packet.owner.is_none() && classifier.has_users();
+    let owner = packet.owner.is_none() && classifier.needs_receivers();
     if !(owner || classifier.has_cgroups()) || !matches!(packet.proto, 6 | 17) {
         return;
     }
@@ -480,7 +495,8 @@ fn find_socket(io: &mut impl LoopIo, classifier: &Classifier, packet: &mut Packe
     };
     if let Some(socket) = io.socket(packet.proto, local, remote) {
         if packet.owner.is_none() && packet.direction == Direction::In {
-            packet.owner = Some((socket.uid, u32::MAX));
+            let gid = io.primary_group(socket.uid).unwrap_or(u32::MAX);
+            packet.owner = Some((socket.uid, gid));
         }
         packet.cgroup = socket.cgroup;
     }
@@ -796,6 +812,10 @@ mod tests {
         }
 
         fn socket(&mut self, _: u8, _: SocketAddr, _: SocketAddr) -> Option<SocketOwner> {
+            None
+        }
+
+        fn primary_group(&mut self, _: u32) -> Option<u32> {
             None
         }
 

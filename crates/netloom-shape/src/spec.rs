@@ -174,9 +174,10 @@ pub struct Selector {
     pub peers: Vec<Prefix>,
     /// Only this protocol; `None` for TCP and UDP.
     pub proto: Option<Proto>,
-    /// Only packets of sockets owned by this uid (outgoing packets only: see `docs/shape.md`).
+    /// Only packets of sockets owned by this uid.
     pub uid: Option<u32>,
-    /// Only packets of sockets owned by this gid (outgoing packets only).
+    /// Only packets of sockets owned by this gid (arriving: the owner's primary group; see
+    /// `docs/shape.md`).
     pub gid: Option<u32>,
     /// Only packets of sockets in this cgroup v2 (its path from the cgroup2 mount, like
     /// `/system.slice/foo.service`), or in a cgroup below it.
@@ -317,9 +318,6 @@ pub enum SpecError {
         /// What is wrong, and what is valid.
         why: String,
     },
-    /// `uid=` or `gid=` on an `IN` or `SHARED` pipe.
-    #[error("uid= and gid= select outgoing packets only (the kernel knows a packet's socket as it leaves, not as it arrives); use OUT alone, or drop the owner")]
-    OwnerInbound,
 }
 
 /// The system's profile directory, the last place `profile=NAME` is looked up, and the only one
@@ -382,17 +380,6 @@ impl LinkSpec {
                 outbound: o.map(|(p, ws)| config(p, ws)).transpose()?,
             },
         };
-        let inbound = matches!(
-            pipes,
-            Pipes::Shared(_)
-                | Pipes::Split {
-                    inbound: Some(_),
-                    ..
-                }
-        );
-        if inbound && (selector.uid.is_some() || selector.gid.is_some()) {
-            return Err(SpecError::OwnerInbound);
-        }
         let cgroup = selector.cgroup.as_deref().map(Cgroup::find).transpose()?;
         Ok(LinkSpec {
             selector,
