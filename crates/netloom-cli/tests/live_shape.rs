@@ -880,3 +880,47 @@ fn bad_input_exits_2_and_installs_nothing() {
     let out = t.shape("delete 3");
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn rules_a_killed_namespace_process_left_go_when_the_next_shaping_process_starts() {
+    require_live!("iptables-legacy", "ip");
+    let t = Turn::new("netns-kill");
+    let ns = Namespace::new();
+    let inside = || {
+        let out = ns
+            .exec("iptables-legacy")
+            .args(["-t", "mangle", "-S"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).contains("NETLOOM-SHAPE")
+    };
+    t.ok(&format!(
+        "--netns {} client 9@{} OUT delay=1ms",
+        ns.name,
+        ns.address_here()
+    ));
+    let pid_file = std::fs::read_dir(&t.dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".pid"))
+        .expect("the namespace's pid file");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let killed = Command::new("kill")
+        .args(["-9", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(
+        inside(),
+        "the killed process's rules are still in the namespace"
+    );
+    // The next shaping process anywhere (here, the root namespace's, started by a request)
+    // removes them, in the namespace, and the dead process's files.
+    t.ok("client 9@127.0.0.1 OUT delay=1ms");
+    assert!(!inside(), "the namespace's rules were not removed");
+    assert!(!pid_file.exists());
+    assert!(t.ok("show").contains("client 9@127.0.0.1"));
+    t.ok("stop");
+}

@@ -157,11 +157,11 @@ pub fn request(ns: &Netns, req: &Request) -> std::io::Result<Reply> {
 }
 
 /// Removes what shaping processes left (their rules, sockets and pid files), ending each that
-/// still runs (which removes its rules, in its namespace). Rules a process killed with SIGKILL
-/// left in another namespace stay there (letting packets through) until the namespace goes.
-/// Returns what was removed, for `netloom clean`.
+/// still runs (which removes its rules, in its namespace); the rules of one killed with SIGKILL
+/// in another namespace are removed there (`sweep_dead`). Returns what was removed, for
+/// `netloom clean`.
 pub fn clean() -> Vec<String> {
-    let mut removed = Vec::new();
+    let mut removed = sweep_dead();
     let dir = netloom_os::registry_dir();
     let pids: Vec<PathBuf> = std::fs::read_dir(&dir)
         .into_iter()
@@ -190,6 +190,75 @@ pub fn clean() -> Vec<String> {
         ));
     }
     removed
+}
+
+/// Removes what the shaping processes of other namespaces that died without cleaning up (`kill
+/// -9`) left: for each `shape-netns-INODE.pid` whose process is gone, the namespace with that
+/// inode is found (a name in `/run/netns`, or any process's `/proc/PID/ns/net`), its chains
+/// are removed inside it (from a thread that enters it, so the iptables it runs are the
+/// namespace's), and the pid and socket files go. A namespace no longer found has gone, and
+/// its rules with it. Every shaping process does this as it starts, and `netloom clean`.
+pub fn sweep_dead() -> Vec<String> {
+    let mut removed = Vec::new();
+    let dir = netloom_os::registry_dir();
+    let dead: Vec<(PathBuf, u64)> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let inode = name.strip_prefix("shape-netns-")?.strip_suffix(".pid")?;
+            Some((e.path(), inode.parse().ok()?))
+        })
+        .filter(|(pid_file, _)| {
+            !std::fs::read_to_string(pid_file)
+                .ok()
+                .and_then(|p| p.trim().parse::<u32>().ok())
+                .is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists())
+        })
+        .collect();
+    for (pid_file, inode) in dead {
+        if let Some(file) = namespace_file(inode) {
+            let name = file.display().to_string();
+            let swept = std::thread::spawn(move || {
+                netloom_os::enter_namespace_file(&file, &name).is_ok() && kernel::remove()
+            })
+            .join()
+            .unwrap_or(false);
+            if swept {
+                removed.push(format!(
+                    "iptables chains {} and {} in namespace {inode}",
+                    kernel::CHAIN_IN,
+                    kernel::CHAIN_OUT
+                ));
+            }
+        }
+        for path in [pid_file.with_extension("sock"), pid_file] {
+            if std::fs::remove_file(&path).is_ok() {
+                removed.push(path.display().to_string());
+            }
+        }
+    }
+    removed
+}
+
+/// A file of the network namespace whose nsfs inode is `inode`: a name of `ip netns`, else a
+/// process in it.
+fn namespace_file(inode: u64) -> Option<PathBuf> {
+    let named = std::fs::read_dir("/run/netns")
+        .into_iter()
+        .flatten()
+        .flatten();
+    let processes = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .map(|e| e.path().join("ns/net"));
+    named
+        .map(|e| e.path())
+        .chain(processes)
+        .find(|f| std::fs::metadata(f).is_ok_and(|m| m.ino() == inode))
 }
 
 /// Ends the shaping process `pid_file` names, if it runs, and waits a moment for it to go.
@@ -231,6 +300,10 @@ pub enum DaemonError {
 /// a first request rather than as a service), until it has no link left after its first.
 pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     let mut tenancy = Tenancy::load(&config_path()).map_err(DaemonError::Limits)?;
+    // Before entering a namespace: the others' files are reached from here.
+    for what in sweep_dead() {
+        eprintln!("netloom shape: removed {what} (its shaping process was killed)");
+    }
     // First, so the queue, the sockets and the iptables it runs are the namespace's.
     if let Netns::Other { file, name, .. } = ns {
         netloom_os::enter_namespace_file(file, name)?;
