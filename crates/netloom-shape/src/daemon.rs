@@ -214,7 +214,7 @@ pub fn sweep_dead() -> Vec<String> {
             !std::fs::read_to_string(pid_file)
                 .ok()
                 .and_then(|p| p.trim().parse::<u32>().ok())
-                .is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists())
+                .is_some_and(alive)
         })
         .collect();
     for (pid_file, inode) in dead {
@@ -240,6 +240,17 @@ pub fn sweep_dead() -> Vec<String> {
         }
     }
     removed
+}
+
+/// Does process `pid` run? A zombie does not: a shaping process started by a request outlives
+/// its launcher, and once killed it may wait unreaped under a parent that does not reap.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the command's closing parenthesis.
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
 }
 
 /// A file of the network namespace whose nsfs inode is `inode`: a name of `ip netns`, else a
