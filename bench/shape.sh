@@ -9,14 +9,17 @@
 #      here, through a veth pair, to a server in this one;
 #   4. reconfiguration: `netloom shape set` of an existing selector, end to end (a CLI process)
 #      and inside the shaping process (bench/src/bin/shape-classify.rs).
-# Needs root, iptables-legacy, iproute2, iperf3, curl, python3. Run it under the live lock:
-#   flock /tmp/netloom-live.lock bench/shape.sh
+# Needs root, iptables-legacy, iproute2, iperf3, curl, python3 (and perf, for the verdict
+# syscalls; without it that column says n/a). Run it under the live lock:
+#   flock /tmp/netloom-live.lock bench/shape.sh [throughput]
+# (`throughput`: part 1 only.)
 # Results go to stdout as Markdown; docs/performance.md has a run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-target}
 cargo build --release -q -p netloom -p netloom-bench --bin netloom --bin shape-classify
-netloom="$target/release/netloom"
+# NETLOOM=path runs another build of netloom (say, an earlier commit's, to compare).
+netloom=${NETLOOM:-$target/release/netloom}
 export NETLOOM_RUN_DIR=$(mktemp -d /tmp/netloom-shape-bench.XXXXXX)
 port=18300
 http=18301
@@ -42,22 +45,37 @@ packets() { "$netloom" shape show --json | python3 -c 'import json,sys; print(su
 
 echo "## TCP throughput, iperf3 -t 5 over 127.0.0.1"
 echo
-echo "| path | Gbit/s | shaping process CPU per packet |"
-echo "|---|---|---|"
-echo "| unshaped | $(gbps) | - |"
+echo "| path | Gbit/s | shaping process CPU per packet | verdict syscalls (sendto) per packet |"
+echo "|---|---|---|---|"
+echo "| unshaped | $(gbps) | - | - |"
 for pipes in "IN OUT" "IN bw=1Gbit OUT bw=1Gbit"; do
     "$netloom" shape client "$port@127.0.0.1" $pipes >/dev/null
     pid=$(cat "$NETLOOM_RUN_DIR/shape.pid")
+    # The shaping process's sendto calls are its verdicts (requests are answered with write).
+    sends="$NETLOOM_RUN_DIR/sendto.csv"
+    perf_pid=
+    if command -v perf >/dev/null; then
+        perf stat -x, -e syscalls:sys_enter_sendto -p "$pid" -o "$sends" &
+        perf_pid=$!
+        sleep 0.2
+    fi
     t0=$(cpu_ticks "$pid")
     rate=$(gbps)
     t1=$(cpu_ticks "$pid")
     n=$(packets)
+    calls=n/a
+    if [ -n "$perf_pid" ]; then
+        kill -INT "$perf_pid"
+        wait "$perf_pid" || true
+        calls=$(awk -F, -v n="$n" '/sendto/ {printf "%.3f (%d calls)", $1 / (n > 0 ? n : 1), $1}' "$sends")
+    fi
     hz=$(getconf CLK_TCK)
     us=$(python3 -c "print('%.2f' % (($t1 - $t0) / $hz * 1e6 / max($n, 1)))")
-    echo "| through \`$pipes\` | $rate | $us us ($n packets) |"
+    echo "| through \`$pipes\` | $rate | $us us ($n packets) | $calls |"
     "$netloom" shape stop >/dev/null
     sleep 0.3
 done
+[ "${1:-}" = throughput ] && exit 0
 
 echo
 echo "## Delay error of a 10 ms pipe (curl connect time, 200 connections each)"

@@ -25,6 +25,7 @@ fn packet(t: u32, rules: u32) -> Packet {
         sport: 40000,
         dport: (1000 + rules - 1) as u16,
         owner: None,
+        cgroup: None,
     }
 }
 

@@ -16,7 +16,7 @@ pub struct ShapeArgs {
     /// process in it (a container's); it has a shaping process of its own.
     #[arg(long, value_name = "NAME|PID")]
     netns: Option<String>,
-    /// `client|server|service PORTS[@ADDRS] [proto=..] [uid=N] [gid=N] IN k=v... OUT k=v...`
+    /// `client|server|service PORTS[@ADDRS] [proto=..] [uid=N] [gid=N] [cgroup=PATH] IN k=v... OUT k=v...`
     /// (or `SHARED k=v...`; `set` before it is optional), `show [--json]`, `delete SELECTOR|ID`,
     /// `stop`, or `daemon [--until-empty]` (run the shaping process in the foreground).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]

@@ -560,6 +560,11 @@ fn two_users_each_shape_only_their_own_traffic_and_see_only_their_own_links() {
     );
     assert_eq!(chains(), rules_before);
     assert!(!t.ok("show").contains("server 9"));
+    // Raised in the file, the limit applies from the next request, without a restart.
+    std::fs::write(&config, "[default]\nrules = 2\n").unwrap();
+    let out = a.shape(&t, "server 9 OUT delay=1ms");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(a.shape(&t, "delete server 9").status.success());
 
     // A deletes their own link; the daemon (a service) stays for the next request.
     assert!(a.shape(&t, "delete 1").status.success());
@@ -567,6 +572,160 @@ fn two_users_each_shape_only_their_own_traffic_and_see_only_their_own_links() {
     assert!(daemon.try_wait().unwrap().is_none());
     t.ok("stop");
     assert!(daemon.wait().unwrap().success());
+}
+
+#[test]
+fn fq_codel_pipes_hold_packets_until_their_scheduler_sends_them() {
+    require_live!("iptables-legacy", "curl");
+    let t = Turn::new("fq");
+    let port = serve("127.0.0.1:0", 2_000_000);
+    let url = format!("http://127.0.0.1:{port}/");
+    let base = connect_ms(&url, 7);
+    t.ok(&format!(
+        "client {port}@127.0.0.1 IN bw=20Mbit delay=10ms aqm=fq_codel OUT delay=10ms aqm=fq_codel"
+    ));
+    let shaped = connect_ms(&url, 7);
+    // 20 ms, less the baseline's own noise under a loaded machine (a median of 2 ms was seen).
+    assert!(
+        (18.0..30.0).contains(&(shaped - base)),
+        "connect {base:.2} -> {shaped:.2} ms through 10 ms FQ-CoDel pipes each way"
+    );
+    // 2 MB down a 20 Mbit/s FQ-CoDel pipe: at least the body's 0.8 s, and it completes.
+    let (_, total) = curl(&url);
+    assert!((0.8..3.0).contains(&total), "download {total:.3} s");
+    let json: serde_json::Value = serde_json::from_str(&t.ok("show --json")).unwrap();
+    assert!(
+        json[0]["pipes"][0]["packets"].as_u64().unwrap() > 20,
+        "{json}"
+    );
+    t.ok("stop");
+}
+
+/// A cgroup v2 made for a test under the cgroup2 mount (`netloom-test-TAG-PID`), removed when
+/// dropped, even if the test fails (its processes are gone by then: each is a finished curl).
+struct TestCgroup {
+    dir: PathBuf,
+    /// Its path from the mount, as `cgroup=` takes it.
+    path: String,
+}
+
+impl TestCgroup {
+    fn new(tag: &str) -> Option<TestCgroup> {
+        let mount = netloom_os::cgroup2_mount()?;
+        let name = format!("netloom-test-{tag}-{}", std::process::id());
+        let dir = mount.join(&name);
+        let _ = std::fs::remove_dir(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        Some(TestCgroup {
+            dir,
+            path: format!("/{name}"),
+        })
+    }
+
+    /// The median connect time in ms of `n` connections to `url` by curls in this cgroup.
+    fn connect_ms(&self, url: &str, n: usize) -> f64 {
+        let procs = self.dir.join("cgroup.procs");
+        let times = (0..n)
+            .map(|_| {
+                let out = Command::new("sh")
+                    .arg("-c")
+                    .arg(format!(
+                        "echo $$ > {} && exec curl -s -o /dev/null --max-time 10 -w %{{time_connect}} {url}",
+                        procs.display()
+                    ))
+                    .output()
+                    .unwrap();
+                String::from_utf8_lossy(&out.stdout).parse::<f64>().unwrap() * 1000.0
+            })
+            .collect();
+        median(times)
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        // rmdir fails while a process is still in it; a finished curl may take a moment to go.
+        for _ in 0..100 {
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+#[test]
+fn a_cgroup_link_shapes_only_the_processes_of_that_cgroup() {
+    require_live!("iptables-legacy", "curl");
+    let t = Turn::new("cgroup");
+    let (Some(a), Some(b)) = (TestCgroup::new("a"), TestCgroup::new("b")) else {
+        eprintln!("SKIPPED: no cgroup v2 mounted");
+        return;
+    };
+    let port = serve("127.0.0.1:0", 100);
+    let url = format!("http://127.0.0.1:{port}/");
+    let (base_a, base_b) = (a.connect_ms(&url, 7), b.connect_ms(&url, 7));
+    // Both directions: the SYN leaves through OUT (the kernel's cgroup match, then sock_diag),
+    // the SYN-ACK arrives through IN (sock_diag's cgroup of the receiving socket only).
+    t.ok(&format!(
+        "client {port}@127.0.0.1 cgroup={} IN delay=20ms OUT delay=20ms",
+        a.path
+    ));
+    let (shaped_a, shaped_b) = (a.connect_ms(&url, 7), b.connect_ms(&url, 7));
+    // The other cgroup's SYN-ACKs cross user space (the IN rules cannot tell cgroups apart), so
+    // under a loaded machine they may wait for the daemon's wake-up: a few ms, never 40.
+    assert!(
+        (shaped_a - base_a) > 38.0 && (shaped_a - base_a) < 55.0,
+        "the cgroup's own connects: {base_a:.2} -> {shaped_a:.2} ms, expected +40"
+    );
+    assert!(
+        shaped_b < base_b + 10.0,
+        "the other cgroup's connects changed: {base_b:.2} -> {shaped_b:.2} ms"
+    );
+    // The kernel's OUT rules carry the path; the IN ones cannot.
+    let rules = chains();
+    assert!(
+        rules.contains(&format!("-m cgroup --path \"{}\"", a.path))
+            || rules.contains(&format!("-m cgroup --path {}", a.path)),
+        "{rules}"
+    );
+    // A cgroup that does not exist: exit 2, named, nothing changed.
+    let out = t.shape(&format!(
+        "client {port}@127.0.0.1 cgroup=/netloom-no-such OUT delay=1ms"
+    ));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("no such cgroup v2"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(chains(), rules);
+    t.ok("stop");
+}
+
+#[test]
+fn an_in_pipe_with_a_group_takes_only_replies_to_that_groups_users() {
+    require_live!("iptables-legacy", "curl", "setpriv", "useradd");
+    let t = Turn::new("gid");
+    let a = User::new("g");
+    let port = serve("127.0.0.1:0", 100);
+    let url = format!("http://127.0.0.1:{port}/");
+    let (base_a, base_root) = (a.connect_ms(&url, 7), connect_ms(&url, 7));
+    // The SYN-ACK arriving for A's socket: its owner from sock_diag, its group A's primary one.
+    t.ok(&format!(
+        "client {port}@127.0.0.1 gid={} IN delay=30ms",
+        a.gid
+    ));
+    let (shaped_a, shaped_root) = (a.connect_ms(&url, 7), connect_ms(&url, 7));
+    assert!(
+        (28.0..45.0).contains(&(shaped_a - base_a)),
+        "A's connects: {base_a:.2} -> {shaped_a:.2} ms, expected +30"
+    );
+    assert!(
+        shaped_root < base_root + 10.0,
+        "root's connects changed: {base_root:.2} -> {shaped_root:.2} ms"
+    );
+    t.ok("stop");
 }
 
 /// A network namespace made by the test with a veth pair to this one (10.199.N.1 here, .2
@@ -720,4 +879,48 @@ fn bad_input_exits_2_and_installs_nothing() {
     assert!(!t.dir.join("shape.sock").exists());
     let out = t.shape("delete 3");
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn rules_a_killed_namespace_process_left_go_when_the_next_shaping_process_starts() {
+    require_live!("iptables-legacy", "ip");
+    let t = Turn::new("netns-kill");
+    let ns = Namespace::new();
+    let inside = || {
+        let out = ns
+            .exec("iptables-legacy")
+            .args(["-t", "mangle", "-S"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).contains("NETLOOM-SHAPE")
+    };
+    t.ok(&format!(
+        "--netns {} client 9@{} OUT delay=1ms",
+        ns.name,
+        ns.address_here()
+    ));
+    let pid_file = std::fs::read_dir(&t.dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".pid"))
+        .expect("the namespace's pid file");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let killed = Command::new("kill")
+        .args(["-9", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(
+        inside(),
+        "the killed process's rules are still in the namespace"
+    );
+    // The next shaping process anywhere (here, the root namespace's, started by a request)
+    // removes them, in the namespace, and the dead process's files.
+    t.ok("client 9@127.0.0.1 OUT delay=1ms");
+    assert!(!inside(), "the namespace's rules were not removed");
+    assert!(!pid_file.exists());
+    assert!(t.ok("show").contains("client 9@127.0.0.1"));
+    t.ok("stop");
 }

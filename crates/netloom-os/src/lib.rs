@@ -5,6 +5,7 @@
 //! Linux only, and most of it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN).
 
 mod awake;
+mod cgroup;
 mod child;
 mod cleanup;
 mod cpu;
@@ -26,6 +27,7 @@ mod testbed;
 mod tun;
 
 pub use awake::KeepAwake;
+pub use cgroup::{cgroup2_mount, cgroup_of};
 pub use child::{die_with_parent, set_receive_buffer};
 pub use cleanup::{clean, stop, terminate, CleanReport};
 pub use cpu::{
@@ -36,8 +38,8 @@ pub use error::OsError;
 pub use exec::{close_inherited_fds, command, command_with_bind, exec, exec_with_bind};
 pub use interface::DeviceCounters;
 pub use netns::{enter as enter_namespace, enter_file as enter_namespace_file};
-pub use nfqueue::{NfQueue, QueuedPacket, Verdict};
-pub use peer::{effective_uid, peer_credentials, PeerCredentials};
+pub use nfqueue::{NfQueue, QueuedPacket, Verdict, VerdictStats};
+pub use peer::{effective_uid, peer_credentials, primary_group, PeerCredentials};
 pub use plan::{
     address_plan, check_experiment_name, check_host_name, namespace_name, router_address,
     DEFAULT_MTU, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU,
@@ -48,7 +50,7 @@ pub use router::{
     device_names, link_local, KernelInterface, KernelRouterSpec, StaticRoute, MAX_DEVICE_NAME,
 };
 pub use signal::{install_stop_handler, restore_default_sigpipe};
-pub use sockdiag::SocketTable;
+pub use sockdiag::{SocketOwner, SocketTable};
 pub use tcp::{available_congestion_controls, DEFAULT_CONGESTION_CONTROL};
 pub use testbed::{CounterReader, HostSpec, RouterSpec, Testbed, TestbedSpec};
 pub use tun::{Tun, TUN_NAME, VNET_HDR_LEN};

@@ -8,6 +8,7 @@
 
 use crate::netlink;
 use crate::OsError;
+use std::collections::{HashSet, VecDeque};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
@@ -15,6 +16,7 @@ const NFNL_SUBSYS_QUEUE: u16 = 3;
 const NFQNL_MSG_PACKET: u16 = 0;
 const NFQNL_MSG_VERDICT: u16 = 1;
 const NFQNL_MSG_CONFIG: u16 = 2;
+const NFQNL_MSG_VERDICT_BATCH: u16 = 3;
 
 const NFQA_PACKET_HDR: u16 = 1;
 const NFQA_VERDICT_HDR: u16 = 2;
@@ -37,6 +39,9 @@ const NF_ACCEPT: u32 = 1;
 
 /// Netlink header (16 bytes) plus nfgenmsg (4 bytes).
 const HEADER: usize = 20;
+/// Verdict messages sent in one datagram at most (32 bytes each): well under the socket's
+/// send buffer.
+const VERDICTS_PER_SEND: usize = 1024;
 /// Room for a burst of small (header-only) packet messages per `recv`.
 const RECV_BUFFER: usize = 256 * 1024;
 /// Receive buffer asked of the kernel, so a burst waits in the socket instead of being lost.
@@ -84,6 +89,71 @@ pub struct NfQueue {
     buffer: Vec<u8>,
     /// Messages to the kernel, built here to avoid an allocation per verdict.
     message: Vec<u8>,
+    /// Per bound queue, the packets it holds for a verdict, for `verdicts` to batch.
+    held: Vec<(u16, Held)>,
+    /// What `verdicts` has sent.
+    stats: VerdictStats,
+}
+
+/// What `NfQueue::verdicts` has sent: packets decided, verdict messages and `sendto` calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VerdictStats {
+    /// Packets given a verdict.
+    pub packets: u64,
+    /// Verdict messages: one per batch or single verdict.
+    pub messages: u64,
+    /// Datagrams (syscalls) they went in.
+    pub sends: u64,
+}
+
+/// The packets a queue holds for a verdict, in the order the kernel queued them (its list's
+/// order; ids rise in it), so that a run of them at the front, all accepted at once, can be
+/// given one `NFQNL_MSG_VERDICT_BATCH` (which accepts every packet of the list up to an id).
+#[derive(Debug, Default)]
+struct Held {
+    ids: VecDeque<u32>,
+    /// Ids among `ids` already given a verdict of their own (out of order): gone from the
+    /// kernel's list, skipped when they reach the front.
+    done: HashSet<u32>,
+}
+
+/// One verdict message: on one packet, or on every held packet up to and including `id`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Message {
+    One(u32, Verdict),
+    UpTo(u32),
+}
+
+impl Held {
+    /// The messages that give `decided` (each a packet this queue holds): every packet at the
+    /// front of the queue that is accepted now goes in one batch, up to the first that is not
+    /// decided yet (a drop at the front is sent on its own between batches); the rest get
+    /// messages of their own. Packets of different pipes leave out of arrival order, so only
+    /// such a front run can be batched.
+    fn plan(&mut self, decided: &[(u32, Verdict)], out: &mut Vec<Message>) {
+        let mut now: std::collections::HashMap<u32, Verdict> = decided.iter().copied().collect();
+        let mut batch = None;
+        while let Some(&front) = self.ids.front() {
+            match now.remove(&front) {
+                Some(Verdict::Accept) => batch = Some(front),
+                Some(Verdict::Drop) => {
+                    out.extend(batch.take().map(Message::UpTo));
+                    out.push(Message::One(front, Verdict::Drop));
+                }
+                None if self.done.remove(&front) => {}
+                None => break,
+            }
+            self.ids.pop_front();
+        }
+        out.extend(batch.map(Message::UpTo));
+        // The rest in the order given (exit order), each on its own.
+        for &(id, verdict) in decided {
+            if now.remove(&id).is_some() {
+                self.done.insert(id);
+                out.push(Message::One(id, verdict));
+            }
+        }
+    }
 }
 
 impl NfQueue {
@@ -113,6 +183,8 @@ impl NfQueue {
             fd,
             buffer: vec![0; RECV_BUFFER],
             message: Vec::with_capacity(64),
+            held: Vec::new(),
+            stats: VerdictStats::default(),
         })
     }
 
@@ -134,14 +206,18 @@ impl NfQueue {
             put_attr(m, NFQA_CFG_MASK, &NFQA_CFG_F_UID_GID.to_be_bytes());
             put_attr(m, NFQA_CFG_FLAGS, &NFQA_CFG_F_UID_GID.to_be_bytes());
         })
-        .map_err(|e| OsError::io(what(), e))
+        .map_err(|e| OsError::io(what(), e))?;
+        self.held.push((queue, Held::default()));
+        Ok(())
     }
 
     /// Sends one configuration message for `queue` and waits for the kernel's acknowledgement.
     fn config(&mut self, queue: u16, attrs: impl FnOnce(&mut Vec<u8>)) -> io::Result<()> {
         let flags = (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16;
-        start_message(&mut self.message, NFQNL_MSG_CONFIG, flags, queue);
+        self.message.clear();
+        start_message(&mut self.message, NFQNL_MSG_CONFIG, flags, queue, 0);
         attrs(&mut self.message);
+        set_length(&mut self.message, 0);
         self.send()?;
         // The socket is non-blocking; the acknowledgement comes at once, but wait for it.
         loop {
@@ -185,31 +261,67 @@ impl NfQueue {
             let queue = u16::from_be_bytes([body[2], body[3]]);
             if let Some(packet) = parse_packet(queue, &body[4..]) {
                 count += 1;
+                if let Some((_, held)) = self.held.iter_mut().find(|(q, _)| *q == queue) {
+                    held.ids.push_back(packet.id);
+                }
                 each(packet);
             }
         }
         Ok(count)
     }
 
-    /// Gives the verdict on packet `id` of `queue`.
-    pub fn verdict(&mut self, queue: u16, id: u32, verdict: Verdict) -> Result<(), OsError> {
-        start_message(
-            &mut self.message,
-            NFQNL_MSG_VERDICT,
-            libc::NLM_F_REQUEST as u16,
-            queue,
-        );
-        let mut hdr = [0u8; 8];
-        hdr[..4].copy_from_slice(&verdict.code().to_be_bytes());
-        hdr[4..].copy_from_slice(&id.to_be_bytes());
-        put_attr(&mut self.message, NFQA_VERDICT_HDR, &hdr);
-        self.send()
-            .map_err(|e| OsError::io(format!("give a verdict on queue {queue}"), e))
+    /// Gives the verdicts `decided` (packet id, verdict) on packets of `queue` that `recv`
+    /// handed out: a run at the front of the queue's list accepted together is one batch
+    /// message, the others a message each, and all of them go in as few datagrams as fit
+    /// (the kernel reads every message of a datagram; one refused, for a packet it no longer
+    /// holds, does not stop the others). A packet whose queue message was lost (a full socket
+    /// buffer) and that sits before a batch's last packet is accepted with it.
+    pub fn verdicts(&mut self, queue: u16, decided: &[(u32, Verdict)]) -> Result<(), OsError> {
+        if decided.is_empty() {
+            return Ok(());
+        }
+        let mut plan = Vec::with_capacity(decided.len());
+        match self.held.iter_mut().find(|(q, _)| *q == queue) {
+            Some((_, held)) => held.plan(decided, &mut plan),
+            None => plan.extend(decided.iter().map(|&(id, v)| Message::One(id, v))),
+        }
+        self.stats.packets += decided.len() as u64;
+        for chunk in plan.chunks(VERDICTS_PER_SEND) {
+            self.message.clear();
+            for &m in chunk {
+                let (kind, id, verdict) = match m {
+                    Message::One(id, v) => (NFQNL_MSG_VERDICT, id, v),
+                    Message::UpTo(id) => (NFQNL_MSG_VERDICT_BATCH, id, Verdict::Accept),
+                };
+                let at = self.message.len();
+                start_message(
+                    &mut self.message,
+                    kind,
+                    libc::NLM_F_REQUEST as u16,
+                    queue,
+                    at,
+                );
+                let mut hdr = [0u8; 8];
+                hdr[..4].copy_from_slice(&verdict.code().to_be_bytes());
+                hdr[4..].copy_from_slice(&id.to_be_bytes());
+                put_attr(&mut self.message, NFQA_VERDICT_HDR, &hdr);
+                set_length(&mut self.message, at);
+            }
+            self.stats.messages += chunk.len() as u64;
+            self.stats.sends += 1;
+            self.send()
+                .map_err(|e| OsError::io(format!("give verdicts on queue {queue}"), e))?;
+        }
+        Ok(())
     }
 
+    /// What `verdicts` has sent so far.
+    pub fn stats(&self) -> VerdictStats {
+        self.stats
+    }
+
+    /// Sends `message` (one or more netlink messages, each with its length set) to the kernel.
     fn send(&mut self) -> io::Result<()> {
-        let len = self.message.len() as u32;
-        self.message[..4].copy_from_slice(&len.to_ne_bytes());
         // SAFETY: an all-zero sockaddr_nl addresses the kernel.
         let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
         kernel.nl_family = libc::AF_NETLINK as libc::sa_family_t;
@@ -241,9 +353,10 @@ impl AsFd for NfQueue {
     }
 }
 
-/// Starts `m` as an nfnetlink queue message of `kind` for `queue`; `send` fills in the length.
-fn start_message(m: &mut Vec<u8>, kind: u16, flags: u16, queue: u16) {
-    m.clear();
+/// Appends to `m` (at `at`, its length) the start of an nfnetlink queue message of `kind` for
+/// `queue`; `set_length` fills in its length once its attributes are there.
+fn start_message(m: &mut Vec<u8>, kind: u16, flags: u16, queue: u16, at: usize) {
+    debug_assert_eq!(m.len(), at);
     m.extend_from_slice(&0u32.to_ne_bytes());
     m.extend_from_slice(&(NFNL_SUBSYS_QUEUE << 8 | kind).to_ne_bytes());
     m.extend_from_slice(&flags.to_ne_bytes());
@@ -251,7 +364,13 @@ fn start_message(m: &mut Vec<u8>, kind: u16, flags: u16, queue: u16) {
     m.extend_from_slice(&0u32.to_ne_bytes()); // port id: the kernel's
     m.extend_from_slice(&[libc::AF_UNSPEC as u8, 0]); // family, NFNETLINK_V0
     m.extend_from_slice(&queue.to_be_bytes());
-    debug_assert_eq!(m.len(), HEADER);
+    debug_assert_eq!(m.len(), at + HEADER);
+}
+
+/// Sets the length of the message that starts at `at` and runs to the end of `m`.
+fn set_length(m: &mut [u8], at: usize) {
+    let len = (m.len() - at) as u32;
+    m[at..at + 4].copy_from_slice(&len.to_ne_bytes());
 }
 
 /// Appends a netlink attribute, padded to 4 bytes.
@@ -353,6 +472,61 @@ fn wait_readable(fd: BorrowedFd) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn held(ids: &[u32]) -> Held {
+        Held {
+            ids: ids.iter().copied().collect(),
+            done: HashSet::new(),
+        }
+    }
+
+    fn plan(held: &mut Held, decided: &[(u32, Verdict)]) -> Vec<Message> {
+        let mut out = Vec::new();
+        held.plan(decided, &mut out);
+        out
+    }
+
+    use Verdict::{Accept as A, Drop as D};
+
+    #[test]
+    fn packets_accepted_in_arrival_order_take_one_batch_message() {
+        let mut h = held(&[1, 2, 3, 4, 5]);
+        assert_eq!(
+            plan(&mut h, &[(1, A), (2, A), (3, A)]),
+            vec![Message::UpTo(3)]
+        );
+        assert_eq!(plan(&mut h, &[(4, A), (5, A)]), vec![Message::UpTo(5)]);
+        assert!(h.ids.is_empty() && h.done.is_empty());
+    }
+
+    #[test]
+    fn packets_leaving_out_of_order_get_single_verdicts_and_are_skipped_by_later_batches() {
+        // Packet 3 (a short pipe) leaves before 2 (a long one): 1 is batched, 3 alone.
+        let mut h = held(&[1, 2, 3, 4]);
+        assert_eq!(
+            plan(&mut h, &[(1, A), (3, A)]),
+            vec![Message::UpTo(1), Message::One(3, A)]
+        );
+        // 2 and 4 then: one batch up to 4 (3 is gone from the kernel's list already).
+        assert_eq!(plan(&mut h, &[(4, A), (2, A)]), vec![Message::UpTo(4)]);
+        assert!(h.ids.is_empty() && h.done.is_empty());
+    }
+
+    #[test]
+    fn a_drop_splits_batches_and_is_never_batched() {
+        let mut h = held(&[1, 2, 3, 4, 5]);
+        assert_eq!(
+            plan(&mut h, &[(1, A), (2, D), (3, A), (5, D)]),
+            vec![
+                Message::UpTo(1),
+                Message::One(2, D),
+                Message::UpTo(3),
+                Message::One(5, D)
+            ]
+        );
+        assert_eq!(plan(&mut h, &[(4, A)]), vec![Message::UpTo(4)]);
+        assert!(h.ids.is_empty() && h.done.is_empty());
+    }
 
     #[test]
     fn a_packet_message_gives_its_id_hook_header_length_and_owner() {

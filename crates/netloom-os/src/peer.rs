@@ -1,5 +1,6 @@
-//! Who is at the other end of a Unix socket (`SO_PEERCRED`), and who this process is: the shaping
-//! daemon serves unprivileged users and must know each caller without trusting what it says.
+//! Who is at the other end of a Unix socket (`SO_PEERCRED`), who this process is, and a user's
+//! primary group: the shaping daemon serves unprivileged users and must know each caller without
+//! trusting what it says, and the group of an arriving packet's socket's owner.
 
 use crate::OsError;
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -54,6 +55,27 @@ pub fn effective_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// The primary group of user `uid`'s account (the passwd entry, through NSS), or `None` if no
+/// account has that uid.
+pub fn primary_group(uid: u32) -> Option<u32> {
+    // SAFETY: an all-zero passwd is a valid value for getpwuid_r to fill.
+    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    let mut buffer = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: `entry`, `buffer` (of the length given) and `found` are live and writable for the
+    // call; the strings it points `entry` at live in `buffer`, which outlives the read below.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            uid,
+            &mut entry,
+            buffer.as_mut_ptr(),
+            buffer.len(),
+            &mut found,
+        )
+    };
+    (rc == 0 && !found.is_null()).then_some(entry.pw_gid)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +88,11 @@ mod tests {
         let cred = peer_credentials(a.as_fd()).unwrap();
         assert_eq!(cred.pid, std::process::id());
         assert_eq!(cred.uid, effective_uid());
+    }
+
+    #[test]
+    fn root_s_primary_group_is_0_and_an_unused_uid_has_none() {
+        assert_eq!(primary_group(0), Some(0));
+        assert_eq!(primary_group(4_000_000_123), None);
     }
 }

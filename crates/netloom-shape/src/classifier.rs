@@ -1,7 +1,7 @@
 //! The classifier (the paper's Figure 6): rules grouped per tenant, reached through a dispatch
 //! table searched in O(log tenants), then scanned in order within the tenant (first match wins).
 
-use crate::spec::{PortRange, Prefix, Proto, Role, Selector};
+use crate::spec::{Cgroup, PortRange, Prefix, Proto, Role, Selector};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Which way a packet crosses this machine's stack.
@@ -30,6 +30,8 @@ pub struct Packet {
     pub dport: u16,
     /// The uid and gid of the local socket that sent it, when the kernel knows it.
     pub owner: Option<(u32, u32)>,
+    /// The cgroup v2 id of its local socket, when looked up (only while a rule names one).
+    pub cgroup: Option<u64>,
 }
 
 impl Packet {
@@ -79,7 +81,17 @@ impl Packet {
             sport: ports.0,
             dport: ports.1,
             owner,
+            cgroup: None,
         })
+    }
+
+    /// Its flow for FQ-CoDel's flow queues: a hash of the 5-tuple, the same both ways.
+    pub fn flow(&self) -> u32 {
+        use std::hash::{Hash, Hasher};
+        let (local, remote, remote_port) = self.sides();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (self.proto, local, remote, remote_port).hash(&mut h);
+        h.finish() as u32
     }
 
     /// (local port, remote address, remote port) as this machine sees them.
@@ -104,10 +116,12 @@ pub struct Rule {
     pub remote_ports: Vec<PortRange>,
     /// Remote addresses.
     pub remote: Vec<Prefix>,
-    /// Owner of the local socket (outgoing packets only).
+    /// Owner of the local socket.
     pub uid: Option<u32>,
-    /// Group of the local socket (outgoing packets only).
+    /// Group of the local socket (of an arriving packet's: its owner's primary group).
     pub gid: Option<u32>,
+    /// The cgroup v2 of the local socket (its path for the kernel's match, its id for ours).
+    pub cgroup: Option<Cgroup>,
     /// The link whose pipe the packet goes to.
     pub link: u32,
 }
@@ -136,6 +150,7 @@ impl Rule {
                     remote: selector.peers.clone(),
                     uid: selector.uid,
                     gid: selector.gid,
+                    cgroup: None,
                     link,
                 });
             }
@@ -156,7 +171,13 @@ pub struct Classifier {
     /// where the previous tenant's end.
     dispatch: Vec<(u32, u32)>,
     entries: Vec<Entry>,
+    /// The cgroup id each entry needs (`ANY_CGROUP`: none), beside `entries` rather than in
+    /// them: it is read only for an entry that matched otherwise, and keeps an entry 40 bytes.
+    cgroups: Vec<u64>,
     rules: Vec<Rule>,
+    /// Does some rule need the owner of an arriving packet's socket (a user's rule, or an
+    /// `IN` rule with an owner)?
+    receivers: bool,
 }
 
 /// One alternative of a rule, flattened: every condition a compare of plain integers, in 40
@@ -186,6 +207,8 @@ pub const ROOT: u32 = 0;
 /// An owner field that matches any packet (no uid or gid is `u32::MAX`: it is `(uid_t)-1`,
 /// which Linux never gives a process).
 const ANY: u32 = u32::MAX;
+/// A cgroup field that matches any packet (cgroup v2 ids start at 1, the root's).
+const ANY_CGROUP: u64 = 0;
 
 impl Entry {
     fn compile(rule: &Rule, out: &mut Vec<Entry>) {
@@ -269,7 +292,13 @@ impl Classifier {
         for (tenant, rules) in tenants {
             for rule in &rules {
                 Entry::compile(rule, &mut classifier.entries);
+                let id = rule.cgroup.as_ref().map_or(ANY_CGROUP, |c| c.id);
+                classifier.cgroups.resize(classifier.entries.len(), id);
             }
+            classifier.receivers |= tenant != ROOT
+                || rules
+                    .iter()
+                    .any(|r| r.direction == Direction::In && (r.uid.is_some() || r.gid.is_some()));
             classifier.rules.extend(rules);
             let end = classifier.entries.len() as u32;
             match classifier.dispatch.last_mut() {
@@ -303,8 +332,9 @@ impl Classifier {
         };
         self.entries[start..end]
             .iter()
-            .find(|e| e.matches(&flat))
-            .map(|e| e.link)
+            .zip(&self.cgroups[start..end])
+            .find(|(e, &c)| e.matches(&flat) && (c == ANY_CGROUP || packet.cgroup == Some(c)))
+            .map(|(e, _)| e.link)
     }
 
     /// The link of the first rule that takes `packet`, tenants being users: root's links
@@ -318,9 +348,20 @@ impl Classifier {
         })
     }
 
-    /// Has any user other than root a rule? (Only then must an arriving packet's owner be found.)
+    /// Has any user other than root a rule?
     pub fn has_users(&self) -> bool {
         self.dispatch.iter().any(|(tenant, _)| *tenant != ROOT)
+    }
+
+    /// Must an arriving packet's owner be found (a user has a rule, or an `IN` rule names an
+    /// owner)?
+    pub fn needs_receivers(&self) -> bool {
+        self.receivers
+    }
+
+    /// Does any rule name a cgroup? (Only then must a packet's socket's cgroup be found.)
+    pub fn has_cgroups(&self) -> bool {
+        self.cgroups.iter().any(|&c| c != ANY_CGROUP)
     }
 
     /// Every rule, tenant by tenant, each tenant's in order.
@@ -368,6 +409,7 @@ mod tests {
             sport,
             dport,
             owner: Some((1000, 1000)),
+            cgroup: None,
         }
     }
 
@@ -434,6 +476,56 @@ mod tests {
         assert!(c.classify(0, &p).is_none());
         p.owner = None;
         assert!(c.classify(0, &p).is_none());
+    }
+
+    #[test]
+    fn a_cgroup_rule_takes_only_packets_of_sockets_in_that_cgroup() {
+        let cgroup = |id| Cgroup {
+            path: format!("/c{id}"),
+            id,
+            owner: 0,
+        };
+        let mut first = rules("server 80", 1);
+        let mut second = rules("server 80", 2);
+        for r in &mut first {
+            r.cgroup = Some(cgroup(7));
+        }
+        for r in &mut second {
+            r.cgroup = Some(cgroup(9));
+        }
+        first.extend(second);
+        let c = Classifier::new(vec![(0, first)]);
+        assert!(c.has_cgroups());
+        let mut p = tcp(Direction::In, "10.0.0.1", 5555, "10.0.0.2", 80);
+        assert_eq!(c.classify(0, &p), None);
+        p.cgroup = Some(9);
+        assert_eq!(c.classify(0, &p), Some(2));
+        p.cgroup = Some(7);
+        assert_eq!(c.classify(0, &p), Some(1));
+        p.cgroup = Some(8);
+        assert_eq!(c.classify(0, &p), None);
+        assert!(!Classifier::new(vec![(0, rules("server 80", 1))]).has_cgroups());
+    }
+
+    #[test]
+    fn an_in_rule_with_an_owner_needs_the_receiving_sockets_owner() {
+        let words = ["server", "80", "gid=5"];
+        let (selector, _) = parse_selector(&words).unwrap();
+        let c = Classifier::new(vec![(
+            0,
+            Rule::from_selector(&selector, 1, &[Direction::In]),
+        )]);
+        assert!(c.needs_receivers() && !c.has_users());
+        let mut p = tcp(Direction::In, "10.0.0.1", 5555, "10.0.0.2", 80);
+        p.owner = Some((1000, 5));
+        assert_eq!(c.classify_owned(&p), Some(1));
+        p.owner = Some((1000, u32::MAX));
+        assert_eq!(c.classify_owned(&p), None);
+        let out_only = Classifier::new(vec![(
+            0,
+            Rule::from_selector(&selector, 1, &[Direction::Out]),
+        )]);
+        assert!(!out_only.needs_receivers());
     }
 
     #[test]

@@ -4,20 +4,22 @@
 //! credentials and held to their own links and limits. It ends on `stop` or SIGTERM (or, when
 //! started by a first request, when its last link is deleted), and removes its rules as it goes.
 
-use crate::classifier::{Direction, Packet, ROOT};
+use crate::classifier::{Classifier, Direction, Packet, Rule, ROOT};
 use crate::kernel::{self, QUEUE};
 use crate::limits::{config_path, Tenancy};
 use crate::shaper::{Arrival, LinkReport, Shaper, Target};
-use crate::spec::{parse_selector, LinkSpec, SYSTEM_PROFILES};
-use netloom_os::{NfQueue, OsError, Poller, SocketTable, Verdict};
-use netloom_time::Instant;
+use crate::spec::{parse_selector, Cgroup, LinkSpec, SYSTEM_PROFILES};
+use netloom_os::{NfQueue, OsError, Poller, SocketOwner, SocketTable, Verdict};
+use netloom_time::{Clock, Instant, SystemClock};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
 /// Bytes of each packet copied out of the kernel: enough for an IPv6 header and the ports.
@@ -155,11 +157,11 @@ pub fn request(ns: &Netns, req: &Request) -> std::io::Result<Reply> {
 }
 
 /// Removes what shaping processes left (their rules, sockets and pid files), ending each that
-/// still runs (which removes its rules, in its namespace). Rules a process killed with SIGKILL
-/// left in another namespace stay there (letting packets through) until the namespace goes.
-/// Returns what was removed, for `netloom clean`.
+/// still runs (which removes its rules, in its namespace); the rules of one killed with SIGKILL
+/// in another namespace are removed there (`sweep_dead`). Returns what was removed, for
+/// `netloom clean`.
 pub fn clean() -> Vec<String> {
-    let mut removed = Vec::new();
+    let mut removed = sweep_dead();
     let dir = netloom_os::registry_dir();
     let pids: Vec<PathBuf> = std::fs::read_dir(&dir)
         .into_iter()
@@ -188,6 +190,86 @@ pub fn clean() -> Vec<String> {
         ));
     }
     removed
+}
+
+/// Removes what the shaping processes of other namespaces that died without cleaning up (`kill
+/// -9`) left: for each `shape-netns-INODE.pid` whose process is gone, the namespace with that
+/// inode is found (a name in `/run/netns`, or any process's `/proc/PID/ns/net`), its chains
+/// are removed inside it (from a thread that enters it, so the iptables it runs are the
+/// namespace's), and the pid and socket files go. A namespace no longer found has gone, and
+/// its rules with it. Every shaping process does this as it starts, and `netloom clean`.
+pub fn sweep_dead() -> Vec<String> {
+    let mut removed = Vec::new();
+    let dir = netloom_os::registry_dir();
+    let dead: Vec<(PathBuf, u64)> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let inode = name.strip_prefix("shape-netns-")?.strip_suffix(".pid")?;
+            Some((e.path(), inode.parse().ok()?))
+        })
+        .filter(|(pid_file, _)| {
+            !std::fs::read_to_string(pid_file)
+                .ok()
+                .and_then(|p| p.trim().parse::<u32>().ok())
+                .is_some_and(alive)
+        })
+        .collect();
+    for (pid_file, inode) in dead {
+        if let Some(file) = namespace_file(inode) {
+            let name = file.display().to_string();
+            let swept = std::thread::spawn(move || {
+                netloom_os::enter_namespace_file(&file, &name).is_ok() && kernel::remove()
+            })
+            .join()
+            .unwrap_or(false);
+            if swept {
+                removed.push(format!(
+                    "iptables chains {} and {} in namespace {inode}",
+                    kernel::CHAIN_IN,
+                    kernel::CHAIN_OUT
+                ));
+            }
+        }
+        for path in [pid_file.with_extension("sock"), pid_file] {
+            if std::fs::remove_file(&path).is_ok() {
+                removed.push(path.display().to_string());
+            }
+        }
+    }
+    removed
+}
+
+/// Does process `pid` run? A zombie does not: a shaping process started by a request outlives
+/// its launcher, and once killed it may wait unreaped under a parent that does not reap.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the command's closing parenthesis.
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
+/// A file of the network namespace whose nsfs inode is `inode`: a name of `ip netns`, else a
+/// process in it.
+fn namespace_file(inode: u64) -> Option<PathBuf> {
+    let named = std::fs::read_dir("/run/netns")
+        .into_iter()
+        .flatten()
+        .flatten();
+    let processes = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .map(|e| e.path().join("ns/net"));
+    named
+        .map(|e| e.path())
+        .chain(processes)
+        .find(|f| std::fs::metadata(f).is_ok_and(|m| m.ino() == inode))
 }
 
 /// Ends the shaping process `pid_file` names, if it runs, and waits a moment for it to go.
@@ -229,6 +311,10 @@ pub enum DaemonError {
 /// a first request rather than as a service), until it has no link left after its first.
 pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     let mut tenancy = Tenancy::load(&config_path()).map_err(DaemonError::Limits)?;
+    // Before entering a namespace: the others' files are reached from here.
+    for what in sweep_dead() {
+        eprintln!("netloom shape: removed {what} (its shaping process was killed)");
+    }
     // First, so the queue, the sockets and the iptables it runs are the namespace's.
     if let Netns::Other { file, name, .. } = ns {
         netloom_os::enter_namespace_file(file, name)?;
@@ -237,7 +323,7 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     let dir = netloom_os::registry_dir();
     std::fs::create_dir_all(&dir)
         .map_err(|e| DaemonError::Io(format!("{}: {e}", dir.display())))?;
-    let mut sockets = SocketTable::open()?;
+    let sockets = SocketTable::open()?;
     let mut queue = NfQueue::open()?;
     queue.bind(QUEUE, COPY, MAX_HELD)?;
     let _ = std::fs::remove_file(&socket_path);
@@ -252,63 +338,205 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     let mut poller = Poller::new()?;
     poller.add(queue.as_fd(), 0)?;
     poller.add(woken.as_fd(), 1)?;
-    let start = std::time::Instant::now();
-    let now = || Instant(start.elapsed().as_nanos() as u64);
-    let mut shaper: Shaper<u32> = Shaper::new(std::process::id().into());
-    let mut ready = Vec::new();
-    let mut out = Vec::new();
-    let mut had_links = false;
-    let result = loop {
-        if stopping.load(std::sync::atomic::Ordering::Relaxed) {
-            break Ok(());
+    let mut io = KernelIo {
+        queue,
+        sockets,
+        poller,
+        woken,
+        ready: Vec::new(),
+        verdicts: Vec::new(),
+        groups: HashMap::new(),
+    };
+    let result = serve_loop(
+        &mut io,
+        &SystemClock::start(),
+        &requests,
+        stopping,
+        until_empty,
+        &mut tenancy,
+    );
+    let _ = std::fs::remove_file(&socket_path);
+    let _ = std::fs::remove_file(&pid_path);
+    let sent = io.queue.stats();
+    eprintln!(
+        "netloom shape: {} packets given verdicts in {} messages and {} sendto calls",
+        sent.packets, sent.messages, sent.sends
+    );
+    result
+}
+
+/// A packet the kernel queued, as the loop takes it.
+struct Queued {
+    /// Its id in the queue, for the verdict.
+    id: u32,
+    /// Its length in bytes.
+    len: u32,
+    /// What the classifier reads of it; `None` for a packet it cannot read (let go at once).
+    packet: Option<Packet>,
+}
+
+/// Everything the packet loop does outside itself: the kernel's queue, socket table and rules,
+/// and waiting. The daemon's is `KernelIo`; a test's plays packets against a `TestClock`, so
+/// the loop (and its timing) runs the same against either.
+trait LoopIo {
+    /// Waits until a packet or a request may be ready, or `timeout` has passed; true if
+    /// requests may be waiting.
+    fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, DaemonError>;
+    /// Appends what the kernel has queued since the last call.
+    fn recv(&mut self, out: &mut Vec<Queued>) -> Result<(), DaemonError>;
+    /// The local socket a TCP or UDP packet between `local` and `remote` belongs to.
+    fn socket(&mut self, proto: u8, local: SocketAddr, remote: SocketAddr) -> Option<SocketOwner>;
+    /// The primary group of user `uid`'s account.
+    fn primary_group(&mut self, uid: u32) -> Option<u32>;
+    /// Gives the verdicts (id, accept) on held packets.
+    fn verdicts(&mut self, decided: &[(u32, bool)]);
+    /// Makes the kernel's rules `rules`.
+    fn install(&mut self, rules: &[Rule]) -> Result<(), String>;
+    /// Removes the kernel's rules.
+    fn remove(&mut self);
+}
+
+/// The daemon's `LoopIo`: NFQUEUE, sock_diag, iptables and epoll.
+struct KernelIo {
+    queue: NfQueue,
+    sockets: SocketTable,
+    poller: Poller,
+    /// A byte arrives here for each request the reader thread has posted.
+    woken: UnixStream,
+    ready: Vec<u32>,
+    /// The verdicts of one turn, as the queue takes them.
+    verdicts: Vec<(u32, Verdict)>,
+    /// Users' primary groups, read once each while the process runs.
+    groups: HashMap<u32, Option<u32>>,
+}
+
+impl LoopIo for KernelIo {
+    fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, DaemonError> {
+        self.poller.wait(Some(timeout), &mut self.ready)?;
+        if !self.ready.contains(&1) {
+            return Ok(false);
         }
-        let timeout = shaper
-            .next_due()
-            .map(|at| std::time::Duration::from_nanos(at.0.saturating_sub(now().0)));
-        // Wake at least every 100 ms to notice SIGTERM.
-        let cap = std::time::Duration::from_millis(100);
-        poller.wait(Some(timeout.map_or(cap, |t| t.min(cap))), &mut ready)?;
-        queue.recv(|p| {
+        // Drain the waker's bytes; each stands for a request in the channel.
+        let mut drained = [0u8; 64];
+        while matches!((&self.woken).read(&mut drained), Ok(n) if n > 0) {}
+        Ok(true)
+    }
+
+    fn recv(&mut self, out: &mut Vec<Queued>) -> Result<(), DaemonError> {
+        self.queue.recv(|p| {
             let direction = match p.hook {
                 HOOK_INPUT => Some(Direction::In),
                 HOOK_OUTPUT => Some(Direction::Out),
                 _ => None,
             };
-            let mut packet = direction.and_then(|d| Packet::parse(d, p.header, p.owner));
-            if let Some(packet) = packet.as_mut().filter(|_| shaper.classifier().has_users()) {
-                packet.owner = packet.owner.or_else(|| receiver(&mut sockets, packet));
-            }
-            let fate = match packet {
-                Some(packet) => shaper.arrive(now(), &packet, p.len, p.id),
+            out.push(Queued {
+                id: p.id,
+                len: p.len,
+                packet: direction.and_then(|d| Packet::parse(d, p.header, p.owner)),
+            });
+        })?;
+        Ok(())
+    }
+
+    fn socket(&mut self, proto: u8, local: SocketAddr, remote: SocketAddr) -> Option<SocketOwner> {
+        self.sockets
+            .lookup(proto, local, remote)
+            .unwrap_or_else(|e| {
+                eprintln!("netloom shape: {e}");
+                None
+            })
+    }
+
+    fn primary_group(&mut self, uid: u32) -> Option<u32> {
+        *self
+            .groups
+            .entry(uid)
+            .or_insert_with(|| netloom_os::primary_group(uid))
+    }
+
+    fn verdicts(&mut self, decided: &[(u32, bool)]) {
+        self.verdicts.clear();
+        self.verdicts
+            .extend(decided.iter().map(|&(id, accept)| match accept {
+                true => (id, Verdict::Accept),
+                false => (id, Verdict::Drop),
+            }));
+        // A verdict that could not be sent is logged, not fatal: ending here would leave every
+        // other held packet to the bypass.
+        if let Err(e) = self.queue.verdicts(QUEUE, &self.verdicts) {
+            eprintln!("netloom shape: {e}");
+        }
+    }
+
+    fn install(&mut self, rules: &[Rule]) -> Result<(), String> {
+        kernel::install(rules, QUEUE).map_err(|e| e.to_string())
+    }
+
+    fn remove(&mut self) {
+        kernel::remove();
+    }
+}
+
+/// The packet loop: takes queued packets through the shaper at `clock`'s time, gives each its
+/// verdict at its exit, answers requests, and ends on `stopping`, on `stop`, or (if
+/// `until_empty`) when its last link is gone; then lets every held packet go and removes the
+/// rules.
+fn serve_loop(
+    io: &mut impl LoopIo,
+    clock: &impl Clock,
+    requests: &mpsc::Receiver<Asked>,
+    stopping: &AtomicBool,
+    until_empty: bool,
+    tenancy: &mut Tenancy,
+) -> Result<(), DaemonError> {
+    let mut shaper: Shaper<u32> = Shaper::new(std::process::id().into());
+    let mut queued = Vec::new();
+    let mut out = Vec::new();
+    let mut had_links = false;
+    let result = loop {
+        if stopping.load(Ordering::Relaxed) {
+            break Ok(());
+        }
+        // Wake at least every 100 ms to notice SIGTERM.
+        let cap = std::time::Duration::from_millis(100);
+        let timeout = shaper.next_due().map_or(cap, |at| {
+            std::time::Duration::from_nanos(at.0.saturating_sub(clock.now().0)).min(cap)
+        });
+        let asked = match io.wait(timeout) {
+            Ok(asked) => asked,
+            Err(e) => break Err(e),
+        };
+        if let Err(e) = io.recv(&mut queued) {
+            break Err(e);
+        }
+        for q in queued.drain(..) {
+            let fate = match q.packet {
+                Some(mut packet) => {
+                    find_socket(io, shaper.classifier(), &mut packet);
+                    shaper.arrive(clock.now(), &packet, q.len, q.id)
+                }
                 None => Arrival::Unmatched,
             };
             match fate {
-                Arrival::Held { .. } => {}
-                Arrival::Unmatched => out.push((p.id, true)),
-                Arrival::Dropped(_) => out.push((p.id, false)),
-            }
-        })?;
-        shaper.due(now(), &mut out);
-        for (id, accept) in out.drain(..) {
-            let v = if accept {
-                Verdict::Accept
-            } else {
-                Verdict::Drop
-            };
-            // A refused verdict (the kernel no longer holds the packet) is logged, not fatal:
-            // ending here would leave every other held packet to the bypass.
-            if let Err(e) = queue.verdict(QUEUE, id, v) {
-                eprintln!("netloom shape: {e}");
+                Arrival::Held { .. } | Arrival::Waiting { .. } => {}
+                Arrival::Unmatched => out.push((q.id, true)),
+                Arrival::Dropped(_) => out.push((q.id, false)),
             }
         }
-        if ready.contains(&1) {
-            // Drain the waker's bytes; each stands for a request in the channel.
-            let mut drained = [0u8; 64];
-            while matches!((&woken).read(&mut drained), Ok(n) if n > 0) {}
+        shaper.due(clock.now(), &mut out);
+        io.verdicts(&out);
+        out.clear();
+        if asked {
             let mut stop = false;
             while let Ok(asked) = requests.try_recv() {
-                let (reply, stopped) =
-                    serve(asked.uid, asked.request, &mut shaper, &mut tenancy, now());
+                let (reply, stopped) = serve(
+                    io,
+                    asked.uid,
+                    asked.request,
+                    &mut shaper,
+                    tenancy,
+                    clock.now(),
+                );
                 // The reader may have given up on a caller that went away: nothing to tell.
                 let _ = asked.answer.send(reply);
                 stop |= stopped;
@@ -320,38 +548,48 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
         }
     };
     // Let held packets go before the queue closes, then take the rules away.
-    shaper.due(Instant(u64::MAX), &mut out);
-    for (id, _) in out.drain(..) {
-        let _ = queue.verdict(QUEUE, id, Verdict::Accept);
-    }
-    kernel::remove();
-    let _ = std::fs::remove_file(&socket_path);
-    let _ = std::fs::remove_file(&pid_path);
+    shaper.drain(&mut out);
+    io.verdicts(&out);
+    io.remove();
     result
 }
 
-/// The owner of the local socket an arriving packet will reach, for a packet the queue gave
-/// without one (the kernel looks the socket up after INPUT on loopback): asked of the kernel's
-/// socket table, so a user's IN pipes take only packets for that user's sockets. Its group is
-/// not known (`u32::MAX`, which no gid rule matches). Leaving packets always carry theirs.
-fn receiver(sockets: &mut SocketTable, packet: &Packet) -> Option<(u32, u32)> {
-    if packet.direction != Direction::In || !matches!(packet.proto, 6 | 17) {
-        return None;
+/// Fills in what the queue did not say of a packet's local socket and some rule needs, asked
+/// of the kernel's socket table: the owner of the socket an arriving packet will reach (the
+/// kernel looks it up after INPUT on loopback), so a user's IN pipes take only packets for
+/// that user's sockets and IN rules with an owner can match, and, while a rule names a
+/// cgroup, the socket's cgroup in either direction (the queue never reports it). sock_diag
+/// gives a socket's uid, not a group: an arriving packet's group is its owner's primary group
+/// (`u32::MAX`, which no gid rule matches, for a uid with no account). Leaving packets carry
+/// their owner and group from the queue.
+fn find_socket(io: &mut impl LoopIo, classifier: &Classifier, packet: &mut Packet) {
+    let owner = packet.owner.is_none() && classifier.needs_receivers();
+    if !(owner || classifier.has_cgroups()) || !matches!(packet.proto, 6 | 17) {
+        return;
     }
-    let local = SocketAddr::new(packet.dst, packet.dport);
-    let remote = SocketAddr::new(packet.src, packet.sport);
-    match sockets.receiver_uid(packet.proto, local, remote) {
-        Ok(uid) => uid.map(|u| (u, u32::MAX)),
-        Err(e) => {
-            eprintln!("netloom shape: {e}");
-            None
+    let (local, remote) = match packet.direction {
+        Direction::In => (
+            SocketAddr::new(packet.dst, packet.dport),
+            SocketAddr::new(packet.src, packet.sport),
+        ),
+        Direction::Out => (
+            SocketAddr::new(packet.src, packet.sport),
+            SocketAddr::new(packet.dst, packet.dport),
+        ),
+    };
+    if let Some(socket) = io.socket(packet.proto, local, remote) {
+        if packet.owner.is_none() && packet.direction == Direction::In {
+            let gid = io.primary_group(socket.uid).unwrap_or(u32::MAX);
+            packet.owner = Some((socket.uid, gid));
         }
+        packet.cgroup = socket.cgroup;
     }
 }
 
 /// Answers one request from `uid` (a line that did not parse is its error); true with it if it
 /// was `stop`.
 fn serve(
+    io: &mut impl LoopIo,
     uid: u32,
     request: Result<Request, String>,
     shaper: &mut Shaper<u32>,
@@ -360,6 +598,11 @@ fn serve(
 ) -> (Reply, bool) {
     // What the caller may see and change: root everything, a user their own links.
     let mine = (uid != ROOT).then_some(uid);
+    // An edited limits file applies from this request on; a broken one is logged and the
+    // limits read before stay.
+    if let Err(e) = tenancy.reload_if_changed() {
+        eprintln!("netloom shape: {e}");
+    }
     let request = request.and_then(|r| tenancy.admit(uid, now).map(|()| r));
     match request {
         Err(e) => (error_reply(e), false),
@@ -371,7 +614,7 @@ fn serve(
         ),
         Ok(Request::Stop) => {
             // The rules go before the answer, so the caller finds them gone.
-            kernel::remove();
+            io.remove();
             let n = shaper.report(now, None).len();
             let message = Some(format!("stopped; removed {n} link(s)"));
             (
@@ -390,9 +633,9 @@ fn serve(
             false,
         ),
         Ok(Request::Set { words, profiles }) => {
-            (set(shaper, tenancy, uid, now, &words, &profiles), false)
+            (set(io, shaper, tenancy, uid, now, &words, &profiles), false)
         }
-        Ok(Request::Delete { words }) => (delete(shaper, mine, &words), false),
+        Ok(Request::Delete { words }) => (delete(io, shaper, mine, &words), false),
     }
 }
 
@@ -473,6 +716,7 @@ fn error_reply(error: String) -> Reply {
 }
 
 fn set(
+    io: &mut impl LoopIo,
     shaper: &mut Shaper<u32>,
     tenancy: &Tenancy,
     uid: u32,
@@ -506,6 +750,11 @@ fn set(
                 "uid={other}: a user shapes only their own traffic (you are uid {uid}; your links match your sockets without uid=)"
             ));
         }
+        if let Some(c) = &spec.cgroup {
+            if let Err(e) = may_name(uid, c) {
+                return error_reply(e);
+            }
+        }
         let (rules, pipes) = shaper.usage_with(uid, &spec);
         if let Err(e) = tenancy.allow(uid, rules, pipes) {
             return error_reply(e);
@@ -516,12 +765,12 @@ fn set(
     let (id, replaced) = shaper.set(now, uid, spec, words.join(" "));
     // A change of parameters leaves the rules as they were: the kernel is not asked.
     if shaper.classifier().rules() != before.as_slice() {
-        if let Err(e) = kernel::install(shaper.classifier().rules(), QUEUE) {
+        if let Err(e) = io.install(shaper.classifier().rules()) {
             if !replaced {
                 let _ = shaper.delete(Some(uid), &Target::Selector(selector));
-                let _ = kernel::install(shaper.classifier().rules(), QUEUE);
+                let _ = io.install(shaper.classifier().rules());
             }
-            return error_reply(e.to_string());
+            return error_reply(e);
         }
     }
     Reply {
@@ -533,7 +782,25 @@ fn set(
     }
 }
 
-fn delete(shaper: &mut Shaper<u32>, mine: Option<u32>, words: &[String]) -> Reply {
+/// May user `uid` name cgroup `c`? Only if they own its directory: what systemd gives a user
+/// as a delegated subtree (`user@UID.service` and below), and what they can put processes in;
+/// their rules also carry their uid, so even so they take only their own sockets in it.
+fn may_name(uid: u32, c: &Cgroup) -> Result<(), String> {
+    match c.owner == uid {
+        true => Ok(()),
+        false => Err(format!(
+            "cgroup={}: a user names only a cgroup whose directory they own (it is uid {}'s; you are uid {uid}), such as one under their systemd user@{uid}.service",
+            c.path, c.owner
+        )),
+    }
+}
+
+fn delete(
+    io: &mut impl LoopIo,
+    shaper: &mut Shaper<u32>,
+    mine: Option<u32>,
+    words: &[String],
+) -> Reply {
     let target = match words {
         [one] if one.parse::<u32>().is_ok() => Target::Id(one.parse().expect("a number")),
         _ => {
@@ -554,9 +821,9 @@ fn delete(shaper: &mut Shaper<u32>, mine: Option<u32>, words: &[String]) -> Repl
         Ok(id) => {
             // The last link gone, the process ends: its chains go before the answer.
             if shaper.is_empty() {
-                kernel::remove();
-            } else if let Err(e) = kernel::install(shaper.classifier().rules(), QUEUE) {
-                return error_reply(e.to_string());
+                io.remove();
+            } else if let Err(e) = io.install(shaper.classifier().rules()) {
+                return error_reply(e);
             }
             Reply {
                 message: Some(format!("link {id} deleted")),
@@ -564,5 +831,181 @@ fn delete(shaper: &mut Shaper<u32>, mine: Option<u32>, words: &[String]) -> Repl
             }
         }
         Err(e) => error_reply(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netloom_time::{Duration, TestClock};
+    use std::collections::VecDeque;
+
+    /// A `LoopIo` that plays packets and requests at given times on a `TestClock` (moved on in
+    /// `wait`, where the daemon sleeps) and records each verdict with the time it was given.
+    struct TestIo {
+        clock: TestClock,
+        packets: VecDeque<(Instant, Queued)>,
+        requests: VecDeque<(Instant, Request)>,
+        post: mpsc::Sender<Asked>,
+        replies: Vec<mpsc::Receiver<Reply>>,
+        verdicts: Vec<(Instant, u32, bool)>,
+        installs: usize,
+        removed: bool,
+    }
+
+    impl LoopIo for TestIo {
+        fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, DaemonError> {
+            let now = self.clock.now();
+            let next = [
+                self.packets.front().map(|p| p.0),
+                self.requests.front().map(|r| r.0),
+            ];
+            let until = next
+                .into_iter()
+                .flatten()
+                .fold(now + Duration(timeout.as_nanos() as u64), Instant::min);
+            self.clock.set(until);
+            let mut asked = false;
+            while self.requests.front().is_some_and(|r| r.0 <= until) {
+                let (_, request) = self.requests.pop_front().expect("a request");
+                let (answer, reply) = mpsc::channel();
+                let uid = ROOT;
+                let request = Ok(request);
+                self.post
+                    .send(Asked {
+                        uid,
+                        request,
+                        answer,
+                    })
+                    .expect("the loop");
+                self.replies.push(reply);
+                asked = true;
+            }
+            Ok(asked)
+        }
+
+        fn recv(&mut self, out: &mut Vec<Queued>) -> Result<(), DaemonError> {
+            while self
+                .packets
+                .front()
+                .is_some_and(|p| p.0 <= self.clock.now())
+            {
+                out.push(self.packets.pop_front().expect("a packet").1);
+            }
+            Ok(())
+        }
+
+        fn socket(&mut self, _: u8, _: SocketAddr, _: SocketAddr) -> Option<SocketOwner> {
+            None
+        }
+
+        fn primary_group(&mut self, _: u32) -> Option<u32> {
+            None
+        }
+
+        fn verdicts(&mut self, decided: &[(u32, bool)]) {
+            let now = self.clock.now();
+            self.verdicts
+                .extend(decided.iter().map(|&(id, accept)| (now, id, accept)));
+        }
+
+        fn install(&mut self, _: &[Rule]) -> Result<(), String> {
+            self.installs += 1;
+            Ok(())
+        }
+
+        fn remove(&mut self) {
+            self.removed = true;
+        }
+    }
+
+    const MS: u64 = 1_000_000;
+
+    fn to_port(id: u32, dport: u16) -> Queued {
+        let packet = Packet {
+            direction: Direction::Out,
+            proto: 6,
+            src: "127.0.0.1".parse().unwrap(),
+            dst: "127.0.0.1".parse().unwrap(),
+            sport: 40000,
+            dport,
+            owner: Some((0, 0)),
+            cgroup: None,
+        };
+        Queued {
+            id,
+            len: 60,
+            packet: Some(packet),
+        }
+    }
+
+    #[test]
+    fn the_loop_gives_each_verdict_at_its_packets_exit_on_the_clock_it_is_given() {
+        let clock = TestClock::new();
+        let (post, requests) = mpsc::channel();
+        let words = |text: &str| text.split_whitespace().map(String::from).collect();
+        let mut io = TestIo {
+            clock: clock.clone(),
+            packets: VecDeque::from([
+                (Instant(MS), to_port(1, 80)),
+                (Instant(2 * MS), to_port(2, 81)),
+                (Instant(5 * MS), to_port(3, 80)),
+            ]),
+            requests: VecDeque::from([
+                (
+                    Instant(0),
+                    Request::Set {
+                        words: words("client 80@127.0.0.1 IN delay=20ms OUT delay=20ms"),
+                        profiles: Vec::new(),
+                    },
+                ),
+                (Instant(40 * MS), Request::Delete { words: words("1") }),
+            ]),
+            post,
+            replies: Vec::new(),
+            verdicts: Vec::new(),
+            installs: 0,
+            removed: false,
+        };
+        let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
+        let stopping = AtomicBool::new(false);
+        // Until empty: the loop ends with the delete at 40 ms.
+        serve_loop(&mut io, &clock, &requests, &stopping, true, &mut tenancy).unwrap();
+        // An unlimited pipe takes 1 ns to serialize.
+        let one_ns = crate::spec::UNLIMITED.tx_time(60).0;
+        assert_eq!(
+            io.verdicts,
+            vec![
+                (Instant(2 * MS), 2, true),
+                (Instant(21 * MS + one_ns), 1, true),
+                (Instant(25 * MS + one_ns), 3, true),
+            ]
+        );
+        assert_eq!(clock.now(), Instant(40 * MS));
+        assert_eq!((io.installs, io.removed), (1, true));
+        let messages: Vec<Option<String>> = io
+            .replies
+            .iter()
+            .map(|r| r.try_recv().expect("answered").message)
+            .collect();
+        assert_eq!(
+            messages,
+            vec![Some("link 1 made".into()), Some("link 1 deleted".into())]
+        );
+    }
+
+    #[test]
+    fn a_user_names_only_a_cgroup_they_own() {
+        let c = Cgroup {
+            path: "/user.slice/user-1001.slice/user@1001.service/app".into(),
+            id: 40,
+            owner: 1001,
+        };
+        assert_eq!(may_name(1001, &c), Ok(()));
+        let refused = may_name(1002, &c).unwrap_err();
+        assert!(
+            refused.contains("uid 1001's; you are uid 1002"),
+            "{refused}"
+        );
     }
 }

@@ -128,6 +128,11 @@ fn rule_lines(family: Family, rule: &Rule, queue: u16) -> Vec<String> {
                             let _ = write!(l, " --gid-owner {g}");
                         }
                     }
+                    // Likewise the cgroup match (xt_cgroup reads the leaving packet's socket); an
+                    // arriving packet's socket is looked up in user space (sock_diag).
+                    if let (Direction::Out, Some(c)) = (rule.direction, &rule.cgroup) {
+                        let _ = write!(l, " -m cgroup --path {}", c.path);
+                    }
                     let _ = write!(l, " -j NFQUEUE --queue-num {queue} --queue-bypass");
                     lines.push(l);
                 }
@@ -273,5 +278,25 @@ mod tests {
             "-A NETLOOM-SHAPE-OUT -p tcp --sport 8000:8099 -m owner --uid-owner 1000 -j NFQUEUE --queue-num 9 --queue-bypass"
         );
         assert!(lines[2].contains("-p udp --sport 80:80"));
+    }
+
+    #[test]
+    fn a_cgroup_owner_is_matched_by_the_kernel_on_leaving_packets_only() {
+        let mut r = rules("server 80 proto=tcp IN delay=1ms OUT delay=1ms");
+        for rule in &mut r {
+            rule.cgroup = Some(crate::spec::Cgroup {
+                path: "/system.slice/web.service".into(),
+                id: 99,
+                owner: 0,
+            });
+        }
+        let script = restore_script(Family::V4, &r, 9);
+        assert!(script.contains(
+            "-A NETLOOM-SHAPE-OUT -p tcp --sport 80:80 -m cgroup --path /system.slice/web.service -j NFQUEUE"
+        ), "{script}");
+        assert!(
+            script.contains("-A NETLOOM-SHAPE-IN -p tcp --dport 80:80 -j NFQUEUE"),
+            "{script}"
+        );
     }
 }

@@ -44,6 +44,8 @@ struct File {
 pub struct Tenancy {
     file: File,
     path: PathBuf,
+    /// The file's modification time when read (`None`: it did not exist), to notice a change.
+    modified: Option<std::time::SystemTime>,
     /// Per user: the start of the current one-second window and the requests made in it.
     windows: HashMap<u32, (Instant, u32)>,
 }
@@ -55,9 +57,14 @@ pub fn config_path() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/etc/netloom/shape.toml"))
 }
 
+fn modified(path: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
 impl Tenancy {
     /// Reads the limits at `path`; a file that does not exist means the defaults.
     pub fn load(path: &Path) -> Result<Tenancy, String> {
+        let modified = modified(path);
         let file = match std::fs::read_to_string(path) {
             Ok(text) => toml::from_str(&text).map_err(|e| {
                 format!(
@@ -78,8 +85,23 @@ impl Tenancy {
         Ok(Tenancy {
             file,
             path: path.to_path_buf(),
+            modified,
             windows: HashMap::new(),
         })
+    }
+
+    /// Reads the file again if its modification time changed since it was read (or it came or
+    /// went): the daemon calls this on every request, so an edit applies from the next one,
+    /// without a restart or a signal. A file that no longer parses changes nothing and its
+    /// error is returned (the limits read before stay); request counts are kept.
+    pub fn reload_if_changed(&mut self) -> Result<bool, String> {
+        if modified(&self.path) == self.modified {
+            return Ok(false);
+        }
+        let fresh = Tenancy::load(&self.path)
+            .map_err(|e| format!("{e}; the limits read before stay until the file is fixed"))?;
+        (self.file, self.modified) = (fresh.file, fresh.modified);
+        Ok(true)
     }
 
     fn limits(&self, uid: u32) -> Limits {
@@ -188,5 +210,36 @@ mod tests {
         assert!(e.contains("rule") && e.contains("valid:"), "{e}");
         let e = tenancy("[users.alice]\nrules = 2\n").unwrap_err();
         assert!(e.contains("[users.alice]") && e.contains("uid"), "{e}");
+    }
+
+    #[test]
+    fn an_edited_file_is_read_again_and_a_broken_edit_keeps_the_old_limits() {
+        let path = std::env::temp_dir().join(format!("limits-reload-{}.toml", std::process::id()));
+        std::fs::write(&path, "[default]\nrules = 1\n").unwrap();
+        let mut t = Tenancy::load(&path).unwrap();
+        assert_eq!(t.reload_if_changed(), Ok(false));
+        assert!(t.allow(1001, 2, 2).is_err());
+        // Same size, new time (a coarse clock could give the same second otherwise).
+        let touch = |text: &str, secs: u64| {
+            std::fs::write(&path, text).unwrap();
+            let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(at)
+                .unwrap();
+        };
+        touch("[default]\nrules = 3\n", 1_000_000);
+        assert_eq!(t.reload_if_changed(), Ok(true));
+        assert!(t.allow(1001, 3, 3).is_ok());
+        touch("[default]\nrulez = 9\n", 2_000_000);
+        let e = t.reload_if_changed().unwrap_err();
+        assert!(e.contains("rulez") && e.contains("read before stay"), "{e}");
+        assert!(t.allow(1001, 3, 3).is_ok() && t.allow(1001, 4, 4).is_err());
+        std::fs::remove_file(&path).unwrap();
+        // Gone: the defaults.
+        assert_eq!(t.reload_if_changed(), Ok(true));
+        assert_eq!(t.limits(1001), Limits::default());
     }
 }

@@ -1,10 +1,14 @@
 //! `Shaper`: the emulated links and the packets they hold, sans I/O. The caller hands in each
 //! queued packet with the time; the shaper says when (or whether) it goes on, and `due` gives
-//! back, at those times, the handles of packets to accept or drop.
+//! back, at those times, the handles of packets to accept or drop. A pipe under FQ-CoDel
+//! decides departures later than arrival (its deferred interface): its packets wait in the
+//! shaper until its scheduler picks them, and `next_due` includes when it next must be asked.
 
 use crate::classifier::{Classifier, Direction, Packet, Rule, ROOT};
-use crate::spec::{LinkSpec, Pipes, Selector};
-use netloom_link::{Admission, DropCause, PacketMeta, Pipe, PipeConfig, Ticket};
+use crate::spec::{Cgroup, LinkSpec, Pipes, Selector};
+use netloom_link::{
+    Admission, Aqm, Dequeued, DropCause, Hold, PacketMeta, Pipe, PipeConfig, Ticket,
+};
 use netloom_time::Instant;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
@@ -15,6 +19,8 @@ struct Link {
     id: u32,
     owner: u32,
     selector: Selector,
+    /// The selector's cgroup, as found when the link was set.
+    cgroup: Option<Cgroup>,
     /// The request's words, shown by `show`.
     text: String,
     pipes: Vec<Slot>,
@@ -29,6 +35,13 @@ struct Slot {
     pipe: Pipe,
     serial: u64,
     direction: &'static str,
+}
+
+/// A packet a deferred (FQ-CoDel) pipe holds until its scheduler picks it.
+struct Waiting<H> {
+    handle: H,
+    serial: u64,
+    bytes: u32,
 }
 
 /// A packet held until its exit.
@@ -50,6 +63,12 @@ pub enum Arrival {
     Held {
         /// When it leaves the pipe.
         exit: Instant,
+        /// The link that holds it.
+        link: u32,
+    },
+    /// Held by a pipe that decides its departure later (FQ-CoDel); `due` gives it back when
+    /// it leaves or is dropped.
+    Waiting {
         /// The link that holds it.
         link: u32,
     },
@@ -113,6 +132,12 @@ pub struct Shaper<H> {
     exits: BinaryHeap<Reverse<(Instant, u64)>>,
     held: HashMap<u64, Held<H>>,
     next_key: u64,
+    /// Packets deferred pipes hold, by the handle the pipe knows them by.
+    waiting: HashMap<u32, Waiting<H>>,
+    next_waiting: u32,
+    /// Decided outside `due` (dropped to make room, or their pipe gone): given at the next.
+    decided: Vec<(H, bool)>,
+    dequeued: Vec<Dequeued>,
 }
 
 impl<H> Shaper<H> {
@@ -127,6 +152,10 @@ impl<H> Shaper<H> {
             exits: BinaryHeap::new(),
             held: HashMap::new(),
             next_key: 0,
+            waiting: HashMap::new(),
+            next_waiting: 0,
+            decided: Vec::new(),
+            dequeued: Vec::new(),
         }
     }
 
@@ -140,8 +169,14 @@ impl<H> Shaper<H> {
             .iter_mut()
             .find(|l| l.owner == owner && l.selector == spec.selector)
         {
+            // A pipe cannot change between deciding at arrival and deciding later.
             let same_layout = link.pipes.len() == layout.pipes.len()
-                && (link.inbound, link.outbound) == (layout.inbound, layout.outbound);
+                && (link.inbound, link.outbound) == (layout.inbound, layout.outbound)
+                && link
+                    .pipes
+                    .iter()
+                    .zip(&layout.pipes)
+                    .all(|(slot, (_, c))| slot.pipe.is_deferred() == deferred(c));
             if same_layout {
                 for (slot, config) in link.pipes.iter_mut().zip(layout.pipes) {
                     slot.pipe.set_config(now, config.1);
@@ -151,8 +186,10 @@ impl<H> Shaper<H> {
                 (link.inbound, link.outbound) = (layout.inbound, layout.outbound);
             }
             link.text = text;
+            link.cgroup = spec.cgroup;
             let id = link.id;
             self.rebuild();
+            self.let_orphans_go();
             return (id, true);
         }
         let id = self.next_id;
@@ -161,6 +198,7 @@ impl<H> Shaper<H> {
             id,
             owner,
             selector: spec.selector,
+            cgroup: spec.cgroup,
             text,
             pipes: make_slots(layout.pipes, &mut self.next_serial, self.seed),
             inbound: layout.inbound,
@@ -200,6 +238,7 @@ impl<H> Shaper<H> {
         };
         let id = self.links.remove(i).id;
         self.rebuild();
+        self.let_orphans_go();
         Ok(id)
     }
 
@@ -222,10 +261,11 @@ impl<H> Shaper<H> {
             let mut rules = Rule::from_selector(&link.selector, link.id, &directions);
             // A user's rules match only that user's sockets, whatever the request said (the
             // kernel's OUT rules get `--uid-owner` from this).
-            if link.owner != ROOT {
-                for rule in &mut rules {
+            for rule in &mut rules {
+                if link.owner != ROOT {
                     rule.uid = Some(link.owner);
                 }
+                rule.cgroup = link.cgroup.clone();
             }
             tenants.push((link.owner, rules));
         }
@@ -248,6 +288,40 @@ impl<H> Shaper<H> {
         let Some(slot) = index.map(|i| &mut link.pipes[i]) else {
             return Arrival::Unmatched;
         };
+        if slot.pipe.is_deferred() {
+            let key = self.next_waiting;
+            self.next_waiting = self.next_waiting.wrapping_add(1);
+            let meta = PacketMeta {
+                flow: packet.flow(),
+                ..PacketMeta::default()
+            };
+            let mut evicted = Vec::new();
+            if let Hold::Dropped(cause) = slot.pipe.hold(now, bytes, meta, key, &mut evicted) {
+                return Arrival::Dropped(cause);
+            }
+            let serial = slot.serial;
+            self.waiting.insert(
+                key,
+                Waiting {
+                    handle,
+                    serial,
+                    bytes,
+                },
+            );
+            let mut this_one = false;
+            for victim in evicted {
+                if let Some(w) = self.waiting.remove(&victim) {
+                    match victim == key {
+                        true => this_one = true,
+                        false => self.decided.push((w.handle, false)),
+                    }
+                }
+            }
+            return match this_one {
+                true => Arrival::Dropped(DropCause::Queue),
+                false => Arrival::Waiting { link: link_id },
+            };
+        }
         match slot.pipe.offer(now, bytes, PacketMeta::default()) {
             Admission::Dropped(cause) => Arrival::Dropped(cause),
             Admission::Scheduled { first, .. } => {
@@ -271,14 +345,32 @@ impl<H> Shaper<H> {
         }
     }
 
-    /// The earliest exit of a held packet.
+    /// The earliest exit of a held packet, or time a deferred pipe must be asked again.
     pub fn next_due(&self) -> Option<Instant> {
-        self.exits.peek().map(|Reverse((at, _))| *at)
+        let polls = self.deferred_slots().filter_map(|s| s.pipe.poll_at());
+        let decided = (!self.decided.is_empty()).then_some(Instant::ZERO);
+        self.exits
+            .peek()
+            .map(|Reverse((at, _))| *at)
+            .into_iter()
+            .chain(polls)
+            .chain(decided)
+            .min()
+    }
+
+    fn deferred_slots(&self) -> impl Iterator<Item = &Slot> {
+        self.links
+            .iter()
+            .flat_map(|l| l.pipes.iter())
+            .filter(|s| s.pipe.is_deferred())
     }
 
     /// Appends to `out` every packet whose exit is at or before `now`, in exit order, with
-    /// true to accept it or false to drop it (its link went down while it was held).
+    /// true to accept it or false to drop it (its link went down while it was held, or a
+    /// deferred pipe dropped it); first, deferred pipes due by `now` pick their next packets.
     pub fn due(&mut self, now: Instant, out: &mut Vec<(H, bool)>) {
+        out.append(&mut self.decided);
+        self.dequeue(now, out);
         while let Some(&Reverse((at, key))) = self.exits.peek() {
             if at > now {
                 return;
@@ -296,6 +388,76 @@ impl<H> Shaper<H> {
             };
             out.push((held.handle, accept));
         }
+    }
+
+    /// Asks every deferred pipe due by `now` what it does: each departure is scheduled like an
+    /// offered packet's, each drop goes to `out`.
+    fn dequeue(&mut self, now: Instant, out: &mut Vec<(H, bool)>) {
+        for slot in self.links.iter_mut().flat_map(|l| l.pipes.iter_mut()) {
+            while slot.pipe.poll_at().is_some_and(|at| at <= now) {
+                let before = self.dequeued.len();
+                slot.pipe.dequeue(now, &mut self.dequeued);
+                if self.dequeued.len() == before {
+                    break; // the serializer is busy past `now`
+                }
+            }
+            for d in self.dequeued.drain(..) {
+                match d {
+                    Dequeued::Departed {
+                        handle, departure, ..
+                    } => {
+                        let Some(w) = self.waiting.remove(&handle) else {
+                            continue;
+                        };
+                        let key = self.next_key;
+                        self.next_key += 1;
+                        self.exits.push(Reverse((departure.exit, key)));
+                        self.held.insert(
+                            key,
+                            Held {
+                                handle: w.handle,
+                                serial: w.serial,
+                                ticket: departure.ticket,
+                                bytes: w.bytes,
+                            },
+                        );
+                    }
+                    Dequeued::Dropped { handle, .. } => {
+                        if let Some(w) = self.waiting.remove(&handle) {
+                            out.push((w.handle, false));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Packets waiting in a deferred pipe that was deleted or replaced go on at once (a pipe
+    /// offered to fixes their exits, so those keep them).
+    fn let_orphans_go(&mut self) {
+        let live: std::collections::HashSet<u64> = self
+            .links
+            .iter()
+            .flat_map(|l| l.pipes.iter().map(|s| s.serial))
+            .collect();
+        let gone: Vec<u32> = self
+            .waiting
+            .iter()
+            .filter(|(_, w)| !live.contains(&w.serial))
+            .map(|(&k, _)| k)
+            .collect();
+        for k in gone {
+            let w = self.waiting.remove(&k).expect("listed");
+            self.decided.push((w.handle, true));
+        }
+    }
+
+    /// Gives back every packet held or waiting, accepted, as when the shaping process ends.
+    pub fn drain(&mut self, out: &mut Vec<(H, bool)>) {
+        out.extend(self.decided.drain(..).map(|(h, _)| (h, true)));
+        out.extend(self.waiting.drain().map(|(_, w)| (w.handle, true)));
+        self.exits.clear();
+        out.extend(self.held.drain().map(|(_, h)| (h.handle, true)));
     }
 
     /// Links `owner` may see (all if `None`), with their counters at `now`.
@@ -336,6 +498,11 @@ impl<H> Shaper<H> {
     pub fn is_empty(&self) -> bool {
         self.links.is_empty()
     }
+}
+
+/// Does a pipe of this configuration decide departures later than arrival?
+fn deferred(config: &PipeConfig) -> bool {
+    matches!(config.aqm, Aqm::FqCodel(_))
 }
 
 /// A link's pipes in order, with the index of each direction's.
@@ -405,6 +572,7 @@ mod tests {
             sport: 40000,
             dport,
             owner: None,
+            cgroup: None,
         }
     }
 
@@ -534,5 +702,64 @@ mod tests {
             Arrival::Dropped(DropCause::Loss)
         );
         assert_eq!(s.report(Instant(0), None)[0].pipes[0].drops, 1);
+    }
+
+    #[test]
+    fn fq_codel_serves_a_second_flow_before_the_first_ones_backlog() {
+        let mut s: Shaper<u32> = Shaper::new(1);
+        s.set(
+            Instant(0),
+            0,
+            spec("server 80 OUT bw=12Mbit aqm=fq_codel"),
+            String::new(),
+        );
+        let from = |dport| Packet {
+            sport: 80,
+            ..request(dport)
+        };
+        // Flow A (to port 5000) sends ten packets at once, then flow B (5001) one.
+        for id in 0..10 {
+            assert_eq!(
+                s.arrive(Instant(0), &from(5000), 1500, id),
+                Arrival::Waiting { link: 1 }
+            );
+        }
+        s.arrive(Instant(0), &from(5001), 1500, 99);
+        let tx = Rate::bps(12_000_000).tx_time(1500); // 1 ms
+        let mut order = Vec::new();
+        let mut now = Instant(0);
+        while let Some(at) = s.next_due() {
+            now = at.max(now);
+            let mut out = Vec::new();
+            s.due(now, &mut out);
+            order.extend(out.into_iter().map(|(id, accept)| (id, accept, now)));
+        }
+        let ids: Vec<u32> = order.iter().map(|o| o.0).collect();
+        // Under a FIFO pipe B would leave 11th; FQ-CoDel's deficit round robin sends it 3rd
+        // (A's quantum of 1514 bytes lets it send two 1500-byte packets first, as Linux's).
+        assert_eq!(&ids[..3], &[0, 1, 99], "{order:?}");
+        assert!(order.iter().all(|o| o.1));
+        assert_eq!(order[2].2, Instant(3 * tx.0));
+        assert_eq!(order.len(), 11);
+    }
+
+    #[test]
+    fn packets_waiting_in_a_deleted_fq_codel_pipe_go_on_at_once() {
+        let mut s: Shaper<u32> = Shaper::new(1);
+        s.set(
+            Instant(0),
+            0,
+            spec("client 80@127.0.0.1 OUT bw=1Mbit aqm=fq_codel"),
+            String::new(),
+        );
+        for id in 0..3 {
+            s.arrive(Instant(0), &request(80), 1500, id);
+        }
+        assert_eq!(s.delete(None, &Target::Id(1)), Ok(1));
+        let mut out = Vec::new();
+        s.due(Instant(0), &mut out);
+        out.sort();
+        assert_eq!(out, vec![(0, true), (1, true), (2, true)]);
+        assert_eq!(s.next_due(), None);
     }
 }

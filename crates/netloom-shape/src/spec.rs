@@ -2,7 +2,7 @@
 //! `service PORTS[@ADDRS]`, owner and protocol options, then `IN …`, `OUT …` or `SHARED …` with
 //! a topology link's `key=value` parameters (and `profile=NAME`).
 
-use netloom_link::{Aqm, PipeConfig, QueueLimit};
+use netloom_link::{PipeConfig, QueueLimit};
 use netloom_time::{Duration, Rate};
 use netloom_topo::{did_you_mean, LinkPatch, PatchError};
 use serde_json::{Map, Value};
@@ -174,10 +174,14 @@ pub struct Selector {
     pub peers: Vec<Prefix>,
     /// Only this protocol; `None` for TCP and UDP.
     pub proto: Option<Proto>,
-    /// Only packets of sockets owned by this uid (outgoing packets only: see `docs/shape.md`).
+    /// Only packets of sockets owned by this uid.
     pub uid: Option<u32>,
-    /// Only packets of sockets owned by this gid (outgoing packets only).
+    /// Only packets of sockets owned by this gid (arriving: the owner's primary group; see
+    /// `docs/shape.md`).
     pub gid: Option<u32>,
+    /// Only packets of sockets in this cgroup v2 (its path from the cgroup2 mount, like
+    /// `/system.slice/foo.service`), or in a cgroup below it.
+    pub cgroup: Option<String>,
 }
 
 impl fmt::Display for Selector {
@@ -196,6 +200,9 @@ impl fmt::Display for Selector {
         }
         if let Some(g) = self.gid {
             write!(f, " gid={g}")?;
+        }
+        if let Some(c) = &self.cgroup {
+            write!(f, " cgroup={c}")?;
         }
         Ok(())
     }
@@ -221,6 +228,8 @@ pub enum Pipes {
 pub struct LinkSpec {
     /// The traffic it takes.
     pub selector: Selector,
+    /// The selector's `cgroup=`, found on this machine.
+    pub cgroup: Option<Cgroup>,
     /// What that traffic goes through.
     pub pipes: Pipes,
 }
@@ -229,7 +238,7 @@ pub struct LinkSpec {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SpecError {
     /// Nothing, or only a role, was given.
-    #[error("expected `client|server|service PORTS[@ADDRS] [proto=tcp|udp] [uid=N] [gid=N] (IN k=v... OUT k=v... | SHARED k=v...)`")]
+    #[error("expected `client|server|service PORTS[@ADDRS] [proto=tcp|udp] [uid=N] [gid=N] [cgroup=PATH] (IN k=v... OUT k=v... | SHARED k=v...)`")]
     Usage,
     /// The first word is not a role.
     #[error("unknown configuration {word:?}{}; it is one of client, server, service", did_you_mean(.word, Role::NAMES))]
@@ -259,7 +268,7 @@ pub enum SpecError {
     )]
     ClientWithoutPeers,
     /// An option between the selector and the pipes that is not one.
-    #[error("unknown option {word:?}{}; before IN, OUT or SHARED come proto=tcp|udp, uid=N, gid=N", did_you_mean(.word.split('=').next().unwrap_or(""), &["proto", "uid", "gid"]))]
+    #[error("unknown option {word:?}{}; before IN, OUT or SHARED come proto=tcp|udp, uid=N, gid=N, cgroup=PATH", did_you_mean(.word.split('=').next().unwrap_or(""), &["proto", "uid", "gid", "cgroup"]))]
     Option {
         /// The word as given.
         word: String,
@@ -301,9 +310,14 @@ pub enum SpecError {
         /// Why.
         why: &'static str,
     },
-    /// `uid=` or `gid=` on an `IN` or `SHARED` pipe.
-    #[error("uid= and gid= select outgoing packets only (the kernel knows a packet's socket as it leaves, not as it arrives); use OUT alone, or drop the owner")]
-    OwnerInbound,
+    /// A `cgroup=` that is not a cgroup v2 of this machine.
+    #[error("cgroup={path}: {why}")]
+    Cgroup {
+        /// The path as given.
+        path: String,
+        /// What is wrong, and what is valid.
+        why: String,
+    },
 }
 
 /// The system's profile directory, the last place `profile=NAME` is looked up, and the only one
@@ -366,18 +380,12 @@ impl LinkSpec {
                 outbound: o.map(|(p, ws)| config(p, ws)).transpose()?,
             },
         };
-        let inbound = matches!(
+        let cgroup = selector.cgroup.as_deref().map(Cgroup::find).transpose()?;
+        Ok(LinkSpec {
+            selector,
+            cgroup,
             pipes,
-            Pipes::Shared(_)
-                | Pipes::Split {
-                    inbound: Some(_),
-                    ..
-                }
-        );
-        if inbound && (selector.uid.is_some() || selector.gid.is_some()) {
-            return Err(SpecError::OwnerInbound);
-        }
-        Ok(LinkSpec { selector, pipes })
+        })
     }
 }
 
@@ -415,6 +423,7 @@ pub fn parse_selector<'a>(words: &'a [&'a str]) -> Result<(Selector, &'a [&'a st
         proto: None,
         uid: None,
         gid: None,
+        cgroup: None,
     };
     let mut rest = &words[2..];
     while let Some(&word) = rest.first() {
@@ -433,11 +442,82 @@ pub fn parse_selector<'a>(words: &'a [&'a str]) -> Result<(Selector, &'a [&'a st
             }
             "uid" => selector.uid = Some(value.parse().map_err(|_| bad())?),
             "gid" => selector.gid = Some(value.parse().map_err(|_| bad())?),
+            "cgroup" => selector.cgroup = Some(cgroup_path(value)?),
             _ => return Err(bad()),
         }
         rest = &rest[1..];
     }
     Ok((selector, rest))
+}
+
+/// A `cgroup=` path in the form iptables' cgroup match and this module compare: from the
+/// cgroup2 mount, starting with `/`, without `.`, `..`, empty parts, a trailing `/`, blanks or
+/// quotes (the path is written into iptables-restore's input).
+fn cgroup_path(text: &str) -> Result<String, SpecError> {
+    let bad = |why: &str| {
+        SpecError::Cgroup {
+        path: text.to_string(),
+        why: format!("{why}; a cgroup v2 is named by its path from the cgroup2 mount, like /system.slice/foo.service (the `0::` line of /proc/PID/cgroup)"),
+    }
+    };
+    let Some(rest) = text.strip_prefix('/') else {
+        return Err(bad("it does not start with /"));
+    };
+    if text
+        .chars()
+        .any(|c| c.is_whitespace() || c == '"' || c == '\'')
+    {
+        return Err(bad("it has a blank or a quote"));
+    }
+    if !rest.is_empty() && rest.split('/').any(|p| matches!(p, "" | "." | "..")) {
+        return Err(bad("it has an empty, . or .. part"));
+    }
+    Ok(text.to_string())
+}
+
+/// A cgroup v2 of this machine, found from its path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cgroup {
+    /// Its path from the cgroup2 mount, as given.
+    pub path: String,
+    /// Its id: its directory's inode, which sock_diag reports for each of its sockets.
+    pub id: u64,
+    /// The uid owning its directory: a user may name only their own (a delegated subtree).
+    pub owner: u32,
+}
+
+impl Cgroup {
+    /// The cgroup at `path` (checked by `cgroup_path`) under this machine's cgroup2 mount.
+    pub fn find(path: &str) -> Result<Cgroup, SpecError> {
+        let bad = |why: String| SpecError::Cgroup {
+            path: path.to_string(),
+            why,
+        };
+        let Some(mount) = netloom_os::cgroup2_mount() else {
+            return Err(bad(
+                "this machine has no cgroup v2 mounted (no cgroup2 in /proc/self/mountinfo)".into(),
+            ));
+        };
+        let dir = mount.join(path.trim_start_matches('/'));
+        let meta = std::fs::metadata(&dir).map_err(|e| {
+            bad(format!(
+                "no such cgroup v2: {}: {e} (`cat /proc/PID/cgroup` gives a process's, the line starting 0::)",
+                dir.display()
+            ))
+        })?;
+        if !meta.is_dir() || !dir.join("cgroup.procs").is_file() {
+            return Err(bad(format!(
+                "{} is not a cgroup v2 directory",
+                dir.display()
+            )));
+        }
+        use std::os::unix::fs::MetadataExt;
+        Ok(Cgroup {
+            path: path.to_string(),
+            id: meta.ino(),
+            owner: meta.uid(),
+        })
+    }
 }
 
 fn parse_ports(text: &str) -> Result<PortRange, SpecError> {
@@ -523,8 +603,7 @@ pub fn default_queue(rate: Rate, delay: Duration) -> QueueLimit {
 /// Ten packets of loopback's largest size (its MTU, 65536).
 const LOOPBACK_QUEUE_BYTES: u64 = 10 * 65536;
 
-/// Refuses what a verdict cannot do: copy a packet, rewrite its ECN bits, or hold it for
-/// FQ-CoDel's later decision (which needs the pipe's deferred interface; not wired yet).
+/// Refuses what a verdict cannot do: copy a packet, or rewrite its ECN bits.
 fn check_mechanism(part: &'static str, config: &PipeConfig) -> Result<(), SpecError> {
     let refuse = |key, why| Err(SpecError::Mechanism { part, key, why });
     if config.duplicate > 0.0 {
@@ -537,12 +616,6 @@ fn check_mechanism(part: &'static str, config: &PipeConfig) -> Result<(), SpecEr
         return refuse(
             "ecn",
             "marking CE rewrites the packet, and only its header is copied out of the kernel",
-        );
-    }
-    if matches!(config.aqm, Aqm::FqCodel(_)) {
-        return refuse(
-            "aqm=fq_codel",
-            "its flow queues decide departures later than arrival, which the shaping loop does not do yet; use droptail, red or codel",
         );
     }
     Ok(())

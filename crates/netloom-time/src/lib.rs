@@ -1,7 +1,11 @@
 //! Time and rate as integers: `Instant` and `Duration` in nanoseconds, `Rate` in bits per second.
 //!
 //! The core never reads a clock; drivers hand it `Instant`s. Nothing here is `f64` so timing
-//! arithmetic is exact and reproducible on every machine.
+//! arithmetic is exact and reproducible on every machine. Loops that run in real time take
+//! the time from a `Clock` they are given (`clock`), so a test can drive them with its own.
+
+pub mod clock;
+pub use clock::{Clock, SystemClock, TestClock};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

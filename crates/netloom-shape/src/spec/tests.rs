@@ -104,7 +104,6 @@ fn bad_words_are_refused_with_what_is_valid() {
         ),
         ("client 80@1.2.3.4 IN dealy=1ms", "did you mean \"delay\""),
         ("client 80@1.2.3.4 IN duplicate=1%", "no copy can be made"),
-        ("server 80 uid=1000 IN delay=1ms", "outgoing packets only"),
         ("server 80 prot=tcp OUT delay=1ms", "did you mean \"proto\""),
     ];
     for (text, expected) in cases {
@@ -124,4 +123,46 @@ fn prefixes_match_their_own_family_only() {
     assert!(Prefix::parse("0.0.0.0/0")
         .unwrap()
         .contains("8.8.8.8".parse().unwrap()));
+}
+
+#[test]
+fn a_cgroup_is_named_by_its_path_from_the_cgroup2_mount_and_must_exist() {
+    for (text, why) in [
+        ("system.slice", "does not start with /"),
+        ("/a//b", "empty, . or .. part"),
+        ("/a/../b", "empty, . or .. part"),
+        ("/a b", "blank or a quote"),
+    ] {
+        let words = [
+            "server",
+            "80",
+            &format!("cgroup={text}"),
+            "OUT",
+            "delay=1ms",
+        ];
+        let e = LinkSpec::parse(&words, &[]).unwrap_err().to_string();
+        assert!(e.contains(why) && e.contains("/proc/PID/cgroup"), "{e}");
+    }
+    let Some(mount) = netloom_os::cgroup2_mount() else {
+        eprintln!("skipped: no cgroup v2 here");
+        return;
+    };
+    let missing = parse("server 80 cgroup=/netloom-no-such-cgroup OUT delay=1ms").unwrap_err();
+    assert!(
+        missing.to_string().contains("no such cgroup v2")
+            && missing.to_string().contains(&mount.display().to_string()),
+        "{missing}"
+    );
+    // A file of a cgroup is not one.
+    let file = parse("server 80 cgroup=/cgroup.procs OUT delay=1ms").unwrap_err();
+    assert!(
+        file.to_string().contains("not a cgroup v2 directory"),
+        "{file}"
+    );
+    // The root cgroup is the mount itself; its id is its inode; IN pipes may name it too.
+    let root = parse("server 80 cgroup=/ IN delay=1ms OUT delay=1ms").unwrap();
+    let c = root.cgroup.expect("found");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(c.id, std::fs::metadata(&mount).unwrap().ino());
+    assert_eq!(root.selector.to_string(), "server 80 cgroup=/");
 }

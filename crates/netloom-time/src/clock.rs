@@ -1,8 +1,9 @@
-//! Time for the live run, as a `Clock` passed in: the driver never reads the system's clock
-//! itself, so its loop runs the same against `SystemClock` in a run and against a `TestClock`
-//! that a test sets by hand (as quinn-proto and s2n-quic test theirs).
+//! Real time as a `Clock` passed in: a loop that runs against the system's clock (a live run's
+//! driver, the shaping daemon) never reads it itself, so it runs the same against
+//! `SystemClock` and against a `TestClock` that a test sets by hand (as quinn-proto and
+//! s2n-quic test theirs).
 
-use netloom_time::{Duration, Instant};
+use crate::{Duration, Instant};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
