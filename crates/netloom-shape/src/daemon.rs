@@ -24,6 +24,9 @@ use std::sync::mpsc;
 const COPY: u32 = 128;
 /// Packets the kernel holds for netloom at most; beyond, it drops.
 const MAX_HELD: u32 = 65536;
+/// Packets read from the queue before they are classified together (`Shaper::arrive_batch`);
+/// fewer when the queue holds fewer. They share one arrival time, that of the wake-up.
+const BATCH: usize = 64;
 /// The netfilter hook numbers NFQUEUE reports.
 const HOOK_INPUT: u8 = 1;
 const HOOK_OUTPUT: u8 = 3;
@@ -257,6 +260,7 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     let mut shaper: Shaper<u32> = Shaper::new(std::process::id().into());
     let mut ready = Vec::new();
     let mut out = Vec::new();
+    let (mut batch, mut fates) = (Vec::new(), Vec::new());
     let mut had_links = false;
     let result = loop {
         if stopping.load(std::sync::atomic::Ordering::Relaxed) {
@@ -268,26 +272,35 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
         // Wake at least every 100 ms to notice SIGTERM.
         let cap = std::time::Duration::from_millis(100);
         poller.wait(Some(timeout.map_or(cap, |t| t.min(cap))), &mut ready)?;
-        queue.recv(|p| {
-            let direction = match p.hook {
-                HOOK_INPUT => Some(Direction::In),
-                HOOK_OUTPUT => Some(Direction::Out),
-                _ => None,
-            };
-            let mut packet = direction.and_then(|d| Packet::parse(d, p.header, p.owner));
-            if let Some(packet) = packet.as_mut().filter(|_| shaper.classifier().has_users()) {
-                packet.owner = packet.owner.or_else(|| receiver(&mut sockets, packet));
+        // Drain what the queue holds (one packet per read) and classify it as one batch.
+        while batch.len() < BATCH {
+            let read = queue.recv(|p| {
+                let direction = match p.hook {
+                    HOOK_INPUT => Some(Direction::In),
+                    HOOK_OUTPUT => Some(Direction::Out),
+                    _ => None,
+                };
+                let mut packet = direction.and_then(|d| Packet::parse(d, p.header, p.owner));
+                if let Some(packet) = packet.as_mut().filter(|_| shaper.classifier().has_users()) {
+                    packet.owner = packet.owner.or_else(|| receiver(&mut sockets, packet));
+                }
+                match packet {
+                    Some(packet) => batch.push((packet, p.len, p.id)),
+                    None => out.push((p.id, true)),
+                }
+            })?;
+            if read == 0 {
+                break;
             }
-            let fate = match packet {
-                Some(packet) => shaper.arrive(now(), &packet, p.len, p.id),
-                None => Arrival::Unmatched,
-            };
+        }
+        shaper.arrive_batch(now(), &mut batch, &mut fates);
+        for (id, fate) in fates.drain(..) {
             match fate {
                 Arrival::Held { .. } => {}
-                Arrival::Unmatched => out.push((p.id, true)),
-                Arrival::Dropped(_) => out.push((p.id, false)),
+                Arrival::Unmatched => out.push((id, true)),
+                Arrival::Dropped(_) => out.push((id, false)),
             }
-        })?;
+        }
         shaper.due(now(), &mut out);
         for (id, accept) in out.drain(..) {
             let v = if accept {
