@@ -200,11 +200,11 @@ impl TestbedSpec {
         hosts.chain(self.routers.iter().cloned())
     }
 
-    /// `/etc/hosts` of every host: loopback names, then every host's and router's name with
-    /// both addresses.
-    fn hosts_file(&self, host: &str) -> String {
+    /// `/etc/hosts` of every host (one file for all): loopback names, then every host's and
+    /// router's name with both addresses.
+    fn hosts_file(&self) -> String {
         let mut text = format!(
-            "# /etc/hosts of host {host} in netloom experiment {} (removed with the experiment)\n\
+            "# /etc/hosts of the hosts of netloom experiment {} (removed with the experiment)\n\
              127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
             self.name
         );
@@ -370,17 +370,14 @@ impl Testbed {
             }
         }
         self.tuns = Arc::new(tuns);
-        let named = spec
-            .hosts
-            .iter()
-            .map(|h| (&h.name, plan::namespace_name(&spec.name, &h.name)));
-        let routers = spec
-            .kernel_routers
-            .iter()
-            .map(|r| (&r.name, r.namespace.clone()));
-        for (name, ns) in named.chain(routers) {
-            netns::write_hosts(&ns, &spec.hosts_file(name))?;
-            self.etc_dirs.push(ns);
+        let routers = spec.kernel_routers.iter().map(|r| &r.namespace);
+        let hosts_file = spec.hosts_file();
+        for ns in namespaces.iter().chain(routers) {
+            match self.etc_dirs.first() {
+                None => netns::write_hosts(ns, &hosts_file)?,
+                Some(first) => netns::link_hosts(ns, first)?,
+            }
+            self.etc_dirs.push(ns.clone());
         }
         Ok(())
     }
@@ -623,7 +620,7 @@ mod tests {
             ipv6,
         });
         spec.check().unwrap();
-        let text = spec.hosts_file("h1");
+        let text = spec.hosts_file();
         assert!(
             text.contains("198.18.0.2\th2\nfd6e:6c00::2\th2\n"),
             "{text}"
