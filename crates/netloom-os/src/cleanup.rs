@@ -143,7 +143,7 @@ pub(crate) fn clean_in(dir: &Path, experiment: Option<&str>) -> Result<CleanRepo
 }
 
 /// What tearing down one host may take, beyond `stop`'s fixed timeout: removing a namespace gets
-/// slower as more exist (10,000 hosts took about 40 s here: docs/performance.md, "10,000 hosts").
+/// slower as more exist (10,000 hosts took 12 s here: docs/performance.md, "10,000 hosts").
 const STOP_PER_HOST: Duration = Duration::from_millis(5);
 
 /// Stops a running experiment owned by another process (`netloom stop`): sends its owner SIGTERM
