@@ -242,7 +242,10 @@ impl Testbed {
         spec.check()?;
         require_root("netloom run")?;
         let devices: usize = spec.kernel_routers.iter().map(|r| r.interfaces.len()).sum();
-        raise_open_files(&spec.name, (spec.hosts.len() + devices) as u64 + SPARE_FILES)?;
+        raise_open_files(
+            &spec.name,
+            (spec.hosts.len() + devices) as u64 + SPARE_FILES,
+        )?;
         if !Path::new("/dev/net/tun").exists() {
             return Err(OsError::NoTun);
         }
