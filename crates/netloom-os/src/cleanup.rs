@@ -142,14 +142,21 @@ pub(crate) fn clean_in(dir: &Path, experiment: Option<&str>) -> Result<CleanRepo
     Ok(report)
 }
 
+/// What tearing down one host may take, beyond `stop`'s fixed timeout: removing a namespace gets
+/// slower as more exist (10,000 hosts took 12 s here: docs/performance.md, "10,000 hosts").
+const STOP_PER_HOST: Duration = Duration::from_millis(5);
+
 /// Stops a running experiment owned by another process (`netloom stop`): sends its owner SIGTERM
-/// and waits up to `timeout` for it to exit; then removes whatever the owner left behind. With no
-/// name, the only running experiment. Returns the experiment's record.
+/// and waits up to `timeout`, plus `STOP_PER_HOST` for each of its hosts, for it to exit; then
+/// removes whatever the owner left behind. With no name, the only running experiment. Returns
+/// the experiment's record.
 pub fn stop(experiment: Option<&str>, timeout: Duration) -> Result<Record, OsError> {
     let dir = registry::registry_dir();
     let record = registry::find(&dir, experiment)?;
     if record.alive {
         terminate(record.pid)?;
+        let hosts = record.hosts.len() + record.routers.len();
+        let timeout = timeout + STOP_PER_HOST * hosts as u32;
         let deadline = Instant::now() + timeout;
         // Until the owner has exited, not only removed its record: it writes its final report
         // after its teardown, and `stop` shows that report.

@@ -56,6 +56,11 @@ pub(crate) fn allow_every_available() -> Result<(), OsError> {
     })
 }
 
+/// The congestion control of the calling thread's namespace (`net.ipv4.tcp_congestion_control`).
+pub(crate) fn congestion_control() -> Result<String, OsError> {
+    Ok(read_list("tcp_congestion_control")?.join(" "))
+}
+
 /// Sets the congestion control of the calling thread's namespace to `name`.
 pub(crate) fn set_congestion_control(name: &str) -> Result<(), OsError> {
     let path = Path::new(SYSCTL_DIR).join("tcp_congestion_control");

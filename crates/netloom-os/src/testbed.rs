@@ -15,7 +15,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// One host: its name (also its name in every hosts file) and its addresses.
@@ -200,11 +200,11 @@ impl TestbedSpec {
         hosts.chain(self.routers.iter().cloned())
     }
 
-    /// `/etc/hosts` of every host: loopback names, then every host's and router's name with
-    /// both addresses.
-    fn hosts_file(&self, host: &str) -> String {
+    /// `/etc/hosts` of every host (one file for all): loopback names, then every host's and
+    /// router's name with both addresses.
+    fn hosts_file(&self) -> String {
         let mut text = format!(
-            "# /etc/hosts of host {host} in netloom experiment {} (removed with the experiment)\n\
+            "# /etc/hosts of the hosts of netloom experiment {} (removed with the experiment)\n\
              127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
             self.name
         );
@@ -241,6 +241,11 @@ impl Testbed {
     pub fn create(spec: &TestbedSpec) -> Result<Testbed, OsError> {
         spec.check()?;
         require_root("netloom run")?;
+        let devices: usize = spec.kernel_routers.iter().map(|r| r.interfaces.len()).sum();
+        raise_open_files(
+            &spec.name,
+            (spec.hosts.len() + devices) as u64 + SPARE_FILES,
+        )?;
         if !Path::new("/dev/net/tun").exists() {
             return Err(OsError::NoTun);
         }
@@ -370,17 +375,14 @@ impl Testbed {
             }
         }
         self.tuns = Arc::new(tuns);
-        let named = spec
-            .hosts
-            .iter()
-            .map(|h| (&h.name, plan::namespace_name(&spec.name, &h.name)));
-        let routers = spec
-            .kernel_routers
-            .iter()
-            .map(|r| (&r.name, r.namespace.clone()));
-        for (name, ns) in named.chain(routers) {
-            netns::write_hosts(&ns, &spec.hosts_file(name))?;
-            self.etc_dirs.push(ns);
+        let routers = spec.kernel_routers.iter().map(|r| &r.namespace);
+        let hosts_file = spec.hosts_file();
+        for ns in namespaces.iter().chain(routers) {
+            match self.etc_dirs.first() {
+                None => netns::write_hosts(ns, &hosts_file)?,
+                Some(first) => netns::link_hosts(ns, first)?,
+            }
+            self.etc_dirs.push(ns.clone());
         }
         Ok(())
     }
@@ -474,6 +476,11 @@ fn bring_up(
     let made = Mutex::new(Vec::new());
     let slots: Mutex<Vec<Option<Tun>>> = Mutex::new((0..spec.hosts.len()).map(|_| None).collect());
     let errors = Mutex::new(Vec::new());
+    // Every new namespace starts with the same congestion control (Linux copies the initial
+    // namespace's); when the first host made has the one asked for, no host writes it. Each
+    // sysctl a host writes costs a lookup of /proc/sys/net that grows with the number of
+    // namespaces (docs/performance.md, "10,000 hosts").
+    let inherited = OnceLock::new();
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 4)
@@ -499,7 +506,12 @@ fn bring_up(
                         (host.ipv4, IPV4_PREFIX_LEN),
                         (host.ipv6, IPV6_PREFIX_LEN),
                     )?;
-                    tcp::set_congestion_control(&spec.congestion_control)?;
+                    let inherits = *inherited.get_or_init(|| {
+                        tcp::congestion_control().is_ok_and(|cc| cc == spec.congestion_control)
+                    });
+                    if !inherits {
+                        tcp::set_congestion_control(&spec.congestion_control)?;
+                    }
                     Ok(tun)
                 });
                 match result {
@@ -579,6 +591,47 @@ fn require_root(what: &'static str) -> Result<(), OsError> {
     Ok(())
 }
 
+/// Descriptors a run needs besides its TUN devices: the engine's epoll, timers, sockets, logs,
+/// and what the programs it starts inherit.
+const SPARE_FILES: u64 = 256;
+
+/// Raises this process's open-file limit to `need` if it is lower: the soft limit, and the hard
+/// one with it when that is lower too (root may, up to `fs.nr_open`). A shell's usual soft
+/// limit, 1024, would otherwise stop a run of about a thousand hosts at a TUN device with
+/// EMFILE. The error names the limit, what the run needs and how to raise it.
+fn raise_open_files(experiment: &str, need: u64) -> Result<(), OsError> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes only the struct it is given, which lives for the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(OsError::last("read the open-file limit (RLIMIT_NOFILE)"));
+    }
+    if limit.rlim_cur >= need {
+        return Ok(());
+    }
+    let raised = libc::rlimit {
+        rlim_cur: need,
+        rlim_max: limit.rlim_max.max(need),
+    };
+    // SAFETY: setrlimit reads only the struct it is given, which lives for the call.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+        let err = std::io::Error::last_os_error();
+        let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open").unwrap_or_default();
+        return Err(OsError::InvalidSpec {
+            experiment: experiment.to_string(),
+            reason: format!(
+                "it needs {need} open files (a TUN device per host and {SPARE_FILES} more), and the open-file limit is {} (hard {}), which could not be raised: {err}; raise it (`ulimit -n {need}`; the kernel's ceiling is fs.nr_open = {})",
+                limit.rlim_cur,
+                limit.rlim_max,
+                nr_open.trim()
+            ),
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -623,7 +676,7 @@ mod tests {
             ipv6,
         });
         spec.check().unwrap();
-        let text = spec.hosts_file("h1");
+        let text = spec.hosts_file();
         assert!(
             text.contains("198.18.0.2\th2\nfd6e:6c00::2\th2\n"),
             "{text}"

@@ -26,6 +26,9 @@ use std::sync::mpsc;
 const COPY: u32 = 128;
 /// Packets the kernel holds for netloom at most; beyond, it drops.
 const MAX_HELD: u32 = 65536;
+/// Packets read from the queue before they are classified together (`Shaper::arrive_batch`);
+/// fewer when the queue holds fewer. They share one arrival time, that of the wake-up.
+const BATCH: usize = 64;
 /// The netfilter hook numbers NFQUEUE reports.
 const HOOK_INPUT: u8 = 1;
 const HOOK_OUTPUT: u8 = 3;
@@ -382,7 +385,7 @@ trait LoopIo {
     /// Waits until a packet or a request may be ready, or `timeout` has passed; true if
     /// requests may be waiting.
     fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, DaemonError>;
-    /// Appends what the kernel has queued since the last call.
+    /// Appends what the kernel has queued since the last call, up to about `BATCH` packets.
     fn recv(&mut self, out: &mut Vec<Queued>) -> Result<(), DaemonError>;
     /// The local socket a TCP or UDP packet between `local` and `remote` belongs to.
     fn socket(&mut self, proto: u8, local: SocketAddr, remote: SocketAddr) -> Option<SocketOwner>;
@@ -423,18 +426,24 @@ impl LoopIo for KernelIo {
     }
 
     fn recv(&mut self, out: &mut Vec<Queued>) -> Result<(), DaemonError> {
-        self.queue.recv(|p| {
-            let direction = match p.hook {
-                HOOK_INPUT => Some(Direction::In),
-                HOOK_OUTPUT => Some(Direction::Out),
-                _ => None,
-            };
-            out.push(Queued {
-                id: p.id,
-                len: p.len,
-                packet: direction.and_then(|d| Packet::parse(d, p.header, p.owner)),
-            });
-        })?;
+        // One packet per read: drain what the queue holds, so it is classified as one batch.
+        while out.len() < BATCH {
+            let read = self.queue.recv(|p| {
+                let direction = match p.hook {
+                    HOOK_INPUT => Some(Direction::In),
+                    HOOK_OUTPUT => Some(Direction::Out),
+                    _ => None,
+                };
+                out.push(Queued {
+                    id: p.id,
+                    len: p.len,
+                    packet: direction.and_then(|d| Packet::parse(d, p.header, p.owner)),
+                });
+            })?;
+            if read == 0 {
+                break;
+            }
+        }
         Ok(())
     }
 
@@ -491,6 +500,7 @@ fn serve_loop(
 ) -> Result<(), DaemonError> {
     let mut shaper: Shaper<u32> = Shaper::new(std::process::id().into());
     let mut queued = Vec::new();
+    let (mut batch, mut fates) = (Vec::new(), Vec::new());
     let mut out = Vec::new();
     let mut had_links = false;
     let result = loop {
@@ -510,17 +520,20 @@ fn serve_loop(
             break Err(e);
         }
         for q in queued.drain(..) {
-            let fate = match q.packet {
+            match q.packet {
                 Some(mut packet) => {
                     find_socket(io, shaper.classifier(), &mut packet);
-                    shaper.arrive(clock.now(), &packet, q.len, q.id)
+                    batch.push((packet, q.len, q.id));
                 }
-                None => Arrival::Unmatched,
-            };
+                None => out.push((q.id, true)),
+            }
+        }
+        shaper.arrive_batch(clock.now(), &mut batch, &mut fates);
+        for (id, fate) in fates.drain(..) {
             match fate {
                 Arrival::Held { .. } | Arrival::Waiting { .. } => {}
-                Arrival::Unmatched => out.push((q.id, true)),
-                Arrival::Dropped(_) => out.push((q.id, false)),
+                Arrival::Unmatched => out.push((id, true)),
+                Arrival::Dropped(_) => out.push((id, false)),
             }
         }
         shaper.due(clock.now(), &mut out);
