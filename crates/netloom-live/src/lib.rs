@@ -17,6 +17,7 @@ mod accuracy;
 mod answer;
 pub mod calibration;
 mod capture;
+pub mod cluster;
 mod clock;
 mod control;
 mod driver;
