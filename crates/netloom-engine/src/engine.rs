@@ -22,6 +22,9 @@ use netloom_topo::{LinkId, NodeId, NodeKind, PipeId, Topology};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod remains;
+pub use remains::Remains;
+
 /// Something that happens at an instant.
 #[derive(Clone, Copy, Debug)]
 enum Event {

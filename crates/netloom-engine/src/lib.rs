@@ -2,6 +2,7 @@
 //! traffic, and reports. Sans-I/O: drivers (virtual time in `sim`, real time elsewhere) supply time.
 
 mod barrier;
+mod descriptor;
 mod engine;
 pub mod ownership;
 mod packet;
@@ -14,8 +15,9 @@ pub mod traffic;
 pub mod workers;
 pub mod workload;
 
+pub use descriptor::{DescriptorError, DESCRIPTOR_LEN};
 pub use engine::{
-    derive_seed, Engine, EngineCounters, EngineError, FlowStats, Injected, Output, Refusal,
+    derive_seed, Engine, EngineCounters, EngineError, FlowStats, Injected, Output, Refusal, Remains,
 };
 pub use ownership::{Ownership, OwnershipError, Payload};
 pub use packet::{Handoff, DEFAULT_TTL};

@@ -38,7 +38,7 @@ pub struct Report {
 /// `netloom sim --json`. From an HDR histogram with 3 significant digits and 1 µs resolution:
 /// each percentile and the maximum is the highest value of its bucket, never below the exact
 /// figure. All zero when nothing arrived.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Latency {
     /// Median, ns.
     pub p50: u64,
@@ -53,7 +53,7 @@ pub struct Latency {
 }
 
 /// The figures of one synthetic flow: an element of `flows` in `netloom sim --json`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FlowReport {
     /// Name of the sending host.
     pub src: String,

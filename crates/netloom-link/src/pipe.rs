@@ -123,6 +123,19 @@ pub struct Ticket {
     epoch: NonZeroU32,
 }
 
+impl Ticket {
+    /// The ticket as a number, never 0, for carrying it to another process (a hand-off's byte
+    /// form).
+    pub fn to_bits(self) -> u32 {
+        self.epoch.get()
+    }
+
+    /// The ticket `to_bits` gave; `None` for 0, which no ticket is.
+    pub fn from_bits(bits: u32) -> Option<Ticket> {
+        NonZeroU32::new(bits).map(|epoch| Ticket { epoch })
+    }
+}
+
 /// When a scheduled packet leaves the far end of the pipe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Departure {

@@ -5,6 +5,7 @@
 //! Linux only, and most of it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN).
 
 mod awake;
+mod child;
 mod cleanup;
 mod cpu;
 mod error;
@@ -25,6 +26,7 @@ mod testbed;
 mod tun;
 
 pub use awake::KeepAwake;
+pub use child::{die_with_parent, set_receive_buffer};
 pub use cleanup::{clean, stop, terminate, CleanReport};
 pub use cpu::{
     allowed_cpus, cpu_caches, format_cpu_list, machine_cpus, parse_cpu_list, pin_current_thread,
