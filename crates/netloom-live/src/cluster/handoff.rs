@@ -1,0 +1,142 @@
+//! Hand-offs between machines: each shipped hand-off is one GENEVE datagram over UDP with the
+//! packet inside and the hand-off in netloom's option (netloom-wire, docs/wire.md), so tshark's
+//! GENEVE dissector shows the traffic between machines. The sending worker's thread sends it
+//! as it posts the hand-off; one thread per machine receives them and posts them to the
+//! worker's inbox, as another worker thread of the same process would.
+
+use crate::mailbox::{Message, Outbound, Post};
+use crate::segment::{finish_checksum, VNET_HDR_LEN};
+use netloom_wire::{decode, encode_packet, Header, Payload};
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The largest UDP payload a hand-off makes: GENEVE and the option before a 64 KB IP packet.
+const MAX_DATAGRAM: usize = 65_535;
+/// How often the receiving thread looks at its stop flag.
+const STOP_LOOK: Duration = Duration::from_millis(100);
+
+/// The run's GENEVE VNI: 24 bits of a hash of its name (FNV-1a), so that datagrams of another
+/// run reaching the same port are told apart.
+pub(crate) fn vni(run: &str) -> u32 {
+    let hash = run.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    hash & netloom_wire::MAX_VNI
+}
+
+/// Sends hand-offs for one other machine's worker.
+pub(crate) struct Sender {
+    socket: Arc<UdpSocket>,
+    to: SocketAddr,
+    header: Header,
+    /// Datagrams sent so far: each one's sequence number (`window`, a counter live).
+    sent: AtomicU64,
+}
+
+impl Sender {
+    /// From worker `from` (on `socket`) to worker `to_worker` at `to`, in run `vni`.
+    pub fn new(socket: Arc<UdpSocket>, vni: u32, from: u16, to_worker: u16, to: SocketAddr) -> Sender {
+        Sender {
+            socket,
+            to,
+            header: Header {
+                vni,
+                from,
+                to: to_worker,
+                window: 0,
+                part: 0,
+                last: true,
+                next_ns: u64::MAX,
+            },
+            sent: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Outbound for Sender {
+    fn send(&self, message: Message) -> bool {
+        let Message::Shipped(handoff, mut frame) = message else {
+            // Payloads are shipped between machines: nothing else is posted to one.
+            debug_assert!(false, "only shipped hand-offs go to another machine");
+            return false;
+        };
+        // The receiving machine writes the packet without the sender's offload header: a
+        // checksum the sending host's kernel left to finish is finished here.
+        finish_checksum(&mut frame);
+        let header = Header {
+            window: self.sent.fetch_add(1, Ordering::Relaxed),
+            ..self.header
+        };
+        let mut datagram = Vec::with_capacity(frame.len() + 128);
+        encode_packet(&header, &handoff, &frame[VNET_HDR_LEN..], &mut datagram).is_ok()
+            && self.socket.send_to(&datagram, self.to).is_ok()
+    }
+}
+
+/// The thread that takes the hand-offs arriving for this machine's worker.
+pub(crate) struct Receiver {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Receiver {
+    /// Receives on `socket` the hand-offs of run `vni` for worker `me`, posting them to `post`.
+    pub fn start(socket: Arc<UdpSocket>, vni: u32, me: u16, post: Post) -> std::io::Result<Receiver> {
+        socket.set_read_timeout(Some(STOP_LOOK))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let halt = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("netloom-handoffs".into())
+            .spawn(move || {
+                let mut buf = vec![0u8; MAX_DATAGRAM];
+                while !halt.load(Ordering::Relaxed) {
+                    let Ok((n, _)) = socket.recv_from(&mut buf) else {
+                        continue;
+                    };
+                    let packet = match decode(&buf[..n]) {
+                        Ok(d) if d.header.vni == vni && d.header.to == me => match d.payload {
+                            Payload::Packet { handoff, ip } => Some((handoff, ip)),
+                            Payload::Descriptors(_) => None,
+                        },
+                        _ => None,
+                    };
+                    // Datagrams of another run, or not hand-offs, are not this worker's.
+                    let Some((handoff, ip)) = packet else {
+                        continue;
+                    };
+                    let mut frame = vec![0u8; VNET_HDR_LEN + ip.len()];
+                    frame[VNET_HDR_LEN..].copy_from_slice(ip);
+                    if !post.send(Message::Shipped(handoff, frame.into())) {
+                        return;
+                    }
+                }
+            })?;
+        Ok(Receiver {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_of_other_names_have_other_vnis_within_24_bits() {
+        assert_ne!(vni("lab"), vni("lab2"));
+        assert!(vni("a-much-longer-experiment-name") <= netloom_wire::MAX_VNI);
+    }
+}
