@@ -54,6 +54,10 @@ pub enum LiveError {
         /// The error.
         source: std::io::Error,
     },
+    /// A machine of a run over several machines could not be reached, started or kept
+    /// running (its name and why are in the message).
+    #[error("{0}")]
+    Machine(String),
     /// A worker stopped with an error.
     #[error("worker {worker}: {error}")]
     Worker {
@@ -413,9 +417,13 @@ impl Experiment {
                 })
                 .collect(),
             congestion_control: options.congestion_control.clone(),
+            // Other machines' hosts have no namespace here, but a name every host resolves, as
+            // routers do.
             routers: routers
                 .iter()
-                .map(|(_, r)| RouterSpec {
+                .map(|(_, r)| r)
+                .chain(hosts.iter().enumerate().filter(|&(i, _)| !made(i)).map(|(_, h)| h))
+                .map(|r| RouterSpec {
                     name: r.name.clone(),
                     ipv4: r.ipv4,
                     ipv6: r.ipv6,

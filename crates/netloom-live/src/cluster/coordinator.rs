@@ -383,7 +383,7 @@ impl ClusterRun {
             options,
         } = setup;
         let run = options.name.clone();
-        let fail = |e: String| LiveError::Worker { worker: 0, error: e };
+        let fail = LiveError::Machine;
         // Launched all at once, so that slow SSH connections overlap.
         let mut remotes = Vec::new();
         let mut errors = Vec::new();
@@ -605,7 +605,7 @@ impl ClusterRun {
 
     /// The figures so far, every machine's merged.
     pub fn stats(&self) -> Result<Report, LiveError> {
-        self.shared.stats().map_err(|error| LiveError::Worker { worker: 0, error })
+        self.shared.stats().map_err(LiveError::Machine)
     }
 
     /// As `Experiment::wait`; a machine whose worker ends is `WorkerFailed`.
@@ -657,15 +657,9 @@ impl ClusterRun {
             registry.teardown()?;
         }
         if !failures.is_empty() {
-            return Err(LiveError::Worker {
-                worker: 0,
-                error: failures.join("; "),
-            });
+            return Err(LiveError::Machine(failures.join("; ")));
         }
-        let snapshot = all.ok_or_else(|| LiveError::Worker {
-            worker: 0,
-            error: "no machine answered".into(),
-        })?;
+        let snapshot = all.ok_or_else(|| LiveError::Machine("no machine answered".into()))?;
         Ok(Report::new(&self.shared.info, snapshot, &drops))
     }
 }

@@ -17,6 +17,9 @@ use std::time::Duration;
 const MAX_DATAGRAM: usize = 65_535;
 /// How often the receiving thread looks at its stop flag.
 const STOP_LOOK: Duration = Duration::from_millis(100);
+/// The hand-off socket's receive buffer: a second of 100 Mbit/s, so that datagrams wait there,
+/// not get dropped, while the receiving thread waits for a CPU.
+const RECEIVE_BUFFER: usize = 16 << 20;
 
 /// The run's GENEVE VNI: 24 bits of a hash of its name (FNV-1a), so that datagrams of another
 /// run reaching the same port are told apart.
@@ -83,14 +86,27 @@ pub(crate) struct Receiver {
 }
 
 impl Receiver {
-    /// Receives on `socket` the hand-offs of run `vni` for worker `me`, posting them to `post`.
-    pub fn start(socket: Arc<UdpSocket>, vni: u32, me: u16, post: Post) -> std::io::Result<Receiver> {
+    /// Receives on `socket` the hand-offs of run `vni` for worker `me`, posting them to `post`;
+    /// at real-time priority if `realtime`, as the workers sleep (a hand-off waiting for this
+    /// thread to get a CPU is late by as much).
+    pub fn start(
+        socket: Arc<UdpSocket>,
+        vni: u32,
+        me: u16,
+        post: Post,
+        realtime: bool,
+    ) -> std::io::Result<Receiver> {
         socket.set_read_timeout(Some(STOP_LOOK))?;
+        netloom_os::set_receive_buffer(&*socket, RECEIVE_BUFFER)?;
         let stop = Arc::new(AtomicBool::new(false));
         let halt = stop.clone();
         let thread = std::thread::Builder::new()
             .name("netloom-handoffs".into())
             .spawn(move || {
+                if realtime {
+                    // Normal priority still moves hand-offs, only later.
+                    let _ = netloom_os::set_realtime_priority(crate::plan::REALTIME_PRIORITY);
+                }
                 let mut buf = vec![0u8; MAX_DATAGRAM];
                 while !halt.load(Ordering::Relaxed) {
                     let Ok((n, _)) = socket.recv_from(&mut buf) else {

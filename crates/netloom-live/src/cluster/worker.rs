@@ -216,10 +216,11 @@ fn start_part(start: Start) -> Result<Running, String> {
         })
         .collect();
     let receiver = Arc::new(Mutex::new(None));
+    let realtime = start.realtime;
     let inbound = {
         let receiver = receiver.clone();
         Box::new(move |post| {
-            let r = Receiver::start(socket, vni, me as u16, post)?;
+            let r = Receiver::start(socket, vni, me as u16, post, realtime)?;
             *receiver.lock().expect("nothing panics holding it") = Some(r);
             Ok(())
         })
