@@ -46,8 +46,7 @@ pub fn run(c: Coordinate) -> Result<()> {
             c.file.display()
         ),
     };
-    let text = std::fs::read_to_string(c.file)
-        .with_context(|| c.file.display().to_string())?;
+    let text = std::fs::read_to_string(c.file).with_context(|| c.file.display().to_string())?;
     let name = c.options.name.clone();
     let signal = netloom_os::install_stop_handler()?;
     let started = std::time::Instant::now();

@@ -57,7 +57,11 @@ impl Machines {
         let veth = [format!("nlc{tag}v1"), format!("nlc{tag}v2")];
         let ip = |args: &[&str]| {
             let out = Command::new("ip").args(args).output().unwrap();
-            assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "ip {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         };
         let machines = Machines {
             names: names.clone(),
@@ -68,7 +72,9 @@ impl Machines {
             ip(&["netns", "add", n]);
             ip(&["-n", n, "link", "set", "lo", "up"]);
         }
-        ip(&["link", "add", &veth[0], "type", "veth", "peer", "name", &veth[1]]);
+        ip(&[
+            "link", "add", &veth[0], "type", "veth", "peer", "name", &veth[1],
+        ]);
         for k in 0..2 {
             ip(&["link", "set", &veth[k], "netns", &names[k]]);
             let address = format!("10.251.0.{}/24", k + 1);
@@ -90,7 +96,11 @@ impl Machines {
             )
         };
         let default = format!("netloom = \"{netloom}\"\n");
-        let m2 = if m2.contains("netloom =") { m2.to_string() } else { default.clone() + m2 };
+        let m2 = if m2.contains("netloom =") {
+            m2.to_string()
+        } else {
+            default.clone() + m2
+        };
         machine(0, r#"["h1", "h3", "r1"]"#, &default) + &machine(1, r#"["r2", "h2"]"#, &m2)
     }
 
@@ -153,7 +163,10 @@ fn cluster_lab(tag: &str, m2: &str) -> (Lab, Machines) {
 }
 
 fn cluster_arg(lab: &Lab) -> [String; 2] {
-    ["--cluster".into(), lab.dir.join("cluster.toml").display().to_string()]
+    [
+        "--cluster".into(),
+        lab.dir.join("cluster.toml").display().to_string(),
+    ]
 }
 
 /// `netloom run` on the cluster in the foreground until it ends by itself.
@@ -223,21 +236,34 @@ fn a_killed_worker_stops_the_run_everywhere() {
     lab.start(&[&cluster[0], &cluster[1]]);
     assert!(lab.exec("h1", &["ping", "-c", "1", "h2"]).status.success());
     let record = |m: &str| -> serde_json::Value {
-        let path = machines.registry.join(format!("{}-{m}", lab.name)).join("experiment.json");
+        let path = machines
+            .registry
+            .join(format!("{}-{m}", lab.name))
+            .join("experiment.json");
         serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
     };
-    let (m1, m2) = (record("m1")["pid"].as_u64().unwrap(), record("m2")["pid"].as_u64().unwrap());
-    let killed = Command::new("kill").args(["-9", &m2.to_string()]).status().unwrap();
+    let (m1, m2) = (
+        record("m1")["pid"].as_u64().unwrap(),
+        record("m2")["pid"].as_u64().unwrap(),
+    );
+    let killed = Command::new("kill")
+        .args(["-9", &m2.to_string()])
+        .status()
+        .unwrap();
     assert!(killed.success());
     let out = lab.child.take().unwrap().wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("machine m2: worker ended (signal: 9") && stderr.contains("cleaned machine m2"),
+        stderr.contains("machine m2: worker ended (signal: 9")
+            && stderr.contains("cleaned machine m2"),
         "{stderr}"
     );
     machines.assert_nothing_left();
-    assert!(!Path::new(&format!("/proc/{m1}")).exists(), "m1's worker still runs");
+    assert!(
+        !Path::new(&format!("/proc/{m1}")).exists(),
+        "m1's worker still runs"
+    );
 }
 
 #[test]
@@ -248,31 +274,56 @@ fn machines_that_cannot_run_their_part_are_refused_before_the_run_starts() {
     let out = run_to_end(&lab);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("machine m2: worker ended") && stderr.contains("/nonexistent/netloom"), "{stderr}");
+    assert!(
+        stderr.contains("machine m2: worker ended") && stderr.contains("/nonexistent/netloom"),
+        "{stderr}"
+    );
     machines.assert_nothing_left();
     drop((lab, machines));
 
     // Another netloom version there.
     let (lab, machines) = cluster_lab("cv", "");
     let fake = lab.dir.join("old-netloom");
-    std::fs::write(&fake, "#!/bin/sh\necho '{\"hello\":{\"version\":\"0.0.1\",\"cpus\":1}}'\ncat >/dev/null\n").unwrap();
-    Command::new("chmod").arg("755").arg(&fake).status().unwrap();
-    std::fs::write(lab.dir.join("cluster.toml"), machines.cluster_file(&format!("netloom = \"{}\"\n", fake.display()))).unwrap();
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho '{\"hello\":{\"version\":\"0.0.1\",\"cpus\":1}}'\ncat >/dev/null\n",
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("755")
+        .arg(&fake)
+        .status()
+        .unwrap();
+    std::fs::write(
+        lab.dir.join("cluster.toml"),
+        machines.cluster_file(&format!("netloom = \"{}\"\n", fake.display())),
+    )
+    .unwrap();
     let out = run_to_end(&lab);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("machine m2 runs netloom 0.0.1; this is netloom"), "{stderr}");
+    assert!(
+        stderr.contains("machine m2 runs netloom 0.0.1; this is netloom"),
+        "{stderr}"
+    );
     machines.assert_nothing_left();
     drop((lab, machines));
 
     // A machine that cannot create its hosts: one of its namespaces' names is taken there.
     let (lab, machines) = cluster_lab("cn", "");
     let taken = format!("nl-{}-m2-h2", lab.name);
-    assert!(Command::new("ip").args(["netns", "add", &taken]).status().unwrap().success());
+    assert!(Command::new("ip")
+        .args(["netns", "add", &taken])
+        .status()
+        .unwrap()
+        .success());
     let out = run_to_end(&lab);
     let _ = Command::new("ip").args(["netns", "del", &taken]).status();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("machine m2: ") && stderr.contains(&taken), "{stderr}");
+    assert!(
+        stderr.contains("machine m2: ") && stderr.contains(&taken),
+        "{stderr}"
+    );
     machines.assert_nothing_left();
 }

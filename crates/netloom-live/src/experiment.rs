@@ -422,7 +422,13 @@ impl Experiment {
             routers: routers
                 .iter()
                 .map(|(_, r)| r)
-                .chain(hosts.iter().enumerate().filter(|&(i, _)| !made(i)).map(|(_, h)| h))
+                .chain(
+                    hosts
+                        .iter()
+                        .enumerate()
+                        .filter(|&(i, _)| !made(i))
+                        .map(|(_, h)| h),
+                )
                 .map(|r| RouterSpec {
                     name: r.name.clone(),
                     ipv4: r.ipv4,
@@ -487,7 +493,10 @@ impl Experiment {
         };
         let hosts_total = reads.iter().map(Vec::len).sum();
         let (engines, reads) = match &part {
-            Some(p) => (vec![engines.swap_remove(p.worker)], vec![reads[p.worker].clone()]),
+            Some(p) => (
+                vec![engines.swap_remove(p.worker)],
+                vec![reads[p.worker].clone()],
+            ),
             None => (engines, reads),
         };
         let mut drivers = Vec::with_capacity(engines.len());

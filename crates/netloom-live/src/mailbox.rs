@@ -57,7 +57,10 @@ pub(crate) trait Outbound: Send + Sync {
 #[derive(Clone)]
 pub(crate) enum Post {
     /// A worker thread of this process.
-    Local { tx: Sender<Message>, door: Arc<Door> },
+    Local {
+        tx: Sender<Message>,
+        door: Arc<Door>,
+    },
     /// A worker in another process.
     Remote(Arc<dyn Outbound>),
 }

@@ -95,7 +95,9 @@ impl TunIo {
     /// to a `Driver`, which sizes its buffers by `framing()`.
     pub fn set_gso(&mut self, on: bool) -> Result<(), OsError> {
         for &i in &self.reads {
-            self.tun(i).expect("a host it reads is here").set_offload(on)?;
+            self.tun(i)
+                .expect("a host it reads is here")
+                .set_offload(on)?;
         }
         self.gso = on;
         Ok(())

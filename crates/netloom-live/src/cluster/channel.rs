@@ -86,7 +86,10 @@ pub(crate) struct Figures {
 }
 
 /// Writes one message as a line and flushes it.
-pub(crate) fn send<T: Serialize>(out: &mut (impl Write + ?Sized), message: &T) -> std::io::Result<()> {
+pub(crate) fn send<T: Serialize>(
+    out: &mut (impl Write + ?Sized),
+    message: &T,
+) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(message).map_err(std::io::Error::other)?;
     line.push(b'\n');
     out.write_all(&line)?;

@@ -112,7 +112,10 @@ impl Remote {
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
         netloom_os::close_inherited_fds(&mut command);
         let mut child = command.spawn().map_err(|e| {
-            format!("machine {}: starting {:?}: {e}", machine.name, machine.launcher[0])
+            format!(
+                "machine {}: starting {:?}: {e}",
+                machine.name, machine.launcher[0]
+            )
         })?;
         let (stdin, stdout, stderr) = (
             child.stdin.take().expect("piped"),
@@ -153,7 +156,9 @@ impl Remote {
                         Err(e) => break e.to_string(),
                     }
                 };
-                died.lock().expect("no panics holding it").get_or_insert(why);
+                died.lock()
+                    .expect("no panics holding it")
+                    .get_or_insert(why);
             });
         }
         Ok(Remote {
@@ -217,7 +222,10 @@ impl Remote {
             .cloned();
         match (said.filter(|s| !s.is_empty()), last) {
             (Some(said), _) => format!("machine {}: {said}", self.machine.name),
-            (None, Some(line)) => format!("machine {}: worker ended ({status}): {line}", self.machine.name),
+            (None, Some(line)) => format!(
+                "machine {}: worker ended ({status}): {line}",
+                self.machine.name
+            ),
             (None, None) => format!("machine {}: worker ended ({status})", self.machine.name),
         }
     }
@@ -229,7 +237,10 @@ impl Remote {
         let answer = self.ask(&ToWorker::Time { sent_ns }, ANSWER_WAIT)?;
         let back_ns = channel::wall_ns();
         let FromWorker::Time { here_ns, .. } = answer else {
-            return Err(format!("machine {}: answered a clock exchange with {answer:?}", self.machine.name));
+            return Err(format!(
+                "machine {}: answered a clock exchange with {answer:?}",
+                self.machine.name
+            ));
         };
         let middle = (i128::from(sent_ns) + i128::from(back_ns)) / 2;
         Ok(ClockSample {
@@ -244,8 +255,13 @@ impl Remote {
             true => Err(self.why_dead()),
             false => match self.ask(&ToWorker::Stop, STOP_WAIT) {
                 Ok(FromWorker::Figures(Ok(f))) => Ok(Some(f)),
-                Ok(FromWorker::Figures(Err(e))) => Err(format!("machine {}: {e}", self.machine.name)),
-                Ok(other) => Err(format!("machine {}: answered stop with {other:?}", self.machine.name)),
+                Ok(FromWorker::Figures(Err(e))) => {
+                    Err(format!("machine {}: {e}", self.machine.name))
+                }
+                Ok(other) => Err(format!(
+                    "machine {}: answered stop with {other:?}",
+                    self.machine.name
+                )),
                 Err(e) => Err(e),
             },
         };
@@ -271,7 +287,12 @@ impl Remote {
     fn clean(&self) -> String {
         let out = Command::new(&self.machine.launcher[0])
             .args(&self.machine.launcher[1..])
-            .args([self.machine.netloom.as_str(), "clean", "--name", &self.experiment])
+            .args([
+                self.machine.netloom.as_str(),
+                "clean",
+                "--name",
+                &self.experiment,
+            ])
             .stdin(Stdio::null())
             .output();
         match out {
@@ -303,8 +324,15 @@ impl Shared {
         let mut drops = vec![0; self.info.hosts.len()];
         for remote in &self.remotes {
             let figures = match remote.ask(&ToWorker::Figures, ANSWER_WAIT)? {
-                FromWorker::Figures(f) => f.map_err(|e| format!("machine {}: {e}", remote.machine.name))?,
-                other => return Err(format!("machine {}: answered with {other:?}", remote.machine.name)),
+                FromWorker::Figures(f) => {
+                    f.map_err(|e| format!("machine {}: {e}", remote.machine.name))?
+                }
+                other => {
+                    return Err(format!(
+                        "machine {}: answered with {other:?}",
+                        remote.machine.name
+                    ))
+                }
             };
             merge(&mut all, &mut drops, *figures);
         }
@@ -319,7 +347,12 @@ impl Shared {
             let message = ToWorker::Request(request.clone());
             let answer = match remote.ask(&message, ANSWER_WAIT)? {
                 FromWorker::Answer(answer) => answer?,
-                other => return Err(format!("machine {}: answered with {other:?}", remote.machine.name)),
+                other => {
+                    return Err(format!(
+                        "machine {}: answered with {other:?}",
+                        remote.machine.name
+                    ))
+                }
             };
             first.get_or_insert(answer);
         }
@@ -408,8 +441,14 @@ impl ClusterRun {
                     }
                     cpus.push(remote.machine.cpus.unwrap_or(n));
                 }
-                Ok(other) => errors.push(format!("machine {}: said {other:?} instead of hello", remote.machine.name)),
-                Err(RecvTimeoutError::Timeout) => errors.push(format!("machine {} did not answer within {HELLO_WAIT:?}", remote.machine.name)),
+                Ok(other) => errors.push(format!(
+                    "machine {}: said {other:?} instead of hello",
+                    remote.machine.name
+                )),
+                Err(RecvTimeoutError::Timeout) => errors.push(format!(
+                    "machine {} did not answer within {HELLO_WAIT:?}",
+                    remote.machine.name
+                )),
                 Err(RecvTimeoutError::Disconnected) => errors.push(remote.why_dead()),
             }
         }
@@ -428,7 +467,10 @@ impl ClusterRun {
                 .collect::<Result<Vec<_>, _>>()
             {
                 Ok(samples) => {
-                    let best = *samples.iter().min_by_key(|s| s.round_trip_ns).expect("several");
+                    let best = *samples
+                        .iter()
+                        .min_by_key(|s| s.round_trip_ns)
+                        .expect("several");
                     *remote.clock.lock().expect("no panics holding it") = Some(MachineClock {
                         machine: remote.machine.name.clone(),
                         start: best,
@@ -477,7 +519,13 @@ impl ClusterRun {
         let lookahead_ns = info.workers.as_ref().and_then(|w| w.lookahead_ns);
         let one_way_ns = remotes
             .iter()
-            .filter_map(|r| r.clock.lock().expect("no panics holding it").as_ref().map(|c| c.start.round_trip_ns / 2))
+            .filter_map(|r| {
+                r.clock
+                    .lock()
+                    .expect("no panics holding it")
+                    .as_ref()
+                    .map(|c| c.start.round_trip_ns / 2)
+            })
             .max()
             .unwrap_or(0);
         if let Some(lookahead) = lookahead_ns {
@@ -499,9 +547,18 @@ impl ClusterRun {
             Precision::Hybrid(_) => "hybrid",
         };
         let zero_ns = channel::wall_ns();
-        let peers: Vec<_> = cluster.machines.iter().map(Machine::handoff_address).collect();
+        let peers: Vec<_> = cluster
+            .machines
+            .iter()
+            .map(Machine::handoff_address)
+            .collect();
         for (k, remote) in remotes.iter().enumerate() {
-            let offset_ns = remote.clock.lock().expect("no panics holding it").as_ref().map_or(0, |c| c.start.offset_ns);
+            let offset_ns = remote
+                .clock
+                .lock()
+                .expect("no panics holding it")
+                .as_ref()
+                .map_or(0, |c| c.start.offset_ns);
             let start = Start {
                 run: run.clone(),
                 name: remote.experiment.clone(),
@@ -530,12 +587,24 @@ impl ClusterRun {
             }
         }
         for remote in &remotes {
-            let ready = remote.answers.lock().expect("no panics holding it").recv_timeout(READY_WAIT);
+            let ready = remote
+                .answers
+                .lock()
+                .expect("no panics holding it")
+                .recv_timeout(READY_WAIT);
             match ready {
                 Ok(FromWorker::Ready) => {}
-                Ok(FromWorker::Failed(why)) => errors.push(format!("machine {}: {why}", remote.machine.name)),
-                Ok(other) => errors.push(format!("machine {}: said {other:?} instead of ready", remote.machine.name)),
-                Err(RecvTimeoutError::Timeout) => errors.push(format!("machine {} was not up within {READY_WAIT:?}", remote.machine.name)),
+                Ok(FromWorker::Failed(why)) => {
+                    errors.push(format!("machine {}: {why}", remote.machine.name))
+                }
+                Ok(other) => errors.push(format!(
+                    "machine {}: said {other:?} instead of ready",
+                    remote.machine.name
+                )),
+                Err(RecvTimeoutError::Timeout) => errors.push(format!(
+                    "machine {} was not up within {READY_WAIT:?}",
+                    remote.machine.name
+                )),
                 Err(RecvTimeoutError::Disconnected) => errors.push(remote.why_dead()),
             }
         }
@@ -556,8 +625,17 @@ impl ClusterRun {
             // Dropping `started` stops the machines that came up and cleans the others.
             return Err(fail(errors.join("; ")));
         }
-        let map = super::forward::Forwarding::of(&started.shared.remotes.iter().map(|r| (&r.machine, r.experiment.as_str())).collect::<Vec<_>>(), &plan);
-        map.write(&run).map_err(|e| fail(format!("writing the run's host map: {e}")))?;
+        let map = super::forward::Forwarding::of(
+            &started
+                .shared
+                .remotes
+                .iter()
+                .map(|r| (&r.machine, r.experiment.as_str()))
+                .collect::<Vec<_>>(),
+            &plan,
+        );
+        map.write(&run)
+            .map_err(|e| fail(format!("writing the run's host map: {e}")))?;
         let path = socket_path(&netloom_os::registry_dir(), &run);
         let handler: Handler = {
             let shared = started.shared.clone();
@@ -573,7 +651,8 @@ impl ClusterRun {
                 std::thread::sleep(CLOCK_EVERY);
                 for remote in &shared.remotes {
                     if let Ok(sample) = remote.measure_clock() {
-                        if let Some(c) = remote.clock.lock().expect("no panics holding it").as_mut() {
+                        if let Some(c) = remote.clock.lock().expect("no panics holding it").as_mut()
+                        {
                             c.last = sample;
                         }
                     }
@@ -674,7 +753,12 @@ impl Drop for ClusterRun {
 
 /// Which machine owns each pipe: by the file's placement (a pipe is its sending node's
 /// machine's), or METIS over the static flow graph with each machine's CPUs as its share.
-fn split(cluster: &Cluster, topology: &Topology, cpus: &[u32], seed: u64) -> Result<Assignment, String> {
+fn split(
+    cluster: &Cluster,
+    topology: &Topology,
+    cpus: &[u32],
+    seed: u64,
+) -> Result<Assignment, String> {
     let machines = cluster.machines.len() as u32;
     let pipes = if cluster.placed() {
         let owner = cluster.node_machines(topology).map_err(|e| e.to_string())?;
@@ -692,7 +776,9 @@ fn split(cluster: &Cluster, topology: &Topology, cpus: &[u32], seed: u64) -> Res
         let graph = FlowGraph::conservative(topology, &routes);
         let opts = netloom_partition::Options::new(Method::Metis, machines, seed);
         let shares: Vec<f64> = cpus.iter().map(|&c| f64::from(c)).collect();
-        partition_shares(&graph, &opts, &shares).map_err(|e| e.to_string())?.pipes
+        partition_shares(&graph, &opts, &shares)
+            .map_err(|e| e.to_string())?
+            .pipes
     };
     Ok(Assignment {
         cores: machines,

@@ -13,7 +13,9 @@ use toml_edit::{ImDocument, Item, Table, Value};
 pub const GENEVE_PORT: u16 = 6081;
 
 /// The keys of a `[[machine]]` table.
-const MACHINE_KEYS: &[&str] = &["name", "address", "ssh", "cpus", "nodes", "port", "launcher", "netloom"];
+const MACHINE_KEYS: &[&str] = &[
+    "name", "address", "ssh", "cpus", "nodes", "port", "launcher", "netloom",
+];
 /// The keys of the file's top level.
 const TOP_KEYS: &[&str] = &["machine"];
 
@@ -79,20 +81,38 @@ impl Cluster {
         let top = doc.as_table();
         for (key, item) in top.iter() {
             if !TOP_KEYS.contains(&key) {
-                return Err(err(item.span().or(top.key(key).and_then(|k| k.span())), unknown_key(key, TOP_KEYS, "the file's top level")));
+                return Err(err(
+                    item.span().or(top.key(key).and_then(|k| k.span())),
+                    unknown_key(key, TOP_KEYS, "the file's top level"),
+                ));
             }
         }
         let tables = match top.get("machine") {
             Some(Item::ArrayOfTables(a)) => a,
-            Some(item) => return Err(err(item.span(), "machine must be [[machine]] tables".into())),
-            None => return Err(ClusterError(format!("{file}: no [[machine]] table; a cluster has at least two machines"))),
+            Some(item) => {
+                return Err(err(
+                    item.span(),
+                    "machine must be [[machine]] tables".into(),
+                ))
+            }
+            None => {
+                return Err(ClusterError(format!(
+                    "{file}: no [[machine]] table; a cluster has at least two machines"
+                )))
+            }
         };
         let mut machines = Vec::new();
         let mut names: HashMap<String, usize> = HashMap::new();
         for table in tables.iter() {
             let machine = machine(table, &err, &at)?;
             if let Some(first) = names.insert(machine.name.clone(), machine.line) {
-                return Err(err(table.span(), format!("machine {:?} is named twice (first on line {first})", machine.name)));
+                return Err(err(
+                    table.span(),
+                    format!(
+                        "machine {:?} is named twice (first on line {first})",
+                        machine.name
+                    ),
+                ));
             }
             machines.push(machine);
         }
@@ -105,7 +125,10 @@ impl Cluster {
                 return Err(ClusterError(format!("{file}:{}: machines {other} and {} both take hand-offs at {}; give each its own address or port", m.line, m.name, m.handoff_address())));
             }
         }
-        Ok(Cluster { file: file.to_string(), machines })
+        Ok(Cluster {
+            file: file.to_string(),
+            machines,
+        })
     }
 
     /// Whether the file places the nodes itself (some machine lists `nodes`).
@@ -116,13 +139,24 @@ impl Cluster {
     /// The machine of each node of `topology`, when the file places them: every node must be
     /// named by exactly one machine, and every name must be a node.
     pub fn node_machines(&self, topology: &Topology) -> Result<Vec<u32>, ClusterError> {
-        let index: HashMap<&str, usize> = topology.nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
+        let index: HashMap<&str, usize> = topology
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
         let names: Vec<&str> = topology.nodes.iter().map(|n| n.name.as_str()).collect();
         let mut owner: Vec<Option<usize>> = vec![None; names.len()];
         for (k, m) in self.machines.iter().enumerate() {
             for node in &m.nodes {
                 let Some(&i) = index.get(node.as_str()) else {
-                    return Err(ClusterError(format!("{}:{}: machine {}: the topology has no node {node:?}{}", self.file, m.line, m.name, did_you_mean(node, &names))));
+                    return Err(ClusterError(format!(
+                        "{}:{}: machine {}: the topology has no node {node:?}{}",
+                        self.file,
+                        m.line,
+                        m.name,
+                        did_you_mean(node, &names)
+                    )));
                 };
                 if let Some(other) = owner[i].replace(k) {
                     return Err(ClusterError(format!("{}:{}: node {node} is on machines {} and {}; a node is emulated by one machine", self.file, m.line, self.machines[other].name, m.name)));
@@ -143,39 +177,73 @@ fn machine(
 ) -> Result<Machine, ClusterError> {
     for (key, _) in table.iter() {
         if !MACHINE_KEYS.contains(&key) {
-            return Err(err(table.key(key).and_then(|k| k.span()), unknown_key(key, MACHINE_KEYS, "a [[machine]]")));
+            return Err(err(
+                table.key(key).and_then(|k| k.span()),
+                unknown_key(key, MACHINE_KEYS, "a [[machine]]"),
+            ));
         }
     }
     let span = |key: &str| table.get(key).and_then(|i| i.span());
     let string = |key: &str| -> Result<Option<String>, ClusterError> {
         match table.get(key) {
             None => Ok(None),
-            Some(Item::Value(Value::String(s))) if !s.value().is_empty() => Ok(Some(s.value().clone())),
-            Some(item) => Err(err(item.span(), format!("{key} must be a non-empty string"))),
+            Some(Item::Value(Value::String(s))) if !s.value().is_empty() => {
+                Ok(Some(s.value().clone()))
+            }
+            Some(item) => Err(err(
+                item.span(),
+                format!("{key} must be a non-empty string"),
+            )),
         }
     };
     let strings = |key: &str| -> Result<Vec<String>, ClusterError> {
         match table.get(key) {
             None => Ok(Vec::new()),
-            Some(Item::Value(Value::Array(a))) => a.iter().map(|v| match v {
-                Value::String(s) if !s.value().is_empty() => Ok(s.value().clone()),
-                _ => Err(err(v.span(), format!("{key} must be a list of non-empty strings"))),
-            }).collect(),
+            Some(Item::Value(Value::Array(a))) => a
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) if !s.value().is_empty() => Ok(s.value().clone()),
+                    _ => Err(err(
+                        v.span(),
+                        format!("{key} must be a list of non-empty strings"),
+                    )),
+                })
+                .collect(),
             Some(item) => Err(err(item.span(), format!("{key} must be a list of strings"))),
         }
     };
     let line = at(table.span());
-    let name = string("name")?.ok_or_else(|| err(table.span(), "a [[machine]] needs a name".into()))?;
-    if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') || name.len() > 8 {
+    let name =
+        string("name")?.ok_or_else(|| err(table.span(), "a [[machine]] needs a name".into()))?;
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        || name.len() > 8
+    {
         return Err(err(span("name"), format!("machine name {name:?}: 1 to 8 letters, digits, - or _ (it prefixes the names of its hosts' namespaces)")));
     }
-    let address = string("address")?.ok_or_else(|| err(table.span(), format!("machine {name} needs an address (where the other machines send it hand-offs)")))?;
-    let address: IpAddr = address.parse().map_err(|_| err(span("address"), format!("machine {name}: address {address:?} is not an IPv4 or IPv6 address")))?;
+    let address = string("address")?.ok_or_else(|| {
+        err(
+            table.span(),
+            format!("machine {name} needs an address (where the other machines send it hand-offs)"),
+        )
+    })?;
+    let address: IpAddr = address.parse().map_err(|_| {
+        err(
+            span("address"),
+            format!("machine {name}: address {address:?} is not an IPv4 or IPv6 address"),
+        )
+    })?;
     let number = |key: &str, max: i64| -> Result<Option<i64>, ClusterError> {
         match table.get(key) {
             None => Ok(None),
-            Some(Item::Value(Value::Integer(i))) if (1..=max).contains(i.value()) => Ok(Some(*i.value())),
-            Some(item) => Err(err(item.span(), format!("machine {name}: {key} must be a whole number from 1 to {max}"))),
+            Some(Item::Value(Value::Integer(i))) if (1..=max).contains(i.value()) => {
+                Ok(Some(*i.value()))
+            }
+            Some(item) => Err(err(
+                item.span(),
+                format!("machine {name}: {key} must be a whole number from 1 to {max}"),
+            )),
         }
     };
     let cpus = number("cpus", 4096)?.map(|n| n as u32);
@@ -183,13 +251,18 @@ fn machine(
     let ssh = string("ssh")?;
     let launcher = strings("launcher")?;
     if ssh.is_some() && !launcher.is_empty() {
-        return Err(err(span("launcher"), format!("machine {name}: give ssh or launcher, not both")));
+        return Err(err(
+            span("launcher"),
+            format!("machine {name}: give ssh or launcher, not both"),
+        ));
     }
     let launcher = match (launcher.is_empty(), ssh) {
         (false, _) => launcher,
         (true, ssh) => {
             let dest = ssh.unwrap_or_else(|| format!("root@{address}"));
-            ["ssh", "-o", "BatchMode=yes", dest.as_str()].map(String::from).to_vec()
+            ["ssh", "-o", "BatchMode=yes", dest.as_str()]
+                .map(String::from)
+                .to_vec()
         }
     };
     Ok(Machine {
@@ -205,7 +278,11 @@ fn machine(
 }
 
 fn unknown_key(key: &str, valid: &[&str], place: &str) -> String {
-    format!("unknown key {key:?} in {place}{}; valid: {}", did_you_mean(key, valid), valid.join(", "))
+    format!(
+        "unknown key {key:?} in {place}{}; valid: {}",
+        did_you_mean(key, valid),
+        valid.join(", ")
+    )
 }
 
 /// The 1-based line of byte `offset` of `text`.
@@ -237,7 +314,10 @@ port = 7000
         assert_eq!(m1.launcher, ["ssh", "-o", "BatchMode=yes", "root@10.0.0.1"]);
         assert_eq!((m1.cpus, m1.port, m1.line), (Some(4), GENEVE_PORT, 2));
         assert_eq!(m2.launcher.last().unwrap(), "me@m2.example");
-        assert_eq!((m2.cpus, m2.port, m2.netloom.as_str()), (None, 7000, "netloom"));
+        assert_eq!(
+            (m2.cpus, m2.port, m2.netloom.as_str()),
+            (None, 7000, "netloom")
+        );
         assert!(!c.placed());
     }
 
@@ -250,17 +330,37 @@ port = 7000
         let bad = TWO.replace("cpus = 4", "cpu = 4");
         assert_eq!(error(&bad), "c.toml:5: unknown key \"cpu\" in a [[machine]] (did you mean \"cpus\"?); valid: name, address, ssh, cpus, nodes, port, launcher, netloom");
         let bad = TWO.replace("10.0.0.2", "m2.local");
-        assert!(error(&bad).starts_with("c.toml:9: machine m2: address \"m2.local\" is not"), "{}", error(&bad));
+        assert!(
+            error(&bad).starts_with("c.toml:9: machine m2: address \"m2.local\" is not"),
+            "{}",
+            error(&bad)
+        );
         let bad = TWO.replace("port = 7000", "port = 70000");
-        assert!(error(&bad).starts_with("c.toml:11: machine m2: port must be"), "{}", error(&bad));
+        assert!(
+            error(&bad).starts_with("c.toml:11: machine m2: port must be"),
+            "{}",
+            error(&bad)
+        );
         let bad = TWO.replace("\"m2\"", "\"m1\"");
-        assert_eq!(error(&bad), "c.toml:7: machine \"m1\" is named twice (first on line 2)");
+        assert_eq!(
+            error(&bad),
+            "c.toml:7: machine \"m1\" is named twice (first on line 2)"
+        );
         let bad = TWO.replace("port = 7000", "launcher = [\"true\"]");
         assert!(error(&bad).contains("give ssh or launcher, not both"));
         assert!(error("[[machine]]\nname = \"a\"\naddress = \"::1\"\n").contains("at least two"));
         assert!(error("[[machine]\n").starts_with("c.toml:1: "));
-        let bad = TWO.replace("address = \"10.0.0.2\"", "address = \"10.0.0.1\"\nport = 6081").replace("port = 7000", "");
-        assert!(error(&bad).contains("both take hand-offs at 10.0.0.1:6081"), "{}", error(&bad));
+        let bad = TWO
+            .replace(
+                "address = \"10.0.0.2\"",
+                "address = \"10.0.0.1\"\nport = 6081",
+            )
+            .replace("port = 7000", "");
+        assert!(
+            error(&bad).contains("both take hand-offs at 10.0.0.1:6081"),
+            "{}",
+            error(&bad)
+        );
     }
 
     #[test]
@@ -275,14 +375,28 @@ port = 7000
         let h2 = t.add_node("h2", NodeKind::Host, None);
         t.add_link(h1, r1, None, c, Some(c));
         t.add_link(r1, h2, None, c, Some(c));
-        let placed = TWO.replace("cpus = 4", "nodes = [\"h1\", \"r1\"]").replace("port = 7000", "nodes = [\"h2\"]");
+        let placed = TWO
+            .replace("cpus = 4", "nodes = [\"h1\", \"r1\"]")
+            .replace("port = 7000", "nodes = [\"h2\"]");
         let c = Cluster::parse(&placed, "c.toml").unwrap();
         assert_eq!(c.node_machines(&t).unwrap(), [0, 0, 1]);
         let typo = Cluster::parse(&placed.replace("\"h2\"]", "\"h3\"]"), "c.toml").unwrap();
-        assert_eq!(typo.node_machines(&t).unwrap_err().to_string(), "c.toml:7: machine m2: the topology has no node \"h3\" (did you mean \"h1\"?)");
+        assert_eq!(
+            typo.node_machines(&t).unwrap_err().to_string(),
+            "c.toml:7: machine m2: the topology has no node \"h3\" (did you mean \"h1\"?)"
+        );
         let missing = Cluster::parse(&placed.replace(", \"r1\"", ""), "c.toml").unwrap();
-        assert!(missing.node_machines(&t).unwrap_err().to_string().contains("node r1 is on no machine"));
-        let twice = Cluster::parse(&placed.replace("[\"h2\"]", "[\"h2\", \"r1\"]"), "c.toml").unwrap();
-        assert!(twice.node_machines(&t).unwrap_err().to_string().contains("node r1 is on machines m1 and m2"));
+        assert!(missing
+            .node_machines(&t)
+            .unwrap_err()
+            .to_string()
+            .contains("node r1 is on no machine"));
+        let twice =
+            Cluster::parse(&placed.replace("[\"h2\"]", "[\"h2\", \"r1\"]"), "c.toml").unwrap();
+        assert!(twice
+            .node_machines(&t)
+            .unwrap_err()
+            .to_string()
+            .contains("node r1 is on machines m1 and m2"));
     }
 }

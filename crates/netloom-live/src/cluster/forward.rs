@@ -87,7 +87,14 @@ impl Forwarding {
         let mut command = Command::new(&m.launcher[0]);
         command
             .args(&m.launcher[1..])
-            .args([m.netloom.as_str(), "exec", "--name", &m.experiment, host, "--"])
+            .args([
+                m.netloom.as_str(),
+                "exec",
+                "--name",
+                &m.experiment,
+                host,
+                "--",
+            ])
             .args(argv);
         Ok(command)
     }

@@ -41,7 +41,13 @@ pub(crate) struct Sender {
 
 impl Sender {
     /// From worker `from` (on `socket`) to worker `to_worker` at `to`, in run `vni`.
-    pub fn new(socket: Arc<UdpSocket>, vni: u32, from: u16, to_worker: u16, to: SocketAddr) -> Sender {
+    pub fn new(
+        socket: Arc<UdpSocket>,
+        vni: u32,
+        from: u16,
+        to_worker: u16,
+        to: SocketAddr,
+    ) -> Sender {
         Sender {
             socket,
             to,

@@ -6,11 +6,11 @@
 
 use super::channel::{self, Figures, FromWorker, Start, ToWorker};
 use super::handoff::{self, Receiver, Sender};
+use crate::clock::SystemClock;
 use crate::experiment::{Ending, Experiment, Part};
 use crate::mailbox::Outbound;
 use crate::plan::{Options, Plan, Split};
 use crate::wait::{Hybrid, Precision};
-use crate::clock::SystemClock;
 use netloom_engine::Payload;
 use netloom_partition::Assignment;
 use std::io::{BufRead, Write};
@@ -169,8 +169,8 @@ fn start_part(start: Start) -> Result<Running, String> {
         true => netloom_topo::Format::Json,
         false => netloom_topo::Format::Toml,
     };
-    let topology = netloom_topo::load_str(&start.topology, format, &start.label)
-        .map_err(|e| e.to_string())?;
+    let topology =
+        netloom_topo::load_str(&start.topology, format, &start.label).map_err(|e| e.to_string())?;
     let precision = match start.precision.as_str() {
         "busy" => Precision::Busy,
         "sleep" => Precision::Sleep,
@@ -230,7 +230,9 @@ fn start_part(start: Start) -> Result<Running, String> {
     let coordinator_now = channel::wall_ns() as i128 - i128::from(start.offset_ns);
     let since_zero = (coordinator_now - i128::from(start.zero_ns)).max(0) as u64;
     let now = std::time::Instant::now();
-    let zero = now.checked_sub(Duration::from_nanos(since_zero)).unwrap_or(now);
+    let zero = now
+        .checked_sub(Duration::from_nanos(since_zero))
+        .unwrap_or(now);
     let part = Part {
         worker: me,
         clock: SystemClock::since(zero),
