@@ -156,6 +156,48 @@ impl Drop for Receiver {
 mod tests {
     use super::*;
 
+    use crate::mailbox::mailboxes;
+    use std::io::Read;
+
+    /// A shipped hand-off as a worker posts it: an IPv4 packet behind an offload header.
+    fn shipped() -> (netloom_engine::Handoff, Box<[u8]>) {
+        let handoff = crate::calibration::handoff(netloom_engine::Payload::Ship, 7).0;
+        let mut frame = vec![0u8; VNET_HDR_LEN + 28];
+        frame[VNET_HDR_LEN] = 0x45;
+        frame[VNET_HDR_LEN + 3] = 28;
+        frame[VNET_HDR_LEN + 9] = 17;
+        (handoff, frame.into())
+    }
+
+    #[test]
+    fn a_hand_off_crosses_as_a_datagram_and_arrives_in_the_workers_inbox() {
+        let udp = || Arc::new(UdpSocket::bind("127.0.0.1:0").unwrap());
+        let (a, b, stranger) = (udp(), udp(), udp());
+        let (mut inboxes, posts) = mailboxes(1).unwrap();
+        let mut woken = inboxes[0].waker().unwrap();
+        woken.set_nonblocking(false).unwrap();
+        assert!(inboxes[0].may_sleep());
+        let _receiver = Receiver::start(b.clone(), vni("lab"), 1, posts[0].clone(), false).unwrap();
+        let to = b.local_addr().unwrap();
+        // Another run's hand-off to the same port is not taken; this run's is.
+        let other = Sender::new(stranger, vni("other"), 0, 1, to);
+        let (handoff, frame) = shipped();
+        assert!(other.send(Message::Shipped(handoff, frame.clone())));
+        let sender = Sender::new(a, vni("lab"), 0, 1, to);
+        assert!(sender.send(Message::Shipped(handoff, frame.clone())));
+        woken.read_exact(&mut [0u8; 1]).unwrap();
+        inboxes[0].awake();
+        match inboxes[0].take() {
+            Some(Message::Shipped(got, bytes)) => {
+                assert_eq!(got.at(), handoff.at());
+                assert_eq!(got.token(), handoff.token());
+                assert_eq!(bytes, frame, "the packet behind a fresh offload header");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(inboxes[0].take().is_none(), "the other run's hand-off was dropped");
+    }
+
     #[test]
     fn runs_of_other_names_have_other_vnis_within_24_bits() {
         assert_ne!(vni("lab"), vni("lab2"));
