@@ -4,7 +4,8 @@
 //! and iperf3 between hosts on different machines see the topology against a baseline between
 //! hosts of one machine in the same run; link changes and `exec` from the coordinator reach
 //! every machine; killing one worker stops the run everywhere; machines that cannot run their
-//! part are refused before the run starts; nothing is left after any of it. Each test skips,
+//! part are refused before the run starts; a lookahead shorter than the way between machines
+//! is warned about; nothing is left after any of it. Each test skips,
 //! saying why, where it cannot run.
 
 #[macro_use]
@@ -264,6 +265,33 @@ fn a_killed_worker_stops_the_run_everywhere() {
         !Path::new(&format!("/proc/{m1}")).exists(),
         "m1's worker still runs"
     );
+}
+
+#[test]
+fn a_lookahead_shorter_than_the_way_between_machines_is_warned_about_with_the_numbers() {
+    require_live!("nsenter");
+    let (lab, machines) = cluster_lab("cw", "");
+    // r1-r2, between the machines, at 1 us: less than any way between two processes.
+    let fast = TOPOLOGY.replace("delay = \"10ms\"", "delay = \"1us\"");
+    std::fs::write(lab.dir.join("topo.toml"), fast).unwrap();
+    let out = run_to_end(&lab);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the least delay of a pipe between machines is 0.001 ms, less than the one-way delay measured between machines"),
+        "{stderr}"
+    );
+    machines.assert_nothing_left();
+    drop((lab, machines));
+    // At 10 ms it is not.
+    let (lab, machines) = cluster_lab("cx", "");
+    let out = run_to_end(&lab);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && !stderr.contains("one-way delay"),
+        "{stderr}"
+    );
+    machines.assert_nothing_left();
 }
 
 #[test]

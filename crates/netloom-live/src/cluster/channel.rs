@@ -20,6 +20,8 @@ pub(crate) enum ToWorker {
     Request(Request),
     /// This machine's figures so far.
     Figures,
+    /// Measure the round trip to every other machine's hand-off socket.
+    Probe,
     /// Stop, tear down, and send the last figures.
     Stop,
 }
@@ -38,6 +40,9 @@ pub(crate) enum FromWorker {
     Answer(Result<serde_json::Value, String>),
     /// The answer to `Figures`, and to `Stop` (the last ones).
     Figures(Result<Box<Figures>, String>),
+    /// The answer to `Probe`: the least round trip (ns) to each worker's hand-off socket, by
+    /// worker (`None` for itself and for a machine that did not echo).
+    Probed(Vec<Option<u64>>),
     /// Unasked: the worker could not start, or stopped by itself (a failure, a signal).
     Failed(String),
 }

@@ -496,7 +496,7 @@ impl ClusterRun {
             Ok(p) => p,
             Err(e) => return Err(abandon(&remotes, vec![format!("{label}: {e}")])),
         };
-        let mut warnings = plan.warnings().to_vec();
+        let warnings = plan.warnings().to_vec();
         let info = RunInfo {
             experiment: run.clone(),
             version: env!("CARGO_PKG_VERSION").to_string(),
@@ -514,29 +514,6 @@ impl ClusterRun {
                 .filter_map(|n| Some((n.name.clone(), n.position?)))
                 .collect(),
         };
-        // The lookahead: a hand-off leaves a pipe's delay before its exit time, and must cross
-        // between machines within it.
-        let lookahead_ns = info.workers.as_ref().and_then(|w| w.lookahead_ns);
-        let one_way_ns = remotes
-            .iter()
-            .filter_map(|r| {
-                r.clock
-                    .lock()
-                    .expect("no panics holding it")
-                    .as_ref()
-                    .map(|c| c.start.round_trip_ns / 2)
-            })
-            .max()
-            .unwrap_or(0);
-        if let Some(lookahead) = lookahead_ns {
-            if lookahead < one_way_ns {
-                warnings.push(format!(
-                    "the least delay of a pipe between machines is {:.3} ms, less than the measured one-way delay to the machines ({:.3} ms): hand-offs will arrive late; give those pipes more delay or place their ends on one machine",
-                    lookahead as f64 / 1e6,
-                    one_way_ns as f64 / 1e6
-                ));
-            }
-        }
         let registry = match netloom_os::Testbed::without_hosts(&run) {
             Ok(t) => t,
             Err(e) => return Err(abandon(&remotes, vec![e.to_string()])),
@@ -625,6 +602,15 @@ impl ClusterRun {
             // Dropping `started` stops the machines that came up and cleans the others.
             return Err(fail(errors.join("; ")));
         }
+        let lookahead_ns = started
+            .shared
+            .info
+            .workers
+            .as_ref()
+            .and_then(|w| w.lookahead_ns);
+        if let Some(warning) = started.check_lookahead(lookahead_ns) {
+            started.warnings.push(warning);
+        }
         let map = super::forward::Forwarding::of(
             &started
                 .shared
@@ -660,6 +646,38 @@ impl ClusterRun {
             }
         }));
         Ok(started)
+    }
+
+    /// Measures the round trip between every two machines' hand-off sockets (UDP probes, the
+    /// least of a few) and says so when half of one is more than the lookahead: a hand-off
+    /// leaves a pipe's delay before its exit time and must cross between machines within it.
+    fn check_lookahead(&self, lookahead_ns: Option<u64>) -> Option<String> {
+        let mut worst: Option<(u64, usize, usize)> = None;
+        for (k, remote) in self.shared.remotes.iter().enumerate() {
+            let Ok(FromWorker::Probed(trips)) = remote.ask(&ToWorker::Probe, ANSWER_WAIT) else {
+                continue;
+            };
+            for (j, trip) in trips.into_iter().enumerate() {
+                if let Some(trip) = trip.filter(|_| j != k) {
+                    if worst.is_none_or(|(w, _, _)| trip > w) {
+                        worst = Some((trip, k, j));
+                    }
+                }
+            }
+        }
+        let (trip, a, b) = worst?;
+        let one_way = trip / 2;
+        let machine = |k: usize| &self.shared.remotes[k].machine.name;
+        let lookahead = lookahead_ns?;
+        (lookahead < one_way).then(|| {
+            format!(
+                "the least delay of a pipe between machines is {:.3} ms, less than the one-way delay measured between machines {} and {} ({:.3} ms, half the least round trip of UDP probes): hand-offs will arrive late; give those pipes more delay or keep their ends on one machine",
+                lookahead as f64 / 1e6,
+                machine(a),
+                machine(b),
+                one_way as f64 / 1e6
+            )
+        })
     }
 
     /// What the caller should tell the user before the run goes on (a lookahead shorter than

@@ -2,7 +2,9 @@
 //! packet inside and the hand-off in netloom's option (netloom-wire, docs/wire.md), so tshark's
 //! GENEVE dissector shows the traffic between machines. The sending worker's thread sends it
 //! as it posts the hand-off; one thread per machine receives them and posts them to the
-//! worker's inbox, as another worker thread of the same process would.
+//! worker's inbox, as another worker thread of the same process would. The same sockets echo
+//! probes (not GENEVE: their first byte says version 1), which measure the round trip between
+//! machines for the lookahead check.
 
 use crate::mailbox::{Message, Outbound, Post};
 use crate::segment::{finish_checksum, VNET_HDR_LEN};
@@ -20,6 +22,34 @@ const STOP_LOOK: Duration = Duration::from_millis(100);
 /// The hand-off socket's receive buffer: a second of 100 Mbit/s, so that datagrams wait there,
 /// not get dropped, while the receiving thread waits for a CPU.
 const RECEIVE_BUFFER: usize = 16 << 20;
+
+/// A probe's first bytes; as GENEVE, version 1, which no netloom datagram has.
+const PROBE: &[u8; 7] = b"NLPROBE";
+/// A probe: the magic, whether it is the echo, the sender's wall clock (ns).
+const PROBE_LEN: usize = PROBE.len() + 1 + 8;
+
+/// A probe to send (`echo` false) or its echo, carrying `sent_ns`.
+fn probe(echo: bool, sent_ns: u64) -> [u8; PROBE_LEN] {
+    let mut p = [0u8; PROBE_LEN];
+    p[..PROBE.len()].copy_from_slice(PROBE);
+    p[PROBE.len()] = u8::from(echo);
+    p[PROBE.len() + 1..].copy_from_slice(&sent_ns.to_be_bytes());
+    p
+}
+
+/// The round trips of echoed probes: from each address, the least so far (ns).
+pub(crate) type RoundTrips = Arc<std::sync::Mutex<std::collections::HashMap<SocketAddr, u64>>>;
+
+/// Sends `count` probes to each of `peers` from `socket`, `gap` apart; their echoes reach the
+/// socket's `Receiver`, which keeps the round trips.
+pub(crate) fn send_probes(socket: &UdpSocket, peers: &[SocketAddr], count: usize, gap: Duration) {
+    for _ in 0..count {
+        for &peer in peers {
+            let _ = socket.send_to(&probe(false, super::channel::wall_ns()), peer);
+        }
+        std::thread::sleep(gap);
+    }
+}
 
 /// The run's GENEVE VNI: 24 bits of a hash of its name (FNV-1a), so that datagrams of another
 /// run reaching the same port are told apart.
@@ -87,6 +117,8 @@ impl Outbound for Sender {
 
 /// The thread that takes the hand-offs arriving for this machine's worker.
 pub(crate) struct Receiver {
+    /// The least round trip of the probes this machine sent, by peer.
+    pub round_trips: RoundTrips,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -106,6 +138,8 @@ impl Receiver {
         netloom_os::set_receive_buffer(&*socket, RECEIVE_BUFFER)?;
         let stop = Arc::new(AtomicBool::new(false));
         let halt = stop.clone();
+        let round_trips = RoundTrips::default();
+        let trips = round_trips.clone();
         let thread = std::thread::Builder::new()
             .name("netloom-handoffs".into())
             .spawn(move || {
@@ -115,9 +149,26 @@ impl Receiver {
                 }
                 let mut buf = vec![0u8; MAX_DATAGRAM];
                 while !halt.load(Ordering::Relaxed) {
-                    let Ok((n, _)) = socket.recv_from(&mut buf) else {
+                    let Ok((n, from)) = socket.recv_from(&mut buf) else {
                         continue;
                     };
+                    if n == PROBE_LEN && buf.starts_with(PROBE) {
+                        let sent_ns = u64::from_be_bytes(
+                            buf[PROBE.len() + 1..n].try_into().expect("8 bytes"),
+                        );
+                        match buf[PROBE.len()] {
+                            0 => {
+                                let _ = socket.send_to(&probe(true, sent_ns), from);
+                            }
+                            _ => {
+                                let trip = super::channel::wall_ns().saturating_sub(sent_ns);
+                                let mut trips = trips.lock().expect("nothing panics holding it");
+                                let least = trips.entry(from).or_insert(trip);
+                                *least = (*least).min(trip);
+                            }
+                        }
+                        continue;
+                    }
                     let packet = match decode(&buf[..n]) {
                         Ok(d) if d.header.vni == vni && d.header.to == me => match d.payload {
                             Payload::Packet { handoff, ip } => Some((handoff, ip)),
@@ -137,6 +188,7 @@ impl Receiver {
                 }
             })?;
         Ok(Receiver {
+            round_trips,
             stop,
             thread: Some(thread),
         })
@@ -195,7 +247,10 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(inboxes[0].take().is_none(), "the other run's hand-off was dropped");
+        assert!(
+            inboxes[0].take().is_none(),
+            "the other run's hand-off was dropped"
+        );
     }
 
     #[test]

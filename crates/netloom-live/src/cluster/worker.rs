@@ -22,6 +22,10 @@ use std::time::Duration;
 
 /// How long the worker waits for a message before it looks at its run again.
 const LOOK: Duration = Duration::from_millis(20);
+/// Probes sent to each other machine, how far apart, and how long their echoes may take.
+const PROBES: usize = 5;
+const PROBE_GAP: Duration = Duration::from_millis(10);
+const PROBE_WAIT: Duration = Duration::from_millis(200);
 /// How long a look at the run takes at most.
 const GLANCE: Duration = Duration::from_millis(1);
 
@@ -69,7 +73,9 @@ pub fn serve(
     let Running {
         experiment,
         here,
-        receiver: _receiver,
+        receiver,
+        socket,
+        peers,
     } = loop {
         match rx.recv() {
             Ok(ToWorker::Start(start)) => match start_part(*start) {
@@ -118,6 +124,24 @@ pub fn serve(
                     .map(|(snapshot, drops)| Box::new(spread(snapshot, &drops, &here, hosts)));
                 say(&output, &FromWorker::Figures(figures))?;
             }
+            ToWorker::Probe => {
+                let me = socket.local_addr()?;
+                let others: Vec<_> = peers.iter().copied().filter(|&p| p != me).collect();
+                handoff::send_probes(&socket, &others, PROBES, PROBE_GAP);
+                std::thread::sleep(PROBE_WAIT);
+                let receiver = receiver.lock().expect("nothing panics holding it");
+                let trips = receiver
+                    .as_ref()
+                    .map(|r| {
+                        r.round_trips
+                            .lock()
+                            .expect("nothing panics holding it")
+                            .clone()
+                    })
+                    .unwrap_or_default();
+                let probed = peers.iter().map(|p| trips.get(p).copied()).collect();
+                say(&output, &FromWorker::Probed(probed))?;
+            }
             ToWorker::Request(request) => {
                 let answer = experiment.answer(request);
                 say(&output, &FromWorker::Answer(answer))?;
@@ -160,6 +184,9 @@ struct Running {
     here: Vec<u32>,
     /// The thread taking hand-offs, stopped when dropped (after the experiment stopped).
     receiver: Arc<Mutex<Option<Receiver>>>,
+    /// The hand-off socket, and every worker's.
+    socket: Arc<UdpSocket>,
+    peers: Vec<std::net::SocketAddr>,
 }
 
 /// Brings this machine's part up: the plan as every machine computes it from the same
@@ -219,6 +246,7 @@ fn start_part(start: Start) -> Result<Running, String> {
     let realtime = start.realtime;
     let inbound = {
         let receiver = receiver.clone();
+        let socket = socket.clone();
         Box::new(move |post| {
             let r = Receiver::start(socket, vni, me as u16, post, realtime)?;
             *receiver.lock().expect("nothing panics holding it") = Some(r);
@@ -245,5 +273,7 @@ fn start_part(start: Start) -> Result<Running, String> {
         experiment,
         here,
         receiver,
+        socket,
+        peers: start.peers,
     })
 }
