@@ -85,24 +85,26 @@ impl Machines {
         machines
     }
 
-    /// A cluster file placing h1, h3 and r1 on m1, r2 and h2 on m2; `m2` adds keys to m2.
+    /// A cluster file placing h1, h3 and r1 on m1, r2 and h2 on m2; `m2` adds keys to m2, or
+    /// replaces its `netloom` or `launcher`.
     fn cluster_file(&self, m2: &str) -> String {
         let netloom = env!("CARGO_BIN_EXE_netloom");
         let machine = |k: usize, nodes: &str, extra: &str| {
+            let mut keys = String::new();
+            if !extra.contains("netloom =") {
+                keys += &format!("netloom = \"{netloom}\"\n");
+            }
+            if !extra.contains("launcher =") {
+                let ns = &self.names[k];
+                keys += &format!("launcher = [\"nsenter\", \"--net=/run/netns/{ns}\", \"--\"]\n");
+            }
             format!(
-                "[[machine]]\nname = \"m{}\"\naddress = \"10.251.0.{}\"\nlauncher = [\"nsenter\", \"--net=/run/netns/{}\", \"--\"]\nnodes = {nodes}\n{extra}\n",
+                "[[machine]]\nname = \"m{}\"\naddress = \"10.251.0.{}\"\nnodes = {nodes}\n{keys}{extra}\n",
                 k + 1,
                 k + 1,
-                self.names[k]
             )
         };
-        let default = format!("netloom = \"{netloom}\"\n");
-        let m2 = if m2.contains("netloom =") {
-            m2.to_string()
-        } else {
-            default.clone() + m2
-        };
-        machine(0, r#"["h1", "h3", "r1"]"#, &default) + &machine(1, r#"["r2", "h2"]"#, &m2)
+        machine(0, r#"["h1", "h3", "r1"]"#, "") + &machine(1, r#"["r2", "h2"]"#, m2)
     }
 
     /// The registry entries left of the run (its own and its machines').
@@ -351,6 +353,136 @@ fn machines_that_cannot_run_their_part_are_refused_before_the_run_starts() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("machine m2: ") && stderr.contains(&taken),
+        "{stderr}"
+    );
+    machines.assert_nothing_left();
+}
+
+/// An SSH server in machine m2's namespace, with keys of its own, stopped on drop.
+struct Sshd {
+    child: std::process::Child,
+    /// Made for it (sshd's privilege separation directory), removed after.
+    made_run_dir: bool,
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if self.made_run_dir {
+            let _ = std::fs::remove_dir("/run/sshd");
+        }
+    }
+}
+
+/// SSH from m1 to `address` with `lab`'s key, as a command line.
+fn ssh_command(lab: &Lab, machines: &Machines, address: &str) -> Vec<String> {
+    let key = lab.dir.join("id").display().to_string();
+    let net = format!("--net=/run/netns/{}", machines.names[0]);
+    let mut argv = vec!["nsenter", &net, "--", "ssh", "-i", &key];
+    for option in [
+        "StrictHostKeyChecking=no",
+        "UserKnownHostsFile=/dev/null",
+        "BatchMode=yes",
+        "ConnectTimeout=3",
+        "LogLevel=ERROR",
+    ] {
+        argv.extend(["-o", option]);
+    }
+    let dest = format!("root@{address}");
+    argv.push(&dest);
+    argv.into_iter().map(String::from).collect()
+}
+
+/// m2's keys for a worker started over SSH (to `address`), its registry the lab's.
+fn over_ssh(lab: &Lab, machines: &Machines, address: &str) -> String {
+    let launcher: Vec<String> = ssh_command(lab, machines, address)
+        .iter()
+        .map(|w| format!("{w:?}"))
+        .collect();
+    format!(
+        "launcher = [{}]\nnetloom = \"NETLOOM_RUN_DIR={} {}\"\n",
+        launcher.join(", "),
+        machines.registry.display(),
+        env!("CARGO_BIN_EXE_netloom"),
+    )
+}
+
+fn sshd(lab: &Lab, machines: &Machines) -> Sshd {
+    let keygen = |name: &str| {
+        let path = lab.dir.join(name);
+        let made = Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        path
+    };
+    let (host_key, id) = (keygen("host_key"), keygen("id"));
+    let authorized = lab.dir.join("authorized_keys");
+    std::fs::copy(id.with_extension("pub"), &authorized).unwrap();
+    let made_run_dir = std::fs::create_dir("/run/sshd").is_ok();
+    let mut command = Command::new("nsenter");
+    command
+        .arg(format!("--net=/run/netns/{}", machines.names[1]))
+        .args(["--", "/usr/sbin/sshd", "-D", "-e", "-f", "/dev/null"]);
+    for option in [
+        format!("HostKey={}", host_key.display()),
+        format!("AuthorizedKeysFile={}", authorized.display()),
+        "ListenAddress=10.251.0.2".into(),
+        "PidFile=none".into(),
+        "StrictModes=no".into(),
+        "UsePAM=no".into(),
+        "PermitRootLogin=prohibit-password".into(),
+    ] {
+        command.args(["-o", &option]);
+    }
+    command.stdout(Stdio::null()).stderr(Stdio::null());
+    let server = Sshd {
+        child: command.spawn().unwrap(),
+        made_run_dir,
+    };
+    let ssh = ssh_command(lab, machines, "10.251.0.2");
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while !Command::new(&ssh[0])
+        .args(&ssh[1..])
+        .arg("true")
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(Instant::now() < give_up, "sshd does not answer");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    server
+}
+
+#[test]
+fn a_worker_started_over_ssh_runs_its_part_and_an_unreachable_machine_is_refused() {
+    require_live!("ping", "nsenter", "ssh", "ssh-keygen", "/usr/sbin/sshd");
+    let (mut lab, machines) = cluster_lab("cs", "");
+    let _server = sshd(&lab, &machines);
+    let file = machines.cluster_file(&over_ssh(&lab, &machines, "10.251.0.2"));
+    std::fs::write(lab.dir.join("cluster.toml"), file).unwrap();
+    let cluster = cluster_arg(&lab);
+    lab.start(&[&cluster[0], &cluster[1]]);
+    // h2 is on m2, reached over SSH: exec runs there, and its pings cross the machines.
+    let rtts = lab.exact_rtts("h2", "h1", 5);
+    assert!((trimmed_mean(rtts.clone()) - 24.0).abs() < 1.0, "{rtts:?}");
+    lab.stop();
+    machines.assert_nothing_left();
+
+    // A machine SSH cannot reach: refused, and m1 (already started) left clean.
+    let file = machines.cluster_file(&over_ssh(&lab, &machines, "10.251.0.9"));
+    std::fs::write(lab.dir.join("cluster.toml"), file).unwrap();
+    let out = run_to_end(&lab);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "machine m2: worker ended (exit status: 255): ssh: connect to host 10.251.0.9 port 22"
+        ),
         "{stderr}"
     );
     machines.assert_nothing_left();
