@@ -53,9 +53,10 @@ struct Machines {
 
 impl Machines {
     fn new(lab: &Lab) -> Machines {
-        let tag = std::process::id() % 100_000;
-        let names = [format!("nlc{tag}m1"), format!("nlc{tag}m2")];
-        let veth = [format!("nlc{tag}v1"), format!("nlc{tag}v2")];
+        // Named after the lab, which is unique to its test and process.
+        let tag = &lab.name;
+        let names = [format!("{tag}m1"), format!("{tag}m2")];
+        let veth = [format!("{tag}v1"), format!("{tag}v2")];
         let ip = |args: &[&str]| {
             let out = Command::new("ip").args(args).output().unwrap();
             assert!(
@@ -284,7 +285,7 @@ fn a_lookahead_shorter_than_the_way_between_machines_is_warned_about_with_the_nu
         "{stderr}"
     );
     machines.assert_nothing_left();
-    drop((lab, machines));
+    drop((machines, lab));
     // At 10 ms it is not.
     let (lab, machines) = cluster_lab("cx", "");
     let out = run_to_end(&lab);
@@ -309,7 +310,7 @@ fn machines_that_cannot_run_their_part_are_refused_before_the_run_starts() {
         "{stderr}"
     );
     machines.assert_nothing_left();
-    drop((lab, machines));
+    drop((machines, lab));
 
     // Another netloom version there.
     let (lab, machines) = cluster_lab("cv", "");
@@ -337,7 +338,7 @@ fn machines_that_cannot_run_their_part_are_refused_before_the_run_starts() {
         "{stderr}"
     );
     machines.assert_nothing_left();
-    drop((lab, machines));
+    drop((machines, lab));
 
     // A machine that cannot create its hosts: one of its namespaces' names is taken there.
     let (lab, machines) = cluster_lab("cn", "");
