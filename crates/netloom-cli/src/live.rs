@@ -84,11 +84,10 @@ pub fn clean(args: CleanArgs) -> Result<()> {
     let logs = std::fs::read_dir(&dir).into_iter().flatten().flatten();
     for entry in logs {
         let path = entry.path();
-        let Some(name) = path
-            .file_name()
-            .and_then(|f| f.to_str())
-            .and_then(|f| f.strip_suffix(".log"))
-        else {
+        let Some(name) = path.file_name().and_then(|f| f.to_str()).and_then(|f| {
+            f.strip_suffix(".log")
+                .or_else(|| f.strip_suffix(".cluster.json"))
+        }) else {
             continue;
         };
         let wanted = args.name.as_deref().is_none_or(|n| n == name);
@@ -113,6 +112,21 @@ pub fn shell(args: ShellArgs) -> Result<u8> {
 /// daemons' directory is at /run/frr (or /run/bird) for the program, so a plain `vtysh` or
 /// `birdc` talks to that router's daemons.
 fn in_node(experiment: Option<&str>, node: &str, argv: &[String]) -> Result<u8> {
+    // A run over several machines: the command runs on the host's machine.
+    let run = match experiment {
+        Some(name) => Some(name.to_string()),
+        None => target(None).ok().map(|r| r.name),
+    };
+    if let Some(map) = run
+        .as_deref()
+        .and_then(netloom_live::cluster::Forwarding::read)
+    {
+        let mut command = map.command(node, argv).map_err(anyhow::Error::msg)?;
+        let status = command
+            .status()
+            .context("running the command on the host's machine")?;
+        return Ok(exit_code(status));
+    }
     let (record, found) = netloom_os::find_host(experiment, node)?;
     let daemons = netloom_routing::router_dir(&record.name, &found.name);
     let status = match netloom_routing::socket_mount(&daemons) {

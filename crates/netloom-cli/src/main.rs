@@ -5,6 +5,7 @@
 mod calibrate;
 mod capture;
 mod check;
+mod cluster;
 mod convert;
 mod demo;
 mod gen;
@@ -51,6 +52,10 @@ enum Command {
     /// Bring a topology up live: a network namespace and TUN device per host, the engine in
     /// real time. Needs root.
     Run(Box<run::RunArgs>),
+    /// One machine's worker of a run over several machines: started by `run --cluster` through
+    /// the machine's launcher (SSH), it speaks to the coordinator on its standard input and
+    /// output (docs/cluster.md). Needs root.
+    Worker(cluster::WorkerArgs),
     /// Stop a running (detached) experiment and tear it down.
     Stop(live::StopArgs),
     /// Remove what a crashed or killed experiment left behind.
@@ -91,6 +96,7 @@ fn main() -> ExitCode {
         Command::Partition(args) => partition::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Run(args) => run::run(*args),
+        Command::Worker(args) => cluster::worker(args),
         Command::Stop(args) => live::stop(args),
         Command::Clean(args) => live::clean(args),
         Command::Exec(args) => live::exec(args).map(|code| std::process::exit(code.into())),

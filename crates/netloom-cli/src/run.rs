@@ -133,6 +133,10 @@ pub struct RunArgs {
     /// ends; while it runs they are in /run/netloom/<name>/routers/<router>/ (docs/routing.md).
     #[arg(long, value_name = "DIR")]
     router_logs: Option<PathBuf>,
+    /// Run over the machines of this cluster file: a worker on each (started over SSH), each
+    /// machine emulating its part (docs/cluster.md).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["detach", "workers", "assignment", "method", "pin", "cpu", "payload", "keep_cpus_awake", "metrics", "web", "router_logs"])]
+    cluster: Option<PathBuf>,
     /// Internal: the background process of --detach writes this file once every host is up.
     #[arg(long, hide = true)]
     ready_file: Option<PathBuf>,
@@ -153,6 +157,18 @@ pub fn run(args: RunArgs) -> Result<()> {
         .transpose()
         .context("--duration")?;
     let options = options(&args, &topo, name.clone())?;
+    if let Some(cluster) = &args.cluster {
+        return crate::cluster::run(crate::cluster::Coordinate {
+            cluster,
+            file: &args.file,
+            topology: topo,
+            options,
+            stop_after,
+            json: args.json,
+            top: args.top,
+            ready_file: args.ready_file.as_ref(),
+        });
+    }
     predict(&args, &topo)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let plan = Plan::new(topo, options, cpus).with_context(|| args.file.display().to_string())?;

@@ -59,8 +59,10 @@ pub struct LatenessBucket {
 }
 
 /// Lateness of every release and hand-off, and losses outside the model, of one worker or a
-/// whole run.
-#[derive(Clone, Debug)]
+/// whole run. It travels between the machines of a cluster as `AccuracyParts`, so the
+/// coordinator merges the histograms themselves, not their percentiles.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(into = "AccuracyParts", from = "AccuracyParts")]
 pub struct Accuracy {
     thresholds: Thresholds,
     lateness_ns: Histogram<u64>,
@@ -77,6 +79,60 @@ pub struct Accuracy {
     /// Scheduled link changes never in force: a later change of the same link fell due before
     /// the driver could apply them (a schedule finer than its turns).
     skipped_changes: u64,
+}
+
+/// `Accuracy` as plain data: the histogram as its recorded values and their counts.
+#[derive(Serialize, Deserialize)]
+struct AccuracyParts {
+    late_threshold_ns: u64,
+    max_late_fraction: f64,
+    /// (lateness ns, releases) for each recorded value.
+    lateness_ns: Vec<(u64, u64)>,
+    late: u64,
+    handoffs: u64,
+    late_handoffs: u64,
+    handoff_lateness_max_ns: u64,
+    physical_drops: u64,
+    skipped_changes: u64,
+}
+
+impl From<Accuracy> for AccuracyParts {
+    fn from(a: Accuracy) -> AccuracyParts {
+        AccuracyParts {
+            late_threshold_ns: a.thresholds.late.as_nanos() as u64,
+            max_late_fraction: a.thresholds.max_late_fraction,
+            lateness_ns: a
+                .lateness_ns
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect(),
+            late: a.late,
+            handoffs: a.handoffs,
+            late_handoffs: a.late_handoffs,
+            handoff_lateness_max_ns: a.handoff_lateness_max.as_nanos() as u64,
+            physical_drops: a.physical_drops,
+            skipped_changes: a.skipped_changes,
+        }
+    }
+}
+
+impl From<AccuracyParts> for Accuracy {
+    fn from(p: AccuracyParts) -> Accuracy {
+        let mut a = Accuracy::new(Thresholds {
+            late: Duration::from_nanos(p.late_threshold_ns),
+            max_late_fraction: p.max_late_fraction,
+        });
+        for (value, count) in p.lateness_ns {
+            a.lateness_ns.saturating_record_n(value, count);
+        }
+        a.late = p.late;
+        a.handoffs = p.handoffs;
+        a.late_handoffs = p.late_handoffs;
+        a.handoff_lateness_max = Duration::from_nanos(p.handoff_lateness_max_ns);
+        a.physical_drops = p.physical_drops;
+        a.skipped_changes = p.skipped_changes;
+        a
+    }
 }
 
 /// Accuracy figures of a run, for `netloom run` and `stats` (JSON as documented in docs/live.md).
@@ -340,6 +396,9 @@ mod tests {
         }
         let mut merged = a.clone();
         merged.merge(&b);
+        // As the machines of a cluster send it: the same figures on arrival.
+        let sent: Accuracy = serde_json::from_str(&serde_json::to_string(&b).unwrap()).unwrap();
+        assert_eq!(sent.report(), b.report());
         let r = merged.report();
         assert_eq!((r.released, r.handoffs, r.late_handoffs), (1000, 500, 0));
         assert!(r.lateness_ns_p99 >= 5_000 && r.lateness_ns_p50 < 1_010);

@@ -6,7 +6,7 @@ use crate::accuracy::AccuracyReport;
 use crate::clock::Clock;
 use crate::driver::Driver;
 use crate::io::PacketIo;
-use crate::mailbox::{mailboxes, Message, Post};
+use crate::mailbox::{mailboxes, Message, Outbound, Post};
 use crate::message::{Answer, Change, ChangeKind, Direction, LinkChange, Order, Snapshot};
 use crate::pcapng::Interface;
 use netloom_topo::{did_you_mean, LinkId, LinkPatch, NodeId, PatchError, PipeId, Topology};
@@ -96,6 +96,37 @@ impl<C: Clock> Controller<C> {
             clock,
             topology: Arc::new(topology),
         })
+    }
+
+    /// Connects `driver` as worker `me` of a run over several machines: it posts to the other
+    /// workers through `remote` (by worker; `remote[me]` is not used) and is ordered by the
+    /// controller returned, alone. Also returns its post, where hand-offs from the other
+    /// machines are to be posted.
+    pub(crate) fn connect_part<I: PacketIo>(
+        driver: &mut Driver<I, C>,
+        me: usize,
+        remote: Vec<Arc<dyn Outbound>>,
+        clock: C,
+        topology: Topology,
+    ) -> std::io::Result<(Controller<C>, Post)> {
+        let (mut inboxes, mut posts) = mailboxes(1)?;
+        let (inbox, post) = (inboxes.remove(0), posts.remove(0));
+        driver.io_mut().watch(inbox.waker()?)?;
+        let all = remote
+            .into_iter()
+            .enumerate()
+            .map(|(k, out)| match k == me {
+                true => post.clone(),
+                false => Post::Remote(out),
+            })
+            .collect();
+        driver.connect(inbox, all);
+        let controller = Controller {
+            posts: vec![post.clone()],
+            clock,
+            topology: Arc::new(topology),
+        };
+        Ok((controller, post))
     }
 
     /// The topology the workers emulate (as loaded; the pipes' current state is the workers').

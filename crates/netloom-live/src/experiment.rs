@@ -9,7 +9,8 @@ use crate::clock::{Clock, SystemClock};
 use crate::control::{ControlError, Controller};
 use crate::driver::{Driver, DriverConfig};
 use crate::event::{Event, EventLines, Events, Subscription};
-use crate::message::{Direction, LinkChange, Request};
+use crate::mailbox::{Outbound, Post};
+use crate::message::{Direction, LinkChange, Request, Snapshot};
 use crate::monitor::Monitor;
 use crate::plan::{Placement, Plan, PlanError};
 use crate::protocol::{socket_path, Reply, VERSION};
@@ -53,6 +54,10 @@ pub enum LiveError {
         /// The error.
         source: std::io::Error,
     },
+    /// A machine of a run over several machines could not be reached, started or kept
+    /// running (its name and why are in the message).
+    #[error("{0}")]
+    Machine(String),
     /// A worker stopped with an error.
     #[error("worker {worker}: {error}")]
     Worker {
@@ -100,6 +105,18 @@ pub trait RouterControl: Send {
     /// When the experiment stops, while the routers still exist (whatever is left running in
     /// their namespaces is killed after).
     fn stop(&mut self);
+}
+
+/// One machine's part of a run over several machines (`Experiment::start_part`).
+pub(crate) struct Part {
+    /// The worker that runs here.
+    pub worker: usize,
+    /// The run's clock, started at the run's instant zero as every machine agrees on it.
+    pub clock: SystemClock,
+    /// How to reach each other machine's worker, by worker (this one's is never used).
+    pub remote: Vec<Arc<dyn Outbound>>,
+    /// Given this worker's post once it exists, to post the hand-offs that arrive for it.
+    pub inbound: Box<dyn FnOnce(Post) -> std::io::Result<()>>,
 }
 
 /// Why `wait` returned.
@@ -354,7 +371,23 @@ impl Experiment {
     /// `start`, with `router_control` told about the kernel routers (see `RouterControl`).
     pub fn start_with(
         plan: Plan,
+        router_control: Option<Box<dyn RouterControl>>,
+    ) -> Result<Experiment, LiveError> {
+        Experiment::start_inner(plan, router_control, None)
+    }
+
+    /// One machine's part of a run over several machines: only the worker `part.worker` of
+    /// `plan` runs here, with its hosts, on the run's clock; it posts hand-offs for the other
+    /// machines' workers to `part.remote`, and `part.inbound` gets the post of this worker for
+    /// those that arrive.
+    pub(crate) fn start_part(plan: Plan, part: Part) -> Result<Experiment, LiveError> {
+        Experiment::start_inner(plan, None, Some(part))
+    }
+
+    fn start_inner(
+        plan: Plan,
         mut router_control: Option<Box<dyn RouterControl>>,
+        part: Option<Part>,
     ) -> Result<Experiment, LiveError> {
         let options = plan.options.clone();
         let mut kernel_routers = plan.kernel_routers();
@@ -366,12 +399,17 @@ impl Experiment {
         let hosts = plan.hosts();
         let mtus = plan.host_mtus();
         let routers = plan.routers();
+        // The hosts made here: all, or on one machine of a cluster its worker's.
+        let here: Option<Vec<u32>> = part.as_ref().map(|p| plan.hosts[p.worker].clone());
+        let made = |i: usize| here.as_ref().is_none_or(|h| h.contains(&(i as u32)));
         let spec = TestbedSpec {
             name: options.name.clone(),
             hosts: hosts
                 .iter()
                 .zip(&mtus)
-                .map(|(h, &mtu)| HostSpec {
+                .enumerate()
+                .filter(|&(i, _)| made(i))
+                .map(|(_, (h, &mtu))| HostSpec {
                     name: h.name.clone(),
                     ipv4: h.ipv4,
                     ipv6: h.ipv6,
@@ -379,9 +417,19 @@ impl Experiment {
                 })
                 .collect(),
             congestion_control: options.congestion_control.clone(),
+            // Other machines' hosts have no namespace here, but a name every host resolves, as
+            // routers do.
             routers: routers
                 .iter()
-                .map(|(_, r)| RouterSpec {
+                .map(|(_, r)| r)
+                .chain(
+                    hosts
+                        .iter()
+                        .enumerate()
+                        .filter(|&(i, _)| !made(i))
+                        .map(|(_, h)| h),
+                )
+                .map(|r| RouterSpec {
                     name: r.name.clone(),
                     ipv4: r.ipv4,
                     ipv6: r.ipv6,
@@ -413,7 +461,7 @@ impl Experiment {
             (Placement::Cpu(cpu), true) => Some(KeepAwake::start(&KeepAwake::cpus_except(*cpu))?),
             _ => None,
         };
-        let clock = SystemClock::start();
+        let clock = part.as_ref().map_or_else(SystemClock::start, |p| p.clock);
         let addresses = plan.addresses();
         let config = DriverConfig {
             max_packet: mtus
@@ -439,13 +487,25 @@ impl Experiment {
         // kernel routers' ports (same links and pipes).
         let names = topology.clone();
         let topology = kernel.as_ref().map_or(topology, |k| k.engine.clone());
-        let engines = match &ownership {
+        let mut engines = match &ownership {
             Some(o) => Engine::partitioned_all(&topology, &routes, options.seed, o),
             None => vec![Engine::with_routes(topology, routes, options.seed)],
         };
+        let hosts_total = reads.iter().map(Vec::len).sum();
+        let (engines, reads) = match &part {
+            Some(p) => (
+                vec![engines.swap_remove(p.worker)],
+                vec![reads[p.worker].clone()],
+            ),
+            None => (engines, reads),
+        };
         let mut drivers = Vec::with_capacity(engines.len());
         for (engine, reads) in engines.into_iter().zip(&reads) {
-            let mut io = TunIo::new(testbed.tuns().clone(), reads.clone())?;
+            let tuns = testbed.tuns().clone();
+            let mut io = match &here {
+                Some(here) => TunIo::part(tuns, here, hosts_total)?,
+                None => TunIo::new(tuns, reads.clone())?,
+            };
             if !options.gso {
                 io.set_gso(false)?;
             }
@@ -460,8 +520,21 @@ impl Experiment {
             }
             drivers.push(driver);
         }
-        let controller = Controller::connect(&mut drivers, clock, names)
-            .map_err(io_error("connecting the workers"))?;
+        let (controller, first) = match part {
+            Some(part) => {
+                let driver = drivers.first_mut().expect("one driver here");
+                let (controller, post) =
+                    Controller::connect_part(driver, part.worker, part.remote, clock, names)
+                        .map_err(io_error("connecting the worker"))?;
+                (part.inbound)(post).map_err(io_error("receiving hand-offs"))?;
+                (controller, part.worker)
+            }
+            None => (
+                Controller::connect(&mut drivers, clock, names)
+                    .map_err(io_error("connecting the workers"))?,
+                0,
+            ),
+        };
         let (bell, rung) = mpsc::channel();
         let shared = Arc::new(Shared {
             info,
@@ -490,7 +563,7 @@ impl Experiment {
         };
         // From here on, an error drops `experiment`, which stops what started and tears down.
         let realtime = options.realtime && options.precision != crate::wait::Precision::Busy;
-        for (k, driver) in drivers.into_iter().enumerate() {
+        for (k, driver) in (first..).zip(drivers) {
             let halt = experiment.halt.clone();
             let worker = Worker::spawn(k, driver, cpus[k], realtime, halt, bell.clone())
                 .map_err(io_error("starting a worker thread"))?;
@@ -632,10 +705,39 @@ impl Experiment {
     /// and counted as `in_flight`), closes the control socket and tears every host down.
     /// `reason` goes into the `stopped` event. A worker's failure is the error, after teardown.
     pub fn stop(mut self, reason: &Ending) -> Result<Report, LiveError> {
+        let (snapshot, tun_queue_drops) = self.shutdown(reason.name())?;
+        Ok(Report::new(&self.shared.info, snapshot, &tun_queue_drops))
+    }
+
+    /// `stop` on one machine of a cluster: its worker's last figures and its hosts' TUN-queue
+    /// drops (in the order of its hosts), for the coordinator to merge.
+    pub(crate) fn stop_part(mut self, reason: &Ending) -> Result<(Snapshot, Vec<u64>), LiveError> {
         self.shutdown(reason.name())
     }
 
-    fn shutdown(&mut self, reason: &str) -> Result<Report, LiveError> {
+    /// Answers a link change forwarded by a cluster's coordinator, as the control socket would.
+    pub(crate) fn answer(&self, request: Request) -> Result<Value, String> {
+        let change = match request {
+            Request::LinkSet {
+                a,
+                b,
+                direction,
+                set,
+            } => self.link_set(&a, &b, direction, &set),
+            Request::LinkState { a, b, up } => self.link_state(&a, &b, up),
+            other => return Err(format!("{other:?} is not forwarded to a machine")),
+        };
+        change.map(|c| to_value(&c)).map_err(|e| e.to_string())
+    }
+
+    /// The figures so far of this machine's worker and its hosts' TUN-queue drops (in the order
+    /// of its hosts), on one machine of a cluster.
+    pub(crate) fn part_figures(&self) -> Result<(Snapshot, Vec<u64>), LiveError> {
+        let snapshot = self.shared.controller.snapshot().wait(ANSWER_TIMEOUT)?;
+        Ok((snapshot, self.shared.tun_drops.per_host()?))
+    }
+
+    fn shutdown(&mut self, reason: &str) -> Result<(Snapshot, Vec<u64>), LiveError> {
         // Before the workers stop reading: after that, whatever the hosts still send fills their
         // queues and is dropped, which is the stop's doing, not the run's. Unreadable counters
         // (the hosts already gone) count none.
@@ -648,7 +750,7 @@ impl Experiment {
             monitor.stop();
         }
         let mut failure = None;
-        let mut merged: Option<crate::message::Snapshot> = None;
+        let mut merged: Option<Snapshot> = None;
         let mut drivers = Vec::with_capacity(self.workers.len());
         for (k, worker) in self.workers.drain(..).enumerate() {
             let (driver, result) = worker.join();
@@ -686,7 +788,7 @@ impl Experiment {
             return Err(e.into());
         }
         merged
-            .map(|snapshot| Report::new(&self.shared.info, snapshot, &tun_queue_drops))
+            .map(|snapshot| (snapshot, tun_queue_drops))
             .ok_or_else(|| LiveError::Worker {
                 worker: 0,
                 error: "no worker was started".into(),

@@ -19,6 +19,7 @@ pub mod calibration;
 mod capture;
 // The clock lives with time (the shaping daemon takes one too); `crate::clock` still names it.
 use netloom_time::clock;
+pub mod cluster;
 mod control;
 mod driver;
 mod event;

@@ -2,7 +2,8 @@
 //! worker and the experiment's control thread post into: one FIFO queue (std's lock-free list
 //! channel), so a `Hold` posted before a hand-off is always read before the `Release` that
 //! hand-off may cause elsewhere. A post wakes the worker only when it sleeps: waking costs a
-//! syscall, and a spinning worker finds the message on its next turn anyway.
+//! syscall, and a spinning worker finds the message on its next turn anyway. A worker on
+//! another machine is posted to through an `Outbound` instead (a UDP socket, `cluster`).
 
 use crate::message::{Answer, Order};
 use netloom_engine::{Handoff, Refusal};
@@ -40,30 +41,46 @@ pub(crate) enum Message {
 
 /// Whether the worker sleeps, and how to wake it.
 #[derive(Debug)]
-struct Door {
+pub(crate) struct Door {
     sleeping: AtomicBool,
     waker: UnixStream,
 }
 
+/// How messages reach a worker in another process: only shipped hand-offs travel there (a
+/// run over several machines ships payloads, so no other news is ever for another machine).
+pub(crate) trait Outbound: Send + Sync {
+    /// Sends `message` on its way; false when it cannot go.
+    fn send(&self, message: Message) -> bool;
+}
+
 /// Where to post to one worker.
 #[derive(Clone)]
-pub(crate) struct Post {
-    tx: Sender<Message>,
-    door: Arc<Door>,
+pub(crate) enum Post {
+    /// A worker thread of this process.
+    Local {
+        tx: Sender<Message>,
+        door: Arc<Door>,
+    },
+    /// A worker in another process.
+    Remote(Arc<dyn Outbound>),
 }
 
 impl Post {
     /// Queues `message` and wakes the worker if it sleeps. False when the worker is gone.
     pub fn send(&self, message: Message) -> bool {
-        if self.tx.send(message).is_err() {
+        let (tx, door) = match self {
+            Post::Local { tx, door } => (tx, door),
+            Post::Remote(out) => return out.send(message),
+        };
+        if tx.send(message).is_err() {
             return false;
         }
         // Pairs with the fence in `Inbox::may_sleep`: either the worker sees the message
         // before it sleeps, or this sees it sleeping and wakes it.
         fence(Ordering::SeqCst);
-        if self.door.sleeping.swap(false, Ordering::SeqCst) {
+        if door.sleeping.swap(false, Ordering::SeqCst) {
             // A full socket buffer already holds a wake-up; nothing else can fail here.
-            let _ = (&self.door.waker).write(&[1]);
+            let _ = (&door.waker).write(&[1]);
         }
         true
     }
@@ -127,7 +144,7 @@ pub(crate) fn mailboxes(workers: usize) -> io::Result<(Vec<Inbox>, Vec<Post>)> {
             sleeping: AtomicBool::new(false),
             waker,
         });
-        posts.push(Post {
+        posts.push(Post::Local {
             tx,
             door: door.clone(),
         });

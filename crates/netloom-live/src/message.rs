@@ -242,7 +242,7 @@ pub(crate) enum Answer {
 }
 
 /// One worker's figures at one moment, or all workers' once merged.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Snapshot {
     /// When it was taken.
     pub at: Instant,

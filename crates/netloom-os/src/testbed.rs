@@ -240,6 +240,18 @@ impl Testbed {
     /// everything made so far is removed.
     pub fn create(spec: &TestbedSpec) -> Result<Testbed, OsError> {
         spec.check()?;
+        Testbed::create_checked(spec)
+    }
+
+    /// The registry entry of run `name` whose hosts are all on other machines (the coordinator
+    /// of a run over several machines): no namespace, no device, but `stats`, `stop` and
+    /// `clean` find the run by name, and its owner is known as for any experiment.
+    pub fn without_hosts(name: &str) -> Result<Testbed, OsError> {
+        plan::check_experiment_name(name)?;
+        Testbed::create_checked(&TestbedSpec::planned(name, Vec::<String>::new()))
+    }
+
+    fn create_checked(spec: &TestbedSpec) -> Result<Testbed, OsError> {
         require_root("netloom run")?;
         let devices: usize = spec.kernel_routers.iter().map(|r| r.interfaces.len()).sum();
         raise_open_files(

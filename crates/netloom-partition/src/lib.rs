@@ -23,7 +23,7 @@ pub use error::PartitionError;
 pub use evaluation::{CoreLoad, Evaluation, MeasuredCore, Measurement};
 pub use graph::{FlowGraph, MAX_FLOW_EDGES, MAX_STATIC_PAIRS};
 pub use machine::{CacheTopology, SharedCache};
-pub use method::{partition, Method, Options};
+pub use method::{partition, partition_shares, Method, Options};
 pub use model::{Capacity, CapacityModel};
 pub use observation::Observation;
 pub use placement::{cross_core_traffic, place};

@@ -89,13 +89,24 @@ impl Options {
 
 /// Assigns every pipe of `graph` to one of `opts.cores` cores.
 pub fn partition(graph: &FlowGraph, opts: &Options) -> Result<Assignment, PartitionError> {
+    partition_shares(graph, opts, &[])
+}
+
+/// `partition`, core k taking `shares[k]` of the load (its capacity, in any unit: a machine's
+/// CPUs), one positive share per core; empty for equal shares. Only METIS weighs shares:
+/// random and k-cluster split equally.
+pub fn partition_shares(
+    graph: &FlowGraph,
+    opts: &Options,
+    shares: &[f64],
+) -> Result<Assignment, PartitionError> {
     if opts.cores == 0 {
         return Err(PartitionError::NoCores);
     }
     let pipes = match opts.method {
         Method::Random => random(graph.pipes(), opts.cores, opts.seed),
         Method::KCluster => kcluster(graph, opts),
-        Method::Metis => metis(graph, opts)?,
+        Method::Metis => metis(graph, opts, shares)?,
     };
     Ok(Assignment {
         cores: opts.cores,
@@ -184,7 +195,7 @@ const METIS_TOTAL: f64 = 1e8;
 /// determinism, so calls take turns.
 static METIS_TURN: Mutex<()> = Mutex::new(());
 
-fn metis(graph: &FlowGraph, opts: &Options) -> Result<Vec<u32>, PartitionError> {
+fn metis(graph: &FlowGraph, opts: &Options, shares: &[f64]) -> Result<Vec<u32>, PartitionError> {
     let n = graph.pipes();
     if opts.cores == 1 || n == 0 {
         return Ok(vec![0; n]);
@@ -214,11 +225,25 @@ fn metis(graph: &FlowGraph, opts: &Options) -> Result<Vec<u32>, PartitionError> 
     let adjwgt = scaled(&g.weights);
     let ufactor = ((opts.imbalance - 1.0) * 1000.0).round().max(1.0) as metis::Idx;
     let mut part = vec![0 as metis::Idx; n];
+    let total: f64 = shares.iter().sum();
+    if !shares.is_empty() && (shares.len() != opts.cores as usize || total <= 0.0) {
+        return Err(PartitionError::Metis(format!(
+            "{} shares for {} cores: give one positive share per core",
+            shares.len(),
+            opts.cores
+        )));
+    }
+    let shares: Vec<metis::Real> = shares.iter().map(|&s| (s / total) as metis::Real).collect();
     let _turn = METIS_TURN
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    metis::Graph::new(1, opts.cores as metis::Idx, &xadj, &adjncy)
-        .map_err(|e| PartitionError::Metis(e.to_string()))?
+    let graph = metis::Graph::new(1, opts.cores as metis::Idx, &xadj, &adjncy)
+        .map_err(|e| PartitionError::Metis(e.to_string()))?;
+    let graph = match shares.is_empty() {
+        true => graph,
+        false => graph.set_tpwgts(&shares),
+    };
+    graph
         .set_vwgt(&vwgt)
         .set_adjwgt(&adjwgt)
         .set_option(metis::option::Seed(

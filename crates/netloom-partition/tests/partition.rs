@@ -3,7 +3,7 @@
 
 use netloom_link::PipeConfig;
 use netloom_partition::{
-    partition, Assignment, Evaluation, FlowGraph, Method, Observation, Options,
+    partition, partition_shares, Assignment, Evaluation, FlowGraph, Method, Observation, Options,
 };
 use netloom_route::Routes;
 use netloom_time::{Duration, Rate};
@@ -230,4 +230,23 @@ fn assignment_file_round_trips_and_is_checked() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("pipe 5 is on core 3"), "{err}");
+}
+
+#[test]
+fn metis_gives_each_core_its_share_of_the_load() {
+    let topo = tree_mesh(4);
+    let graph = FlowGraph::conservative(&topo, &Routes::compute(&topo));
+    let opts = Options {
+        imbalance: 1.1,
+        ..Options::new(Method::Metis, 2, 1)
+    };
+    let share_of_core_0 = |shares: Vec<f64>| {
+        let eval = Evaluation::of(&graph, &partition_shares(&graph, &opts, &shares).unwrap());
+        eval.cores[0].load / (eval.cores[0].load + eval.cores[1].load)
+    };
+    let equal = share_of_core_0(Vec::new());
+    let three_to_one = share_of_core_0(vec![3.0, 1.0]);
+    assert!((equal - 0.5).abs() < 0.06, "{equal}");
+    assert!((three_to_one - 0.75).abs() < 0.08, "{three_to_one}");
+    assert!(partition_shares(&graph, &opts, &[1.0]).is_err());
 }

@@ -23,9 +23,12 @@ pub struct SystemClock {
 impl SystemClock {
     /// A clock that reads 0 now.
     pub fn start() -> SystemClock {
-        SystemClock {
-            start: std::time::Instant::now(),
-        }
+        SystemClock::since(std::time::Instant::now())
+    }
+
+    /// A clock that read 0 at `start` (the run's instant zero as another process has it).
+    pub fn since(start: std::time::Instant) -> SystemClock {
+        SystemClock { start }
     }
 }
 

@@ -1,0 +1,92 @@
+//! `netloom run FILE --cluster CLUSTER`, the coordinator of a run over several machines, and
+//! `netloom worker`, what it starts on each machine (docs/cluster.md). Glue only: the run is
+//! netloom-live's `cluster`.
+
+use crate::run::say;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use netloom_live::cluster::{Cluster, ClusterRun, Setup};
+use netloom_live::Options;
+use netloom_topo::Topology;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+pub struct WorkerArgs {}
+
+/// Serves the coordinator on standard input and output until it stops the run.
+pub fn worker(_args: WorkerArgs) -> Result<()> {
+    let signal = netloom_os::install_stop_handler()?;
+    let input = std::io::BufReader::new(std::io::stdin());
+    netloom_live::cluster::serve_worker(input, std::io::stdout(), signal)
+        .context("the control channel to the coordinator")
+}
+
+/// What `run` passes on to a run over several machines.
+pub struct Coordinate<'a> {
+    pub cluster: &'a Path,
+    pub file: &'a Path,
+    pub topology: Topology,
+    pub options: Options,
+    pub stop_after: Option<std::time::Duration>,
+    pub json: bool,
+    pub top: usize,
+    pub ready_file: Option<&'a PathBuf>,
+}
+
+/// Starts the run on every machine, waits for its end, stops it everywhere and prints the
+/// merged report.
+pub fn run(c: Coordinate) -> Result<()> {
+    let cluster = Cluster::read(c.cluster)?;
+    let json = match c.file.extension().and_then(|e| e.to_str()) {
+        Some("json") => true,
+        Some("toml") => false,
+        _ => bail!(
+            "{}: a run over several machines takes a topology file (.toml or .json), which every machine loads; convert it first (netloom convert)",
+            c.file.display()
+        ),
+    };
+    let text = std::fs::read_to_string(c.file).with_context(|| c.file.display().to_string())?;
+    let name = c.options.name.clone();
+    let signal = netloom_os::install_stop_handler()?;
+    let started = std::time::Instant::now();
+    let run = ClusterRun::start(Setup {
+        cluster,
+        topology: c.topology,
+        text,
+        json,
+        label: c.file.display().to_string(),
+        options: c.options,
+    })?;
+    for warning in run.warnings() {
+        say(format_args!("netloom: warning: {warning}"));
+    }
+    let machines = run.clocks();
+    say(format_args!(
+        "netloom: experiment {name} is up: {} hosts on {} machines in {:.2} s; Ctrl-C or `netloom stop --name {name}` ends it",
+        run.info().hosts.len(),
+        machines.len(),
+        started.elapsed().as_secs_f64(),
+    ));
+    if let Some(ready) = c.ready_file {
+        std::fs::write(ready, b"up\n").with_context(|| format!("writing {}", ready.display()))?;
+    }
+    let ending = run.wait(signal, c.stop_after.map(|d| std::time::Instant::now() + d));
+    let clocks = run.clocks();
+    let report = run.stop(&ending)?;
+    for clock in &clocks {
+        say(format_args!(
+            "netloom: machine {}: clock offset {:+.1} us at the start, {:+.1} us at the end (round trip {:.1} us)",
+            clock.machine,
+            clock.start.offset_ns as f64 / 1e3,
+            clock.last.offset_ns as f64 / 1e3,
+            clock.last.round_trip_ns as f64 / 1e3,
+        ));
+    }
+    let text = match c.json {
+        true => serde_json::to_string_pretty(&report)? + "\n",
+        false => crate::live::format_report(&report, true, c.top),
+    };
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    Ok(())
+}

@@ -1,0 +1,490 @@
+//! Runs over several machines, with machines as network namespaces joined by a veth pair: each
+//! machine's worker is its own process in its own namespace (started through `nsenter`, as a
+//! cluster file's launcher), hand-offs cross between them as GENEVE datagrams over UDP. Pings
+//! and iperf3 between hosts on different machines see the topology against a baseline between
+//! hosts of one machine in the same run; link changes and `exec` from the coordinator reach
+//! every machine; killing one worker stops the run everywhere; machines that cannot run their
+//! part are refused before the run starts; a lookahead shorter than the way between machines
+//! is warned about; nothing is left after any of it. Each test skips,
+//! saying why, where it cannot run.
+
+#[macro_use]
+mod live_common;
+
+use live_common::{iperf3_client, received_mbps, trimmed_mean, Lab};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// h1 and h3 on r1, h2 on r2; r1–r2 10 ms, h3–r1 11 ms, the other links 1 ms; 100 Mbit/s
+/// everywhere. Placed with h1, h3 and r1 on one machine and r2, h2 on the other, h1 reaches h3
+/// on its own machine and h2 on the other through paths of the same delay and rate.
+const TOPOLOGY: &str = r#"hosts = ["h1", "h2", "h3"]
+routers = ["r1", "r2"]
+[defaults]
+bw = "100Mbit"
+queue = 400
+[[link]]
+a = "h1"
+b = "r1"
+delay = "1ms"
+[[link]]
+a = "h3"
+b = "r1"
+delay = "11ms"
+[[link]]
+a = "r1"
+b = "r2"
+delay = "10ms"
+[[link]]
+a = "r2"
+b = "h2"
+delay = "1ms"
+"#;
+
+/// Two machines as namespaces joined by a veth pair (10.251.0.1 and .2), removed on drop with
+/// whatever their runs left.
+struct Machines {
+    names: [String; 2],
+    /// The run whose machines' experiments are cleaned on drop.
+    run: String,
+    registry: std::path::PathBuf,
+}
+
+impl Machines {
+    fn new(lab: &Lab) -> Machines {
+        // Named after the lab, which is unique to its test and process.
+        let tag = &lab.name;
+        let names = [format!("{tag}m1"), format!("{tag}m2")];
+        let veth = [format!("{tag}v1"), format!("{tag}v2")];
+        let ip = |args: &[&str]| {
+            let out = Command::new("ip").args(args).output().unwrap();
+            assert!(
+                out.status.success(),
+                "ip {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let machines = Machines {
+            names: names.clone(),
+            run: lab.name.clone(),
+            registry: lab.dir.join("run"),
+        };
+        for n in &names {
+            ip(&["netns", "add", n]);
+            ip(&["-n", n, "link", "set", "lo", "up"]);
+        }
+        ip(&[
+            "link", "add", &veth[0], "type", "veth", "peer", "name", &veth[1],
+        ]);
+        for k in 0..2 {
+            ip(&["link", "set", &veth[k], "netns", &names[k]]);
+            let address = format!("10.251.0.{}/24", k + 1);
+            ip(&["-n", &names[k], "addr", "add", &address, "dev", &veth[k]]);
+            ip(&["-n", &names[k], "link", "set", &veth[k], "up"]);
+        }
+        machines
+    }
+
+    /// A cluster file placing h1, h3 and r1 on m1, r2 and h2 on m2; `m2` adds keys to m2, or
+    /// replaces its `netloom` or `launcher`.
+    fn cluster_file(&self, m2: &str) -> String {
+        let netloom = env!("CARGO_BIN_EXE_netloom");
+        let machine = |k: usize, nodes: &str, extra: &str| {
+            let mut keys = String::new();
+            if !extra.contains("netloom =") {
+                keys += &format!("netloom = \"{netloom}\"\n");
+            }
+            if !extra.contains("launcher =") {
+                let ns = &self.names[k];
+                keys += &format!("launcher = [\"nsenter\", \"--net=/run/netns/{ns}\", \"--\"]\n");
+            }
+            format!(
+                "[[machine]]\nname = \"m{}\"\naddress = \"10.251.0.{}\"\nnodes = {nodes}\n{keys}{extra}\n",
+                k + 1,
+                k + 1,
+            )
+        };
+        machine(0, r#"["h1", "h3", "r1"]"#, "") + &machine(1, r#"["r2", "h2"]"#, m2)
+    }
+
+    /// The registry entries left of the run (its own and its machines').
+    fn entries(&self) -> Vec<String> {
+        std::fs::read_dir(&self.registry)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&self.run))
+            .collect()
+    }
+
+    /// The namespaces of the run's hosts on any machine.
+    fn host_namespaces(&self) -> Vec<String> {
+        let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with(&format!("nl-{}-", self.run)))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Waits (10 s at most) until the run left nothing: no registry entry, no namespace.
+    fn assert_nothing_left(&self) {
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while !(self.entries().is_empty() && self.host_namespaces().is_empty()) {
+            assert!(
+                Instant::now() < give_up,
+                "left behind: {:?} {:?}",
+                self.entries(),
+                self.host_namespaces()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Machines {
+    fn drop(&mut self) {
+        for m in ["m1", "m2"] {
+            let _ = live_common::netloom()
+                .env("NETLOOM_RUN_DIR", &self.registry)
+                .args(["clean", "--name", &format!("{}-{m}", self.run)])
+                .output();
+        }
+        for n in &self.names {
+            let _ = Command::new("ip").args(["netns", "del", n]).output();
+        }
+    }
+}
+
+/// A lab of `TOPOLOGY` on two machines, the cluster file written.
+fn cluster_lab(tag: &str, m2: &str) -> (Lab, Machines) {
+    let lab = Lab::new(tag, TOPOLOGY);
+    let machines = Machines::new(&lab);
+    std::fs::write(lab.dir.join("cluster.toml"), machines.cluster_file(m2)).unwrap();
+    (lab, machines)
+}
+
+fn cluster_arg(lab: &Lab) -> [String; 2] {
+    [
+        "--cluster".into(),
+        lab.dir.join("cluster.toml").display().to_string(),
+    ]
+}
+
+/// `netloom run` on the cluster in the foreground until it ends by itself.
+fn run_to_end(lab: &Lab) -> Output {
+    let cluster = cluster_arg(lab);
+    lab.cmd()
+        .args(["run", "--name", &lab.name, "--duration", "5s"])
+        .arg(lab.dir.join("topo.toml"))
+        .args(&cluster)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn hosts_on_two_machines_reach_each_other_through_the_topology() {
+    require_live!("ping", "iperf3", "nsenter");
+    let (mut lab, machines) = cluster_lab("cl", "");
+    let cluster = cluster_arg(&lab);
+    lab.start(&[&cluster[0], &cluster[1]]);
+    // Baseline: h1 to h3, both on m1; across: h1 on m1 to h2 on m2; both 2 × 12 ms.
+    let same = trimmed_mean(lab.exact_rtts("h1", "h3", 10));
+    let across = trimmed_mean(lab.exact_rtts("h1", "h2", 10));
+    assert!(
+        (same - 24.0).abs() < 1.0 && (across - same).abs() < 0.5,
+        "across machines {across:.3} ms, on one machine {same:.3} ms: both should be the topology's 24 ms"
+    );
+    // A link between the machines changed from the coordinator: both machines apply it.
+    lab.control(&["link", "set", "r1", "r2", "delay=20ms"]);
+    let slower = trimmed_mean(lab.exact_rtts("h1", "h2", 10));
+    assert!(
+        (slower - across - 20.0).abs() < 1.0,
+        "after r1-r2 went from 10 to 20 ms: {slower:.3} ms, before {across:.3} ms"
+    );
+    // TCP across the machines gets what it gets on one machine, through the same 100 Mbit/s.
+    lab.spawn("h3", &["iperf3", "-s", "-1"]);
+    lab.wait_listening("h3", 5201);
+    let here = received_mbps(&iperf3_client(&lab, "h1", &["-c", "h3", "-t", "2"]));
+    lab.spawn("h2", &["iperf3", "-s", "-1"]);
+    lab.wait_listening("h2", 5201);
+    let there = received_mbps(&iperf3_client(&lab, "h1", &["-c", "h2", "-t", "2"]));
+    assert!(here > 10.0, "on one machine: {here:.1} Mbit/s of 100");
+    eprintln!("TCP on one machine {here:.1} Mbit/s, across machines {there:.1} Mbit/s");
+    assert!(
+        there > 0.8 * here,
+        "across machines {there:.1} Mbit/s, on one machine {here:.1} Mbit/s"
+    );
+    let report = lab.stop();
+    let workers = &report["workers"];
+    assert_eq!(workers["workers"], 2, "{workers}");
+    assert_eq!(workers["payload"], "ship");
+    assert_eq!(workers["hosts"], serde_json::json!([2, 1]));
+    assert!(
+        report["accuracy"]["handoffs"].as_u64().unwrap() > 1000,
+        "{}",
+        report["accuracy"]
+    );
+    assert_eq!(report["hosts"].as_array().unwrap().len(), 3);
+    machines.assert_nothing_left();
+}
+
+#[test]
+fn a_killed_worker_stops_the_run_everywhere() {
+    require_live!("ping", "nsenter");
+    let (mut lab, machines) = cluster_lab("ck", "");
+    let cluster = cluster_arg(&lab);
+    lab.start(&[&cluster[0], &cluster[1]]);
+    assert!(lab.exec("h1", &["ping", "-c", "1", "h2"]).status.success());
+    let record = |m: &str| -> serde_json::Value {
+        let path = machines
+            .registry
+            .join(format!("{}-{m}", lab.name))
+            .join("experiment.json");
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    };
+    let (m1, m2) = (
+        record("m1")["pid"].as_u64().unwrap(),
+        record("m2")["pid"].as_u64().unwrap(),
+    );
+    let killed = Command::new("kill")
+        .args(["-9", &m2.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = lab.child.take().unwrap().wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("machine m2: worker ended (signal: 9")
+            && stderr.contains("cleaned machine m2"),
+        "{stderr}"
+    );
+    machines.assert_nothing_left();
+    assert!(
+        !Path::new(&format!("/proc/{m1}")).exists(),
+        "m1's worker still runs"
+    );
+}
+
+#[test]
+fn a_lookahead_shorter_than_the_way_between_machines_is_warned_about_with_the_numbers() {
+    require_live!("nsenter");
+    let (lab, machines) = cluster_lab("cw", "");
+    // r1-r2, between the machines, at 1 us: less than any way between two processes.
+    let fast = TOPOLOGY.replace("delay = \"10ms\"", "delay = \"1us\"");
+    std::fs::write(lab.dir.join("topo.toml"), fast).unwrap();
+    let out = run_to_end(&lab);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the least delay of a pipe between machines is 0.001 ms, less than the one-way delay measured between machines"),
+        "{stderr}"
+    );
+    machines.assert_nothing_left();
+    drop((machines, lab));
+    // At 10 ms it is not.
+    let (lab, machines) = cluster_lab("cx", "");
+    let out = run_to_end(&lab);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && !stderr.contains("one-way delay"),
+        "{stderr}"
+    );
+    machines.assert_nothing_left();
+}
+
+#[test]
+fn machines_that_cannot_run_their_part_are_refused_before_the_run_starts() {
+    require_live!("nsenter");
+    // No netloom there.
+    let (lab, machines) = cluster_lab("cb", "netloom = \"/nonexistent/netloom\"\n");
+    let out = run_to_end(&lab);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("machine m2: worker ended") && stderr.contains("/nonexistent/netloom"),
+        "{stderr}"
+    );
+    machines.assert_nothing_left();
+    drop((machines, lab));
+
+    // Another netloom version there.
+    let (lab, machines) = cluster_lab("cv", "");
+    let fake = lab.dir.join("old-netloom");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho '{\"hello\":{\"version\":\"0.0.1\",\"cpus\":1}}'\ncat >/dev/null\n",
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("755")
+        .arg(&fake)
+        .status()
+        .unwrap();
+    std::fs::write(
+        lab.dir.join("cluster.toml"),
+        machines.cluster_file(&format!("netloom = \"{}\"\n", fake.display())),
+    )
+    .unwrap();
+    let out = run_to_end(&lab);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("machine m2 runs netloom 0.0.1; this is netloom"),
+        "{stderr}"
+    );
+    machines.assert_nothing_left();
+    drop((machines, lab));
+
+    // A machine that cannot create its hosts: one of its namespaces' names is taken there.
+    let (lab, machines) = cluster_lab("cn", "");
+    let taken = format!("nl-{}-m2-h2", lab.name);
+    assert!(Command::new("ip")
+        .args(["netns", "add", &taken])
+        .status()
+        .unwrap()
+        .success());
+    let out = run_to_end(&lab);
+    let _ = Command::new("ip").args(["netns", "del", &taken]).status();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("machine m2: ") && stderr.contains(&taken),
+        "{stderr}"
+    );
+    machines.assert_nothing_left();
+}
+
+/// An SSH server in machine m2's namespace, with keys of its own, stopped on drop.
+struct Sshd {
+    child: std::process::Child,
+    /// Made for it (sshd's privilege separation directory), removed after.
+    made_run_dir: bool,
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if self.made_run_dir {
+            let _ = std::fs::remove_dir("/run/sshd");
+        }
+    }
+}
+
+/// SSH from m1 to `address` with `lab`'s key, as a command line.
+fn ssh_command(lab: &Lab, machines: &Machines, address: &str) -> Vec<String> {
+    let key = lab.dir.join("id").display().to_string();
+    let net = format!("--net=/run/netns/{}", machines.names[0]);
+    let mut argv = vec!["nsenter", &net, "--", "ssh", "-i", &key];
+    for option in [
+        "StrictHostKeyChecking=no",
+        "UserKnownHostsFile=/dev/null",
+        "BatchMode=yes",
+        "ConnectTimeout=3",
+        "LogLevel=ERROR",
+    ] {
+        argv.extend(["-o", option]);
+    }
+    let dest = format!("root@{address}");
+    argv.push(&dest);
+    argv.into_iter().map(String::from).collect()
+}
+
+/// m2's keys for a worker started over SSH (to `address`), its registry the lab's.
+fn over_ssh(lab: &Lab, machines: &Machines, address: &str) -> String {
+    let launcher: Vec<String> = ssh_command(lab, machines, address)
+        .iter()
+        .map(|w| format!("{w:?}"))
+        .collect();
+    format!(
+        "launcher = [{}]\nnetloom = \"NETLOOM_RUN_DIR={} {}\"\n",
+        launcher.join(", "),
+        machines.registry.display(),
+        env!("CARGO_BIN_EXE_netloom"),
+    )
+}
+
+fn sshd(lab: &Lab, machines: &Machines) -> Sshd {
+    let keygen = |name: &str| {
+        let path = lab.dir.join(name);
+        let made = Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        path
+    };
+    let (host_key, id) = (keygen("host_key"), keygen("id"));
+    let authorized = lab.dir.join("authorized_keys");
+    std::fs::copy(id.with_extension("pub"), &authorized).unwrap();
+    let made_run_dir = std::fs::create_dir("/run/sshd").is_ok();
+    let mut command = Command::new("nsenter");
+    command
+        .arg(format!("--net=/run/netns/{}", machines.names[1]))
+        .args(["--", "/usr/sbin/sshd", "-D", "-e", "-f", "/dev/null"]);
+    for option in [
+        format!("HostKey={}", host_key.display()),
+        format!("AuthorizedKeysFile={}", authorized.display()),
+        "ListenAddress=10.251.0.2".into(),
+        "PidFile=none".into(),
+        "StrictModes=no".into(),
+        "UsePAM=no".into(),
+        "PermitRootLogin=prohibit-password".into(),
+    ] {
+        command.args(["-o", &option]);
+    }
+    command.stdout(Stdio::null()).stderr(Stdio::null());
+    let server = Sshd {
+        child: command.spawn().unwrap(),
+        made_run_dir,
+    };
+    let ssh = ssh_command(lab, machines, "10.251.0.2");
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while !Command::new(&ssh[0])
+        .args(&ssh[1..])
+        .arg("true")
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(Instant::now() < give_up, "sshd does not answer");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    server
+}
+
+#[test]
+fn a_worker_started_over_ssh_runs_its_part_and_an_unreachable_machine_is_refused() {
+    require_live!("ping", "nsenter", "ssh", "ssh-keygen", "/usr/sbin/sshd");
+    let (mut lab, machines) = cluster_lab("cs", "");
+    let _server = sshd(&lab, &machines);
+    let file = machines.cluster_file(&over_ssh(&lab, &machines, "10.251.0.2"));
+    std::fs::write(lab.dir.join("cluster.toml"), file).unwrap();
+    let cluster = cluster_arg(&lab);
+    lab.start(&[&cluster[0], &cluster[1]]);
+    // h2 is on m2, reached over SSH: exec runs there, and its pings cross the machines.
+    let rtts = lab.exact_rtts("h2", "h1", 5);
+    assert!((trimmed_mean(rtts.clone()) - 24.0).abs() < 1.0, "{rtts:?}");
+    lab.stop();
+    machines.assert_nothing_left();
+
+    // A machine SSH cannot reach: refused, and m1 (already started) left clean.
+    let file = machines.cluster_file(&over_ssh(&lab, &machines, "10.251.0.9"));
+    std::fs::write(lab.dir.join("cluster.toml"), file).unwrap();
+    let out = run_to_end(&lab);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "machine m2: worker ended (exit status: 255): ssh: connect to host 10.251.0.9 port 22"
+        ),
+        "{stderr}"
+    );
+    machines.assert_nothing_left();
+}

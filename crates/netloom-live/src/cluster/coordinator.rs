@@ -1,0 +1,807 @@
+//! The coordinator of a run over several machines (`netloom run FILE --cluster CLUSTER`): starts
+//! a worker on every machine through its launcher, checks that each runs this netloom, measures
+//! each machine's clock offset (NTP's exchange on the control channel, at the start and every
+//! second while the run lasts), splits the topology between the machines (the file's placement,
+//! or METIS with the machines' CPUs as shares), sends each its part, and answers the control
+//! protocol for the whole run by asking every machine. Any machine failing stops the others;
+//! what a dead worker left behind is cleaned on its machine.
+
+use super::channel::{self, Figures, FromWorker, Start, ToWorker};
+use super::file::{Cluster, Machine};
+use crate::experiment::{Ending, LiveError};
+use crate::message::{Request, Snapshot};
+use crate::plan::{Options, Plan, Split};
+use crate::protocol::{socket_path, Reply, VERSION};
+use crate::report::{Report, RunInfo};
+use crate::server::{Handler, Server};
+use crate::wait::Precision;
+use netloom_engine::Payload;
+use netloom_partition::{partition_shares, Assignment, FlowGraph, Method};
+use netloom_topo::Topology;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long a machine may take to say hello (SSH's connection included).
+const HELLO_WAIT: Duration = Duration::from_secs(30);
+/// How long a machine may take to bring its hosts up.
+const READY_WAIT: Duration = Duration::from_secs(120);
+/// How long a machine may take to answer a request.
+const ANSWER_WAIT: Duration = Duration::from_secs(10);
+/// How long a machine may take to stop and tear down.
+const STOP_WAIT: Duration = Duration::from_secs(60);
+/// Clock exchanges at the start; the one of least round trip counts.
+const CLOCK_EXCHANGES: usize = 8;
+/// How often offsets are measured again while the run lasts.
+const CLOCK_EVERY: Duration = Duration::from_secs(1);
+/// Lines of a worker's standard error kept to explain its death.
+const STDERR_LINES: usize = 20;
+
+/// What a run over several machines is made of.
+pub struct Setup {
+    /// The machines.
+    pub cluster: Cluster,
+    /// The topology, as loaded here.
+    pub topology: Topology,
+    /// Its file's text, which every machine loads the same way, whether it is JSON, and the
+    /// file's name for errors.
+    pub text: String,
+    /// Whether `text` is JSON (else TOML).
+    pub json: bool,
+    /// The file's name, for errors.
+    pub label: String,
+    /// How to run it: the name, precision, thresholds, seed, MTU... (`workers`, `split` and
+    /// `payload` are the cluster's: one worker a machine, payloads shipped).
+    pub options: Options,
+}
+
+/// One machine's clock as last measured: its wall clock less the coordinator's, and the round
+/// trip of the exchange that measured it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ClockSample {
+    /// ns; positive when the machine's clock is ahead.
+    pub offset_ns: i64,
+    /// ns.
+    pub round_trip_ns: u64,
+}
+
+/// What the run knows of one machine's clock.
+#[derive(Clone, Debug, Serialize)]
+pub struct MachineClock {
+    /// The machine.
+    pub machine: String,
+    /// At the start (the offset its worker's clock was set with).
+    pub start: ClockSample,
+    /// The last measurement.
+    pub last: ClockSample,
+}
+
+/// One machine's worker as the coordinator holds it.
+struct Remote {
+    machine: Machine,
+    /// Its experiment: the run's name and the machine's.
+    experiment: String,
+    child: Mutex<Child>,
+    /// Held for a whole exchange (a message and its answer), so exchanges never interleave.
+    stdin: Mutex<ChildStdin>,
+    answers: Mutex<Receiver<FromWorker>>,
+    /// Why it ended, once it did.
+    died: Arc<Mutex<Option<String>>>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    clock: Mutex<Option<MachineClock>>,
+}
+
+impl Remote {
+    /// Starts the machine's worker through its launcher.
+    fn launch(machine: &Machine, run: &str) -> Result<Remote, String> {
+        let mut command = Command::new(&machine.launcher[0]);
+        command
+            .args(&machine.launcher[1..])
+            .args([machine.netloom.as_str(), "worker"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // Its own process group: a Ctrl-C at the coordinator's terminal is the coordinator's
+        // to handle, by stopping every machine in order.
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        netloom_os::close_inherited_fds(&mut command);
+        let mut child = command.spawn().map_err(|e| {
+            format!(
+                "machine {}: starting {:?}: {e}",
+                machine.name, machine.launcher[0]
+            )
+        })?;
+        let (stdin, stdout, stderr) = (
+            child.stdin.take().expect("piped"),
+            child.stdout.take().expect("piped"),
+            child.stderr.take().expect("piped"),
+        );
+        let died = Arc::new(Mutex::new(None));
+        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        {
+            let tail = tail.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    let mut tail = tail.lock().expect("no panics holding it");
+                    if tail.len() == STDERR_LINES {
+                        tail.pop_front();
+                    }
+                    tail.push_back(line);
+                }
+            });
+        }
+        let (tx, rx) = mpsc::channel();
+        {
+            let died = died.clone();
+            std::thread::spawn(move || {
+                let mut stdout = BufReader::new(stdout);
+                let why = loop {
+                    match channel::receive::<FromWorker>(&mut stdout) {
+                        Ok(Some(FromWorker::Failed(why))) => {
+                            let _ = tx.send(FromWorker::Failed(why.clone()));
+                            break why;
+                        }
+                        Ok(Some(message)) => {
+                            if tx.send(message).is_err() {
+                                return;
+                            }
+                        }
+                        Ok(None) => break String::new(),
+                        Err(e) => break e.to_string(),
+                    }
+                };
+                died.lock()
+                    .expect("no panics holding it")
+                    .get_or_insert(why);
+            });
+        }
+        Ok(Remote {
+            machine: machine.clone(),
+            experiment: format!("{run}-{}", machine.name),
+            child: Mutex::new(child),
+            stdin: Mutex::new(stdin),
+            answers: Mutex::new(rx),
+            died,
+            stderr: tail,
+            clock: Mutex::new(None),
+        })
+    }
+
+    /// Sends `message` and waits `wait` at most for the answer.
+    fn ask(&self, message: &ToWorker, wait: Duration) -> Result<FromWorker, String> {
+        let mut stdin = self.stdin.lock().expect("no panics holding it");
+        let answers = self.answers.lock().expect("no panics holding it");
+        // An answer that came too late for an earlier exchange is not this one's.
+        while answers.try_recv().is_ok() {}
+        channel::send(&mut *stdin, message).map_err(|_| self.why_dead())?;
+        match answers.recv_timeout(wait) {
+            Ok(FromWorker::Failed(why)) => Err(format!("machine {}: {why}", self.machine.name)),
+            Ok(answer) => Ok(answer),
+            Err(RecvTimeoutError::Timeout) => Err(format!(
+                "machine {} did not answer within {wait:?}",
+                self.machine.name
+            )),
+            Err(RecvTimeoutError::Disconnected) => Err(self.why_dead()),
+        }
+    }
+
+    /// Whether its worker has ended.
+    fn dead(&self) -> bool {
+        self.died.lock().expect("no panics holding it").is_some()
+    }
+
+    /// Why its worker ended, in one line: what it said, or its exit status and the last thing
+    /// it (or its launcher: SSH, a shell without netloom) wrote.
+    fn why_dead(&self) -> String {
+        let said = self.died.lock().expect("no panics holding it").clone();
+        let status = {
+            let mut child = self.child.lock().expect("no panics holding it");
+            // The worker closed its output; it exits right after.
+            (0..50)
+                .find_map(|_| match child.try_wait() {
+                    Ok(None) => {
+                        std::thread::sleep(Duration::from_millis(10));
+                        None
+                    }
+                    Ok(Some(status)) => Some(status.to_string()),
+                    Err(e) => Some(e.to_string()),
+                })
+                .unwrap_or_else(|| "still running".into())
+        };
+        let last = self
+            .stderr
+            .lock()
+            .expect("no panics holding it")
+            .back()
+            .cloned();
+        match (said.filter(|s| !s.is_empty()), last) {
+            (Some(said), _) => format!("machine {}: {said}", self.machine.name),
+            (None, Some(line)) => format!(
+                "machine {}: worker ended ({status}): {line}",
+                self.machine.name
+            ),
+            (None, None) => format!("machine {}: worker ended ({status})", self.machine.name),
+        }
+    }
+
+    /// NTP's exchange: the offset of this machine's wall clock, assuming the two legs of the
+    /// exchange take equally long (their difference is the error, at most half the round trip).
+    fn measure_clock(&self) -> Result<ClockSample, String> {
+        let sent_ns = channel::wall_ns();
+        let answer = self.ask(&ToWorker::Time { sent_ns }, ANSWER_WAIT)?;
+        let back_ns = channel::wall_ns();
+        let FromWorker::Time { here_ns, .. } = answer else {
+            return Err(format!(
+                "machine {}: answered a clock exchange with {answer:?}",
+                self.machine.name
+            ));
+        };
+        let middle = (i128::from(sent_ns) + i128::from(back_ns)) / 2;
+        Ok(ClockSample {
+            offset_ns: (i128::from(here_ns) - middle) as i64,
+            round_trip_ns: back_ns.saturating_sub(sent_ns),
+        })
+    }
+
+    /// Stops the worker for good: asks it (when alive) and waits for the process.
+    fn end(&self) -> Result<Option<Box<Figures>>, String> {
+        let figures = match self.dead() {
+            true => Err(self.why_dead()),
+            false => match self.ask(&ToWorker::Stop, STOP_WAIT) {
+                Ok(FromWorker::Figures(Ok(f))) => Ok(Some(f)),
+                Ok(FromWorker::Figures(Err(e))) => {
+                    Err(format!("machine {}: {e}", self.machine.name))
+                }
+                Ok(other) => Err(format!(
+                    "machine {}: answered stop with {other:?}",
+                    self.machine.name
+                )),
+                Err(e) => Err(e),
+            },
+        };
+        // Closing its input ends a worker that has not started yet.
+        drop(self.stdin.lock());
+        let mut child = self.child.lock().expect("no panics holding it");
+        let waited = (0..100).any(|_| {
+            let done = matches!(child.try_wait(), Ok(Some(_)));
+            if !done {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            done
+        });
+        if !waited {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        figures
+    }
+
+    /// Removes whatever this machine's experiment left behind (its worker died): `netloom
+    /// clean --name` there, through the launcher.
+    fn clean(&self) -> String {
+        let out = Command::new(&self.machine.launcher[0])
+            .args(&self.machine.launcher[1..])
+            .args([
+                self.machine.netloom.as_str(),
+                "clean",
+                "--name",
+                &self.experiment,
+            ])
+            .stdin(Stdio::null())
+            .output();
+        match out {
+            Ok(o) if o.status.success() => format!("cleaned machine {}", self.machine.name),
+            Ok(o) => format!(
+                "cleaning machine {} failed ({}): {}",
+                self.machine.name,
+                o.status,
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+            Err(e) => format!("cleaning machine {}: {e}", self.machine.name),
+        }
+    }
+}
+
+/// What the control socket's threads and the clock thread share.
+struct Shared {
+    info: RunInfo,
+    remotes: Vec<Remote>,
+    stop_requested: AtomicBool,
+    /// Set when the run stops, to end the clock thread.
+    over: AtomicBool,
+}
+
+impl Shared {
+    /// Every machine's figures, merged.
+    fn stats(&self) -> Result<Report, String> {
+        let mut all: Option<Snapshot> = None;
+        let mut drops = vec![0; self.info.hosts.len()];
+        for remote in &self.remotes {
+            let figures = match remote.ask(&ToWorker::Figures, ANSWER_WAIT)? {
+                FromWorker::Figures(f) => {
+                    f.map_err(|e| format!("machine {}: {e}", remote.machine.name))?
+                }
+                other => {
+                    return Err(format!(
+                        "machine {}: answered with {other:?}",
+                        remote.machine.name
+                    ))
+                }
+            };
+            merge(&mut all, &mut drops, *figures);
+        }
+        let snapshot = all.ok_or("no machine")?;
+        Ok(Report::new(&self.info, snapshot, &drops))
+    }
+
+    /// A link change, made by every machine (each keeps the whole network's configuration).
+    fn forward(&self, request: &Request) -> Result<Value, String> {
+        let mut first = None;
+        for remote in &self.remotes {
+            let message = ToWorker::Request(request.clone());
+            let answer = match remote.ask(&message, ANSWER_WAIT)? {
+                FromWorker::Answer(answer) => answer?,
+                other => {
+                    return Err(format!(
+                        "machine {}: answered with {other:?}",
+                        remote.machine.name
+                    ))
+                }
+            };
+            first.get_or_insert(answer);
+        }
+        first.ok_or_else(|| "no machine".into())
+    }
+
+    fn handle(&self, request: Request) -> Reply {
+        let body = match request {
+            Request::Info => Ok(serde_json::to_value(&self.info).expect("info serializes")),
+            Request::Stats => self
+                .stats()
+                .map(|r| serde_json::to_value(&r).expect("reports serialize")),
+            Request::LinkSet { .. } | Request::LinkState { .. } => self.forward(&request),
+            Request::Stop => {
+                self.stop_requested.store(true, Ordering::SeqCst);
+                Ok(serde_json::json!({ "stopping": self.info.experiment }))
+            }
+            Request::Events | Request::Capture { .. } => Err(
+                "events and capture are not available in a run over several machines; ask a machine's own experiment".into(),
+            ),
+        };
+        match body {
+            Ok(body) => Reply::ok(body),
+            Err(e) => Reply::error(e),
+        }
+    }
+}
+
+fn merge(all: &mut Option<Snapshot>, drops: &mut [u64], figures: Figures) {
+    for (d, more) in drops.iter_mut().zip(&figures.tun_queue_drops) {
+        *d += more;
+    }
+    match all {
+        Some(all) => all.merge(figures.snapshot),
+        None => *all = Some(figures.snapshot),
+    }
+}
+
+/// A run over several machines, started. Dropping it stops every machine.
+pub struct ClusterRun {
+    shared: Arc<Shared>,
+    server: Option<Server>,
+    clock_thread: Option<std::thread::JoinHandle<()>>,
+    /// The run's entry in this machine's registry (no hosts of its own), so `stats`, `link`
+    /// and `stop` find it by name; last, so it goes after everything else.
+    registry: Option<netloom_os::Testbed>,
+    warnings: Vec<String>,
+}
+
+impl ClusterRun {
+    /// Starts a worker on every machine, splits the run between them and brings every host up
+    /// on its machine. Any machine that cannot be reached, runs another netloom or cannot bring
+    /// its part up is one error, and every machine is stopped and cleaned again.
+    pub fn start(setup: Setup) -> Result<ClusterRun, LiveError> {
+        let Setup {
+            cluster,
+            topology,
+            text,
+            json,
+            label,
+            options,
+        } = setup;
+        let run = options.name.clone();
+        let fail = LiveError::Machine;
+        // Launched all at once, so that slow SSH connections overlap.
+        let mut remotes = Vec::new();
+        let mut errors = Vec::new();
+        for machine in &cluster.machines {
+            match Remote::launch(machine, &run) {
+                Ok(r) => remotes.push(r),
+                Err(e) => errors.push(e),
+            }
+        }
+        let mut cpus = Vec::new();
+        for remote in &remotes {
+            let hello = remote
+                .answers
+                .lock()
+                .expect("no panics holding it")
+                .recv_timeout(HELLO_WAIT);
+            match hello {
+                Ok(FromWorker::Hello { version, cpus: n }) => {
+                    let ours = env!("CARGO_PKG_VERSION");
+                    if version != ours {
+                        errors.push(format!("machine {} runs netloom {version}; this is netloom {ours}: install the same version on every machine", remote.machine.name));
+                    }
+                    cpus.push(remote.machine.cpus.unwrap_or(n));
+                }
+                Ok(other) => errors.push(format!(
+                    "machine {}: said {other:?} instead of hello",
+                    remote.machine.name
+                )),
+                Err(RecvTimeoutError::Timeout) => errors.push(format!(
+                    "machine {} did not answer within {HELLO_WAIT:?}",
+                    remote.machine.name
+                )),
+                Err(RecvTimeoutError::Disconnected) => errors.push(remote.why_dead()),
+            }
+        }
+        let abandon = |remotes: &[Remote], errors: Vec<String>| {
+            for remote in remotes {
+                let _ = remote.end();
+            }
+            fail(errors.join("; "))
+        };
+        if !errors.is_empty() {
+            return Err(abandon(&remotes, errors));
+        }
+        for remote in &remotes {
+            match (0..CLOCK_EXCHANGES)
+                .map(|_| remote.measure_clock())
+                .collect::<Result<Vec<_>, _>>()
+            {
+                Ok(samples) => {
+                    let best = *samples
+                        .iter()
+                        .min_by_key(|s| s.round_trip_ns)
+                        .expect("several");
+                    *remote.clock.lock().expect("no panics holding it") = Some(MachineClock {
+                        machine: remote.machine.name.clone(),
+                        start: best,
+                        last: best,
+                    });
+                }
+                Err(e) => return Err(abandon(&remotes, vec![e])),
+            }
+        }
+        let assignment = match split(&cluster, &topology, &cpus, options.seed) {
+            Ok(a) => a,
+            Err(e) => return Err(abandon(&remotes, vec![e])),
+        };
+        let machines = cluster.machines.len();
+        let here = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let plan_options = Options {
+            workers: machines,
+            split: Some(Split::Assignment(assignment.clone())),
+            payload: Payload::Ship,
+            ..options.clone()
+        };
+        let plan = match Plan::new(topology, plan_options, here) {
+            Ok(p) => p,
+            Err(e) => return Err(abandon(&remotes, vec![format!("{label}: {e}")])),
+        };
+        let warnings = plan.warnings().to_vec();
+        let info = RunInfo {
+            experiment: run.clone(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            protocol: VERSION,
+            precision: plan.precision_name().to_string(),
+            hosts: plan.hosts(),
+            links: (0..plan.topology().links.len() as u32)
+                .map(|l| plan.topology().link_label(l))
+                .collect(),
+            workers: plan.split(),
+            positions: plan
+                .topology()
+                .nodes
+                .iter()
+                .filter_map(|n| Some((n.name.clone(), n.position?)))
+                .collect(),
+        };
+        let registry = match netloom_os::Testbed::without_hosts(&run) {
+            Ok(t) => t,
+            Err(e) => return Err(abandon(&remotes, vec![e.to_string()])),
+        };
+        let precision = match options.precision {
+            Precision::Busy => "busy",
+            Precision::Sleep => "sleep",
+            Precision::Hybrid(_) => "hybrid",
+        };
+        let zero_ns = channel::wall_ns();
+        let peers: Vec<_> = cluster
+            .machines
+            .iter()
+            .map(Machine::handoff_address)
+            .collect();
+        for (k, remote) in remotes.iter().enumerate() {
+            let offset_ns = remote
+                .clock
+                .lock()
+                .expect("no panics holding it")
+                .as_ref()
+                .map_or(0, |c| c.start.offset_ns);
+            let start = Start {
+                run: run.clone(),
+                name: remote.experiment.clone(),
+                worker: k,
+                topology: text.clone(),
+                json,
+                label: label.clone(),
+                assignment: assignment.pipes.clone(),
+                peers: peers.clone(),
+                seed: options.seed,
+                mtu: options.mtu,
+                gso: options.gso,
+                congestion_control: options.congestion_control.clone(),
+                late_ns: options.thresholds.late.as_nanos() as u64,
+                max_late_fraction: options.thresholds.max_late_fraction,
+                precision: precision.into(),
+                realtime: options.realtime,
+                allow_spoofing: options.allow_spoofing,
+                zero_ns,
+                offset_ns,
+            };
+            // Sent to all before waiting for any: the machines bring their hosts up at once.
+            let mut stdin = remote.stdin.lock().expect("no panics holding it");
+            if channel::send(&mut *stdin, &ToWorker::Start(Box::new(start))).is_err() {
+                errors.push(remote.why_dead());
+            }
+        }
+        for remote in &remotes {
+            let ready = remote
+                .answers
+                .lock()
+                .expect("no panics holding it")
+                .recv_timeout(READY_WAIT);
+            match ready {
+                Ok(FromWorker::Ready) => {}
+                Ok(FromWorker::Failed(why)) => {
+                    errors.push(format!("machine {}: {why}", remote.machine.name))
+                }
+                Ok(other) => errors.push(format!(
+                    "machine {}: said {other:?} instead of ready",
+                    remote.machine.name
+                )),
+                Err(RecvTimeoutError::Timeout) => errors.push(format!(
+                    "machine {} was not up within {READY_WAIT:?}",
+                    remote.machine.name
+                )),
+                Err(RecvTimeoutError::Disconnected) => errors.push(remote.why_dead()),
+            }
+        }
+        let shared = Arc::new(Shared {
+            info,
+            remotes,
+            stop_requested: AtomicBool::new(false),
+            over: AtomicBool::new(false),
+        });
+        let mut started = ClusterRun {
+            shared,
+            server: None,
+            clock_thread: None,
+            registry: Some(registry),
+            warnings,
+        };
+        if !errors.is_empty() {
+            // Dropping `started` stops the machines that came up and cleans the others.
+            return Err(fail(errors.join("; ")));
+        }
+        let lookahead_ns = started
+            .shared
+            .info
+            .workers
+            .as_ref()
+            .and_then(|w| w.lookahead_ns);
+        if let Some(warning) = started.check_lookahead(lookahead_ns) {
+            started.warnings.push(warning);
+        }
+        let map = super::forward::Forwarding::of(
+            &started
+                .shared
+                .remotes
+                .iter()
+                .map(|r| (&r.machine, r.experiment.as_str()))
+                .collect::<Vec<_>>(),
+            &plan,
+        );
+        map.write(&run)
+            .map_err(|e| fail(format!("writing the run's host map: {e}")))?;
+        let path = socket_path(&netloom_os::registry_dir(), &run);
+        let handler: Handler = {
+            let shared = started.shared.clone();
+            Arc::new(move |request| shared.handle(request).into())
+        };
+        started.server = Some(Server::start(&path, handler).map_err(|e| LiveError::Io {
+            what: format!("listening on {}", path.display()),
+            source: e,
+        })?);
+        let shared = started.shared.clone();
+        started.clock_thread = Some(std::thread::spawn(move || {
+            while !shared.over.load(Ordering::Relaxed) {
+                std::thread::sleep(CLOCK_EVERY);
+                for remote in &shared.remotes {
+                    if let Ok(sample) = remote.measure_clock() {
+                        if let Some(c) = remote.clock.lock().expect("no panics holding it").as_mut()
+                        {
+                            c.last = sample;
+                        }
+                    }
+                }
+            }
+        }));
+        Ok(started)
+    }
+
+    /// Measures the round trip between every two machines' hand-off sockets (UDP probes, the
+    /// least of a few) and says so when half of one is more than the lookahead: a hand-off
+    /// leaves a pipe's delay before its exit time and must cross between machines within it.
+    fn check_lookahead(&self, lookahead_ns: Option<u64>) -> Option<String> {
+        let mut worst: Option<(u64, usize, usize)> = None;
+        for (k, remote) in self.shared.remotes.iter().enumerate() {
+            let Ok(FromWorker::Probed(trips)) = remote.ask(&ToWorker::Probe, ANSWER_WAIT) else {
+                continue;
+            };
+            for (j, trip) in trips.into_iter().enumerate() {
+                if let Some(trip) = trip.filter(|_| j != k) {
+                    if worst.is_none_or(|(w, _, _)| trip > w) {
+                        worst = Some((trip, k, j));
+                    }
+                }
+            }
+        }
+        let (trip, a, b) = worst?;
+        let one_way = trip / 2;
+        let machine = |k: usize| &self.shared.remotes[k].machine.name;
+        let lookahead = lookahead_ns?;
+        (lookahead < one_way).then(|| {
+            format!(
+                "the least delay of a pipe between machines is {:.3} ms, less than the one-way delay measured between machines {} and {} ({:.3} ms, half the least round trip of UDP probes): hand-offs will arrive late; give those pipes more delay or keep their ends on one machine",
+                lookahead as f64 / 1e6,
+                machine(a),
+                machine(b),
+                one_way as f64 / 1e6
+            )
+        })
+    }
+
+    /// What the caller should tell the user before the run goes on (a lookahead shorter than
+    /// the way between machines, a pipe of no delay between machines).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// What the run is.
+    pub fn info(&self) -> &RunInfo {
+        &self.shared.info
+    }
+
+    /// Each machine's clock offset, at the start and as last measured.
+    pub fn clocks(&self) -> Vec<MachineClock> {
+        self.shared
+            .remotes
+            .iter()
+            .filter_map(|r| r.clock.lock().expect("no panics holding it").clone())
+            .collect()
+    }
+
+    /// The figures so far, every machine's merged.
+    pub fn stats(&self) -> Result<Report, LiveError> {
+        self.shared.stats().map_err(LiveError::Machine)
+    }
+
+    /// As `Experiment::wait`; a machine whose worker ends is `WorkerFailed`.
+    pub fn wait(&self, signal: &AtomicBool, deadline: Option<std::time::Instant>) -> Ending {
+        loop {
+            if signal.load(Ordering::Relaxed) {
+                return Ending::Signal;
+            }
+            let now = std::time::Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Ending::Deadline;
+            }
+            if self.shared.stop_requested.load(Ordering::SeqCst) {
+                return Ending::Requested;
+            }
+            if self.shared.remotes.iter().any(Remote::dead) {
+                return Ending::WorkerFailed;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops every machine and returns the merged last figures; a machine that died is the
+    /// error (after the others stopped and it was cleaned), naming it and why.
+    pub fn stop(mut self, _reason: &Ending) -> Result<Report, LiveError> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<Report, LiveError> {
+        self.shared.over.store(true, Ordering::Relaxed);
+        if let Some(mut server) = self.server.take() {
+            server.stop();
+        }
+        if let Some(thread) = self.clock_thread.take() {
+            let _ = thread.join();
+        }
+        let mut all = None;
+        let mut drops = vec![0; self.shared.info.hosts.len()];
+        let mut failures = Vec::new();
+        for remote in &self.shared.remotes {
+            match remote.end() {
+                Ok(Some(figures)) => merge(&mut all, &mut drops, *figures),
+                Ok(None) => {}
+                Err(e) => failures.push(format!("{e} ({})", remote.clean())),
+            }
+        }
+        super::forward::Forwarding::remove(&self.shared.info.experiment);
+        if let Some(mut registry) = self.registry.take() {
+            registry.teardown()?;
+        }
+        if !failures.is_empty() {
+            return Err(LiveError::Machine(failures.join("; ")));
+        }
+        let snapshot = all.ok_or_else(|| LiveError::Machine("no machine answered".into()))?;
+        Ok(Report::new(&self.shared.info, snapshot, &drops))
+    }
+}
+
+impl Drop for ClusterRun {
+    fn drop(&mut self) {
+        if self.registry.is_some() {
+            let _ = self.shutdown();
+        }
+    }
+}
+
+/// Which machine owns each pipe: by the file's placement (a pipe is its sending node's
+/// machine's), or METIS over the static flow graph with each machine's CPUs as its share.
+fn split(
+    cluster: &Cluster,
+    topology: &Topology,
+    cpus: &[u32],
+    seed: u64,
+) -> Result<Assignment, String> {
+    let machines = cluster.machines.len() as u32;
+    let pipes = if cluster.placed() {
+        let owner = cluster.node_machines(topology).map_err(|e| e.to_string())?;
+        let mut pipes = vec![0; topology.pipes.len()];
+        for link in &topology.links {
+            pipes[link.ab as usize] = owner[link.a as usize];
+            if link.ba != link.ab {
+                pipes[link.ba as usize] = owner[link.b as usize];
+            }
+        }
+        pipes
+    } else {
+        FlowGraph::check_size(topology, true).map_err(|e| e.to_string())?;
+        let routes = netloom_route::Routes::try_compute(topology).map_err(|e| e.to_string())?;
+        let graph = FlowGraph::conservative(topology, &routes);
+        let opts = netloom_partition::Options::new(Method::Metis, machines, seed);
+        let shares: Vec<f64> = cpus.iter().map(|&c| f64::from(c)).collect();
+        partition_shares(&graph, &opts, &shares)
+            .map_err(|e| e.to_string())?
+            .pipes
+    };
+    Ok(Assignment {
+        cores: machines,
+        pipes,
+        topology: None,
+        method: None,
+    })
+}

@@ -1,0 +1,261 @@
+//! Hand-offs between machines: each shipped hand-off is one GENEVE datagram over UDP with the
+//! packet inside and the hand-off in netloom's option (netloom-wire, docs/wire.md), so tshark's
+//! GENEVE dissector shows the traffic between machines. The sending worker's thread sends it
+//! as it posts the hand-off; one thread per machine receives them and posts them to the
+//! worker's inbox, as another worker thread of the same process would. The same sockets echo
+//! probes (not GENEVE: their first byte says version 1), which measure the round trip between
+//! machines for the lookahead check.
+
+use crate::mailbox::{Message, Outbound, Post};
+use crate::segment::{finish_checksum, VNET_HDR_LEN};
+use netloom_wire::{decode, encode_packet, Header, Payload};
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The largest UDP payload a hand-off makes: GENEVE and the option before a 64 KB IP packet.
+const MAX_DATAGRAM: usize = 65_535;
+/// How often the receiving thread looks at its stop flag.
+const STOP_LOOK: Duration = Duration::from_millis(100);
+/// The hand-off socket's receive buffer: a second of 100 Mbit/s, so that datagrams wait there,
+/// not get dropped, while the receiving thread waits for a CPU.
+const RECEIVE_BUFFER: usize = 16 << 20;
+
+/// A probe's first bytes; as GENEVE, version 1, which no netloom datagram has.
+const PROBE: &[u8; 7] = b"NLPROBE";
+/// A probe: the magic, whether it is the echo, the sender's wall clock (ns).
+const PROBE_LEN: usize = PROBE.len() + 1 + 8;
+
+/// A probe to send (`echo` false) or its echo, carrying `sent_ns`.
+fn probe(echo: bool, sent_ns: u64) -> [u8; PROBE_LEN] {
+    let mut p = [0u8; PROBE_LEN];
+    p[..PROBE.len()].copy_from_slice(PROBE);
+    p[PROBE.len()] = u8::from(echo);
+    p[PROBE.len() + 1..].copy_from_slice(&sent_ns.to_be_bytes());
+    p
+}
+
+/// The round trips of echoed probes: from each address, the least so far (ns).
+pub(crate) type RoundTrips = Arc<std::sync::Mutex<std::collections::HashMap<SocketAddr, u64>>>;
+
+/// Sends `count` probes to each of `peers` from `socket`, `gap` apart; their echoes reach the
+/// socket's `Receiver`, which keeps the round trips.
+pub(crate) fn send_probes(socket: &UdpSocket, peers: &[SocketAddr], count: usize, gap: Duration) {
+    for _ in 0..count {
+        for &peer in peers {
+            let _ = socket.send_to(&probe(false, super::channel::wall_ns()), peer);
+        }
+        std::thread::sleep(gap);
+    }
+}
+
+/// The run's GENEVE VNI: 24 bits of a hash of its name (FNV-1a), so that datagrams of another
+/// run reaching the same port are told apart.
+pub(crate) fn vni(run: &str) -> u32 {
+    let hash = run.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    hash & netloom_wire::MAX_VNI
+}
+
+/// Sends hand-offs for one other machine's worker.
+pub(crate) struct Sender {
+    socket: Arc<UdpSocket>,
+    to: SocketAddr,
+    header: Header,
+    /// Datagrams sent so far: each one's sequence number (`window`, a counter live).
+    sent: AtomicU64,
+}
+
+impl Sender {
+    /// From worker `from` (on `socket`) to worker `to_worker` at `to`, in run `vni`.
+    pub fn new(
+        socket: Arc<UdpSocket>,
+        vni: u32,
+        from: u16,
+        to_worker: u16,
+        to: SocketAddr,
+    ) -> Sender {
+        Sender {
+            socket,
+            to,
+            header: Header {
+                vni,
+                from,
+                to: to_worker,
+                window: 0,
+                part: 0,
+                last: true,
+                next_ns: u64::MAX,
+            },
+            sent: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Outbound for Sender {
+    fn send(&self, message: Message) -> bool {
+        let Message::Shipped(handoff, mut frame) = message else {
+            // Payloads are shipped between machines: nothing else is posted to one.
+            debug_assert!(false, "only shipped hand-offs go to another machine");
+            return false;
+        };
+        // The receiving machine writes the packet without the sender's offload header: a
+        // checksum the sending host's kernel left to finish is finished here.
+        finish_checksum(&mut frame);
+        let header = Header {
+            window: self.sent.fetch_add(1, Ordering::Relaxed),
+            ..self.header
+        };
+        let mut datagram = Vec::with_capacity(frame.len() + 128);
+        encode_packet(&header, &handoff, &frame[VNET_HDR_LEN..], &mut datagram).is_ok()
+            && self.socket.send_to(&datagram, self.to).is_ok()
+    }
+}
+
+/// The thread that takes the hand-offs arriving for this machine's worker.
+pub(crate) struct Receiver {
+    /// The least round trip of the probes this machine sent, by peer.
+    pub round_trips: RoundTrips,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Receiver {
+    /// Receives on `socket` the hand-offs of run `vni` for worker `me`, posting them to `post`;
+    /// at real-time priority if `realtime`, as the workers sleep (a hand-off waiting for this
+    /// thread to get a CPU is late by as much).
+    pub fn start(
+        socket: Arc<UdpSocket>,
+        vni: u32,
+        me: u16,
+        post: Post,
+        realtime: bool,
+    ) -> std::io::Result<Receiver> {
+        socket.set_read_timeout(Some(STOP_LOOK))?;
+        netloom_os::set_receive_buffer(&*socket, RECEIVE_BUFFER)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let halt = stop.clone();
+        let round_trips = RoundTrips::default();
+        let trips = round_trips.clone();
+        let thread = std::thread::Builder::new()
+            .name("netloom-handoffs".into())
+            .spawn(move || {
+                if realtime {
+                    // Normal priority still moves hand-offs, only later.
+                    let _ = netloom_os::set_realtime_priority(crate::plan::REALTIME_PRIORITY);
+                }
+                let mut buf = vec![0u8; MAX_DATAGRAM];
+                while !halt.load(Ordering::Relaxed) {
+                    let Ok((n, from)) = socket.recv_from(&mut buf) else {
+                        continue;
+                    };
+                    if n == PROBE_LEN && buf.starts_with(PROBE) {
+                        let sent_ns = u64::from_be_bytes(
+                            buf[PROBE.len() + 1..n].try_into().expect("8 bytes"),
+                        );
+                        match buf[PROBE.len()] {
+                            0 => {
+                                let _ = socket.send_to(&probe(true, sent_ns), from);
+                            }
+                            _ => {
+                                let trip = super::channel::wall_ns().saturating_sub(sent_ns);
+                                let mut trips = trips.lock().expect("nothing panics holding it");
+                                let least = trips.entry(from).or_insert(trip);
+                                *least = (*least).min(trip);
+                            }
+                        }
+                        continue;
+                    }
+                    let packet = match decode(&buf[..n]) {
+                        Ok(d) if d.header.vni == vni && d.header.to == me => match d.payload {
+                            Payload::Packet { handoff, ip } => Some((handoff, ip)),
+                            Payload::Descriptors(_) => None,
+                        },
+                        _ => None,
+                    };
+                    // Datagrams of another run, or not hand-offs, are not this worker's.
+                    let Some((handoff, ip)) = packet else {
+                        continue;
+                    };
+                    let mut frame = vec![0u8; VNET_HDR_LEN + ip.len()];
+                    frame[VNET_HDR_LEN..].copy_from_slice(ip);
+                    if !post.send(Message::Shipped(handoff, frame.into())) {
+                        return;
+                    }
+                }
+            })?;
+        Ok(Receiver {
+            round_trips,
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::mailbox::mailboxes;
+    use std::io::Read;
+
+    /// A shipped hand-off as a worker posts it: an IPv4 packet behind an offload header.
+    fn shipped() -> (netloom_engine::Handoff, Box<[u8]>) {
+        let handoff = crate::calibration::handoff(netloom_engine::Payload::Ship, 7).0;
+        let mut frame = vec![0u8; VNET_HDR_LEN + 28];
+        frame[VNET_HDR_LEN] = 0x45;
+        frame[VNET_HDR_LEN + 3] = 28;
+        frame[VNET_HDR_LEN + 9] = 17;
+        (handoff, frame.into())
+    }
+
+    #[test]
+    fn a_hand_off_crosses_as_a_datagram_and_arrives_in_the_workers_inbox() {
+        let udp = || Arc::new(UdpSocket::bind("127.0.0.1:0").unwrap());
+        let (a, b, stranger) = (udp(), udp(), udp());
+        let (mut inboxes, posts) = mailboxes(1).unwrap();
+        let mut woken = inboxes[0].waker().unwrap();
+        woken.set_nonblocking(false).unwrap();
+        assert!(inboxes[0].may_sleep());
+        let _receiver = Receiver::start(b.clone(), vni("lab"), 1, posts[0].clone(), false).unwrap();
+        let to = b.local_addr().unwrap();
+        // Another run's hand-off to the same port is not taken; this run's is.
+        let other = Sender::new(stranger, vni("other"), 0, 1, to);
+        let (handoff, frame) = shipped();
+        assert!(other.send(Message::Shipped(handoff, frame.clone())));
+        let sender = Sender::new(a, vni("lab"), 0, 1, to);
+        assert!(sender.send(Message::Shipped(handoff, frame.clone())));
+        woken.read_exact(&mut [0u8; 1]).unwrap();
+        inboxes[0].awake();
+        match inboxes[0].take() {
+            Some(Message::Shipped(got, bytes)) => {
+                assert_eq!(got.at(), handoff.at());
+                assert_eq!(got.token(), handoff.token());
+                assert_eq!(bytes, frame, "the packet behind a fresh offload header");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            inboxes[0].take().is_none(),
+            "the other run's hand-off was dropped"
+        );
+    }
+
+    #[test]
+    fn runs_of_other_names_have_other_vnis_within_24_bits() {
+        assert_ne!(vni("lab"), vni("lab2"));
+        assert!(vni("a-much-longer-experiment-name") <= netloom_wire::MAX_VNI);
+    }
+}

@@ -1,0 +1,17 @@
+//! Live runs over several machines (docs/cluster.md): the cluster file (`file`), the control
+//! channel between the coordinator and each machine's worker (`channel`), hand-offs between
+//! machines as GENEVE datagrams (`handoff`), a machine's worker (`worker`, `netloom worker`)
+//! and the coordinator that starts, answers for and stops them all (`coordinator`), with the
+//! map that forwards `netloom exec` to a host's machine (`forward`).
+
+mod channel;
+mod coordinator;
+mod file;
+mod forward;
+mod handoff;
+mod worker;
+
+pub use coordinator::{ClockSample, ClusterRun, MachineClock, Setup};
+pub use file::{Cluster, ClusterError, Machine, GENEVE_PORT};
+pub use forward::Forwarding;
+pub use worker::serve as serve_worker;

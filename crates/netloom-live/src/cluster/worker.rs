@@ -1,0 +1,279 @@
+//! `netloom worker`: one machine's side of a run over several machines. Started by the
+//! coordinator through the machine's launcher (SSH), it says which netloom it is, answers clock
+//! exchanges, brings up its part when told (its hosts, its worker, the hand-off socket), answers
+//! for its part while the run lasts, and stops, tears down and sends its last figures when told
+//! or when the coordinator goes. Its worker failing, or a signal, stops it and is told.
+
+use super::channel::{self, Figures, FromWorker, Start, ToWorker};
+use super::handoff::{self, Receiver, Sender};
+use crate::clock::SystemClock;
+use crate::experiment::{Ending, Experiment, Part};
+use crate::mailbox::Outbound;
+use crate::plan::{Options, Plan, Split};
+use crate::wait::{Hybrid, Precision};
+use netloom_engine::Payload;
+use netloom_partition::Assignment;
+use std::io::{BufRead, Write};
+use std::net::UdpSocket;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long the worker waits for a message before it looks at its run again.
+const LOOK: Duration = Duration::from_millis(20);
+/// Probes sent to each other machine, how far apart, and how long their echoes may take.
+const PROBES: usize = 5;
+const PROBE_GAP: Duration = Duration::from_millis(10);
+const PROBE_WAIT: Duration = Duration::from_millis(200);
+/// How long a look at the run takes at most.
+const GLANCE: Duration = Duration::from_millis(1);
+
+/// The channel's writing end, shared by the thread that answers clock exchanges at once (a
+/// late answer would make the offset wrong by half its delay) and the worker's loop.
+type Output = Arc<Mutex<dyn Write + Send>>;
+
+/// Serves the coordinator on `input` and `output` until it says stop or goes away. `signal`
+/// is set by SIGINT or SIGTERM. Errors are only those of the channel itself: everything else
+/// is told to the coordinator.
+pub fn serve(
+    input: impl BufRead + Send + 'static,
+    output: impl Write + Send + 'static,
+    signal: &'static AtomicBool,
+) -> std::io::Result<()> {
+    let output: Output = Arc::new(Mutex::new(output));
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let hello = FromWorker::Hello {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        cpus,
+    };
+    say(&output, &hello)?;
+    let (tx, rx) = mpsc::channel();
+    // Reads on its own thread, so the run is watched while no line comes, and answers clock
+    // exchanges there; ends with the input.
+    let answers = output.clone();
+    std::thread::Builder::new()
+        .name("netloom-control".into())
+        .spawn(move || {
+            let mut input = input;
+            while let Ok(Some(message)) = channel::receive::<ToWorker>(&mut input) {
+                let sent = match message {
+                    ToWorker::Time { sent_ns } => {
+                        let here_ns = channel::wall_ns();
+                        say(&answers, &FromWorker::Time { sent_ns, here_ns }).is_ok()
+                    }
+                    other => tx.send(other).is_ok(),
+                };
+                if !sent {
+                    return;
+                }
+            }
+        })?;
+    // Before the start: clock exchanges, then the start (or the end).
+    let Running {
+        experiment,
+        here,
+        receiver,
+        socket,
+        peers,
+    } = loop {
+        match rx.recv() {
+            Ok(ToWorker::Start(start)) => match start_part(*start) {
+                Ok(running) => {
+                    say(&output, &FromWorker::Ready)?;
+                    break running;
+                }
+                Err(e) => return say(&output, &FromWorker::Failed(e)),
+            },
+            Ok(ToWorker::Stop) => {
+                let nothing = FromWorker::Figures(Err("stopped before it started".into()));
+                return say(&output, &nothing);
+            }
+            Ok(_) => continue,
+            Err(_) => return Ok(()),
+        }
+    };
+    loop {
+        let ending = experiment.wait(signal, Some(std::time::Instant::now() + GLANCE));
+        if ending != Ending::Deadline {
+            let why = match &ending {
+                Ending::WorkerFailed => "its worker failed".to_string(),
+                other => format!("it was stopped ({})", other.name()),
+            };
+            let error = match experiment.stop_part(&ending) {
+                Err(e) => e.to_string(),
+                Ok(_) => why,
+            };
+            return say(&output, &FromWorker::Failed(error));
+        }
+        let message = match rx.recv_timeout(LOOK) {
+            Ok(m) => m,
+            Err(RecvTimeoutError::Timeout) => continue,
+            // The coordinator is gone: nobody wants the figures.
+            Err(RecvTimeoutError::Disconnected) => {
+                let _ = experiment.stop_part(&Ending::Requested);
+                return Ok(());
+            }
+        };
+        match message {
+            ToWorker::Figures => {
+                let hosts = experiment.info().hosts.len();
+                let figures = experiment
+                    .part_figures()
+                    .map_err(|e| e.to_string())
+                    .map(|(snapshot, drops)| Box::new(spread(snapshot, &drops, &here, hosts)));
+                say(&output, &FromWorker::Figures(figures))?;
+            }
+            ToWorker::Probe => {
+                let me = socket.local_addr()?;
+                let others: Vec<_> = peers.iter().copied().filter(|&p| p != me).collect();
+                handoff::send_probes(&socket, &others, PROBES, PROBE_GAP);
+                std::thread::sleep(PROBE_WAIT);
+                let receiver = receiver.lock().expect("nothing panics holding it");
+                let trips = receiver
+                    .as_ref()
+                    .map(|r| {
+                        r.round_trips
+                            .lock()
+                            .expect("nothing panics holding it")
+                            .clone()
+                    })
+                    .unwrap_or_default();
+                let probed = peers.iter().map(|p| trips.get(p).copied()).collect();
+                say(&output, &FromWorker::Probed(probed))?;
+            }
+            ToWorker::Request(request) => {
+                let answer = experiment.answer(request);
+                say(&output, &FromWorker::Answer(answer))?;
+            }
+            ToWorker::Stop => {
+                let hosts = experiment.info().hosts.len();
+                let last = experiment
+                    .stop_part(&Ending::Requested)
+                    .map_err(|e| e.to_string())
+                    .map(|(snapshot, drops)| Box::new(spread(snapshot, &drops, &here, hosts)));
+                return say(&output, &FromWorker::Figures(last));
+            }
+            ToWorker::Start(_) | ToWorker::Time { .. } => continue,
+        }
+    }
+}
+
+fn say(output: &Output, message: &FromWorker) -> std::io::Result<()> {
+    let mut output = output.lock().expect("nothing panics holding it");
+    channel::send(&mut *output, message)
+}
+
+/// This machine's figures: its hosts' TUN-queue drops (`drops`, of the hosts `here`) at their
+/// places among all `hosts`.
+fn spread(snapshot: crate::Snapshot, drops: &[u64], here: &[u32], hosts: usize) -> Figures {
+    let mut tun_queue_drops = vec![0; hosts];
+    for (&h, &d) in here.iter().zip(drops) {
+        tun_queue_drops[h as usize] = d;
+    }
+    Figures {
+        snapshot,
+        tun_queue_drops,
+    }
+}
+
+/// This machine's part, running.
+struct Running {
+    experiment: Experiment,
+    /// Its hosts (indices among all hosts).
+    here: Vec<u32>,
+    /// The thread taking hand-offs, stopped when dropped (after the experiment stopped).
+    receiver: Arc<Mutex<Option<Receiver>>>,
+    /// The hand-off socket, and every worker's.
+    socket: Arc<UdpSocket>,
+    peers: Vec<std::net::SocketAddr>,
+}
+
+/// Brings this machine's part up: the plan as every machine computes it from the same
+/// topology and assignment, the hand-off socket, the clock at the run's zero.
+fn start_part(start: Start) -> Result<Running, String> {
+    let format = match start.json {
+        true => netloom_topo::Format::Json,
+        false => netloom_topo::Format::Toml,
+    };
+    let topology =
+        netloom_topo::load_str(&start.topology, format, &start.label).map_err(|e| e.to_string())?;
+    let precision = match start.precision.as_str() {
+        "busy" => Precision::Busy,
+        "sleep" => Precision::Sleep,
+        _ => Precision::Hybrid(Hybrid::default()),
+    };
+    let workers = start.peers.len();
+    let options = Options {
+        workers,
+        split: Some(Split::Assignment(Assignment {
+            cores: workers as u32,
+            pipes: start.assignment.clone(),
+            topology: None,
+            method: None,
+        })),
+        payload: Payload::Ship,
+        precision,
+        thresholds: crate::Thresholds {
+            late: Duration::from_nanos(start.late_ns),
+            max_late_fraction: start.max_late_fraction,
+        },
+        seed: start.seed,
+        mtu: start.mtu,
+        gso: start.gso,
+        congestion_control: start.congestion_control.clone(),
+        realtime: start.realtime,
+        allow_spoofing: start.allow_spoofing,
+        ..Options::new(start.name.clone())
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let plan = Plan::new(topology, options, cpus).map_err(|e| e.to_string())?;
+    let me = start.worker;
+    let address = start.peers[me];
+    let socket = UdpSocket::bind(address)
+        .map(Arc::new)
+        .map_err(|e| format!("taking hand-offs at {address}: {e}"))?;
+    let vni = handoff::vni(&start.run);
+    let remote: Vec<Arc<dyn Outbound>> = start
+        .peers
+        .iter()
+        .enumerate()
+        .map(|(k, &to)| {
+            Arc::new(Sender::new(socket.clone(), vni, me as u16, k as u16, to)) as Arc<dyn Outbound>
+        })
+        .collect();
+    let receiver = Arc::new(Mutex::new(None));
+    let realtime = start.realtime;
+    let inbound = {
+        let receiver = receiver.clone();
+        let socket = socket.clone();
+        Box::new(move |post| {
+            let r = Receiver::start(socket, vni, me as u16, post, realtime)?;
+            *receiver.lock().expect("nothing panics holding it") = Some(r);
+            Ok(())
+        })
+    };
+    // The run's zero on this machine's monotonic clock: the coordinator's wall-clock zero,
+    // moved by the offset between the two wall clocks.
+    let coordinator_now = channel::wall_ns() as i128 - i128::from(start.offset_ns);
+    let since_zero = (coordinator_now - i128::from(start.zero_ns)).max(0) as u64;
+    let now = std::time::Instant::now();
+    let zero = now
+        .checked_sub(Duration::from_nanos(since_zero))
+        .unwrap_or(now);
+    let part = Part {
+        worker: me,
+        clock: SystemClock::since(zero),
+        remote,
+        inbound,
+    };
+    let here = plan.hosts[me].clone();
+    let experiment = Experiment::start_part(plan, part).map_err(|e| e.to_string())?;
+    Ok(Running {
+        experiment,
+        here,
+        receiver,
+        socket,
+        peers: start.peers,
+    })
+}
