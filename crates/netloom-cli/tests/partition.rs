@@ -187,6 +187,63 @@ fn sim_partitions_like_partition_does() {
 }
 
 #[test]
+fn sim_measures_hops_a_link_going_down_turns_back() {
+    // The engine's partition-equivalence topology: when its link r4-r1 goes down and up, routes
+    // change under packets in flight, and some reach a router that sends them back over the
+    // link they came on.
+    let dir = TempDir::new("partition-outage");
+    let topo = dir.write(
+        "impaired.toml",
+        include_str!("../../netloom-engine/tests/data/impaired.toml"),
+    );
+    let observed = dir.path().join("obs.json");
+    let r = netloom(&[
+        "sim",
+        topo.to_str().unwrap(),
+        "--traffic",
+        "pattern=random-k k=3 source=aimd",
+        "--duration",
+        "2s",
+        "--seed",
+        "7",
+        "--no-wall-clock",
+        "--cores",
+        "2",
+        "--observe",
+        observed.to_str().unwrap(),
+        "--json",
+    ]);
+    let obs: Value = serde_json::from_str(&std::fs::read_to_string(&observed).unwrap()).unwrap();
+    let link = |p: &Value| &r["pipes"][p.as_u64().unwrap() as usize]["link"];
+    assert!(obs["transitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| link(&t[0]) == link(&t[1])));
+    // The file reads back, and measures what the run did.
+    let measured = netloom(&[
+        "partition",
+        topo.to_str().unwrap(),
+        "--cores",
+        "2",
+        "--measure",
+        observed.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(measured["measured"], r["partition"]);
+    let weighted = netloom(&[
+        "partition",
+        topo.to_str().unwrap(),
+        "--cores",
+        "2",
+        "--weights",
+        &format!("observed:{}", observed.display()),
+        "--json",
+    ]);
+    assert_eq!(weighted["pipes"], r["pipes"].as_array().unwrap().len());
+}
+
+#[test]
 fn bad_assignments_are_refused_with_a_reason() {
     let dir = TempDir::new("partition-bad");
     let topo = dir.write("chain.toml", CHAIN);

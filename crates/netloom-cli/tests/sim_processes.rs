@@ -7,16 +7,12 @@ use common::{bin, run_in, TempDir};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The engine's partition-equivalence topology without its scheduled link outage: a partitioned
-/// `sim` measures the partition's efficiency, and that measurement refuses the hops rerouting
-/// around the outage takes (with threads too: "pipe 16 cannot follow pipe 15").
+/// The engine's partition-equivalence topology, with its scheduled link outage.
 fn topology(dir: &TempDir) -> std::path::PathBuf {
-    let text: String = include_str!("../../netloom-engine/tests/data/impaired.toml")
-        .lines()
-        .filter(|l| !l.starts_with("schedule"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    dir.write("impaired.toml", &text)
+    dir.write(
+        "impaired.toml",
+        include_str!("../../netloom-engine/tests/data/impaired.toml"),
+    )
 }
 
 fn sim(dir: &TempDir, extra: &[&str]) -> String {

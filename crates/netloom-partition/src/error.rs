@@ -43,9 +43,8 @@ pub enum PartitionError {
         /// The file's number of cores (at least 1).
         cores: u32,
     },
-    /// An observation file counts packets from pipe `from` into pipe `to`, but `to` is not a
-    /// successor of `from` in the flow graph (they do not meet at a router, or are the two
-    /// directions of one link).
+    /// An observation file counts packets from pipe `from` into pipe `to`, but `to` does not
+    /// leave the router `from` leads into (they do not meet, or meet at a host).
     #[error("observation: pipe {to} cannot follow pipe {from} in this topology")]
     NotConsecutive {
         /// The pipe the packets left.

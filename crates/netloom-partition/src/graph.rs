@@ -76,6 +76,13 @@ impl FlowGraph {
     /// The structure of `topo`'s flow graph with every weight zero. A packet arriving at a router
     /// over pipe p may leave over any pipe of another link; hosts never forward.
     pub fn structure(topo: &Topology) -> FlowGraph {
+        FlowGraph::structure_turning(topo, |_| false)
+    }
+
+    /// `structure`, where a packet arriving at a router over a pipe p with `turns(p)` may also
+    /// go back over p's own link: routes change while packets are in flight (a link going down
+    /// or up), so a packet routed one way may arrive where the new route sends it back.
+    pub(crate) fn structure_turning(topo: &Topology, turns: impl Fn(PipeId) -> bool) -> FlowGraph {
         let pipes = topo.pipes.len();
         let mut into = vec![Vec::new(); topo.nodes.len()];
         for l in &topo.links {
@@ -89,10 +96,11 @@ impl FlowGraph {
             }
             for &p in &into[node] {
                 let link = topo.pipes[p as usize].link;
+                let turns = turns(p);
                 successors[p as usize].extend(
                     out.iter()
                         .map(|&(q, _)| q)
-                        .filter(|&q| topo.pipes[q as usize].link != link),
+                        .filter(|&q| turns || topo.pipes[q as usize].link != link),
                 );
             }
         }

@@ -53,12 +53,25 @@ impl FlowGraph {
                 topology: topo.name.clone(),
             });
         }
-        let mut g = FlowGraph::structure(topo);
+        if let Some(&(from, to, _)) = obs.transitions.iter().find(|&&(from, to, _)| {
+            from as usize >= obs.packets.len() || to as usize >= obs.packets.len()
+        }) {
+            return Err(PartitionError::NoSuchPipe(from.max(to)));
+        }
+        // A packet turns back over the link it came on only when routes change under it, so
+        // the graph has those edges only where the run saw them.
+        let link = |p: PipeId| topo.pipes[p as usize].link;
+        let mut turned: Vec<PipeId> = obs
+            .transitions
+            .iter()
+            .filter(|&&(from, to, _)| link(from) == link(to))
+            .map(|&(from, _, _)| from)
+            .collect();
+        turned.sort_unstable();
+        turned.dedup();
+        let mut g = FlowGraph::structure_turning(topo, |p| turned.binary_search(&p).is_ok());
         let mut arrived = vec![0u64; obs.packets.len()];
         for &(from, to, n) in &obs.transitions {
-            if from as usize >= obs.packets.len() || to as usize >= obs.packets.len() {
-                return Err(PartitionError::NoSuchPipe(from.max(to)));
-            }
             *g.flow_mut(from, to)
                 .ok_or(PartitionError::NotConsecutive { from, to })? += n as f64;
             arrived[to as usize] += n;

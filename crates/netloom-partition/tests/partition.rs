@@ -201,12 +201,30 @@ fn efficiency_of_observed_counts_matches_a_hand_count() {
         method: None,
     };
     assert_eq!(Evaluation::of(&graph, &one).efficiency, Some(1.0));
-    // A hop the topology cannot make is refused.
-    let bad = Observation {
-        transitions: vec![(0, 4, 1)],
-        ..obs
+    // A packet a route change sends back at a router (r1→r2, then r2→r1) is a hop like any
+    // other: on different cores it crosses once more.
+    let mut turned = obs.clone();
+    turned.transitions.insert(2, (2, 3, 5));
+    turned.packets[3] += 5;
+    let graph = FlowGraph::observed(&topo, &turned).unwrap();
+    assert!(graph.successors(2).any(|edge| edge == (3, 5.0)));
+    let split = Assignment {
+        pipes: vec![0, 0, 0, 1, 1, 1, 1, 1],
+        ..a
     };
-    assert!(FlowGraph::observed(&topo, &bad).is_err());
+    let cut = |graph: &FlowGraph| Evaluation::of(graph, &split).cut;
+    assert_eq!(
+        cut(&graph),
+        cut(&FlowGraph::observed(&topo, &obs).unwrap()) + 5.0
+    );
+    // Hops the topology cannot make are refused: pipes that do not meet, and a turn at a host.
+    for hop in [(0, 4, 1), (6, 7, 1)] {
+        let bad = Observation {
+            transitions: vec![hop],
+            ..obs.clone()
+        };
+        assert!(FlowGraph::observed(&topo, &bad).is_err(), "{hop:?}");
+    }
 }
 
 #[test]
