@@ -40,6 +40,22 @@ pub struct SimOptions<'a> {
     pub tapped: Option<&'a mut dyn FnMut(&Tapped)>,
 }
 
+impl SimOptions<'_> {
+    /// A run of `duration` recorded with `seed` that reads no wall clock (its report is the same
+    /// byte for byte every time), calls nothing back and records no series.
+    pub fn new(duration: Duration, seed: u64) -> Self {
+        SimOptions {
+            duration,
+            seed,
+            wall_clock: false,
+            progress: None,
+            progress_every: std::time::Duration::from_secs(1),
+            series: None,
+            tapped: None,
+        }
+    }
+}
+
 /// How many timestamps to process between looks at the wall clock.
 const PROGRESS_CHECK_EVERY: u32 = 4096;
 

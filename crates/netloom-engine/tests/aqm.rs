@@ -60,18 +60,7 @@ b = "h3"
         };
         e.add_flow(spec, 5).unwrap();
     }
-    sim::run(
-        &mut e,
-        SimOptions {
-            duration: Duration::from_secs(20),
-            seed: 5,
-            wall_clock: false,
-            progress: None,
-            progress_every: std::time::Duration::from_secs(1),
-            series: None,
-            tapped: None,
-        },
-    )
+    sim::run(&mut e, SimOptions::new(Duration::from_secs(20), 5))
 }
 
 /// The bottleneck's r1 → r2 pipe.

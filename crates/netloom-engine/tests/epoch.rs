@@ -39,18 +39,7 @@ fn epochs_change_nothing_in_the_run_and_add_up_to_it() {
     let duration = Duration::from_millis(2500);
     let mut whole = switching_engine(&topo);
     whole.enable_transition_counts();
-    let expected = sim::run(
-        &mut whole,
-        SimOptions {
-            duration,
-            seed: SEED,
-            wall_clock: false,
-            progress: None,
-            progress_every: std::time::Duration::from_secs(1),
-            series: None,
-            tapped: None,
-        },
-    );
+    let expected = sim::run(&mut whole, SimOptions::new(duration, SEED));
     let mut cut = switching_engine(&topo);
     let mut epochs = Vec::new();
     let report = epoch::run(

@@ -42,13 +42,8 @@ fn run(series: Option<Duration>) -> Report {
     sim::run(
         &mut e,
         SimOptions {
-            duration: Duration::from_millis(3500),
-            seed: 3,
-            wall_clock: false,
-            progress: None,
-            progress_every: std::time::Duration::from_secs(1),
             series,
-            tapped: None,
+            ..SimOptions::new(Duration::from_millis(3500), 3)
         },
     )
 }

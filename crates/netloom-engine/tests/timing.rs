@@ -36,18 +36,7 @@ fn chain(hops: &[(u64, u64)]) -> (Topology, NodeId, NodeId) {
 }
 
 fn run(engine: &mut Engine, secs: u64, seed: u64) -> Report {
-    sim::run(
-        engine,
-        SimOptions {
-            duration: Duration::from_secs(secs),
-            seed,
-            wall_clock: false,
-            progress: None,
-            progress_every: std::time::Duration::from_secs(1),
-            series: None,
-            tapped: None,
-        },
-    )
+    sim::run(engine, SimOptions::new(Duration::from_secs(secs), seed))
 }
 
 #[test]

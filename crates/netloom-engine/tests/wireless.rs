@@ -10,18 +10,7 @@ use netloom_time::{Duration, Instant, Rate};
 use netloom_topo::{load_str, Format, Topology};
 
 fn run(engine: &mut Engine, duration: Duration, seed: u64) -> Report {
-    sim::run(
-        engine,
-        SimOptions {
-            duration,
-            seed,
-            wall_clock: false,
-            progress: None,
-            progress_every: std::time::Duration::from_secs(1),
-            series: None,
-            tapped: None,
-        },
-    )
+    sim::run(engine, SimOptions::new(duration, seed))
 }
 
 fn topology(text: &str) -> Topology {

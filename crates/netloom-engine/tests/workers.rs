@@ -48,15 +48,7 @@ fn engine(ownership: Option<(&Arc<Ownership>, usize)>) -> Engine {
 }
 
 fn options() -> SimOptions<'static> {
-    SimOptions {
-        duration: Duration::from_secs(SECONDS),
-        seed: SEED,
-        wall_clock: false,
-        progress: None,
-        progress_every: std::time::Duration::from_secs(1),
-        series: None,
-        tapped: None,
-    }
+    SimOptions::new(Duration::from_secs(SECONDS), SEED)
 }
 
 fn single() -> (Engine, Report) {

@@ -135,6 +135,28 @@ pub enum Ending {
 }
 
 impl Ending {
+    /// What a `wait` ends with now, if anything: the caller's flag first, then the deadline,
+    /// a client's `stop`, a failed worker (`failed`, asked last).
+    pub(crate) fn now(
+        signal: &AtomicBool,
+        deadline: Option<std::time::Instant>,
+        now: std::time::Instant,
+        stop_requested: &AtomicBool,
+        failed: impl FnOnce() -> bool,
+    ) -> Option<Ending> {
+        if signal.load(Ordering::Relaxed) {
+            Some(Ending::Signal)
+        } else if deadline.is_some_and(|d| now >= d) {
+            Some(Ending::Deadline)
+        } else if stop_requested.load(Ordering::SeqCst) {
+            Some(Ending::Requested)
+        } else if failed() {
+            Some(Ending::WorkerFailed)
+        } else {
+            None
+        }
+    }
+
     /// A word for it, as the `stopped` event's reason.
     pub fn name(&self) -> &'static str {
         match self {
@@ -683,18 +705,11 @@ impl Experiment {
     /// looks at `signal` (a signal handler can only set a flag), a tenth of a second at most.
     pub fn wait(&self, signal: &AtomicBool, deadline: Option<std::time::Instant>) -> Ending {
         loop {
-            if signal.load(Ordering::Relaxed) {
-                return Ending::Signal;
-            }
             let now = std::time::Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
-                return Ending::Deadline;
-            }
-            if self.shared.stop_requested.load(Ordering::SeqCst) {
-                return Ending::Requested;
-            }
-            if self.workers.iter().any(Worker::is_finished) {
-                return Ending::WorkerFailed;
+            let failed = || self.workers.iter().any(Worker::is_finished);
+            let stop = &self.shared.stop_requested;
+            if let Some(ending) = Ending::now(signal, deadline, now, stop, failed) {
+                return ending;
             }
             let nap = deadline.map_or(SIGNAL_LOOK, |d| (d - now).min(SIGNAL_LOOK));
             let _ = self.rung.recv_timeout(nap);

@@ -52,18 +52,7 @@ fn observe(topo: &Topology, duration: netloom_time::Duration) -> Observation {
     for flow in flows {
         engine.add_flow(flow, SEED).unwrap();
     }
-    sim::run(
-        &mut engine,
-        SimOptions {
-            duration,
-            seed: SEED,
-            wall_clock: false,
-            progress: None,
-            progress_every: std::time::Duration::from_secs(1),
-            series: None,
-            tapped: None,
-        },
-    );
+    sim::run(&mut engine, SimOptions::new(duration, SEED));
     let (packets, transitions) = engine.hop_counts();
     Observation {
         topology: topo.name.clone(),

@@ -100,18 +100,7 @@ fn workers_over_udp_give_the_single_engines_run() {
     for f in flows(&topo) {
         single.add_flow(f, SEED).unwrap();
     }
-    let reference = sim::run(
-        &mut single,
-        SimOptions {
-            duration,
-            seed: SEED,
-            wall_clock: false,
-            progress: None,
-            progress_every: std::time::Duration::from_secs(1),
-            series: None,
-            tapped: None,
-        },
-    );
+    let reference = sim::run(&mut single, SimOptions::new(duration, SEED));
     assert!(
         reference.totals.packet_hops > 10_000,
         "the run carries traffic"

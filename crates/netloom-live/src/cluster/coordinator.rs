@@ -708,18 +708,11 @@ impl ClusterRun {
     /// As `Experiment::wait`; a machine whose worker ends is `WorkerFailed`.
     pub fn wait(&self, signal: &AtomicBool, deadline: Option<std::time::Instant>) -> Ending {
         loop {
-            if signal.load(Ordering::Relaxed) {
-                return Ending::Signal;
-            }
             let now = std::time::Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
-                return Ending::Deadline;
-            }
-            if self.shared.stop_requested.load(Ordering::SeqCst) {
-                return Ending::Requested;
-            }
-            if self.shared.remotes.iter().any(Remote::dead) {
-                return Ending::WorkerFailed;
+            let failed = || self.shared.remotes.iter().any(Remote::dead);
+            let stop = &self.shared.stop_requested;
+            if let Some(ending) = Ending::now(signal, deadline, now, stop, failed) {
+                return ending;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
