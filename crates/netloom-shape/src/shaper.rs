@@ -5,9 +5,9 @@
 //! shaper until its scheduler picks them, and `next_due` includes when it next must be asked.
 
 use crate::classifier::{Classifier, Direction, Packet, Rule, ROOT};
-use crate::spec::{Cgroup, LinkSpec, Pipes, Selector};
+use crate::spec::{Cgroup, LinkSpec, PipeSpec, Pipes, Selector};
 use netloom_link::{
-    Admission, Aqm, Dequeued, DropCause, Hold, PacketMeta, Pipe, PipeConfig, Ticket,
+    Admission, Aqm, Dequeued, DropCause, Hold, PacketMeta, Pipe, PipeConfig, PipeData, Ticket,
 };
 use netloom_time::Instant;
 use serde::{Deserialize, Serialize};
@@ -33,6 +33,8 @@ struct Link {
 /// pipe by serial, so a packet whose pipe was replaced or deleted is let go at its exit.
 struct Slot {
     pipe: Pipe,
+    /// The data files it was made with: a change of them makes a new pipe.
+    data: PipeData,
     serial: u64,
     direction: &'static str,
 }
@@ -169,17 +171,16 @@ impl<H> Shaper<H> {
             .iter_mut()
             .find(|l| l.owner == owner && l.selector == spec.selector)
         {
-            // A pipe cannot change between deciding at arrival and deciding later.
+            // A pipe cannot change between deciding at arrival and deciding later, and keeps
+            // the data files it was made with.
             let same_layout = link.pipes.len() == layout.pipes.len()
                 && (link.inbound, link.outbound) == (layout.inbound, layout.outbound)
-                && link
-                    .pipes
-                    .iter()
-                    .zip(&layout.pipes)
-                    .all(|(slot, (_, c))| slot.pipe.is_deferred() == deferred(c));
+                && link.pipes.iter().zip(&layout.pipes).all(|(slot, (_, p))| {
+                    slot.pipe.is_deferred() == deferred(&p.config) && slot.data == p.data
+                });
             if same_layout {
-                for (slot, config) in link.pipes.iter_mut().zip(layout.pipes) {
-                    slot.pipe.set_config(now, config.1);
+                for (slot, (_, spec)) in link.pipes.iter_mut().zip(layout.pipes) {
+                    slot.pipe.set_config(now, spec.config);
                 }
             } else {
                 link.pipes = make_slots(layout.pipes, &mut self.next_serial, self.seed);
@@ -541,15 +542,15 @@ fn deferred(config: &PipeConfig) -> bool {
 
 /// A link's pipes in order, with the index of each direction's.
 struct Layout {
-    pipes: Vec<(&'static str, PipeConfig)>,
+    pipes: Vec<(&'static str, PipeSpec)>,
     inbound: Option<usize>,
     outbound: Option<usize>,
 }
 
 fn layout(pipes: &Pipes) -> Layout {
     match pipes {
-        Pipes::Shared(config) => Layout {
-            pipes: vec![("SHARED", *config)],
+        Pipes::Shared(pipe) => Layout {
+            pipes: vec![("SHARED", pipe.clone())],
             inbound: Some(0),
             outbound: Some(0),
         },
@@ -561,25 +562,26 @@ fn layout(pipes: &Pipes) -> Layout {
             };
             if let Some(c) = inbound {
                 layout.inbound = Some(layout.pipes.len());
-                layout.pipes.push(("IN", *c));
+                layout.pipes.push(("IN", c.clone()));
             }
             if let Some(c) = outbound {
                 layout.outbound = Some(layout.pipes.len());
-                layout.pipes.push(("OUT", *c));
+                layout.pipes.push(("OUT", c.clone()));
             }
             layout
         }
     }
 }
 
-fn make_slots(pipes: Vec<(&'static str, PipeConfig)>, next: &mut u64, seed: u64) -> Vec<Slot> {
+fn make_slots(pipes: Vec<(&'static str, PipeSpec)>, next: &mut u64, seed: u64) -> Vec<Slot> {
     pipes
         .into_iter()
-        .map(|(direction, config)| {
+        .map(|(direction, PipeSpec { config, data })| {
             let serial = *next;
             *next += 1;
             Slot {
-                pipe: Pipe::new(config, seed ^ serial),
+                pipe: Pipe::with_data(config, seed ^ serial, data.clone()),
+                data,
                 serial,
                 direction,
             }
@@ -639,6 +641,35 @@ mod tests {
             ),
             ("OUT", 1)
         );
+    }
+
+    #[test]
+    fn a_pipe_with_a_trace_lets_packets_go_at_its_delivery_opportunities() {
+        let mut s: Shaper<u32> = Shaper::new(1);
+        let line = "client 18080@127.0.0.1 OUT delay=0ms";
+        let mut with_trace = spec(line);
+        let Pipes::Split {
+            outbound: Some(pipe),
+            ..
+        } = &mut with_trace.pipes
+        else {
+            panic!()
+        };
+        let trace = netloom_link::Trace::parse("3\n7\n").unwrap();
+        pipe.data.trace = Some(std::sync::Arc::new(trace));
+        s.set(Instant(0), 0, with_trace, line.into());
+        let mut request = request(18080);
+        request.direction = Direction::Out;
+        let exits: Vec<Arrival> = (0..3)
+            .map(|i| s.arrive(Instant(0), &request, 1500, i))
+            .collect();
+        // Unlimited, without the trace, all three would leave at once; with it, one at each
+        // opportunity of 1500 bytes (3 ms, 7 ms, then 3 ms into the next 7 ms period).
+        let at = |ms: u64| Arrival::Held {
+            exit: Instant(ms * MS),
+            link: 1,
+        };
+        assert_eq!(exits, vec![at(3), at(7), at(10)]);
     }
 
     #[test]
