@@ -139,10 +139,12 @@ pub struct Shaper<H> {
     next_waiting: u32,
     /// Decided outside `due` (dropped to make room, or their pipe gone): given at the next.
     decided: Vec<(H, bool)>,
+    /// Packets a pipe marked CE since `take_marked` was last called.
+    marked: Vec<H>,
     dequeued: Vec<Dequeued>,
 }
 
-impl<H> Shaper<H> {
+impl<H: Copy> Shaper<H> {
     /// A shaper with no link; pipes' random decisions come from generators seeded from `seed`.
     pub fn new(seed: u64) -> Shaper<H> {
         Shaper {
@@ -157,6 +159,7 @@ impl<H> Shaper<H> {
             waiting: HashMap::new(),
             next_waiting: 0,
             decided: Vec::new(),
+            marked: Vec::new(),
             dequeued: Vec::new(),
         }
     }
@@ -263,6 +266,11 @@ impl<H> Shaper<H> {
             // A user's rules match only that user's sockets, whatever the request said (the
             // kernel's OUT rules get `--uid-owner` from this).
             for rule in &mut rules {
+                let pipe = match rule.direction {
+                    Direction::In => link.inbound,
+                    Direction::Out => link.outbound,
+                };
+                rule.rewrites = pipe.is_some_and(|i| link.pipes[i].pipe.config().ecn);
                 if link.owner != ROOT {
                     rule.uid = Some(link.owner);
                 }
@@ -289,9 +297,7 @@ impl<H> Shaper<H> {
         now: Instant,
         batch: &mut Vec<(Packet, u32, H)>,
         fates: &mut Vec<(H, Arrival)>,
-    ) where
-        H: Copy,
-    {
+    ) {
         let mut links = Vec::with_capacity(batch.len());
         self.classifier
             .classify_owned_batch(batch.iter().map(|(packet, _, _)| packet), &mut links);
@@ -328,7 +334,7 @@ impl<H> Shaper<H> {
             self.next_waiting = self.next_waiting.wrapping_add(1);
             let meta = PacketMeta {
                 flow: packet.flow(),
-                ..PacketMeta::default()
+                ecn: packet.ecn,
             };
             let mut evicted = Vec::new();
             if let Hold::Dropped(cause) = slot.pipe.hold(now, bytes, meta, key, &mut evicted) {
@@ -357,9 +363,16 @@ impl<H> Shaper<H> {
                 false => Arrival::Waiting { link: link_id },
             };
         }
-        match slot.pipe.offer(now, bytes, PacketMeta::default()) {
+        let meta = PacketMeta {
+            ecn: packet.ecn,
+            ..PacketMeta::default()
+        };
+        match slot.pipe.offer(now, bytes, meta) {
             Admission::Dropped(cause) => Arrival::Dropped(cause),
-            Admission::Scheduled { first, .. } => {
+            Admission::Scheduled { first, marked, .. } => {
+                if marked {
+                    self.marked.push(handle);
+                }
                 let key = self.next_key;
                 self.next_key += 1;
                 self.exits.push(Reverse((first.exit, key)));
@@ -439,11 +452,16 @@ impl<H> Shaper<H> {
             for d in self.dequeued.drain(..) {
                 match d {
                     Dequeued::Departed {
-                        handle, departure, ..
+                        handle,
+                        departure,
+                        marked,
                     } => {
                         let Some(w) = self.waiting.remove(&handle) else {
                             continue;
                         };
+                        if marked {
+                            self.marked.push(w.handle);
+                        }
                         let key = self.next_key;
                         self.next_key += 1;
                         self.exits.push(Reverse((departure.exit, key)));
@@ -485,6 +503,13 @@ impl<H> Shaper<H> {
             let w = self.waiting.remove(&k).expect("listed");
             self.decided.push((w.handle, true));
         }
+    }
+
+    /// Moves to `out` the packets a pipe marked CE (instead of dropping them) since the last
+    /// call, at their arrival or, in a deferred pipe, when its scheduler picked them: the
+    /// caller writes the mark into each before its verdict.
+    pub fn take_marked(&mut self, out: &mut Vec<H>) {
+        out.append(&mut self.marked);
     }
 
     /// Gives back every packet held or waiting, accepted, as when the shaping process ends.
@@ -592,6 +617,7 @@ fn make_slots(pipes: Vec<(&'static str, PipeSpec)>, next: &mut u64, seed: u64) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use netloom_link::Ecn;
     use netloom_time::{Duration, Rate};
 
     fn spec(text: &str) -> LinkSpec {
@@ -609,6 +635,7 @@ mod tests {
             dport,
             owner: None,
             cgroup: None,
+            ecn: netloom_link::Ecn::NotEct,
         }
     }
 
@@ -670,6 +697,35 @@ mod tests {
             link: 1,
         };
         assert_eq!(exits, vec![at(3), at(7), at(10)]);
+    }
+
+    #[test]
+    fn an_ecn_pipe_marks_capable_packets_where_it_drops_others_and_its_rules_rewrite() {
+        // RED past max_th at once (weight 1, max_p 1): every packet queued behind one is
+        // marked if it can be, dropped if not.
+        let line = "client 18080@127.0.0.1 OUT bw=1Mbit aqm=red red.min_th=1 red.max_th=2 \
+                    red.weight=1 red.max_p=1 queue=100 ecn=true";
+        let mut s: Shaper<u32> = Shaper::new(1);
+        s.set(Instant(0), 0, spec(line), line.into());
+        assert!(s.classifier().rules().iter().all(|r| r.rewrites));
+        let mut packet = request(18080);
+        packet.direction = Direction::Out;
+        let mut fates = Vec::new();
+        for (i, ecn) in [Ecn::Ect0, Ecn::Ect0, Ecn::Ect0, Ecn::Ect1, Ecn::NotEct]
+            .into_iter()
+            .enumerate()
+        {
+            packet.ecn = ecn;
+            fates.push(s.arrive(Instant(0), &packet, 1500, i as u32));
+        }
+        let mut marked = Vec::new();
+        s.take_marked(&mut marked);
+        assert_eq!(marked, vec![2, 3], "{fates:?}");
+        assert_eq!(fates[4], Arrival::Dropped(DropCause::Red));
+        // Without ecn the same pipe drops instead, and its rules keep the header-only queue.
+        let plain = line.replace(" ecn=true", "");
+        s.set(Instant(0), 0, spec(&plain), plain.clone());
+        assert!(s.classifier().rules().iter().all(|r| !r.rewrites));
     }
 
     #[test]

@@ -628,19 +628,14 @@ pub fn default_queue(rate: Rate, delay: Duration) -> QueueLimit {
 /// Ten packets of loopback's largest size (its MTU, 65536).
 const LOOPBACK_QUEUE_BYTES: u64 = 10 * 65536;
 
-/// Refuses what a verdict cannot do: copy a packet, or rewrite its ECN bits.
+/// Refuses what a verdict cannot do: copy a packet. (A CE mark can: `ecn` pipes' packets are
+/// copied up whole and given back rewritten.)
 fn check_mechanism(part: &'static str, config: &PipeConfig) -> Result<(), SpecError> {
     let refuse = |key, why| Err(SpecError::Mechanism { part, key, why });
     if config.duplicate > 0.0 {
         return refuse(
             "duplicate",
             "the kernel holds the packet and takes back only a verdict (accept or drop), so no copy can be made",
-        );
-    }
-    if config.ecn {
-        return refuse(
-            "ecn",
-            "marking CE rewrites the packet, and only its header is copied out of the kernel",
         );
     }
     Ok(())
