@@ -31,6 +31,7 @@ fn packet(u: u32, rules: u32) -> Packet {
         dport: (1000 + rules - 1) as u16,
         owner: Some((u, u)),
         cgroup: None,
+        ecn: netloom_link::Ecn::NotEct,
     }
 }
 

@@ -924,3 +924,73 @@ fn rules_a_killed_namespace_process_left_go_when_the_next_shaping_process_starts
     assert!(t.ok("show").contains("client 9@127.0.0.1"));
     t.ok("stop");
 }
+
+/// Sends `count` 1000-byte UDP datagrams with ECN field `ecn` to `port` on 127.0.0.1 as fast as
+/// it can and returns (datagrams received, datagrams received marked CE), read with IP_RECVTOS.
+fn udp_marks(port: u16, count: u32, ecn: u8) -> (u32, u32) {
+    const SCRIPT: &str = r#"
+import socket, sys
+port, count, tos = (int(a) for a in sys.argv[1:4])
+IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
+r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+r.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+r.bind(("127.0.0.1", port))
+r.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
+r.settimeout(1.5)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+for _ in range(count):
+    s.sendto(b"x" * 1000, ("127.0.0.1", port))
+got = ce = 0
+try:
+    while True:
+        _, ancillary, _, _ = r.recvmsg(2048, 64)
+        got += 1
+        ce += any(t == socket.IP_TOS and d[0] & 3 == 3 for _, t, d in ancillary)
+except socket.timeout:
+    pass
+print(got, ce)
+"#;
+    let out = Command::new("python3")
+        .args(["-c", SCRIPT])
+        .args([port.to_string(), count.to_string(), ecn.to_string()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut n = text.split_whitespace().map(|x| x.parse::<u32>().unwrap());
+    match (n.next(), n.next()) {
+        (Some(got), Some(ce)) => (got, ce),
+        _ => panic!("udp_marks: {}", String::from_utf8_lossy(&out.stderr)),
+    }
+}
+
+#[test]
+fn an_ecn_pipe_marks_ect_packets_ce_in_the_packet_and_drops_not_ect_ones() {
+    require_live!("iptables-legacy", "python3");
+    let t = Turn::new("ecn");
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    const ECT0: u8 = 0b10;
+    // Unshaped, nothing marks: every datagram arrives as sent.
+    assert_eq!(udp_marks(port, 50, ECT0), (50, 0));
+    // RED past max_th as soon as a packet waits (weight 1, max_p 1): it marks every packet
+    // queued behind another if it can, and drops it if not. 1 Mbit/s makes 50 datagrams queue.
+    t.ok(&format!(
+        "client {port}@127.0.0.1 proto=udp OUT bw=1Mbit aqm=red red.min_th=1 red.max_th=2 \
+         red.weight=1 red.max_p=1 queue=1000 ecn=true"
+    ));
+    let (got, ce) = udp_marks(port, 50, ECT0);
+    // All arrive (a marked IPv4 header with a wrong checksum would be dropped), most marked.
+    assert_eq!(got, 50, "ECT(0): {got} received, {ce} marked CE");
+    assert!(ce >= 40, "ECT(0): {got} received, {ce} marked CE");
+    let (got, ce) = udp_marks(port, 50, 0);
+    assert_eq!(ce, 0, "Not-ECT: {got} received, {ce} marked CE");
+    assert!(
+        got <= 10,
+        "Not-ECT: {got} of 50 received through the same RED pipe"
+    );
+    t.ok("stop");
+}

@@ -1,5 +1,6 @@
 //! `NfQueue`: a netfilter queue (NFQUEUE) socket, for `netloom shape` to hold the machine's own
-//! packets in the kernel and decide, by verdict, when each goes on. Only headers are copied up.
+//! packets in the kernel and decide, by verdict, when each goes on. A queue copies up headers
+//! only, or whole packets for a verdict to give back rewritten (a CE mark).
 //!
 //! The messages are nfnetlink's (linux/netfilter/nfnetlink_queue.h): a netlink header, a
 //! `nfgenmsg` naming the queue, then attributes. Written here rather than taken from a crate
@@ -313,6 +314,40 @@ impl NfQueue {
                 .map_err(|e| OsError::io(format!("give verdicts on queue {queue}"), e))?;
         }
         Ok(())
+    }
+
+    /// Accepts packet `id` of `queue` replaced by `packet` (its whole copy, rewritten): the
+    /// kernel takes the verdict's payload as the packet, trimming it if shorter, so `packet`
+    /// must be all of it. Sent on its own, before any batch that would take the packet.
+    pub fn accept_rewritten(&mut self, queue: u16, id: u32, packet: &[u8]) -> Result<(), OsError> {
+        // A netlink attribute's length is 16 bits, header included (the kernel copies up no
+        // more than that either).
+        if packet.len() > usize::from(u16::MAX) - 4 {
+            return Err(OsError::io(
+                format!("give a rewritten packet to queue {queue}"),
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "packet longer than an attribute",
+                ),
+            ));
+        }
+        if let Some((_, held)) = self.held.iter_mut().find(|(q, _)| *q == queue) {
+            held.done.insert(id);
+        }
+        self.message.clear();
+        let flags = libc::NLM_F_REQUEST as u16;
+        start_message(&mut self.message, NFQNL_MSG_VERDICT, flags, queue, 0);
+        let mut hdr = [0u8; 8];
+        hdr[..4].copy_from_slice(&NF_ACCEPT.to_be_bytes());
+        hdr[4..].copy_from_slice(&id.to_be_bytes());
+        put_attr(&mut self.message, NFQA_VERDICT_HDR, &hdr);
+        put_attr(&mut self.message, NFQA_PAYLOAD, packet);
+        set_length(&mut self.message, 0);
+        self.stats.packets += 1;
+        self.stats.messages += 1;
+        self.stats.sends += 1;
+        self.send()
+            .map_err(|e| OsError::io(format!("give a rewritten packet to queue {queue}"), e))
     }
 
     /// What `verdicts` has sent so far.

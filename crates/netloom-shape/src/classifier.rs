@@ -3,6 +3,7 @@
 //! within the tenant (first match wins).
 
 use crate::spec::{Cgroup, PortRange, Prefix, Proto, Role, Selector};
+use netloom_link::Ecn;
 use rustc_hash::FxHashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -34,6 +35,8 @@ pub struct Packet {
     pub owner: Option<(u32, u32)>,
     /// The cgroup v2 id of its local socket, when looked up (only while a rule names one).
     pub cgroup: Option<u64>,
+    /// Its ECN field, for a pipe that marks CE instead of dropping.
+    pub ecn: Ecn,
 }
 
 impl Packet {
@@ -84,6 +87,7 @@ impl Packet {
             dport: ports.1,
             owner,
             cgroup: None,
+            ecn: netloom_live::ecn(header),
         })
     }
 
@@ -126,6 +130,9 @@ pub struct Rule {
     pub cgroup: Option<Cgroup>,
     /// The link whose pipe the packet goes to.
     pub link: u32,
+    /// Its pipe marks CE (`ecn=true`), so the kernel must copy the whole packet up, for the
+    /// mark to be written into it.
+    pub rewrites: bool,
 }
 
 impl Rule {
@@ -154,6 +161,7 @@ impl Rule {
                     gid: selector.gid,
                     cgroup: None,
                     link,
+                    rewrites: false,
                 });
             }
         }
@@ -553,6 +561,7 @@ mod tests {
             dport,
             owner: Some((1000, 1000)),
             cgroup: None,
+            ecn: netloom_link::Ecn::NotEct,
         }
     }
 
@@ -708,6 +717,7 @@ mod tests {
                     owner: tenant,
                 }),
                 link,
+                rewrites: false,
             }
         }
 
@@ -732,6 +742,7 @@ mod tests {
                     .gen_bool(0.8)
                     .then(|| (rng.gen_range(0..=users), rng.gen_range(5..7))),
                 cgroup: [None, Some(7), Some(8)][rng.gen_range(0..3)],
+                ecn: Ecn::NotEct,
             }
         }
 

@@ -5,7 +5,7 @@
 //! started by a first request, when its last link is deleted), and removes its rules as it goes.
 
 use crate::classifier::{Classifier, Direction, Packet, Rule, ROOT};
-use crate::kernel::{self, QUEUE};
+use crate::kernel::{self, QUEUES};
 use crate::limits::{config_path, Tenancy};
 use crate::shaper::{Arrival, LinkReport, Shaper, Target};
 use crate::spec::{parse_selector, Cgroup, LinkSpec, SYSTEM_PROFILES};
@@ -24,6 +24,9 @@ use std::sync::mpsc;
 
 /// Bytes of each packet copied out of the kernel: enough for an IPv6 header and the ports.
 const COPY: u32 = 128;
+/// Bytes copied of each packet of the whole-copy queue: all of it (the kernel copies at most
+/// what fits in a netlink attribute).
+const COPY_WHOLE: u32 = 0xffff;
 /// Packets the kernel holds for netloom at most; beyond, it drops.
 const MAX_HELD: u32 = 65536;
 /// Packets read from the queue before they are classified together (`Shaper::arrive_batch`);
@@ -328,7 +331,8 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
         .map_err(|e| DaemonError::Io(format!("{}: {e}", dir.display())))?;
     let sockets = SocketTable::open()?;
     let mut queue = NfQueue::open()?;
-    queue.bind(QUEUE, COPY, MAX_HELD)?;
+    queue.bind(QUEUES.header, COPY, MAX_HELD)?;
+    queue.bind(QUEUES.whole, COPY_WHOLE, MAX_HELD)?;
     let _ = std::fs::remove_file(&socket_path);
     let listener = UnixListener::bind(&socket_path)
         .map_err(|e| DaemonError::Io(format!("{}: {e}", socket_path.display())))?;
@@ -348,6 +352,8 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
         woken,
         ready: Vec::new(),
         verdicts: Vec::new(),
+        whole_verdicts: Vec::new(),
+        copies: HashMap::new(),
         groups: HashMap::new(),
     };
     let result = serve_loop(
@@ -368,10 +374,19 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     result
 }
 
+/// A packet the kernel holds: its queue (header copy or whole copy) and its id there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Handle {
+    /// It came through the whole-copy queue (its pipe may mark it CE).
+    whole: bool,
+    /// Its id in that queue, for the verdict.
+    id: u32,
+}
+
 /// A packet the kernel queued, as the loop takes it.
 struct Queued {
-    /// Its id in the queue, for the verdict.
-    id: u32,
+    /// Which packet, for the verdict.
+    handle: Handle,
     /// Its length in bytes.
     len: u32,
     /// What the classifier reads of it; `None` for a packet it cannot read (let go at once).
@@ -391,8 +406,10 @@ trait LoopIo {
     fn socket(&mut self, proto: u8, local: SocketAddr, remote: SocketAddr) -> Option<SocketOwner>;
     /// The primary group of user `uid`'s account.
     fn primary_group(&mut self, uid: u32) -> Option<u32>;
-    /// Gives the verdicts (id, accept) on held packets.
-    fn verdicts(&mut self, decided: &[(u32, bool)]);
+    /// Marks CE the held packets a pipe marked (their whole copies, given back at the verdict).
+    fn mark(&mut self, marked: &[Handle]);
+    /// Gives the verdicts (packet, accept) on held packets.
+    fn verdicts(&mut self, decided: &[(Handle, bool)]);
     /// Makes the kernel's rules `rules`.
     fn install(&mut self, rules: &[Rule]) -> Result<(), String>;
     /// Removes the kernel's rules.
@@ -407,8 +424,11 @@ struct KernelIo {
     /// A byte arrives here for each request the reader thread has posted.
     woken: UnixStream,
     ready: Vec<u32>,
-    /// The verdicts of one turn, as the queue takes them.
+    /// The verdicts of one turn, as each queue takes them.
     verdicts: Vec<(u32, Verdict)>,
+    whole_verdicts: Vec<(u32, Verdict)>,
+    /// The packets of the whole-copy queue held now, by id, each with whether it was marked.
+    copies: HashMap<u32, (Vec<u8>, bool)>,
     /// Users' primary groups, read once each while the process runs.
     groups: HashMap<u32, Option<u32>>,
 }
@@ -428,14 +448,19 @@ impl LoopIo for KernelIo {
     fn recv(&mut self, out: &mut Vec<Queued>) -> Result<(), DaemonError> {
         // One packet per read: drain what the queue holds, so it is classified as one batch.
         while out.len() < BATCH {
+            let copies = &mut self.copies;
             let read = self.queue.recv(|p| {
                 let direction = match p.hook {
                     HOOK_INPUT => Some(Direction::In),
                     HOOK_OUTPUT => Some(Direction::Out),
                     _ => None,
                 };
+                let whole = p.queue == QUEUES.whole;
+                if whole {
+                    copies.insert(p.id, (p.header.to_vec(), false));
+                }
                 out.push(Queued {
-                    id: p.id,
+                    handle: Handle { whole, id: p.id },
                     len: p.len,
                     packet: direction.and_then(|d| Packet::parse(d, p.header, p.owner)),
                 });
@@ -463,22 +488,55 @@ impl LoopIo for KernelIo {
             .or_insert_with(|| netloom_os::primary_group(uid))
     }
 
-    fn verdicts(&mut self, decided: &[(u32, bool)]) {
+    fn mark(&mut self, marked: &[Handle]) {
+        for handle in marked.iter().filter(|h| h.whole) {
+            if let Some((packet, marked)) = self.copies.get_mut(&handle.id) {
+                netloom_live::set_ce(packet);
+                *marked = true;
+            }
+        }
+    }
+
+    fn verdicts(&mut self, decided: &[(Handle, bool)]) {
         self.verdicts.clear();
-        self.verdicts
-            .extend(decided.iter().map(|&(id, accept)| match accept {
-                true => (id, Verdict::Accept),
-                false => (id, Verdict::Drop),
-            }));
+        self.whole_verdicts.clear();
+        for &(handle, accept) in decided {
+            let verdict = match accept {
+                true => Verdict::Accept,
+                false => Verdict::Drop,
+            };
+            if !handle.whole {
+                self.verdicts.push((handle.id, verdict));
+                continue;
+            }
+            // A marked packet goes back rewritten, on its own; the rest as the other queue's.
+            match self.copies.remove(&handle.id) {
+                Some((packet, true)) if accept => {
+                    if let Err(e) = self
+                        .queue
+                        .accept_rewritten(QUEUES.whole, handle.id, &packet)
+                    {
+                        eprintln!("netloom shape: {e}");
+                        self.whole_verdicts.push((handle.id, verdict));
+                    }
+                }
+                _ => self.whole_verdicts.push((handle.id, verdict)),
+            }
+        }
         // A verdict that could not be sent is logged, not fatal: ending here would leave every
         // other held packet to the bypass.
-        if let Err(e) = self.queue.verdicts(QUEUE, &self.verdicts) {
-            eprintln!("netloom shape: {e}");
+        for (queue, verdicts) in [
+            (QUEUES.header, &self.verdicts),
+            (QUEUES.whole, &self.whole_verdicts),
+        ] {
+            if let Err(e) = self.queue.verdicts(queue, verdicts) {
+                eprintln!("netloom shape: {e}");
+            }
         }
     }
 
     fn install(&mut self, rules: &[Rule]) -> Result<(), String> {
-        kernel::install(rules, QUEUE).map_err(|e| e.to_string())
+        kernel::install(rules, QUEUES).map_err(|e| e.to_string())
     }
 
     fn remove(&mut self) {
@@ -498,7 +556,8 @@ fn serve_loop(
     until_empty: bool,
     tenancy: &mut Tenancy,
 ) -> Result<(), DaemonError> {
-    let mut shaper: Shaper<u32> = Shaper::new(std::process::id().into());
+    let mut shaper: Shaper<Handle> = Shaper::new(std::process::id().into());
+    let mut marked = Vec::new();
     let mut queued = Vec::new();
     let (mut batch, mut fates) = (Vec::new(), Vec::new());
     let mut out = Vec::new();
@@ -523,9 +582,9 @@ fn serve_loop(
             match q.packet {
                 Some(mut packet) => {
                     find_socket(io, shaper.classifier(), &mut packet);
-                    batch.push((packet, q.len, q.id));
+                    batch.push((packet, q.len, q.handle));
                 }
-                None => out.push((q.id, true)),
+                None => out.push((q.handle, true)),
             }
         }
         shaper.arrive_batch(clock.now(), &mut batch, &mut fates);
@@ -537,6 +596,9 @@ fn serve_loop(
             }
         }
         shaper.due(clock.now(), &mut out);
+        shaper.take_marked(&mut marked);
+        io.mark(&marked);
+        marked.clear();
         io.verdicts(&out);
         out.clear();
         if asked {
@@ -605,7 +667,7 @@ fn serve(
     io: &mut impl LoopIo,
     uid: u32,
     request: Result<Request, String>,
-    shaper: &mut Shaper<u32>,
+    shaper: &mut Shaper<Handle>,
     tenancy: &mut Tenancy,
     now: Instant,
 ) -> (Reply, bool) {
@@ -730,7 +792,7 @@ fn error_reply(error: String) -> Reply {
 
 fn set(
     io: &mut impl LoopIo,
-    shaper: &mut Shaper<u32>,
+    shaper: &mut Shaper<Handle>,
     tenancy: &Tenancy,
     uid: u32,
     now: Instant,
@@ -810,7 +872,7 @@ fn may_name(uid: u32, c: &Cgroup) -> Result<(), String> {
 
 fn delete(
     io: &mut impl LoopIo,
-    shaper: &mut Shaper<u32>,
+    shaper: &mut Shaper<Handle>,
     mine: Option<u32>,
     words: &[String],
 ) -> Reply {
@@ -862,6 +924,7 @@ mod tests {
         post: mpsc::Sender<Asked>,
         replies: Vec<mpsc::Receiver<Reply>>,
         verdicts: Vec<(Instant, u32, bool)>,
+        marked: Vec<u32>,
         installs: usize,
         removed: bool,
     }
@@ -916,10 +979,14 @@ mod tests {
             None
         }
 
-        fn verdicts(&mut self, decided: &[(u32, bool)]) {
+        fn mark(&mut self, marked: &[Handle]) {
+            self.marked.extend(marked.iter().map(|h| h.id));
+        }
+
+        fn verdicts(&mut self, decided: &[(Handle, bool)]) {
             let now = self.clock.now();
             self.verdicts
-                .extend(decided.iter().map(|&(id, accept)| (now, id, accept)));
+                .extend(decided.iter().map(|&(h, accept)| (now, h.id, accept)));
         }
 
         fn install(&mut self, _: &[Rule]) -> Result<(), String> {
@@ -944,9 +1011,10 @@ mod tests {
             dport,
             owner: Some((0, 0)),
             cgroup: None,
+            ecn: netloom_link::Ecn::NotEct,
         };
         Queued {
-            id,
+            handle: Handle { whole: false, id },
             len: 60,
             packet: Some(packet),
         }
@@ -977,6 +1045,7 @@ mod tests {
             post,
             replies: Vec::new(),
             verdicts: Vec::new(),
+            marked: Vec::new(),
             installs: 0,
             removed: false,
         };

@@ -20,8 +20,21 @@ use std::process::{Command, Stdio};
 pub const CHAIN_IN: &str = "NETLOOM-SHAPE-IN";
 /// The chain for leaving packets, jumped to first from mangle OUTPUT.
 pub const CHAIN_OUT: &str = "NETLOOM-SHAPE-OUT";
-/// The NFQUEUE number of the shaping process.
-pub const QUEUE: u16 = 47000;
+/// The NFQUEUE numbers a set of rules sends packets to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Queues {
+    /// Packets of which only the header is copied up (their verdict is accept or drop).
+    pub header: u16,
+    /// Packets of rules that `rewrite` (their pipe marks CE): copied up whole, for the verdict
+    /// to carry the marked packet back.
+    pub whole: u16,
+}
+
+/// The NFQUEUE numbers of the shaping process.
+pub const QUEUES: Queues = Queues {
+    header: 47000,
+    whole: 47001,
+};
 
 /// An IP family and the programs that manage its tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,9 +70,13 @@ impl Family {
 
 /// The `iptables-restore --noflush` input that replaces netloom's chains of `family` with
 /// `rules`, in order (declaring a chain empties it, so the swap is one transaction).
-pub fn restore_script(family: Family, rules: &[Rule], queue: u16) -> String {
+pub fn restore_script(family: Family, rules: &[Rule], queues: Queues) -> String {
     let mut s = format!("*mangle\n:{CHAIN_IN} - [0:0]\n:{CHAIN_OUT} - [0:0]\n");
     for rule in rules {
+        let queue = match rule.rewrites {
+            true => queues.whole,
+            false => queues.header,
+        };
         for line in rule_lines(family, rule, queue) {
             s.push_str(&line);
             s.push('\n');
@@ -151,9 +168,9 @@ pub struct KernelError {
 }
 
 /// Replaces netloom's chains with `rules` in both families and makes sure each is jumped to.
-pub fn install(rules: &[Rule], queue: u16) -> Result<(), KernelError> {
+pub fn install(rules: &[Rule], queues: Queues) -> Result<(), KernelError> {
     for family in Family::ALL {
-        let script = restore_script(family, rules, queue);
+        let script = restore_script(family, rules, queues);
         run_with_input(family.restore(), &["-w", "--noflush"], &script)?;
         for (hook, chain) in [("INPUT", CHAIN_IN), ("OUTPUT", CHAIN_OUT)] {
             let jump = ["-w", "-t", "mangle", "-C", hook, "-j", chain];
@@ -234,6 +251,11 @@ mod tests {
     use crate::classifier::Rule;
     use crate::spec::{LinkSpec, Pipes};
 
+    const NINE: Queues = Queues {
+        header: 9,
+        whole: 10,
+    };
+
     fn rules(words: &str) -> Vec<Rule> {
         let words: Vec<&str> = words.split_whitespace().collect();
         let spec = LinkSpec::parse(&words, &[]).expect("valid");
@@ -256,7 +278,7 @@ mod tests {
     #[test]
     fn a_client_link_queues_replies_from_its_servers_and_requests_to_them() {
         let r = rules("client 18080@127.0.0.1 proto=tcp IN delay=20ms OUT delay=20ms");
-        let v4 = restore_script(Family::V4, &r, 9);
+        let v4 = restore_script(Family::V4, &r, NINE);
         assert_eq!(
             v4,
             "*mangle\n:NETLOOM-SHAPE-IN - [0:0]\n:NETLOOM-SHAPE-OUT - [0:0]\n\
@@ -265,7 +287,7 @@ mod tests {
              COMMIT\n"
         );
         // An IPv4 peer makes no IPv6 rule: the IPv6 chains stay empty.
-        assert!(!restore_script(Family::V6, &r, 9).contains("-A "));
+        assert!(!restore_script(Family::V6, &r, NINE).contains("-A "));
     }
 
     #[test]
@@ -290,12 +312,26 @@ mod tests {
                 owner: 0,
             });
         }
-        let script = restore_script(Family::V4, &r, 9);
+        let script = restore_script(Family::V4, &r, NINE);
         assert!(script.contains(
             "-A NETLOOM-SHAPE-OUT -p tcp --sport 80:80 -m cgroup --path /system.slice/web.service -j NFQUEUE"
         ), "{script}");
         assert!(
             script.contains("-A NETLOOM-SHAPE-IN -p tcp --dport 80:80 -j NFQUEUE"),
+            "{script}"
+        );
+    }
+
+    #[test]
+    fn rules_of_pipes_that_mark_ce_send_their_packets_to_the_whole_copy_queue() {
+        let mut r = rules("server 80 proto=tcp IN delay=1ms OUT delay=1ms");
+        r[1].rewrites = true;
+        let script = restore_script(Family::V4, &r, NINE);
+        assert!(
+            script.contains("-A NETLOOM-SHAPE-IN -p tcp --dport 80:80 -j NFQUEUE --queue-num 9 ")
+                && script.contains(
+                    "-A NETLOOM-SHAPE-OUT -p tcp --sport 80:80 -j NFQUEUE --queue-num 10 "
+                ),
             "{script}"
         );
     }

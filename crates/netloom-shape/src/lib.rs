@@ -15,4 +15,4 @@ pub mod spec;
 
 pub use classifier::{Classifier, Direction, Packet, Rule};
 pub use shaper::{Arrival, LinkReport, PipeReport, Shaper, Target};
-pub use spec::{Cgroup, LinkSpec, Pipes, Selector, SpecError};
+pub use spec::{Cgroup, LinkSpec, PipeSpec, Pipes, Selector, SpecError};

@@ -5,9 +5,9 @@
 //! shaper until its scheduler picks them, and `next_due` includes when it next must be asked.
 
 use crate::classifier::{Classifier, Direction, Packet, Rule, ROOT};
-use crate::spec::{Cgroup, LinkSpec, Pipes, Selector};
+use crate::spec::{Cgroup, LinkSpec, PipeSpec, Pipes, Selector};
 use netloom_link::{
-    Admission, Aqm, Dequeued, DropCause, Hold, PacketMeta, Pipe, PipeConfig, Ticket,
+    Admission, Aqm, Dequeued, DropCause, Hold, PacketMeta, Pipe, PipeConfig, PipeData, Ticket,
 };
 use netloom_time::Instant;
 use serde::{Deserialize, Serialize};
@@ -33,6 +33,8 @@ struct Link {
 /// pipe by serial, so a packet whose pipe was replaced or deleted is let go at its exit.
 struct Slot {
     pipe: Pipe,
+    /// The data files it was made with: a change of them makes a new pipe.
+    data: PipeData,
     serial: u64,
     direction: &'static str,
 }
@@ -137,10 +139,12 @@ pub struct Shaper<H> {
     next_waiting: u32,
     /// Decided outside `due` (dropped to make room, or their pipe gone): given at the next.
     decided: Vec<(H, bool)>,
+    /// Packets a pipe marked CE since `take_marked` was last called.
+    marked: Vec<H>,
     dequeued: Vec<Dequeued>,
 }
 
-impl<H> Shaper<H> {
+impl<H: Copy> Shaper<H> {
     /// A shaper with no link; pipes' random decisions come from generators seeded from `seed`.
     pub fn new(seed: u64) -> Shaper<H> {
         Shaper {
@@ -155,6 +159,7 @@ impl<H> Shaper<H> {
             waiting: HashMap::new(),
             next_waiting: 0,
             decided: Vec::new(),
+            marked: Vec::new(),
             dequeued: Vec::new(),
         }
     }
@@ -169,17 +174,16 @@ impl<H> Shaper<H> {
             .iter_mut()
             .find(|l| l.owner == owner && l.selector == spec.selector)
         {
-            // A pipe cannot change between deciding at arrival and deciding later.
+            // A pipe cannot change between deciding at arrival and deciding later, and keeps
+            // the data files it was made with.
             let same_layout = link.pipes.len() == layout.pipes.len()
                 && (link.inbound, link.outbound) == (layout.inbound, layout.outbound)
-                && link
-                    .pipes
-                    .iter()
-                    .zip(&layout.pipes)
-                    .all(|(slot, (_, c))| slot.pipe.is_deferred() == deferred(c));
+                && link.pipes.iter().zip(&layout.pipes).all(|(slot, (_, p))| {
+                    slot.pipe.is_deferred() == deferred(&p.config) && slot.data == p.data
+                });
             if same_layout {
-                for (slot, config) in link.pipes.iter_mut().zip(layout.pipes) {
-                    slot.pipe.set_config(now, config.1);
+                for (slot, (_, spec)) in link.pipes.iter_mut().zip(layout.pipes) {
+                    slot.pipe.set_config(now, spec.config);
                 }
             } else {
                 link.pipes = make_slots(layout.pipes, &mut self.next_serial, self.seed);
@@ -262,6 +266,11 @@ impl<H> Shaper<H> {
             // A user's rules match only that user's sockets, whatever the request said (the
             // kernel's OUT rules get `--uid-owner` from this).
             for rule in &mut rules {
+                let pipe = match rule.direction {
+                    Direction::In => link.inbound,
+                    Direction::Out => link.outbound,
+                };
+                rule.rewrites = pipe.is_some_and(|i| link.pipes[i].pipe.config().ecn);
                 if link.owner != ROOT {
                     rule.uid = Some(link.owner);
                 }
@@ -288,9 +297,7 @@ impl<H> Shaper<H> {
         now: Instant,
         batch: &mut Vec<(Packet, u32, H)>,
         fates: &mut Vec<(H, Arrival)>,
-    ) where
-        H: Copy,
-    {
+    ) {
         let mut links = Vec::with_capacity(batch.len());
         self.classifier
             .classify_owned_batch(batch.iter().map(|(packet, _, _)| packet), &mut links);
@@ -327,7 +334,7 @@ impl<H> Shaper<H> {
             self.next_waiting = self.next_waiting.wrapping_add(1);
             let meta = PacketMeta {
                 flow: packet.flow(),
-                ..PacketMeta::default()
+                ecn: packet.ecn,
             };
             let mut evicted = Vec::new();
             if let Hold::Dropped(cause) = slot.pipe.hold(now, bytes, meta, key, &mut evicted) {
@@ -356,9 +363,16 @@ impl<H> Shaper<H> {
                 false => Arrival::Waiting { link: link_id },
             };
         }
-        match slot.pipe.offer(now, bytes, PacketMeta::default()) {
+        let meta = PacketMeta {
+            ecn: packet.ecn,
+            ..PacketMeta::default()
+        };
+        match slot.pipe.offer(now, bytes, meta) {
             Admission::Dropped(cause) => Arrival::Dropped(cause),
-            Admission::Scheduled { first, .. } => {
+            Admission::Scheduled { first, marked, .. } => {
+                if marked {
+                    self.marked.push(handle);
+                }
                 let key = self.next_key;
                 self.next_key += 1;
                 self.exits.push(Reverse((first.exit, key)));
@@ -438,11 +452,16 @@ impl<H> Shaper<H> {
             for d in self.dequeued.drain(..) {
                 match d {
                     Dequeued::Departed {
-                        handle, departure, ..
+                        handle,
+                        departure,
+                        marked,
                     } => {
                         let Some(w) = self.waiting.remove(&handle) else {
                             continue;
                         };
+                        if marked {
+                            self.marked.push(w.handle);
+                        }
                         let key = self.next_key;
                         self.next_key += 1;
                         self.exits.push(Reverse((departure.exit, key)));
@@ -484,6 +503,13 @@ impl<H> Shaper<H> {
             let w = self.waiting.remove(&k).expect("listed");
             self.decided.push((w.handle, true));
         }
+    }
+
+    /// Moves to `out` the packets a pipe marked CE (instead of dropping them) since the last
+    /// call, at their arrival or, in a deferred pipe, when its scheduler picked them: the
+    /// caller writes the mark into each before its verdict.
+    pub fn take_marked(&mut self, out: &mut Vec<H>) {
+        out.append(&mut self.marked);
     }
 
     /// Gives back every packet held or waiting, accepted, as when the shaping process ends.
@@ -541,15 +567,15 @@ fn deferred(config: &PipeConfig) -> bool {
 
 /// A link's pipes in order, with the index of each direction's.
 struct Layout {
-    pipes: Vec<(&'static str, PipeConfig)>,
+    pipes: Vec<(&'static str, PipeSpec)>,
     inbound: Option<usize>,
     outbound: Option<usize>,
 }
 
 fn layout(pipes: &Pipes) -> Layout {
     match pipes {
-        Pipes::Shared(config) => Layout {
-            pipes: vec![("SHARED", *config)],
+        Pipes::Shared(pipe) => Layout {
+            pipes: vec![("SHARED", pipe.clone())],
             inbound: Some(0),
             outbound: Some(0),
         },
@@ -561,25 +587,26 @@ fn layout(pipes: &Pipes) -> Layout {
             };
             if let Some(c) = inbound {
                 layout.inbound = Some(layout.pipes.len());
-                layout.pipes.push(("IN", *c));
+                layout.pipes.push(("IN", c.clone()));
             }
             if let Some(c) = outbound {
                 layout.outbound = Some(layout.pipes.len());
-                layout.pipes.push(("OUT", *c));
+                layout.pipes.push(("OUT", c.clone()));
             }
             layout
         }
     }
 }
 
-fn make_slots(pipes: Vec<(&'static str, PipeConfig)>, next: &mut u64, seed: u64) -> Vec<Slot> {
+fn make_slots(pipes: Vec<(&'static str, PipeSpec)>, next: &mut u64, seed: u64) -> Vec<Slot> {
     pipes
         .into_iter()
-        .map(|(direction, config)| {
+        .map(|(direction, PipeSpec { config, data })| {
             let serial = *next;
             *next += 1;
             Slot {
-                pipe: Pipe::new(config, seed ^ serial),
+                pipe: Pipe::with_data(config, seed ^ serial, data.clone()),
+                data,
                 serial,
                 direction,
             }
@@ -590,6 +617,7 @@ fn make_slots(pipes: Vec<(&'static str, PipeConfig)>, next: &mut u64, seed: u64)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use netloom_link::Ecn;
     use netloom_time::{Duration, Rate};
 
     fn spec(text: &str) -> LinkSpec {
@@ -607,6 +635,7 @@ mod tests {
             dport,
             owner: None,
             cgroup: None,
+            ecn: netloom_link::Ecn::NotEct,
         }
     }
 
@@ -639,6 +668,64 @@ mod tests {
             ),
             ("OUT", 1)
         );
+    }
+
+    #[test]
+    fn a_pipe_with_a_trace_lets_packets_go_at_its_delivery_opportunities() {
+        let mut s: Shaper<u32> = Shaper::new(1);
+        let line = "client 18080@127.0.0.1 OUT delay=0ms";
+        let mut with_trace = spec(line);
+        let Pipes::Split {
+            outbound: Some(pipe),
+            ..
+        } = &mut with_trace.pipes
+        else {
+            panic!()
+        };
+        let trace = netloom_link::Trace::parse("3\n7\n").unwrap();
+        pipe.data.trace = Some(std::sync::Arc::new(trace));
+        s.set(Instant(0), 0, with_trace, line.into());
+        let mut request = request(18080);
+        request.direction = Direction::Out;
+        let exits: Vec<Arrival> = (0..3)
+            .map(|i| s.arrive(Instant(0), &request, 1500, i))
+            .collect();
+        // Unlimited, without the trace, all three would leave at once; with it, one at each
+        // opportunity of 1500 bytes (3 ms, 7 ms, then 3 ms into the next 7 ms period).
+        let at = |ms: u64| Arrival::Held {
+            exit: Instant(ms * MS),
+            link: 1,
+        };
+        assert_eq!(exits, vec![at(3), at(7), at(10)]);
+    }
+
+    #[test]
+    fn an_ecn_pipe_marks_capable_packets_where_it_drops_others_and_its_rules_rewrite() {
+        // RED past max_th at once (weight 1, max_p 1): every packet queued behind one is
+        // marked if it can be, dropped if not.
+        let line = "client 18080@127.0.0.1 OUT bw=1Mbit aqm=red red.min_th=1 red.max_th=2 \
+                    red.weight=1 red.max_p=1 queue=100 ecn=true";
+        let mut s: Shaper<u32> = Shaper::new(1);
+        s.set(Instant(0), 0, spec(line), line.into());
+        assert!(s.classifier().rules().iter().all(|r| r.rewrites));
+        let mut packet = request(18080);
+        packet.direction = Direction::Out;
+        let mut fates = Vec::new();
+        for (i, ecn) in [Ecn::Ect0, Ecn::Ect0, Ecn::Ect0, Ecn::Ect1, Ecn::NotEct]
+            .into_iter()
+            .enumerate()
+        {
+            packet.ecn = ecn;
+            fates.push(s.arrive(Instant(0), &packet, 1500, i as u32));
+        }
+        let mut marked = Vec::new();
+        s.take_marked(&mut marked);
+        assert_eq!(marked, vec![2, 3], "{fates:?}");
+        assert_eq!(fates[4], Arrival::Dropped(DropCause::Red));
+        // Without ecn the same pipe drops instead, and its rules keep the header-only queue.
+        let plain = line.replace(" ecn=true", "");
+        s.set(Instant(0), 0, spec(&plain), plain.clone());
+        assert!(s.classifier().rules().iter().all(|r| !r.rewrites));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! `service PORTS[@ADDRS]`, owner and protocol options, then `IN …`, `OUT …` or `SHARED …` with
 //! a topology link's `key=value` parameters (and `profile=NAME`).
 
-use netloom_link::{PipeConfig, QueueLimit};
+use netloom_link::{PipeConfig, PipeData, QueueLimit};
 use netloom_time::{Duration, Rate};
 use netloom_topo::{did_you_mean, LinkPatch, PatchError};
 use serde_json::{Map, Value};
@@ -208,19 +208,29 @@ impl fmt::Display for Selector {
     }
 }
 
+/// One pipe of a link: its parameters and the data files its profile names.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PipeSpec {
+    /// Its parameters.
+    pub config: PipeConfig,
+    /// The measured MAC profile or delivery trace its profile file names; none without one.
+    pub data: PipeData,
+}
+
 /// The pipes of a link: one per direction (either may be absent: that direction is not
 /// shaped, and its packets never leave the kernel), or one both directions share.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)] // one per request: boxing would save nothing that counts
 pub enum Pipes {
     /// `IN …` and/or `OUT …`.
     Split {
         /// Packets arriving at this machine.
-        inbound: Option<PipeConfig>,
+        inbound: Option<PipeSpec>,
         /// Packets leaving it.
-        outbound: Option<PipeConfig>,
+        outbound: Option<PipeSpec>,
     },
     /// `SHARED …`: one pipe (a shared medium such as WiFi) for both.
-    Shared(PipeConfig),
+    Shared(PipeSpec),
 }
 
 /// One request to make or change a link: its selector and its pipes.
@@ -547,48 +557,63 @@ fn parse_ports(text: &str) -> Result<PortRange, SpecError> {
     Ok(range)
 }
 
-/// One pipe's configuration from its words: the profile's table (if `profile=` names one) under
-/// the words' own, checked as a topology file's link; `bw` defaults to unlimited and `delay` to 0.
+/// One pipe from its words: the profile's table (if `profile=` names one) under the words' own,
+/// checked as a topology file's link, with the data files the profile names read relative to
+/// its directory; `bw` defaults to unlimited and `delay` to 0.
 fn pipe_config(
     part: &'static str,
     words: &[&str],
     profiles: &[PathBuf],
-) -> Result<PipeConfig, SpecError> {
+) -> Result<PipeSpec, SpecError> {
     let pipe_error = |e: PatchError| SpecError::Pipe {
         part,
         error: e.to_string(),
     };
     let (profile, words): (Vec<&str>, Vec<&str>) =
         words.iter().partition(|w| w.starts_with("profile="));
-    let mut table = match profile.as_slice() {
-        [] => Map::new(),
-        [one] => read_profile(part, &one["profile=".len()..], profiles)?,
+    let (mut table, file) = match profile.as_slice() {
+        [] => (Map::new(), None),
+        [one] => {
+            let (table, file) = read_profile(part, &one["profile=".len()..], profiles)?;
+            (table, Some(file))
+        }
         _ => return Err(SpecError::Parts(format!("{part}: profile= is given twice"))),
     };
     if !words.is_empty() {
         table.extend(LinkPatch::table_from_words(&words).map_err(pipe_error)?);
     }
     let queue_set = table.contains_key("queue");
-    let config = if table.is_empty() {
-        PipeConfig {
+    let (config, data) = if table.is_empty() {
+        let config = PipeConfig {
             queue: default_queue(UNLIMITED, Duration::ZERO),
             ..PipeConfig::new(UNLIMITED, Duration::ZERO)
-        }
+        };
+        (config, PipeData::default())
     } else {
-        let patch = LinkPatch::from_table(&table).map_err(pipe_error)?;
-        let mut config = patch
-            .apply(&PipeConfig::new(UNLIMITED, Duration::ZERO))
+        // Words cannot name data files (`table_from_words` refuses their keys), so the data
+        // files here are the profile's, read relative to it (and checked by `read_profile`).
+        let patch = match &file {
+            Some(file) => LinkPatch::from_file_table(&table, file),
+            None => LinkPatch::from_table(&table),
+        };
+        let (mut config, data) = patch
+            .and_then(|p| p.apply_with_data(&PipeConfig::new(UNLIMITED, Duration::ZERO)))
             .map_err(pipe_error)?;
+        // A trace sets the pace; its mean rate stands in for a bw the request does not set
+        // (the default queue and reports), as in a topology file.
+        if let (Some(trace), false) = (&data.trace, table.contains_key("bw")) {
+            config.rate = Rate::bps(trace.mean_rate_bps());
+        }
         // The base's queue was made for an unlimited rate; one the request does not set follows
         // its own rate and delay, as in a topology file, but holds at least ten of the largest
         // packets: local traffic crosses loopback in segments of up to 64 KB.
         if !queue_set {
             config.queue = default_queue(config.rate, config.delay);
         }
-        config
+        (config, data)
     };
     check_mechanism(part, &config)?;
-    Ok(config)
+    Ok(PipeSpec { config, data })
 }
 
 /// The queue of a pipe whose request does not set one: the topology file's default
@@ -603,7 +628,8 @@ pub fn default_queue(rate: Rate, delay: Duration) -> QueueLimit {
 /// Ten packets of loopback's largest size (its MTU, 65536).
 const LOOPBACK_QUEUE_BYTES: u64 = 10 * 65536;
 
-/// Refuses what a verdict cannot do: copy a packet, or rewrite its ECN bits.
+/// Refuses what a verdict cannot do: copy a packet. (A CE mark can: `ecn` pipes' packets are
+/// copied up whole and given back rewritten.)
 fn check_mechanism(part: &'static str, config: &PipeConfig) -> Result<(), SpecError> {
     let refuse = |key, why| Err(SpecError::Mechanism { part, key, why });
     if config.duplicate > 0.0 {
@@ -612,21 +638,16 @@ fn check_mechanism(part: &'static str, config: &PipeConfig) -> Result<(), SpecEr
             "the kernel holds the packet and takes back only a verdict (accept or drop), so no copy can be made",
         );
     }
-    if config.ecn {
-        return refuse(
-            "ecn",
-            "marking CE rewrites the packet, and only its header is copied out of the kernel",
-        );
-    }
     Ok(())
 }
 
-/// The table of a profile file: TOML with the keys of a topology file's link class.
+/// The table of a profile file and its path: TOML with the keys of a topology file's link
+/// class, data files (`mac_profile`, `trace`) included, relative to the profile's directory.
 fn read_profile(
     part: &'static str,
     name: &str,
     dirs: &[PathBuf],
-) -> Result<Map<String, Value>, SpecError> {
+) -> Result<(Map<String, Value>, PathBuf), SpecError> {
     let error = |why: String| SpecError::Profile {
         part,
         name: name.to_string(),
@@ -650,10 +671,16 @@ fn read_profile(
         std::fs::read_to_string(path).map_err(|e| error(format!("{}: {e}", display(path))))?;
     let value: Value =
         toml::from_str(&text).map_err(|e| error(format!("{}: {}", display(path), e.message())))?;
-    match value {
-        Value::Object(table) => Ok(table),
-        _ => Err(error(format!("{}: not a table", display(path)))),
+    let Value::Object(table) = value else {
+        return Err(error(format!("{}: not a table", display(path))));
+    };
+    // Checked alone first, so that what is wrong in it (a data file that cannot be read
+    // included) is said of the profile file rather than of the request's words.
+    if !table.is_empty() {
+        LinkPatch::from_file_table(&table, path)
+            .map_err(|e| error(format!("{}: {e}", display(path))))?;
     }
+    Ok((table, path.clone()))
 }
 
 fn display(path: &Path) -> String {

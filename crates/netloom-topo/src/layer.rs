@@ -5,7 +5,7 @@ use crate::data::DataFiles;
 use crate::doc::{Fraction, LinkParams, LossSpec};
 use crate::error::{ErrorKind, Issue, Seg, Subject};
 use crate::patch::{refusal, AqmChoice, LinkPatch, PatchError, RedPatch};
-use crate::schema::{self, did_you_mean};
+use crate::schema::{self, did_you_mean, DATA_KEYS};
 use crate::units::{self, Range, UnitError};
 use netloom_link::{
     Aqm, CodelParams, FqCodelParams, LossModel, PipeConfig, PipeData, QueueLimit, RedParams,
@@ -14,6 +14,7 @@ use netloom_link::{
 };
 use netloom_time::{Duration, Rate};
 use serde_json::{Map, Value};
+use std::path::Path;
 use std::sync::Arc;
 
 /// RED's minimum threshold when none is given, in packets (times 1500 bytes for a byte queue).
@@ -498,16 +499,39 @@ impl LinkPatch {
     /// the topology file (`{"delay": "5ms", "red": {"min_th": 5}}`), checked by the same code
     /// and refused with the same messages. JSON `null` counts as an absent key, as in the file.
     pub fn from_table(table: &Map<String, Value>) -> Result<LinkPatch, PatchError> {
-        if table.values().all(Value::is_null) {
-            return Err(PatchError::Empty);
-        }
         if let Some(refusal) = table.keys().find_map(|key| refusal(key)) {
             return Err(refusal);
         }
+        // No data file is named (their keys were refused), so none is read from this directory.
+        LinkPatch::read_table(table, "")
+    }
+
+    /// [`LinkPatch::from_table`] for a table read from the file `file` (a profile of link
+    /// parameters): it may also name data files (`mac_profile`, `trace`), read as a topology
+    /// file's link reads them, relative to `file`'s directory.
+    pub fn from_file_table(
+        table: &Map<String, Value>,
+        file: &Path,
+    ) -> Result<LinkPatch, PatchError> {
+        let refused = table
+            .keys()
+            .filter(|key| !DATA_KEYS.contains(&key.as_str()))
+            .find_map(|key| refusal(key));
+        if let Some(refusal) = refused {
+            return Err(refusal);
+        }
+        LinkPatch::read_table(table, &file.to_string_lossy())
+    }
+
+    /// The patch of a table whose keys are checked, with data files read relative to the
+    /// directory of the file `label` names.
+    fn read_table(table: &Map<String, Value>, label: &str) -> Result<LinkPatch, PatchError> {
+        if table.values().all(Value::is_null) {
+            return Err(PatchError::Empty);
+        }
         let params = schema::read_params(table).map_err(loader_error)?;
         let mut issues = Vec::new();
-        // No data file is named (their keys were refused), so none is read from this directory.
-        let mut files = DataFiles::new("");
+        let mut files = DataFiles::new(label);
         let patch = parse_layer(
             &mut issues,
             &mut files,
@@ -532,9 +556,18 @@ impl LinkPatch {
     /// involve them are the caller's: the file refuses a link that is both wireless and driven
     /// by a trace, and this cannot see a trace.
     pub fn apply(&self, current: &PipeConfig) -> Result<PipeConfig, PatchError> {
+        self.apply_with_data(current).map(|(config, _)| config)
+    }
+
+    /// [`LinkPatch::apply`], with the data files this patch names (a patch of
+    /// [`LinkPatch::from_file_table`]): the wireless-or-trace check then sees the trace.
+    pub fn apply_with_data(
+        &self,
+        current: &PipeConfig,
+    ) -> Result<(PipeConfig, PipeData), PatchError> {
         let layered = LinkPatch::from(current).under(self);
         match finish(&layered, None) {
-            Ok((config, _)) => Ok(config),
+            Ok(both) => Ok(both),
             Err(problems) => {
                 let messages: Vec<String> = problems.into_iter().map(|(_, m)| m).collect();
                 Err(PatchError::InvalidLink(messages.join("; ")))

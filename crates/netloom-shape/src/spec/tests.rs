@@ -11,8 +11,8 @@ fn the_issue_line_makes_two_20ms_pipes_of_unlimited_rate() {
     let spec = parse("client 18080@127.0.0.1 IN delay=20ms OUT delay=20ms").unwrap();
     assert_eq!(spec.selector.to_string(), "client 18080@127.0.0.1");
     let Pipes::Split {
-        inbound: Some(i),
-        outbound: Some(o),
+        inbound: Some(PipeSpec { config: i, .. }),
+        outbound: Some(PipeSpec { config: o, .. }),
     } = spec.pipes
     else {
         panic!("two pipes: {:?}", spec.pipes)
@@ -28,8 +28,8 @@ fn figure_4s_dsl_line_is_asymmetric_and_its_queue_follows_its_own_rate() {
     )
     .unwrap();
     let Pipes::Split {
-        inbound: Some(i),
-        outbound: Some(o),
+        inbound: Some(PipeSpec { config: i, .. }),
+        outbound: Some(PipeSpec { config: o, .. }),
     } = spec.pipes
     else {
         panic!()
@@ -40,7 +40,8 @@ fn figure_4s_dsl_line_is_asymmetric_and_its_queue_follows_its_own_rate() {
     assert_eq!(i.queue, QueueLimit::Bytes(655_360));
     let long = parse("client 80@10.0.0.0/8 OUT bw=1Gbit delay=100ms").unwrap();
     let Pipes::Split {
-        outbound: Some(l), ..
+        outbound: Some(PipeSpec { config: l, .. }),
+        ..
     } = long.pipes
     else {
         panic!()
@@ -68,7 +69,7 @@ fn a_profile_file_sets_a_shared_pipe_and_the_words_override_it() {
         "delay=5ms",
     ];
     let spec = LinkSpec::parse(&words, std::slice::from_ref(&dir)).unwrap();
-    let Pipes::Shared(c) = spec.pipes else {
+    let Pipes::Shared(PipeSpec { config: c, .. }) = spec.pipes else {
         panic!()
     };
     assert!(c.wireless.is_some());
@@ -83,6 +84,83 @@ fn a_profile_file_sets_a_shared_pipe_and_the_words_override_it() {
         "{message}"
     );
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A directory with the profile `cell` naming a delivery trace relative to itself, which
+/// holds four opportunities in each 10 ms; removed when dropped.
+struct TraceProfile(PathBuf);
+
+impl TraceProfile {
+    fn new(tag: &str, profile: &str) -> TraceProfile {
+        let dir = std::env::temp_dir().join(format!("netloom-shape-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("traces")).unwrap();
+        std::fs::write(dir.join("traces/up.trace"), "1\n2\n2\n10\n").unwrap();
+        std::fs::write(dir.join("cell.toml"), profile).unwrap();
+        TraceProfile(dir)
+    }
+}
+
+impl Drop for TraceProfile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn a_profile_names_a_trace_relative_to_itself_and_its_mean_rate_stands_in_for_bw() {
+    let dir = TraceProfile::new("trace", "trace = \"traces/up.trace\"\ndelay = \"5ms\"\n");
+    // Looked up by name in a directory, and by path from elsewhere: the trace is found
+    // beside the profile either way.
+    let by_path = dir.0.join("cell.toml").display().to_string();
+    for name in ["cell", by_path.as_str()] {
+        let profile = format!("profile={name}");
+        let words = ["client", "443@10.0.0.0/8", "IN", profile.as_str()];
+        let spec = LinkSpec::parse(&words, std::slice::from_ref(&dir.0)).unwrap();
+        let Pipes::Split {
+            inbound: Some(pipe),
+            ..
+        } = spec.pipes
+        else {
+            panic!("{:?}", spec.pipes)
+        };
+        let trace = pipe.data.trace.expect("the profile's trace");
+        assert_eq!(trace.mean_rate_bps(), 4 * 1500 * 8 * 100);
+        assert_eq!(pipe.config.rate, Rate::bps(trace.mean_rate_bps()));
+        assert_eq!(pipe.config.delay, Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_profile_whose_data_file_cannot_be_read_is_named_with_its_key() {
+    let cases = [
+        (
+            "trace = \"traces/missing.trace\"\n",
+            "trace \"traces/missing.trace\"",
+        ),
+        (
+            "wireless = \"802.11b\"\nbw = \"11Mbit\"\nmac_profile = \"nope.csv\"\n",
+            "mac_profile \"nope.csv\"",
+        ),
+        ("trace = \"cell.toml\"\n", "trace \"cell.toml\""),
+    ];
+    for (profile, expected) in cases {
+        let dir = TraceProfile::new("bad-trace", profile);
+        let words = ["server", "80", "OUT", "profile=cell"];
+        let message = LinkSpec::parse(&words, std::slice::from_ref(&dir.0))
+            .unwrap_err()
+            .to_string();
+        let file = dir.0.join("cell.toml").display().to_string();
+        assert!(
+            message.starts_with(&format!("OUT: profile \"cell\": {file}: "))
+                && message.contains(expected),
+            "{message}"
+        );
+    }
+    // Words still cannot name a data file: only a profile can, relative to itself.
+    let message = parse("server 80 OUT trace=up.trace")
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("trace names a data file"), "{message}");
 }
 
 #[test]
