@@ -7,6 +7,7 @@
 mod live_common;
 
 use live_common::{median, netloom};
+use netloom_shape::kernel::DUPLICATE_MARK;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -263,8 +264,13 @@ fn kill_9_fails_open_and_clean_removes_only_netloom_rules() {
         .unwrap()
         .success());
     std::thread::sleep(std::time::Duration::from_millis(100));
-    // The rules are still there, but with nobody on the queue they let packets through.
-    assert!(chains().contains("NFQUEUE"));
+    // The rules are still there (the duplicates' mark rule too), but with nobody on the queue
+    // they let packets through.
+    let left = chains();
+    assert!(
+        left.contains("NFQUEUE") && left.contains("--mark"),
+        "{left}"
+    );
     let after = connect_ms(&url, 5);
     assert!(
         after < base + 5.0,
@@ -993,4 +999,130 @@ fn an_ecn_pipe_marks_ect_packets_ce_in_the_packet_and_drops_not_ect_ones() {
         "Not-ECT: {got} of 50 received through the same RED pipe"
     );
     t.ok("stop");
+}
+
+/// A UDP port free on `addr` now.
+fn free_udp_port(addr: &str) -> u16 {
+    std::net::UdpSocket::bind((addr, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Sends `count` small UDP datagrams, 2 ms apart, from a socket marked `mark` (0: none) to a
+/// receiver on `addr`:`port` (IPv4 or IPv6) and returns (datagrams received, the least time in
+/// ms any of them took from its send to its receipt).
+fn udp_copies(addr: &str, port: u16, count: u32, mark: u32) -> (u32, f64) {
+    const SCRIPT: &str = r#"
+import socket, struct, sys, time
+addr, port, count, mark = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+family = socket.AF_INET6 if ":" in addr else socket.AF_INET
+r = socket.socket(family, socket.SOCK_DGRAM)
+r.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+r.bind((addr, port))
+s = socket.socket(family, socket.SOCK_DGRAM)
+if mark:
+    s.setsockopt(socket.SOL_SOCKET, 36, mark)  # SO_MARK
+for _ in range(count):
+    s.sendto(struct.pack("d", time.monotonic()), (addr, port))
+    time.sleep(0.002)
+r.settimeout(1.0)
+got, least = 0, 1e9
+try:
+    while True:
+        data = r.recv(64)
+        got += 1
+        least = min(least, (time.monotonic() - struct.unpack("d", data)[0]) * 1000)
+except socket.timeout:
+    pass
+print(got, least)
+"#;
+    let out = Command::new("python3")
+        .args(["-c", SCRIPT, addr])
+        .args([port.to_string(), count.to_string(), mark.to_string()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut n = text.split_whitespace();
+    match (n.next().map(str::parse), n.next().map(str::parse)) {
+        (Some(Ok(got)), Some(Ok(least))) => (got, least),
+        _ => panic!("udp_copies: {}", String::from_utf8_lossy(&out.stderr)),
+    }
+}
+
+#[test]
+fn a_duplicating_pipe_doubles_what_a_local_receiver_gets_after_the_pipes_delay() {
+    require_live!("iptables-legacy", "python3");
+    let t = Turn::new("dup");
+    let port = free_udp_port("127.0.0.1");
+    // Unshaped: what arrives of 40 datagrams (all of them, on loopback) and how fast.
+    let (base, fastest) = udp_copies("127.0.0.1", port, 40, 0);
+    assert!(base > 0, "no datagram arrived unshaped");
+    // OUT: every datagram and its copy, both after the pipe's 20 ms.
+    t.ok(&format!(
+        "client {port}@127.0.0.1 proto=udp OUT delay=20ms duplicate=100%"
+    ));
+    let rules = chains();
+    assert!(
+        rules.contains(&format!(
+            "-A NETLOOM-SHAPE-OUT -m mark --mark {DUPLICATE_MARK:#x} -j RETURN"
+        )) && rules.contains("--queue-num 47001"),
+        "{rules}"
+    );
+    let (got, least) = udp_copies("127.0.0.1", port, 40, 0);
+    assert_eq!(
+        got,
+        2 * base,
+        "OUT duplicate=100%: {got} received, {base} unshaped"
+    );
+    assert!(
+        least >= 19.0 && fastest < 10.0,
+        "the first copy arrived after {least:.2} ms (unshaped {fastest:.2})"
+    );
+    // A packet carrying netloom's mark is never queued: it skips the pipe's 20 ms.
+    let (got, least) = udp_copies("127.0.0.1", port, 40, DUPLICATE_MARK);
+    assert!(
+        got == base && least < 10.0,
+        "marked: {got} received (unshaped {base}), fastest {least:.2} ms"
+    );
+    // 0 % (a change of the same link) copies nothing.
+    t.ok(&format!(
+        "client {port}@127.0.0.1 proto=udp OUT delay=20ms duplicate=0%"
+    ));
+    assert_eq!(udp_copies("127.0.0.1", port, 40, 0).0, base);
+    // IN: the copy re-sent to this machine reaches the socket once (were it queued again, a
+    // 100 % pipe would copy it again, and again). The OUT link's 0 % pipe leaves it alone.
+    t.ok(&format!(
+        "server {port} proto=udp IN delay=20ms duplicate=100%"
+    ));
+    let (got, least) = udp_copies("127.0.0.1", port, 40, 0);
+    assert_eq!(
+        got,
+        2 * base,
+        "IN duplicate=100%: {got} received, {base} unshaped"
+    );
+    assert!(
+        least >= 19.0,
+        "IN: the first copy arrived after {least:.2} ms"
+    );
+    // IPv6, OUT (the IN link, which would take IPv6 too, gone first).
+    t.ok(&format!("delete server {port} proto=udp"));
+    t.ok(&format!(
+        "client {port}@::1 proto=udp OUT delay=20ms duplicate=100%"
+    ));
+    let (base6, _) = udp_copies("::1", free_udp_port("::1"), 40, 0);
+    let (got, least) = udp_copies("::1", port, 40, 0);
+    assert_eq!(
+        got,
+        2 * base6,
+        "IPv6 duplicate=100%: {got} received, {base6} unshaped"
+    );
+    assert!(
+        least >= 19.0,
+        "IPv6: the first copy arrived after {least:.2} ms"
+    );
+    // Stopping removes every rule, the mark's too.
+    t.ok("stop");
+    assert_eq!(chains(), "");
 }

@@ -130,9 +130,9 @@ pub struct Rule {
     pub cgroup: Option<Cgroup>,
     /// The link whose pipe the packet goes to.
     pub link: u32,
-    /// Its pipe marks CE (`ecn=true`), so the kernel must copy the whole packet up, for the
-    /// mark to be written into it.
-    pub rewrites: bool,
+    /// The kernel must copy its packets up whole: its pipe marks CE (`ecn=true`), written into
+    /// the packet, or duplicates (`duplicate`), sending a copy of it.
+    pub whole: bool,
 }
 
 impl Rule {
@@ -161,7 +161,7 @@ impl Rule {
                     gid: selector.gid,
                     cgroup: None,
                     link,
-                    rewrites: false,
+                    whole: false,
                 });
             }
         }
@@ -717,7 +717,7 @@ mod tests {
                     owner: tenant,
                 }),
                 link,
-                rewrites: false,
+                whole: false,
             }
         }
 

@@ -3,13 +3,14 @@
 //! line in, one out) from root and from unprivileged users, each known by the socket's peer
 //! credentials and held to their own links and limits. It ends on `stop` or SIGTERM (or, when
 //! started by a first request, when its last link is deleted), and removes its rules as it goes.
+//! A pipe's duplicates are sent from a raw socket with netloom's mark, which its rules skip.
 
 use crate::classifier::{Classifier, Direction, Packet, Rule, ROOT};
-use crate::kernel::{self, QUEUES};
+use crate::kernel::{self, DUPLICATE_MARK, QUEUES};
 use crate::limits::{config_path, Tenancy};
 use crate::shaper::{Arrival, LinkReport, Shaper, Target};
 use crate::spec::{parse_selector, Cgroup, LinkSpec, SYSTEM_PROFILES};
-use netloom_os::{NfQueue, OsError, Poller, SocketOwner, SocketTable, Verdict};
+use netloom_os::{NfQueue, OsError, Poller, RawSender, SocketOwner, SocketTable, Verdict};
 use netloom_time::{Clock, Instant, SystemClock};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -330,6 +331,7 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     std::fs::create_dir_all(&dir)
         .map_err(|e| DaemonError::Io(format!("{}: {e}", dir.display())))?;
     let sockets = SocketTable::open()?;
+    let raw = RawSender::open(DUPLICATE_MARK)?;
     let mut queue = NfQueue::open()?;
     queue.bind(QUEUES.header, COPY, MAX_HELD)?;
     queue.bind(QUEUES.whole, COPY_WHOLE, MAX_HELD)?;
@@ -354,6 +356,9 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
         verdicts: Vec::new(),
         whole_verdicts: Vec::new(),
         copies: HashMap::new(),
+        raw,
+        duplicates: HashMap::new(),
+        unsent: 0,
         groups: HashMap::new(),
     };
     let result = serve_loop(
@@ -368,8 +373,8 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     let _ = std::fs::remove_file(&pid_path);
     let sent = io.queue.stats();
     eprintln!(
-        "netloom shape: {} packets given verdicts in {} messages and {} sendto calls",
-        sent.packets, sent.messages, sent.sends
+        "netloom shape: {} packets given verdicts in {} messages and {} sendto calls; {} duplicates not sent",
+        sent.packets, sent.messages, sent.sends, io.unsent
     );
     result
 }
@@ -408,6 +413,11 @@ trait LoopIo {
     fn primary_group(&mut self, uid: u32) -> Option<u32>;
     /// Marks CE the held packets a pipe marked (their whole copies, given back at the verdict).
     fn mark(&mut self, marked: &[Handle]);
+    /// Keeps the whole copies of held packets a pipe duplicated, as they are now (marked or
+    /// not), for `send_copies`.
+    fn duplicate(&mut self, duplicated: &[Handle]);
+    /// Sends the kept copies whose exit has come (true), or forgets them (false).
+    fn send_copies(&mut self, copies: &[(Handle, bool)]);
     /// Gives the verdicts (packet, accept) on held packets.
     fn verdicts(&mut self, decided: &[(Handle, bool)]);
     /// Makes the kernel's rules `rules`.
@@ -429,6 +439,15 @@ struct KernelIo {
     whole_verdicts: Vec<(u32, Verdict)>,
     /// The packets of the whole-copy queue held now, by id, each with whether it was marked.
     copies: HashMap<u32, (Vec<u8>, bool)>,
+    /// Sends duplicates, marked so netloom's rules let them go.
+    raw: RawSender,
+    /// The duplicates pipes made, by the id of their original in the whole-copy queue, until
+    /// their exit.
+    duplicates: HashMap<u32, Vec<u8>>,
+    /// Duplicates that could not be sent: their original came through the header-only queue
+    /// (its link began duplicating while it was held), was longer than the queue copies, or
+    /// the raw socket refused them.
+    unsent: u64,
     /// Users' primary groups, read once each while the process runs.
     groups: HashMap<u32, Option<u32>>,
 }
@@ -456,7 +475,9 @@ impl LoopIo for KernelIo {
                     _ => None,
                 };
                 let whole = p.queue == QUEUES.whole;
-                if whole {
+                // A packet longer than the copy is neither rewritten (the verdict's payload
+                // would trim it) nor duplicated.
+                if whole && p.header.len() == p.len as usize {
                     copies.insert(p.id, (p.header.to_vec(), false));
                 }
                 out.push(Queued {
@@ -493,6 +514,29 @@ impl LoopIo for KernelIo {
             if let Some((packet, marked)) = self.copies.get_mut(&handle.id) {
                 netloom_live::set_ce(packet);
                 *marked = true;
+            }
+        }
+    }
+
+    fn duplicate(&mut self, duplicated: &[Handle]) {
+        for handle in duplicated {
+            match self.copies.get(&handle.id).filter(|_| handle.whole) {
+                Some((packet, _)) => {
+                    self.duplicates.insert(handle.id, packet.clone());
+                }
+                None => self.unsent += 1,
+            }
+        }
+    }
+
+    fn send_copies(&mut self, copies: &[(Handle, bool)]) {
+        for &(handle, send) in copies {
+            let Some(packet) = self.duplicates.remove(&handle.id).filter(|_| handle.whole) else {
+                continue; // counted when it was duplicated
+            };
+            // Counted, not logged: a burst would flood the log; the count is logged at the end.
+            if send && self.raw.send(&packet).is_err() {
+                self.unsent += 1;
             }
         }
     }
@@ -557,7 +601,7 @@ fn serve_loop(
     tenancy: &mut Tenancy,
 ) -> Result<(), DaemonError> {
     let mut shaper: Shaper<Handle> = Shaper::new(std::process::id().into());
-    let mut marked = Vec::new();
+    let (mut marked, mut duplicated, mut copies) = (Vec::new(), Vec::new(), Vec::new());
     let mut queued = Vec::new();
     let (mut batch, mut fates) = (Vec::new(), Vec::new());
     let mut out = Vec::new();
@@ -590,6 +634,9 @@ fn serve_loop(
         shaper.arrive_batch(clock.now(), &mut batch, &mut fates);
         for (id, fate) in fates.drain(..) {
             match fate {
+                Arrival::Held {
+                    duplicate: Some(_), ..
+                } => duplicated.push(id),
                 Arrival::Held { .. } | Arrival::Waiting { .. } => {}
                 Arrival::Unmatched => out.push((id, true)),
                 Arrival::Dropped(_) => out.push((id, false)),
@@ -599,8 +646,15 @@ fn serve_loop(
         shaper.take_marked(&mut marked);
         io.mark(&marked);
         marked.clear();
+        // After the marks, so a marked packet's copy is marked too.
+        io.duplicate(&duplicated);
+        duplicated.clear();
         io.verdicts(&out);
         out.clear();
+        // After the verdicts, so a copy leaving in the same turn as its original follows it.
+        shaper.take_copies(&mut copies);
+        io.send_copies(&copies);
+        copies.clear();
         if asked {
             let mut stop = false;
             while let Ok(asked) = requests.try_recv() {
@@ -925,6 +979,9 @@ mod tests {
         replies: Vec<mpsc::Receiver<Reply>>,
         verdicts: Vec<(Instant, u32, bool)>,
         marked: Vec<u32>,
+        /// Copies kept, then sent (with the time) or forgotten.
+        duplicated: Vec<u32>,
+        sent: Vec<(Instant, u32, bool)>,
         installs: usize,
         removed: bool,
     }
@@ -981,6 +1038,16 @@ mod tests {
 
         fn mark(&mut self, marked: &[Handle]) {
             self.marked.extend(marked.iter().map(|h| h.id));
+        }
+
+        fn duplicate(&mut self, duplicated: &[Handle]) {
+            self.duplicated.extend(duplicated.iter().map(|h| h.id));
+        }
+
+        fn send_copies(&mut self, copies: &[(Handle, bool)]) {
+            let now = self.clock.now();
+            self.sent
+                .extend(copies.iter().map(|&(h, send)| (now, h.id, send)));
         }
 
         fn verdicts(&mut self, decided: &[(Handle, bool)]) {
@@ -1046,6 +1113,8 @@ mod tests {
             replies: Vec::new(),
             verdicts: Vec::new(),
             marked: Vec::new(),
+            duplicated: Vec::new(),
+            sent: Vec::new(),
             installs: 0,
             removed: false,
         };
@@ -1074,6 +1143,46 @@ mod tests {
             messages,
             vec![Some("link 1 made".into()), Some("link 1 deleted".into())]
         );
+    }
+
+    #[test]
+    fn the_loop_sends_a_duplicate_at_its_exit_after_its_originals_verdict() {
+        let clock = TestClock::new();
+        let (post, requests) = mpsc::channel();
+        let words = |text: &str| text.split_whitespace().map(String::from).collect();
+        let mut io = TestIo {
+            clock: clock.clone(),
+            packets: VecDeque::from([(Instant(MS), to_port(1, 80)), (Instant(MS), to_port(2, 81))]),
+            requests: VecDeque::from([
+                (
+                    Instant(0),
+                    Request::Set {
+                        words: words("client 80@127.0.0.1 OUT bw=12Mbit delay=20ms duplicate=100%"),
+                        profiles: Vec::new(),
+                    },
+                ),
+                (Instant(40 * MS), Request::Delete { words: words("1") }),
+            ]),
+            post,
+            replies: Vec::new(),
+            verdicts: Vec::new(),
+            marked: Vec::new(),
+            duplicated: Vec::new(),
+            sent: Vec::new(),
+            installs: 0,
+            removed: false,
+        };
+        let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
+        let stopping = AtomicBool::new(false);
+        serve_loop(&mut io, &clock, &requests, &stopping, true, &mut tenancy).unwrap();
+        // 60 bytes at 12 Mbit/s: 40 µs each; the copy is serialized behind its original.
+        let tx = netloom_time::Rate::bps(12_000_000).tx_time(60).0;
+        assert_eq!(
+            io.verdicts,
+            vec![(Instant(MS), 2, true), (Instant(21 * MS + tx), 1, true)]
+        );
+        assert_eq!(io.duplicated, vec![1]);
+        assert_eq!(io.sent, vec![(Instant(21 * MS + 2 * tx), 1, true)]);
     }
 
     #[test]
