@@ -4,8 +4,9 @@
 
 use crate::spec::{Cgroup, PortRange, Prefix, Proto, Role, Selector};
 use netloom_link::Ecn;
+use netloom_packet::Layout;
 use rustc_hash::FxHashMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 
 /// Which way a packet crosses this machine's stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -44,50 +45,19 @@ impl Packet {
     /// when it is neither or too short. IPv6 extension headers are not followed (the ports of
     /// such a packet read as 0).
     pub fn parse(direction: Direction, header: &[u8], owner: Option<(u32, u32)>) -> Option<Packet> {
-        let (proto, src, dst, l4) = match header.first()? >> 4 {
-            4 if header.len() >= 20 => {
-                let ihl = usize::from(header[0] & 0x0f) * 4;
-                let s: [u8; 4] = header[12..16].try_into().ok()?;
-                let d: [u8; 4] = header[16..20].try_into().ok()?;
-                // A fragment after the first carries no ports.
-                let offset = u16::from_be_bytes([header[6], header[7]]) & 0x1fff;
-                let l4 = if offset == 0 { header.get(ihl..) } else { None };
-                (
-                    header[9],
-                    IpAddr::V4(Ipv4Addr::from(s)),
-                    IpAddr::V4(Ipv4Addr::from(d)),
-                    l4,
-                )
-            }
-            6 if header.len() >= 40 => {
-                let s: [u8; 16] = header[8..24].try_into().ok()?;
-                let d: [u8; 16] = header[24..40].try_into().ok()?;
-                (
-                    header[6],
-                    IpAddr::V6(Ipv6Addr::from(s)),
-                    IpAddr::V6(Ipv6Addr::from(d)),
-                    header.get(40..),
-                )
-            }
-            _ => return None,
-        };
-        let ports = match (proto, l4) {
-            (6 | 17, Some(l4)) if l4.len() >= 4 => (
-                u16::from_be_bytes([l4[0], l4[1]]),
-                u16::from_be_bytes([l4[2], l4[3]]),
-            ),
-            _ => (0, 0),
-        };
+        let layout = Layout::of(header)?;
+        let (src, dst) = layout.addresses(header);
+        let (sport, dport) = layout.ports(header).unwrap_or((0, 0));
         Some(Packet {
             direction,
-            proto,
+            proto: layout.proto,
             src,
             dst,
-            sport: ports.0,
-            dport: ports.1,
+            sport,
+            dport,
             owner,
             cgroup: None,
-            ecn: netloom_live::ecn(header),
+            ecn: netloom_packet::ecn(header),
         })
     }
 
@@ -525,6 +495,7 @@ mod tests {
     use super::*;
     use crate::spec::parse_selector;
     use rand::Rng;
+    use std::net::{Ipv4Addr, Ipv6Addr};
 
     #[test]
     fn a_users_links_take_only_packets_of_that_users_sockets_and_roots_take_all() {

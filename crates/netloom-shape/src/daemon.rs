@@ -512,7 +512,7 @@ impl LoopIo for KernelIo {
     fn mark(&mut self, marked: &[Handle]) {
         for handle in marked.iter().filter(|h| h.whole) {
             if let Some((packet, marked)) = self.copies.get_mut(&handle.id) {
-                netloom_live::set_ce(packet);
+                netloom_packet::set_ce(packet);
                 *marked = true;
             }
         }
