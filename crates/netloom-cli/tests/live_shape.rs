@@ -628,6 +628,16 @@ impl TestCgroup {
         })
     }
 
+    /// A cgroup made below this one (dropped before it, when declared after it).
+    fn child(&self, name: &str) -> TestCgroup {
+        let dir = self.dir.join(name);
+        std::fs::create_dir(&dir).unwrap();
+        TestCgroup {
+            dir,
+            path: format!("{}/{name}", self.path),
+        }
+    }
+
     /// The median connect time in ms of `n` connections to `url` by curls in this cgroup.
     fn connect_ms(&self, url: &str, n: usize) -> f64 {
         let procs = self.dir.join("cgroup.procs");
@@ -706,6 +716,46 @@ fn a_cgroup_link_shapes_only_the_processes_of_that_cgroup() {
         stderr(&out)
     );
     assert_eq!(chains(), rules);
+    t.ok("stop");
+}
+
+#[test]
+fn a_cgroup_link_shapes_the_cgroups_below_it_both_ways() {
+    require_live!("iptables-legacy", "curl");
+    let t = Turn::new("cgroup-below");
+    let Some(a) = TestCgroup::new("above") else {
+        eprintln!("SKIPPED: no cgroup v2 mounted");
+        return;
+    };
+    let port = serve("127.0.0.1:0", 100);
+    let url = format!("http://127.0.0.1:{port}/");
+    let base = a.connect_ms(&url, 7);
+    t.ok(&format!(
+        "client {port}@127.0.0.1 cgroup={} IN delay=20ms OUT delay=20ms",
+        a.path
+    ));
+    // A cgroup made below the named one after the link was set, and one below that: the SYN
+    // (OUT) and the SYN-ACK (IN) of their curls each see 20 ms, as the kernel's `--path`
+    // match takes descendants.
+    let child = a.child("child");
+    let grandchild = child.child("grandchild");
+    for (cgroup, name) in [(&child, "child"), (&grandchild, "grandchild")] {
+        let shaped = cgroup.connect_ms(&url, 7);
+        assert!(
+            (shaped - base) > 38.0 && (shaped - base) < 55.0,
+            "the {name}'s connects: {base:.2} -> {shaped:.2} ms, expected +40"
+        );
+    }
+    let shown = t.ok("show");
+    let counted = |dir: &str| {
+        shown
+            .lines()
+            .find(|l| l.trim_start().starts_with(dir))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    assert!(counted("IN") >= 14 && counted("OUT") >= 14, "{shown}");
     t.ok("stop");
 }
 

@@ -28,7 +28,7 @@ mod testbed;
 mod tun;
 
 pub use awake::KeepAwake;
-pub use cgroup::{cgroup2_mount, cgroup_of};
+pub use cgroup::{cgroup2_mount, cgroup_of, cgroup_tree};
 pub use child::{die_with_parent, set_receive_buffer};
 pub use cleanup::{clean, stop, terminate, CleanReport};
 pub use cpu::{

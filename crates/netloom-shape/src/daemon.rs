@@ -5,7 +5,7 @@
 //! started by a first request, when its last link is deleted), and removes its rules as it goes.
 //! A pipe's duplicates are sent from a raw socket with netloom's mark, which its rules skip.
 
-use crate::classifier::{Classifier, Direction, Packet, Rule, ROOT};
+use crate::classifier::{Direction, Packet, Rule, ROOT};
 use crate::kernel::{self, DUPLICATE_MARK, QUEUES};
 use crate::limits::{config_path, Tenancy};
 use crate::shaper::{Arrival, LinkReport, Shaper, Target};
@@ -411,6 +411,8 @@ trait LoopIo {
     fn socket(&mut self, proto: u8, local: SocketAddr, remote: SocketAddr) -> Option<SocketOwner>;
     /// The primary group of user `uid`'s account.
     fn primary_group(&mut self, uid: u32) -> Option<u32>;
+    /// The ids of the cgroups among `named` that the cgroup with id `id` is below.
+    fn cgroups_above(&mut self, id: u64, named: &[&Cgroup]) -> Vec<u64>;
     /// Marks CE the held packets a pipe marked (their whole copies, given back at the verdict).
     fn mark(&mut self, marked: &[Handle]);
     /// Keeps the whole copies of held packets a pipe duplicated, as they are now (marked or
@@ -507,6 +509,15 @@ impl LoopIo for KernelIo {
             .groups
             .entry(uid)
             .or_insert_with(|| netloom_os::primary_group(uid))
+    }
+
+    fn cgroups_above(&mut self, id: u64, named: &[&Cgroup]) -> Vec<u64> {
+        // Read afresh: a cgroup made below a named one after the link was set is found too.
+        named
+            .iter()
+            .filter(|c| c.id != id && c.tree().contains(&id))
+            .map(|c| c.id)
+            .collect()
     }
 
     fn mark(&mut self, marked: &[Handle]) {
@@ -625,7 +636,7 @@ fn serve_loop(
         for q in queued.drain(..) {
             match q.packet {
                 Some(mut packet) => {
-                    find_socket(io, shaper.classifier(), &mut packet);
+                    find_socket(io, &mut shaper, &mut packet);
                     batch.push((packet, q.len, q.handle));
                 }
                 None => out.push((q.handle, true)),
@@ -687,11 +698,13 @@ fn serve_loop(
 /// of the kernel's socket table: the owner of the socket an arriving packet will reach (the
 /// kernel looks it up after INPUT on loopback), so a user's IN pipes take only packets for
 /// that user's sockets and IN rules with an owner can match, and, while a rule names a
-/// cgroup, the socket's cgroup in either direction (the queue never reports it). sock_diag
-/// gives a socket's uid, not a group: an arriving packet's group is its owner's primary group
-/// (`u32::MAX`, which no gid rule matches, for a uid with no account). Leaving packets carry
-/// their owner and group from the queue.
-fn find_socket(io: &mut impl LoopIo, classifier: &Classifier, packet: &mut Packet) {
+/// cgroup, the socket's cgroup in either direction (the queue never reports it), and, the
+/// first time a cgroup is seen since the links changed, which of the named cgroups it is below.
+/// sock_diag gives a socket's uid, not a group: an arriving packet's group is its owner's
+/// primary group (`u32::MAX`, which no gid rule matches, for a uid with no account). Leaving
+/// packets carry their owner and group from the queue.
+fn find_socket(io: &mut impl LoopIo, shaper: &mut Shaper<Handle>, packet: &mut Packet) {
+    let classifier = shaper.classifier();
     let owner = packet.owner.is_none() && classifier.needs_receivers();
     if !(owner || classifier.has_cgroups()) || !matches!(packet.proto, 6 | 17) {
         return;
@@ -712,6 +725,10 @@ fn find_socket(io: &mut impl LoopIo, classifier: &Classifier, packet: &mut Packe
             packet.owner = Some((socket.uid, gid));
         }
         packet.cgroup = socket.cgroup;
+        if let Some(id) = socket.cgroup.filter(|&id| !classifier.knows_cgroup(id)) {
+            let above = io.cgroups_above(id, &classifier.cgroups());
+            shaper.learn_cgroup(id, above);
+        }
     }
 }
 
@@ -1034,6 +1051,10 @@ mod tests {
 
         fn primary_group(&mut self, _: u32) -> Option<u32> {
             None
+        }
+
+        fn cgroups_above(&mut self, _: u64, _: &[&Cgroup]) -> Vec<u64> {
+            Vec::new()
         }
 
         fn mark(&mut self, marked: &[Handle]) {

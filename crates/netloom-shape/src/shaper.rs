@@ -263,6 +263,12 @@ impl<H: Copy> Shaper<H> {
         &self.classifier
     }
 
+    /// Learns where the cgroup with id `id` is: below the links' cgroups with ids `within`
+    /// (`Classifier::learn_cgroup`; forgotten when the links change).
+    pub fn learn_cgroup(&mut self, id: u64, within: Vec<u64>) {
+        self.classifier.learn_cgroup(id, within);
+    }
+
     fn rebuild(&mut self) {
         let mut tenants: Vec<(u32, Vec<Rule>)> = Vec::new();
         for link in &self.links {

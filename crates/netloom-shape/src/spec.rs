@@ -527,6 +527,13 @@ impl Cgroup {
             owner: meta.uid(),
         })
     }
+
+    /// The ids of this cgroup and of every cgroup below it now (none if it has gone).
+    pub fn tree(&self) -> Vec<u64> {
+        netloom_os::cgroup2_mount()
+            .map(|mount| netloom_os::cgroup_tree(&mount.join(self.path.trim_start_matches('/'))))
+            .unwrap_or_default()
+    }
 }
 
 fn parse_ports(text: &str) -> Result<PortRange, SpecError> {
