@@ -981,6 +981,56 @@ fn rules_a_killed_namespace_process_left_go_when_the_next_shaping_process_starts
     t.ok("stop");
 }
 
+#[test]
+fn a_running_shaping_process_removes_what_a_killed_namespace_process_left() {
+    require_live!("iptables-legacy", "ip");
+    let t = Turn::new("netns-watch");
+    let ns = Namespace::new();
+    let inside = || {
+        let out = ns
+            .exec("iptables-legacy")
+            .args(["-t", "mangle", "-S"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).contains("NETLOOM-SHAPE")
+    };
+    // This namespace's shaping process runs first, then the other namespace's.
+    t.ok("client 9@127.0.0.1 OUT delay=1ms");
+    t.ok(&format!(
+        "--netns {} client 9@{} OUT delay=1ms",
+        ns.name,
+        ns.address_here()
+    ));
+    let pid_file = std::fs::read_dir(&t.dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.to_string_lossy().contains("shape-netns-") && p.to_string_lossy().ends_with(".pid")
+        })
+        .expect("the namespace's pid file");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(inside());
+    let killed = Command::new("kill")
+        .args(["-9", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    // No request and no new process: the running one notices within its sweep period.
+    let start = std::time::Instant::now();
+    while (inside() || pid_file.exists()) && start.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let took = start.elapsed();
+    assert!(
+        !inside() && !pid_file.exists(),
+        "the killed process's rules or pid file are still there after {took:?}"
+    );
+    // The running process is untouched.
+    assert!(t.ok("show").contains("client 9@127.0.0.1"));
+    t.ok("stop");
+}
+
 /// Sends `count` 1000-byte UDP datagrams with ECN field `ecn` to `port` on 127.0.0.1 as fast as
 /// it can and returns (datagrams received, datagrams received marked CE), read with IP_RECVTOS.
 fn udp_marks(port: u16, count: u32, ecn: u8) -> (u32, u32) {

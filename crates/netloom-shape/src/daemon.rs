@@ -204,27 +204,29 @@ pub fn clean() -> Vec<String> {
 /// inode is found (a name in `/run/netns`, or any process's `/proc/PID/ns/net`), its chains
 /// are removed inside it (from a thread that enters it, so the iptables it runs are the
 /// namespace's), and the pid and socket files go. A namespace no longer found has gone, and
-/// its rules with it. Every shaping process does this as it starts, and `netloom clean`.
+/// its rules with it. Every shaping process does this as it starts and then every
+/// `SWEEP_EVERY` while it runs, and `netloom clean`.
 pub fn sweep_dead() -> Vec<String> {
     let mut removed = Vec::new();
     let dir = netloom_os::registry_dir();
-    let dead: Vec<(PathBuf, u64)> = std::fs::read_dir(&dir)
+    let dead: Vec<(PathBuf, u64, String)> = std::fs::read_dir(&dir)
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
             let inode = name.strip_prefix("shape-netns-")?.strip_suffix(".pid")?;
-            Some((e.path(), inode.parse().ok()?))
+            let pid = std::fs::read_to_string(e.path()).ok()?;
+            Some((e.path(), inode.parse().ok()?, pid))
         })
-        .filter(|(pid_file, _)| {
-            !std::fs::read_to_string(pid_file)
-                .ok()
-                .and_then(|p| p.trim().parse::<u32>().ok())
-                .is_some_and(alive)
-        })
+        .filter(|(_, _, pid)| !pid.trim().parse::<u32>().is_ok_and(alive))
         .collect();
-    for (pid_file, inode) in dead {
+    for (pid_file, inode, pid) in dead {
+        // A new shaping process of that namespace may have started meanwhile: its file, its
+        // rules.
+        if std::fs::read_to_string(&pid_file).ok().as_ref() != Some(&pid) {
+            continue;
+        }
         if let Some(file) = namespace_file(inode) {
             let name = file.display().to_string();
             let swept = std::thread::spawn(move || {
@@ -300,6 +302,24 @@ fn end_process(pid_file: &std::path::Path, removed: &mut Vec<String>) {
     }
 }
 
+/// How often a running shaping process looks for other namespaces' processes that were killed
+/// (`sweep_dead`), so their rules go soon after, not at the next start.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Starts the thread that runs `sweep_dead` every `SWEEP_EVERY`, for the process's life.
+fn sweeper() -> Result<(), DaemonError> {
+    std::thread::Builder::new()
+        .name("shape-sweeper".to_string())
+        .spawn(|| loop {
+            std::thread::sleep(SWEEP_EVERY);
+            for what in sweep_dead() {
+                eprintln!("netloom shape: removed {what} (its shaping process was killed)");
+            }
+        })
+        .map(drop)
+        .map_err(|e| DaemonError::Io(format!("start the sweeping thread: {e}")))
+}
+
 /// Why the shaping process could not start or went wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -343,6 +363,7 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     std::fs::write(&pid_path, format!("{}\n", std::process::id()))
         .map_err(|e| DaemonError::Io(format!("{}: {e}", pid_path.display())))?;
     let stopping = netloom_os::install_stop_handler()?;
+    sweeper()?;
     let (woken, requests) = reader(listener)?;
     let mut poller = Poller::new()?;
     poller.add(queue.as_fd(), 0)?;
