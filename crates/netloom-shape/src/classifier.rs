@@ -157,6 +157,8 @@ pub struct Classifier {
     /// Does some rule need the owner of an arriving packet's socket (a user's rule, or an
     /// `IN` rule with an owner)?
     receivers: bool,
+    /// Does some rule name a cgroup? (Asked per packet, so kept rather than searched.)
+    cgrouped: bool,
     /// Sockets' cgroup ids learned so far (`learn_cgroup`), each with the ids of the rules'
     /// cgroups it is below: a rule's cgroup takes its own sockets and those of every cgroup
     /// under it, as the kernel's `-m cgroup --path` does.
@@ -396,6 +398,7 @@ impl Classifier {
                 || rules
                     .iter()
                     .any(|r| r.direction == Direction::In && (r.uid.is_some() || r.gid.is_some()));
+            classifier.cgrouped |= rules.iter().any(|r| r.cgroup.is_some());
             classifier.rules.extend(rules);
             let end = classifier.entries.len() as u32;
             classifier.dispatch.entry(tenant).or_insert((start, end)).1 = end;
@@ -521,7 +524,7 @@ impl Classifier {
 
     /// Does any rule name a cgroup? (Only then must a packet's socket's cgroup be found.)
     pub fn has_cgroups(&self) -> bool {
-        self.extras.iter().any(|e| e.cgroup != ANY_CGROUP)
+        self.cgrouped
     }
 
     /// Every rule, tenant by tenant, each tenant's in order.

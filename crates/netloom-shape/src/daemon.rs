@@ -746,7 +746,8 @@ fn find_socket(io: &mut impl LoopIo, shaper: &mut Shaper<Handle>, packet: &mut P
             packet.owner = Some((socket.uid, gid));
         }
         packet.cgroup = socket.cgroup;
-        if let Some(id) = socket.cgroup.filter(|&id| !classifier.knows_cgroup(id)) {
+        let unknown = |id: &u64| classifier.has_cgroups() && !classifier.knows_cgroup(*id);
+        if let Some(id) = socket.cgroup.filter(unknown) {
             let above = io.cgroups_above(id, &classifier.cgroups());
             shaper.learn_cgroup(id, above);
         }
@@ -1022,6 +1023,35 @@ mod tests {
         sent: Vec<(Instant, u32, bool)>,
         installs: usize,
         removed: bool,
+        /// The socket every lookup finds, and the cgroup ids whose place was asked for.
+        socket: Option<SocketOwner>,
+        placed: Vec<u64>,
+    }
+
+    impl TestIo {
+        /// Plays `packets` and root's `requests` on `clock`, posting the requests to `post`.
+        fn new(
+            clock: &TestClock,
+            packets: Vec<(Instant, Queued)>,
+            requests: Vec<(Instant, Request)>,
+            post: mpsc::Sender<Asked>,
+        ) -> TestIo {
+            TestIo {
+                clock: clock.clone(),
+                packets: packets.into(),
+                requests: requests.into(),
+                post,
+                replies: Vec::new(),
+                verdicts: Vec::new(),
+                marked: Vec::new(),
+                duplicated: Vec::new(),
+                sent: Vec::new(),
+                installs: 0,
+                removed: false,
+                socket: None,
+                placed: Vec::new(),
+            }
+        }
     }
 
     impl LoopIo for TestIo {
@@ -1067,15 +1097,17 @@ mod tests {
         }
 
         fn socket(&mut self, _: u8, _: SocketAddr, _: SocketAddr) -> Option<SocketOwner> {
-            None
+            self.socket
         }
 
         fn primary_group(&mut self, _: u32) -> Option<u32> {
             None
         }
 
-        fn cgroups_above(&mut self, _: u64, _: &[&Cgroup]) -> Vec<u64> {
-            Vec::new()
+        /// Every cgroup is below every named one.
+        fn cgroups_above(&mut self, id: u64, named: &[&Cgroup]) -> Vec<u64> {
+            self.placed.push(id);
+            named.iter().map(|c| c.id).collect()
         }
 
         fn mark(&mut self, marked: &[Handle]) {
@@ -1134,14 +1166,14 @@ mod tests {
         let clock = TestClock::new();
         let (post, requests) = mpsc::channel();
         let words = |text: &str| text.split_whitespace().map(String::from).collect();
-        let mut io = TestIo {
-            clock: clock.clone(),
-            packets: VecDeque::from([
+        let mut io = TestIo::new(
+            &clock,
+            vec![
                 (Instant(MS), to_port(1, 80)),
                 (Instant(2 * MS), to_port(2, 81)),
                 (Instant(5 * MS), to_port(3, 80)),
-            ]),
-            requests: VecDeque::from([
+            ],
+            vec![
                 (
                     Instant(0),
                     Request::Set {
@@ -1150,16 +1182,9 @@ mod tests {
                     },
                 ),
                 (Instant(40 * MS), Request::Delete { words: words("1") }),
-            ]),
+            ],
             post,
-            replies: Vec::new(),
-            verdicts: Vec::new(),
-            marked: Vec::new(),
-            duplicated: Vec::new(),
-            sent: Vec::new(),
-            installs: 0,
-            removed: false,
-        };
+        );
         let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
         let stopping = AtomicBool::new(false);
         // Until empty: the loop ends with the delete at 40 ms.
@@ -1192,10 +1217,10 @@ mod tests {
         let clock = TestClock::new();
         let (post, requests) = mpsc::channel();
         let words = |text: &str| text.split_whitespace().map(String::from).collect();
-        let mut io = TestIo {
-            clock: clock.clone(),
-            packets: VecDeque::from([(Instant(MS), to_port(1, 80)), (Instant(MS), to_port(2, 81))]),
-            requests: VecDeque::from([
+        let mut io = TestIo::new(
+            &clock,
+            vec![(Instant(MS), to_port(1, 80)), (Instant(MS), to_port(2, 81))],
+            vec![
                 (
                     Instant(0),
                     Request::Set {
@@ -1204,16 +1229,9 @@ mod tests {
                     },
                 ),
                 (Instant(40 * MS), Request::Delete { words: words("1") }),
-            ]),
+            ],
             post,
-            replies: Vec::new(),
-            verdicts: Vec::new(),
-            marked: Vec::new(),
-            duplicated: Vec::new(),
-            sent: Vec::new(),
-            installs: 0,
-            removed: false,
-        };
+        );
         let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
         let stopping = AtomicBool::new(false);
         serve_loop(&mut io, &clock, &requests, &stopping, true, &mut tenancy).unwrap();
@@ -1225,6 +1243,68 @@ mod tests {
         );
         assert_eq!(io.duplicated, vec![1]);
         assert_eq!(io.sent, vec![(Instant(21 * MS + 2 * tx), 1, true)]);
+    }
+
+    /// A packet arriving from 127.0.0.1:`sport`, whose socket the queue did not report.
+    fn from_port(id: u32, sport: u16) -> Queued {
+        let mut queued = to_port(id, 40000);
+        let packet = queued.packet.as_mut().expect("a packet");
+        packet.direction = Direction::In;
+        (packet.sport, packet.dport, packet.owner) = (sport, 40000, None);
+        queued
+    }
+
+    #[test]
+    fn the_loop_places_a_sockets_cgroup_once_and_only_while_a_rule_names_a_cgroup() {
+        if netloom_os::cgroup2_mount().is_none() {
+            eprintln!("skipped: no cgroup v2 here");
+            return;
+        }
+        let clock = TestClock::new();
+        let (post, requests) = mpsc::channel();
+        let set = |text: &str| Request::Set {
+            words: text.split_whitespace().map(String::from).collect(),
+            profiles: Vec::new(),
+        };
+        let mut io = TestIo::new(
+            &clock,
+            vec![
+                (Instant(MS), from_port(1, 80)),
+                (Instant(2 * MS), from_port(2, 80)),
+                (Instant(11 * MS), from_port(3, 81)),
+                (Instant(12 * MS), from_port(4, 81)),
+            ],
+            vec![
+                // A group on IN: each arriving packet's socket is looked up, for its owner.
+                (Instant(0), set("client 80@127.0.0.1 gid=5 IN delay=1ms")),
+                (
+                    Instant(10 * MS),
+                    set("client 81@127.0.0.1 cgroup=/ IN delay=1ms"),
+                ),
+                (Instant(20 * MS), Request::Stop),
+            ],
+            post,
+        );
+        io.socket = Some(SocketOwner {
+            uid: 0,
+            inode: 1,
+            cgroup: Some(7),
+        });
+        let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
+        let stopping = AtomicBool::new(false);
+        serve_loop(&mut io, &clock, &requests, &stopping, false, &mut tenancy).unwrap();
+        // Cgroup 7 is placed once, after a rule names a cgroup; its packets then take that rule.
+        assert_eq!(io.placed, vec![7]);
+        let one_ns = crate::spec::UNLIMITED.tx_time(60).0;
+        assert_eq!(
+            io.verdicts,
+            vec![
+                (Instant(MS), 1, true),
+                (Instant(2 * MS), 2, true),
+                (Instant(12 * MS + one_ns), 3, true),
+                (Instant(13 * MS + one_ns), 4, true),
+            ]
+        );
     }
 
     #[test]
