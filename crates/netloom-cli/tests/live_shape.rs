@@ -7,6 +7,7 @@
 mod live_common;
 
 use live_common::{median, netloom};
+use netloom_shape::kernel::DUPLICATE_MARK;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -263,8 +264,13 @@ fn kill_9_fails_open_and_clean_removes_only_netloom_rules() {
         .unwrap()
         .success());
     std::thread::sleep(std::time::Duration::from_millis(100));
-    // The rules are still there, but with nobody on the queue they let packets through.
-    assert!(chains().contains("NFQUEUE"));
+    // The rules are still there (the duplicates' mark rule too), but with nobody on the queue
+    // they let packets through.
+    let left = chains();
+    assert!(
+        left.contains("NFQUEUE") && left.contains("--mark"),
+        "{left}"
+    );
     let after = connect_ms(&url, 5);
     assert!(
         after < base + 5.0,
@@ -622,6 +628,16 @@ impl TestCgroup {
         })
     }
 
+    /// A cgroup made below this one (dropped before it, when declared after it).
+    fn child(&self, name: &str) -> TestCgroup {
+        let dir = self.dir.join(name);
+        std::fs::create_dir(&dir).unwrap();
+        TestCgroup {
+            dir,
+            path: format!("{}/{name}", self.path),
+        }
+    }
+
     /// The median connect time in ms of `n` connections to `url` by curls in this cgroup.
     fn connect_ms(&self, url: &str, n: usize) -> f64 {
         let procs = self.dir.join("cgroup.procs");
@@ -700,6 +716,46 @@ fn a_cgroup_link_shapes_only_the_processes_of_that_cgroup() {
         stderr(&out)
     );
     assert_eq!(chains(), rules);
+    t.ok("stop");
+}
+
+#[test]
+fn a_cgroup_link_shapes_the_cgroups_below_it_both_ways() {
+    require_live!("iptables-legacy", "curl");
+    let t = Turn::new("cgroup-below");
+    let Some(a) = TestCgroup::new("above") else {
+        eprintln!("SKIPPED: no cgroup v2 mounted");
+        return;
+    };
+    let port = serve("127.0.0.1:0", 100);
+    let url = format!("http://127.0.0.1:{port}/");
+    let base = a.connect_ms(&url, 7);
+    t.ok(&format!(
+        "client {port}@127.0.0.1 cgroup={} IN delay=20ms OUT delay=20ms",
+        a.path
+    ));
+    // A cgroup made below the named one after the link was set, and one below that: the SYN
+    // (OUT) and the SYN-ACK (IN) of their curls each see 20 ms, as the kernel's `--path`
+    // match takes descendants.
+    let child = a.child("child");
+    let grandchild = child.child("grandchild");
+    for (cgroup, name) in [(&child, "child"), (&grandchild, "grandchild")] {
+        let shaped = cgroup.connect_ms(&url, 7);
+        assert!(
+            (shaped - base) > 38.0 && (shaped - base) < 55.0,
+            "the {name}'s connects: {base:.2} -> {shaped:.2} ms, expected +40"
+        );
+    }
+    let shown = t.ok("show");
+    let counted = |dir: &str| {
+        shown
+            .lines()
+            .find(|l| l.trim_start().starts_with(dir))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    assert!(counted("IN") >= 14 && counted("OUT") >= 14, "{shown}");
     t.ok("stop");
 }
 
@@ -925,6 +981,56 @@ fn rules_a_killed_namespace_process_left_go_when_the_next_shaping_process_starts
     t.ok("stop");
 }
 
+#[test]
+fn a_running_shaping_process_removes_what_a_killed_namespace_process_left() {
+    require_live!("iptables-legacy", "ip");
+    let t = Turn::new("netns-watch");
+    let ns = Namespace::new();
+    let inside = || {
+        let out = ns
+            .exec("iptables-legacy")
+            .args(["-t", "mangle", "-S"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).contains("NETLOOM-SHAPE")
+    };
+    // This namespace's shaping process runs first, then the other namespace's.
+    t.ok("client 9@127.0.0.1 OUT delay=1ms");
+    t.ok(&format!(
+        "--netns {} client 9@{} OUT delay=1ms",
+        ns.name,
+        ns.address_here()
+    ));
+    let pid_file = std::fs::read_dir(&t.dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.to_string_lossy().contains("shape-netns-") && p.to_string_lossy().ends_with(".pid")
+        })
+        .expect("the namespace's pid file");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(inside());
+    let killed = Command::new("kill")
+        .args(["-9", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    // No request and no new process: the running one notices within its sweep period.
+    let start = std::time::Instant::now();
+    while (inside() || pid_file.exists()) && start.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let took = start.elapsed();
+    assert!(
+        !inside() && !pid_file.exists(),
+        "the killed process's rules or pid file are still there after {took:?}"
+    );
+    // The running process is untouched.
+    assert!(t.ok("show").contains("client 9@127.0.0.1"));
+    t.ok("stop");
+}
+
 /// Sends `count` 1000-byte UDP datagrams with ECN field `ecn` to `port` on 127.0.0.1 as fast as
 /// it can and returns (datagrams received, datagrams received marked CE), read with IP_RECVTOS.
 fn udp_marks(port: u16, count: u32, ecn: u8) -> (u32, u32) {
@@ -993,4 +1099,130 @@ fn an_ecn_pipe_marks_ect_packets_ce_in_the_packet_and_drops_not_ect_ones() {
         "Not-ECT: {got} of 50 received through the same RED pipe"
     );
     t.ok("stop");
+}
+
+/// A UDP port free on `addr` now.
+fn free_udp_port(addr: &str) -> u16 {
+    std::net::UdpSocket::bind((addr, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Sends `count` small UDP datagrams, 2 ms apart, from a socket marked `mark` (0: none) to a
+/// receiver on `addr`:`port` (IPv4 or IPv6) and returns (datagrams received, the least time in
+/// ms any of them took from its send to its receipt).
+fn udp_copies(addr: &str, port: u16, count: u32, mark: u32) -> (u32, f64) {
+    const SCRIPT: &str = r#"
+import socket, struct, sys, time
+addr, port, count, mark = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+family = socket.AF_INET6 if ":" in addr else socket.AF_INET
+r = socket.socket(family, socket.SOCK_DGRAM)
+r.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+r.bind((addr, port))
+s = socket.socket(family, socket.SOCK_DGRAM)
+if mark:
+    s.setsockopt(socket.SOL_SOCKET, 36, mark)  # SO_MARK
+for _ in range(count):
+    s.sendto(struct.pack("d", time.monotonic()), (addr, port))
+    time.sleep(0.002)
+r.settimeout(1.0)
+got, least = 0, 1e9
+try:
+    while True:
+        data = r.recv(64)
+        got += 1
+        least = min(least, (time.monotonic() - struct.unpack("d", data)[0]) * 1000)
+except socket.timeout:
+    pass
+print(got, least)
+"#;
+    let out = Command::new("python3")
+        .args(["-c", SCRIPT, addr])
+        .args([port.to_string(), count.to_string(), mark.to_string()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut n = text.split_whitespace();
+    match (n.next().map(str::parse), n.next().map(str::parse)) {
+        (Some(Ok(got)), Some(Ok(least))) => (got, least),
+        _ => panic!("udp_copies: {}", String::from_utf8_lossy(&out.stderr)),
+    }
+}
+
+#[test]
+fn a_duplicating_pipe_doubles_what_a_local_receiver_gets_after_the_pipes_delay() {
+    require_live!("iptables-legacy", "python3");
+    let t = Turn::new("dup");
+    let port = free_udp_port("127.0.0.1");
+    // Unshaped: what arrives of 40 datagrams (all of them, on loopback) and how fast.
+    let (base, fastest) = udp_copies("127.0.0.1", port, 40, 0);
+    assert!(base > 0, "no datagram arrived unshaped");
+    // OUT: every datagram and its copy, both after the pipe's 20 ms.
+    t.ok(&format!(
+        "client {port}@127.0.0.1 proto=udp OUT delay=20ms duplicate=100%"
+    ));
+    let rules = chains();
+    assert!(
+        rules.contains(&format!(
+            "-A NETLOOM-SHAPE-OUT -m mark --mark {DUPLICATE_MARK:#x} -j RETURN"
+        )) && rules.contains("--queue-num 47001"),
+        "{rules}"
+    );
+    let (got, least) = udp_copies("127.0.0.1", port, 40, 0);
+    assert_eq!(
+        got,
+        2 * base,
+        "OUT duplicate=100%: {got} received, {base} unshaped"
+    );
+    assert!(
+        least >= 19.0 && fastest < 10.0,
+        "the first copy arrived after {least:.2} ms (unshaped {fastest:.2})"
+    );
+    // A packet carrying netloom's mark is never queued: it skips the pipe's 20 ms.
+    let (got, least) = udp_copies("127.0.0.1", port, 40, DUPLICATE_MARK);
+    assert!(
+        got == base && least < 10.0,
+        "marked: {got} received (unshaped {base}), fastest {least:.2} ms"
+    );
+    // 0 % (a change of the same link) copies nothing.
+    t.ok(&format!(
+        "client {port}@127.0.0.1 proto=udp OUT delay=20ms duplicate=0%"
+    ));
+    assert_eq!(udp_copies("127.0.0.1", port, 40, 0).0, base);
+    // IN: the copy re-sent to this machine reaches the socket once (were it queued again, a
+    // 100 % pipe would copy it again, and again). The OUT link's 0 % pipe leaves it alone.
+    t.ok(&format!(
+        "server {port} proto=udp IN delay=20ms duplicate=100%"
+    ));
+    let (got, least) = udp_copies("127.0.0.1", port, 40, 0);
+    assert_eq!(
+        got,
+        2 * base,
+        "IN duplicate=100%: {got} received, {base} unshaped"
+    );
+    assert!(
+        least >= 19.0,
+        "IN: the first copy arrived after {least:.2} ms"
+    );
+    // IPv6, OUT (the IN link, which would take IPv6 too, gone first).
+    t.ok(&format!("delete server {port} proto=udp"));
+    t.ok(&format!(
+        "client {port}@::1 proto=udp OUT delay=20ms duplicate=100%"
+    ));
+    let (base6, _) = udp_copies("::1", free_udp_port("::1"), 40, 0);
+    let (got, least) = udp_copies("::1", port, 40, 0);
+    assert_eq!(
+        got,
+        2 * base6,
+        "IPv6 duplicate=100%: {got} received, {base6} unshaped"
+    );
+    assert!(
+        least >= 19.0,
+        "IPv6: the first copy arrived after {least:.2} ms"
+    );
+    // Stopping removes every rule, the mark's too.
+    t.ok("stop");
+    assert_eq!(chains(), "");
 }

@@ -925,7 +925,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 // later carry it too: the AQM judged the super-packet as one entry.
                 let len = self.payloads.pool_ref().frame(id).len();
                 let offset = self.framing.header_len();
-                ip::set_ce(&mut self.payloads.pool().space(id)[offset..len]);
+                netloom_packet::set_ce(&mut self.payloads.pool().space(id)[offset..len]);
             }
             let frame = self.payloads.pool_ref().frame(id);
             let (sent, bytes) = match gso {

@@ -1,7 +1,7 @@
 //! IPv4 fragmentation as a router does it (RFC 791 3.2, RFC 1812 5.2.6) for a packet without
 //! Don't Fragment that is larger than the next link's MTU.
 
-use crate::segment::{fold, sum16};
+use netloom_packet::{fold, sum16};
 
 /// Whether `packet` (IPv4 or IPv6, header checked) may be cut into fragments on the way: an
 /// IPv4 packet without Don't Fragment. IPv6 routers never fragment.

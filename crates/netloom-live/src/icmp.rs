@@ -1,8 +1,7 @@
 //! ICMP and ICMPv6 errors a router sends about a packet it refused (RFC 792, RFC 4443), the
 //! TTL in an IP header, and the per-router rate limit of errors Linux applies.
 
-use crate::ip::set_ipv4_word;
-use crate::segment::{fold, sum16};
+use netloom_packet::{fold, set_ipv4_word, sum16};
 use netloom_time::{Duration, Instant};
 use std::net::IpAddr;
 

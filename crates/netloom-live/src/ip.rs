@@ -1,9 +1,9 @@
-//! Just enough IP parsing to route a packet: its version, addresses and ECN field (and marking
-//! it CE). Packets come from applications, so nothing here trusts a length or panics on a short
-//! buffer.
+//! Just enough IP parsing to route a packet: its version and addresses, checked against its
+//! length, and what a pipe reads of it (the header helpers themselves are `netloom_packet`'s).
+//! Packets come from applications, so nothing here trusts a length or panics on a short buffer.
 
-use crate::segment::fold;
-use netloom_link::{Ecn, PacketMeta};
+use netloom_link::PacketMeta;
+use netloom_packet::{ecn, Layout};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -65,19 +65,13 @@ pub fn endpoints(packet: &[u8]) -> Result<(IpAddr, IpAddr), Malformed> {
 /// its flow as a hash of addresses, protocol and (TCP, UDP) ports, as FQ-CoDel hashes packets to
 /// its queues.
 pub fn meta(packet: &[u8]) -> PacketMeta {
-    let (addresses, protocol, l4) = match packet.first().map(|b| b >> 4) {
-        Some(4) if packet.len() >= 20 => {
-            let header = usize::from(packet[0] & 0x0f) * 4;
-            // Only a first fragment (offset 0) has the ports.
-            let first = u16::from_be_bytes([packet[6], packet[7]]) & 0x1fff == 0;
-            (&packet[12..20], packet[9], first.then_some(header))
-        }
-        Some(6) if packet.len() >= 40 => (&packet[8..40], packet[6], Some(40)),
-        _ => (&packet[..0], 0, None),
-    };
-    let ports = match (protocol, l4) {
-        (6 | 17, Some(at)) => packet.get(at..at + 4).unwrap_or_default(),
-        _ => &[],
+    let (addresses, protocol, ports) = match Layout::of(packet) {
+        Some(l) => (
+            l.address_bytes(packet),
+            l.proto,
+            l.port_bytes(packet).unwrap_or_default(),
+        ),
+        None => (&packet[..0], 0, &[][..]),
     };
     let mut h = DefaultHasher::new();
     (addresses, protocol, ports).hash(&mut h);
@@ -85,40 +79,6 @@ pub fn meta(packet: &[u8]) -> PacketMeta {
         ecn: ecn(packet),
         flow: h.finish() as u32,
     }
-}
-
-/// The ECN field of an IPv4 packet's TOS byte or an IPv6 packet's traffic class; Not-ECT for
-/// anything else or too short.
-pub fn ecn(packet: &[u8]) -> Ecn {
-    match (packet.first().map(|b| b >> 4), packet.get(1)) {
-        (Some(4), Some(&tos)) => Ecn::from_bits(tos),
-        (Some(6), Some(&b)) => Ecn::from_bits(b >> 4),
-        _ => Ecn::NotEct,
-    }
-}
-
-/// Sets the ECN field of an IPv4 or IPv6 packet to CE (a router's mark, RFC 3168), updating an
-/// IPv4 header's checksum (`set_ipv4_word`); IPv6 has none. Anything else is left alone.
-pub fn set_ce(packet: &mut [u8]) {
-    match packet.first().map(|b| b >> 4) {
-        Some(4) if packet.len() >= 20 => {
-            let word = u16::from_be_bytes([packet[0], packet[1]]) | 0b11;
-            set_ipv4_word(packet, 0, word);
-        }
-        Some(6) if packet.len() >= 40 => packet[1] |= 0b11 << 4,
-        _ => {}
-    }
-}
-
-/// Writes `word` at byte `at` (even, inside the header) of an IPv4 header and updates the header
-/// checksum incrementally (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')), so a header is not summed
-/// again for a one-field change (a CE mark, a TTL).
-pub(crate) fn set_ipv4_word(header: &mut [u8], at: usize, word: u16) {
-    let old = u16::from_be_bytes([header[at], header[at + 1]]);
-    header[at..at + 2].copy_from_slice(&word.to_be_bytes());
-    let hc = u16::from_be_bytes([header[10], header[11]]);
-    let sum = fold(u32::from(!hc) + u32::from(!old) + u32::from(word));
-    header[10..12].copy_from_slice(&(!sum).to_be_bytes());
 }
 
 #[cfg(test)]
@@ -178,32 +138,6 @@ mod tests {
                 let _ = destination(&p);
             }
         }
-    }
-
-    #[test]
-    fn reads_the_ecn_field_and_marks_ce_with_a_checksum_that_still_holds() {
-        use crate::segment::sum16;
-        for tos in [0x00, 0x01, 0x02, 0xb9, 0xfe] {
-            let mut p = v4(28, [198, 18, 0, 2]);
-            p[1] = tos;
-            p[8] = 64;
-            p[9] = 6;
-            let sum = !fold(sum16(&p[..20], 0));
-            p[10..12].copy_from_slice(&sum.to_be_bytes());
-            assert_eq!(ecn(&p), Ecn::from_bits(tos));
-            set_ce(&mut p);
-            assert_eq!(ecn(&p), Ecn::Ce);
-            // DSCP bits untouched, and the header sums to 0xffff as a valid one does.
-            assert_eq!(p[1] >> 2, tos >> 2);
-            assert_eq!(fold(sum16(&p[..20], 0)), 0xffff, "tos {tos:#x}");
-        }
-        let mut v6 = vec![0u8; 40];
-        v6[0] = 0x6a; // traffic class 0xa2: DSCP 0x28, ECT(0)
-        v6[1] = 0x2f;
-        assert_eq!(ecn(&v6), Ecn::Ect0);
-        set_ce(&mut v6);
-        assert_eq!((v6[0], v6[1]), (0x6a, 0x3f));
-        assert_eq!(ecn(&v6), Ecn::Ce);
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub use driver::{Driver, DriverConfig};
 pub use event::{Event, Subscription};
 pub use experiment::{Ending, Experiment, Handle, LiveError, RouterControl, ANSWER_TIMEOUT};
 pub use io::{Framing, PacketIo};
-pub use ip::{destination, ecn, endpoints, set_ce, Malformed};
+pub use ip::{destination, endpoints, Malformed};
 pub use message::{Direction, HostCounters, LinkChange, PipeState, Request, Snapshot};
 pub use netloom_time::{Clock, SystemClock, TestClock};
 pub use plan::{Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};

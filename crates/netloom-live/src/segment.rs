@@ -5,6 +5,7 @@
 //! trusts no length or flag and never panics.
 
 use crate::ip::Malformed;
+use netloom_packet::{fold, sum16};
 use std::ops::Range;
 
 /// Bytes of `struct virtio_net_hdr` (the TUN device is set to exactly this size).
@@ -311,27 +312,6 @@ pub(crate) fn finish_checksum(frame: &mut [u8]) {
     packet[at..at + 2].copy_from_slice(&sum.to_be_bytes());
     h.flags &= !F_NEEDS_CSUM;
     h.write(hdr);
-}
-
-/// Adds `bytes` as big-endian 16-bit words (a last odd byte padded with zero) to `sum`. Sums
-/// of up to 64 KB cannot overflow 32 bits from below 2^16 · 2^16.
-pub(crate) fn sum16(bytes: &[u8], mut sum: u32) -> u32 {
-    let mut words = bytes.chunks_exact(2);
-    for w in &mut words {
-        sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
-    }
-    if let [last] = words.remainder() {
-        sum += u32::from(*last) << 8;
-    }
-    sum
-}
-
-/// The ones'-complement sum folded to 16 bits (not inverted).
-pub(crate) fn fold(mut sum: u32) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
 }
 
 #[cfg(test)]

@@ -6,10 +6,10 @@
 //! same bytes.
 
 use crate::pcapng::{Interface, Pcapng};
-use crate::segment::{fold, sum16};
 use netloom_engine::tap::{Carried, Seen, Tapped};
 use netloom_engine::traffic::SourceKind;
 use netloom_engine::Engine;
+use netloom_packet::{fold, sum16};
 use netloom_topo::PipeId;
 use std::io::Write;
 use std::net::Ipv4Addr;

@@ -1,7 +1,8 @@
 //! Where cgroup v2 lives on this machine: its mount (on a hybrid layout, such as this VM's,
 //! `/sys/fs/cgroup/unified`; on a unified one, `/sys/fs/cgroup`) and a process's cgroup in it.
 
-use std::path::PathBuf;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 
 /// The mount point of the cgroup v2 hierarchy, from `/proc/self/mountinfo`; `None` if cgroup2
 /// is not mounted.
@@ -54,9 +55,46 @@ pub fn cgroup_of(pid: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The ids of the cgroup v2 at `dir` and of every cgroup below it: the inodes of the directory
+/// and of each directory under it (a cgroup's id is its directory's inode). A directory that
+/// goes while the tree is read is skipped.
+pub fn cgroup_tree(dir: &Path) -> Vec<u64> {
+    let mut ids = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(meta) = std::fs::metadata(&dir) else {
+            continue;
+        };
+        ids.push(meta.ino());
+        let below = std::fs::read_dir(&dir).into_iter().flatten().flatten();
+        stack.extend(
+            below
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path()),
+        );
+    }
+    ids
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tree_has_the_ids_of_its_directory_and_of_every_one_below() {
+        let top = std::env::temp_dir().join(format!("netloom-cgroup-tree-{}", std::process::id()));
+        std::fs::create_dir_all(top.join("a/b")).unwrap();
+        std::fs::create_dir_all(top.join("c")).unwrap();
+        std::fs::write(top.join("a/file"), "not a cgroup").unwrap();
+        let ino = |p: &str| std::fs::metadata(top.join(p)).unwrap().ino();
+        let mut ids = cgroup_tree(&top);
+        ids.sort();
+        let mut want = vec![ino(""), ino("a"), ino("a/b"), ino("c")];
+        want.sort();
+        assert_eq!(ids, want);
+        assert!(cgroup_tree(&top.join("gone")).is_empty());
+        std::fs::remove_dir_all(&top).unwrap();
+    }
 
     #[test]
     fn the_cgroup2_mount_is_found_on_hybrid_and_unified_layouts() {

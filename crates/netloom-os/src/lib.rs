@@ -1,4 +1,4 @@
-//! netloom's OS edge: network namespaces, TUN devices, netfilter queues, epoll, CPU placement, keeping CPUs awake
+//! netloom's OS edge: network namespaces, TUN devices, netfilter queues, raw sockets, epoll, CPU placement, keeping CPUs awake
 //! and the registry of running experiments. Every `unsafe` block and every syscall of the project
 //! lives in this crate; the engine above it only sees file descriptors, packets and plain data.
 //!
@@ -18,6 +18,7 @@ mod nfqueue;
 mod peer;
 mod plan;
 mod poller;
+mod raw;
 mod registry;
 mod router;
 mod signal;
@@ -27,7 +28,7 @@ mod testbed;
 mod tun;
 
 pub use awake::KeepAwake;
-pub use cgroup::{cgroup2_mount, cgroup_of};
+pub use cgroup::{cgroup2_mount, cgroup_of, cgroup_tree};
 pub use child::{die_with_parent, set_receive_buffer};
 pub use cleanup::{clean, stop, terminate, CleanReport};
 pub use cpu::{
@@ -45,6 +46,7 @@ pub use plan::{
     DEFAULT_MTU, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU,
 };
 pub use poller::Poller;
+pub use raw::RawSender;
 pub use registry::{create_log, find_host, log_path, registry_dir, running, Record, RecordHost};
 pub use router::{
     device_names, link_local, KernelInterface, KernelRouterSpec, StaticRoute, MAX_DEVICE_NAME,

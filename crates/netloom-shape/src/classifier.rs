@@ -4,8 +4,9 @@
 
 use crate::spec::{Cgroup, PortRange, Prefix, Proto, Role, Selector};
 use netloom_link::Ecn;
+use netloom_packet::Layout;
 use rustc_hash::FxHashMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 
 /// Which way a packet crosses this machine's stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -44,50 +45,19 @@ impl Packet {
     /// when it is neither or too short. IPv6 extension headers are not followed (the ports of
     /// such a packet read as 0).
     pub fn parse(direction: Direction, header: &[u8], owner: Option<(u32, u32)>) -> Option<Packet> {
-        let (proto, src, dst, l4) = match header.first()? >> 4 {
-            4 if header.len() >= 20 => {
-                let ihl = usize::from(header[0] & 0x0f) * 4;
-                let s: [u8; 4] = header[12..16].try_into().ok()?;
-                let d: [u8; 4] = header[16..20].try_into().ok()?;
-                // A fragment after the first carries no ports.
-                let offset = u16::from_be_bytes([header[6], header[7]]) & 0x1fff;
-                let l4 = if offset == 0 { header.get(ihl..) } else { None };
-                (
-                    header[9],
-                    IpAddr::V4(Ipv4Addr::from(s)),
-                    IpAddr::V4(Ipv4Addr::from(d)),
-                    l4,
-                )
-            }
-            6 if header.len() >= 40 => {
-                let s: [u8; 16] = header[8..24].try_into().ok()?;
-                let d: [u8; 16] = header[24..40].try_into().ok()?;
-                (
-                    header[6],
-                    IpAddr::V6(Ipv6Addr::from(s)),
-                    IpAddr::V6(Ipv6Addr::from(d)),
-                    header.get(40..),
-                )
-            }
-            _ => return None,
-        };
-        let ports = match (proto, l4) {
-            (6 | 17, Some(l4)) if l4.len() >= 4 => (
-                u16::from_be_bytes([l4[0], l4[1]]),
-                u16::from_be_bytes([l4[2], l4[3]]),
-            ),
-            _ => (0, 0),
-        };
+        let layout = Layout::of(header)?;
+        let (src, dst) = layout.addresses(header);
+        let (sport, dport) = layout.ports(header).unwrap_or((0, 0));
         Some(Packet {
             direction,
-            proto,
+            proto: layout.proto,
             src,
             dst,
-            sport: ports.0,
-            dport: ports.1,
+            sport,
+            dport,
             owner,
             cgroup: None,
-            ecn: netloom_live::ecn(header),
+            ecn: netloom_packet::ecn(header),
         })
     }
 
@@ -130,9 +100,9 @@ pub struct Rule {
     pub cgroup: Option<Cgroup>,
     /// The link whose pipe the packet goes to.
     pub link: u32,
-    /// Its pipe marks CE (`ecn=true`), so the kernel must copy the whole packet up, for the
-    /// mark to be written into it.
-    pub rewrites: bool,
+    /// The kernel must copy its packets up whole: its pipe marks CE (`ecn=true`), written into
+    /// the packet, or duplicates (`duplicate`), sending a copy of it.
+    pub whole: bool,
 }
 
 impl Rule {
@@ -161,7 +131,7 @@ impl Rule {
                     gid: selector.gid,
                     cgroup: None,
                     link,
-                    rewrites: false,
+                    whole: false,
                 });
             }
         }
@@ -187,6 +157,12 @@ pub struct Classifier {
     /// Does some rule need the owner of an arriving packet's socket (a user's rule, or an
     /// `IN` rule with an owner)?
     receivers: bool,
+    /// Does some rule name a cgroup? (Asked per packet, so kept rather than searched.)
+    cgrouped: bool,
+    /// Sockets' cgroup ids learned so far (`learn_cgroup`), each with the ids of the rules'
+    /// cgroups it is below: a rule's cgroup takes its own sockets and those of every cgroup
+    /// under it, as the kernel's `-m cgroup --path` does.
+    below: FxHashMap<u64, Vec<u64>>,
 }
 
 /// One alternative of a rule, flattened into 20 bytes of plain integers, so a tenant's 16
@@ -319,7 +295,7 @@ impl Entry {
     }
 
     #[inline]
-    fn matches(&self, p: &Flat, tenant: u32, extras: &[Extra]) -> bool {
+    fn matches(&self, p: &Flat<'_>, tenant: u32, extras: &[Extra]) -> bool {
         if self.flags & OUT != p.direction
             || self.flags & p.proto == 0
             || !(self.local.0..=self.local.1).contains(&p.local)
@@ -348,12 +324,14 @@ impl Entry {
         in_net
             && (extra.uid == ANY || p.owner.is_some_and(|(u, _)| u == extra.uid))
             && (extra.gid == ANY || p.owner.is_some_and(|(_, g)| g == extra.gid))
-            && (extra.cgroup == ANY_CGROUP || p.cgroup == Some(extra.cgroup))
+            && (extra.cgroup == ANY_CGROUP
+                || p.cgroup == Some(extra.cgroup)
+                || p.below.contains(&extra.cgroup))
     }
 }
 
 /// A packet as the entries compare it: computed once per classification.
-struct Flat {
+struct Flat<'a> {
     /// `OUT` or 0.
     direction: u8,
     /// `TCP`, `UDP` or 0 (neither: no entry takes it).
@@ -364,10 +342,12 @@ struct Flat {
     v6: bool,
     owner: Option<(u32, u32)>,
     cgroup: Option<u64>,
+    /// The rules' cgroups its socket's cgroup is below.
+    below: &'a [u64],
 }
 
-impl Flat {
-    fn new(packet: &Packet) -> Flat {
+impl<'a> Flat<'a> {
+    fn new(packet: &Packet, below: &'a [u64]) -> Flat<'a> {
         let (local, remote, remote_port) = packet.sides();
         Flat {
             direction: match packet.direction {
@@ -385,6 +365,7 @@ impl Flat {
             v6: remote.is_ipv6(),
             owner: packet.owner,
             cgroup: packet.cgroup,
+            below,
         }
     }
 }
@@ -417,6 +398,7 @@ impl Classifier {
                 || rules
                     .iter()
                     .any(|r| r.direction == Direction::In && (r.uid.is_some() || r.gid.is_some()));
+            classifier.cgrouped |= rules.iter().any(|r| r.cgroup.is_some());
             classifier.rules.extend(rules);
             let end = classifier.entries.len() as u32;
             classifier.dispatch.entry(tenant).or_insert((start, end)).1 = end;
@@ -426,7 +408,7 @@ impl Classifier {
 
     /// The link of the first of `tenant`'s rules the packet matches.
     pub fn classify(&self, tenant: u32, packet: &Packet) -> Option<u32> {
-        self.scan(self.block(tenant), &Flat::new(packet))
+        self.scan(self.block(tenant), &self.flat(packet))
     }
 
     /// The link of the first rule that takes `packet`, tenants being users: root's links
@@ -434,7 +416,7 @@ impl Classifier {
     /// owns, so nothing a user writes reaches another user's traffic, and a packet whose socket
     /// the kernel did not report belongs to no user. Root's links come first.
     pub fn classify_owned(&self, packet: &Packet) -> Option<u32> {
-        let flat = Flat::new(packet);
+        let flat = self.flat(packet);
         self.scan(self.block(ROOT), &flat)
             .or_else(|| self.scan(self.user_block(packet), &flat))
     }
@@ -458,10 +440,41 @@ impl Classifier {
                 Some((packet, block))
             });
             for (packet, block) in batch.into_iter().flatten() {
-                let flat = Flat::new(packet);
+                let flat = self.flat(packet);
                 links.push(self.scan(root, &flat).or_else(|| self.scan(block, &flat)));
             }
         }
+    }
+
+    /// The packet as the entries compare it, with the rules' cgroups its socket's is below.
+    fn flat(&self, packet: &Packet) -> Flat<'_> {
+        let below = match packet.cgroup {
+            Some(id) => self.below.get(&id).map_or(&[][..], Vec::as_slice),
+            None => &[],
+        };
+        Flat::new(packet, below)
+    }
+
+    /// Has the cgroup with id `id` been learned (`learn_cgroup`) since the rules last changed?
+    pub fn knows_cgroup(&self, id: u64) -> bool {
+        self.below.contains_key(&id)
+    }
+
+    /// Learns that sockets of the cgroup with id `id` are below the rules' cgroups with ids
+    /// `within` (found by `Cgroup::tree`); a cgroup keeps its place in the tree for its life.
+    pub fn learn_cgroup(&mut self, id: u64, within: Vec<u64>) {
+        self.below.insert(id, within);
+    }
+
+    /// The distinct cgroups the rules name.
+    pub fn cgroups(&self) -> Vec<&Cgroup> {
+        let mut named: Vec<&Cgroup> = Vec::new();
+        for c in self.rules.iter().filter_map(|r| r.cgroup.as_ref()) {
+            if named.iter().all(|n| n.id != c.id) {
+                named.push(c);
+            }
+        }
+        named
     }
 
     /// The range of `entries` that is `tenant`'s (empty if it has none).
@@ -491,7 +504,7 @@ impl Classifier {
     }
 
     /// The link of the first entry of `block` the packet matches.
-    fn scan(&self, block: Block, flat: &Flat) -> Option<u32> {
+    fn scan(&self, block: Block, flat: &Flat<'_>) -> Option<u32> {
         self.entries[block.start as usize..block.end as usize]
             .iter()
             .find(|e| e.matches(flat, block.tenant, &self.extras))
@@ -511,7 +524,7 @@ impl Classifier {
 
     /// Does any rule name a cgroup? (Only then must a packet's socket's cgroup be found.)
     pub fn has_cgroups(&self) -> bool {
-        self.extras.iter().any(|e| e.cgroup != ANY_CGROUP)
+        self.cgrouped
     }
 
     /// Every rule, tenant by tenant, each tenant's in order.
@@ -525,6 +538,7 @@ mod tests {
     use super::*;
     use crate::spec::parse_selector;
     use rand::Rng;
+    use std::net::{Ipv4Addr, Ipv6Addr};
 
     #[test]
     fn a_users_links_take_only_packets_of_that_users_sockets_and_roots_take_all() {
@@ -717,7 +731,7 @@ mod tests {
                     owner: tenant,
                 }),
                 link,
-                rewrites: false,
+                whole: false,
             }
         }
 
@@ -778,6 +792,45 @@ mod tests {
         p.cgroup = Some(8);
         assert_eq!(c.classify(0, &p), None);
         assert!(!Classifier::new(vec![(0, rules("server 80", 1))]).has_cgroups());
+    }
+
+    #[test]
+    fn a_cgroup_rule_takes_the_cgroups_below_it_once_they_are_learned_in_rule_order() {
+        let cgroup = |id| Cgroup {
+            path: format!("/c{id}"),
+            id,
+            owner: 0,
+        };
+        // Link 1: port 80 in cgroup 7; link 2: ports 80 and 443 in cgroup 9, itself below 7.
+        let mut first = rules("server 80", 1);
+        let mut second = rules("server 80,443", 2);
+        first.iter_mut().for_each(|r| r.cgroup = Some(cgroup(7)));
+        second.iter_mut().for_each(|r| r.cgroup = Some(cgroup(9)));
+        first.extend(second);
+        let mut c = Classifier::new(vec![(0, first)]);
+        assert_eq!(
+            c.cgroups().iter().map(|g| g.id).collect::<Vec<_>>(),
+            vec![7, 9]
+        );
+        // A socket in cgroup 12, below 9 (and so below 7): unknown, it is nobody's.
+        let to = |port| {
+            let mut p = tcp(Direction::In, "10.0.0.1", 5555, "10.0.0.2", port);
+            p.cgroup = Some(12);
+            p
+        };
+        assert!(!c.knows_cgroup(12));
+        assert_eq!(c.classify(0, &to(80)), None);
+        c.learn_cgroup(12, vec![7, 9]);
+        assert!(c.knows_cgroup(12));
+        // First match: the first link takes port 80, the second what only it selects.
+        assert_eq!(c.classify(0, &to(80)), Some(1));
+        assert_eq!(c.classify(0, &to(443)), Some(2));
+        assert_eq!(c.classify_owned(&to(443)), Some(2));
+        // A cgroup learned to be below none stays unshaped.
+        c.learn_cgroup(13, Vec::new());
+        let mut other = to(80);
+        other.cgroup = Some(13);
+        assert_eq!(c.classify(0, &other), None);
     }
 
     #[test]

@@ -3,13 +3,14 @@
 //! line in, one out) from root and from unprivileged users, each known by the socket's peer
 //! credentials and held to their own links and limits. It ends on `stop` or SIGTERM (or, when
 //! started by a first request, when its last link is deleted), and removes its rules as it goes.
+//! A pipe's duplicates are sent from a raw socket with netloom's mark, which its rules skip.
 
-use crate::classifier::{Classifier, Direction, Packet, Rule, ROOT};
-use crate::kernel::{self, QUEUES};
+use crate::classifier::{Direction, Packet, Rule, ROOT};
+use crate::kernel::{self, DUPLICATE_MARK, QUEUES};
 use crate::limits::{config_path, Tenancy};
 use crate::shaper::{Arrival, LinkReport, Shaper, Target};
 use crate::spec::{parse_selector, Cgroup, LinkSpec, SYSTEM_PROFILES};
-use netloom_os::{NfQueue, OsError, Poller, SocketOwner, SocketTable, Verdict};
+use netloom_os::{NfQueue, OsError, Poller, RawSender, SocketOwner, SocketTable, Verdict};
 use netloom_time::{Clock, Instant, SystemClock};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -203,27 +204,29 @@ pub fn clean() -> Vec<String> {
 /// inode is found (a name in `/run/netns`, or any process's `/proc/PID/ns/net`), its chains
 /// are removed inside it (from a thread that enters it, so the iptables it runs are the
 /// namespace's), and the pid and socket files go. A namespace no longer found has gone, and
-/// its rules with it. Every shaping process does this as it starts, and `netloom clean`.
+/// its rules with it. Every shaping process does this as it starts and then every
+/// `SWEEP_EVERY` while it runs, and `netloom clean`.
 pub fn sweep_dead() -> Vec<String> {
     let mut removed = Vec::new();
     let dir = netloom_os::registry_dir();
-    let dead: Vec<(PathBuf, u64)> = std::fs::read_dir(&dir)
+    let dead: Vec<(PathBuf, u64, String)> = std::fs::read_dir(&dir)
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
             let inode = name.strip_prefix("shape-netns-")?.strip_suffix(".pid")?;
-            Some((e.path(), inode.parse().ok()?))
+            let pid = std::fs::read_to_string(e.path()).ok()?;
+            Some((e.path(), inode.parse().ok()?, pid))
         })
-        .filter(|(pid_file, _)| {
-            !std::fs::read_to_string(pid_file)
-                .ok()
-                .and_then(|p| p.trim().parse::<u32>().ok())
-                .is_some_and(alive)
-        })
+        .filter(|(_, _, pid)| !pid.trim().parse::<u32>().is_ok_and(alive))
         .collect();
-    for (pid_file, inode) in dead {
+    for (pid_file, inode, pid) in dead {
+        // A new shaping process of that namespace may have started meanwhile: its file, its
+        // rules.
+        if std::fs::read_to_string(&pid_file).ok().as_ref() != Some(&pid) {
+            continue;
+        }
         if let Some(file) = namespace_file(inode) {
             let name = file.display().to_string();
             let swept = std::thread::spawn(move || {
@@ -299,6 +302,24 @@ fn end_process(pid_file: &std::path::Path, removed: &mut Vec<String>) {
     }
 }
 
+/// How often a running shaping process looks for other namespaces' processes that were killed
+/// (`sweep_dead`), so their rules go soon after, not at the next start.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Starts the thread that runs `sweep_dead` every `SWEEP_EVERY`, for the process's life.
+fn sweeper() -> Result<(), DaemonError> {
+    std::thread::Builder::new()
+        .name("shape-sweeper".to_string())
+        .spawn(|| loop {
+            std::thread::sleep(SWEEP_EVERY);
+            for what in sweep_dead() {
+                eprintln!("netloom shape: removed {what} (its shaping process was killed)");
+            }
+        })
+        .map(drop)
+        .map_err(|e| DaemonError::Io(format!("start the sweeping thread: {e}")))
+}
+
 /// Why the shaping process could not start or went wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -330,6 +351,7 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     std::fs::create_dir_all(&dir)
         .map_err(|e| DaemonError::Io(format!("{}: {e}", dir.display())))?;
     let sockets = SocketTable::open()?;
+    let raw = RawSender::open(DUPLICATE_MARK)?;
     let mut queue = NfQueue::open()?;
     queue.bind(QUEUES.header, COPY, MAX_HELD)?;
     queue.bind(QUEUES.whole, COPY_WHOLE, MAX_HELD)?;
@@ -341,6 +363,7 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     std::fs::write(&pid_path, format!("{}\n", std::process::id()))
         .map_err(|e| DaemonError::Io(format!("{}: {e}", pid_path.display())))?;
     let stopping = netloom_os::install_stop_handler()?;
+    sweeper()?;
     let (woken, requests) = reader(listener)?;
     let mut poller = Poller::new()?;
     poller.add(queue.as_fd(), 0)?;
@@ -354,6 +377,9 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
         verdicts: Vec::new(),
         whole_verdicts: Vec::new(),
         copies: HashMap::new(),
+        raw,
+        duplicates: HashMap::new(),
+        unsent: 0,
         groups: HashMap::new(),
     };
     let result = serve_loop(
@@ -368,8 +394,8 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     let _ = std::fs::remove_file(&pid_path);
     let sent = io.queue.stats();
     eprintln!(
-        "netloom shape: {} packets given verdicts in {} messages and {} sendto calls",
-        sent.packets, sent.messages, sent.sends
+        "netloom shape: {} packets given verdicts in {} messages and {} sendto calls; {} duplicates not sent",
+        sent.packets, sent.messages, sent.sends, io.unsent
     );
     result
 }
@@ -406,8 +432,15 @@ trait LoopIo {
     fn socket(&mut self, proto: u8, local: SocketAddr, remote: SocketAddr) -> Option<SocketOwner>;
     /// The primary group of user `uid`'s account.
     fn primary_group(&mut self, uid: u32) -> Option<u32>;
+    /// The ids of the cgroups among `named` that the cgroup with id `id` is below.
+    fn cgroups_above(&mut self, id: u64, named: &[&Cgroup]) -> Vec<u64>;
     /// Marks CE the held packets a pipe marked (their whole copies, given back at the verdict).
     fn mark(&mut self, marked: &[Handle]);
+    /// Keeps the whole copies of held packets a pipe duplicated, as they are now (marked or
+    /// not), for `send_copies`.
+    fn duplicate(&mut self, duplicated: &[Handle]);
+    /// Sends the kept copies whose exit has come (true), or forgets them (false).
+    fn send_copies(&mut self, copies: &[(Handle, bool)]);
     /// Gives the verdicts (packet, accept) on held packets.
     fn verdicts(&mut self, decided: &[(Handle, bool)]);
     /// Makes the kernel's rules `rules`.
@@ -429,6 +462,15 @@ struct KernelIo {
     whole_verdicts: Vec<(u32, Verdict)>,
     /// The packets of the whole-copy queue held now, by id, each with whether it was marked.
     copies: HashMap<u32, (Vec<u8>, bool)>,
+    /// Sends duplicates, marked so netloom's rules let them go.
+    raw: RawSender,
+    /// The duplicates pipes made, by the id of their original in the whole-copy queue, until
+    /// their exit.
+    duplicates: HashMap<u32, Vec<u8>>,
+    /// Duplicates that could not be sent: their original came through the header-only queue
+    /// (its link began duplicating while it was held), was longer than the queue copies, or
+    /// the raw socket refused them.
+    unsent: u64,
     /// Users' primary groups, read once each while the process runs.
     groups: HashMap<u32, Option<u32>>,
 }
@@ -456,7 +498,9 @@ impl LoopIo for KernelIo {
                     _ => None,
                 };
                 let whole = p.queue == QUEUES.whole;
-                if whole {
+                // A packet longer than the copy is neither rewritten (the verdict's payload
+                // would trim it) nor duplicated.
+                if whole && p.header.len() == p.len as usize {
                     copies.insert(p.id, (p.header.to_vec(), false));
                 }
                 out.push(Queued {
@@ -488,11 +532,43 @@ impl LoopIo for KernelIo {
             .or_insert_with(|| netloom_os::primary_group(uid))
     }
 
+    fn cgroups_above(&mut self, id: u64, named: &[&Cgroup]) -> Vec<u64> {
+        // Read afresh: a cgroup made below a named one after the link was set is found too.
+        named
+            .iter()
+            .filter(|c| c.id != id && c.tree().contains(&id))
+            .map(|c| c.id)
+            .collect()
+    }
+
     fn mark(&mut self, marked: &[Handle]) {
         for handle in marked.iter().filter(|h| h.whole) {
             if let Some((packet, marked)) = self.copies.get_mut(&handle.id) {
-                netloom_live::set_ce(packet);
+                netloom_packet::set_ce(packet);
                 *marked = true;
+            }
+        }
+    }
+
+    fn duplicate(&mut self, duplicated: &[Handle]) {
+        for handle in duplicated {
+            match self.copies.get(&handle.id).filter(|_| handle.whole) {
+                Some((packet, _)) => {
+                    self.duplicates.insert(handle.id, packet.clone());
+                }
+                None => self.unsent += 1,
+            }
+        }
+    }
+
+    fn send_copies(&mut self, copies: &[(Handle, bool)]) {
+        for &(handle, send) in copies {
+            let Some(packet) = self.duplicates.remove(&handle.id).filter(|_| handle.whole) else {
+                continue; // counted when it was duplicated
+            };
+            // Counted, not logged: a burst would flood the log; the count is logged at the end.
+            if send && self.raw.send(&packet).is_err() {
+                self.unsent += 1;
             }
         }
     }
@@ -557,7 +633,7 @@ fn serve_loop(
     tenancy: &mut Tenancy,
 ) -> Result<(), DaemonError> {
     let mut shaper: Shaper<Handle> = Shaper::new(std::process::id().into());
-    let mut marked = Vec::new();
+    let (mut marked, mut duplicated, mut copies) = (Vec::new(), Vec::new(), Vec::new());
     let mut queued = Vec::new();
     let (mut batch, mut fates) = (Vec::new(), Vec::new());
     let mut out = Vec::new();
@@ -581,7 +657,7 @@ fn serve_loop(
         for q in queued.drain(..) {
             match q.packet {
                 Some(mut packet) => {
-                    find_socket(io, shaper.classifier(), &mut packet);
+                    find_socket(io, &mut shaper, &mut packet);
                     batch.push((packet, q.len, q.handle));
                 }
                 None => out.push((q.handle, true)),
@@ -590,6 +666,9 @@ fn serve_loop(
         shaper.arrive_batch(clock.now(), &mut batch, &mut fates);
         for (id, fate) in fates.drain(..) {
             match fate {
+                Arrival::Held {
+                    duplicate: Some(_), ..
+                } => duplicated.push(id),
                 Arrival::Held { .. } | Arrival::Waiting { .. } => {}
                 Arrival::Unmatched => out.push((id, true)),
                 Arrival::Dropped(_) => out.push((id, false)),
@@ -599,8 +678,15 @@ fn serve_loop(
         shaper.take_marked(&mut marked);
         io.mark(&marked);
         marked.clear();
+        // After the marks, so a marked packet's copy is marked too.
+        io.duplicate(&duplicated);
+        duplicated.clear();
         io.verdicts(&out);
         out.clear();
+        // After the verdicts, so a copy leaving in the same turn as its original follows it.
+        shaper.take_copies(&mut copies);
+        io.send_copies(&copies);
+        copies.clear();
         if asked {
             let mut stop = false;
             while let Ok(asked) = requests.try_recv() {
@@ -633,11 +719,13 @@ fn serve_loop(
 /// of the kernel's socket table: the owner of the socket an arriving packet will reach (the
 /// kernel looks it up after INPUT on loopback), so a user's IN pipes take only packets for
 /// that user's sockets and IN rules with an owner can match, and, while a rule names a
-/// cgroup, the socket's cgroup in either direction (the queue never reports it). sock_diag
-/// gives a socket's uid, not a group: an arriving packet's group is its owner's primary group
-/// (`u32::MAX`, which no gid rule matches, for a uid with no account). Leaving packets carry
-/// their owner and group from the queue.
-fn find_socket(io: &mut impl LoopIo, classifier: &Classifier, packet: &mut Packet) {
+/// cgroup, the socket's cgroup in either direction (the queue never reports it), and, the
+/// first time a cgroup is seen since the links changed, which of the named cgroups it is below.
+/// sock_diag gives a socket's uid, not a group: an arriving packet's group is its owner's
+/// primary group (`u32::MAX`, which no gid rule matches, for a uid with no account). Leaving
+/// packets carry their owner and group from the queue.
+fn find_socket(io: &mut impl LoopIo, shaper: &mut Shaper<Handle>, packet: &mut Packet) {
+    let classifier = shaper.classifier();
     let owner = packet.owner.is_none() && classifier.needs_receivers();
     if !(owner || classifier.has_cgroups()) || !matches!(packet.proto, 6 | 17) {
         return;
@@ -658,6 +746,11 @@ fn find_socket(io: &mut impl LoopIo, classifier: &Classifier, packet: &mut Packe
             packet.owner = Some((socket.uid, gid));
         }
         packet.cgroup = socket.cgroup;
+        let unknown = |id: &u64| classifier.has_cgroups() && !classifier.knows_cgroup(*id);
+        if let Some(id) = socket.cgroup.filter(unknown) {
+            let above = io.cgroups_above(id, &classifier.cgroups());
+            shaper.learn_cgroup(id, above);
+        }
     }
 }
 
@@ -925,8 +1018,40 @@ mod tests {
         replies: Vec<mpsc::Receiver<Reply>>,
         verdicts: Vec<(Instant, u32, bool)>,
         marked: Vec<u32>,
+        /// Copies kept, then sent (with the time) or forgotten.
+        duplicated: Vec<u32>,
+        sent: Vec<(Instant, u32, bool)>,
         installs: usize,
         removed: bool,
+        /// The socket every lookup finds, and the cgroup ids whose place was asked for.
+        socket: Option<SocketOwner>,
+        placed: Vec<u64>,
+    }
+
+    impl TestIo {
+        /// Plays `packets` and root's `requests` on `clock`, posting the requests to `post`.
+        fn new(
+            clock: &TestClock,
+            packets: Vec<(Instant, Queued)>,
+            requests: Vec<(Instant, Request)>,
+            post: mpsc::Sender<Asked>,
+        ) -> TestIo {
+            TestIo {
+                clock: clock.clone(),
+                packets: packets.into(),
+                requests: requests.into(),
+                post,
+                replies: Vec::new(),
+                verdicts: Vec::new(),
+                marked: Vec::new(),
+                duplicated: Vec::new(),
+                sent: Vec::new(),
+                installs: 0,
+                removed: false,
+                socket: None,
+                placed: Vec::new(),
+            }
+        }
     }
 
     impl LoopIo for TestIo {
@@ -972,15 +1097,31 @@ mod tests {
         }
 
         fn socket(&mut self, _: u8, _: SocketAddr, _: SocketAddr) -> Option<SocketOwner> {
-            None
+            self.socket
         }
 
         fn primary_group(&mut self, _: u32) -> Option<u32> {
             None
         }
 
+        /// Every cgroup is below every named one.
+        fn cgroups_above(&mut self, id: u64, named: &[&Cgroup]) -> Vec<u64> {
+            self.placed.push(id);
+            named.iter().map(|c| c.id).collect()
+        }
+
         fn mark(&mut self, marked: &[Handle]) {
             self.marked.extend(marked.iter().map(|h| h.id));
+        }
+
+        fn duplicate(&mut self, duplicated: &[Handle]) {
+            self.duplicated.extend(duplicated.iter().map(|h| h.id));
+        }
+
+        fn send_copies(&mut self, copies: &[(Handle, bool)]) {
+            let now = self.clock.now();
+            self.sent
+                .extend(copies.iter().map(|&(h, send)| (now, h.id, send)));
         }
 
         fn verdicts(&mut self, decided: &[(Handle, bool)]) {
@@ -1025,14 +1166,14 @@ mod tests {
         let clock = TestClock::new();
         let (post, requests) = mpsc::channel();
         let words = |text: &str| text.split_whitespace().map(String::from).collect();
-        let mut io = TestIo {
-            clock: clock.clone(),
-            packets: VecDeque::from([
+        let mut io = TestIo::new(
+            &clock,
+            vec![
                 (Instant(MS), to_port(1, 80)),
                 (Instant(2 * MS), to_port(2, 81)),
                 (Instant(5 * MS), to_port(3, 80)),
-            ]),
-            requests: VecDeque::from([
+            ],
+            vec![
                 (
                     Instant(0),
                     Request::Set {
@@ -1041,14 +1182,9 @@ mod tests {
                     },
                 ),
                 (Instant(40 * MS), Request::Delete { words: words("1") }),
-            ]),
+            ],
             post,
-            replies: Vec::new(),
-            verdicts: Vec::new(),
-            marked: Vec::new(),
-            installs: 0,
-            removed: false,
-        };
+        );
         let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
         let stopping = AtomicBool::new(false);
         // Until empty: the loop ends with the delete at 40 ms.
@@ -1073,6 +1209,101 @@ mod tests {
         assert_eq!(
             messages,
             vec![Some("link 1 made".into()), Some("link 1 deleted".into())]
+        );
+    }
+
+    #[test]
+    fn the_loop_sends_a_duplicate_at_its_exit_after_its_originals_verdict() {
+        let clock = TestClock::new();
+        let (post, requests) = mpsc::channel();
+        let words = |text: &str| text.split_whitespace().map(String::from).collect();
+        let mut io = TestIo::new(
+            &clock,
+            vec![(Instant(MS), to_port(1, 80)), (Instant(MS), to_port(2, 81))],
+            vec![
+                (
+                    Instant(0),
+                    Request::Set {
+                        words: words("client 80@127.0.0.1 OUT bw=12Mbit delay=20ms duplicate=100%"),
+                        profiles: Vec::new(),
+                    },
+                ),
+                (Instant(40 * MS), Request::Delete { words: words("1") }),
+            ],
+            post,
+        );
+        let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
+        let stopping = AtomicBool::new(false);
+        serve_loop(&mut io, &clock, &requests, &stopping, true, &mut tenancy).unwrap();
+        // 60 bytes at 12 Mbit/s: 40 µs each; the copy is serialized behind its original.
+        let tx = netloom_time::Rate::bps(12_000_000).tx_time(60).0;
+        assert_eq!(
+            io.verdicts,
+            vec![(Instant(MS), 2, true), (Instant(21 * MS + tx), 1, true)]
+        );
+        assert_eq!(io.duplicated, vec![1]);
+        assert_eq!(io.sent, vec![(Instant(21 * MS + 2 * tx), 1, true)]);
+    }
+
+    /// A packet arriving from 127.0.0.1:`sport`, whose socket the queue did not report.
+    fn from_port(id: u32, sport: u16) -> Queued {
+        let mut queued = to_port(id, 40000);
+        let packet = queued.packet.as_mut().expect("a packet");
+        packet.direction = Direction::In;
+        (packet.sport, packet.dport, packet.owner) = (sport, 40000, None);
+        queued
+    }
+
+    #[test]
+    fn the_loop_places_a_sockets_cgroup_once_and_only_while_a_rule_names_a_cgroup() {
+        if netloom_os::cgroup2_mount().is_none() {
+            eprintln!("skipped: no cgroup v2 here");
+            return;
+        }
+        let clock = TestClock::new();
+        let (post, requests) = mpsc::channel();
+        let set = |text: &str| Request::Set {
+            words: text.split_whitespace().map(String::from).collect(),
+            profiles: Vec::new(),
+        };
+        let mut io = TestIo::new(
+            &clock,
+            vec![
+                (Instant(MS), from_port(1, 80)),
+                (Instant(2 * MS), from_port(2, 80)),
+                (Instant(11 * MS), from_port(3, 81)),
+                (Instant(12 * MS), from_port(4, 81)),
+            ],
+            vec![
+                // A group on IN: each arriving packet's socket is looked up, for its owner.
+                (Instant(0), set("client 80@127.0.0.1 gid=5 IN delay=1ms")),
+                (
+                    Instant(10 * MS),
+                    set("client 81@127.0.0.1 cgroup=/ IN delay=1ms"),
+                ),
+                (Instant(20 * MS), Request::Stop),
+            ],
+            post,
+        );
+        io.socket = Some(SocketOwner {
+            uid: 0,
+            inode: 1,
+            cgroup: Some(7),
+        });
+        let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
+        let stopping = AtomicBool::new(false);
+        serve_loop(&mut io, &clock, &requests, &stopping, false, &mut tenancy).unwrap();
+        // Cgroup 7 is placed once, after a rule names a cgroup; its packets then take that rule.
+        assert_eq!(io.placed, vec![7]);
+        let one_ns = crate::spec::UNLIMITED.tx_time(60).0;
+        assert_eq!(
+            io.verdicts,
+            vec![
+                (Instant(MS), 1, true),
+                (Instant(2 * MS), 2, true),
+                (Instant(12 * MS + one_ns), 3, true),
+                (Instant(13 * MS + one_ns), 4, true),
+            ]
         );
     }
 

@@ -20,13 +20,16 @@ use std::process::{Command, Stdio};
 pub const CHAIN_IN: &str = "NETLOOM-SHAPE-IN";
 /// The chain for leaving packets, jumped to first from mangle OUTPUT.
 pub const CHAIN_OUT: &str = "NETLOOM-SHAPE-OUT";
+/// The mark (`SO_MARK`) of the duplicates the shaping process sends: each chain starts by
+/// letting packets with it go, so a copy is never queued again ("nl" and 1).
+pub const DUPLICATE_MARK: u32 = 0x6e6c_0001;
 /// The NFQUEUE numbers a set of rules sends packets to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Queues {
     /// Packets of which only the header is copied up (their verdict is accept or drop).
     pub header: u16,
-    /// Packets of rules that `rewrite` (their pipe marks CE): copied up whole, for the verdict
-    /// to carry the marked packet back.
+    /// Packets of `whole` rules (their pipe marks CE or duplicates): copied up whole, for the
+    /// verdict to carry the marked packet back or a copy to be sent.
     pub whole: u16,
 }
 
@@ -69,11 +72,15 @@ impl Family {
 }
 
 /// The `iptables-restore --noflush` input that replaces netloom's chains of `family` with
-/// `rules`, in order (declaring a chain empties it, so the swap is one transaction).
+/// `rules`, in order, after the rule that lets netloom's duplicates go (declaring a chain
+/// empties it, so the swap is one transaction).
 pub fn restore_script(family: Family, rules: &[Rule], queues: Queues) -> String {
     let mut s = format!("*mangle\n:{CHAIN_IN} - [0:0]\n:{CHAIN_OUT} - [0:0]\n");
+    for chain in [CHAIN_IN, CHAIN_OUT] {
+        let _ = writeln!(s, "-A {chain} -m mark --mark {DUPLICATE_MARK:#x} -j RETURN");
+    }
     for rule in rules {
-        let queue = match rule.rewrites {
+        let queue = match rule.whole {
             true => queues.whole,
             false => queues.header,
         };
@@ -282,12 +289,17 @@ mod tests {
         assert_eq!(
             v4,
             "*mangle\n:NETLOOM-SHAPE-IN - [0:0]\n:NETLOOM-SHAPE-OUT - [0:0]\n\
+             -A NETLOOM-SHAPE-IN -m mark --mark 0x6e6c0001 -j RETURN\n\
+             -A NETLOOM-SHAPE-OUT -m mark --mark 0x6e6c0001 -j RETURN\n\
              -A NETLOOM-SHAPE-IN -p tcp -s 127.0.0.1/32 --sport 18080:18080 -j NFQUEUE --queue-num 9 --queue-bypass\n\
              -A NETLOOM-SHAPE-OUT -p tcp -d 127.0.0.1/32 --dport 18080:18080 -j NFQUEUE --queue-num 9 --queue-bypass\n\
              COMMIT\n"
         );
-        // An IPv4 peer makes no IPv6 rule: the IPv6 chains stay empty.
-        assert!(!restore_script(Family::V6, &r, NINE).contains("-A "));
+        // An IPv4 peer makes no IPv6 rule: the IPv6 chains have only the duplicates' rules.
+        assert_eq!(
+            restore_script(Family::V6, &r, NINE).matches("-A ").count(),
+            2
+        );
     }
 
     #[test]
@@ -325,7 +337,7 @@ mod tests {
     #[test]
     fn rules_of_pipes_that_mark_ce_send_their_packets_to_the_whole_copy_queue() {
         let mut r = rules("server 80 proto=tcp IN delay=1ms OUT delay=1ms");
-        r[1].rewrites = true;
+        r[1].whole = true;
         let script = restore_script(Family::V4, &r, NINE);
         assert!(
             script.contains("-A NETLOOM-SHAPE-IN -p tcp --dport 80:80 -j NFQUEUE --queue-num 9 ")

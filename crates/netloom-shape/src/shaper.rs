@@ -3,6 +3,8 @@
 //! back, at those times, the handles of packets to accept or drop. A pipe under FQ-CoDel
 //! decides departures later than arrival (its deferred interface): its packets wait in the
 //! shaper until its scheduler picks them, and `next_due` includes when it next must be asked.
+//! A pipe that duplicates a packet schedules its copy as a second packet behind it (as in a
+//! run); `take_copies` gives back, at the copy's exit, the handle whose packet is to be sent again.
 
 use crate::classifier::{Classifier, Direction, Packet, Rule, ROOT};
 use crate::spec::{Cgroup, LinkSpec, PipeSpec, Pipes, Selector};
@@ -46,12 +48,14 @@ struct Waiting<H> {
     bytes: u32,
 }
 
-/// A packet held until its exit.
+/// A packet held until its exit, or the duplicate a pipe made of one.
 struct Held<H> {
     handle: H,
     serial: u64,
     ticket: Ticket,
     bytes: u32,
+    /// The pipe's copy of `handle`'s packet: at its exit it is sent, not given a verdict.
+    copy: bool,
 }
 
 /// What became of an arriving packet.
@@ -67,6 +71,9 @@ pub enum Arrival {
         exit: Instant,
         /// The link that holds it.
         link: u32,
+        /// When the copy the pipe made of it leaves, if it made one: the caller keeps the
+        /// packet's bytes until `take_copies` gives the handle back.
+        duplicate: Option<Instant>,
     },
     /// Held by a pipe that decides its departure later (FQ-CoDel); `due` gives it back when
     /// it leaves or is dropped.
@@ -141,6 +148,9 @@ pub struct Shaper<H> {
     decided: Vec<(H, bool)>,
     /// Packets a pipe marked CE since `take_marked` was last called.
     marked: Vec<H>,
+    /// Copies whose exit has come since `take_copies` was last called: true to send, false
+    /// if their pipe dropped them at the exit (it went down).
+    copies: Vec<(H, bool)>,
     dequeued: Vec<Dequeued>,
 }
 
@@ -160,6 +170,7 @@ impl<H: Copy> Shaper<H> {
             next_waiting: 0,
             decided: Vec::new(),
             marked: Vec::new(),
+            copies: Vec::new(),
             dequeued: Vec::new(),
         }
     }
@@ -252,6 +263,12 @@ impl<H: Copy> Shaper<H> {
         &self.classifier
     }
 
+    /// Learns where the cgroup with id `id` is: below the links' cgroups with ids `within`
+    /// (`Classifier::learn_cgroup`; forgotten when the links change).
+    pub fn learn_cgroup(&mut self, id: u64, within: Vec<u64>) {
+        self.classifier.learn_cgroup(id, within);
+    }
+
     fn rebuild(&mut self) {
         let mut tenants: Vec<(u32, Vec<Rule>)> = Vec::new();
         for link in &self.links {
@@ -270,7 +287,10 @@ impl<H: Copy> Shaper<H> {
                     Direction::In => link.inbound,
                     Direction::Out => link.outbound,
                 };
-                rule.rewrites = pipe.is_some_and(|i| link.pipes[i].pipe.config().ecn);
+                rule.whole = pipe.is_some_and(|i| {
+                    let config = link.pipes[i].pipe.config();
+                    config.ecn || config.duplicate > 0.0
+                });
                 if link.owner != ROOT {
                     rule.uid = Some(link.owner);
                 }
@@ -369,25 +389,37 @@ impl<H: Copy> Shaper<H> {
         };
         match slot.pipe.offer(now, bytes, meta) {
             Admission::Dropped(cause) => Arrival::Dropped(cause),
-            Admission::Scheduled { first, marked, .. } => {
+            Admission::Scheduled {
+                first,
+                duplicate,
+                marked,
+            } => {
                 if marked {
                     self.marked.push(handle);
                 }
-                let key = self.next_key;
-                self.next_key += 1;
-                self.exits.push(Reverse((first.exit, key)));
-                self.held.insert(
-                    key,
-                    Held {
-                        handle,
-                        serial: slot.serial,
-                        ticket: first.ticket,
-                        bytes,
-                    },
-                );
+                let serial = slot.serial;
+                let departures =
+                    std::iter::once((first, false)).chain(duplicate.map(|d| (d, true)));
+                for (departure, copy) in departures {
+                    let key = self.next_key;
+                    self.next_key += 1;
+                    self.exits.push(Reverse((departure.exit, key)));
+                    let ticket = departure.ticket;
+                    self.held.insert(
+                        key,
+                        Held {
+                            handle,
+                            serial,
+                            ticket,
+                            bytes,
+                            copy,
+                        },
+                    );
+                }
                 Arrival::Held {
                     exit: first.exit,
                     link: link_id,
+                    duplicate: duplicate.map(|d| d.exit),
                 }
             }
         }
@@ -434,7 +466,10 @@ impl<H: Copy> Shaper<H> {
                 Some(slot) => slot.pipe.release(at, held.ticket, held.bytes),
                 None => true,
             };
-            out.push((held.handle, accept));
+            match held.copy {
+                true => self.copies.push((held.handle, accept)),
+                false => out.push((held.handle, accept)),
+            }
         }
     }
 
@@ -472,6 +507,7 @@ impl<H: Copy> Shaper<H> {
                                 serial: w.serial,
                                 ticket: departure.ticket,
                                 bytes: w.bytes,
+                                copy: false,
                             },
                         );
                     }
@@ -512,12 +548,21 @@ impl<H: Copy> Shaper<H> {
         out.append(&mut self.marked);
     }
 
-    /// Gives back every packet held or waiting, accepted, as when the shaping process ends.
+    /// Moves to `out` the copies whose exit came in `due` since the last call, each with true
+    /// to send it (a second copy of its handle's packet) or false to forget it.
+    pub fn take_copies(&mut self, out: &mut Vec<(H, bool)>) {
+        out.append(&mut self.copies);
+    }
+
+    /// Gives back every packet held or waiting, accepted, as when the shaping process ends;
+    /// copies not yet sent are forgotten.
     pub fn drain(&mut self, out: &mut Vec<(H, bool)>) {
         out.extend(self.decided.drain(..).map(|(h, _)| (h, true)));
         out.extend(self.waiting.drain().map(|(_, w)| (w.handle, true)));
         self.exits.clear();
-        out.extend(self.held.drain().map(|(_, h)| (h.handle, true)));
+        self.copies.clear();
+        let held = self.held.drain().map(|(_, h)| h).filter(|h| !h.copy);
+        out.extend(held.map(|h| (h.handle, true)));
     }
 
     /// Links `owner` may see (all if `None`), with their counters at `now`.
@@ -649,7 +694,14 @@ mod tests {
         let fate = s.arrive(Instant(MS), &request(18080), 60, 7);
         // Unlimited: serialization rounds up to 1 ns.
         let exit = Instant(21 * MS) + crate::spec::UNLIMITED.tx_time(60);
-        assert_eq!(fate, Arrival::Held { exit, link: 1 });
+        assert_eq!(
+            fate,
+            Arrival::Held {
+                exit,
+                link: 1,
+                duplicate: None
+            }
+        );
         assert_eq!(
             s.arrive(Instant(MS), &request(18081), 60, 8),
             Arrival::Unmatched
@@ -695,6 +747,7 @@ mod tests {
         let at = |ms: u64| Arrival::Held {
             exit: Instant(ms * MS),
             link: 1,
+            duplicate: None,
         };
         assert_eq!(exits, vec![at(3), at(7), at(10)]);
     }
@@ -707,7 +760,7 @@ mod tests {
                     red.weight=1 red.max_p=1 queue=100 ecn=true";
         let mut s: Shaper<u32> = Shaper::new(1);
         s.set(Instant(0), 0, spec(line), line.into());
-        assert!(s.classifier().rules().iter().all(|r| r.rewrites));
+        assert!(s.classifier().rules().iter().all(|r| r.whole));
         let mut packet = request(18080);
         packet.direction = Direction::Out;
         let mut fates = Vec::new();
@@ -725,7 +778,7 @@ mod tests {
         // Without ecn the same pipe drops instead, and its rules keep the header-only queue.
         let plain = line.replace(" ecn=true", "");
         s.set(Instant(0), 0, spec(&plain), plain.clone());
-        assert!(s.classifier().rules().iter().all(|r| !r.rewrites));
+        assert!(s.classifier().rules().iter().all(|r| !r.whole));
     }
 
     #[test]
@@ -786,7 +839,8 @@ mod tests {
             later,
             Arrival::Held {
                 exit: Instant(65 * MS) + one_ns,
-                link: 1
+                link: 1,
+                duplicate: None
             }
         );
         assert_eq!(s.report(Instant(60 * MS), None).len(), 1);
@@ -809,7 +863,8 @@ mod tests {
             exits[2],
             Arrival::Held {
                 exit: Instant(3 * tx.0),
-                link: 1
+                link: 1,
+                duplicate: None
             }
         );
         assert_eq!(
@@ -838,6 +893,57 @@ mod tests {
         assert_eq!(s.usage_with(1001, &shared), (1, 1));
         assert_eq!(s.usage_with(1001, &spec("server 81 OUT delay=1ms")), (2, 3));
         assert_eq!(s.usage_with(1002, &spec("server 81 OUT delay=1ms")), (1, 1));
+    }
+
+    #[test]
+    fn a_duplicating_pipe_sends_its_copy_behind_the_packet_and_its_rules_copy_whole() {
+        let line = "client 80@127.0.0.1 OUT bw=10Mbit delay=10ms duplicate=100%";
+        let mut s: Shaper<u32> = Shaper::new(1);
+        s.set(Instant(0), 0, spec(line), line.into());
+        assert!(s.classifier().rules().iter().all(|r| r.whole));
+        let tx = Rate::bps(10_000_000).tx_time(1500);
+        let exit = Instant(10 * MS + tx.0);
+        // The copy is a second packet: it is serialized behind the original.
+        let copy = exit + tx;
+        assert_eq!(
+            s.arrive(Instant(0), &request(80), 1500, 7),
+            Arrival::Held {
+                exit,
+                link: 1,
+                duplicate: Some(copy)
+            }
+        );
+        let (mut out, mut copies) = (Vec::new(), Vec::new());
+        s.due(exit, &mut out);
+        s.take_copies(&mut copies);
+        assert_eq!(
+            (out.as_slice(), copies.as_slice()),
+            (&[(7, true)][..], &[][..])
+        );
+        assert_eq!(s.next_due(), Some(copy));
+        out.clear();
+        s.due(copy, &mut out);
+        s.take_copies(&mut copies);
+        assert_eq!(
+            (out.as_slice(), copies.as_slice()),
+            (&[][..], &[(7, true)][..])
+        );
+        // A copy still held when the process ends is forgotten, not given a second verdict.
+        s.arrive(Instant(0), &request(80), 1500, 8);
+        out.clear();
+        s.drain(&mut out);
+        assert_eq!(out, vec![(8, true)]);
+        // Without duplicate the same pipe makes no copy, and its rules copy headers only.
+        let plain = line.replace(" duplicate=100%", "");
+        s.set(Instant(0), 0, spec(&plain), plain.clone());
+        assert!(s.classifier().rules().iter().all(|r| !r.whole));
+        assert!(matches!(
+            s.arrive(Instant(0), &request(80), 1500, 9),
+            Arrival::Held {
+                duplicate: None,
+                ..
+            }
+        ));
     }
 
     #[test]

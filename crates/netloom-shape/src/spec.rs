@@ -2,7 +2,7 @@
 //! `service PORTS[@ADDRS]`, owner and protocol options, then `IN …`, `OUT …` or `SHARED …` with
 //! a topology link's `key=value` parameters (and `profile=NAME`).
 
-use netloom_link::{PipeConfig, PipeData, QueueLimit};
+use netloom_link::{Aqm, PipeConfig, PipeData, QueueLimit};
 use netloom_time::{Duration, Rate};
 use netloom_topo::{did_you_mean, LinkPatch, PatchError};
 use serde_json::{Map, Value};
@@ -309,9 +309,8 @@ pub enum SpecError {
         /// What went wrong, with the places searched.
         why: String,
     },
-    /// A parameter the kernel's queue cannot give: the packet is held in the kernel and only a
-    /// verdict (accept or drop) comes back, so nothing can copy or rewrite it.
-    #[error("{part}: {key} is not possible when shaping this machine's traffic: {why}")]
+    /// A parameter the pipe would silently ignore in this combination.
+    #[error("{part}: {key}: {why}")]
     Mechanism {
         /// `IN`, `OUT` or `SHARED`.
         part: &'static str,
@@ -528,6 +527,13 @@ impl Cgroup {
             owner: meta.uid(),
         })
     }
+
+    /// The ids of this cgroup and of every cgroup below it now (none if it has gone).
+    pub fn tree(&self) -> Vec<u64> {
+        netloom_os::cgroup2_mount()
+            .map(|mount| netloom_os::cgroup_tree(&mount.join(self.path.trim_start_matches('/'))))
+            .unwrap_or_default()
+    }
 }
 
 fn parse_ports(text: &str) -> Result<PortRange, SpecError> {
@@ -628,14 +634,14 @@ pub fn default_queue(rate: Rate, delay: Duration) -> QueueLimit {
 /// Ten packets of loopback's largest size (its MTU, 65536).
 const LOOPBACK_QUEUE_BYTES: u64 = 10 * 65536;
 
-/// Refuses what a verdict cannot do: copy a packet. (A CE mark can: `ecn` pipes' packets are
-/// copied up whole and given back rewritten.)
+/// Refuses what a pipe would not do: FQ-CoDel's deferred interface sends each packet once, so
+/// an FQ-CoDel pipe makes no duplicate (in a run neither); the user is told rather than ignored.
 fn check_mechanism(part: &'static str, config: &PipeConfig) -> Result<(), SpecError> {
     let refuse = |key, why| Err(SpecError::Mechanism { part, key, why });
-    if config.duplicate > 0.0 {
+    if config.duplicate > 0.0 && matches!(config.aqm, Aqm::FqCodel(_)) {
         return refuse(
             "duplicate",
-            "the kernel holds the packet and takes back only a verdict (accept or drop), so no copy can be made",
+            "an FQ-CoDel pipe makes no copies (its scheduler sends each packet once); use duplicate with a FIFO queue, aqm=red or aqm=codel",
         );
     }
     Ok(())

@@ -181,7 +181,10 @@ fn bad_words_are_refused_with_what_is_valid() {
             "SHARED is one pipe",
         ),
         ("client 80@1.2.3.4 IN dealy=1ms", "did you mean \"delay\""),
-        ("client 80@1.2.3.4 IN duplicate=1%", "no copy can be made"),
+        (
+            "client 80@1.2.3.4 IN duplicate=1% aqm=fq_codel",
+            "IN: duplicate: an FQ-CoDel pipe makes no copies",
+        ),
         ("server 80 prot=tcp OUT delay=1ms", "did you mean \"proto\""),
     ];
     for (text, expected) in cases {
