@@ -1,10 +1,12 @@
 //! The messages of a live run, a leaf that the other modules import and that imports none of
-//! them but `accuracy`: what a client asks (`Request`, the control protocol's schema), what the
+//! them but `accuracy` and `repartition`'s figures: what a client asks (`Request`, the control protocol's schema), what the
 //! experiment tells a worker (`Order`) and the worker's `Answer`, a worker's `Snapshot` of
 //! itself, and the per-host and per-pipe figures those carry.
 
 use crate::accuracy::{Accuracy, AccuracyReport};
+use crate::repartition::{Moved, Traffic};
 use netloom_engine::report::PipeReport;
+use netloom_engine::Ownership;
 use netloom_time::Instant;
 use netloom_topo::doc::LinkParams;
 use netloom_topo::{LinkId, LinkPatch, PipeId};
@@ -228,6 +230,12 @@ pub(crate) enum Order {
     Accuracy,
     /// Start a capture: copy what its pipes do with packets into its queue.
     Capture(crate::capture::Tap),
+    /// Report the traffic counted since the last such order (`Driver::count_traffic`), for
+    /// repartitioning.
+    Traffic,
+    /// Take on this ownership at this instant of the run's clock, handing over to the other
+    /// workers what changes owner (`repartition`); answered once every worker's hand-over is in.
+    Move(Arc<Ownership>, Instant),
 }
 
 /// A worker's answer to an `Order`.
@@ -239,6 +247,10 @@ pub(crate) enum Answer {
     Snapshot(Box<Snapshot>),
     /// The worker's accuracy so far.
     Accuracy(AccuracyReport),
+    /// The worker's traffic since the last `Order::Traffic`.
+    Traffic(Box<Traffic>),
+    /// What the worker handed over at a move, and how long it waited for the others.
+    Moved(Moved),
 }
 
 /// One worker's figures at one moment, or all workers' once merged.

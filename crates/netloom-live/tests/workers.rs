@@ -12,7 +12,7 @@ use common::{at_us, ipv4, pair, run_until_quiet, MemIo, TestTime};
 use netloom_engine::{Engine, Ownership, Payload};
 use netloom_link::{LossModel, PipeConfig};
 use netloom_live::{
-    Controller, Direction, Driver, DriverConfig, Framing, Hybrid, Precision, SystemClock,
+    Controller, Direction, Driver, DriverConfig, Framing, Hybrid, Moved, Precision, SystemClock,
     TestClock, Thresholds,
 };
 use netloom_time::{Duration, Rate};
@@ -256,4 +256,66 @@ fn on_two_threads(payload: Payload) -> Vec<(u32, u8)> {
         );
     }
     written(&[&ds[0], &ds[1]])
+}
+
+/// Packets sent both ways, one per serialization time (800 us), h0's for 12 ms and h1's for
+/// 4 ms, through two workers
+/// (on a test clock); with `move_at`, every pipe and host moves to worker 0 at that instant.
+/// Returns (destination, time written, packet number) of every packet written, in order of
+/// writing per destination, and what moved.
+fn stream(move_at: Option<u64>) -> (Vec<(u32, netloom_time::Instant, u8)>, Option<Moved>) {
+    let clock = TestClock::new();
+    let (mut ds, control) = workers(clock.clone(), Precision::Busy, Payload::Cache, |_| {});
+    for i in 0..15u8 {
+        let at = at_us(800 * u64::from(i));
+        ds[0]
+            .io_mut()
+            .send_at(0, at, ipv4([198, 18, 0, 2], 1000, i));
+        if i < 5 {
+            ds[1]
+                .io_mut()
+                .send_at(1, at, ipv4([198, 18, 0, 1], 1000, 100 + i));
+        }
+    }
+    let pending = move_at.map(|us| {
+        let topo = ds[0].engine().topology().clone();
+        let next = Ownership::live(&topo, &[0, 0, 0, 0], 2, Payload::Cache).unwrap();
+        control.repartition(Arc::new(next), at_us(us))
+    });
+    run_until_quiet(&mut ds, &clock);
+    let moved = pending.map(|p| p.wait(std::time::Duration::ZERO).unwrap());
+    if moved.is_some() {
+        let pipes = ds[0].engine().topology().pipes.len() as u32;
+        assert!((0..pipes).all(|p| ds[0].engine().owns_pipe(p)));
+        assert!(ds[0].engine().owns_host(1) && !ds[1].engine().owns_host(1));
+    }
+    for d in &ds {
+        assert_eq!(d.in_flight(), 0, "every payload buffer came back");
+    }
+    let mut all: Vec<_> = ds
+        .iter()
+        .flat_map(|d| d.io().delivered.iter().map(|(h, at, p)| (*h, *at, p[20])))
+        .collect();
+    all.sort_by_key(|&(h, at, _)| (h, at));
+    (all, moved)
+}
+
+#[test]
+fn a_move_while_packets_are_in_flight_loses_none_reorders_none_and_delays_none() {
+    let (baseline, _) = stream(None);
+    assert_eq!(baseline.len(), 20, "none lost without a move");
+    // At 4.5 ms packets of both directions are in flight in r's pipes (worker 1's), and h1
+    // (worker 1's) moves to worker 0 with them.
+    let (moved_run, moved) = stream(Some(4_500));
+    let moved = moved.expect("the move was answered");
+    assert!(moved.packets > 0, "pending exits moved: {moved:?}");
+    assert_eq!(moved_run, baseline, "the same packets at the same times");
+    for host in [0, 1] {
+        let ids: Vec<u8> = moved_run
+            .iter()
+            .filter(|(h, ..)| *h == host)
+            .map(|&(.., id)| id)
+            .collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "in order: {ids:?}");
+    }
 }
