@@ -6,6 +6,7 @@ use crate::accuracy::Accuracy;
 use crate::message::{Change, ChangeKind, HostCounters, PipeState, Snapshot};
 use netloom_engine::report::PipeReport;
 use netloom_engine::Engine;
+use netloom_link::Aqm;
 use netloom_time::Instant;
 use netloom_topo::doc::LinkParams;
 use netloom_topo::PipeId;
@@ -13,8 +14,9 @@ use netloom_topo::PipeId;
 /// Applies `change` to `engine`: everything due before the change's time happens first, then
 /// the change, so the next packet meets it from that instant on (or from the engine's time, if
 /// the engine is already past it). Every worker applies every change, to the pipes it owns and
-/// to its replicas of the others', so all agree on whether it is valid.
-pub(crate) fn apply(engine: &mut Engine, change: &Change) -> Result<(), String> {
+/// to its replicas of the others', so all agree on whether it is valid. A run that
+/// repartitions (`movable`) refuses fq_codel, whose flow queues cannot move between workers.
+pub(crate) fn apply(engine: &mut Engine, change: &Change, movable: bool) -> Result<(), String> {
     match &change.what {
         ChangeKind::Patch { pipes, patch } => {
             let configs = pipes
@@ -28,6 +30,11 @@ pub(crate) fn apply(engine: &mut Engine, change: &Change) -> Result<(), String> 
                     if traced && config.wireless.is_some() {
                         return Err("a link is either wireless or driven by a trace, not both; \
                                     it has a trace (set in the topology file)"
+                            .to_string());
+                    }
+                    if movable && matches!(config.aqm, Aqm::FqCodel(_)) {
+                        return Err("fq_codel keeps packets in flow queues, which cannot move \
+                                    between workers, and this run repartitions; use another aqm"
                             .to_string());
                     }
                     Ok((p, config))

@@ -114,7 +114,8 @@ pub struct Driver<I: PacketIo, C: Clock> {
     error: Box<[u8]>,
     /// With kernel routers: where packets enter the engine (`add_kernel_routers`).
     entries: Option<Entries>,
-    /// When repartitioning: the lateness of the releases since the last `Order::Traffic`.
+    /// When repartitioning (and only then): the lateness of the releases since the last
+    /// `Order::Traffic`.
     epoch_lateness: Option<Histogram<u64>>,
     /// A move to another ownership under way (`Order::Move`).
     moving: Option<Move>,
@@ -534,7 +535,8 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             Order::Apply(change) => {
                 // A link taken down or up may change the paths that cross each router.
                 self.ways.clear();
-                Answer::Applied(answer::apply(&mut self.engine, &change))
+                let movable = self.epoch_lateness.is_some();
+                Answer::Applied(answer::apply(&mut self.engine, &change, movable))
             }
             Order::Snapshot => Answer::Snapshot(Box::new(self.snapshot())),
             Order::Accuracy => Answer::Accuracy(self.accuracy.report()),

@@ -319,3 +319,21 @@ fn a_move_while_packets_are_in_flight_loses_none_reorders_none_and_delays_none()
         assert!(ids.windows(2).all(|w| w[0] < w[1]), "in order: {ids:?}");
     }
 }
+
+#[test]
+fn a_run_that_repartitions_refuses_fq_codel_while_running() {
+    // Its flow queues hold the worker's own packets and cannot move: every worker refuses.
+    let clock = TestClock::new();
+    let (mut ds, control) = workers(clock, Precision::Busy, Payload::Cache, |_| {});
+    for d in ds.iter_mut() {
+        d.count_traffic();
+    }
+    let mut set = serde_json::Map::new();
+    set.insert("aqm".into(), "fq_codel".into());
+    let pending = control.link_set("r", "h1", Direction::Both, &set).unwrap();
+    for d in ds.iter_mut() {
+        d.step().unwrap();
+    }
+    let refused = pending.wait(std::time::Duration::ZERO).unwrap_err();
+    assert!(refused.to_string().contains("repartitions"), "{refused}");
+}
