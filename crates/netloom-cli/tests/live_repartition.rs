@@ -150,6 +150,21 @@ fn repartitioning_follows_moving_traffic_without_losing_reordering_or_delaying()
         with <= without + 100_000,
         "lateness p99 {with} ns in epochs with a move, {without} without"
     );
+    // Pipes' counters move with them: what the pipes into each host passed on is what the
+    // host was written, moves or not.
+    for (run, r) in [("without moves", &baseline), ("with moves", &report)] {
+        for host in r["hosts"].as_array().unwrap() {
+            let name = &host["name"];
+            let into: u64 = r["pipes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| &p["to"] == name)
+                .map(|p| p["packets_out"].as_u64().unwrap())
+                .sum();
+            assert_eq!(into, host["packets_out"].as_u64().unwrap(), "{run}: {name}");
+        }
+    }
     assert_eq!(
         report["accuracy"]["physical_drops"], 0,
         "{}",

@@ -6,7 +6,7 @@ use crate::accuracy::Accuracy;
 use crate::message::{Change, ChangeKind, HostCounters, PipeState, Snapshot};
 use netloom_engine::report::PipeReport;
 use netloom_engine::Engine;
-use netloom_link::Aqm;
+use netloom_link::{Aqm, PipeCounters};
 use netloom_time::Instant;
 use netloom_topo::doc::LinkParams;
 use netloom_topo::PipeId;
@@ -47,8 +47,9 @@ pub(crate) fn apply(engine: &mut Engine, change: &Change, movable: bool) -> Resu
     Ok(())
 }
 
-/// This worker's figures at `now`: the pipes it owns with their queues, the packets it read and
-/// wrote per host, its lateness, and the packets inside its part of the network.
+/// This worker's figures at `now`: the pipes it owns with their queues (and the counts on its
+/// replicas of others'), the packets it read and wrote per host, its lateness, and the packets
+/// inside its part of the network.
 pub(crate) fn snapshot(
     engine: &mut Engine,
     now: Instant,
@@ -56,9 +57,13 @@ pub(crate) fn snapshot(
     hosts: &[HostCounters],
 ) -> Snapshot {
     let duration = now.saturating_since(Instant::ZERO);
+    // A worker's replica of a pipe it does not own may hold counts: the exits it handled as a
+    // packet's home (payloads cached), or, after a repartitioning, those of the worker that
+    // handed the replica over in exchange for the pipe. `Snapshot::merge` adds them up.
     let pipes = (0..engine.topology().pipes.len() as PipeId)
         .map(|p| {
-            engine.owns_pipe(p).then(|| {
+            let counted = *engine.pipe(p).counters() != PipeCounters::default();
+            (engine.owns_pipe(p) || counted).then(|| {
                 let report = PipeReport::of(engine, p, duration);
                 let (queue_packets, queue_bytes) = engine.queue_len(p, engine.now());
                 PipeState {

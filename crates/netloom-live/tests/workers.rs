@@ -262,8 +262,16 @@ fn on_two_threads(payload: Payload) -> Vec<(u32, u8)> {
 /// 4 ms, through two workers
 /// (on a test clock); with `move_at`, every pipe and host moves to worker 0 at that instant.
 /// Returns (destination, time written, packet number) of every packet written, in order of
-/// writing per destination, and what moved.
-fn stream(move_at: Option<u64>) -> (Vec<(u32, netloom_time::Instant, u8)>, Option<Moved>) {
+/// writing per destination, what moved, and each pipe's packets in and out as the workers'
+/// merged snapshot reports them.
+#[allow(clippy::type_complexity)]
+fn stream(
+    move_at: Option<u64>,
+) -> (
+    Vec<(u32, netloom_time::Instant, u8)>,
+    Option<Moved>,
+    Vec<(u64, u64)>,
+) {
     let clock = TestClock::new();
     let (mut ds, control) = workers(clock.clone(), Precision::Busy, Payload::Cache, |_| {});
     for i in 0..15u8 {
@@ -297,19 +305,33 @@ fn stream(move_at: Option<u64>) -> (Vec<(u32, netloom_time::Instant, u8)>, Optio
         .flat_map(|d| d.io().delivered.iter().map(|(h, at, p)| (*h, *at, p[20])))
         .collect();
     all.sort_by_key(|&(h, at, _)| (h, at));
-    (all, moved)
+    let mut snapshot = ds[0].snapshot();
+    snapshot.merge(ds[1].snapshot());
+    let pipes = snapshot
+        .pipes
+        .iter()
+        .map(|p| {
+            let r = &p.as_ref().expect("every pipe has an owner").report;
+            (r.packets_in, r.packets_out)
+        })
+        .collect();
+    (all, moved, pipes)
 }
 
 #[test]
 fn a_move_while_packets_are_in_flight_loses_none_reorders_none_and_delays_none() {
-    let (baseline, _) = stream(None);
+    let (baseline, _, counted) = stream(None);
     assert_eq!(baseline.len(), 20, "none lost without a move");
+    // Every pipe passes on what it took, counted on whichever worker handled its exits.
+    assert!(counted.iter().all(|&(i, o)| i == o && i > 0), "{counted:?}");
     // At 4.5 ms packets of both directions are in flight in r's pipes (worker 1's), and h1
     // (worker 1's) moves to worker 0 with them.
-    let (moved_run, moved) = stream(Some(4_500));
+    let (moved_run, moved, moved_counted) = stream(Some(4_500));
     let moved = moved.expect("the move was answered");
     assert!(moved.packets > 0, "pending exits moved: {moved:?}");
     assert_eq!(moved_run, baseline, "the same packets at the same times");
+    // A pipe's counters move with it: the report counts every packet of the run.
+    assert_eq!(moved_counted, counted, "pipes' packets in and out");
     for host in [0, 1] {
         let ids: Vec<u8> = moved_run
             .iter()
