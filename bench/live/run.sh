@@ -20,7 +20,8 @@
 #   5. only with PARTS=workers: one driver against two (`run --workers 2`, hybrid precision) on
 #      h1 - r - h2 split so that every packet of h1 crosses (payloads cached, then shipped), and
 #      on the two-host link, where each worker carries its own host's traffic: UDP flat out and
-#      TCP, with the hand-offs and their lateness.
+#      TCP, with the hand-offs and their lateness; the cached split again with the counts that
+#      `--repartition` turns on (an epoch of an hour, so that nothing moves).
 #   With AWAKE="off on", netloom's runs of 1 (the GSO path) and 3 are made both without and with
 #   --keep-cpus-awake (CPU 0, the programs' CPU, kept from halting by a SCHED_IDLE spinner).
 #
@@ -352,6 +353,9 @@ if part workers; then
     workers_row "h1 – r – h2, one worker" "$work/split.toml"
     workers_row "h1 – r – h2, two workers, split, cache" "$work/split.toml" \
         --workers 2 --assignment "$work/split.json"
+    # The same with the counts dynamic repartitioning observes turned on, and no epoch ending.
+    workers_row "h1 – r – h2, two workers, split, cache, counted" "$work/split.toml" \
+        --workers 2 --assignment "$work/split.json" --repartition 3600s
     workers_row "h1 – r – h2, two workers, split, ship" "$work/split.toml" \
         --workers 2 --assignment "$work/split.json" --payload ship
     workers_row "h1 – h2, one worker" "$work/topo.toml"

@@ -340,6 +340,28 @@ pub fn format_report(r: &Report, last: bool, top: usize) -> String {
             us(a.handoff_lateness_ns_max)
         );
     }
+    if let Some(rp) = &r.repartition {
+        let worst = |moved| {
+            rp.worst_p99_ns(moved)
+                .map_or("-".into(), |ns| format!("{} us", us(ns)))
+        };
+        let _ = writeln!(
+            out,
+            "  repartitioned every {}: {} moves ({} pipes, {} hosts, {} packets in flight moved), \
+             longest stall {} us; lateness p99 {} in epochs with a move, {} without",
+            netloom_time::Duration(rp.epoch_ns),
+            rp.moves,
+            rp.moved.pipes,
+            rp.moved.hosts,
+            rp.moved.packets,
+            us(rp.moved.stall_ns),
+            worst(true),
+            worst(false)
+        );
+        if let Some(why) = &rp.stopped {
+            let _ = writeln!(out, "  repartitioning stopped: {why}");
+        }
+    }
     for c in &r.captures {
         let _ = writeln!(
             out,

@@ -84,6 +84,11 @@ pub struct RunArgs {
     /// the packet, copied at every crossing, and the destination's worker writes it out.
     #[arg(long, value_enum, default_value = "cache")]
     payload: crate::partition::PayloadArg,
+    /// With --workers: every EPOCH (100ms or more), repartition on the traffic observed and
+    /// move pipes and hosts between the workers while the run goes on (docs/live.md, "Dynamic
+    /// repartitioning").
+    #[arg(long, value_name = "EPOCH", conflicts_with = "cluster")]
+    repartition: Option<String>,
     /// Keep every other CPU from halting while the run lasts (a SCHED_IDLE spinning thread on
     /// each), so programs waiting for packets wake in microseconds, not tens (docs/live.md).
     #[arg(long, requires = "cpu")]
@@ -288,6 +293,11 @@ fn options(args: &RunArgs, topo: &Topology, name: String) -> Result<Options> {
         realtime: !args.no_realtime,
         keep_cpus_awake: args.keep_cpus_awake,
         allow_spoofing: args.allow_spoofing,
+        repartition: args
+            .repartition
+            .as_deref()
+            .map(|text| netloom_topo::units::parse_duration(text).context("--repartition"))
+            .transpose()?,
         ..Options::new(name)
     })
 }

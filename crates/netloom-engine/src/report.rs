@@ -156,6 +156,28 @@ pub struct Totals {
 }
 
 impl PipeReport {
+    /// Adds what another worker counted on its copy of the same pipe (a live run's worker that
+    /// delivers at home counts the exits it handles on its replica; `Engine::absorb` does the
+    /// same for a sim's workers): counts and utilization add up, high-water marks take the
+    /// larger.
+    pub fn add(&mut self, other: &PipeReport) {
+        self.packets_in += other.packets_in;
+        self.packets_out += other.packets_out;
+        self.bytes_out += other.bytes_out;
+        self.drops += other.drops;
+        let (d, o) = (&mut self.drops_by_cause, &other.drops_by_cause);
+        d.queue += o.queue;
+        d.red += o.red;
+        d.codel += o.codel;
+        d.loss += o.loss;
+        d.link_down += o.link_down;
+        d.tx_fail += o.tx_fail;
+        self.marks += other.marks;
+        self.utilization += other.utilization;
+        self.queue_hwm_packets = self.queue_hwm_packets.max(other.queue_hwm_packets);
+        self.queue_hwm_bytes = self.queue_hwm_bytes.max(other.queue_hwm_bytes);
+    }
+
     /// The figures of `pipe` over a run of `duration` (for its utilization).
     pub fn of(engine: &Engine, pipe: PipeId, duration: Duration) -> PipeReport {
         let topo = engine.topology();

@@ -6,6 +6,7 @@ use crate::accuracy::Accuracy;
 use crate::message::{Change, ChangeKind, HostCounters, PipeState, Snapshot};
 use netloom_engine::report::PipeReport;
 use netloom_engine::Engine;
+use netloom_link::{Aqm, PipeCounters};
 use netloom_time::Instant;
 use netloom_topo::doc::LinkParams;
 use netloom_topo::PipeId;
@@ -13,8 +14,9 @@ use netloom_topo::PipeId;
 /// Applies `change` to `engine`: everything due before the change's time happens first, then
 /// the change, so the next packet meets it from that instant on (or from the engine's time, if
 /// the engine is already past it). Every worker applies every change, to the pipes it owns and
-/// to its replicas of the others', so all agree on whether it is valid.
-pub(crate) fn apply(engine: &mut Engine, change: &Change) -> Result<(), String> {
+/// to its replicas of the others', so all agree on whether it is valid. A run that
+/// repartitions (`movable`) refuses fq_codel, whose flow queues cannot move between workers.
+pub(crate) fn apply(engine: &mut Engine, change: &Change, movable: bool) -> Result<(), String> {
     match &change.what {
         ChangeKind::Patch { pipes, patch } => {
             let configs = pipes
@@ -30,6 +32,11 @@ pub(crate) fn apply(engine: &mut Engine, change: &Change) -> Result<(), String> 
                                     it has a trace (set in the topology file)"
                             .to_string());
                     }
+                    if movable && matches!(config.aqm, Aqm::FqCodel(_)) {
+                        return Err("fq_codel keeps packets in flow queues, which cannot move \
+                                    between workers, and this run repartitions; use another aqm"
+                            .to_string());
+                    }
                     Ok((p, config))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
@@ -40,8 +47,9 @@ pub(crate) fn apply(engine: &mut Engine, change: &Change) -> Result<(), String> 
     Ok(())
 }
 
-/// This worker's figures at `now`: the pipes it owns with their queues, the packets it read and
-/// wrote per host, its lateness, and the packets inside its part of the network.
+/// This worker's figures at `now`: the pipes it owns with their queues (and the counts on its
+/// replicas of others'), the packets it read and wrote per host, its lateness, and the packets
+/// inside its part of the network.
 pub(crate) fn snapshot(
     engine: &mut Engine,
     now: Instant,
@@ -49,9 +57,13 @@ pub(crate) fn snapshot(
     hosts: &[HostCounters],
 ) -> Snapshot {
     let duration = now.saturating_since(Instant::ZERO);
+    // A worker's replica of a pipe it does not own may hold counts: the exits it handled as a
+    // packet's home (payloads cached), or, after a repartitioning, those of the worker that
+    // handed the replica over in exchange for the pipe. `Snapshot::merge` adds them up.
     let pipes = (0..engine.topology().pipes.len() as PipeId)
         .map(|p| {
-            engine.owns_pipe(p).then(|| {
+            let counted = *engine.pipe(p).counters() != PipeCounters::default();
+            (engine.owns_pipe(p) || counted).then(|| {
                 let report = PipeReport::of(engine, p, duration);
                 let (queue_packets, queue_bytes) = engine.queue_len(p, engine.now());
                 PipeState {

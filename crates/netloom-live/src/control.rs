@@ -9,6 +9,9 @@ use crate::io::PacketIo;
 use crate::mailbox::{mailboxes, Message, Outbound, Post};
 use crate::message::{Answer, Change, ChangeKind, Direction, LinkChange, Order, Snapshot};
 use crate::pcapng::Interface;
+use crate::repartition::{merge_moved, Moved, Traffic};
+use netloom_engine::Ownership;
+use netloom_time::Instant;
 use netloom_topo::{did_you_mean, LinkId, LinkPatch, NodeId, PatchError, PipeId, Topology};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
@@ -224,6 +227,38 @@ impl<C: Clock> Controller<C> {
         })
     }
 
+    /// Every worker's traffic since the last look, summed (the drivers must count it:
+    /// `Driver::count_traffic`).
+    pub(crate) fn traffic(&self) -> Pending<Traffic> {
+        self.ask(Order::Traffic, |answers| {
+            let mut merged: Option<Traffic> = None;
+            for answer in answers {
+                let Answer::Traffic(part) = answer else {
+                    unreachable!("a traffic order is answered with traffic")
+                };
+                match &mut merged {
+                    Some(all) => all.merge(*part),
+                    None => merged = Some(*part),
+                }
+            }
+            merged.ok_or(ControlError::Stopped)
+        })
+    }
+
+    /// Moves the workers to `next` (the same workers, other owners) at `at` on the run's clock:
+    /// each hands over what changes owner and goes on once it has every other's hand-over
+    /// (docs/live.md, "Dynamic repartitioning"). The answer sums what moved.
+    pub fn repartition(&self, next: Arc<Ownership>, at: Instant) -> Pending<Moved> {
+        self.ask(Order::Move(next, at), |answers| {
+            Ok(merge_moved(answers.into_iter().map(
+                |answer| match answer {
+                    Answer::Moved(moved) => moved,
+                    _ => unreachable!("a move is answered with what moved"),
+                },
+            )))
+        })
+    }
+
     /// Starts a capture on every worker (only the owners of its pipes see their packets).
     pub(crate) fn capture(&self, tap: crate::capture::Tap) -> Pending<()> {
         self.ask(Order::Capture(tap), |_| Ok(()))
@@ -261,6 +296,8 @@ impl<C: Clock> Controller<C> {
                 Order::Snapshot => Order::Snapshot,
                 Order::Accuracy => Order::Accuracy,
                 Order::Capture(tap) => Order::Capture(tap.clone()),
+                Order::Traffic => Order::Traffic,
+                Order::Move(next, at) => Order::Move(next.clone(), *at),
             };
             if post.send(Message::Order(copy, tx.clone())) {
                 posted += 1;

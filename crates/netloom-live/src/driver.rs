@@ -23,15 +23,18 @@ use crate::message::{Answer, HostCounters, Order, Snapshot};
 use crate::payload::{token, untoken, Payloads};
 use crate::pool::{Pool, Size};
 use crate::ration::Ration;
+use crate::repartition::{lateness_histogram, Handover, Moved, Traffic};
 use crate::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
 use crate::wait::{Precision, Waiter};
+use hdrhistogram::Histogram;
 use netloom_engine::tap::{Carried, Seen};
-use netloom_engine::{Engine, Injected, Output, Refusal};
+use netloom_engine::{Engine, Handoff, Injected, Output, Ownership, Refusal};
 use netloom_time::Instant;
 use netloom_topo::{NodeId, NodeKind, PipeId};
 use std::collections::HashMap;
 use std::io::{self, IoSlice};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
 /// Frames read from one host in one go before the others get a turn.
@@ -111,6 +114,29 @@ pub struct Driver<I: PacketIo, C: Clock> {
     error: Box<[u8]>,
     /// With kernel routers: where packets enter the engine (`add_kernel_routers`).
     entries: Option<Entries>,
+    /// When repartitioning (and only then): the lateness of the releases since the last
+    /// `Order::Traffic`.
+    epoch_lateness: Option<Histogram<u64>>,
+    /// A move to another ownership under way (`Order::Move`).
+    moving: Option<Move>,
+    /// Other workers' hand-overs that came before this one handed over its own.
+    early: Vec<Handover>,
+}
+
+/// A move to another ownership under way on one worker.
+struct Move {
+    next: Arc<Ownership>,
+    /// The instant of the move: the engine processes everything before it under the old
+    /// ownership, then hands over.
+    at: Instant,
+    reply: Sender<Answer>,
+    /// Whether this worker has handed over; it then waits for the others' hand-overs.
+    handed: bool,
+    /// Hand-overs still to come.
+    expected: usize,
+    /// Hand-offs taken during the move that another worker handles: passed on after it.
+    held: Vec<Handoff>,
+    moved: Moved,
 }
 
 impl<I: PacketIo, C: Clock> Driver<I, C> {
@@ -169,6 +195,9 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             buckets: HashMap::new(),
             error: vec![0; icmp::MAX_ERROR].into_boxed_slice(),
             entries: None,
+            epoch_lateness: None,
+            moving: None,
+            early: Vec::new(),
             engine,
         }
     }
@@ -286,11 +315,26 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         std::time::Duration::from_nanos(self.waiter.spin().as_nanos())
     }
 
+    /// Counts what repartitioning observes from now on: packets per pipe and per pair of
+    /// consecutive pipes (`Engine::enable_transition_counts`), and the lateness of releases
+    /// per epoch (`Order::Traffic`).
+    pub fn count_traffic(&mut self) {
+        self.engine.enable_transition_counts();
+        self.epoch_lateness = Some(lateness_histogram());
+    }
+
     /// One turn of the loop: wait (as the precision mode says), read the hosts and the inbox,
     /// advance, write.
     pub fn step(&mut self) -> io::Result<()> {
         let now = self.clock.now();
-        let mut sleep = self.waiter.budget(now, self.engine.poll_at());
+        // A move's instant is a deadline; a worker that handed over waits for the others'
+        // hand-overs without sleeping (a few microseconds to a wake-up's time).
+        let deadline = match &self.moving {
+            None => self.engine.poll_at(),
+            Some(m) if m.handed => Some(now),
+            Some(m) => Some(self.engine.poll_at().map_or(m.at, |p| p.min(m.at))),
+        };
+        let mut sleep = self.waiter.budget(now, deadline);
         if !sleep.is_zero() && self.inbox.as_mut().is_some_and(|i| !i.may_sleep()) {
             self.waiter.woke(now, false);
             sleep = netloom_time::Duration::ZERO;
@@ -316,7 +360,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             let host = self.ready[i];
             self.receive(host)?;
         }
-        self.read_inbox();
+        self.read_inbox()?;
         self.release_due()?;
         self.ration.adapt(self.clock.now());
         Ok(())
@@ -324,22 +368,103 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
 
     /// Advances the engine towards now, by at most `EVENTS_PER_ADVANCE` events (the next turn
     /// goes on without sleeping), and writes out what is due.
+    /// During a move: up to just before its instant, then the hand-over; nothing while the
+    /// others' hand-overs are awaited.
     fn release_due(&mut self) -> io::Result<()> {
-        self.engine
-            .advance_within(self.clock.now(), EVENTS_PER_ADVANCE);
+        let now = self.clock.now();
+        let until = match &self.moving {
+            None => now,
+            Some(m) if m.handed => return Ok(()),
+            Some(m) => now.min(Instant(m.at.as_nanos().saturating_sub(1))),
+        };
+        let done = self.engine.advance_within(until, EVENTS_PER_ADVANCE);
         let skipped = self.engine.counters().changes_skipped;
         self.accuracy
             .record_skipped_changes(skipped - self.skipped_changes);
         self.skipped_changes = skipped;
-        self.flush()
+        self.flush()?;
+        if done && self.moving.as_ref().is_some_and(|m| now >= m.at) {
+            self.hand_over()?;
+        }
+        Ok(())
+    }
+
+    /// At a move's instant, with everything before it processed and every hand-off of the old
+    /// ownership posted: takes on the new ownership, and posts each other worker what it
+    /// handles from now on (pipes, pending exits, hosts with their buckets), empty or not, so
+    /// that each knows when it has everything. Stops reading the hosts that moved; their
+    /// packets not read yet wait in their TUN queues for their new reader.
+    fn hand_over(&mut self) -> io::Result<()> {
+        let m = self.moving.as_mut().expect("a move is under way");
+        let out = self.engine.migrate_out(m.next.clone());
+        let mut hosts: Vec<Vec<_>> = vec![Vec::new(); out.len()];
+        for h in 0..self.reads.len() as u32 {
+            if self.reads[h as usize] && !self.engine.owns_host(h) {
+                self.reads[h as usize] = false;
+                self.io.read_host(h, false)?;
+                hosts[usize::from(m.next.host_owner(h))].push((h, self.ration.bucket(h)));
+            }
+        }
+        let me = self.engine.worker();
+        for ((to, migration), hosts) in out.into_iter().enumerate().zip(hosts) {
+            if to != me {
+                m.moved.packets += migration.counts().1 as u64;
+                let handover = Box::new(Handover { migration, hosts });
+                self.payloads.post(to as u16, Message::Handover(handover));
+            }
+        }
+        m.handed = true;
+        for handover in std::mem::take(&mut self.early) {
+            self.take_handover(handover)?;
+        }
+        if self.moving.as_ref().is_some_and(|m| m.expected == 0) {
+            self.finish_move();
+        }
+        Ok(())
+    }
+
+    /// Takes in another worker's hand-over: before this worker handed over its own, it waits.
+    fn take_handover(&mut self, handover: Handover) -> io::Result<()> {
+        let Some(m) = self.moving.as_mut().filter(|m| m.handed) else {
+            self.early.push(handover);
+            return Ok(());
+        };
+        m.expected -= 1;
+        self.engine.migrate_in(handover.migration);
+        for (h, bucket) in handover.hosts {
+            self.reads[h as usize] = true;
+            self.ration.set_bucket(h, bucket);
+            self.io.read_host(h, true)?;
+        }
+        if m.expected == 0 {
+            self.finish_move();
+        }
+        Ok(())
+    }
+
+    /// Every hand-over is in: passes on the hand-offs held for other workers, taps the pipes
+    /// this worker owns now, and answers the order.
+    fn finish_move(&mut self) {
+        let m = self.moving.take().expect("a move is under way");
+        for handoff in m.held {
+            self.take_over(handoff);
+        }
+        self.retap();
+        let stall = self.clock.now().saturating_since(m.at);
+        let moved = Moved {
+            stall_ns: stall.as_nanos(),
+            ..m.moved
+        };
+        let _ = m.reply.send(Answer::Moved(moved));
     }
 
     /// Takes in what other workers and the experiment posted: hand-offs (measuring how late
-    /// each arrived), news of this worker's payloads, and orders.
-    fn read_inbox(&mut self) {
+    /// each arrived), news of this worker's payloads, hand-overs, and orders.
+    fn read_inbox(&mut self) -> io::Result<()> {
         let Some(mut inbox) = self.inbox.take() else {
-            return;
+            return Ok(());
         };
+        let mut result = Ok(());
         while let Some(message) = inbox.take() {
             match message {
                 Message::Handoff(handoff) => self.take_over(handoff),
@@ -357,17 +482,48 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                     why,
                     ttl,
                 } => self.refused(token, node, why, ttl),
+                Message::Order(Order::Move(next, at), reply) => {
+                    let expected = next.workers() - 1;
+                    self.moving = Some(Move {
+                        next,
+                        at,
+                        reply,
+                        handed: false,
+                        expected,
+                        held: Vec::new(),
+                        moved: Moved::default(),
+                    });
+                }
                 Message::Order(order, reply) => {
                     // The asker may have given up waiting; nothing is owed to it then.
                     let _ = reply.send(self.answer(order));
                 }
+                Message::Handover(handover) => {
+                    if let Err(e) = self.take_handover(*handover) {
+                        result = Err(e);
+                        break;
+                    }
+                }
             }
         }
         self.inbox = Some(inbox);
+        result
     }
 
-    /// Takes over a packet from another worker, measuring how late it arrived.
-    fn take_over(&mut self, handoff: netloom_engine::Handoff) {
+    /// Takes over a packet from another worker, measuring how late it arrived. One posted
+    /// under the ownership before a move may be for another worker now: it is passed on there
+    /// (once this worker's move is over, so that it goes by the new ownership).
+    fn take_over(&mut self, handoff: Handoff) {
+        let to = self.engine.handler_of(&handoff);
+        if usize::from(to) != self.engine.worker() {
+            match &mut self.moving {
+                Some(m) => m.held.push(handoff),
+                None => {
+                    self.payloads.post(to, Message::Handoff(handoff));
+                }
+            }
+            return;
+        }
         let lateness = self.clock.now().saturating_since(handoff.at());
         self.accuracy
             .record_handoff(std::time::Duration::from_nanos(lateness.as_nanos()));
@@ -379,7 +535,8 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             Order::Apply(change) => {
                 // A link taken down or up may change the paths that cross each router.
                 self.ways.clear();
-                Answer::Applied(answer::apply(&mut self.engine, &change))
+                let movable = self.epoch_lateness.is_some();
+                Answer::Applied(answer::apply(&mut self.engine, &change, movable))
             }
             Order::Snapshot => Answer::Snapshot(Box::new(self.snapshot())),
             Order::Accuracy => Answer::Accuracy(self.accuracy.report()),
@@ -392,6 +549,19 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 self.taps.push(tap);
                 Answer::Applied(Ok(()))
             }
+            Order::Traffic => {
+                let (packets, transitions) = self.engine.hop_counts();
+                let lateness_ns = match &mut self.epoch_lateness {
+                    Some(h) => std::mem::replace(h, lateness_histogram()),
+                    None => lateness_histogram(),
+                };
+                Answer::Traffic(Box::new(Traffic {
+                    packets,
+                    transitions,
+                    lateness_ns,
+                }))
+            }
+            Order::Move(..) => unreachable!("a move is taken by `read_inbox`"),
         }
     }
 
@@ -405,11 +575,14 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     /// workers handed it but it never took counts as inside the network too (and is dropped
     /// with it), as does every packet its engine still holds.
     pub fn final_snapshot(&mut self) -> Snapshot {
-        let mut unread = 0;
+        let moved = |h: &Handover| h.migration.counts().1 as u64;
+        let mut unread = self.early.iter().map(moved).sum::<u64>()
+            + self.moving.as_ref().map_or(0, |m| m.held.len() as u64);
         if let Some(inbox) = &mut self.inbox {
             while let Some(message) = inbox.take() {
                 match message {
                     Message::Handoff(_) | Message::Shipped(..) => unread += 1,
+                    Message::Handover(h) => unread += moved(&h),
                     Message::Order(order, reply) => drop((order, reply)),
                     Message::Hold(_) | Message::Release(_) | Message::Refused { .. } => {}
                 }
@@ -426,7 +599,14 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     fn receive(&mut self, host: u32) -> io::Result<()> {
         let offset = self.framing.header_len();
         for _ in 0..READ_BATCH {
-            if !self.ration.may_take(host, self.clock.now()) {
+            // From a move's instant until its end no host is read: a packet read then would
+            // enter under an ownership about to change, or a pipe whose state is on its way.
+            let now = self.clock.now();
+            let moving = self
+                .moving
+                .as_ref()
+                .is_some_and(|m| m.handed || now >= m.at);
+            if moving || !self.reads[host as usize] || !self.ration.may_take(host, now) {
                 return Ok(());
             }
             // Release what fell due before reading on: under a flood, a batch of reads followed
@@ -439,7 +619,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             // apart: TCP then reached 8.3 instead of 9.2 Gbit/s of the link's 10.) Hand-offs
             // from other workers are taken first, for the same reason: a packet handed back
             // home to be written is due too.
-            self.read_inbox();
+            self.read_inbox()?;
             if self
                 .engine
                 .poll_at()
@@ -598,11 +778,16 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         }
         if ended {
             self.taps.retain(|tap| !tap.gone);
-            for pipe in 0..self.engine.topology().pipes.len() as PipeId {
-                let wanted = self.taps.iter().any(|tap| tap.pipes.contains(&pipe));
-                self.engine
-                    .set_tap(pipe, wanted && self.engine.owns_pipe(pipe));
-            }
+            self.retap();
+        }
+    }
+
+    /// Taps the pipes that this worker owns and some capture wants, and only those.
+    fn retap(&mut self) {
+        for pipe in 0..self.engine.topology().pipes.len() as PipeId {
+            let wanted = self.taps.iter().any(|tap| tap.pipes.contains(&pipe));
+            self.engine
+                .set_tap(pipe, wanted && self.engine.owns_pipe(pipe));
         }
     }
 
@@ -912,6 +1097,9 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 if let Output::Delivered { at, ce: marked, .. } = output {
                     let lateness = now.saturating_since(*at);
                     self.ration.released(lateness);
+                    if let Some(h) = &mut self.epoch_lateness {
+                        h.saturating_record(lateness.as_nanos());
+                    }
                     self.accuracy
                         .record_release(std::time::Duration::from_nanos(lateness.as_nanos()));
                     ce |= marked;

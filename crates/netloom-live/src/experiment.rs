@@ -14,6 +14,7 @@ use crate::message::{Direction, LinkChange, Request, Snapshot};
 use crate::monitor::Monitor;
 use crate::plan::{Placement, Plan, PlanError};
 use crate::protocol::{socket_path, Reply, VERSION};
+use crate::repartition::{self, RepartitionReport, Repartitioner};
 use crate::report::{CaptureReport, Report, RunInfo};
 use crate::server::{Handler, Response, Server};
 use crate::tun_drops::TunDrops;
@@ -184,15 +185,25 @@ struct Shared {
     captures: Mutex<Vec<(String, Weak<CaptureStats>)>>,
     /// How many workers run.
     workers: usize,
+    /// With `--repartition`: what it did so far.
+    repartition: Option<Arc<Mutex<RepartitionReport>>>,
     /// The run's instant zero on the wall clock, ns since 1970: captures date packets with it,
     /// so that tools show dates, and all captures of a run agree to the nanosecond.
     epoch_ns: u64,
 }
 
 impl Shared {
+    /// What repartitioning did so far, if the run repartitions.
+    fn repartition_report(&self) -> Option<RepartitionReport> {
+        self.repartition
+            .as_ref()
+            .map(|r| repartition::lock(r).clone())
+    }
+
     fn stats(&self) -> Result<Report, LiveError> {
         let snapshot = self.controller.snapshot().wait(ANSWER_TIMEOUT)?;
         let mut report = Report::new(&self.info, snapshot, &self.tun_drops.per_host()?);
+        report.repartition = self.repartition_report();
         let mut captures = self
             .captures
             .lock()
@@ -375,6 +386,8 @@ pub struct Experiment {
     halt: Arc<AtomicBool>,
     server: Option<Server>,
     monitor: Option<Monitor>,
+    /// With `--repartition`: the thread that moves pipes and hosts between the workers.
+    repartitioner: Option<Repartitioner>,
     _awake: Option<KeepAwake>,
     /// What runs in the kernel routers, stopped before the testbed goes.
     router_control: Option<Box<dyn RouterControl>>,
@@ -503,12 +516,14 @@ impl Experiment {
             ownership,
             hosts: reads,
             cpus,
+            repartition,
             ..
         } = plan;
         // Requests name the nodes of the topology as loaded; the engine runs its own with
         // kernel routers' ports (same links and pipes).
         let names = topology.clone();
         let topology = kernel.as_ref().map_or(topology, |k| k.engine.clone());
+        let engine_topology = repartition.as_ref().map(|_| topology.clone());
         let mut engines = match &ownership {
             Some(o) => Engine::partitioned_all(&topology, &routes, options.seed, o),
             None => vec![Engine::with_routes(topology, routes, options.seed)],
@@ -540,6 +555,9 @@ impl Experiment {
             if let Some(k) = &kernel {
                 driver.add_kernel_routers(k.clone());
             }
+            if repartition.is_some() {
+                driver.count_traffic();
+            }
             drivers.push(driver);
         }
         let (controller, first) = match part {
@@ -567,6 +585,9 @@ impl Experiment {
             tun_drops,
             captures: Mutex::new(Vec::new()),
             workers: drivers.len(),
+            repartition: repartition
+                .as_ref()
+                .map(|_| Arc::new(Mutex::new(RepartitionReport::default()))),
             epoch_ns: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64)
@@ -579,6 +600,7 @@ impl Experiment {
             halt: Arc::new(AtomicBool::new(false)),
             server: None,
             monitor: None,
+            repartitioner: None,
             _awake: awake,
             router_control: None,
             testbed: Some(testbed),
@@ -590,6 +612,26 @@ impl Experiment {
             let worker = Worker::spawn(k, driver, cpus[k], realtime, halt, bell.clone())
                 .map_err(io_error("starting a worker thread"))?;
             experiment.workers.push(worker);
+        }
+        if let (Some(run), Some(topology), Some(epoch), Some(ownership), Some(report)) = (
+            repartition,
+            engine_topology,
+            options.repartition,
+            ownership,
+            experiment.shared.repartition.clone(),
+        ) {
+            let (initial, partitioner) = run;
+            experiment.repartitioner = Some(
+                Repartitioner::start(
+                    experiment.shared.controller.clone(),
+                    topology,
+                    (initial, ownership),
+                    partitioner,
+                    epoch,
+                    report,
+                )
+                .map_err(io_error("starting the repartitioning thread"))?,
+            );
         }
         let path = socket_path(&netloom_os::registry_dir(), &options.name);
         let handler: Handler = {
@@ -721,7 +763,9 @@ impl Experiment {
     /// `reason` goes into the `stopped` event. A worker's failure is the error, after teardown.
     pub fn stop(mut self, reason: &Ending) -> Result<Report, LiveError> {
         let (snapshot, tun_queue_drops) = self.shutdown(reason.name())?;
-        Ok(Report::new(&self.shared.info, snapshot, &tun_queue_drops))
+        let mut report = Report::new(&self.shared.info, snapshot, &tun_queue_drops);
+        report.repartition = self.shared.repartition_report();
+        Ok(report)
     }
 
     /// `stop` on one machine of a cluster: its worker's last figures and its hosts' TUN-queue
@@ -757,6 +801,10 @@ impl Experiment {
         // queues and is dropped, which is the stop's doing, not the run's. Unreadable counters
         // (the hosts already gone) count none.
         let tun_queue_drops = self.shared.tun_drops.per_host().unwrap_or_default();
+        // A move under way finishes while the workers still step.
+        if let Some(mut repartitioner) = self.repartitioner.take() {
+            repartitioner.stop();
+        }
         self.halt.store(true, Ordering::SeqCst);
         if let Some(mut server) = self.server.take() {
             server.stop();

@@ -23,6 +23,13 @@ pub trait PacketIo {
         let joined: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
         self.send(host, &joined)
     }
+    /// Starts (`on`) or stops reading `host`: `wait` reports it ready only while it is read. A
+    /// repartitioning moves a host's reading from one worker's I/O to another's. An I/O that
+    /// reports only what its test queued for it may ignore it.
+    fn read_host(&mut self, host: u32, on: bool) -> io::Result<()> {
+        let _ = (host, on);
+        Ok(())
+    }
     /// What the frames of `recv` and `send` are; the same for the I/O's whole life.
     fn framing(&self) -> Framing {
         Framing::Plain

@@ -38,6 +38,7 @@ mod plan;
 mod pool;
 pub mod protocol;
 mod ration;
+mod repartition;
 mod report;
 pub mod segment;
 mod server;
@@ -58,6 +59,7 @@ pub use ip::{destination, endpoints, Malformed};
 pub use message::{Direction, HostCounters, LinkChange, PipeState, Request, Snapshot};
 pub use netloom_time::{Clock, SystemClock, TestClock};
 pub use plan::{Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};
+pub use repartition::{EpochReport, Moved, RepartitionReport, MIN_EPOCH, MOVE_AHEAD};
 pub use report::{
     CaptureReport, HostInfo, HostReport, Report, RunInfo, WorkersInfo, WorkersReport,
 };

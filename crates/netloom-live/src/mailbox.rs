@@ -6,6 +6,7 @@
 //! another machine is posted to through an `Outbound` instead (a UDP socket, `cluster`).
 
 use crate::message::{Answer, Order};
+use crate::repartition::Handover;
 use netloom_engine::{Handoff, Refusal};
 use netloom_topo::NodeId;
 use std::io::{self, Write};
@@ -37,6 +38,9 @@ pub(crate) enum Message {
     },
     /// An order of the experiment's (a change, a snapshot): every worker answers for its part.
     Order(Order, Sender<Answer>),
+    /// What another worker hands this one at a move (`Order::Move`), posted after everything
+    /// it posted under the last ownership: every worker posts one to every other, empty or not.
+    Handover(Box<Handover>),
 }
 
 /// Whether the worker sleeps, and how to wake it.

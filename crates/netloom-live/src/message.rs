@@ -1,10 +1,12 @@
 //! The messages of a live run, a leaf that the other modules import and that imports none of
-//! them but `accuracy`: what a client asks (`Request`, the control protocol's schema), what the
-//! experiment tells a worker (`Order`) and the worker's `Answer`, a worker's `Snapshot` of
-//! itself, and the per-host and per-pipe figures those carry.
+//! them but `accuracy` and `repartition`'s figures: what a client asks (`Request`, the control
+//! protocol's schema), what the experiment tells a worker (`Order`) and the worker's `Answer`,
+//! a worker's `Snapshot` of itself, and the per-host and per-pipe figures those carry.
 
 use crate::accuracy::{Accuracy, AccuracyReport};
+use crate::repartition::{Moved, Traffic};
 use netloom_engine::report::PipeReport;
+use netloom_engine::Ownership;
 use netloom_time::Instant;
 use netloom_topo::doc::LinkParams;
 use netloom_topo::{LinkId, LinkPatch, PipeId};
@@ -75,6 +77,17 @@ pub struct PipeState {
     /// (`{"bw": "10Mbit", "delay": "5ms", ...}`); absent from reports of older versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<LinkParams>,
+}
+
+impl PipeState {
+    /// Adds another worker's figures for the same pipe: its counts, and its queue (a replica
+    /// holds none; the owner's is the pipe's). Every worker applies every change, so the
+    /// parameters agree.
+    fn add(&mut self, other: &PipeState) {
+        self.report.add(&other.report);
+        self.queue_packets += other.queue_packets;
+        self.queue_bytes += other.queue_bytes;
+    }
 }
 
 /// Which directions of a link a change is for, relative to the order its ends are named in.
@@ -228,6 +241,12 @@ pub(crate) enum Order {
     Accuracy,
     /// Start a capture: copy what its pipes do with packets into its queue.
     Capture(crate::capture::Tap),
+    /// Report the traffic counted since the last such order (`Driver::count_traffic`), for
+    /// repartitioning.
+    Traffic,
+    /// Take on this ownership at this instant of the run's clock, handing over to the other
+    /// workers what changes owner (`repartition`); answered once every worker's hand-over is in.
+    Move(Arc<Ownership>, Instant),
 }
 
 /// A worker's answer to an `Order`.
@@ -239,6 +258,10 @@ pub(crate) enum Answer {
     Snapshot(Box<Snapshot>),
     /// The worker's accuracy so far.
     Accuracy(AccuracyReport),
+    /// The worker's traffic since the last `Order::Traffic`.
+    Traffic(Box<Traffic>),
+    /// What the worker handed over at a move, and how long it waited for the others.
+    Moved(Moved),
 }
 
 /// One worker's figures at one moment, or all workers' once merged.
@@ -252,7 +275,8 @@ pub struct Snapshot {
     pub accuracy: Accuracy,
     /// Per host, in `Topology::hosts` order: what this worker read from it and wrote to it.
     pub hosts: Vec<HostCounters>,
-    /// Per pipe: its state, if this worker owns it.
+    /// Per pipe: its state, if this worker owns it or counted on its replica (merged: the sum
+    /// of the workers' counts, the owner's queue).
     pub pipes: Vec<Option<PipeState>>,
     /// Packets handed from this worker to another, and the bytes those hand-offs moved.
     pub cross_core_hops: u64,
@@ -282,8 +306,10 @@ impl Snapshot {
             mine.add(theirs);
         }
         for (mine, theirs) in self.pipes.iter_mut().zip(other.pipes) {
-            if theirs.is_some() {
-                *mine = theirs;
+            match (mine.as_mut(), theirs) {
+                (Some(mine), Some(theirs)) => mine.add(&theirs),
+                (None, theirs) => *mine = theirs,
+                (Some(_), None) => {}
             }
         }
     }

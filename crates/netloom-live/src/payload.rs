@@ -113,6 +113,11 @@ impl Payloads {
         self.posts[usize::from(home)].send(message);
     }
 
+    /// Posts `message` to worker `to`; false when it is gone.
+    pub fn post(&self, to: u16, message: Message) -> bool {
+        self.posts[usize::from(to)].send(message)
+    }
+
     /// Tells the home of the payload of segment `token`, another worker, that router `node`
     /// refused it (`Output::Refused`), for the home to answer: call before settling the dropped
     /// copy, so this reaches the home before its `Release`.

@@ -6,6 +6,7 @@
 
 use crate::accuracy::Thresholds;
 use crate::kernel::KernelRouters;
+use crate::repartition::{self, MIN_EPOCH};
 use crate::report::{HostInfo, WorkersInfo};
 use crate::wait::{Hybrid, Precision};
 use netloom_engine::{Ownership, OwnershipError, Payload};
@@ -84,6 +85,9 @@ pub struct Options {
     /// Deliver packets whose source address is not their sender's own; by default they are
     /// dropped. Counted as `spoofed` either way.
     pub allow_spoofing: bool,
+    /// With several workers: repartition every this long on the traffic observed (docs/live.md,
+    /// "Dynamic repartitioning"); at least `MIN_EPOCH`.
+    pub repartition: Option<netloom_time::Duration>,
 }
 
 impl Options {
@@ -106,6 +110,7 @@ impl Options {
             keep_cpus_awake: false,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             allow_spoofing: false,
+            repartition: None,
         }
     }
 }
@@ -156,6 +161,8 @@ pub struct Plan {
     pub(crate) hosts: Vec<Vec<u32>>,
     /// The CPU of each worker, if placed.
     pub(crate) cpus: Vec<Option<usize>>,
+    /// With `Options::repartition`: the first partition, and how to make the next ones.
+    pub(crate) repartition: Option<(Assignment, netloom_partition::Options)>,
     warnings: Vec<String>,
 }
 
@@ -178,6 +185,17 @@ impl Plan {
             return Err(PlanError::TooManyHosts {
                 hosts: topology.hosts.len(),
             });
+        }
+        if let Some(epoch) = options.repartition {
+            if let Some(why) = repartition::refusal(&topology, workers, options.payload) {
+                return Err(PlanError::Options(why));
+            }
+            if epoch < MIN_EPOCH {
+                return Err(PlanError::Options(format!(
+                    "--repartition {epoch}: too short; give an epoch of at least {MIN_EPOCH} \
+                     (each move stalls every worker briefly)"
+                )));
+            }
         }
         let kernel = KernelRouters::new(&topology).map(Arc::new);
         if kernel.is_some() && workers > 1 {
@@ -202,6 +220,7 @@ impl Plan {
                 hosts: vec![(0..engine_hosts).collect()],
                 cpus: vec![cpu],
                 ownership: None,
+                repartition: None,
                 options,
                 topology,
                 kernel,
@@ -225,16 +244,16 @@ impl Plan {
             FlowGraph::check_size(&topology, true)?;
         }
         let graph = needs_graph.then(|| FlowGraph::conservative(&topology, &routes));
+        let method = match options.split {
+            Some(Split::Method(m)) => m,
+            _ => Method::Metis,
+        };
+        let partitioner = netloom_partition::Options::new(method, workers as u32, options.seed);
         let assignment = match &options.split {
             Some(Split::Assignment(a)) => a.clone(),
-            split => {
-                let method = match split {
-                    Some(Split::Method(m)) => *m,
-                    _ => Method::Metis,
-                };
+            _ => {
                 let graph = graph.as_ref().expect("computed for a method");
-                let opts = netloom_partition::Options::new(method, workers as u32, options.seed);
-                partition(graph, &opts)?
+                partition(graph, &partitioner)?
             }
         };
         if assignment.cores as usize != workers {
@@ -251,6 +270,9 @@ impl Plan {
                  give it a delay or keep its ends on one worker"
             ));
         }
+        let repartition = options
+            .repartition
+            .map(|_| (assignment.clone(), partitioner));
         let cpus = match &options.placement {
             Placement::ByCache(machine) => {
                 // Placed by the pipes the run really has on each worker (the ownership moves
@@ -286,6 +308,7 @@ impl Plan {
             ownership: Some(Arc::new(ownership)),
             hosts,
             cpus,
+            repartition,
             warnings,
         })
     }

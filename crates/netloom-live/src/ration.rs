@@ -29,6 +29,13 @@ const PERIOD: Duration = Duration::from_millis(1);
 /// nanoseconds needs no division.
 const UNIT: i64 = 1_000_000;
 
+/// One host's bucket, as it moves between workers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bucket {
+    credit: i64,
+    filled: Instant,
+}
+
 /// The buckets of a driver's hosts and their shared rate.
 #[derive(Clone, Debug)]
 pub struct Ration {
@@ -73,6 +80,24 @@ impl Ration {
     /// `host` handed over `segments`.
     pub fn took(&mut self, host: u32, segments: u16) {
         self.credit[host as usize] -= i64::from(segments) * UNIT;
+    }
+
+    /// Host `host`'s bucket (its credit and when it was last filled), for the worker that reads
+    /// the host from now on (`set_bucket`): a host that moves at a repartitioning keeps its debt
+    /// and its burst, so the move neither lets a flood through nor holds a quiet host back.
+    pub fn bucket(&self, host: u32) -> Bucket {
+        let h = host as usize;
+        Bucket {
+            credit: self.credit[h],
+            filled: self.filled[h],
+        }
+    }
+
+    /// Gives `host` the bucket another worker kept for it (`bucket`).
+    pub fn set_bucket(&mut self, host: u32, bucket: Bucket) {
+        let h = host as usize;
+        self.credit[h] = bucket.credit;
+        self.filled[h] = bucket.filled;
     }
 
     /// A packet was released `lateness` after its time.

@@ -4,6 +4,7 @@
 
 use crate::accuracy::AccuracyReport;
 use crate::message::{HostCounters, PipeState, Snapshot};
+use crate::repartition::RepartitionReport;
 use netloom_topo::Position;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -120,6 +121,9 @@ pub struct Report {
     /// The captures running (`netloom capture`), with their own figures; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub captures: Vec<CaptureReport>,
+    /// With `--repartition`: the epochs and the moves so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repartition: Option<RepartitionReport>,
 }
 
 /// A running capture's figures: what it copied, and what it dropped because its writer fell
@@ -171,6 +175,7 @@ impl Report {
                 }
             }),
             captures: Vec::new(),
+            repartition: None,
         }
     }
 }

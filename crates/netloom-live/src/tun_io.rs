@@ -135,6 +135,27 @@ impl PacketIo for TunIo {
         Framing::Vnet { gso: self.gso }
     }
 
+    fn read_host(&mut self, host: u32, on: bool) -> io::Result<()> {
+        if self.reads.contains(&host) == on {
+            return Ok(());
+        }
+        self.tun(host)?;
+        let tuns = self.tuns.clone();
+        let tun = &tuns[self.tun_index(host).expect("checked by `tun`")];
+        match on {
+            true => {
+                self.poller.add(tun.fd(), host).map_err(io::Error::other)?;
+                tun.set_offload(self.gso).map_err(io::Error::other)?;
+                self.reads.push(host);
+            }
+            false => {
+                self.poller.remove(tun.fd()).map_err(io::Error::other)?;
+                self.reads.retain(|&h| h != host);
+            }
+        }
+        Ok(())
+    }
+
     fn watch(&mut self, waker: UnixStream) -> io::Result<()> {
         waker.set_nonblocking(true)?;
         self.poller

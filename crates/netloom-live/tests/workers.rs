@@ -12,7 +12,7 @@ use common::{at_us, ipv4, pair, run_until_quiet, MemIo, TestTime};
 use netloom_engine::{Engine, Ownership, Payload};
 use netloom_link::{LossModel, PipeConfig};
 use netloom_live::{
-    Controller, Direction, Driver, DriverConfig, Framing, Hybrid, Precision, SystemClock,
+    Controller, Direction, Driver, DriverConfig, Framing, Hybrid, Moved, Precision, SystemClock,
     TestClock, Thresholds,
 };
 use netloom_time::{Duration, Rate};
@@ -256,4 +256,106 @@ fn on_two_threads(payload: Payload) -> Vec<(u32, u8)> {
         );
     }
     written(&[&ds[0], &ds[1]])
+}
+
+/// Packets sent both ways, one per serialization time (800 us), h0's for 12 ms and h1's for
+/// 4 ms, through two workers
+/// (on a test clock); with `move_at`, every pipe and host moves to worker 0 at that instant.
+/// Returns (destination, time written, packet number) of every packet written, in order of
+/// writing per destination, what moved, and each pipe's packets in and out as the workers'
+/// merged snapshot reports them.
+#[allow(clippy::type_complexity)]
+fn stream(
+    move_at: Option<u64>,
+) -> (
+    Vec<(u32, netloom_time::Instant, u8)>,
+    Option<Moved>,
+    Vec<(u64, u64)>,
+) {
+    let clock = TestClock::new();
+    let (mut ds, control) = workers(clock.clone(), Precision::Busy, Payload::Cache, |_| {});
+    for i in 0..15u8 {
+        let at = at_us(800 * u64::from(i));
+        ds[0]
+            .io_mut()
+            .send_at(0, at, ipv4([198, 18, 0, 2], 1000, i));
+        if i < 5 {
+            ds[1]
+                .io_mut()
+                .send_at(1, at, ipv4([198, 18, 0, 1], 1000, 100 + i));
+        }
+    }
+    let pending = move_at.map(|us| {
+        let topo = ds[0].engine().topology().clone();
+        let next = Ownership::live(&topo, &[0, 0, 0, 0], 2, Payload::Cache).unwrap();
+        control.repartition(Arc::new(next), at_us(us))
+    });
+    run_until_quiet(&mut ds, &clock);
+    let moved = pending.map(|p| p.wait(std::time::Duration::ZERO).unwrap());
+    if moved.is_some() {
+        let pipes = ds[0].engine().topology().pipes.len() as u32;
+        assert!((0..pipes).all(|p| ds[0].engine().owns_pipe(p)));
+        assert!(ds[0].engine().owns_host(1) && !ds[1].engine().owns_host(1));
+    }
+    for d in &ds {
+        assert_eq!(d.in_flight(), 0, "every payload buffer came back");
+    }
+    let mut all: Vec<_> = ds
+        .iter()
+        .flat_map(|d| d.io().delivered.iter().map(|(h, at, p)| (*h, *at, p[20])))
+        .collect();
+    all.sort_by_key(|&(h, at, _)| (h, at));
+    let mut snapshot = ds[0].snapshot();
+    snapshot.merge(ds[1].snapshot());
+    let pipes = snapshot
+        .pipes
+        .iter()
+        .map(|p| {
+            let r = &p.as_ref().expect("every pipe has an owner").report;
+            (r.packets_in, r.packets_out)
+        })
+        .collect();
+    (all, moved, pipes)
+}
+
+#[test]
+fn a_move_while_packets_are_in_flight_loses_none_reorders_none_and_delays_none() {
+    let (baseline, _, counted) = stream(None);
+    assert_eq!(baseline.len(), 20, "none lost without a move");
+    // Every pipe passes on what it took, counted on whichever worker handled its exits.
+    assert!(counted.iter().all(|&(i, o)| i == o && i > 0), "{counted:?}");
+    // At 4.5 ms packets of both directions are in flight in r's pipes (worker 1's), and h1
+    // (worker 1's) moves to worker 0 with them.
+    let (moved_run, moved, moved_counted) = stream(Some(4_500));
+    let moved = moved.expect("the move was answered");
+    assert!(moved.packets > 0, "pending exits moved: {moved:?}");
+    assert_eq!(moved_run, baseline, "the same packets at the same times");
+    // A pipe's counters move with it: the report counts every packet of the run.
+    assert_eq!(moved_counted, counted, "pipes' packets in and out");
+    for host in [0, 1] {
+        let ids: Vec<u8> = moved_run
+            .iter()
+            .filter(|(h, ..)| *h == host)
+            .map(|&(.., id)| id)
+            .collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "in order: {ids:?}");
+    }
+}
+
+#[test]
+fn a_run_that_repartitions_refuses_fq_codel_while_running() {
+    // Its flow queues hold the worker's own packets and cannot move: every worker refuses.
+    let clock = TestClock::new();
+    let (mut ds, control) = workers(clock, Precision::Busy, Payload::Cache, |_| {});
+    for d in ds.iter_mut() {
+        d.count_traffic();
+    }
+    let mut set = serde_json::Map::new();
+    set.insert("aqm".into(), "fq_codel".into());
+    let pending = control.link_set("r", "h1", Direction::Both, &set).unwrap();
+    for d in ds.iter_mut() {
+        d.step().unwrap();
+    }
+    let refused = pending.wait(std::time::Duration::ZERO).unwrap_err();
+    assert!(refused.to_string().contains("repartitions"), "{refused}");
 }

@@ -67,6 +67,29 @@ impl Poller {
         Ok(())
     }
 
+    /// Stops watching `fd` (registered with `add`).
+    pub fn remove(&mut self, fd: BorrowedFd) -> Result<(), OsError> {
+        // SAFETY: both descriptors are open; EPOLL_CTL_DEL ignores the event pointer.
+        let rc = unsafe {
+            libc::epoll_ctl(
+                self.epoll.as_raw_fd(),
+                libc::EPOLL_CTL_DEL,
+                fd.as_raw_fd(),
+                std::ptr::null_mut(),
+            )
+        };
+        if rc != 0 {
+            return Err(OsError::last(format!(
+                "remove descriptor {} from epoll",
+                fd.as_raw_fd()
+            )));
+        }
+        if self.events.len() > 1 {
+            self.events.pop();
+        }
+        Ok(())
+    }
+
     /// Whether `wait` honours nanosecond timeouts. If not, a timeout is rounded down to whole
     /// milliseconds and the caller spins for the rest.
     pub fn precise(&self) -> bool {

@@ -14,7 +14,7 @@
 
 use super::{Engine, Event, Flow, FlowStats, Worker};
 use crate::ownership::Ownership;
-use crate::packet::{Body, Handoff, DELIVER, NO_ROUTE};
+use crate::packet::{Body, Handoff, Packet, DELIVER, NO_ROUTE};
 use crate::traffic::{Receiver, Sender};
 use hdrhistogram::Histogram;
 use netloom_link::Pipe;
@@ -129,19 +129,7 @@ impl Engine {
         };
         let handler = |engine: &Engine, event: &Event| -> Option<u16> {
             let owner = match *event {
-                Event::Exit { pkt, .. } => {
-                    let p = engine.packets.get(pkt);
-                    match (p.next, p.body) {
-                        (DELIVER, Body::External { home, .. })
-                            if w.ownership.delivers_at_home() =>
-                        {
-                            home
-                        }
-                        (DELIVER, _) => w.ownership.host_owner(p.dst_host),
-                        (NO_ROUTE, _) => me,
-                        (next, _) => w.ownership.pipe_owner(next),
-                    }
-                }
+                Event::Exit { pkt, .. } => exit_handler(&w, engine.packets.get(pkt)),
                 Event::Enter { pipe, .. } => w.ownership.pipe_owner(pipe),
                 Event::Wake { flow } => {
                     w.ownership.host_owner(engine.flows[flow as usize].src_host)
@@ -177,6 +165,18 @@ impl Engine {
         out
     }
 
+    /// The worker that handles `handoff` under the ownership in force now. A real-time run
+    /// repartitions without stopping every worker at once, so a hand-off posted under the last
+    /// ownership may arrive after the change, for a pipe or host another worker has now: the
+    /// driver passes it on there instead of taking it in (`accept`).
+    pub fn handler_of(&self, handoff: &Handoff) -> u16 {
+        let w = self.worker.as_ref().expect("only a worker takes hand-offs");
+        match handoff.exit {
+            Some(_) => exit_handler(w, &handoff.packet),
+            None => w.ownership.pipe_owner(handoff.packet.next),
+        }
+    }
+
     /// Takes in what another worker handed over at an ownership change (`migrate_out`).
     pub fn migrate_in(&mut self, m: Migration) {
         for (p, pipe) in m.pipes {
@@ -200,5 +200,16 @@ impl Engine {
             let stats: &mut FlowStats = &mut flow.stats;
             stats.latency_ns = part.latency_ns;
         }
+    }
+}
+
+/// Who handles what follows packet `p`'s exit from its pipe under `w`'s ownership: the owner of
+/// its next pipe or of its destination host (its home, when packets are delivered at home).
+fn exit_handler(w: &Worker, p: &Packet) -> u16 {
+    match (p.next, p.body) {
+        (DELIVER, Body::External { home, .. }) if w.ownership.delivers_at_home() => home,
+        (DELIVER, _) => w.ownership.host_owner(p.dst_host),
+        (NO_ROUTE, _) => w.me,
+        (next, _) => w.ownership.pipe_owner(next),
     }
 }

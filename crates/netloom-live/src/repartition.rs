@@ -1,0 +1,357 @@
+//! Dynamic repartitioning of a live run (ModelNet §5.4, `run --workers N --repartition EPOCH`):
+//! every epoch the experiment gathers each worker's traffic, makes the next partition from it
+//! with the code `sim --repartition` uses (`netloom_partition::Repartitioning`: METIS on the
+//! observed counts, parts matched to workers by overlap), and orders a move at an instant a
+//! little ahead. Each worker processes everything before that instant, hands over what changes
+//! owner (`Handover`: pipes, pending exits, hosts with their rations) to every other worker,
+//! and goes on once it has every other worker's hand-over (docs/live.md, "Dynamic
+//! repartitioning").
+
+use crate::clock::Clock;
+use crate::control::{ControlError, Controller};
+use crate::ration::Bucket;
+use hdrhistogram::Histogram;
+use netloom_engine::epoch::EpochCounter;
+use netloom_engine::{Migration, Ownership, Payload};
+use netloom_partition::{Assignment, Observation, Repartitioning};
+use netloom_time::{Duration, Instant};
+use netloom_topo::{PipeId, Topology};
+use serde::{Deserialize, Serialize};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// The shortest epoch: gathering the counts and partitioning take a few milliseconds, and a
+/// move stalls every worker briefly, so shorter epochs would spend the run moving.
+pub const MIN_EPOCH: Duration = Duration::from_millis(100);
+/// How far ahead of the order a move is set: long enough for every worker, woken by the order,
+/// to take it before the instant comes (a turn is microseconds; a sleeping worker's wake-up up
+/// to a few hundred on this VM).
+pub const MOVE_AHEAD: Duration = Duration::from_millis(2);
+
+/// What one worker hands another at a move: the engine's part, and the hosts the other reads
+/// from now on, each with its ration's bucket.
+pub(crate) struct Handover {
+    pub migration: Migration,
+    pub hosts: Vec<(u32, Bucket)>,
+}
+
+impl std::fmt::Debug for Handover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (pipes, packets) = self.migration.counts();
+        f.debug_struct("Handover")
+            .field("pipes", &pipes)
+            .field("packets", &packets)
+            .field("hosts", &self.hosts.len())
+            .finish()
+    }
+}
+
+/// A worker's traffic over an epoch: the engine's running totals (`Engine::hop_counts`) and
+/// the lateness of the packets it released since the last look.
+#[derive(Debug)]
+pub struct Traffic {
+    pub(crate) packets: Vec<u64>,
+    pub(crate) transitions: Vec<(PipeId, PipeId, u64)>,
+    pub(crate) lateness_ns: Histogram<u64>,
+}
+
+impl Traffic {
+    /// Adds another worker's traffic.
+    pub(crate) fn merge(&mut self, other: Traffic) {
+        self.packets
+            .resize(self.packets.len().max(other.packets.len()), 0);
+        for (mine, theirs) in self.packets.iter_mut().zip(other.packets) {
+            *mine += theirs;
+        }
+        self.transitions.extend(other.transitions);
+        self.transitions.sort_unstable_by_key(|&(p, q, _)| (p, q));
+        self.transitions.dedup_by(|later, first| {
+            let same = (later.0, later.1) == (first.0, first.1);
+            if same {
+                first.2 += later.2;
+            }
+            same
+        });
+        // Same bounds on every worker: adding cannot fail.
+        let _ = self.lateness_ns.add(&other.lateness_ns);
+    }
+}
+
+/// A fresh histogram of release lateness in ns, as `Accuracy` keeps (3 significant digits).
+pub(crate) fn lateness_histogram() -> Histogram<u64> {
+    Histogram::new(3).expect("3 significant digits are valid")
+}
+
+/// What changed hands at one move, or at all moves together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Moved {
+    /// Pipes that changed owner (counted by the experiment, which knows both ownerships).
+    pub pipes: u64,
+    /// Pending exits and entries handed over with them (counted by the workers).
+    pub packets: u64,
+    /// Hosts whose reading (TUN device and ration) changed worker.
+    pub hosts: u64,
+    /// The longest a worker waited, from the move's instant, until it had every hand-over.
+    pub stall_ns: u64,
+}
+
+impl Moved {
+    fn add(&mut self, other: Moved) {
+        self.pipes += other.pipes;
+        self.packets += other.packets;
+        self.hosts += other.hosts;
+        self.stall_ns = self.stall_ns.max(other.stall_ns);
+    }
+}
+
+/// One epoch of a repartitioned live run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EpochReport {
+    /// When it started and ended, ns since the run started.
+    pub start_ns: u64,
+    /// (see `start_ns`)
+    pub end_ns: u64,
+    /// Efficiency of the partition that ran in it (`netloom partition`); none without traffic.
+    pub efficiency: Option<f64>,
+    /// Efficiency the first partition would have had.
+    pub static_efficiency: Option<f64>,
+    /// Whether a move happened at its start.
+    pub moved: bool,
+    /// Packets released in it, and the 99th percentile of their lateness.
+    pub releases: u64,
+    /// (see `releases`)
+    pub lateness_p99_ns: u64,
+}
+
+/// A repartitioned live run's moves so far.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RepartitionReport {
+    /// The epoch, ns.
+    pub epoch_ns: u64,
+    /// Moves made (epochs after which the partition changed).
+    pub moves: u64,
+    /// Over all moves: what changed hands, and the longest stall.
+    #[serde(flatten)]
+    pub moved: Moved,
+    /// Every epoch closed so far.
+    pub epochs: Vec<EpochReport>,
+    /// Why repartitioning stopped before the run did, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+}
+
+impl RepartitionReport {
+    /// The 99th percentile of lateness in the epochs with a move (`true`) or without, the worst
+    /// of those epochs; none when there is no such epoch with releases.
+    pub fn worst_p99_ns(&self, moved: bool) -> Option<u64> {
+        self.epochs
+            .iter()
+            .filter(|e| e.moved == moved && e.releases > 0)
+            .map(|e| e.lateness_p99_ns)
+            .max()
+    }
+}
+
+/// The thread that repartitions a run every epoch.
+pub(crate) struct Repartitioner {
+    stop: Sender<()>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Repartitioner {
+    /// Starts repartitioning every `epoch` the workers `controller` orders, which run
+    /// `topology` (as their engines have it) under `ownership`, made from `initial`; each new
+    /// partition is made with `options` (method, seed, imbalance). What it does goes into
+    /// `report` as it goes.
+    pub fn start<C: Clock>(
+        controller: Controller<C>,
+        topology: Topology,
+        (initial, ownership): (Assignment, Arc<Ownership>),
+        options: netloom_partition::Options,
+        epoch: Duration,
+        report: Arc<Mutex<RepartitionReport>>,
+    ) -> std::io::Result<Repartitioner> {
+        let (stop, stopped) = mpsc::channel();
+        lock(&report).epoch_ns = epoch.as_nanos();
+        let shared = report;
+        let thread = std::thread::Builder::new()
+            .name("netloom-repartition".into())
+            .spawn(move || {
+                let mut run = Epochs::new(&controller, topology, initial, ownership, options);
+                let mut since = controller.clock().now();
+                loop {
+                    let end = since + epoch;
+                    let left = end.saturating_since(controller.clock().now());
+                    match stopped.recv_timeout(std::time::Duration::from_nanos(left.as_nanos())) {
+                        Err(RecvTimeoutError::Timeout) => {}
+                        _ => return,
+                    }
+                    if let Err(e) = run.close(since, &shared) {
+                        lock(&shared).stopped = Some(e.to_string());
+                        return;
+                    }
+                    since = end;
+                }
+            })?;
+        Ok(Repartitioner {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stops repartitioning; a move under way finishes first.
+    pub fn stop(&mut self) {
+        let _ = self.stop.send(());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Repartitioner {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A mutex's contents; the repartitioning thread never panics holding one.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Why an epoch could not be closed.
+#[derive(Debug, thiserror::Error)]
+enum EpochError {
+    #[error("the workers did not answer: {0}")]
+    Control(#[from] ControlError),
+    #[error("partitioning the observed traffic: {0}")]
+    Partition(#[from] netloom_partition::PartitionError),
+    #[error("the new partition does not fit: {0}")]
+    Ownership(#[from] netloom_engine::OwnershipError),
+}
+
+/// The coordinator's state from one epoch to the next.
+struct Epochs<'c, C: Clock> {
+    controller: &'c Controller<C>,
+    topology: Topology,
+    counter: EpochCounter,
+    dynamic: Repartitioning,
+    current: Arc<Ownership>,
+    /// Whether the epoch being counted started with a move.
+    moved: bool,
+}
+
+impl<'c, C: Clock> Epochs<'c, C> {
+    fn new(
+        controller: &'c Controller<C>,
+        topology: Topology,
+        initial: Assignment,
+        current: Arc<Ownership>,
+        options: netloom_partition::Options,
+    ) -> Epochs<'c, C> {
+        // The first partition as it runs: a host's pipes with their host.
+        let running = Assignment {
+            pipes: current.assignment(),
+            ..initial
+        };
+        Epochs {
+            controller,
+            topology,
+            counter: EpochCounter::default(),
+            dynamic: Repartitioning::new(running, options),
+            current,
+            moved: false,
+        }
+    }
+
+    /// Closes the epoch that started at `start`: gathers the workers' traffic, records the
+    /// epoch, and moves to the partition its traffic asks for, if that differs.
+    fn close(
+        &mut self,
+        start: Instant,
+        report: &Mutex<RepartitionReport>,
+    ) -> Result<(), EpochError> {
+        let traffic = self
+            .controller
+            .traffic()
+            .wait(crate::experiment::ANSWER_TIMEOUT)?;
+        let end = self.controller.clock().now();
+        let counts = self
+            .counter
+            .close_totals(traffic.packets, traffic.transitions, start, end);
+        let observed = Observation {
+            topology: self.topology.name.clone(),
+            packets: counts.packets,
+            transitions: counts.transitions,
+        };
+        let epoch = self.dynamic.epoch(&self.topology, &observed)?;
+        lock(report).epochs.push(EpochReport {
+            start_ns: start.as_nanos(),
+            end_ns: end.as_nanos(),
+            efficiency: epoch.dynamic_efficiency,
+            static_efficiency: epoch.static_efficiency,
+            moved: std::mem::take(&mut self.moved),
+            releases: traffic.lateness_ns.len(),
+            lateness_p99_ns: traffic.lateness_ns.value_at_quantile(0.99),
+        });
+        let next = Ownership::live(
+            &self.topology,
+            &self.dynamic.current().pipes,
+            self.current.workers(),
+            self.current.payload(),
+        )?;
+        // What runs: a host's pipes stay with their host.
+        self.dynamic.set_current(next.assignment());
+        if next.assignment() == self.current.assignment() {
+            return Ok(());
+        }
+        let next = Arc::new(next);
+        let at = self.controller.clock().now() + MOVE_AHEAD;
+        let mut moved = self
+            .controller
+            .repartition(next.clone(), at)
+            .wait(crate::experiment::ANSWER_TIMEOUT)?;
+        let (pipes, hosts) = (self.topology.pipes.len(), self.topology.hosts.len());
+        moved.pipes = (0..pipes as PipeId)
+            .filter(|&p| next.pipe_owner(p) != self.current.pipe_owner(p))
+            .count() as u64;
+        moved.hosts = (0..hosts as u32)
+            .filter(|&h| next.host_owner(h) != self.current.host_owner(h))
+            .count() as u64;
+        self.current = next;
+        self.moved = true;
+        let mut r = lock(report);
+        r.moves += 1;
+        r.moved.add(moved);
+        Ok(())
+    }
+}
+
+/// Why a run cannot repartition, or `None` if it can: payloads must stay where they were read
+/// (shipping would move them with the exits), and no pipe may hold its packets in flow queues.
+pub fn refusal(topology: &Topology, workers: usize, payload: Payload) -> Option<String> {
+    if workers < 2 {
+        return Some("--repartition moves pipes between workers: give --workers 2 or more".into());
+    }
+    if payload == Payload::Ship {
+        return Some(
+            "--repartition keeps payloads where they were read: drop --payload ship".into(),
+        );
+    }
+    netloom_engine::repartition::immovable_pipe(topology).map(|pipe| {
+        format!(
+            "--repartition: pipe {pipe} holds its packets in flow queues (fq_codel), which \
+             cannot move between workers yet; use another aqm"
+        )
+    })
+}
+
+/// Sums workers' move answers.
+pub(crate) fn merge_moved(answers: impl IntoIterator<Item = Moved>) -> Moved {
+    let mut all = Moved::default();
+    for m in answers {
+        all.add(m);
+    }
+    all
+}
