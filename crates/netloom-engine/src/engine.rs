@@ -307,7 +307,7 @@ fn warm(events: &[(u64, Event)], packets: &Slab, pipes: &[Pipe]) {
         if let Event::Exit { pkt, pipe, .. } = event {
             let next = packets.get(pkt).next;
             kept ^= pipes[pipe as usize].counters().packets_out;
-            kept ^= pipes.get(next as usize).map_or(0, |p| u64::from(p.is_up()));
+            kept ^= pipes.get(next as usize).map_or(0, Pipe::touch);
         }
     }
     std::hint::black_box(kept);
@@ -1075,7 +1075,7 @@ impl Engine {
         // The fields read, not the whole descriptor: see `depart`.
         let p = self.packets.get(pkt);
         let (bytes, meta) = (p.bytes, p.body.meta());
-        let mtu = self.pipes[pipe as usize].config().mtu;
+        let mtu = self.pipes[pipe as usize].mtu();
         if bytes > mtu {
             self.counters.too_big += 1;
             let p = self.packets.remove(pkt);
