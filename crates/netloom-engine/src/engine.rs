@@ -305,7 +305,9 @@ fn warm(events: &[(u64, Event)], packets: &Slab, pipes: &[Pipe]) {
     let mut kept = 0u64;
     for &(_, event) in events {
         if let Event::Exit { pkt, pipe, .. } = event {
-            let next = packets.get(pkt).next;
+            let p = packets.get(pkt);
+            let next = p.next;
+            kept ^= u64::from(matches!(p.body, Body::Data { .. }));
             kept ^= pipes[pipe as usize].counters().packets_out;
             kept ^= pipes.get(next as usize).map_or(0, Pipe::touch);
         }
