@@ -55,9 +55,9 @@ impl Rank for Event {
     fn rank(&self) -> u64 {
         match *self {
             Event::Reconfigure { plan } => u64::from(plan),
-            Event::Exit { pipe, .. } | Event::Enter { pipe, .. } => 1 << 62 | u64::from(pipe),
-            Event::Wake { flow } => 2 << 62 | u64::from(flow),
-            Event::Dequeue { pipe } => 3 << 62 | u64::from(pipe),
+            Event::Exit { pipe, .. } | Event::Enter { pipe, .. } => 1 << 32 | u64::from(pipe),
+            Event::Wake { flow } => 2 << 32 | u64::from(flow),
+            Event::Dequeue { pipe } => 3 << 32 | u64::from(pipe),
         }
     }
 }
