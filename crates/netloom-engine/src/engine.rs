@@ -26,6 +26,8 @@ mod remains;
 pub use remains::Remains;
 mod migration;
 pub use migration::Migration;
+mod latencies;
+pub use latencies::Latencies;
 
 /// Something that happens at an instant.
 #[derive(Clone, Copy, Debug)]
@@ -71,7 +73,7 @@ pub struct FlowStats {
     /// ACKs of this flow dropped inside the network.
     pub acks_lost: u64,
     /// One-way latency of delivered data packets, in nanoseconds.
-    pub latency_ns: Histogram<u32>,
+    pub latency_ns: Latencies,
 }
 
 struct Flow {
@@ -725,7 +727,7 @@ impl Engine {
                 sent: 0,
                 lost: 0,
                 acks_lost: 0,
-                latency_ns: latency_histogram(),
+                latency_ns: Latencies::new(),
             },
         });
         if self.owns_host(src_host) {
@@ -1330,13 +1332,9 @@ impl Engine {
             Body::Data { flow, seg, ecn, .. } => {
                 let now = self.now;
                 let f = &mut self.flows[flow as usize];
-                let latency = now
-                    .saturating_since(p.sent_at)
-                    .as_nanos()
-                    .min(MAX_LATENCY_NS);
-                // The histogram resizes itself, and a 32-bit counter would need 4e9 packets
-                // of the same latency to overflow, so recording cannot fail.
-                let _ = f.stats.latency_ns.record(latency);
+                f.stats
+                    .latency_ns
+                    .record(now.saturating_since(p.sent_at).as_nanos());
                 let (src_host, ack) = (f.src_host, f.receiver.on_data(now, seg));
                 let at = f.spec.dst;
                 self.count_return_home(src_host);
