@@ -26,6 +26,8 @@ mod remains;
 pub use remains::Remains;
 mod migration;
 pub use migration::Migration;
+mod latencies;
+pub use latencies::Latencies;
 
 /// Something that happens at an instant.
 #[derive(Clone, Copy, Debug)]
@@ -55,9 +57,9 @@ impl Rank for Event {
     fn rank(&self) -> u64 {
         match *self {
             Event::Reconfigure { plan } => u64::from(plan),
-            Event::Exit { pipe, .. } | Event::Enter { pipe, .. } => 1 << 62 | u64::from(pipe),
-            Event::Wake { flow } => 2 << 62 | u64::from(flow),
-            Event::Dequeue { pipe } => 3 << 62 | u64::from(pipe),
+            Event::Exit { pipe, .. } | Event::Enter { pipe, .. } => 1 << 32 | u64::from(pipe),
+            Event::Wake { flow } => 2 << 32 | u64::from(flow),
+            Event::Dequeue { pipe } => 3 << 32 | u64::from(pipe),
         }
     }
 }
@@ -71,7 +73,7 @@ pub struct FlowStats {
     /// ACKs of this flow dropped inside the network.
     pub acks_lost: u64,
     /// One-way latency of delivered data packets, in nanoseconds.
-    pub latency_ns: Histogram<u32>,
+    pub latency_ns: Latencies,
 }
 
 struct Flow {
@@ -305,9 +307,11 @@ fn warm(events: &[(u64, Event)], packets: &Slab, pipes: &[Pipe]) {
     let mut kept = 0u64;
     for &(_, event) in events {
         if let Event::Exit { pkt, pipe, .. } = event {
-            let next = packets.get(pkt).next;
+            let p = packets.get(pkt);
+            let next = p.next;
+            kept ^= u64::from(matches!(p.body, Body::Data { .. }));
             kept ^= pipes[pipe as usize].counters().packets_out;
-            kept ^= pipes.get(next as usize).map_or(0, |p| u64::from(p.is_up()));
+            kept ^= pipes.get(next as usize).map_or(0, Pipe::touch);
         }
     }
     std::hint::black_box(kept);
@@ -723,7 +727,7 @@ impl Engine {
                 sent: 0,
                 lost: 0,
                 acks_lost: 0,
-                latency_ns: latency_histogram(),
+                latency_ns: Latencies::new(),
             },
         });
         if self.owns_host(src_host) {
@@ -1075,7 +1079,7 @@ impl Engine {
         // The fields read, not the whole descriptor: see `depart`.
         let p = self.packets.get(pkt);
         let (bytes, meta) = (p.bytes, p.body.meta());
-        let mtu = self.pipes[pipe as usize].config().mtu;
+        let mtu = self.pipes[pipe as usize].mtu();
         if bytes > mtu {
             self.counters.too_big += 1;
             let p = self.packets.remove(pkt);
@@ -1328,13 +1332,9 @@ impl Engine {
             Body::Data { flow, seg, ecn, .. } => {
                 let now = self.now;
                 let f = &mut self.flows[flow as usize];
-                let latency = now
-                    .saturating_since(p.sent_at)
-                    .as_nanos()
-                    .min(MAX_LATENCY_NS);
-                // The histogram resizes itself, and a 32-bit counter would need 4e9 packets
-                // of the same latency to overflow, so recording cannot fail.
-                let _ = f.stats.latency_ns.record(latency);
+                f.stats
+                    .latency_ns
+                    .record(now.saturating_since(p.sent_at).as_nanos());
                 let (src_host, ack) = (f.src_host, f.receiver.on_data(now, seg));
                 let at = f.spec.dst;
                 self.count_return_home(src_host);

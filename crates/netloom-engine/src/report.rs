@@ -237,7 +237,7 @@ impl Report {
             .flows()
             .map(|(spec, sender, receiver, stats)| {
                 let active = end.saturating_since(spec.start);
-                let h = &stats.latency_ns;
+                let h = stats.latency_ns.histogram();
                 let latency = if h.is_empty() {
                     Latency {
                         p50: 0,

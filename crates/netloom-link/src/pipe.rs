@@ -2,14 +2,16 @@
 
 use crate::backlog::Backlog;
 use crate::codel::{Codel, Verdict};
-use crate::config::{Aqm, FqCodelParams, PipeConfig, PipeData, QueueLimit, DEFAULT_PACKET_BYTES};
+use crate::config::{
+    Aqm, FqCodelParams, LossModel, PipeConfig, PipeData, QueueLimit, DEFAULT_PACKET_BYTES,
+};
 use crate::fq::{FqQueues, Served};
 use crate::loss::LossState;
 use crate::red::{self, RedAverage};
 use crate::rng::{chance, PipeRng};
 use crate::trace::TraceCursor;
 use crate::wireless::Radio;
-use netloom_time::{Duration, Instant};
+use netloom_time::{Duration, Instant, Rate};
 use rand::{Rng, SeedableRng};
 use std::num::NonZeroU32;
 
@@ -36,7 +38,11 @@ pub enum DropCause {
 /// drops by `duplicates`. `drops_down` counts both packets offered while down and packets whose
 /// release came after the pipe went down. The queue high-water marks include the packet being
 /// serialized.
+///
+/// The fields every packet changes come first, in this order (`repr(C)`), so that they share
+/// the pipe's first cache line with its epoch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct PipeCounters {
     /// Packets offered (`offer` and `offer_following`), dropped or not; duplicates excluded.
     pub packets_in: u64,
@@ -46,6 +52,13 @@ pub struct PipeCounters {
     pub packets_out: u64,
     /// Bytes of the packets counted in `packets_out`.
     pub bytes_out: u64,
+    /// ECN-capable packets marked CE where the AQM (RED or CoDel) would have dropped them.
+    pub marks: u64,
+    /// The most packets the queue held (waiting or being serialized), sampled each time a
+    /// packet was scheduled.
+    pub queue_hwm_packets: u64,
+    /// The most bytes the queue held, sampled like `queue_hwm_packets`.
+    pub queue_hwm_bytes: u64,
     /// Packets refused by the queue limit (drop-tail), including later segments of a
     /// super-packet whose first segment was refused.
     pub drops_queue: u64,
@@ -53,8 +66,6 @@ pub struct PipeCounters {
     pub drops_red: u64,
     /// Packets CoDel dropped at the head of the queue.
     pub drops_codel: u64,
-    /// ECN-capable packets marked CE where the AQM (RED or CoDel) would have dropped them.
-    pub marks: u64,
     /// Packets lost by the loss model (Bernoulli or Gilbert-Elliott) as they entered.
     pub drops_loss: u64,
     /// Packets offered while the link was down, plus packets whose release came after it went
@@ -67,11 +78,6 @@ pub struct PipeCounters {
     /// Copies made by duplication (each also scheduled, and counted out when released); a
     /// copy whose wireless transmission fails is counted here and in `drops_tx_fail`.
     pub duplicates: u64,
-    /// The most packets the queue held (waiting or being serialized), sampled each time a
-    /// packet was scheduled.
-    pub queue_hwm_packets: u64,
-    /// The most bytes the queue held, sampled like `queue_hwm_packets`.
-    pub queue_hwm_bytes: u64,
 }
 
 /// The ECN field of a packet's IP header (RFC 3168), as the AQM needs it.
@@ -203,28 +209,77 @@ pub enum Hold {
 /// Stages of `offer`, in order: link state → loss → queue occupancy → AQM (RED) → drop-tail →
 /// CoDel at the instant the packet will reach the head → serialization at `rate` (or the trace's next opportunities; or wireless attempts, which may
 /// fail) → delay ± jitter (+ `ooo_delay` for out-of-order packets) → duplicate.
+///
+/// Laid out in declaration order, on cache lines of its own, so that what every packet touches
+/// sits in three lines (the epoch and the counters that always change; the serializer and the
+/// backlog; `Essentials`) rather than in the eight or nine the 568-byte pipe spread it over: on
+/// a large topology each of those lines is a cache miss per packet-hop (docs/performance.md).
+#[repr(C, align(64))]
 pub struct Pipe {
+    /// Bumped each time the pipe goes down; tickets from an older epoch are dropped at release.
+    epoch: NonZeroU32,
+    counters: PipeCounters,
+    /// When the serializer finishes the last accepted packet.
+    busy_until: Instant,
+    /// Latest exit of an in-order packet; later in-order packets never leave before it unless
+    /// `reorder` is set.
+    last_exit: Instant,
+    backlog: Backlog,
+    essentials: Essentials,
     config: PipeConfig,
     data: PipeData,
     /// The wireless channel, present when `config.wireless` is.
     radio: Option<Radio>,
     trace: TraceCursor,
     rng: PipeRng,
-    backlog: Backlog,
-    /// When the serializer finishes the last accepted packet.
-    busy_until: Instant,
-    /// Latest exit of an in-order packet; later in-order packets never leave before it unless
-    /// `reorder` is set.
-    last_exit: Instant,
     red: RedAverage,
     codel: Codel,
     /// FQ-CoDel's state, from the first configuration with `aqm = "fq_codel"` on; boxed so that
     /// FIFO pipes, the common case, stay small.
     fq: Option<Box<Held>>,
     loss: LossState,
-    /// Bumped each time the pipe goes down; tickets from an older epoch are dropped at release.
-    epoch: NonZeroU32,
-    counters: PipeCounters,
+}
+
+/// What every packet reads of the configuration, copied from it into one cache line (a
+/// `PipeConfig` spreads them over three), with what the configuration leaves out of the way.
+#[derive(Clone, Copy)]
+struct Essentials {
+    rate: Rate,
+    delay: Duration,
+    queue: QueueLimit,
+    mtu: u32,
+    up: bool,
+    reorder: bool,
+    /// FQ-CoDel: the pipe holds its packets (`is_deferred`).
+    deferred: bool,
+    /// No loss model: nothing to draw as a packet enters.
+    lossless: bool,
+    /// No AQM before or after the drop-tail check.
+    droptail: bool,
+    /// No jitter, duplication, out-of-order packets, trace or radio: a packet's exit is its
+    /// serialization's end plus `delay`.
+    plain: bool,
+}
+
+impl Essentials {
+    fn of(config: &PipeConfig, data: &PipeData, radio: &Option<Radio>) -> Essentials {
+        Essentials {
+            rate: config.rate,
+            delay: config.delay,
+            queue: config.queue,
+            mtu: config.mtu,
+            up: config.up,
+            reorder: config.reorder,
+            deferred: matches!(config.aqm, Aqm::FqCodel(_)),
+            lossless: matches!(config.loss, LossModel::None),
+            droptail: matches!(config.aqm, Aqm::DropTail),
+            plain: config.jitter == Duration::ZERO
+                && config.duplicate <= 0.0
+                && config.ooo_rate <= 0.0
+                && data.trace.is_none()
+                && radio.is_none(),
+        }
+    }
 }
 
 /// Who decides whether a packet fits the queue (see `Pipe::offer_following`).
@@ -246,8 +301,10 @@ impl Pipe {
 
     /// A pipe that also uses `data`: a measured MAC profile, a delivery trace.
     pub fn with_data(config: PipeConfig, seed: u64, data: PipeData) -> Pipe {
+        let radio = radio_for(&config, &data);
         Pipe {
-            radio: radio_for(&config, &data),
+            essentials: Essentials::of(&config, &data, &radio),
+            radio,
             trace: TraceCursor::default(),
             data,
             config,
@@ -271,7 +328,19 @@ impl Pipe {
 
     /// Is the link administratively up?
     pub fn is_up(&self) -> bool {
-        self.config.up
+        self.essentials.up
+    }
+
+    /// The largest IP packet the link carries (`PipeConfig::mtu`).
+    pub fn mtu(&self) -> u32 {
+        self.essentials.mtu
+    }
+
+    /// A word of each cache line that `offer` and `release` read, for a caller that loads a
+    /// pipe ahead of its packets (the engine does, a timer slot at a time): its value means
+    /// nothing.
+    pub fn touch(&self) -> u64 {
+        self.counters.packets_in ^ self.busy_until.0 ^ u64::from(self.essentials.mtu)
     }
 
     /// Offer a packet of `bytes` arriving at `now`. `now` never goes backwards between calls.
@@ -302,28 +371,33 @@ impl Pipe {
     ) -> Admission {
         self.counters.packets_in += 1;
         self.counters.bytes_in += u64::from(bytes);
-        if !self.config.up {
+        if !self.essentials.up {
             return self.reject(DropCause::LinkDown);
         }
         if let Queueing::Refused = queueing {
             return self.reject(DropCause::Queue);
         }
-        if self.loss.lose(&self.config.loss, &mut self.rng) {
+        if !self.essentials.lossless && self.loss.lose(&self.config.loss, &mut self.rng) {
             return self.reject(DropCause::Loss);
         }
         self.backlog.drain(now);
         if let Queueing::Decided = queueing {
             return self.accept(now, bytes, false);
         }
-        let markable = self.config.ecn && meta.ecn.is_capable();
+        // A drop-tail pipe leaves the rest of its configuration unread.
+        let aqm = match self.essentials.droptail {
+            true => Aqm::DropTail,
+            false => self.config.aqm,
+        };
+        let markable = !self.essentials.droptail && self.config.ecn && meta.ecn.is_capable();
         let mut marked = false;
-        if let Aqm::Red(params) = self.config.aqm {
+        if let Aqm::Red(params) = aqm {
             // An empty queue has been empty since the serializer went idle.
             let idle = self.backlog.is_empty().then(|| {
                 let full_packet = self.config.rate.tx_time(DEFAULT_PACKET_BYTES);
                 (self.busy_until, full_packet)
             });
-            let q = self.backlog.level(self.config.queue);
+            let q = self.backlog.level(self.essentials.queue);
             let avg = self.red.update(params.weight, q, now, idle);
             if chance(&mut self.rng, red::drop_probability(&params, avg)) {
                 if !markable {
@@ -332,10 +406,10 @@ impl Pipe {
                 marked = true;
             }
         }
-        if !self.backlog.fits(self.config.queue, bytes) {
+        if !self.backlog.fits(self.essentials.queue, bytes) {
             return self.reject(DropCause::Queue);
         }
-        if let Aqm::Codel(params) = self.config.aqm {
+        if let Aqm::Codel(params) = aqm {
             // In a FIFO the packet reaches the head when the serializer is done with the ones
             // ahead of it, so CoDel's dequeue decision can be taken now (docs/link.md).
             if now > self.busy_until {
@@ -370,8 +444,9 @@ impl Pipe {
         };
         // Draw before looking at the queue, so the duplication pattern does not depend on it.
         // The copy is made inside the pipe, past the AQM, so only the queue limit applies to it.
-        let duplicate = if chance(&mut self.rng, self.config.duplicate)
-            && self.backlog.fits(self.config.queue, bytes)
+        let duplicate = if !self.essentials.plain
+            && chance(&mut self.rng, self.config.duplicate)
+            && self.backlog.fits(self.essentials.queue, bytes)
         {
             self.counters.duplicates += 1;
             let copy = self.schedule(now, bytes);
@@ -412,6 +487,7 @@ impl Pipe {
             self.fq.get_or_insert_with(|| Held::new(params)).params = params;
         }
         self.config = config;
+        self.essentials = Essentials::of(&config, &self.data, &self.radio);
         if going_down {
             if let Some(fq) = &mut self.fq {
                 let gone = &mut fq.gone;
@@ -449,7 +525,7 @@ impl Pipe {
     /// exit on arrival (`offer`)? True under FQ-CoDel, whose service order depends on later
     /// arrivals. Offer a packet to such a pipe with `hold`.
     pub fn is_deferred(&self) -> bool {
-        matches!(self.config.aqm, Aqm::FqCodel(_))
+        self.essentials.deferred
     }
 
     /// Gives a deferred pipe a packet arriving at `now`, known to the caller by `handle`, to
@@ -467,7 +543,7 @@ impl Pipe {
     ) -> Hold {
         self.counters.packets_in += 1;
         self.counters.bytes_in += u64::from(bytes);
-        if !self.config.up {
+        if !self.essentials.up {
             self.counters.drops_down += 1;
             return Hold::Dropped(DropCause::LinkDown);
         }
@@ -611,10 +687,12 @@ impl Pipe {
     /// A failed packet still held the queue and the channel for all its attempts.
     fn schedule(&mut self, now: Instant, bytes: u32) -> Option<Departure> {
         let tx_start = now.max(self.busy_until);
-        let airtime = self.config.rate.tx_time(u64::from(bytes));
+        let airtime = self.essentials.rate.tx_time(u64::from(bytes));
         // A trace replaces serialization and a radio extends it; the topology loader refuses a
         // link with both.
-        let (tx_end, delivered) = if let Some(trace) = &self.data.trace {
+        let (tx_end, delivered) = if self.essentials.plain {
+            (tx_start + airtime, true)
+        } else if let Some(trace) = &self.data.trace {
             (self.trace.deliver(trace, now, bytes), true)
         } else if let Some(radio) = &mut self.radio {
             let t = radio.transmit(tx_start, bytes, airtime, &mut self.rng);
@@ -633,14 +711,15 @@ impl Pipe {
         }
 
         let exit = tx_end + self.sample_delay();
-        let exit = if chance(&mut self.rng, self.config.ooo_rate) {
+        let out_of_order = !self.essentials.plain && chance(&mut self.rng, self.config.ooo_rate);
+        let exit = if out_of_order {
             // NemC's out-of-order packet: held back on its own; it neither waits for the packets
             // before it nor holds back the ones after it.
             exit + self.config.ooo_delay
         } else {
             let fifo_exit = exit.max(self.last_exit);
             self.last_exit = fifo_exit;
-            if self.config.reorder {
+            if self.essentials.reorder {
                 exit
             } else {
                 fifo_exit
@@ -654,6 +733,9 @@ impl Pipe {
 
     /// Propagation delay plus a jitter sample uniform in [−jitter, +jitter], clamped at zero.
     fn sample_delay(&mut self) -> Duration {
+        if self.essentials.plain {
+            return self.essentials.delay;
+        }
         let Duration(jitter) = self.config.jitter;
         if jitter == 0 {
             return self.config.delay;

@@ -111,8 +111,12 @@ impl Rate {
         if self.0 == 0 {
             return Duration::MAX;
         }
-        let bits = bytes as u128 * 8 * 1_000_000_000;
-        let ns = bits.div_ceil(self.0 as u128);
+        // Any packet (under 2.3 GB) fits 64 bits, whose division is several times cheaper
+        // than 128 bits' (a library call on x86-64); it runs once per packet-hop.
+        if let Some(bits) = bytes.checked_mul(8_000_000_000) {
+            return Duration(bits.div_ceil(self.0));
+        }
+        let ns = (bytes as u128 * 8_000_000_000).div_ceil(self.0 as u128);
         Duration(u64::try_from(ns).unwrap_or(u64::MAX))
     }
     /// Bytes this rate carries in `d` (rounded down).
@@ -212,6 +216,12 @@ mod tests {
         // 1 byte at 3 bit/s: 8/3 s = 2.666..s, rounded up.
         assert_eq!(Rate::bps(3).tx_time(1), Duration(2_666_666_667));
         assert_eq!(Rate::bps(0).tx_time(1), Duration::MAX);
+        // Past 64 bits of bit-nanoseconds: 2^62 bytes at 1 Gbit/s is 2^65 × 8 ns, over the top.
+        assert_eq!(Rate::bps(1_000_000_000).tx_time(1 << 62), Duration::MAX);
+        assert_eq!(
+            Rate::bps(u64::MAX).tx_time(1 << 62),
+            Duration(((1u128 << 62) * 8_000_000_000).div_ceil(u64::MAX as u128) as u64)
+        );
     }
 
     #[test]

@@ -12,11 +12,10 @@
 //! - a host's flows: the sender (its window, timers, pending wake-up) where the host is the
 //!   source, the receiver (its reassembly state, latency histogram) where it is the destination.
 
-use super::{Engine, Event, Flow, FlowStats, Worker};
+use super::{Engine, Event, Flow, FlowStats, Latencies, Worker};
 use crate::ownership::Ownership;
 use crate::packet::{Body, Handoff, Packet, DELIVER, NO_ROUTE};
 use crate::traffic::{Receiver, Sender};
-use hdrhistogram::Histogram;
 use netloom_link::Pipe;
 use netloom_time::Instant;
 use netloom_topo::PipeId;
@@ -46,7 +45,7 @@ struct SenderPart {
 /// A flow's receiving side.
 struct ReceiverPart {
     receiver: Receiver,
-    latency_ns: Histogram<u32>,
+    latency_ns: Latencies,
 }
 
 impl Migration {
@@ -112,8 +111,7 @@ impl Engine {
                 ));
             }
             if old.host_owner(dst) == me && next.host_owner(dst) != me {
-                let latency_ns =
-                    std::mem::replace(&mut flow.stats.latency_ns, super::latency_histogram());
+                let latency_ns = std::mem::replace(&mut flow.stats.latency_ns, Latencies::new());
                 out[usize::from(next.host_owner(dst))].receivers.push((
                     f,
                     ReceiverPart {

@@ -1130,3 +1130,55 @@ fn fq_codel_drops_what_it_holds_when_the_link_goes_down() {
     assert_eq!(pipe.poll_at(), None);
     assert_eq!(pipe.counters().drops_down, 4);
 }
+
+/// A pipe made without impairments takes them on from a later configuration: the shortcuts
+/// it takes while it has none (`Essentials`) follow `set_config`.
+#[test]
+fn a_plain_pipe_takes_on_impairments_set_later() {
+    let mut cfg = plain(RATE_1MS, 1, QueueLimit::Packets(100));
+    let mut pipe = Pipe::new(cfg, 1);
+    assert!(matches!(
+        pipe.offer(at(0), 1500, NOT_ECT),
+        Admission::Scheduled {
+            duplicate: None,
+            ..
+        }
+    ));
+    cfg.duplicate = 1.0;
+    cfg.jitter = Duration::from_millis(1);
+    pipe.set_config(at(0), cfg);
+    let Admission::Scheduled {
+        duplicate: Some(_), ..
+    } = pipe.offer(at(0), 1500, NOT_ECT)
+    else {
+        panic!("a duplicate was due");
+    };
+    cfg.loss = LossModel::Bernoulli { p: 1.0 };
+    pipe.set_config(at(0), cfg);
+    assert_eq!(
+        pipe.offer(at(0), 1500, NOT_ECT),
+        Admission::Dropped(DropCause::Loss)
+    );
+}
+
+/// What every packet touches of its pipe sits in three cache lines (docs/performance.md): the
+/// epoch with the counters it always changes, the serializer with the backlog, `Essentials`.
+#[test]
+fn a_packet_touches_three_cache_lines_of_its_pipe() {
+    use std::mem::{align_of, offset_of, size_of};
+    let one_line = |start: usize, end: usize| start / 64 == (end - 1) / 64;
+    assert_eq!(align_of::<Pipe>(), 64);
+    let counters = offset_of!(Pipe, counters);
+    assert!(one_line(
+        offset_of!(Pipe, epoch),
+        counters + offset_of!(PipeCounters, queue_hwm_bytes) + 8
+    ));
+    assert!(offset_of!(PipeCounters, marks) < offset_of!(PipeCounters, queue_hwm_bytes));
+    assert!(one_line(
+        offset_of!(Pipe, busy_until),
+        offset_of!(Pipe, backlog) + size_of::<Backlog>()
+    ));
+    assert!(offset_of!(Pipe, last_exit) < offset_of!(Pipe, backlog));
+    let essentials = offset_of!(Pipe, essentials);
+    assert!(one_line(essentials, essentials + size_of::<Essentials>()));
+}
