@@ -340,6 +340,18 @@ pub fn format_report(r: &Report, last: bool, top: usize) -> String {
             us(a.handoff_lateness_ns_max)
         );
     }
+    if !r.lost_handoffs.is_empty() {
+        let pairs: Vec<String> = r
+            .lost_handoffs
+            .iter()
+            .map(|l| format!("{} to {} {}", l.from, l.to, l.lost))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  hand-offs lost between machines (physical drops): {}",
+            pairs.join(", ")
+        );
+    }
     for c in &r.captures {
         let _ = writeln!(
             out,

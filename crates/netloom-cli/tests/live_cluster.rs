@@ -233,6 +233,62 @@ fn hosts_on_two_machines_reach_each_other_through_the_topology() {
 }
 
 #[test]
+fn hand_offs_dropped_between_machines_are_counted_as_physical_drops() {
+    require_live!("ping", "nsenter", "nft");
+    let (mut lab, machines) = cluster_lab("cd", "");
+    let cluster = cluster_arg(&lab);
+    lab.start(&[&cluster[0], &cluster[1]]);
+    let nft = |args: &str| {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &machines.names[1], "nft"])
+            .args(args.split(' '))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "nft {args}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // m2 drops every third GENEVE datagram reaching it, counting those it drops, while h1 on
+    // m1 pings h2 on m2.
+    nft("add table inet lossy");
+    nft("add chain inet lossy in { type filter hook input priority 0 ; }");
+    nft("add rule inet lossy in udp dport 6081 numgen inc mod 3 == 0 counter drop");
+    let _ = lab.exec("h1", &["ping", "-c", "30", "-i", "0.02", "-W", "1", "h2"]);
+    let listed = nft("list table inet lossy");
+    let dropped: u64 = listed
+        .split("counter packets ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no counter in {listed}"));
+    nft("delete table inet lossy");
+    // Hand-offs that come after the last one dropped show the gap.
+    assert!(lab
+        .exec("h1", &["ping", "-c", "3", "-i", "0.02", "h2"])
+        .status
+        .success());
+    let report = lab.stop();
+    let pairs = report["lost_handoffs"].as_array().unwrap();
+    let lost = |from: &str, to: &str| {
+        pairs
+            .iter()
+            .find(|p| p["from"] == from && p["to"] == to)
+            .unwrap_or_else(|| panic!("no {from} to {to} in {pairs:?}"))["lost"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(dropped >= 5, "nftables dropped {dropped} of 30 requests");
+    assert_eq!(lost("m1", "m2"), dropped, "{pairs:?}");
+    assert_eq!(lost("m2", "m1"), 0, "{pairs:?}");
+    let accuracy = &report["accuracy"];
+    assert_eq!(accuracy["lost_handoffs"], dropped, "{accuracy}");
+    assert!(
+        accuracy["physical_drops"].as_u64().unwrap() >= dropped && accuracy["accurate"] == false,
+        "{accuracy}"
+    );
+    machines.assert_nothing_left();
+}
+
+#[test]
 fn a_killed_worker_stops_the_run_everywhere() {
     require_live!("ping", "nsenter");
     let (mut lab, machines) = cluster_lab("ck", "");

@@ -59,7 +59,7 @@ pub use message::{Direction, HostCounters, LinkChange, PipeState, Request, Snaps
 pub use netloom_time::{Clock, SystemClock, TestClock};
 pub use plan::{Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};
 pub use report::{
-    CaptureReport, HostInfo, HostReport, Report, RunInfo, WorkersInfo, WorkersReport,
+    CaptureReport, HostInfo, HostReport, LostHandoffs, Report, RunInfo, WorkersInfo, WorkersReport,
 };
 pub use synthetic::SimCapture;
 pub use tun_io::TunIo;

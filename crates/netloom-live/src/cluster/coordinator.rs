@@ -12,7 +12,7 @@ use crate::experiment::{Ending, LiveError};
 use crate::message::{Request, Snapshot};
 use crate::plan::{Options, Plan, Split};
 use crate::protocol::{socket_path, Reply, VERSION};
-use crate::report::{Report, RunInfo};
+use crate::report::{LostHandoffs, Report, RunInfo};
 use crate::server::{Handler, Server};
 use crate::wait::Precision;
 use netloom_engine::Payload;
@@ -320,9 +320,8 @@ struct Shared {
 impl Shared {
     /// Every machine's figures, merged.
     fn stats(&self) -> Result<Report, String> {
-        let mut all: Option<Snapshot> = None;
-        let mut drops = vec![0; self.info.hosts.len()];
-        for remote in &self.remotes {
+        let mut merged = Merged::default();
+        for (k, remote) in self.remotes.iter().enumerate() {
             let figures = match remote.ask(&ToWorker::Figures, ANSWER_WAIT)? {
                 FromWorker::Figures(f) => {
                     f.map_err(|e| format!("machine {}: {e}", remote.machine.name))?
@@ -334,10 +333,17 @@ impl Shared {
                     ))
                 }
             };
-            merge(&mut all, &mut drops, *figures);
+            merged.add(k, *figures);
         }
-        let snapshot = all.ok_or("no machine")?;
-        Ok(Report::new(&self.info, snapshot, &drops))
+        merged.report(self).ok_or_else(|| "no machine".into())
+    }
+
+    /// The machines' names, by worker.
+    fn names(&self) -> Vec<&str> {
+        self.remotes
+            .iter()
+            .map(|r| r.machine.name.as_str())
+            .collect()
     }
 
     /// A link change, made by every machine (each keeps the whole network's configuration).
@@ -381,13 +387,57 @@ impl Shared {
     }
 }
 
-fn merge(all: &mut Option<Snapshot>, drops: &mut [u64], figures: Figures) {
-    for (d, more) in drops.iter_mut().zip(&figures.tun_queue_drops) {
-        *d += more;
+/// Every machine's figures, added up as they come, by machine in worker order.
+#[derive(Default)]
+struct Merged {
+    snapshot: Option<Snapshot>,
+    /// Per host.
+    tun_queue_drops: Vec<u64>,
+    /// Per machine (the receiver), per worker (the sender).
+    lost_handoffs: Vec<Vec<u64>>,
+}
+
+impl Merged {
+    /// Adds the figures of worker `k`'s machine.
+    fn add(&mut self, k: usize, figures: Figures) {
+        if self.tun_queue_drops.len() < figures.tun_queue_drops.len() {
+            self.tun_queue_drops
+                .resize(figures.tun_queue_drops.len(), 0);
+        }
+        for (d, more) in self
+            .tun_queue_drops
+            .iter_mut()
+            .zip(&figures.tun_queue_drops)
+        {
+            *d += more;
+        }
+        if self.lost_handoffs.len() <= k {
+            self.lost_handoffs.resize(k + 1, Vec::new());
+        }
+        self.lost_handoffs[k] = figures.lost_handoffs;
+        match &mut self.snapshot {
+            Some(all) => all.merge(figures.snapshot),
+            None => self.snapshot = Some(figures.snapshot),
+        }
     }
-    match all {
-        Some(all) => all.merge(figures.snapshot),
-        None => *all = Some(figures.snapshot),
+
+    /// The run's report, with the hand-offs lost between every two of its machines; `None`
+    /// when no machine answered.
+    fn report(self, shared: &Shared) -> Option<Report> {
+        let mut report = Report::new(&shared.info, self.snapshot?, &self.tun_queue_drops);
+        let names = shared.names();
+        for (to, lost) in self.lost_handoffs.iter().enumerate() {
+            for (from, &from_name) in names.iter().enumerate().filter(|&(k, _)| k != to) {
+                report.lost_handoffs.push(LostHandoffs {
+                    from: from_name.to_string(),
+                    to: names[to].to_string(),
+                    lost: lost.get(from).copied().unwrap_or(0),
+                });
+            }
+        }
+        let lost = report.lost_handoffs.iter().map(|l| l.lost).sum();
+        report.accuracy.add_lost_handoffs(lost);
+        Some(report)
     }
 }
 
@@ -732,12 +782,11 @@ impl ClusterRun {
         if let Some(thread) = self.clock_thread.take() {
             let _ = thread.join();
         }
-        let mut all = None;
-        let mut drops = vec![0; self.shared.info.hosts.len()];
+        let mut merged = Merged::default();
         let mut failures = Vec::new();
-        for remote in &self.shared.remotes {
+        for (k, remote) in self.shared.remotes.iter().enumerate() {
             match remote.end() {
-                Ok(Some(figures)) => merge(&mut all, &mut drops, *figures),
+                Ok(Some(figures)) => merged.add(k, *figures),
                 Ok(None) => {}
                 Err(e) => failures.push(format!("{e} ({})", remote.clean())),
             }
@@ -749,8 +798,9 @@ impl ClusterRun {
         if !failures.is_empty() {
             return Err(LiveError::Machine(failures.join("; ")));
         }
-        let snapshot = all.ok_or_else(|| LiveError::Machine("no machine answered".into()))?;
-        Ok(Report::new(&self.shared.info, snapshot, &drops))
+        merged
+            .report(&self.shared)
+            .ok_or_else(|| LiveError::Machine("no machine answered".into()))
     }
 }
 
