@@ -73,6 +73,7 @@ pub fn run(c: Coordinate) -> Result<()> {
     }
     let ending = run.wait(signal, c.stop_after.map(|d| std::time::Instant::now() + d));
     let clocks = run.clocks();
+    let drifted = run.drift_warnings();
     let report = run.stop(&ending)?;
     for clock in &clocks {
         say(format_args!(
@@ -82,6 +83,9 @@ pub fn run(c: Coordinate) -> Result<()> {
             clock.last.offset_ns as f64 / 1e3,
             clock.last.round_trip_ns as f64 / 1e3,
         ));
+    }
+    for warning in drifted {
+        say(format_args!("netloom: warning: {warning}"));
     }
     let text = match c.json {
         true => serde_json::to_string_pretty(&report)? + "\n",

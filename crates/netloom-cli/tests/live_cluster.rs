@@ -327,7 +327,7 @@ fn a_killed_worker_stops_the_run_everywhere() {
 }
 
 #[test]
-fn a_lookahead_shorter_than_the_way_between_machines_is_warned_about_with_the_numbers() {
+fn a_lookahead_shorter_than_the_way_between_machines_or_their_clocks_error_is_warned_about() {
     require_live!("nsenter");
     let (lab, machines) = cluster_lab("cw", "");
     // r1-r2, between the machines, at 1 us: less than any way between two processes.
@@ -336,8 +336,21 @@ fn a_lookahead_shorter_than_the_way_between_machines_is_warned_about_with_the_nu
     let out = run_to_end(&lab);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    let measured = stderr
+        .split("less than the one-way delay measured between machines ")
+        .nth(1)
+        .and_then(|rest| rest.split(" ms, half the least round trip").next())
+        .and_then(|rest| rest.split(" (").nth(1))
+        .and_then(|ms| ms.parse::<f64>().ok());
     assert!(
-        stderr.contains("the least delay of a pipe between machines is 0.001 ms, less than the one-way delay measured between machines"),
+        stderr.contains("the least delay of a pipe between machines is 0.001 ms")
+            && measured.is_some_and(|ms| ms > 0.001),
+        "{stderr}"
+    );
+    // The clocks, measured over the control channel, are known less well than 1 us too.
+    assert!(
+        stderr.contains("'s clock is known to within ")
+            && stderr.contains("more than the least delay of a pipe between machines (0.001 ms)"),
         "{stderr}"
     );
     machines.assert_nothing_left();
@@ -347,7 +360,7 @@ fn a_lookahead_shorter_than_the_way_between_machines_is_warned_about_with_the_nu
     let out = run_to_end(&lab);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        out.status.success() && !stderr.contains("one-way delay"),
+        out.status.success() && !stderr.contains("one-way delay") && !stderr.contains("'s clock"),
         "{stderr}"
     );
     machines.assert_nothing_left();

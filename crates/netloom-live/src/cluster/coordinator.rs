@@ -661,6 +661,11 @@ impl ClusterRun {
         if let Some(warning) = started.check_lookahead(lookahead_ns) {
             started.warnings.push(warning);
         }
+        if let Some(lookahead) = lookahead_ns {
+            let clocks = started.clocks();
+            let known = clock_warnings(&clocks, lookahead, Moment::Start);
+            started.warnings.extend(known);
+        }
         let map = super::forward::Forwarding::of(
             &started
                 .shared
@@ -731,9 +736,23 @@ impl ClusterRun {
     }
 
     /// What the caller should tell the user before the run goes on (a lookahead shorter than
-    /// the way between machines, a pipe of no delay between machines).
+    /// the way between machines or than what is known of their clocks, a pipe of no delay
+    /// between machines).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// The machines whose clocks moved against the coordinator's, since the start, by more
+    /// than the lookahead (beyond the measurements' error): hand-offs to and from them were
+    /// late by as much. Empty when nothing crosses between machines.
+    pub fn drift_warnings(&self) -> Vec<String> {
+        let lookahead = self
+            .shared
+            .info
+            .workers
+            .as_ref()
+            .and_then(|w| w.lookahead_ns);
+        lookahead.map_or_else(Vec::new, |l| clock_warnings(&self.clocks(), l, Moment::Now))
     }
 
     /// What the run is.
@@ -812,6 +831,48 @@ impl Drop for ClusterRun {
     }
 }
 
+/// When clocks are judged against the lookahead.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Moment {
+    /// At the start: how well each offset is known, half the round trip of the exchange that
+    /// measured it (its error at most), against the lookahead.
+    Start,
+    /// As last measured: how far each offset moved since the start, less both measurements'
+    /// error, against the lookahead.
+    Now,
+}
+
+/// One line with the numbers for each machine whose clock, at `moment`, is further from the
+/// coordinator's than `lookahead_ns` allows: a hand-off leaves a pipe's delay before its exit
+/// time by the sender's clock and is judged by the receiver's.
+fn clock_warnings(clocks: &[MachineClock], lookahead_ns: u64, moment: Moment) -> Vec<String> {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let signed_ms = |ns: i64| ns as f64 / 1e6;
+    clocks
+        .iter()
+        .filter_map(|c| {
+            let (start, last) = (c.start, c.last);
+            match moment {
+                Moment::Start => {
+                    let error = start.round_trip_ns / 2;
+                    (error > lookahead_ns).then(|| format!(
+                        "machine {}'s clock is known to within {:.3} ms only (half the least round trip of the clock exchanges with it), more than the least delay of a pipe between machines ({:.3} ms): hand-offs may arrive late by as much; give those pipes more delay or reach the machine by a quicker way",
+                        c.machine, ms(error), ms(lookahead_ns)
+                    ))
+                }
+                Moment::Now => {
+                    let moved = last.offset_ns.abs_diff(start.offset_ns);
+                    let error = start.round_trip_ns / 2 + last.round_trip_ns / 2;
+                    (moved.saturating_sub(error) > lookahead_ns).then(|| format!(
+                        "machine {}'s clock moved {:.3} ms against the coordinator's during the run (offset {:+.3} ms at the start, {:+.3} ms at the end, each within {:.3} ms), more than the least delay of a pipe between machines ({:.3} ms): hand-offs to and from it were late by as much; keep the machines' clocks synchronised (chrony, PTP)",
+                        c.machine, ms(moved), signed_ms(start.offset_ns), signed_ms(last.offset_ns), ms(error), ms(lookahead_ns)
+                    ))
+                }
+            }
+        })
+        .collect()
+}
+
 /// Which machine owns each pipe: by the file's placement (a pipe is its sending node's
 /// machine's), or METIS over the static flow graph with each machine's CPUs as its share.
 fn split(
@@ -847,4 +908,56 @@ fn split(
         topology: None,
         method: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clock(start: (i64, u64), last: (i64, u64)) -> MachineClock {
+        let sample = |(offset_ns, round_trip_ns)| ClockSample {
+            offset_ns,
+            round_trip_ns,
+        };
+        MachineClock {
+            machine: "m2".into(),
+            start: sample(start),
+            last: sample(last),
+        }
+    }
+
+    #[test]
+    fn clocks_known_less_well_than_the_lookahead_are_warned_about_with_the_numbers() {
+        // Offset known to 0.05 ms (a 0.1 ms round trip): fine at 1 ms, not at 0.01 ms.
+        let clocks = [clock((3_000_000, 100_000), (3_000_000, 100_000))];
+        assert!(clock_warnings(&clocks, 1_000_000, Moment::Start).is_empty());
+        let warned = clock_warnings(&clocks, 10_000, Moment::Start);
+        assert_eq!(warned.len(), 1);
+        assert!(
+            warned[0].starts_with("machine m2's clock is known to within 0.050 ms only")
+                && warned[0].contains("(0.010 ms)"),
+            "{}",
+            warned[0]
+        );
+        // A large offset alone is no fault: each worker's clock is set with it.
+        let far = [clock((-9_000_000_000, 100_000), (-9_000_000_000, 100_000))];
+        assert!(clock_warnings(&far, 1_000_000, Moment::Now).is_empty());
+    }
+
+    #[test]
+    fn a_clock_that_drifted_more_than_the_lookahead_is_warned_about_with_the_numbers() {
+        // Moved 2 ms, measured within 0.1 ms each time: more than a 1 ms lookahead.
+        let drifted = [clock((500_000, 200_000), (2_500_000, 200_000))];
+        let warned = clock_warnings(&drifted, 1_000_000, Moment::Now);
+        assert_eq!(warned.len(), 1);
+        assert!(
+            warned[0].starts_with("machine m2's clock moved 2.000 ms against the coordinator's during the run (offset +0.500 ms at the start, +2.500 ms at the end, each within 0.200 ms)"),
+            "{}",
+            warned[0]
+        );
+        // Not when the lookahead covers it, nor when the measurements' error could explain it.
+        assert!(clock_warnings(&drifted, 2_000_000, Moment::Now).is_empty());
+        let unsure = [clock((0, 3_000_000), (2_000_000, 3_000_000))];
+        assert!(clock_warnings(&unsure, 1_000_000, Moment::Now).is_empty());
+    }
 }
