@@ -288,6 +288,146 @@ fn hand_offs_dropped_between_machines_are_counted_as_physical_drops() {
     machines.assert_nothing_left();
 }
 
+/// One HTTP/1.0 GET of `path` on 127.0.0.1:`port`: the whole reply.
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(conn, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    conn.read_to_string(&mut reply).unwrap();
+    reply
+}
+
+/// A detached run's `netloom events` reader and its coordinator, both stopped on drop (before
+/// the machines go, so that the coordinator stops them itself), a failed test's too.
+struct Detached<'a> {
+    lab: &'a Lab,
+    events: Option<std::process::Child>,
+}
+
+impl Drop for Detached<'_> {
+    fn drop(&mut self) {
+        if let Some(mut events) = self.events.take() {
+            let _ = events.kill();
+            let _ = events.wait();
+        }
+        let _ = self
+            .lab
+            .cmd()
+            .args(["stop", "--name", &self.lab.name])
+            .output();
+        let entry = self.lab.dir.join("run").join(&self.lab.name);
+        let give_up = Instant::now() + Duration::from_secs(60);
+        while entry.exists() && Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn a_detached_run_serves_events_metrics_and_the_web_view_from_the_coordinator() {
+    require_live!("ping", "nsenter");
+    let (lab, machines) = cluster_lab("ce", "");
+    let cluster = cluster_arg(&lab);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let out = lab
+        .cmd()
+        .args(["run", "--name", &lab.name, "--detach", "--metrics", &addr])
+        .args(["--web", &addr])
+        .arg(lab.dir.join("topo.toml"))
+        .args(&cluster)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let log = machines.registry.join(format!("{}.log", lab.name));
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let mut detached = Detached {
+        lab: &lab,
+        events: None,
+    };
+    let events = lab
+        .cmd()
+        .args(["events", "--name", &lab.name])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let events = detached.events.insert(events);
+    lab.control(&["link", "set", "r1", "r2", "delay=20ms"]);
+    lab.control(&["link", "down", "r1", "r2"]);
+    // The metrics and the page, of the whole run: hosts of both machines.
+    assert!(lab.exec("h1", &["ping", "-c", "1", "h3"]).status.success());
+    let metrics = http_get(port, "/metrics");
+    assert!(
+        metrics.starts_with("HTTP/1.0 200")
+            && metrics.contains("host=\"h2\"")
+            && metrics.contains("host=\"h1\""),
+        "{metrics}"
+    );
+    let info = http_get(port, "/api/info");
+    assert!(
+        info.starts_with("HTTP/1.0 200") && info.contains("\"workers\":2"),
+        "{info}"
+    );
+    // Capture is refused, naming where to capture instead.
+    let capture = lab
+        .cmd()
+        .args(["capture", "--name", &lab.name, "r1", "r2", "-w", "-"])
+        .output()
+        .unwrap();
+    let refused = String::from_utf8_lossy(&capture.stderr);
+    assert!(
+        !capture.status.success()
+            && refused.contains("capture is per machine")
+            && refused.contains(&format!("{}-m2 on m2", lab.name)),
+        "{refused}"
+    );
+    // `netloom stop` signals the detached coordinator and shows its log: the merged report.
+    let stopped = String::from_utf8_lossy(&lab.stop_command().stdout).into_owned();
+    assert!(
+        stopped.contains("hand-offs lost between machines (physical drops): m1 to m2 0"),
+        "{stopped}"
+    );
+    let give_up = Instant::now() + Duration::from_secs(30);
+    while events.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < give_up, "the event stream did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let events = detached.events.take().unwrap();
+    let lines = String::from_utf8(events.wait_with_output().unwrap().stdout).unwrap();
+    let kinds: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .collect();
+    let types: Vec<&str> = kinds.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "started",
+            "link-changed",
+            "link-changed",
+            "routes-recomputed",
+            "stopped"
+        ],
+        "{lines}"
+    );
+    assert_eq!(kinds[0]["workers"], 2, "{lines}");
+    assert_eq!(kinds[1]["link"], "r1-r2", "{lines}");
+    assert_eq!(kinds[4]["reason"], "signal", "{lines}");
+    machines.assert_nothing_left();
+}
+
 #[test]
 fn a_killed_worker_stops_the_run_everywhere() {
     require_live!("ping", "nsenter");

@@ -3,17 +3,19 @@
 //! each machine's clock offset (NTP's exchange on the control channel, at the start and every
 //! second while the run lasts), splits the topology between the machines (the file's placement,
 //! or METIS with the machines' CPUs as shares), sends each its part, and answers the control
-//! protocol for the whole run by asking every machine. Any machine failing stops the others;
-//! what a dead worker left behind is cleaned on its machine.
+//! protocol for the whole run by asking every machine, and publishes the run's events (start,
+//! link changes, a machine's failure, stop). Any machine failing stops the others; what a dead
+//! worker left behind is cleaned on its machine.
 
 use super::channel::{self, Figures, FromWorker, Start, ToWorker};
 use super::file::{Cluster, Machine};
+use crate::event::{Event, EventLines, Events};
 use crate::experiment::{Ending, LiveError};
-use crate::message::{Request, Snapshot};
+use crate::message::{LinkChange, Request, Snapshot};
 use crate::plan::{Options, Plan, Split};
 use crate::protocol::{socket_path, Reply, VERSION};
 use crate::report::{LostHandoffs, Report, RunInfo};
-use crate::server::{Handler, Server};
+use crate::server::{Handler, Response, Server};
 use crate::wait::Precision;
 use netloom_engine::Payload;
 use netloom_partition::{partition_shares, Assignment, FlowGraph, Method};
@@ -40,6 +42,8 @@ const STOP_WAIT: Duration = Duration::from_secs(60);
 const CLOCK_EXCHANGES: usize = 8;
 /// How often offsets are measured again while the run lasts.
 const CLOCK_EVERY: Duration = Duration::from_secs(1);
+/// How long event streams may take to write the run's last event when it stops.
+const STREAMS_WAIT: Duration = Duration::from_secs(1);
 /// Lines of a worker's standard error kept to explain its death.
 const STDERR_LINES: usize = 20;
 
@@ -315,6 +319,10 @@ struct Shared {
     stop_requested: AtomicBool,
     /// Set when the run stops, to end the clock thread.
     over: AtomicBool,
+    /// The run's events, for `netloom events`.
+    events: Events,
+    /// The run's instant zero on this machine's wall clock (ns since 1970).
+    zero_ns: u64,
 }
 
 impl Shared {
@@ -346,7 +354,30 @@ impl Shared {
             .collect()
     }
 
-    /// A link change, made by every machine (each keeps the whole network's configuration).
+    /// Nanoseconds since the run started, for events.
+    fn now_ns(&self) -> u64 {
+        channel::wall_ns().saturating_sub(self.zero_ns)
+    }
+
+    /// A link change, made by every machine (each keeps the whole network's configuration),
+    /// published as the first machine's answer has it.
+    fn change_link(&self, request: &Request) -> Result<Value, String> {
+        let answer = self.forward(request)?;
+        if let Ok(change) = serde_json::from_value::<LinkChange>(answer.clone()) {
+            self.events.publish(Event::LinkChanged(change.clone()));
+            if let Request::LinkState { up, .. } = request {
+                // Every machine applied the change, and with it recomputed its routes.
+                self.events.publish(Event::RoutesRecomputed {
+                    at_ns: change.at_ns,
+                    link: change.link,
+                    up: *up,
+                });
+            }
+        }
+        Ok(answer)
+    }
+
+    /// A request, answered by every machine; the first one's answer.
     fn forward(&self, request: &Request) -> Result<Value, String> {
         let mut first = None;
         for remote in &self.remotes {
@@ -365,24 +396,38 @@ impl Shared {
         first.ok_or_else(|| "no machine".into())
     }
 
-    fn handle(&self, request: Request) -> Reply {
+    fn handle(&self, request: Request) -> Response {
         let body = match request {
             Request::Info => Ok(serde_json::to_value(&self.info).expect("info serializes")),
             Request::Stats => self
                 .stats()
                 .map(|r| serde_json::to_value(&r).expect("reports serialize")),
-            Request::LinkSet { .. } | Request::LinkState { .. } => self.forward(&request),
+            Request::LinkSet { .. } | Request::LinkState { .. } => self.change_link(&request),
             Request::Stop => {
                 self.stop_requested.store(true, Ordering::SeqCst);
                 Ok(serde_json::json!({ "stopping": self.info.experiment }))
             }
-            Request::Events | Request::Capture { .. } => Err(
-                "events and capture are not available in a run over several machines; ask a machine's own experiment".into(),
-            ),
+            Request::Events => {
+                return Response {
+                    reply: Reply::ok(serde_json::json!({ "experiment": self.info.experiment })),
+                    stream: Some(Box::new(EventLines::new(self.events.subscribe()))),
+                }
+            }
+            Request::Capture { .. } => {
+                let machines: Vec<String> = self
+                    .remotes
+                    .iter()
+                    .map(|r| format!("{} on {}", r.experiment, r.machine.name))
+                    .collect();
+                Err(format!(
+                    "capture is per machine in a run over several machines: capture on the machine whose worker owns the link, with its experiment's name (`netloom capture --name NAME`: {})",
+                    machines.join(", ")
+                ))
+            }
         };
         match body {
-            Ok(body) => Reply::ok(body),
-            Err(e) => Reply::error(e),
+            Ok(body) => Reply::ok(body).into(),
+            Err(e) => Reply::error(e).into(),
         }
     }
 }
@@ -426,12 +471,13 @@ impl Merged {
     fn report(self, shared: &Shared) -> Option<Report> {
         let mut report = Report::new(&shared.info, self.snapshot?, &self.tun_queue_drops);
         let names = shared.names();
-        for (to, lost) in self.lost_handoffs.iter().enumerate() {
-            for (from, &from_name) in names.iter().enumerate().filter(|&(k, _)| k != to) {
+        for (from, &from_name) in names.iter().enumerate() {
+            for (to, &to_name) in names.iter().enumerate().filter(|&(k, _)| k != from) {
+                let lost = self.lost_handoffs.get(to).and_then(|l| l.get(from));
                 report.lost_handoffs.push(LostHandoffs {
                     from: from_name.to_string(),
-                    to: names[to].to_string(),
-                    lost: lost.get(from).copied().unwrap_or(0),
+                    to: to_name.to_string(),
+                    lost: lost.copied().unwrap_or(0),
                 });
             }
         }
@@ -640,6 +686,8 @@ impl ClusterRun {
             remotes,
             stop_requested: AtomicBool::new(false),
             over: AtomicBool::new(false),
+            events: Events::default(),
+            zero_ns,
         });
         let mut started = ClusterRun {
             shared,
@@ -677,10 +725,16 @@ impl ClusterRun {
         );
         map.write(&run)
             .map_err(|e| fail(format!("writing the run's host map: {e}")))?;
+        started.shared.events.publish(Event::Started {
+            at_ns: started.shared.now_ns(),
+            experiment: run.clone(),
+            hosts: started.shared.info.hosts.len(),
+            workers: machines,
+        });
         let path = socket_path(&netloom_os::registry_dir(), &run);
         let handler: Handler = {
             let shared = started.shared.clone();
-            Arc::new(move |request| shared.handle(request).into())
+            Arc::new(move |request| shared.handle(request))
         };
         started.server = Some(Server::start(&path, handler).map_err(|e| LiveError::Io {
             what: format!("listening on {}", path.display()),
@@ -789,13 +843,14 @@ impl ClusterRun {
 
     /// Stops every machine and returns the merged last figures; a machine that died is the
     /// error (after the others stopped and it was cleaned), naming it and why.
-    pub fn stop(mut self, _reason: &Ending) -> Result<Report, LiveError> {
-        self.shutdown()
+    pub fn stop(mut self, reason: &Ending) -> Result<Report, LiveError> {
+        self.shutdown(reason.name())
     }
 
-    fn shutdown(&mut self) -> Result<Report, LiveError> {
+    fn shutdown(&mut self, reason: &str) -> Result<Report, LiveError> {
         self.shared.over.store(true, Ordering::Relaxed);
-        if let Some(mut server) = self.server.take() {
+        let mut server = self.server.take();
+        if let Some(server) = &mut server {
             server.stop();
         }
         if let Some(thread) = self.clock_thread.take() {
@@ -807,8 +862,22 @@ impl ClusterRun {
             match remote.end() {
                 Ok(Some(figures)) => merged.add(k, *figures),
                 Ok(None) => {}
-                Err(e) => failures.push(format!("{e} ({})", remote.clean())),
+                Err(e) => {
+                    self.shared.events.publish(Event::WorkerFailed {
+                        at_ns: self.shared.now_ns(),
+                        worker: k,
+                        error: e.clone(),
+                    });
+                    failures.push(format!("{e} ({})", remote.clean()))
+                }
             }
+        }
+        self.shared.events.publish(Event::Stopped {
+            at_ns: self.shared.now_ns(),
+            reason: reason.to_string(),
+        });
+        if let Some(server) = server {
+            server.drain(STREAMS_WAIT);
         }
         super::forward::Forwarding::remove(&self.shared.info.experiment);
         if let Some(mut registry) = self.registry.take() {
@@ -826,7 +895,7 @@ impl ClusterRun {
 impl Drop for ClusterRun {
     fn drop(&mut self) {
         if self.registry.is_some() {
-            let _ = self.shutdown();
+            let _ = self.shutdown("dropped");
         }
     }
 }
