@@ -24,7 +24,7 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -104,10 +104,8 @@ struct Remote {
 impl Remote {
     /// Starts the machine's worker through its launcher.
     fn launch(machine: &Machine, run: &str) -> Result<Remote, String> {
-        let mut command = Command::new(&machine.launcher[0]);
+        let mut command = machine.netloom_command(&["worker"]);
         command
-            .args(&machine.launcher[1..])
-            .args([machine.netloom.as_str(), "worker"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -289,14 +287,9 @@ impl Remote {
     /// Removes whatever this machine's experiment left behind (its worker died): `netloom
     /// clean --name` there, through the launcher.
     fn clean(&self) -> String {
-        let out = Command::new(&self.machine.launcher[0])
-            .args(&self.machine.launcher[1..])
-            .args([
-                self.machine.netloom.as_str(),
-                "clean",
-                "--name",
-                &self.experiment,
-            ])
+        let out = self
+            .machine
+            .netloom_command(&["clean", "--name", &self.experiment])
             .stdin(Stdio::null())
             .output();
         match out {
@@ -944,7 +937,7 @@ fn clock_warnings(clocks: &[MachineClock], lookahead_ns: u64, moment: Moment) ->
 
 /// Which machine owns each pipe: by the file's placement (a pipe is its sending node's
 /// machine's), or METIS over the static flow graph with each machine's CPUs as its share.
-fn split(
+pub fn split(
     cluster: &Cluster,
     topology: &Topology,
     cpus: &[u32],
