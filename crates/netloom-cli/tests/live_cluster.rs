@@ -697,3 +697,74 @@ fn a_worker_started_over_ssh_runs_its_part_and_an_unreachable_machine_is_refused
     );
     machines.assert_nothing_left();
 }
+
+#[test]
+fn a_sim_over_two_machines_reports_what_one_engine_does() {
+    require_live!("nsenter");
+    let (lab, machines) = cluster_lab("cv", "");
+    // The coordinator is worker 0: on the first machine, as the cluster file has it.
+    let sim = |on_m1: bool, extra: &[&str]| {
+        let mut c = match on_m1 {
+            true => {
+                let mut c = Command::new("nsenter");
+                c.arg(format!("--net=/run/netns/{}", machines.names[0]))
+                    .args(["--", env!("CARGO_BIN_EXE_netloom")]);
+                c
+            }
+            false => lab.cmd(),
+        };
+        c.arg("sim")
+            .arg(lab.dir.join("topo.toml"))
+            .args(["--traffic", "pattern=random-k k=2 source=aimd"])
+            .args([
+                "--duration",
+                "2s",
+                "--seed",
+                "3",
+                "--no-wall-clock",
+                "--json",
+            ])
+            .args(extra)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let report = |out: Output| -> serde_json::Value {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let cluster = cluster_arg(&lab);
+    let one = report(sim(false, &[]));
+    let across = report(sim(true, &[&cluster[0], &cluster[1]]));
+    for section in ["flows", "pipes"] {
+        assert_eq!(one[section], across[section], "{section}");
+    }
+    assert_eq!(
+        one["totals"]["packet_hops"],
+        across["totals"]["packet_hops"]
+    );
+    // Both machines worked, and packets crossed between them (r1 to r2 and back).
+    let workers = &across["workers"];
+    assert_eq!(workers["workers"], 2, "{workers}");
+    assert!(
+        workers["cross_core_hops"].as_u64().unwrap() > 100,
+        "{workers}"
+    );
+    for worker in workers["per_worker"].as_array().unwrap() {
+        assert!(worker["packet_hops"].as_u64().unwrap() > 100, "{workers}");
+    }
+    // Not on the first machine: worker 0 cannot take hand-offs at its address.
+    let elsewhere = sim(false, &[&cluster[0], &cluster[1]]);
+    let stderr = String::from_utf8_lossy(&elsewhere.stderr);
+    assert_eq!(elsewhere.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("worker 0 cannot take hand-offs at 10.251.0.1")
+            && stderr.contains("the cluster file's first machine (m1): run the command there"),
+        "{stderr}"
+    );
+    machines.assert_nothing_left();
+}
