@@ -6,10 +6,12 @@ use crate::run::say;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use netloom_live::cluster::{Cluster, ClusterRun, Setup};
+use netloom_live::protocol::socket_path;
 use netloom_live::Options;
 use netloom_topo::Topology;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(Args)]
 pub struct WorkerArgs {}
@@ -32,6 +34,8 @@ pub struct Coordinate<'a> {
     pub json: bool,
     pub top: usize,
     pub ready_file: Option<&'a PathBuf>,
+    /// `--metrics` and `--web`, bound: served from the coordinator's control socket.
+    pub listeners: Vec<crate::web::Listener>,
 }
 
 /// Starts the run on every machine, waits for its end, stops it everywhere and prints the
@@ -68,11 +72,15 @@ pub fn run(c: Coordinate) -> Result<()> {
         machines.len(),
         started.elapsed().as_secs_f64(),
     ));
+    let socket = socket_path(&netloom_os::registry_dir(), &name);
+    let servers = crate::web::serve(c.listeners, Arc::new(netloom_web::Socket::new(socket)))?;
     if let Some(ready) = c.ready_file {
         std::fs::write(ready, b"up\n").with_context(|| format!("writing {}", ready.display()))?;
     }
     let ending = run.wait(signal, c.stop_after.map(|d| std::time::Instant::now() + d));
     let clocks = run.clocks();
+    let drifted = run.drift_warnings();
+    drop(servers);
     let report = run.stop(&ending)?;
     for clock in &clocks {
         say(format_args!(
@@ -82,6 +90,9 @@ pub fn run(c: Coordinate) -> Result<()> {
             clock.last.offset_ns as f64 / 1e3,
             clock.last.round_trip_ns as f64 / 1e3,
         ));
+    }
+    for warning in drifted {
+        say(format_args!("netloom: warning: {warning}"));
     }
     let text = match c.json {
         true => serde_json::to_string_pretty(&report)? + "\n",

@@ -362,6 +362,18 @@ pub fn format_report(r: &Report, last: bool, top: usize) -> String {
             let _ = writeln!(out, "  repartitioning stopped: {why}");
         }
     }
+    if !r.lost_handoffs.is_empty() {
+        let pairs: Vec<String> = r
+            .lost_handoffs
+            .iter()
+            .map(|l| format!("{} to {} {}", l.from, l.to, l.lost))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  hand-offs lost between machines (physical drops): {}",
+            pairs.join(", ")
+        );
+    }
     for c in &r.captures {
         let _ = writeln!(
             out,

@@ -140,7 +140,7 @@ pub struct RunArgs {
     router_logs: Option<PathBuf>,
     /// Run over the machines of this cluster file: a worker on each (started over SSH), each
     /// machine emulating its part (docs/cluster.md).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["detach", "workers", "assignment", "method", "pin", "cpu", "payload", "keep_cpus_awake", "metrics", "web", "router_logs"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["workers", "assignment", "method", "pin", "cpu", "payload", "keep_cpus_awake", "router_logs"])]
     cluster: Option<PathBuf>,
     /// Internal: the background process of --detach writes this file once every host is up.
     #[arg(long, hide = true)]
@@ -163,6 +163,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         .context("--duration")?;
     let options = options(&args, &topo, name.clone())?;
     if let Some(cluster) = &args.cluster {
+        if args.detach {
+            return detach(&name, args.name.is_none());
+        }
         return crate::cluster::run(crate::cluster::Coordinate {
             cluster,
             file: &args.file,
@@ -172,6 +175,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             json: args.json,
             top: args.top,
             ready_file: args.ready_file.as_ref(),
+            listeners: crate::web::bind(args.metrics.as_deref(), args.web.as_deref())?,
         });
     }
     predict(&args, &topo)?;

@@ -76,6 +76,14 @@ pub struct SimArgs {
     /// Be worker K of a coordinator's run over processes (set by the coordinator).
     #[arg(long, hide = true)]
     process_worker: Option<u16>,
+    /// Run over the machines of this cluster file (docs/cluster.md): --workers --processes
+    /// with worker K on machine K (started through its launcher), this process being worker 0
+    /// on the first machine. The results are the same as with one engine.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["workers", "cores", "assignment", "method", "pin", "processes", "series", "capture", "repartition"])]
+    cluster: Option<PathBuf>,
+    /// The machines of --cluster, read: worker K runs on machine K.
+    #[arg(skip)]
+    machines: Vec<netloom_live::cluster::Machine>,
     /// Add per-interval series of this length to the JSON report (flow throughput, pipe
     /// utilization, drops and queue length; docs/json.md), e.g. 1s or 100ms. One worker only.
     #[arg(long, requires = "json")]
@@ -142,7 +150,7 @@ struct WorkersReport {
     cpus: Option<Vec<usize>>,
 }
 
-pub fn run(args: SimArgs) -> Result<()> {
+pub fn run(mut args: SimArgs) -> Result<()> {
     let duration = netloom_topo::units::parse_duration(&args.duration).context("--duration")?;
     if duration.as_nanos() == 0 {
         anyhow::bail!(
@@ -170,6 +178,17 @@ pub fn run(args: SimArgs) -> Result<()> {
         );
     }
     let topo = args.input.load(&args.file)?;
+    // A worker of a run over machines needs only its engine's files: not the cluster file.
+    let cluster = match (&args.cluster, args.process_worker) {
+        (Some(path), None) => Some(netloom_live::cluster::Cluster::read(path)?),
+        _ => None,
+    };
+    if let Some(cluster) = &cluster {
+        // Worker k is machine k: a run over processes, one worker per machine.
+        args.workers = cluster.machines.len() as u32;
+        args.processes = true;
+        args.machines = cluster.machines.clone();
+    }
     let captures = args
         .capture
         .iter()
@@ -218,12 +237,25 @@ pub fn run(args: SimArgs) -> Result<()> {
             args.seed,
         )
     };
-    let assignment = crate::partition::sim_assignment(
-        &topo,
-        &graph,
-        args.assignment.as_deref(),
-        cores.map(partitioner),
-    )?;
+    let assignment = match cluster {
+        None => crate::partition::sim_assignment(
+            &topo,
+            &graph,
+            args.assignment.as_deref(),
+            cores.map(partitioner),
+        )?,
+        // The file's placement, or METIS with the machines' CPUs as shares, as `run` splits.
+        Some(cluster) => {
+            let cpus: Vec<u32> = cluster
+                .machines
+                .iter()
+                .map(|m| m.cpus.unwrap_or(1))
+                .collect();
+            let split = netloom_live::cluster::split(&cluster, &topo, &cpus, args.seed)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", cluster.file))?;
+            Some(split)
+        }
+    };
     let epoch = match &args.repartition {
         None => None,
         Some(text) => {
@@ -634,22 +666,48 @@ fn run_processes(
     let n = args.workers as usize;
     let end = netloom_time::Instant::ZERO + options.duration;
     let mut engine = workers::engine(topo, routes, args.seed, ownership, flows, 0)?;
+    let (addresses, max_datagram) = match args.machines.is_empty() {
+        true => (
+            vec![std::net::Ipv4Addr::LOCALHOST.into(); n],
+            netloom_procs::LOOPBACK_DATAGRAM,
+        ),
+        false => (
+            args.machines.iter().map(|m| m.address).collect(),
+            netloom_procs::NETWORK_DATAGRAM,
+        ),
+    };
     let setup = netloom_procs::Setup {
         workers: n,
         assignment: assignment.pipes.clone(),
         vni: std::process::id() & netloom_wire::MAX_VNI,
-        max_datagram: netloom_procs::LOOPBACK_DATAGRAM,
-        bind: std::net::Ipv4Addr::LOCALHOST.into(),
+        max_datagram,
+        addresses,
     };
     let program = std::env::current_exe().context("--processes: finding this program")?;
     let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let processes = netloom_procs::Workers::spawn(n, |k| {
-        let mut c = std::process::Command::new(&program);
-        c.args(&argv).arg("--process-worker").arg(k.to_string());
-        c
+        let mut argv = argv.clone();
+        argv.extend(["--process-worker".into(), k.to_string().into()]);
+        // Over a cluster, the same arguments on machine k: its files at the same paths.
+        match args.machines.get(k) {
+            Some(machine) => machine.netloom_command(&argv),
+            None => {
+                let mut c = std::process::Command::new(&program);
+                c.args(&argv);
+                c
+            }
+        }
     })?;
     let started = std::time::Instant::now();
-    let outcome = processes.run(&mut engine, &setup, end, ownership.lookahead())?;
+    let outcome = processes
+        .run(&mut engine, &setup, end, ownership.lookahead())
+        .map_err(|e| match (&e, args.machines.first()) {
+            (netloom_procs::ProcError::Bind { worker: 0, .. }, Some(first)) => anyhow::anyhow!(
+                "{e}: with --cluster, worker 0 is this process, as the cluster file's first machine ({}): run the command there",
+                first.name
+            ),
+            _ => e.into(),
+        })?;
     let wall = options.wall_clock.then(|| started.elapsed());
     let (report, remains) =
         netloom_procs::merge(&mut engine, outcome.remains, args.seed, end, wall);

@@ -166,6 +166,10 @@ pub struct AccuracyReport {
     /// was full: the engine did not read them in time.
     #[serde(default)]
     pub tun_queue_drops: u64,
+    /// Of `physical_drops`, in a run over several machines: hand-offs lost between machines,
+    /// found by the gaps in each channel's sequence numbers (docs/cluster.md).
+    #[serde(default)]
+    pub lost_handoffs: u64,
     /// With several workers: packets handed from one to another, how many of them arrived later
     /// than the threshold after their intended time, and the latest (0 with one worker).
     pub handoffs: u64,
@@ -273,6 +277,7 @@ impl Accuracy {
             late: self.late,
             physical_drops: self.physical_drops,
             tun_queue_drops: 0,
+            lost_handoffs: 0,
             handoffs: self.handoffs,
             late_handoffs: self.late_handoffs,
             handoff_lateness_ns_max: self.handoff_lateness_max.as_nanos() as u64,
@@ -319,6 +324,18 @@ impl AccuracyReport {
     /// worker) to the physical drops; any makes the run inaccurate.
     pub fn add_tun_queue_drops(&mut self, dropped: u64) {
         self.tun_queue_drops += dropped;
+        self.add_physical_drops(dropped);
+    }
+
+    /// Adds `lost` hand-offs that never reached the machine they were sent to (which only the
+    /// receiving machine's count of sequence numbers finds) to the physical drops; any makes
+    /// the run inaccurate.
+    pub fn add_lost_handoffs(&mut self, lost: u64) {
+        self.lost_handoffs += lost;
+        self.add_physical_drops(lost);
+    }
+
+    fn add_physical_drops(&mut self, dropped: u64) {
         self.physical_drops += dropped;
         self.accurate &= dropped == 0;
     }
@@ -383,6 +400,10 @@ mod tests {
         assert!(clean.accurate, "no drop, no verdict change");
         clean.add_tun_queue_drops(1);
         assert!(!clean.accurate);
+        let mut lost = Accuracy::new(Thresholds::default()).report();
+        lost.add_lost_handoffs(3);
+        assert_eq!((lost.physical_drops, lost.lost_handoffs), (3, 3));
+        assert!(!lost.accurate);
     }
 
     #[test]

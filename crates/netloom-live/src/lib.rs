@@ -61,7 +61,7 @@ pub use netloom_time::{Clock, SystemClock, TestClock};
 pub use plan::{Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};
 pub use repartition::{EpochReport, Moved, RepartitionReport, MIN_EPOCH, MOVE_AHEAD};
 pub use report::{
-    CaptureReport, HostInfo, HostReport, Report, RunInfo, WorkersInfo, WorkersReport,
+    CaptureReport, HostInfo, HostReport, LostHandoffs, Report, RunInfo, WorkersInfo, WorkersReport,
 };
 pub use synthetic::SimCapture;
 pub use tun_io::TunIo;

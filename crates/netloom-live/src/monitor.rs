@@ -185,6 +185,7 @@ mod tests {
             late,
             physical_drops: 0,
             tun_queue_drops: 0,
+            lost_handoffs: 0,
             handoffs: 0,
             late_handoffs: 0,
             handoff_lateness_ns_max: 0,

@@ -124,6 +124,22 @@ pub struct Report {
     /// With `--repartition`: the epochs and the moves so far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repartition: Option<RepartitionReport>,
+    /// In a run over several machines: the hand-offs each machine sent another that never
+    /// arrived, for every ordered pair of machines (counted in `accuracy.physical_drops`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost_handoffs: Vec<LostHandoffs>,
+}
+
+/// Hand-offs from one machine to another lost on the way (gaps in the channel's sequence
+/// numbers, as the receiving machine found them).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostHandoffs {
+    /// The sending machine.
+    pub from: String,
+    /// The receiving machine.
+    pub to: String,
+    /// Hand-offs lost.
+    pub lost: u64,
 }
 
 /// A running capture's figures: what it copied, and what it dropped because its writer fell
@@ -176,6 +192,7 @@ impl Report {
             }),
             captures: Vec::new(),
             repartition: None,
+            lost_handoffs: Vec::new(),
         }
     }
 }

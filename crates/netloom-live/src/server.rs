@@ -65,6 +65,8 @@ pub(crate) type Handler = Arc<dyn Fn(Request) -> Response + Send + Sync>;
 pub(crate) struct Server {
     path: PathBuf,
     stopping: Arc<AtomicBool>,
+    /// Clients being served, streams included.
+    busy: Arc<AtomicUsize>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -78,7 +80,7 @@ impl Server {
         let stopping = Arc::new(AtomicBool::new(false));
         let busy = Arc::new(AtomicUsize::new(0));
         let thread = {
-            let stopping = stopping.clone();
+            let (stopping, busy) = (stopping.clone(), busy.clone());
             std::thread::Builder::new()
                 .name("netloom-control".into())
                 .spawn(move || accept(listener, handler, &stopping, busy))?
@@ -86,6 +88,7 @@ impl Server {
         Ok(Server {
             path: path.to_path_buf(),
             stopping,
+            busy,
             thread: Some(thread),
         })
     }
@@ -99,6 +102,15 @@ impl Server {
             let _ = UnixStream::connect(&self.path);
             let _ = thread.join();
             let _ = std::fs::remove_file(&self.path);
+        }
+    }
+
+    /// Waits, `wait` at most, until every client being served is done: after the run's last
+    /// event, so that event streams write it before the process exits.
+    pub fn drain(&self, wait: Duration) {
+        let give_up = std::time::Instant::now() + wait;
+        while self.busy.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 }

@@ -16,9 +16,12 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::rc::Rc;
 pub use udp::{ExchangeError, UdpExchange};
 
-/// The largest UDP payload over loopback (65,535 less the IPv4 and UDP headers); a run across
-/// machines would take its path's MTU less 28.
+/// The largest UDP payload over loopback (65,535 less the IPv4 and UDP headers).
 pub const LOOPBACK_DATAGRAM: usize = 65_507;
+/// The largest UDP payload that crosses an Ethernet path (MTU 1500) unfragmented, over IPv4 or
+/// IPv6 (1500 less IPv6's 40-byte and UDP's 8-byte headers): between machines, where one lost
+/// fragment would lose a whole datagram.
+pub const NETWORK_DATAGRAM: usize = 1_452;
 
 /// What the coordinator tells every worker process before the run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -31,8 +34,8 @@ pub struct Setup {
     pub vni: u32,
     /// The largest datagram to send.
     pub max_datagram: usize,
-    /// The address to bind to (port chosen by the system).
-    pub bind: IpAddr,
+    /// The address each worker binds to, worker 0 first (ports chosen by the system).
+    pub addresses: Vec<IpAddr>,
 }
 
 /// A worker's message on its stdout.
@@ -68,6 +71,16 @@ pub enum ProcError {
         pid: u32,
         /// What happened: died with which status, or said what.
         what: String,
+    },
+    /// A worker cannot bind its socket at its address.
+    #[error("worker {worker} cannot take hand-offs at {address}: {error}")]
+    Bind {
+        /// The worker.
+        worker: usize,
+        /// Its address.
+        address: IpAddr,
+        /// Why.
+        error: std::io::Error,
     },
     /// The exchange failed.
     #[error(transparent)]
@@ -164,7 +177,7 @@ impl Workers {
         end: Instant,
         lookahead: Duration,
     ) -> Result<Outcome, ProcError> {
-        let mut exchange = UdpExchange::bind(SocketAddr::new(setup.bind, 0), 0)?;
+        let mut exchange = bind(setup, 0)?;
         let mut peers = vec![exchange.local_addr()?];
         let setup_line = serde_json::to_string(setup).expect("a set-up serializes");
         for k in 0..setup.workers - 1 {
@@ -289,6 +302,16 @@ pub fn merge(
     (report, all)
 }
 
+/// Worker `me`'s exchange, bound at its address.
+fn bind(setup: &Setup, me: u16) -> Result<UdpExchange, ProcError> {
+    let address = setup.addresses[usize::from(me)];
+    UdpExchange::bind(SocketAddr::new(address, 0), me).map_err(|error| ProcError::Bind {
+        worker: usize::from(me),
+        address,
+        error,
+    })
+}
+
 /// Worker `me`'s side, in a child process: reads the set-up on stdin, builds its engine with
 /// `build` (which returns it and the run's lookahead), binds its socket, says where, learns the
 /// peers, runs over [0, `end`), and writes its remains on stdout.
@@ -313,7 +336,7 @@ pub fn serve(
     let setup: Setup = serde_json::from_str(&next_line()?)
         .map_err(|e| ProcError::Build(format!("a bad set-up: {e}")))?;
     let (mut engine, lookahead) = build(&setup).map_err(ProcError::Build)?;
-    let mut exchange = UdpExchange::bind(SocketAddr::new(setup.bind, 0), me)?;
+    let mut exchange = bind(&setup, me)?;
     let mut out = std::io::stdout().lock();
     let say = |out: &mut std::io::StdoutLock, r: &Message| -> Result<(), ProcError> {
         writeln!(

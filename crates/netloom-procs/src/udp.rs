@@ -15,7 +15,8 @@ const WATCH_EVERY: Duration = Duration::from_millis(50);
 /// The receive buffer asked for: a window's hand-offs from every peer must fit while this worker
 /// is busy with its own window, or the kernel drops datagrams.
 const RECEIVE_BUFFER: usize = 64 << 20;
-/// Without a single datagram for this long, with every peer alive, the missing ones are lost.
+/// Without a single datagram for this long, with every peer alive, the missing ones are lost
+/// (the default of `UdpExchange::lost_after`).
 const LOST_AFTER: Duration = Duration::from_secs(10);
 
 /// Why a trade failed.
@@ -41,18 +42,20 @@ pub enum ExchangeError {
     },
     /// Datagrams stopped coming though every peer was alive.
     #[error(
-        "worker {me}: window {window}: no hand-offs from worker(s) {missing:?} for {secs} s: \
-         datagrams were lost (a full receive buffer? see net.core.rmem_max)"
+        "worker {me}: round {round}: nothing came for {:.1} s, so datagrams were lost (a full \
+         receive buffer? see net.core.rmem_max): {}",
+        waited.as_secs_f64(),
+        missing.join("; ")
     )]
     Lost {
         /// This worker.
         me: u16,
-        /// The window waited for.
-        window: u64,
-        /// The peers whose batches are incomplete.
-        missing: Vec<u16>,
+        /// The round waited for (the batches' window field).
+        round: u64,
+        /// What is missing, a peer each: `from worker 1: parts 1 and 3 of 0 to 4`.
+        missing: Vec<String>,
         /// How long nothing came.
-        secs: u64,
+        waited: Duration,
     },
     /// The watcher said a peer is gone.
     #[error("{0}")]
@@ -73,6 +76,28 @@ impl Partial {
         self.last
             .is_some_and(|l| self.parts.len() == usize::from(l) + 1)
     }
+
+    /// What has not come of the batch, in words: which parts, as far as the parts that came
+    /// tell (the last one is flagged).
+    fn missing(&self) -> String {
+        let Some(&seen) = self.parts.keys().next_back() else {
+            return "its whole batch (no datagram came)".into();
+        };
+        let end = self.last.unwrap_or(seen);
+        let gaps: Vec<String> = (0..=end)
+            .filter(|p| !self.parts.contains_key(p))
+            .map(|p| p.to_string())
+            .collect();
+        let gaps = match gaps.is_empty() {
+            true => String::new(),
+            false => format!("part(s) {} of 0 to {end}", gaps.join(", ")),
+        };
+        match (self.last, gaps.is_empty()) {
+            (Some(_), _) => gaps,
+            (None, true) => format!("the parts after {seen} (none came flagged last)"),
+            (None, false) => format!("{gaps}, and the parts after {seen} (none came flagged last)"),
+        }
+    }
 }
 
 /// Worker `me`'s end of the exchange.
@@ -91,6 +116,8 @@ pub struct UdpExchange {
     waited: Duration,
     /// Rounds so far: the number of the batches of the last one.
     rounds: u64,
+    /// How long nothing may come before the missing datagrams are taken as lost.
+    lost_after: Duration,
     buffer: Vec<u8>,
 }
 
@@ -111,6 +138,7 @@ impl UdpExchange {
             watch: Box::new(|| Ok(())),
             waited: Duration::ZERO,
             rounds: 0,
+            lost_after: LOST_AFTER,
             buffer: vec![0; 1 << 16],
         })
     }
@@ -131,6 +159,11 @@ impl UdpExchange {
         watch: Box<dyn FnMut() -> Result<(), String>>,
     ) {
         (self.peers, self.vni, self.max_datagram, self.watch) = (peers, vni, max_datagram, watch);
+    }
+
+    /// Takes datagrams as lost after `wait` without any (10 s unless set).
+    pub fn lost_after(&mut self, wait: Duration) {
+        self.lost_after = wait;
     }
 
     /// Wall time spent waiting for the others so far.
@@ -211,16 +244,16 @@ impl UdpExchange {
                     ) =>
                 {
                     (self.watch)().map_err(ExchangeError::Peer)?;
-                    if heard.elapsed() >= LOST_AFTER {
+                    if heard.elapsed() >= self.lost_after {
                         return Err(ExchangeError::Lost {
                             me: self.me,
-                            window,
+                            round: window,
                             missing: batches
                                 .iter()
                                 .filter(|(_, p)| !p.complete())
-                                .map(|(&k, _)| k)
+                                .map(|(k, p)| format!("from worker {k}: {}", p.missing()))
                                 .collect(),
-                            secs: LOST_AFTER.as_secs(),
+                            waited: self.lost_after,
                         });
                     }
                     continue;
@@ -336,6 +369,58 @@ mod tests {
             (d.header.vni, d.header.window, d.header.next_ns),
             (7, 1, 1000)
         );
+    }
+
+    /// The peer's batch for round 1, of `parts` datagrams of one hand-off each.
+    fn split_batch(parts: usize) -> Vec<Vec<u8>> {
+        let handoff = netloom_engine::Handoff::from_bytes(&[0; netloom_engine::DESCRIPTOR_LEN])
+            .expect("a hand-off of zeros decodes");
+        let header = Header {
+            vni: 7,
+            from: 1,
+            to: 0,
+            window: 1,
+            part: 0,
+            last: true,
+            next_ns: 0,
+        };
+        let one = encode_batch(&header, &[handoff], 1400).unwrap()[0].len();
+        encode_batch(&header, &vec![handoff; parts], one).unwrap()
+    }
+
+    #[test]
+    fn a_lost_datagram_stops_the_round_naming_the_worker_and_the_parts_missing() {
+        let lost = |dropped: &[usize]| {
+            let (mut exchange, peer, to) = pair(Box::new(|| Ok(())));
+            exchange.lost_after(Duration::from_millis(200));
+            for (k, d) in split_batch(4).iter().enumerate() {
+                if !dropped.contains(&k) {
+                    peer.send_to(d, to).unwrap();
+                }
+            }
+            let mut into = Vec::new();
+            let err = exchange.hand_over(0, &mut [], &mut into).unwrap_err();
+            assert!(matches!(
+                err,
+                ExchangeError::Lost {
+                    me: 0,
+                    round: 1,
+                    ..
+                }
+            ));
+            err.to_string()
+        };
+        assert_eq!(
+            lost(&[1]),
+            "worker 0: round 1: nothing came for 0.2 s, so datagrams were lost (a full receive \
+             buffer? see net.core.rmem_max): from worker 1: part(s) 1 of 0 to 3"
+        );
+        assert!(
+            lost(&[3]).ends_with("from worker 1: the parts after 2 (none came flagged last)"),
+            "{}",
+            lost(&[3])
+        );
+        assert!(lost(&[0, 1, 2, 3]).ends_with("from worker 1: its whole batch (no datagram came)"));
     }
 
     #[test]

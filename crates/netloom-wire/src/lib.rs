@@ -157,6 +157,37 @@ pub enum WireError {
     TooBig(&'static str),
 }
 
+/// What one receiver of a live run got from one sender, by the sequence numbers of the sender's
+/// datagrams (`Header::window`, from 0 on each channel): a number never seen below the highest
+/// one seen is a datagram lost on the way (a full socket buffer, a dropped UDP datagram). One
+/// that arrives out of order counts as lost until it comes; those lost after the last one to
+/// arrive cannot be told from those still on their way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Arrivals {
+    /// One more than the highest sequence number seen (0: none yet).
+    next: u64,
+    /// Datagrams received.
+    received: u64,
+}
+
+impl Arrivals {
+    /// Notes the arrival of the datagram numbered `sequence`.
+    pub fn arrive(&mut self, sequence: u64) {
+        self.received += 1;
+        self.next = self.next.max(sequence.saturating_add(1));
+    }
+
+    /// Datagrams received so far.
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// Datagrams numbered below the highest one seen that have not arrived.
+    pub fn lost(&self) -> u64 {
+        self.next.saturating_sub(self.received)
+    }
+}
+
 /// Appends a datagram carrying the IP packet `ip` (from its IP header on) with its hand-off.
 pub fn encode_packet(
     header: &Header,
@@ -554,6 +585,36 @@ mod tests {
         let mut none = ours[..GENEVE_LEN].to_vec();
         none[0] = 0;
         assert_eq!(decode(&none).unwrap_err(), WireError::NoOption);
+    }
+
+    #[test]
+    fn gaps_in_a_channels_sequence_numbers_are_the_datagrams_lost() {
+        let mut a = Arrivals::default();
+        assert_eq!(a.lost(), 0);
+        for sequence in [0, 1, 2, 5, 6, 9] {
+            a.arrive(sequence);
+        }
+        assert_eq!(
+            (a.received(), a.lost()),
+            (6, 4),
+            "3, 4, 7 and 8 are missing"
+        );
+        // A datagram overtaken by a later one is not lost once it arrives.
+        a.arrive(8);
+        assert_eq!(a.lost(), 3);
+        // The sequence number the sender put in travels in the option's window field.
+        let datagram = encode_batch(
+            &Header {
+                window: 41,
+                ..header()
+            },
+            &[],
+            1400,
+        )
+        .unwrap();
+        let mut b = Arrivals::default();
+        b.arrive(decode(&datagram[0]).unwrap().header.window);
+        assert_eq!(b.lost(), 41, "numbers 0 to 40 never came");
     }
 
     /// Random bytes, and valid datagrams with random bytes changed, cut or added: each decodes

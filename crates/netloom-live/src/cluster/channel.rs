@@ -82,12 +82,14 @@ pub(crate) struct Start {
     pub offset_ns: i64,
 }
 
-/// One machine's figures: its worker's snapshot and the TUN-queue drops of every host of the
-/// run (zeros for other machines' hosts), to merge.
+/// One machine's figures: its worker's snapshot, the TUN-queue drops of every host of the
+/// run (zeros for other machines' hosts) and the hand-offs from each worker lost on their way
+/// here (gaps in their sequence numbers), to merge.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Figures {
     pub snapshot: Snapshot,
     pub tun_queue_drops: Vec<u64>,
+    pub lost_handoffs: Vec<u64>,
 }
 
 /// Writes one message as a line and flushes it.

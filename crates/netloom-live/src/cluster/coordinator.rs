@@ -3,17 +3,19 @@
 //! each machine's clock offset (NTP's exchange on the control channel, at the start and every
 //! second while the run lasts), splits the topology between the machines (the file's placement,
 //! or METIS with the machines' CPUs as shares), sends each its part, and answers the control
-//! protocol for the whole run by asking every machine. Any machine failing stops the others;
-//! what a dead worker left behind is cleaned on its machine.
+//! protocol for the whole run by asking every machine, and publishes the run's events (start,
+//! link changes, a machine's failure, stop). Any machine failing stops the others; what a dead
+//! worker left behind is cleaned on its machine.
 
 use super::channel::{self, Figures, FromWorker, Start, ToWorker};
 use super::file::{Cluster, Machine};
+use crate::event::{Event, EventLines, Events};
 use crate::experiment::{Ending, LiveError};
-use crate::message::{Request, Snapshot};
+use crate::message::{LinkChange, Request, Snapshot};
 use crate::plan::{Options, Plan, Split};
 use crate::protocol::{socket_path, Reply, VERSION};
-use crate::report::{Report, RunInfo};
-use crate::server::{Handler, Server};
+use crate::report::{LostHandoffs, Report, RunInfo};
+use crate::server::{Handler, Response, Server};
 use crate::wait::Precision;
 use netloom_engine::Payload;
 use netloom_partition::{partition_shares, Assignment, FlowGraph, Method};
@@ -22,7 +24,7 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -40,6 +42,8 @@ const STOP_WAIT: Duration = Duration::from_secs(60);
 const CLOCK_EXCHANGES: usize = 8;
 /// How often offsets are measured again while the run lasts.
 const CLOCK_EVERY: Duration = Duration::from_secs(1);
+/// How long event streams may take to write the run's last event when it stops.
+const STREAMS_WAIT: Duration = Duration::from_secs(1);
 /// Lines of a worker's standard error kept to explain its death.
 const STDERR_LINES: usize = 20;
 
@@ -100,10 +104,8 @@ struct Remote {
 impl Remote {
     /// Starts the machine's worker through its launcher.
     fn launch(machine: &Machine, run: &str) -> Result<Remote, String> {
-        let mut command = Command::new(&machine.launcher[0]);
+        let mut command = machine.netloom_command(&["worker"]);
         command
-            .args(&machine.launcher[1..])
-            .args([machine.netloom.as_str(), "worker"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -285,14 +287,9 @@ impl Remote {
     /// Removes whatever this machine's experiment left behind (its worker died): `netloom
     /// clean --name` there, through the launcher.
     fn clean(&self) -> String {
-        let out = Command::new(&self.machine.launcher[0])
-            .args(&self.machine.launcher[1..])
-            .args([
-                self.machine.netloom.as_str(),
-                "clean",
-                "--name",
-                &self.experiment,
-            ])
+        let out = self
+            .machine
+            .netloom_command(&["clean", "--name", &self.experiment])
             .stdin(Stdio::null())
             .output();
         match out {
@@ -315,14 +312,17 @@ struct Shared {
     stop_requested: AtomicBool,
     /// Set when the run stops, to end the clock thread.
     over: AtomicBool,
+    /// The run's events, for `netloom events`.
+    events: Events,
+    /// The run's instant zero on this machine's wall clock (ns since 1970).
+    zero_ns: u64,
 }
 
 impl Shared {
     /// Every machine's figures, merged.
     fn stats(&self) -> Result<Report, String> {
-        let mut all: Option<Snapshot> = None;
-        let mut drops = vec![0; self.info.hosts.len()];
-        for remote in &self.remotes {
+        let mut merged = Merged::default();
+        for (k, remote) in self.remotes.iter().enumerate() {
             let figures = match remote.ask(&ToWorker::Figures, ANSWER_WAIT)? {
                 FromWorker::Figures(f) => {
                     f.map_err(|e| format!("machine {}: {e}", remote.machine.name))?
@@ -334,13 +334,43 @@ impl Shared {
                     ))
                 }
             };
-            merge(&mut all, &mut drops, *figures);
+            merged.add(k, *figures);
         }
-        let snapshot = all.ok_or("no machine")?;
-        Ok(Report::new(&self.info, snapshot, &drops))
+        merged.report(self).ok_or_else(|| "no machine".into())
     }
 
-    /// A link change, made by every machine (each keeps the whole network's configuration).
+    /// The machines' names, by worker.
+    fn names(&self) -> Vec<&str> {
+        self.remotes
+            .iter()
+            .map(|r| r.machine.name.as_str())
+            .collect()
+    }
+
+    /// Nanoseconds since the run started, for events.
+    fn now_ns(&self) -> u64 {
+        channel::wall_ns().saturating_sub(self.zero_ns)
+    }
+
+    /// A link change, made by every machine (each keeps the whole network's configuration),
+    /// published as the first machine's answer has it.
+    fn change_link(&self, request: &Request) -> Result<Value, String> {
+        let answer = self.forward(request)?;
+        if let Ok(change) = serde_json::from_value::<LinkChange>(answer.clone()) {
+            self.events.publish(Event::LinkChanged(change.clone()));
+            if let Request::LinkState { up, .. } = request {
+                // Every machine applied the change, and with it recomputed its routes.
+                self.events.publish(Event::RoutesRecomputed {
+                    at_ns: change.at_ns,
+                    link: change.link,
+                    up: *up,
+                });
+            }
+        }
+        Ok(answer)
+    }
+
+    /// A request, answered by every machine; the first one's answer.
     fn forward(&self, request: &Request) -> Result<Value, String> {
         let mut first = None;
         for remote in &self.remotes {
@@ -359,35 +389,94 @@ impl Shared {
         first.ok_or_else(|| "no machine".into())
     }
 
-    fn handle(&self, request: Request) -> Reply {
+    fn handle(&self, request: Request) -> Response {
         let body = match request {
             Request::Info => Ok(serde_json::to_value(&self.info).expect("info serializes")),
             Request::Stats => self
                 .stats()
                 .map(|r| serde_json::to_value(&r).expect("reports serialize")),
-            Request::LinkSet { .. } | Request::LinkState { .. } => self.forward(&request),
+            Request::LinkSet { .. } | Request::LinkState { .. } => self.change_link(&request),
             Request::Stop => {
                 self.stop_requested.store(true, Ordering::SeqCst);
                 Ok(serde_json::json!({ "stopping": self.info.experiment }))
             }
-            Request::Events | Request::Capture { .. } => Err(
-                "events and capture are not available in a run over several machines; ask a machine's own experiment".into(),
-            ),
+            Request::Events => {
+                return Response {
+                    reply: Reply::ok(serde_json::json!({ "experiment": self.info.experiment })),
+                    stream: Some(Box::new(EventLines::new(self.events.subscribe()))),
+                }
+            }
+            Request::Capture { .. } => {
+                let machines: Vec<String> = self
+                    .remotes
+                    .iter()
+                    .map(|r| format!("{} on {}", r.experiment, r.machine.name))
+                    .collect();
+                Err(format!(
+                    "capture is per machine in a run over several machines: capture on the machine whose worker owns the link, with its experiment's name (`netloom capture --name NAME`: {})",
+                    machines.join(", ")
+                ))
+            }
         };
         match body {
-            Ok(body) => Reply::ok(body),
-            Err(e) => Reply::error(e),
+            Ok(body) => Reply::ok(body).into(),
+            Err(e) => Reply::error(e).into(),
         }
     }
 }
 
-fn merge(all: &mut Option<Snapshot>, drops: &mut [u64], figures: Figures) {
-    for (d, more) in drops.iter_mut().zip(&figures.tun_queue_drops) {
-        *d += more;
+/// Every machine's figures, added up as they come, by machine in worker order.
+#[derive(Default)]
+struct Merged {
+    snapshot: Option<Snapshot>,
+    /// Per host.
+    tun_queue_drops: Vec<u64>,
+    /// Per machine (the receiver), per worker (the sender).
+    lost_handoffs: Vec<Vec<u64>>,
+}
+
+impl Merged {
+    /// Adds the figures of worker `k`'s machine.
+    fn add(&mut self, k: usize, figures: Figures) {
+        if self.tun_queue_drops.len() < figures.tun_queue_drops.len() {
+            self.tun_queue_drops
+                .resize(figures.tun_queue_drops.len(), 0);
+        }
+        for (d, more) in self
+            .tun_queue_drops
+            .iter_mut()
+            .zip(&figures.tun_queue_drops)
+        {
+            *d += more;
+        }
+        if self.lost_handoffs.len() <= k {
+            self.lost_handoffs.resize(k + 1, Vec::new());
+        }
+        self.lost_handoffs[k] = figures.lost_handoffs;
+        match &mut self.snapshot {
+            Some(all) => all.merge(figures.snapshot),
+            None => self.snapshot = Some(figures.snapshot),
+        }
     }
-    match all {
-        Some(all) => all.merge(figures.snapshot),
-        None => *all = Some(figures.snapshot),
+
+    /// The run's report, with the hand-offs lost between every two of its machines; `None`
+    /// when no machine answered.
+    fn report(self, shared: &Shared) -> Option<Report> {
+        let mut report = Report::new(&shared.info, self.snapshot?, &self.tun_queue_drops);
+        let names = shared.names();
+        for (from, &from_name) in names.iter().enumerate() {
+            for (to, &to_name) in names.iter().enumerate().filter(|&(k, _)| k != from) {
+                let lost = self.lost_handoffs.get(to).and_then(|l| l.get(from));
+                report.lost_handoffs.push(LostHandoffs {
+                    from: from_name.to_string(),
+                    to: to_name.to_string(),
+                    lost: lost.copied().unwrap_or(0),
+                });
+            }
+        }
+        let lost = report.lost_handoffs.iter().map(|l| l.lost).sum();
+        report.accuracy.add_lost_handoffs(lost);
+        Some(report)
     }
 }
 
@@ -590,6 +679,8 @@ impl ClusterRun {
             remotes,
             stop_requested: AtomicBool::new(false),
             over: AtomicBool::new(false),
+            events: Events::default(),
+            zero_ns,
         });
         let mut started = ClusterRun {
             shared,
@@ -611,6 +702,11 @@ impl ClusterRun {
         if let Some(warning) = started.check_lookahead(lookahead_ns) {
             started.warnings.push(warning);
         }
+        if let Some(lookahead) = lookahead_ns {
+            let clocks = started.clocks();
+            let known = clock_warnings(&clocks, lookahead, Moment::Start);
+            started.warnings.extend(known);
+        }
         let map = super::forward::Forwarding::of(
             &started
                 .shared
@@ -622,10 +718,16 @@ impl ClusterRun {
         );
         map.write(&run)
             .map_err(|e| fail(format!("writing the run's host map: {e}")))?;
+        started.shared.events.publish(Event::Started {
+            at_ns: started.shared.now_ns(),
+            experiment: run.clone(),
+            hosts: started.shared.info.hosts.len(),
+            workers: machines,
+        });
         let path = socket_path(&netloom_os::registry_dir(), &run);
         let handler: Handler = {
             let shared = started.shared.clone();
-            Arc::new(move |request| shared.handle(request).into())
+            Arc::new(move |request| shared.handle(request))
         };
         started.server = Some(Server::start(&path, handler).map_err(|e| LiveError::Io {
             what: format!("listening on {}", path.display()),
@@ -681,9 +783,23 @@ impl ClusterRun {
     }
 
     /// What the caller should tell the user before the run goes on (a lookahead shorter than
-    /// the way between machines, a pipe of no delay between machines).
+    /// the way between machines or than what is known of their clocks, a pipe of no delay
+    /// between machines).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// The machines whose clocks moved against the coordinator's, since the start, by more
+    /// than the lookahead (beyond the measurements' error): hand-offs to and from them were
+    /// late by as much. Empty when nothing crosses between machines.
+    pub fn drift_warnings(&self) -> Vec<String> {
+        let lookahead = self
+            .shared
+            .info
+            .workers
+            .as_ref()
+            .and_then(|w| w.lookahead_ns);
+        lookahead.map_or_else(Vec::new, |l| clock_warnings(&self.clocks(), l, Moment::Now))
     }
 
     /// What the run is.
@@ -720,27 +836,41 @@ impl ClusterRun {
 
     /// Stops every machine and returns the merged last figures; a machine that died is the
     /// error (after the others stopped and it was cleaned), naming it and why.
-    pub fn stop(mut self, _reason: &Ending) -> Result<Report, LiveError> {
-        self.shutdown()
+    pub fn stop(mut self, reason: &Ending) -> Result<Report, LiveError> {
+        self.shutdown(reason.name())
     }
 
-    fn shutdown(&mut self) -> Result<Report, LiveError> {
+    fn shutdown(&mut self, reason: &str) -> Result<Report, LiveError> {
         self.shared.over.store(true, Ordering::Relaxed);
-        if let Some(mut server) = self.server.take() {
+        let mut server = self.server.take();
+        if let Some(server) = &mut server {
             server.stop();
         }
         if let Some(thread) = self.clock_thread.take() {
             let _ = thread.join();
         }
-        let mut all = None;
-        let mut drops = vec![0; self.shared.info.hosts.len()];
+        let mut merged = Merged::default();
         let mut failures = Vec::new();
-        for remote in &self.shared.remotes {
+        for (k, remote) in self.shared.remotes.iter().enumerate() {
             match remote.end() {
-                Ok(Some(figures)) => merge(&mut all, &mut drops, *figures),
+                Ok(Some(figures)) => merged.add(k, *figures),
                 Ok(None) => {}
-                Err(e) => failures.push(format!("{e} ({})", remote.clean())),
+                Err(e) => {
+                    self.shared.events.publish(Event::WorkerFailed {
+                        at_ns: self.shared.now_ns(),
+                        worker: k,
+                        error: e.clone(),
+                    });
+                    failures.push(format!("{e} ({})", remote.clean()))
+                }
             }
+        }
+        self.shared.events.publish(Event::Stopped {
+            at_ns: self.shared.now_ns(),
+            reason: reason.to_string(),
+        });
+        if let Some(server) = server {
+            server.drain(STREAMS_WAIT);
         }
         super::forward::Forwarding::remove(&self.shared.info.experiment);
         if let Some(mut registry) = self.registry.take() {
@@ -749,22 +879,65 @@ impl ClusterRun {
         if !failures.is_empty() {
             return Err(LiveError::Machine(failures.join("; ")));
         }
-        let snapshot = all.ok_or_else(|| LiveError::Machine("no machine answered".into()))?;
-        Ok(Report::new(&self.shared.info, snapshot, &drops))
+        merged
+            .report(&self.shared)
+            .ok_or_else(|| LiveError::Machine("no machine answered".into()))
     }
 }
 
 impl Drop for ClusterRun {
     fn drop(&mut self) {
         if self.registry.is_some() {
-            let _ = self.shutdown();
+            let _ = self.shutdown("dropped");
         }
     }
 }
 
+/// When clocks are judged against the lookahead.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Moment {
+    /// At the start: how well each offset is known, half the round trip of the exchange that
+    /// measured it (its error at most), against the lookahead.
+    Start,
+    /// As last measured: how far each offset moved since the start, less both measurements'
+    /// error, against the lookahead.
+    Now,
+}
+
+/// One line with the numbers for each machine whose clock, at `moment`, is further from the
+/// coordinator's than `lookahead_ns` allows: a hand-off leaves a pipe's delay before its exit
+/// time by the sender's clock and is judged by the receiver's.
+fn clock_warnings(clocks: &[MachineClock], lookahead_ns: u64, moment: Moment) -> Vec<String> {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let signed_ms = |ns: i64| ns as f64 / 1e6;
+    clocks
+        .iter()
+        .filter_map(|c| {
+            let (start, last) = (c.start, c.last);
+            match moment {
+                Moment::Start => {
+                    let error = start.round_trip_ns / 2;
+                    (error > lookahead_ns).then(|| format!(
+                        "machine {}'s clock is known to within {:.3} ms only (half the least round trip of the clock exchanges with it), more than the least delay of a pipe between machines ({:.3} ms): hand-offs may arrive late by as much; give those pipes more delay or reach the machine by a quicker way",
+                        c.machine, ms(error), ms(lookahead_ns)
+                    ))
+                }
+                Moment::Now => {
+                    let moved = last.offset_ns.abs_diff(start.offset_ns);
+                    let error = start.round_trip_ns / 2 + last.round_trip_ns / 2;
+                    (moved.saturating_sub(error) > lookahead_ns).then(|| format!(
+                        "machine {}'s clock moved {:.3} ms against the coordinator's during the run (offset {:+.3} ms at the start, {:+.3} ms at the end, each within {:.3} ms), more than the least delay of a pipe between machines ({:.3} ms): hand-offs to and from it were late by as much; keep the machines' clocks synchronised (chrony, PTP)",
+                        c.machine, ms(moved), signed_ms(start.offset_ns), signed_ms(last.offset_ns), ms(error), ms(lookahead_ns)
+                    ))
+                }
+            }
+        })
+        .collect()
+}
+
 /// Which machine owns each pipe: by the file's placement (a pipe is its sending node's
 /// machine's), or METIS over the static flow graph with each machine's CPUs as its share.
-fn split(
+pub fn split(
     cluster: &Cluster,
     topology: &Topology,
     cpus: &[u32],
@@ -797,4 +970,56 @@ fn split(
         topology: None,
         method: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clock(start: (i64, u64), last: (i64, u64)) -> MachineClock {
+        let sample = |(offset_ns, round_trip_ns)| ClockSample {
+            offset_ns,
+            round_trip_ns,
+        };
+        MachineClock {
+            machine: "m2".into(),
+            start: sample(start),
+            last: sample(last),
+        }
+    }
+
+    #[test]
+    fn clocks_known_less_well_than_the_lookahead_are_warned_about_with_the_numbers() {
+        // Offset known to 0.05 ms (a 0.1 ms round trip): fine at 1 ms, not at 0.01 ms.
+        let clocks = [clock((3_000_000, 100_000), (3_000_000, 100_000))];
+        assert!(clock_warnings(&clocks, 1_000_000, Moment::Start).is_empty());
+        let warned = clock_warnings(&clocks, 10_000, Moment::Start);
+        assert_eq!(warned.len(), 1);
+        assert!(
+            warned[0].starts_with("machine m2's clock is known to within 0.050 ms only")
+                && warned[0].contains("(0.010 ms)"),
+            "{}",
+            warned[0]
+        );
+        // A large offset alone is no fault: each worker's clock is set with it.
+        let far = [clock((-9_000_000_000, 100_000), (-9_000_000_000, 100_000))];
+        assert!(clock_warnings(&far, 1_000_000, Moment::Now).is_empty());
+    }
+
+    #[test]
+    fn a_clock_that_drifted_more_than_the_lookahead_is_warned_about_with_the_numbers() {
+        // Moved 2 ms, measured within 0.1 ms each time: more than a 1 ms lookahead.
+        let drifted = [clock((500_000, 200_000), (2_500_000, 200_000))];
+        let warned = clock_warnings(&drifted, 1_000_000, Moment::Now);
+        assert_eq!(warned.len(), 1);
+        assert!(
+            warned[0].starts_with("machine m2's clock moved 2.000 ms against the coordinator's during the run (offset +0.500 ms at the start, +2.500 ms at the end, each within 0.200 ms)"),
+            "{}",
+            warned[0]
+        );
+        // Not when the lookahead covers it, nor when the measurements' error could explain it.
+        assert!(clock_warnings(&drifted, 2_000_000, Moment::Now).is_empty());
+        let unsure = [clock((0, 3_000_000), (2_000_000, 3_000_000))];
+        assert!(clock_warnings(&unsure, 1_000_000, Moment::Now).is_empty());
+    }
 }

@@ -46,6 +46,16 @@ impl Machine {
     pub fn handoff_address(&self) -> SocketAddr {
         SocketAddr::new(self.address, self.port)
     }
+
+    /// `netloom ARGS` on this machine, through its launcher.
+    pub fn netloom_command<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> std::process::Command {
+        let mut command = std::process::Command::new(&self.launcher[0]);
+        command
+            .args(&self.launcher[1..])
+            .arg(&self.netloom)
+            .args(args);
+        command
+    }
 }
 
 /// A cluster file, read and checked.

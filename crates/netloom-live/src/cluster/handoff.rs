@@ -4,11 +4,13 @@
 //! as it posts the hand-off; one thread per machine receives them and posts them to the
 //! worker's inbox, as another worker thread of the same process would. The same sockets echo
 //! probes (not GENEVE: their first byte says version 1), which measure the round trip between
-//! machines for the lookahead check.
+//! machines for the lookahead check. Each sender numbers its datagrams to each machine from 0
+//! (the option's window field); the receiving thread counts the numbers that never came as
+//! hand-offs lost between the machines.
 
 use crate::mailbox::{Message, Outbound, Post};
 use crate::segment::{finish_checksum, VNET_HDR_LEN};
-use netloom_wire::{decode, encode_packet, Header, Payload};
+use netloom_wire::{decode, encode_packet, Arrivals, Header, Payload};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -60,12 +62,16 @@ pub(crate) fn vni(run: &str) -> u32 {
     hash & netloom_wire::MAX_VNI
 }
 
+/// What arrived from each machine's worker, by worker.
+pub(crate) type Arrived = Arc<std::sync::Mutex<Vec<Arrivals>>>;
+
 /// Sends hand-offs for one other machine's worker.
 pub(crate) struct Sender {
     socket: Arc<UdpSocket>,
     to: SocketAddr,
     header: Header,
-    /// Datagrams sent so far: each one's sequence number (`window`, a counter live).
+    /// Datagrams sent so far: each one's sequence number (`window`, a counter live), taken
+    /// before it is sent, so that one the socket refuses is a gap the receiver counts too.
     sent: AtomicU64,
 }
 
@@ -119,6 +125,8 @@ impl Outbound for Sender {
 pub(crate) struct Receiver {
     /// The least round trip of the probes this machine sent, by peer.
     pub round_trips: RoundTrips,
+    /// The hand-offs that arrived from each worker, and those lost on the way.
+    pub arrived: Arrived,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -140,6 +148,8 @@ impl Receiver {
         let halt = stop.clone();
         let round_trips = RoundTrips::default();
         let trips = round_trips.clone();
+        let arrived = Arrived::default();
+        let arrivals = arrived.clone();
         let thread = std::thread::Builder::new()
             .name("netloom-handoffs".into())
             .spawn(move || {
@@ -171,15 +181,23 @@ impl Receiver {
                     }
                     let packet = match decode(&buf[..n]) {
                         Ok(d) if d.header.vni == vni && d.header.to == me => match d.payload {
-                            Payload::Packet { handoff, ip } => Some((handoff, ip)),
+                            Payload::Packet { handoff, ip } => Some((d.header, handoff, ip)),
                             Payload::Descriptors(_) => None,
                         },
                         _ => None,
                     };
                     // Datagrams of another run, or not hand-offs, are not this worker's.
-                    let Some((handoff, ip)) = packet else {
+                    let Some((header, handoff, ip)) = packet else {
                         continue;
                     };
+                    {
+                        let mut arrivals = arrivals.lock().expect("nothing panics holding it");
+                        let from = usize::from(header.from);
+                        if arrivals.len() <= from {
+                            arrivals.resize(from + 1, Arrivals::default());
+                        }
+                        arrivals[from].arrive(header.window);
+                    }
                     let mut frame = vec![0u8; VNET_HDR_LEN + ip.len()];
                     frame[VNET_HDR_LEN..].copy_from_slice(ip);
                     if !post.send(Message::Shipped(handoff, frame.into())) {
@@ -189,6 +207,7 @@ impl Receiver {
             })?;
         Ok(Receiver {
             round_trips,
+            arrived,
             stop,
             thread: Some(thread),
         })
@@ -251,6 +270,30 @@ mod tests {
             inboxes[0].take().is_none(),
             "the other run's hand-off was dropped"
         );
+    }
+
+    #[test]
+    fn a_datagram_that_never_arrives_is_counted_lost_by_its_sender() {
+        let udp = || Arc::new(UdpSocket::bind("127.0.0.1:0").unwrap());
+        let (a, b) = (udp(), udp());
+        let (mut inboxes, posts) = mailboxes(1).unwrap();
+        let receiver = Receiver::start(b.clone(), vni("lab"), 1, posts[0].clone(), false).unwrap();
+        let sender = Sender::new(a, vni("lab"), 3, 1, b.local_addr().unwrap());
+        let (handoff, frame) = shipped();
+        let send = || assert!(sender.send(Message::Shipped(handoff, frame.clone())));
+        send();
+        // Two datagrams lost on the way: numbered, never sent.
+        sender.sent.fetch_add(2, Ordering::Relaxed);
+        send();
+        let arrived = || receiver.arrived.lock().unwrap().get(3).copied();
+        let give_up = std::time::Instant::now() + Duration::from_secs(5);
+        while arrived().map_or(0, |a| a.received()) < 2 {
+            assert!(std::time::Instant::now() < give_up, "{:?}", arrived());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(arrived().unwrap().lost(), 2, "from worker 3");
+        inboxes[0].awake();
+        assert!(inboxes[0].take().is_some());
     }
 
     #[test]

@@ -11,7 +11,7 @@ mod forward;
 mod handoff;
 mod worker;
 
-pub use coordinator::{ClockSample, ClusterRun, MachineClock, Setup};
+pub use coordinator::{split, ClockSample, ClusterRun, MachineClock, Setup};
 pub use file::{Cluster, ClusterError, Machine, GENEVE_PORT};
 pub use forward::Forwarding;
 pub use worker::serve as serve_worker;

@@ -118,10 +118,9 @@ pub fn serve(
         match message {
             ToWorker::Figures => {
                 let hosts = experiment.info().hosts.len();
-                let figures = experiment
-                    .part_figures()
-                    .map_err(|e| e.to_string())
-                    .map(|(snapshot, drops)| Box::new(spread(snapshot, &drops, &here, hosts)));
+                let figures = experiment.part_figures().map_err(|e| e.to_string()).map(
+                    |(snapshot, drops)| Box::new(spread(snapshot, &drops, &here, hosts, &receiver)),
+                );
                 say(&output, &FromWorker::Figures(figures))?;
             }
             ToWorker::Probe => {
@@ -151,7 +150,9 @@ pub fn serve(
                 let last = experiment
                     .stop_part(&Ending::Requested)
                     .map_err(|e| e.to_string())
-                    .map(|(snapshot, drops)| Box::new(spread(snapshot, &drops, &here, hosts)));
+                    .map(|(snapshot, drops)| {
+                        Box::new(spread(snapshot, &drops, &here, hosts, &receiver))
+                    });
                 return say(&output, &FromWorker::Figures(last));
             }
             ToWorker::Start(_) | ToWorker::Time { .. } => continue,
@@ -165,15 +166,31 @@ fn say(output: &Output, message: &FromWorker) -> std::io::Result<()> {
 }
 
 /// This machine's figures: its hosts' TUN-queue drops (`drops`, of the hosts `here`) at their
-/// places among all `hosts`.
-fn spread(snapshot: crate::Snapshot, drops: &[u64], here: &[u32], hosts: usize) -> Figures {
+/// places among all `hosts`, and the hand-offs from each worker that `receiver` found lost.
+fn spread(
+    snapshot: crate::Snapshot,
+    drops: &[u64],
+    here: &[u32],
+    hosts: usize,
+    receiver: &Mutex<Option<Receiver>>,
+) -> Figures {
     let mut tun_queue_drops = vec![0; hosts];
     for (&h, &d) in here.iter().zip(drops) {
         tun_queue_drops[h as usize] = d;
     }
+    let lost_handoffs = receiver
+        .lock()
+        .expect("nothing panics holding it")
+        .as_ref()
+        .map(|r| {
+            let arrived = r.arrived.lock().expect("nothing panics holding it");
+            arrived.iter().map(netloom_wire::Arrivals::lost).collect()
+        })
+        .unwrap_or_default();
     Figures {
         snapshot,
         tun_queue_drops,
+        lost_handoffs,
     }
 }
 
