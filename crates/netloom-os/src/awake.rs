@@ -203,6 +203,22 @@ mod tests {
         ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Threads of this process named like spinners, once there are `expected` of them or 5 s
+    /// have passed. `join` returns when an exiting thread clears its tid, early in the kernel's
+    /// exit path; its /proc entry goes only when the task is released, and a SCHED_IDLE thread
+    /// on a busy CPU can wait a while in between. So a stopped spinner is gone soon after its
+    /// join, not at the instant it returns (seen as one spinner too many on a loaded machine).
+    fn spinner_threads_settled(expected: usize) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let now = spinner_threads();
+            if now == expected || Instant::now() >= deadline {
+                return now;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Threads of this process named like spinners.
     fn spinner_threads() -> usize {
         std::fs::read_dir("/proc/self/task")
@@ -239,9 +255,9 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
-        assert_eq!(spinner_threads(), cpus.len());
+        assert_eq!(spinner_threads_settled(cpus.len()), cpus.len());
         drop(awake);
-        assert_eq!(spinner_threads(), 0);
+        assert_eq!(spinner_threads_settled(0), 0, "spinners 5 s after drop");
         for &(cpu, tid) in &threads {
             assert!(
                 !std::path::Path::new(&format!("/proc/self/task/{tid}")).exists(),
@@ -258,7 +274,7 @@ mod tests {
         twice.push(cpus[0]);
         let awake = KeepAwake::start(&twice).unwrap();
         assert_eq!(awake.cpus(), cpus);
-        assert_eq!(spinner_threads(), cpus.len());
+        assert_eq!(spinner_threads_settled(cpus.len()), cpus.len());
     }
 
     #[test]
@@ -269,7 +285,7 @@ mod tests {
         // The first CPU's spinner starts, then the missing one fails: the first is stopped.
         let err = KeepAwake::start(&[cpus[0], missing]).unwrap_err();
         assert!(err.to_string().contains(&format!("CPU {missing}")), "{err}");
-        assert_eq!(spinner_threads(), 0);
+        assert_eq!(spinner_threads_settled(0), 0);
     }
 
     #[test]
