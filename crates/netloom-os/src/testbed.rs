@@ -510,7 +510,6 @@ fn bring_up(
                         .expect("no panics while held")
                         .push(namespaces[i].clone());
                     registry::mark_namespace(registry, &namespaces[i])?;
-                    interface::quiet_ipv6()?;
                     let tun = Tun::create_here(TUN_NAME_C)?;
                     interface::configure(
                         TUN_NAME_C,
