@@ -13,12 +13,19 @@
 #     to within 20 of its count before the run); the next size starts only then.
 # Needs root, ping. Run it under the live lock (the big runs disturb everyone's timing):
 #   flock /tmp/netloom-live.lock bench/live/hosts.sh [N ...]     (default: 400 2000 5000 10000)
+# NETLOOM=PATH runs that binary instead of building this tree's (another revision, for a before
+# and after). Hosts start with the machine's own TCP congestion control unless TCP_CC=NAME says
+# otherwise: a new namespace starts with the machine's, and any other costs every host a sysctl
+# write, whose cost grows with the number of namespaces (docs/performance.md, "10,000 hosts").
 # Results go to stdout as Markdown; docs/performance.md quotes a run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-target=${CARGO_TARGET_DIR:-target}
-cargo build --release -q -p netloom
-netloom="$target/release/netloom"
+netloom=${NETLOOM:-}
+if [ -z "$netloom" ]; then
+    cargo build --release -q -p netloom
+    netloom="${CARGO_TARGET_DIR:-target}/release/netloom"
+fi
+tcp_cc=${TCP_CC:-$(cat /proc/sys/net/ipv4/tcp_congestion_control)}
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(400 2000 5000 10000)
 dir=$(mktemp -d /tmp/netloom-hosts-bench.XXXXXX)
@@ -44,7 +51,8 @@ left() {
 }
 
 echo "bench/live/hosts.sh, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(( $(meminfo MemTotal) / 1024 )) MB," \
-    "kernel $(uname -r), $("$netloom" --version), load $(cut -d' ' -f1-3 /proc/loadavg)"
+    "kernel $(uname -r), $("$netloom" --version), load $(cut -d' ' -f1-3 /proc/loadavg)," \
+    "hosts' TCP congestion control $tcp_cc (the machine's: $(cat /proc/sys/net/ipv4/tcp_congestion_control))"
 echo
 echo "| hosts | pipes | start-up s | engine RSS MB (peak) | kernel MB (MemAvailable drop) | of which slab MB | ping first → last | stop s | left |"
 echo "|---|---|---|---|---|---|---|---|---|"
@@ -58,7 +66,7 @@ for hosts in "${sizes[@]}"; do
     sync
     avail0=$(meminfo MemAvailable) slab0=$(meminfo Slab) objects0=$(netns_objects)
     t0=$(now_ms)
-    if ! "$netloom" run "$file" --name "$name" --detach --precision sleep >"$dir/run.out" 2>&1; then
+    if ! "$netloom" run "$file" --name "$name" --detach --precision sleep --tcp-cc "$tcp_cc" >"$dir/run.out" 2>&1; then
         echo "| $hosts | $pipes | failed: $(tail -1 "$dir/run.out") | | | | | | |"
         "$netloom" clean --name "$name" >/dev/null 2>&1 || true
         continue

@@ -1,13 +1,14 @@
 //! Interface configuration inside the calling thread's namespace: links up, MTU, addresses.
 //!
-//! Plain `ioctl`s on a datagram socket opened in the namespace do all a host needs, so there is no
-//! netlink dependency and no `ip` process per host. `nl0` is a TUN device, which the kernel marks
-//! IFF_NOARP; IPv6 therefore skips duplicate address detection on it, exactly as `nodad` would.
+//! Plain `ioctl`s on a datagram socket opened in the namespace do most of what a host needs, and
+//! one rtnetlink request the rest, so there is no `ip` process and no `/proc/sys` write per host.
+//! `nl0` is a TUN device, which the kernel marks IFF_NOARP; IPv6 therefore skips duplicate
+//! address detection on it, exactly as `nodad` would.
 
-use crate::OsError;
+use crate::{netlink, OsError};
 use std::ffi::CStr;
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
 /// The kernel's packet counters of one host's `nl0`, from the host's side: `tx` is what the host
 /// sent into the TUN (towards the engine), `rx` what the engine wrote into it.
@@ -74,17 +75,9 @@ pub(crate) fn ifreq_for(name: &CStr) -> libc::ifreq {
     req
 }
 
-/// Stops the kernel from sending IPv6 router solicitations on interfaces created from now on in
-/// the calling thread's namespace: no router will answer on `nl0`, and each would reach the
-/// driver as a packet for an unknown address. (`/proc/sys/net` shows the namespace of the thread
-/// that opens it.)
-pub(crate) fn quiet_ipv6() -> Result<(), OsError> {
-    let path = "/proc/sys/net/ipv6/conf/default/router_solicitations";
-    std::fs::write(path, "0").map_err(|e| OsError::io(format!("write {path}"), e))
-}
-
 /// Brings `lo` up and configures `dev`: MTU, the IPv4 address with its prefix, the IPv6 address
-/// with its prefix, then up. Call from a thread inside the target namespace.
+/// with its prefix, no IPv6 link-local address (`without_link_local`), then up. Call from a
+/// thread inside the target namespace.
 pub(crate) fn configure(
     dev: &CStr,
     mtu: u32,
@@ -129,8 +122,57 @@ pub(crate) fn configure(
     ioctl(&inet6, libc::SIOCSIFADDR, &mut req6, || {
         format!("add {} to {dev:?}", ipv6.0)
     })?;
+    without_link_local(index)
+        .map_err(|e| OsError::io(format!("turn off IPv6 link-local addresses on {dev:?}"), e))?;
 
     set_up(&inet, dev)
+}
+
+/// `IFLA_AF_SPEC` of linux/if_link.h: per-family settings of a link.
+const IFLA_AF_SPEC: u16 = 26;
+/// `IFLA_INET6_ADDR_GEN_MODE` of linux/if_link.h, inside `IFLA_AF_SPEC`'s `AF_INET6`.
+const IFLA_INET6_ADDR_GEN_MODE: u16 = 8;
+/// `IN6_ADDR_GEN_MODE_NONE` of linux/if_link.h: the kernel makes no address of its own.
+const IN6_ADDR_GEN_MODE_NONE: u8 = 1;
+
+/// Tells the kernel (rtnetlink, `ip link set DEV addrgenmode none`) to make no IPv6 link-local
+/// address on device `index` when it comes up. With one, the kernel would send router
+/// solicitations on `nl0` for ever (no router answers; each reaches the driver as a packet for an
+/// unknown address). The sysctl that stops them instead, `router_solicitations`, costs a lookup
+/// of `/proc/sys/net` that grows with every namespace on the machine (docs/performance.md,
+/// "10,000 hosts"); this request does not. Kernel routers' devices have no automatic link-local
+/// address either.
+fn without_link_local(index: libc::c_int) -> std::io::Result<()> {
+    let fd = netlink::socket(libc::NETLINK_ROUTE, 0)?;
+    let mut m = Vec::with_capacity(64);
+    m.extend_from_slice(&0u32.to_ne_bytes()); // length, set below
+    m.extend_from_slice(&libc::RTM_SETLINK.to_ne_bytes());
+    m.extend_from_slice(&((libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16).to_ne_bytes());
+    // Sequence number, then port id (0: the kernel's).
+    m.extend_from_slice(&0u32.to_ne_bytes());
+    m.extend_from_slice(&0u32.to_ne_bytes());
+    // struct ifinfomsg: family, padding, device type, index, flags, flags to change.
+    m.extend_from_slice(&[libc::AF_UNSPEC as u8, 0, 0, 0]);
+    m.extend_from_slice(&index.to_ne_bytes());
+    m.extend_from_slice(&[0; 8]);
+    netlink::put_nested(&mut m, IFLA_AF_SPEC, |m| {
+        netlink::put_nested(m, libc::AF_INET6 as u16, |m| {
+            netlink::put_attr(m, IFLA_INET6_ADDR_GEN_MODE, &[IN6_ADDR_GEN_MODE_NONE]);
+        });
+    });
+    netlink::set_length(&mut m, 0);
+    netlink::send(fd.as_fd(), &m)?;
+    let mut buffer = [0u8; 1024];
+    loop {
+        let n = netlink::recv(fd.as_fd(), &mut buffer)?;
+        let mut at = 0;
+        while let Some((kind, body, next)) = netlink::message(&buffer[..n], at) {
+            if let Some(verdict) = netlink::acknowledgement(kind, body) {
+                return verdict;
+            }
+            at = next;
+        }
+    }
 }
 
 fn set_up(sock: &OwnedFd, dev: &CStr) -> Result<(), OsError> {

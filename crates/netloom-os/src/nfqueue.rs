@@ -7,7 +7,7 @@
 //! because the shaping loop needs the descriptor (to wait on it with `Poller` beside its timers)
 //! and batched verdicts, which the crates at hand do not expose.
 
-use crate::netlink;
+use crate::netlink::{self, put_attr, set_length};
 use crate::OsError;
 use std::collections::{HashSet, VecDeque};
 use std::io;
@@ -231,13 +231,9 @@ impl NfQueue {
                 Err(e) => return Err(e),
             };
             let mut at = 0;
-            while let Some((kind, body, next)) = netlink_message(&self.buffer[..n], at) {
-                if kind == libc::NLMSG_ERROR as u16 && body.len() >= 4 {
-                    let errno = -i32::from_ne_bytes(body[..4].try_into().expect("4 bytes"));
-                    return match errno {
-                        0 => Ok(()),
-                        e => Err(io::Error::from_raw_os_error(e)),
-                    };
+            while let Some((kind, body, next)) = netlink::message(&self.buffer[..n], at) {
+                if let Some(verdict) = netlink::acknowledgement(kind, body) {
+                    return verdict;
                 }
                 at = next;
             }
@@ -254,7 +250,7 @@ impl NfQueue {
         };
         let mut count = 0;
         let mut at = 0;
-        while let Some((kind, body, next)) = netlink_message(&self.buffer[..n], at) {
+        while let Some((kind, body, next)) = netlink::message(&self.buffer[..n], at) {
             at = next;
             if kind != (NFNL_SUBSYS_QUEUE << 8 | NFQNL_MSG_PACKET) || body.len() < 4 {
                 continue;
@@ -357,24 +353,7 @@ impl NfQueue {
 
     /// Sends `message` (one or more netlink messages, each with its length set) to the kernel.
     fn send(&mut self) -> io::Result<()> {
-        // SAFETY: an all-zero sockaddr_nl addresses the kernel.
-        let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        kernel.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-        // SAFETY: the message and the address are live for the call, with the lengths given.
-        let rc = unsafe {
-            libc::sendto(
-                self.fd.as_raw_fd(),
-                self.message.as_ptr().cast(),
-                self.message.len(),
-                0,
-                (&kernel as *const libc::sockaddr_nl).cast(),
-                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        netlink::send(self.fd.as_fd(), &self.message)
     }
 
     fn recv_raw(&mut self) -> io::Result<usize> {
@@ -400,30 +379,6 @@ fn start_message(m: &mut Vec<u8>, kind: u16, flags: u16, queue: u16, at: usize) 
     m.extend_from_slice(&[libc::AF_UNSPEC as u8, 0]); // family, NFNETLINK_V0
     m.extend_from_slice(&queue.to_be_bytes());
     debug_assert_eq!(m.len(), at + HEADER);
-}
-
-/// Sets the length of the message that starts at `at` and runs to the end of `m`.
-fn set_length(m: &mut [u8], at: usize) {
-    let len = (m.len() - at) as u32;
-    m[at..at + 4].copy_from_slice(&len.to_ne_bytes());
-}
-
-/// Appends a netlink attribute, padded to 4 bytes.
-fn put_attr(m: &mut Vec<u8>, kind: u16, value: &[u8]) {
-    m.extend_from_slice(&(4 + value.len() as u16).to_ne_bytes());
-    m.extend_from_slice(&kind.to_ne_bytes());
-    m.extend_from_slice(value);
-    m.resize(m.len().next_multiple_of(4), 0);
-}
-
-/// The netlink message at `at` in `buf`: its type, its body after the netlink header, and where
-/// the next one starts; `None` at the end or on a malformed length.
-pub(crate) fn netlink_message(buf: &[u8], at: usize) -> Option<(u16, &[u8], usize)> {
-    let head = buf.get(at..at + 16)?;
-    let len = u32::from_ne_bytes(head[..4].try_into().ok()?) as usize;
-    let kind = u16::from_ne_bytes(head[4..6].try_into().ok()?);
-    let body = buf.get(at + 16..at + len.max(16))?;
-    Some((kind, body, at + len.next_multiple_of(4).max(16)))
 }
 
 /// A packet message's attributes (after the nfgenmsg) → the packet, if it has a header and id.

@@ -3,7 +3,6 @@
 //! has not looked one up yet (always on loopback), and no queued packet carries its cgroup.
 
 use crate::netlink;
-use crate::nfqueue::netlink_message;
 use crate::OsError;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -99,7 +98,7 @@ impl SocketTable {
         let n = netlink::recv(self.fd.as_fd(), &mut self.buffer)
             .map_err(|e| OsError::io("read sock_diag's answer", e))?;
         // One message: the socket, or an error (ENOENT: no socket takes such a packet).
-        Ok(match netlink_message(&self.buffer[..n], 0) {
+        Ok(match netlink::message(&self.buffer[..n], 0) {
             Some((SOCK_DIAG_BY_FAMILY, body, _)) => parse_socket(body),
             _ => None,
         })

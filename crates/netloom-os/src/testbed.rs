@@ -452,15 +452,18 @@ impl Testbed {
             first_error.get_or_insert(err);
         }
         match Arc::try_unwrap(std::mem::take(&mut self.tuns)) {
-            Ok(tuns) => close_in_parallel(tuns),
+            Ok(tuns) => {
+                in_parallel(tuns, CLOSERS, |tun| {
+                    drop(tun);
+                    None::<()>
+                });
+            }
             // Someone still holds the devices: they close when the last holder drops them,
             // and removing the namespaces below takes the devices' addresses away meanwhile.
             Err(shared) => drop(shared),
         }
-        self.namespaces
-            .retain(|ns| keep_on_error(netns::remove(ns), &mut first_error));
-        self.etc_dirs
-            .retain(|ns| keep_on_error(netns::remove_etc(ns), &mut first_error));
+        remove_in_parallel(&mut self.namespaces, netns::remove, &mut first_error);
+        remove_in_parallel(&mut self.etc_dirs, netns::remove_etc, &mut first_error);
         if first_error.is_none() {
             if let Some(path) = self.registry.take() {
                 if let Err(err) = registry::remove(&path) {
@@ -510,7 +513,6 @@ fn bring_up(
                         .expect("no panics while held")
                         .push(namespaces[i].clone());
                     registry::mark_namespace(registry, &namespaces[i])?;
-                    interface::quiet_ipv6()?;
                     let tun = Tun::create_here(TUN_NAME_C)?;
                     interface::configure(
                         TUN_NAME_C,
@@ -551,33 +553,64 @@ fn bring_up(
     (made, Ok(tuns))
 }
 
-/// Closes TUN devices from many threads at once. Closing one unregisters its device, and the
-/// kernel then waits for an RCU grace period (about 20 ms here); closed one after another, 400
-/// hosts took 9 s, while concurrent closes share grace periods (400 hosts: about 0.1 s).
-fn close_in_parallel(tuns: Vec<Tun>) {
-    const THREADS: usize = 256;
-    let chunk = tuns.len().div_ceil(THREADS).max(1);
-    let mut rest = tuns;
+/// Threads that close TUN devices at once. Closing one unregisters its device, and the kernel
+/// then waits for an RCU grace period (about 20 ms here); closed one after another, 400 hosts
+/// took 9 s, while concurrent closes share grace periods (400 hosts: about 0.1 s).
+const CLOSERS: usize = 256;
+
+/// Threads that remove namespaces or `/etc/netns` directories at once. An unmount waits for an
+/// RCU grace period after it, and removing a directory of `/etc` waits for its file system;
+/// done from many threads the waits overlap (2,000 hosts: `netloom stop` 5.7 s before, 2.3 s
+/// after; docs/performance.md, "10,000 hosts").
+const REMOVERS: usize = 64;
+
+/// Runs `each` on every item from up to `threads` threads at once and collects what it returns,
+/// in no particular order. The calling thread is one of them, so every item is done even where
+/// no thread can be made.
+fn in_parallel<T: Send, R: Send>(
+    items: Vec<T>,
+    threads: usize,
+    each: impl Fn(T) -> Option<R> + Sync,
+) -> Vec<R> {
+    let helpers = threads.min(items.len()).saturating_sub(1);
+    let queue = Mutex::new(items);
+    let results = Mutex::new(Vec::new());
+    let work = || loop {
+        let Some(item) = queue.lock().expect("no panics while held").pop() else {
+            break;
+        };
+        if let Some(result) = each(item) {
+            results.lock().expect("no panics while held").push(result);
+        }
+    };
     std::thread::scope(|scope| {
-        while !rest.is_empty() {
-            let tail = rest.split_off(chunk.min(rest.len()));
-            let head = std::mem::replace(&mut rest, tail);
-            // If no thread can be made, the refused closure is dropped here, closing its chunk.
+        for _ in 0..helpers {
+            // Where no thread can be made, the others do its share.
             let _ = std::thread::Builder::new()
                 .stack_size(64 * 1024)
-                .spawn_scoped(scope, move || drop(head));
+                .spawn_scoped(scope, work);
         }
+        work();
     });
+    results.into_inner().expect("workers have ended")
 }
 
-/// `retain`'s verdict for one removal: keep the item (to retry) if it failed.
-fn keep_on_error(result: Result<bool, OsError>, first_error: &mut Option<OsError>) -> bool {
-    match result {
-        Ok(_) => false,
-        Err(err) => {
-            first_error.get_or_insert(err);
-            true
-        }
+/// Removes every name of `names` with `remove`, many at once, keeping those that failed (to
+/// retry) in their order; the error of the first of them goes to `first_error` unless it holds
+/// one already.
+fn remove_in_parallel(
+    names: &mut Vec<String>,
+    remove: fn(&str) -> Result<bool, OsError>,
+    first_error: &mut Option<OsError>,
+) {
+    let items: Vec<_> = std::mem::take(names).into_iter().enumerate().collect();
+    let mut failed = in_parallel(items, REMOVERS, |(i, name)| {
+        remove(&name).err().map(|err| (i, name, err))
+    });
+    failed.sort_by_key(|(i, _, _)| *i);
+    for (_, name, err) in failed {
+        first_error.get_or_insert(err);
+        names.push(name);
     }
 }
 

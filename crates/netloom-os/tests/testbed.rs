@@ -105,6 +105,10 @@ fn two_hosts_come_up_carry_packets_both_ways_and_go_away() {
         };
         assert!(find("inet", host.ipv4.to_string(), 15), "{nl0}");
         assert!(find("inet6", host.ipv6.to_string(), 64), "{nl0}");
+        // The plan's IPv6 address is the only one: no link-local address, so no router
+        // solicitations (`no_router_solicitations_reach_the_tun`).
+        let inet6 = addrs.iter().filter(|a| a["family"] == "inet6").count();
+        assert_eq!(inet6, 1, "{nl0}");
         let lo = addr_json(ns, "lo");
         assert!(
             lo["flags"].as_array().unwrap().iter().any(|f| f == "UP"),
@@ -190,6 +194,38 @@ fn two_hosts_come_up_carry_packets_both_ways_and_go_away() {
         );
     }
     assert!(!registry.exists(), "registry entry left behind");
+}
+
+#[test]
+fn no_router_solicitations_reach_the_tun() {
+    if !can_run("no_router_solicitations_reach_the_tun") {
+        return;
+    }
+    let (spec, _leftovers) = spec("rs", &["h1"]);
+    let testbed = Testbed::create(&spec).unwrap();
+    let tun = &testbed.tuns()[0];
+    let mut poller = Poller::new().unwrap();
+    poller.add(tun.fd(), 0).unwrap();
+    // With a link-local address Linux sends its first solicitation as soon as the device is up,
+    // and again 4 s later; a second covers the first.
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let (mut ready, mut buf) = (Vec::new(), vec![0u8; 65536]);
+    let mut seen = Vec::new();
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match tun.read(&mut buf) {
+            Ok(n) => seen.push(buf[VNET_HDR_LEN..n].to_vec()),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                poller.wait(Some(left), &mut ready).unwrap()
+            }
+            Err(e) => panic!("TUN read: {e}"),
+        }
+    }
+    // IPv6, next header ICMPv6 (58), type 133: a router solicitation.
+    let solicitations = seen
+        .iter()
+        .filter(|p| p.len() > 40 && p[0] >> 4 == 6 && p[6] == 58 && p[40] == 133)
+        .count();
+    assert_eq!(solicitations, 0, "{} packets read", seen.len());
 }
 
 #[test]
