@@ -54,6 +54,26 @@ impl Turn {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Kills the other namespace's shaping process with SIGKILL and returns its pid file.
+    fn kill_netns_process(&self) -> PathBuf {
+        let pid_file = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                let p = p.to_string_lossy();
+                p.contains("shape-netns-") && p.ends_with(".pid")
+            })
+            .expect("the namespace's pid file");
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let killed = Command::new("kill")
+            .args(["-9", pid.trim()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        pid_file
+    }
+
     fn clean(&self) -> String {
         let out = netloom()
             .args(["clean", "--name", "shape"])
@@ -829,6 +849,16 @@ impl Namespace {
         c
     }
 
+    /// Whether netloom's shaping chains are in this namespace's mangle table.
+    fn has_shape_chains(&self) -> bool {
+        let out = self
+            .exec("iptables-legacy")
+            .args(["-t", "mangle", "-S"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).contains("NETLOOM-SHAPE")
+    }
+
     fn remove(&self) {
         let quiet = |args: &[&str]| {
             let _ = Command::new("ip").args(args).stderr(Stdio::null()).status();
@@ -942,31 +972,13 @@ fn rules_a_killed_namespace_process_left_go_when_the_next_shaping_process_starts
     require_live!("iptables-legacy", "ip");
     let t = Turn::new("netns-kill");
     let ns = Namespace::new();
-    let inside = || {
-        let out = ns
-            .exec("iptables-legacy")
-            .args(["-t", "mangle", "-S"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).contains("NETLOOM-SHAPE")
-    };
+    let inside = || ns.has_shape_chains();
     t.ok(&format!(
         "--netns {} client 9@{} OUT delay=1ms",
         ns.name,
         ns.address_here()
     ));
-    let pid_file = std::fs::read_dir(&t.dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.to_string_lossy().ends_with(".pid"))
-        .expect("the namespace's pid file");
-    let pid = std::fs::read_to_string(&pid_file).unwrap();
-    let killed = Command::new("kill")
-        .args(["-9", pid.trim()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    let pid_file = t.kill_netns_process();
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert!(
         inside(),
@@ -986,14 +998,7 @@ fn a_running_shaping_process_removes_what_a_killed_namespace_process_left() {
     require_live!("iptables-legacy", "ip");
     let t = Turn::new("netns-watch");
     let ns = Namespace::new();
-    let inside = || {
-        let out = ns
-            .exec("iptables-legacy")
-            .args(["-t", "mangle", "-S"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).contains("NETLOOM-SHAPE")
-    };
+    let inside = || ns.has_shape_chains();
     // This namespace's shaping process runs first, then the other namespace's.
     t.ok("client 9@127.0.0.1 OUT delay=1ms");
     t.ok(&format!(
@@ -1001,21 +1006,8 @@ fn a_running_shaping_process_removes_what_a_killed_namespace_process_left() {
         ns.name,
         ns.address_here()
     ));
-    let pid_file = std::fs::read_dir(&t.dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.to_string_lossy().contains("shape-netns-") && p.to_string_lossy().ends_with(".pid")
-        })
-        .expect("the namespace's pid file");
-    let pid = std::fs::read_to_string(&pid_file).unwrap();
     assert!(inside());
-    let killed = Command::new("kill")
-        .args(["-9", pid.trim()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    let pid_file = t.kill_netns_process();
     // No request and no new process: the running one notices within its sweep period.
     let start = std::time::Instant::now();
     while (inside() || pid_file.exists()) && start.elapsed() < std::time::Duration::from_secs(5) {
@@ -1024,7 +1016,10 @@ fn a_running_shaping_process_removes_what_a_killed_namespace_process_left() {
     let took = start.elapsed();
     assert!(
         !inside() && !pid_file.exists(),
-        "the killed process's rules or pid file are still there after {took:?}"
+        "after {took:?}: rules left {}, pid file left {}; the running process said: {}",
+        inside(),
+        pid_file.exists(),
+        std::fs::read_to_string(t.dir.join("shape.log")).unwrap_or_default()
     );
     // The running process is untouched.
     assert!(t.ok("show").contains("client 9@127.0.0.1"));
