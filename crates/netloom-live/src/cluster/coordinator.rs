@@ -27,7 +27,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 /// How long a machine may take to say hello (SSH's connection included).
@@ -92,13 +92,48 @@ struct Remote {
     /// Its experiment: the run's name and the machine's.
     experiment: String,
     child: Mutex<Child>,
-    /// Held for a whole exchange (a message and its answer), so exchanges never interleave.
-    stdin: Mutex<ChildStdin>,
+    /// Held for a whole exchange (a message and its answer), so exchanges never interleave;
+    /// `None` once closed.
+    stdin: Mutex<Option<ChildStdin>>,
     answers: Mutex<Receiver<FromWorker>>,
     /// Why it ended, once it did.
     died: Arc<Mutex<Option<String>>>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr: Arc<StderrTail>,
     clock: Mutex<Option<MachineClock>>,
+}
+
+/// The last lines a worker (or its launcher) wrote on stderr, and whether it has closed it.
+#[derive(Default)]
+struct StderrTail {
+    /// The lines, and whether the stream has ended.
+    lines: Mutex<(VecDeque<String>, bool)>,
+    ended: Condvar,
+}
+
+impl StderrTail {
+    /// Reads `stderr` to its end, keeping the last `STDERR_LINES` lines.
+    fn read(&self, stderr: impl std::io::Read) {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let mut lines = self.lines.lock().expect("no panics holding it");
+            if lines.0.len() == STDERR_LINES {
+                lines.0.pop_front();
+            }
+            lines.0.push_back(line);
+        }
+        self.lines.lock().expect("no panics holding it").1 = true;
+        self.ended.notify_all();
+    }
+
+    /// The last line, once the stream has ended or `wait` has passed: a process that has
+    /// exited may still have its last words in the pipe, read by the other thread.
+    fn last(&self, wait: Duration) -> Option<String> {
+        let lines = self.lines.lock().expect("no panics holding it");
+        let (lines, _) = self
+            .ended
+            .wait_timeout_while(lines, wait, |(_, ended)| !*ended)
+            .expect("no panics holding it");
+        lines.0.back().cloned()
+    }
 }
 
 impl Remote {
@@ -125,18 +160,10 @@ impl Remote {
             child.stderr.take().expect("piped"),
         );
         let died = Arc::new(Mutex::new(None));
-        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        let tail = Arc::new(StderrTail::default());
         {
             let tail = tail.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                    let mut tail = tail.lock().expect("no panics holding it");
-                    if tail.len() == STDERR_LINES {
-                        tail.pop_front();
-                    }
-                    tail.push_back(line);
-                }
-            });
+            std::thread::spawn(move || tail.read(stderr));
         }
         let (tx, rx) = mpsc::channel();
         {
@@ -167,7 +194,7 @@ impl Remote {
             machine: machine.clone(),
             experiment: format!("{run}-{}", machine.name),
             child: Mutex::new(child),
-            stdin: Mutex::new(stdin),
+            stdin: Mutex::new(Some(stdin)),
             answers: Mutex::new(rx),
             died,
             stderr: tail,
@@ -181,7 +208,7 @@ impl Remote {
         let answers = self.answers.lock().expect("no panics holding it");
         // An answer that came too late for an earlier exchange is not this one's.
         while answers.try_recv().is_ok() {}
-        channel::send(&mut *stdin, message).map_err(|_| self.why_dead())?;
+        Self::send_on(&mut stdin, message).map_err(|_| self.why_dead())?;
         match answers.recv_timeout(wait) {
             Ok(FromWorker::Failed(why)) => Err(format!("machine {}: {why}", self.machine.name)),
             Ok(answer) => Ok(answer),
@@ -190,6 +217,19 @@ impl Remote {
                 self.machine.name
             )),
             Err(RecvTimeoutError::Disconnected) => Err(self.why_dead()),
+        }
+    }
+
+    /// Sends `message` without waiting for an answer.
+    fn send(&self, message: &ToWorker) -> Result<(), String> {
+        let mut stdin = self.stdin.lock().expect("no panics holding it");
+        Self::send_on(&mut stdin, message).map_err(|_| self.why_dead())
+    }
+
+    fn send_on(stdin: &mut Option<ChildStdin>, message: &ToWorker) -> std::io::Result<()> {
+        match stdin {
+            Some(input) => channel::send(input, message),
+            None => Err(std::io::ErrorKind::BrokenPipe.into()),
         }
     }
 
@@ -216,12 +256,8 @@ impl Remote {
                 })
                 .unwrap_or_else(|| "still running".into())
         };
-        let last = self
-            .stderr
-            .lock()
-            .expect("no panics holding it")
-            .back()
-            .cloned();
+        // Not forever: a process the worker started may hold its stderr open.
+        let last = self.stderr.last(Duration::from_millis(500));
         match (said.filter(|s| !s.is_empty()), last) {
             (Some(said), _) => format!("machine {}: {said}", self.machine.name),
             (None, Some(line)) => format!(
@@ -267,8 +303,15 @@ impl Remote {
                 Err(e) => Err(e),
             },
         };
-        // Closing its input ends a worker that has not started yet.
-        drop(self.stdin.lock());
+        self.close();
+        figures
+    }
+
+    /// Closes the worker's input, which ends one that has not started its part (and one that
+    /// does not speak this version's protocol, so it is not asked to stop), and waits a moment
+    /// for it to exit before killing it.
+    fn close(&self) {
+        self.stdin.lock().expect("no panics holding it").take();
         let mut child = self.child.lock().expect("no panics holding it");
         let waited = (0..100).any(|_| {
             let done = matches!(child.try_wait(), Ok(Some(_)));
@@ -281,7 +324,6 @@ impl Remote {
             let _ = child.kill();
             let _ = child.wait();
         }
-        figures
     }
 
     /// Removes whatever this machine's experiment left behind (its worker died): `netloom
@@ -542,8 +584,9 @@ impl ClusterRun {
             }
         }
         let abandon = |remotes: &[Remote], errors: Vec<String>| {
+            // None has started its part: closing their input ends them.
             for remote in remotes {
-                let _ = remote.end();
+                remote.close();
             }
             fail(errors.join("; "))
         };
@@ -647,9 +690,8 @@ impl ClusterRun {
                 offset_ns,
             };
             // Sent to all before waiting for any: the machines bring their hosts up at once.
-            let mut stdin = remote.stdin.lock().expect("no panics holding it");
-            if channel::send(&mut *stdin, &ToWorker::Start(Box::new(start))).is_err() {
-                errors.push(remote.why_dead());
+            if let Err(e) = remote.send(&ToWorker::Start(Box::new(start))) {
+                errors.push(e);
             }
         }
         for remote in &remotes {
@@ -1021,5 +1063,36 @@ mod tests {
         assert!(clock_warnings(&drifted, 2_000_000, Moment::Now).is_empty());
         let unsure = [clock((0, 3_000_000), (2_000_000, 3_000_000))];
         assert!(clock_warnings(&unsure, 1_000_000, Moment::Now).is_empty());
+    }
+
+    /// Gives its bytes only after a pause, as a pipe whose writer exited a moment ago.
+    struct Late(&'static [u8]);
+
+    impl std::io::Read for Late {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            std::thread::sleep(Duration::from_millis(100));
+            let n = self.0.len().min(buf.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_workers_last_words_are_waited_for_until_its_stderr_ends() {
+        let tail = Arc::new(StderrTail::default());
+        let reader = tail.clone();
+        std::thread::spawn(move || {
+            reader.read(Late(b"first\nsh: 1: /nonexistent/netloom: not found\n"))
+        });
+        assert_eq!(
+            tail.last(Duration::from_secs(10)).as_deref(),
+            Some("sh: 1: /nonexistent/netloom: not found")
+        );
+        // A stream that does not end is waited for no longer than asked.
+        let open = StderrTail::default();
+        let start = std::time::Instant::now();
+        assert_eq!(open.last(Duration::from_millis(50)), None);
+        assert!(start.elapsed() >= Duration::from_millis(50));
     }
 }
