@@ -364,6 +364,10 @@ fn a_detached_run_serves_events_metrics_and_the_web_view_from_the_coordinator() 
         .spawn()
         .unwrap();
     let events = detached.events.insert(events);
+    // Its first line (the run's start) says it is subscribed: the changes below come after.
+    let mut lines = std::io::BufReader::new(events.stdout.take().unwrap());
+    let mut started = String::new();
+    std::io::BufRead::read_line(&mut lines, &mut started).unwrap();
     lab.control(&["link", "set", "r1", "r2", "delay=20ms"]);
     lab.control(&["link", "down", "r1", "r2"]);
     // The metrics and the page, of the whole run: hosts of both machines.
@@ -404,8 +408,9 @@ fn a_detached_run_serves_events_metrics_and_the_web_view_from_the_coordinator() 
         assert!(Instant::now() < give_up, "the event stream did not end");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let events = detached.events.take().unwrap();
-    let lines = String::from_utf8(events.wait_with_output().unwrap().stdout).unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut lines, &mut rest).unwrap();
+    let lines = started + &rest;
     let kinds: Vec<serde_json::Value> = lines
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
