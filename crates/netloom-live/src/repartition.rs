@@ -30,7 +30,9 @@ pub const MIN_EPOCH: Duration = Duration::from_millis(100);
 pub const MOVE_AHEAD: Duration = Duration::from_millis(2);
 
 /// What one worker hands another at a move: the engine's part, and the hosts the other reads
-/// from now on, each with its ration's bucket.
+/// from now on, each with its ration's bucket. Serialized, it is what a worker in another
+/// process or on another machine would be sent.
+#[derive(Serialize, Deserialize)]
 pub(crate) struct Handover {
     pub migration: Migration,
     pub hosts: Vec<(u32, Bucket)>,
@@ -354,4 +356,38 @@ pub(crate) fn merge_moved(answers: impl IntoIterator<Item = Moved>) -> Moved {
         all.add(m);
     }
     all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ration::Ration;
+
+    /// A host's bucket travels through bytes with its debt and its last fill: the worker that
+    /// reads the host from then on lets it through exactly when the old one would have.
+    #[test]
+    fn a_hand_over_through_bytes_keeps_each_hosts_bucket() {
+        let mut old = Ration::new(3);
+        let t = |us: u64| Instant::from_nanos(us * 1_000);
+        while old.may_take(2, t(5)) {
+            old.took(2, 100);
+        }
+        let handover = Handover {
+            migration: Migration::default(),
+            hosts: vec![(2, old.bucket(2))],
+        };
+        let bytes = serde_json::to_vec(&handover).unwrap();
+        let arrived: Handover = serde_json::from_slice(&bytes).unwrap();
+        let mut new = Ration::new(3);
+        for (host, bucket) in arrived.hosts {
+            new.set_bucket(host, bucket);
+        }
+        let admits = |r: &mut Ration| (5..40).map(|us| r.may_take(2, t(us))).collect::<Vec<_>>();
+        let expected = admits(&mut old);
+        assert!(
+            expected.contains(&false) && expected.contains(&true),
+            "{expected:?}"
+        );
+        assert_eq!(admits(&mut new), expected);
+    }
 }
