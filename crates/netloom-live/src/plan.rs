@@ -187,7 +187,7 @@ impl Plan {
             });
         }
         if let Some(epoch) = options.repartition {
-            if let Some(why) = repartition::refusal(&topology, workers, options.payload) {
+            if let Some(why) = repartition::refusal(&topology, workers) {
                 return Err(PlanError::Options(why));
             }
             if epoch < MIN_EPOCH {

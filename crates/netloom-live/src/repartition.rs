@@ -12,7 +12,7 @@ use crate::control::{ControlError, Controller};
 use crate::ration::Bucket;
 use hdrhistogram::Histogram;
 use netloom_engine::epoch::EpochCounter;
-use netloom_engine::{Migration, Ownership, Payload};
+use netloom_engine::{Migration, Ownership};
 use netloom_partition::{Assignment, Observation, Repartitioning};
 use netloom_time::{Duration, Instant};
 use netloom_topo::{PipeId, Topology};
@@ -29,13 +29,15 @@ pub const MIN_EPOCH: Duration = Duration::from_millis(100);
 /// to a few hundred on this VM).
 pub const MOVE_AHEAD: Duration = Duration::from_millis(2);
 
-/// What one worker hands another at a move: the engine's part, and the hosts the other reads
-/// from now on, each with its ration's bucket. Serialized, it is what a worker in another
-/// process or on another machine would be sent.
+/// What one worker hands another at a move: the engine's part, the hosts the other reads
+/// from now on, each with its ration's bucket, and, when payloads are shipped, the packet of
+/// each pending exit or entry of the migration (in its order; empty when payloads are cached).
+/// Serialized, it is what a worker in another process or on another machine would be sent.
 #[derive(Serialize, Deserialize)]
 pub(crate) struct Handover {
     pub migration: Migration,
     pub hosts: Vec<(u32, Bucket)>,
+    pub payloads: Vec<Box<[u8]>>,
 }
 
 impl std::fmt::Debug for Handover {
@@ -330,16 +332,11 @@ impl<'c, C: Clock> Epochs<'c, C> {
     }
 }
 
-/// Why a run cannot repartition, or `None` if it can: payloads must stay where they were read
-/// (shipping would move them with the exits), and no pipe may hold its packets in flow queues.
-pub fn refusal(topology: &Topology, workers: usize, payload: Payload) -> Option<String> {
+/// Why a run cannot repartition, or `None` if it can: it needs workers to move pipes between,
+/// and no pipe may hold its packets in flow queues.
+pub fn refusal(topology: &Topology, workers: usize) -> Option<String> {
     if workers < 2 {
         return Some("--repartition moves pipes between workers: give --workers 2 or more".into());
-    }
-    if payload == Payload::Ship {
-        return Some(
-            "--repartition keeps payloads where they were read: drop --payload ship".into(),
-        );
     }
     netloom_engine::repartition::immovable_pipe(topology).map(|pipe| {
         format!(
@@ -375,6 +372,7 @@ mod tests {
         let handover = Handover {
             migration: Migration::default(),
             hosts: vec![(2, old.bucket(2))],
+            payloads: Vec::new(),
         };
         let bytes = serde_json::to_vec(&handover).unwrap();
         let arrived: Handover = serde_json::from_slice(&bytes).unwrap();

@@ -82,6 +82,13 @@ impl Migration {
     pub fn counts(&self) -> (usize, usize) {
         (self.pipes.len(), self.packets.len())
     }
+
+    /// The pending packets it carries, in firing order: a caller that ships payloads sends
+    /// each one's bytes along, and the receiver gives each its new token (`Handoff::rehome`)
+    /// or takes out one it has no room for.
+    pub fn packets_mut(&mut self) -> &mut Vec<Handoff> {
+        &mut self.packets
+    }
 }
 
 impl Engine {
