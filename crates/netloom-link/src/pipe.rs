@@ -265,13 +265,6 @@ pub struct PipeState {
     loss: LossState,
 }
 
-impl PipeState {
-    /// The counters it carries.
-    pub fn counters(&self) -> &PipeCounters {
-        &self.counters
-    }
-}
-
 /// What every packet reads of the configuration, copied from it into one cache line (a
 /// `PipeConfig` spreads them over three), with what the configuration leaves out of the way.
 #[derive(Clone, Copy)]
