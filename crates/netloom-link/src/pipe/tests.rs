@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::config::{CodelParams, FqCodelParams, LossModel, QueueLimit, RedParams};
+use crate::trace::Trace;
 use netloom_time::Rate;
 
 const MS: u64 = 1_000_000;
@@ -1229,8 +1230,8 @@ fn use_as_caller(
     seen
 }
 
-/// A pipe whose state goes through bytes (JSON) to a twin made with another seed, halfway
-/// through, goes on exactly as one that never moved: the same answers, exits, drops, marks,
+/// A pipe whose state goes through bytes (JSON) to a twin made with another seed, again and
+/// again, goes on exactly as one that never moved: the same answers, exits, drops, marks,
 /// releases and counters, its random generator resuming the same sequence, tickets taken
 /// before the move still valid after it. The pipe left behind is as new.
 #[test]
@@ -1248,19 +1249,31 @@ fn a_pipe_moved_through_bytes_goes_on_exactly_as_one_that_stayed() {
         ecn: true,
         ..busy_config()
     };
-    for (what, config) in [("RED", red), ("CoDel", codel)] {
-        let mut stayed = Pipe::new(config, 5);
+    // Delivery opportunities instead of a rate: 12 in 10 ms, bunched.
+    let opportunities = "0\n0\n1\n2\n2\n3\n5\n5\n6\n7\n8\n10\n";
+    let traced = PipeData {
+        trace: Some(std::sync::Arc::new(Trace::parse(opportunities).unwrap())),
+        ..PipeData::default()
+    };
+    for (what, config, data) in [
+        ("RED", red, PipeData::default()),
+        ("CoDel", codel, PipeData::default()),
+        ("RED over a trace", red, traced),
+    ] {
+        let make = |seed| Pipe::with_data(config, seed, data.clone());
+        let mut stayed = make(5);
         let mut pending = Vec::new();
         let mut expected = use_as_caller(&mut stayed, 0..300, &mut pending);
         expected.push(format!("{:?}", stayed.counters()));
 
         // Moved at a few instants (the loss chain and the AQM in various states), each time
         // to a twin made with another seed.
-        let mut moving = Pipe::new(config, 5);
+        let mut moving = make(5);
         let mut pending = Vec::new();
         let mut seen = Vec::new();
         let mut from = 0;
-        for (hop, to) in [70, 140, 199, 300].into_iter().enumerate() {
+        let moves = [30, 70, 100, 140, 170, 199, 230, 260, 300];
+        for (hop, to) in moves.into_iter().enumerate() {
             if from > 0 {
                 let state = moving.take_state();
                 assert_eq!(
@@ -1275,11 +1288,10 @@ fn a_pipe_moved_through_bytes_goes_on_exactly_as_one_that_stayed() {
                 );
                 let bytes = serde_json::to_vec(&state).unwrap();
                 let seed = 77 + hop as u64;
-                moving = Pipe::new(config, seed);
+                moving = make(seed);
                 moving.resume(serde_json::from_slice(&bytes).unwrap());
                 // A twin without the state goes another way: the comparison can tell.
-                let fresh =
-                    use_as_caller(&mut Pipe::new(config, seed), from..to, &mut pending.clone());
+                let fresh = use_as_caller(&mut make(seed), from..to, &mut pending.clone());
                 assert_ne!(
                     Some(&fresh[..]),
                     expected.get(seen.len()..seen.len() + fresh.len()),
