@@ -7,69 +7,8 @@
 #[macro_use]
 mod live_common;
 
-use live_common::{iperf3_client, median, ping_rtts, Lab};
+use live_common::{median, phase, Lab, Phase, TWO_SUBTREES};
 use serde_json::Value;
-use std::process::Stdio;
-
-/// h1 behind r0; r0 leads to two subtrees, r1 with h2 and r2 with h3. 1 ms per link: the
-/// lookahead between workers, longer than a move's stall.
-const TWO_SUBTREES: &str = r#"hosts = ["h1", "h2", "h3"]
-routers = ["r0", "r1", "r2"]
-[defaults]
-bw = "100Mbit"
-delay = "1ms"
-[[link]]
-a = "h1"
-b = "r0"
-[[link]]
-a = "r0"
-b = "r1"
-[[link]]
-a = "r1"
-b = "h2"
-[[link]]
-a = "r0"
-b = "r2"
-[[link]]
-a = "r2"
-b = "h3"
-"#;
-
-/// What one phase of traffic measured: ping's round trips (ms), and iperf3's datagrams, lost
-/// and out of order.
-struct Phase {
-    rtts: Vec<f64>,
-    packets: u64,
-    lost: u64,
-    out_of_order: u64,
-}
-
-/// 3 s of UDP at 5 Mbit/s (1000-byte datagrams) from h1 to `to`, with a ping every 20 ms
-/// beside it.
-fn phase(lab: &mut Lab, to: &str) -> Phase {
-    lab.spawn(to, &["iperf3", "-s", "-1"]);
-    lab.wait_listening(to, 5201);
-    let ping = lab
-        .exec_cmd("h1", &["ping", "-i", "0.02", "-c", "150", to])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let udp = iperf3_client(
-        lab,
-        "h1",
-        &["-c", to, "-u", "-b", "5M", "-l", "1000", "-t", "3"],
-    );
-    let rtts = ping_rtts(&ping.wait_with_output().unwrap());
-    let sum = &udp["end"]["sum"];
-    let count = |v: &Value| v.as_u64().unwrap_or_else(|| panic!("iperf3: {udp}"));
-    Phase {
-        rtts,
-        packets: count(&sum["packets"]),
-        lost: count(&sum["lost_packets"]),
-        out_of_order: count(&udp["end"]["streams"][0]["udp"]["out_of_order"]),
-    }
-}
 
 /// Both phases, h2's subtree then h3's, on two workers with `extra` flags; the phases and the
 /// final report.
@@ -183,7 +122,7 @@ fn bad_repartition_input_exits_2_before_anything_starts() {
     let lab = Lab::new("rpb", TWO_SUBTREES);
     let fq = TWO_SUBTREES.replace("delay = \"1ms\"", "delay = \"1ms\"\naqm = \"fq_codel\"");
     std::fs::write(lab.dir.join("fq.toml"), fq).unwrap();
-    let cases: [(&str, &[&str], &str); 6] = [
+    let cases: [(&str, &[&str], &str); 5] = [
         ("topo", &["--repartition", "1s"], "give --workers 2 or more"),
         (
             "topo",
@@ -201,12 +140,6 @@ fn bad_repartition_input_exits_2_before_anything_starts() {
             "at least 100ms",
         ),
         ("fq", &["--workers", "2", "--repartition", "1s"], "fq_codel"),
-        // Threads only: workers over machines cannot move pipes yet (docs/live.md).
-        (
-            "topo",
-            &["--repartition", "1s", "--cluster", "cluster.toml"],
-            "cannot be used with '--cluster",
-        ),
     ];
     for (file, args, expected) in cases {
         let out = lab
