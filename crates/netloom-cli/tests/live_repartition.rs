@@ -122,7 +122,18 @@ fn bad_repartition_input_exits_2_before_anything_starts() {
     let lab = Lab::new("rpb", TWO_SUBTREES);
     let fq = TWO_SUBTREES.replace("delay = \"1ms\"", "delay = \"1ms\"\naqm = \"fq_codel\"");
     std::fs::write(lab.dir.join("fq.toml"), fq).unwrap();
-    let cases: [(&str, &[&str], &str); 5] = [
+    // Machines whose launcher fails at once: a run refused before starting them says why it is
+    // refused, not that they could not start.
+    let machine = |k: u32, nodes: &str| {
+        format!(
+            "[[machine]]\nname = \"m{k}\"\naddress = \"10.251.9.{k}\"\nnodes = {nodes}\nlauncher = [\"false\"]\n"
+        )
+    };
+    let file = machine(1, r#"["h1", "r0"]"#) + &machine(2, r#"["r1", "r2", "h2", "h3"]"#);
+    let cluster = lab.dir.join("cluster.toml");
+    std::fs::write(&cluster, file).unwrap();
+    let cluster = cluster.to_str().unwrap();
+    let cases: [(&str, &[&str], &str); 7] = [
         ("topo", &["--repartition", "1s"], "give --workers 2 or more"),
         (
             "topo",
@@ -140,6 +151,16 @@ fn bad_repartition_input_exits_2_before_anything_starts() {
             "at least 100ms",
         ),
         ("fq", &["--workers", "2", "--repartition", "1s"], "fq_codel"),
+        (
+            "topo",
+            &["--cluster", cluster, "--repartition", "10ms"],
+            "at least 100ms",
+        ),
+        (
+            "fq",
+            &["--cluster", cluster, "--repartition", "1s"],
+            "fq_codel",
+        ),
     ];
     for (file, args, expected) in cases {
         let out = lab

@@ -607,6 +607,10 @@ impl ClusterRun {
         } = setup;
         let run = options.name.clone();
         let fail = LiveError::Machine;
+        // Refused before any machine is started.
+        if let Some(epoch) = options.repartition {
+            crate::plan::repartitioning(&topology, cluster.machines.len(), epoch)?;
+        }
         // Launched all at once, so that slow SSH connections overlap.
         let mut remotes = Vec::new();
         let mut errors = Vec::new();
