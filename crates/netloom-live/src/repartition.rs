@@ -440,6 +440,38 @@ mod tests {
     use super::*;
     use crate::ration::Ration;
 
+    /// A machine's traffic through bytes, as the coordinator gathers it: the same totals, and
+    /// a lateness histogram with the same count and quantiles, which still merges.
+    #[test]
+    fn traffic_through_bytes_keeps_its_counts_and_lateness() {
+        let mut lateness_ns = lateness_histogram();
+        for ns in [300, 450, 450, 2_000, 90_000, 1_500_000] {
+            lateness_ns.record(ns).unwrap();
+        }
+        let traffic = Traffic {
+            packets: vec![3, 0, 7],
+            transitions: vec![(0, 2, 3)],
+            lateness_ns,
+        };
+        let bytes = serde_json::to_vec(&traffic).unwrap();
+        let mut arrived: Traffic = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            (&arrived.packets, &arrived.transitions),
+            (&traffic.packets, &traffic.transitions)
+        );
+        let h = |t: &Traffic| {
+            (
+                t.lateness_ns.len(),
+                t.lateness_ns.value_at_quantile(0.5),
+                t.lateness_ns.max(),
+            )
+        };
+        assert_eq!(h(&arrived), h(&traffic));
+        arrived.merge(traffic);
+        assert_eq!(arrived.lateness_ns.len(), 12);
+        assert_eq!(arrived.packets, vec![6, 0, 14]);
+    }
+
     /// A host's bucket travels through bytes with its debt and its last fill: the worker that
     /// reads the host from then on lets it through exactly when the old one would have.
     #[test]
