@@ -84,10 +84,10 @@ pub struct RunArgs {
     /// the packet, copied at every crossing, and the destination's worker writes it out.
     #[arg(long, value_enum, default_value = "cache")]
     payload: crate::partition::PayloadArg,
-    /// With --workers: every EPOCH (100ms or more), repartition on the traffic observed and
-    /// move pipes and hosts between the workers while the run goes on (docs/live.md, "Dynamic
-    /// repartitioning").
-    #[arg(long, value_name = "EPOCH", conflicts_with = "cluster")]
+    /// With --workers or --cluster: every EPOCH (100ms or more), repartition on the traffic
+    /// observed and move pipes (and, with --workers, hosts) between the workers while the run
+    /// goes on (docs/live.md, "Dynamic repartitioning").
+    #[arg(long, value_name = "EPOCH")]
     repartition: Option<String>,
     /// Keep every other CPU from halting while the run lasts (a SCHED_IDLE spinning thread on
     /// each), so programs waiting for packets wake in microseconds, not tens (docs/live.md).

@@ -7,69 +7,8 @@
 #[macro_use]
 mod live_common;
 
-use live_common::{iperf3_client, median, ping_rtts, Lab};
+use live_common::{median, phase, Lab, Phase, TWO_SUBTREES};
 use serde_json::Value;
-use std::process::Stdio;
-
-/// h1 behind r0; r0 leads to two subtrees, r1 with h2 and r2 with h3. 1 ms per link: the
-/// lookahead between workers, longer than a move's stall.
-const TWO_SUBTREES: &str = r#"hosts = ["h1", "h2", "h3"]
-routers = ["r0", "r1", "r2"]
-[defaults]
-bw = "100Mbit"
-delay = "1ms"
-[[link]]
-a = "h1"
-b = "r0"
-[[link]]
-a = "r0"
-b = "r1"
-[[link]]
-a = "r1"
-b = "h2"
-[[link]]
-a = "r0"
-b = "r2"
-[[link]]
-a = "r2"
-b = "h3"
-"#;
-
-/// What one phase of traffic measured: ping's round trips (ms), and iperf3's datagrams, lost
-/// and out of order.
-struct Phase {
-    rtts: Vec<f64>,
-    packets: u64,
-    lost: u64,
-    out_of_order: u64,
-}
-
-/// 3 s of UDP at 5 Mbit/s (1000-byte datagrams) from h1 to `to`, with a ping every 20 ms
-/// beside it.
-fn phase(lab: &mut Lab, to: &str) -> Phase {
-    lab.spawn(to, &["iperf3", "-s", "-1"]);
-    lab.wait_listening(to, 5201);
-    let ping = lab
-        .exec_cmd("h1", &["ping", "-i", "0.02", "-c", "150", to])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let udp = iperf3_client(
-        lab,
-        "h1",
-        &["-c", to, "-u", "-b", "5M", "-l", "1000", "-t", "3"],
-    );
-    let rtts = ping_rtts(&ping.wait_with_output().unwrap());
-    let sum = &udp["end"]["sum"];
-    let count = |v: &Value| v.as_u64().unwrap_or_else(|| panic!("iperf3: {udp}"));
-    Phase {
-        rtts,
-        packets: count(&sum["packets"]),
-        lost: count(&sum["lost_packets"]),
-        out_of_order: count(&udp["end"]["streams"][0]["udp"]["out_of_order"]),
-    }
-}
 
 /// Both phases, h2's subtree then h3's, on two workers with `extra` flags; the phases and the
 /// final report.
@@ -86,90 +25,95 @@ fn run(tag: &str, extra: &[&str]) -> (Vec<Phase>, Value) {
 fn repartitioning_follows_moving_traffic_without_losing_reordering_or_delaying() {
     require_live!("iperf3", "ping", "ss");
     let (fixed, baseline) = run("rpf", &[]);
-    let (moving, report) = run("rpm", &["--repartition", "1s"]);
-    let r = &report["repartition"];
-    eprintln!("measured: {r}");
-    eprintln!(
-        "measured: accuracy without moves {}\nwith moves {}",
-        baseline["accuracy"], report["accuracy"]
-    );
-    assert!(
-        r["moves"].as_u64().unwrap() > 0,
-        "the partition changed: {r}"
-    );
-    assert!(r["pipes"].as_u64().unwrap() > 0, "{r}");
-    for (k, p) in moving.iter().enumerate() {
-        assert!(p.packets > 1_000, "phase {k}: {} datagrams", p.packets);
-        assert_eq!(
-            (p.lost, p.out_of_order),
-            (0, 0),
-            "phase {k}: none lost, none reordered, of {}",
-            p.packets
+    // Payloads cached (they stay with the worker that read them) or shipped (moved exits take
+    // their packets along).
+    for (tag, payload) in [("rpm", "cache"), ("rps", "ship")] {
+        let (moving, report) = run(tag, &["--repartition", "1s", "--payload", payload]);
+        eprintln!("measured with --payload {payload}:");
+        let r = &report["repartition"];
+        eprintln!("measured: {r}");
+        eprintln!(
+            "measured: accuracy without moves {}\nwith moves {}",
+            baseline["accuracy"], report["accuracy"]
         );
-        assert_eq!(p.rtts.len(), 150, "phase {k}: every echo answered");
-    }
-    // The same traffic without moves, just before: the same round trips. A move stalls every
-    // worker for at most its `stall_ns` (a few hundred microseconds), which touches at most one
-    // echo of 150 per move; the 95th percentile is what the machine's own outliers (a loaded
-    // 2-vCPU VM delays an echo by milliseconds now and then, moves or not) leave alone.
-    let all = |phases: &[Phase]| -> Vec<f64> {
-        let mut v: Vec<f64> = phases.iter().flat_map(|p| p.rtts.iter().copied()).collect();
-        v.sort_by(f64::total_cmp);
-        v
-    };
-    let (before, during) = (all(&fixed), all(&moving));
-    let p95 = |v: &[f64]| v[v.len() * 95 / 100];
-    let (m0, m1) = (median(before.clone()), median(during.clone()));
-    eprintln!(
-        "measured: RTT median {m0:.3} ms without moves, {m1:.3} with; p95 {:.3} and {:.3}",
-        p95(&before),
-        p95(&during)
-    );
-    assert!((m1 - m0).abs() <= 0.2, "medians {m0} and {m1} ms");
-    assert!(
-        p95(&during) <= p95(&before) + 0.5,
-        "p95 {} ms with moves, {} without",
-        p95(&during),
-        p95(&before)
-    );
-    // No burst of lateness: the epochs that began with a move release as on time as the others
-    // (p99 within the late threshold of theirs).
-    let stall = r["stall_ns"].as_u64().unwrap();
-    assert!(stall < 1_000_000, "a move stalled the workers {stall} ns");
-    let worst = |moved: bool| {
-        r["epochs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["moved"] == moved && e["releases"].as_u64() > Some(0))
-            .map(|e| e["lateness_p99_ns"].as_u64().unwrap())
-            .max()
-    };
-    let (with, without) = (worst(true).unwrap(), worst(false).unwrap());
-    assert!(
-        with <= without + 100_000,
-        "lateness p99 {with} ns in epochs with a move, {without} without"
-    );
-    // Pipes' counters move with them: what the pipes into each host passed on is what the
-    // host was written, moves or not.
-    for (run, r) in [("without moves", &baseline), ("with moves", &report)] {
-        for host in r["hosts"].as_array().unwrap() {
-            let name = &host["name"];
-            let into: u64 = r["pipes"]
+        assert!(
+            r["moves"].as_u64().unwrap() > 0,
+            "the partition changed: {r}"
+        );
+        assert!(r["pipes"].as_u64().unwrap() > 0, "{r}");
+        for (k, p) in moving.iter().enumerate() {
+            assert!(p.packets > 1_000, "phase {k}: {} datagrams", p.packets);
+            assert_eq!(
+                (p.lost, p.out_of_order),
+                (0, 0),
+                "phase {k}: none lost, none reordered, of {}",
+                p.packets
+            );
+            assert_eq!(p.rtts.len(), 150, "phase {k}: every echo answered");
+        }
+        // The same traffic without moves, just before: the same round trips. A move stalls every
+        // worker for at most its `stall_ns` (a few hundred microseconds), which touches at most one
+        // echo of 150 per move; the 95th percentile is what the machine's own outliers (a loaded
+        // 2-vCPU VM delays an echo by milliseconds now and then, moves or not) leave alone.
+        let all = |phases: &[Phase]| -> Vec<f64> {
+            let mut v: Vec<f64> = phases.iter().flat_map(|p| p.rtts.iter().copied()).collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let (before, during) = (all(&fixed), all(&moving));
+        let p95 = |v: &[f64]| v[v.len() * 95 / 100];
+        let (m0, m1) = (median(before.clone()), median(during.clone()));
+        eprintln!(
+            "measured: RTT median {m0:.3} ms without moves, {m1:.3} with; p95 {:.3} and {:.3}",
+            p95(&before),
+            p95(&during)
+        );
+        assert!((m1 - m0).abs() <= 0.2, "medians {m0} and {m1} ms");
+        assert!(
+            p95(&during) <= p95(&before) + 0.5,
+            "p95 {} ms with moves, {} without",
+            p95(&during),
+            p95(&before)
+        );
+        // No burst of lateness: the epochs that began with a move release as on time as the others
+        // (p99 within the late threshold of theirs).
+        let stall = r["stall_ns"].as_u64().unwrap();
+        assert!(stall < 1_000_000, "a move stalled the workers {stall} ns");
+        let worst = |moved: bool| {
+            r["epochs"]
                 .as_array()
                 .unwrap()
                 .iter()
-                .filter(|p| &p["to"] == name)
-                .map(|p| p["packets_out"].as_u64().unwrap())
-                .sum();
-            assert_eq!(into, host["packets_out"].as_u64().unwrap(), "{run}: {name}");
+                .filter(|e| e["moved"] == moved && e["releases"].as_u64() > Some(0))
+                .map(|e| e["lateness_p99_ns"].as_u64().unwrap())
+                .max()
+        };
+        let (with, without) = (worst(true).unwrap(), worst(false).unwrap());
+        assert!(
+            with <= without + 100_000,
+            "lateness p99 {with} ns in epochs with a move, {without} without"
+        );
+        // Pipes' counters move with them: what the pipes into each host passed on is what the
+        // host was written, moves or not.
+        for (run, r) in [("without moves", &baseline), ("with moves", &report)] {
+            for host in r["hosts"].as_array().unwrap() {
+                let name = &host["name"];
+                let into: u64 = r["pipes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|p| &p["to"] == name)
+                    .map(|p| p["packets_out"].as_u64().unwrap())
+                    .sum();
+                assert_eq!(into, host["packets_out"].as_u64().unwrap(), "{run}: {name}");
+            }
         }
+        assert_eq!(
+            report["accuracy"]["physical_drops"], 0,
+            "{}",
+            report["accuracy"]
+        );
     }
-    assert_eq!(
-        report["accuracy"]["physical_drops"], 0,
-        "{}",
-        report["accuracy"]
-    );
 }
 
 #[test]
@@ -178,6 +122,17 @@ fn bad_repartition_input_exits_2_before_anything_starts() {
     let lab = Lab::new("rpb", TWO_SUBTREES);
     let fq = TWO_SUBTREES.replace("delay = \"1ms\"", "delay = \"1ms\"\naqm = \"fq_codel\"");
     std::fs::write(lab.dir.join("fq.toml"), fq).unwrap();
+    // Machines whose launcher fails at once: a run refused before starting them says why it is
+    // refused, not that they could not start.
+    let machine = |k: u32, nodes: &str| {
+        format!(
+            "[[machine]]\nname = \"m{k}\"\naddress = \"10.251.9.{k}\"\nnodes = {nodes}\nlauncher = [\"false\"]\n"
+        )
+    };
+    let file = machine(1, r#"["h1", "r0"]"#) + &machine(2, r#"["r1", "r2", "h2", "h3"]"#);
+    let cluster = lab.dir.join("cluster.toml");
+    std::fs::write(&cluster, file).unwrap();
+    let cluster = cluster.to_str().unwrap();
     let cases: [(&str, &[&str], &str); 7] = [
         ("topo", &["--repartition", "1s"], "give --workers 2 or more"),
         (
@@ -195,17 +150,16 @@ fn bad_repartition_input_exits_2_before_anything_starts() {
             &["--workers", "2", "--repartition", "10ms"],
             "at least 100ms",
         ),
-        (
-            "topo",
-            &["--workers", "2", "--repartition", "1s", "--payload", "ship"],
-            "drop --payload ship",
-        ),
         ("fq", &["--workers", "2", "--repartition", "1s"], "fq_codel"),
-        // Threads only: workers over machines cannot move pipes yet (docs/live.md).
         (
             "topo",
-            &["--repartition", "1s", "--cluster", "cluster.toml"],
-            "cannot be used with '--cluster",
+            &["--cluster", cluster, "--repartition", "10ms"],
+            "at least 100ms",
+        ),
+        (
+            "fq",
+            &["--cluster", cluster, "--repartition", "1s"],
+            "fq_codel",
         ),
     ];
     for (file, args, expected) in cases {

@@ -6,6 +6,7 @@ use crate::packet::{Body, Handoff, Packet};
 use crate::traffic::{Ack, Segment};
 use netloom_link::{Ecn, Ticket};
 use netloom_time::Instant;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Bytes of one encoded hand-off.
 pub const DESCRIPTOR_LEN: usize = 64;
@@ -34,6 +35,23 @@ pub enum DescriptorError {
         /// Where, from the descriptor's start.
         offset: usize,
     },
+}
+
+/// In a serialized message (a repartitioning's hand-over) a hand-off is its byte form.
+impl Serialize for Handoff {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.to_bytes())
+    }
+}
+
+impl<'de> Deserialize<'de> for Handoff {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Handoff, D::Error> {
+        let bytes = Vec::<u8>::deserialize(d)?;
+        let bytes: &[u8; DESCRIPTOR_LEN] = bytes.as_slice().try_into().map_err(|_| {
+            serde::de::Error::invalid_length(bytes.len(), &"a 64-byte hand-off descriptor")
+        })?;
+        Handoff::from_bytes(bytes).map_err(serde::de::Error::custom)
+    }
 }
 
 impl Handoff {

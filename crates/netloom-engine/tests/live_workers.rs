@@ -3,7 +3,7 @@
 //! engine would deliver it: by its home worker (which holds its payload) when payloads are
 //! cached, by its destination's worker when they are shipped.
 
-use netloom_engine::{Engine, Injected, Output, Ownership, Payload};
+use netloom_engine::{Engine, Injected, Migration, Output, Ownership, Payload};
 use netloom_time::{Duration, Instant};
 use netloom_topo::{load_str, Format, NodeId, Topology};
 use std::sync::Arc;
@@ -96,8 +96,14 @@ fn traffic(topo: &Topology) -> Vec<(Instant, NodeId, NodeId, u32, u64)> {
 }
 
 /// Runs `engines` (one, or the workers of one partitioned run) over the traffic, each
-/// injecting its own hosts' packets, and returns what each engine output.
-fn run(mut engines: Vec<Engine>, ownership: Option<&Ownership>) -> Vec<Fates> {
+/// injecting its own hosts' packets, and returns what each engine output. At each of `moves`
+/// the workers change to its ownership, handing each other what changes owner through bytes
+/// (JSON), as workers in separate processes do; it returns the pipes and packets they handed.
+fn run(
+    mut engines: Vec<Engine>,
+    ownership: Option<&Ownership>,
+    moves: &[(Instant, Arc<Ownership>)],
+) -> (Vec<Fates>, (usize, usize)) {
     let topo = topology();
     let packets = traffic(&topo);
     let owner = |src: NodeId| {
@@ -108,6 +114,7 @@ fn run(mut engines: Vec<Engine>, ownership: Option<&Ownership>) -> Vec<Fates> {
     let end = packets.last().unwrap().0 + Duration::from_millis(50);
     let mut next = packets.iter().peekable();
     let mut now = Instant::ZERO;
+    let mut handed = (0, 0);
     while now <= end {
         for engine in engines.iter_mut() {
             engine.advance(now);
@@ -135,30 +142,56 @@ fn run(mut engines: Vec<Engine>, ownership: Option<&Ownership>) -> Vec<Fates> {
                 f.record(output);
             }
         }
+        if let Some((_, next)) = moves.iter().find(|(at, _)| *at == now) {
+            let mail: Vec<Vec<Migration>> = engines
+                .iter_mut()
+                .map(|e| e.migrate_out(next.clone()))
+                .collect();
+            for (to, engine) in engines.iter_mut().enumerate() {
+                for m in mail.iter().map(|out| &out[to]).filter(|m| !m.is_empty()) {
+                    let (pipes, packets) = m.counts();
+                    handed = (handed.0 + pipes, handed.1 + packets);
+                    let bytes = serde_json::to_vec(m).unwrap();
+                    engine.migrate_in(serde_json::from_slice(&bytes).unwrap());
+                }
+            }
+        }
         now += Duration::from_nanos(STEP_NS);
     }
-    fates
+    (fates, handed)
+}
+
+/// What one engine makes of the traffic.
+fn one_engine() -> Fates {
+    let (mut fates, _) = run(vec![Engine::new(topology(), SEED)], None, &[]);
+    fates.pop().unwrap().sorted()
+}
+
+/// Which side each pipe of the test topology is on: 1 for those leaving h3, h4 or r2, or
+/// (`routers_flipped`) the other side for the pipes leaving a router.
+fn sides(topo: &Topology, routers_flipped: bool) -> Vec<u32> {
+    let right = |n: NodeId| ["h3", "h4", "r2"].contains(&topo.node(n).name.as_str());
+    (0..topo.pipes.len() as u32)
+        .map(|p| {
+            let link = &topo.links[topo.pipes[p as usize].link as usize];
+            let from = if link.ab == p { link.a } else { link.b };
+            let flip = routers_flipped && !topo.hosts.contains(&from);
+            u32::from(right(from) != flip)
+        })
+        .collect()
 }
 
 #[test]
 fn live_workers_deliver_exactly_when_one_engine_does_at_home_or_at_the_destination() {
     let topo = topology();
-    let single = run(vec![Engine::new(topo.clone(), SEED)], None)
-        .pop()
-        .unwrap()
-        .sorted();
+    let single = one_engine();
     assert!(single.delivered.len() > 1_200, "{}", single.delivered.len());
     assert!(!single.dropped.is_empty() && !single.duplicated.is_empty());
 
     // Left side (h1, h2, r1's pipes) on worker 0, right side on worker 1; the core link's
     // pipes go with the router they leave.
     let right = |n: NodeId| ["h3", "h4", "r2"].contains(&topo.node(n).name.as_str());
-    let assignment: Vec<u32> = (0..topo.pipes.len() as u32)
-        .map(|p| {
-            let link = &topo.links[topo.pipes[p as usize].link as usize];
-            u32::from(right(if link.ab == p { link.a } else { link.b }))
-        })
-        .collect();
+    let assignment = sides(&topo, false);
     for payload in [Payload::Cache, Payload::Ship] {
         let ownership = Arc::new(Ownership::live(&topo, &assignment, 2, payload).unwrap());
         // Cached payloads make every pipe from a router into a host a possible crossing (1 ms
@@ -171,7 +204,7 @@ fn live_workers_deliver_exactly_when_one_engine_does_at_home_or_at_the_destinati
         let engines = (0..2)
             .map(|k| Engine::partitioned(topo.clone(), SEED, ownership.clone(), k))
             .collect();
-        let fates = run(engines, Some(&ownership));
+        let (fates, _) = run(engines, Some(&ownership), &[]);
         // Hosts 0 and 1 (tokens ≡ 0, 1 mod 4) are on the left, their packets' home.
         let source_side = |token: u64| usize::from(token % 4 >= 2);
         for (k, f) in fates.iter().enumerate() {
@@ -349,4 +382,47 @@ fn a_packet_made_at_a_router_enters_its_first_pipe_on_the_worker_that_owns_it() 
             "{payload:?}: delivered by its maker, h1's worker"
         );
     }
+}
+
+/// Workers in separate processes repartitioning while packets are in flight: twice, every
+/// worker hands the others through bytes (JSON, as over a control channel) the routers' pipes
+/// that change side, the core link's with its queue, jitter, loss and duplication generator,
+/// and the packets inside them; every packet still ends exactly as in one engine. Hosts and
+/// their pipes stay where they are, as their TUN devices do on their machines.
+#[test]
+fn live_workers_moving_pipes_through_bytes_deliver_exactly_when_one_engine_does() {
+    let topo = topology();
+    let single = one_engine();
+    let ownership = |flipped| {
+        Arc::new(Ownership::live(&topo, &sides(&topo, flipped), 2, Payload::Cache).unwrap())
+    };
+    let (first, flipped) = (ownership(false), ownership(true));
+    for h in 0..topo.hosts.len() as u32 {
+        assert_eq!(first.host_owner(h), flipped.host_owner(h), "host {h} stays");
+    }
+    let moves = [
+        (Instant::from_nanos(60_000_000), flipped.clone()),
+        (Instant::from_nanos(130_000_000), first.clone()),
+    ];
+    let engines = (0..2)
+        .map(|k| Engine::partitioned(topo.clone(), SEED, first.clone(), k))
+        .collect();
+    let (fates, (pipes, packets)) = run(engines, Some(&first), &moves);
+    let router_pipes = topo.pipes.len() - topo.hosts.len();
+    assert_eq!(
+        pipes,
+        2 * 2 * router_pipes,
+        "each router pipe went and came back, swapped with its replica"
+    );
+    assert!(
+        packets > 10,
+        "packets in flight were handed over: {packets}"
+    );
+    let mut merged = Fates::default();
+    for f in fates {
+        merged.delivered.extend(f.delivered);
+        merged.dropped.extend(f.dropped);
+        merged.duplicated.extend(f.duplicated);
+    }
+    assert_eq!(merged.sorted(), single);
 }

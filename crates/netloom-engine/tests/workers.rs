@@ -204,6 +204,30 @@ fn one_worker_owning_everything_hands_nothing_over() {
     assert_eq!(split.0.counters().cross_core_hops, 0);
 }
 
+/// A hand-over of pipes and packets has a serialized form (for workers in other processes),
+/// but one carrying a synthetic flow's sender or receiver, which live in one process, refuses
+/// to leave it, saying why.
+#[test]
+fn a_hand_over_with_flows_refuses_to_be_serialized() {
+    let topo = topology();
+    let pipes = topo.pipes.len();
+    let own = |w: u32| Arc::new(Ownership::new(&topo, &vec![w; pipes], 2, Payload::Cache).unwrap());
+    let mut e = engine(Some((&own(0), 0)));
+    sim::run(&mut e, SimOptions::new(Duration::from_millis(100), SEED));
+    let out = e.migrate_out(own(1));
+    let error = serde_json::to_string(&out[1]).unwrap_err().to_string();
+    assert!(
+        error.contains("synthetic flows' parts cannot leave its process"),
+        "{error}"
+    );
+    let mut idle = Engine::partitioned(topo.clone(), SEED, own(0), 0);
+    sim::run(&mut idle, SimOptions::new(Duration::from_millis(100), SEED));
+    let out = idle.migrate_out(own(1));
+    let (moved, _) = out[1].counts();
+    assert_eq!(moved, pipes, "every pipe goes to worker 1");
+    assert!(serde_json::to_string(&out[1]).is_ok(), "pipes alone travel");
+}
+
 /// Cross-core hops and bytes by hand: on a chain h1 - r1 - h2 with the router's pipes on
 /// worker 1, a packet h1→h2 crosses to worker 1 as it enters h1→r1 (worker 1 handles its exit)
 /// and back as it enters r1→h2 (delivered at h2, which worker 0 owns). Cached payloads add no

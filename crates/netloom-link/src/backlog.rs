@@ -2,11 +2,12 @@
 
 use crate::config::QueueLimit;
 use netloom_time::Instant;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// Packets accepted whose serialization has not finished yet, as (tx_end, bytes) in FIFO order.
 /// The ring buffer keeps its capacity, so steady-state operation does not allocate.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub(crate) struct Backlog {
     entries: VecDeque<(Instant, u32)>,
     bytes: u64,

@@ -9,6 +9,7 @@
 
 use crate::config::CodelParams;
 use netloom_time::{Duration, Instant};
+use serde::{Deserialize, Serialize};
 
 /// What CoDel does with the packet at the head.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,7 +23,7 @@ pub(crate) enum Verdict {
 }
 
 /// Which branch of the RFC's `dequeue` dropped the packet just before.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 enum AfterDrop {
     /// The drop that entered the dropping state: the next packet is sent whatever it waited.
     Entry,
@@ -31,7 +32,7 @@ enum AfterDrop {
 }
 
 /// The RFC's per-queue variables, plus what links one packet's decision to the next.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct Codel {
     /// When the queue delay first went above target, plus an interval; `None` when below.
     first_above_time: Option<Instant>,

@@ -2,9 +2,10 @@
 
 use crate::config::LossModel;
 use crate::rng::{chance, PipeRng};
+use serde::{Deserialize, Serialize};
 
 /// The memory a loss model needs between packets: the Gilbert-Elliott channel state.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct LossState {
     /// Gilbert-Elliott: is the channel in the bad state? Starts good.
     bad: bool,

@@ -13,6 +13,7 @@ use crate::trace::TraceCursor;
 use crate::wireless::Radio;
 use netloom_time::{Duration, Instant, Rate};
 use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
 use std::num::NonZeroU32;
 
 /// Why a pipe dropped a packet.
@@ -41,7 +42,7 @@ pub enum DropCause {
 ///
 /// The fields every packet changes come first, in this order (`repr(C)`), so that they share
 /// the pipe's first cache line with its epoch.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[repr(C)]
 pub struct PipeCounters {
     /// Packets offered (`offer` and `offer_following`), dropped or not; duplicates excluded.
@@ -210,6 +211,9 @@ pub enum Hold {
 /// CoDel at the instant the packet will reach the head → serialization at `rate` (or the trace's next opportunities; or wireless attempts, which may
 /// fail) → delay ± jitter (+ `ooo_delay` for out-of-order packets) → duplicate.
 ///
+/// `take_state` and `resume` move what changes to the pipe's twin in another process or on
+/// another machine (dynamic repartitioning), through bytes (`PipeState`).
+///
 /// Laid out in declaration order, on cache lines of its own, so that what every packet touches
 /// sits in three lines (the epoch and the counters that always change; the serializer and the
 /// backlog; `Essentials`) rather than in the eight or nine the 568-byte pipe spread it over: on
@@ -237,6 +241,27 @@ pub struct Pipe {
     /// FQ-CoDel's state, from the first configuration with `aqm = "fq_codel"` on; boxed so that
     /// FIFO pipes, the common case, stay small.
     fq: Option<Box<Held>>,
+    loss: LossState,
+}
+
+/// What changes in a pipe as packets cross it, as it travels to the pipe's twin in another
+/// worker, process or machine when the pipe changes owner (`Pipe::take_state`, `resume`): the
+/// twin continues exactly where this pipe stopped, its random generator included. Its
+/// configuration's data (a MAC profile, a delivery trace) stays behind: the twin loaded the same
+/// from the same topology. FQ-CoDel's flow queues refer to the caller's packets, so a pipe
+/// holding packets in them cannot travel.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PipeState {
+    epoch: NonZeroU32,
+    counters: PipeCounters,
+    busy_until: Instant,
+    last_exit: Instant,
+    backlog: Backlog,
+    config: PipeConfig,
+    trace: TraceCursor,
+    rng: PipeRng,
+    red: RedAverage,
+    codel: Codel,
     loss: LossState,
 }
 
@@ -319,6 +344,56 @@ impl Pipe {
             epoch: NonZeroU32::MIN,
             counters: PipeCounters::default(),
         }
+    }
+
+    /// Takes what changes in the pipe (`PipeState`) for its twin elsewhere to `resume`, and
+    /// leaves this pipe as new: the same configuration and data, empty, counters at zero, its
+    /// random generator at seed 0 (a pipe that changed owner is a replica until it comes back).
+    ///
+    /// Panics if the pipe holds packets in flow queues (FQ-CoDel): they refer to the caller's
+    /// packets, which stay behind.
+    pub fn take_state(&mut self) -> PipeState {
+        assert!(
+            self.fq
+                .as_ref()
+                .is_none_or(|fq| fq.queues.len() == (0, 0) && fq.gone.is_empty()),
+            "a pipe holding packets in flow queues cannot move"
+        );
+        let blank = Pipe::with_data(self.config, 0, self.data.clone());
+        let pipe = std::mem::replace(self, blank);
+        PipeState {
+            epoch: pipe.epoch,
+            counters: pipe.counters,
+            busy_until: pipe.busy_until,
+            last_exit: pipe.last_exit,
+            backlog: pipe.backlog,
+            config: pipe.config,
+            trace: pipe.trace,
+            rng: pipe.rng,
+            red: pipe.red,
+            codel: pipe.codel,
+            loss: pipe.loss,
+        }
+    }
+
+    /// Continues from `state`, which its twin elsewhere took (`take_state`): every later packet
+    /// meets exactly what it would have met there. Keeps this pipe's data, loaded from the
+    /// same topology as the twin's.
+    pub fn resume(&mut self, state: PipeState) {
+        let data = std::mem::take(&mut self.data);
+        *self = Pipe {
+            epoch: state.epoch,
+            counters: state.counters,
+            busy_until: state.busy_until,
+            last_exit: state.last_exit,
+            backlog: state.backlog,
+            rng: state.rng,
+            red: state.red,
+            codel: state.codel,
+            loss: state.loss,
+            trace: state.trace,
+            ..Pipe::with_data(state.config, 0, data)
+        };
     }
 
     /// The configuration in force: the one given at creation or the last `set_config`.

@@ -2,9 +2,10 @@
 
 use crate::config::RedParams;
 use netloom_time::{Duration, Instant};
+use serde::{Deserialize, Serialize};
 
 /// RED's exponentially weighted average of the queue, in the queue's unit (packets or bytes).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct RedAverage {
     avg: f64,
     /// When the average was last updated: the idle time before it is already folded in.

@@ -3,6 +3,7 @@
 //! packet given the opportunities earlier packets used.
 
 use netloom_time::Instant;
+use serde::{Deserialize, Serialize};
 
 /// Bytes one delivery opportunity carries (Mahimahi's MTU-sized opportunity).
 pub const OPPORTUNITY_BYTES: u32 = 1500;
@@ -116,7 +117,7 @@ impl Trace {
 
 /// How far a pipe has used its trace: the next opportunity nobody used, and the bytes left in
 /// the one before it (which only a packet already waiting at that instant may use).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct TraceCursor {
     next: u64,
     left: u32,

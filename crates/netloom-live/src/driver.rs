@@ -405,11 +405,19 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 hosts[usize::from(m.next.host_owner(h))].push((h, self.ration.bucket(h)));
             }
         }
-        let me = self.engine.worker();
-        for ((to, migration), hosts) in out.into_iter().enumerate().zip(hosts) {
+        let (me, ship) = (self.engine.worker(), self.engine.ships_payloads());
+        for ((to, mut migration), hosts) in out.into_iter().enumerate().zip(hosts) {
             if to != me {
                 m.moved.packets += migration.counts().1 as u64;
-                let handover = Box::new(Handover { migration, hosts });
+                let payloads = match ship {
+                    true => self.payloads.pack(migration.packets_mut()),
+                    false => Vec::new(),
+                };
+                let handover = Box::new(Handover {
+                    migration,
+                    hosts,
+                    payloads,
+                });
                 self.payloads.post(to as u16, Message::Handover(handover));
             }
         }
@@ -424,14 +432,31 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     }
 
     /// Takes in another worker's hand-over: before this worker handed over its own, it waits.
+    /// Shipped packets come into this worker's pool (one that finds no room is lost outside
+    /// the model, as a shipped hand-off would be).
     fn take_handover(&mut self, handover: Handover) -> io::Result<()> {
         let Some(m) = self.moving.as_mut().filter(|m| m.handed) else {
             self.early.push(handover);
             return Ok(());
         };
         m.expected -= 1;
-        self.engine.migrate_in(handover.migration);
-        for (h, bucket) in handover.hosts {
+        let Handover {
+            mut migration,
+            hosts,
+            payloads,
+        } = handover;
+        if !payloads.is_empty() {
+            let packets = migration.packets_mut();
+            let arrived = std::mem::take(packets);
+            for (handoff, bytes) in arrived.into_iter().zip(payloads) {
+                match self.payloads.take_shipped(handoff, &bytes) {
+                    Some(handoff) => packets.push(handoff),
+                    None => self.accuracy.record_physical_drop(),
+                }
+            }
+        }
+        self.engine.migrate_in(migration);
+        for (h, bucket) in hosts {
             self.reads[h as usize] = true;
             self.ration.set_bucket(h, bucket);
             self.io.read_host(h, true)?;
@@ -519,7 +544,8 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             match &mut self.moving {
                 Some(m) => m.held.push(handoff),
                 None => {
-                    self.payloads.post(to, Message::Handoff(handoff));
+                    let ship = self.engine.ships_payloads();
+                    self.payloads.pass_on(to, handoff, ship);
                 }
             }
             return;

@@ -560,6 +560,8 @@ impl Experiment {
             }
             drivers.push(driver);
         }
+        // A machine's part counts its traffic; the coordinator repartitions (`cluster`).
+        let whole = part.is_none();
         let (controller, first) = match part {
             Some(part) => {
                 let driver = drivers.first_mut().expect("one driver here");
@@ -614,7 +616,7 @@ impl Experiment {
             experiment.workers.push(worker);
         }
         if let (Some(run), Some(topology), Some(epoch), Some(ownership), Some(report)) = (
-            repartition,
+            repartition.filter(|_| whole),
             engine_topology,
             options.repartition,
             ownership,
@@ -626,7 +628,7 @@ impl Experiment {
                     experiment.shared.controller.clone(),
                     topology,
                     (initial, ownership),
-                    partitioner,
+                    (partitioner, repartition::Moving::THREADS),
                     epoch,
                     report,
                 )
@@ -794,6 +796,12 @@ impl Experiment {
     pub(crate) fn part_figures(&self) -> Result<(Snapshot, Vec<u64>), LiveError> {
         let snapshot = self.shared.controller.snapshot().wait(ANSWER_TIMEOUT)?;
         Ok((snapshot, self.shared.tun_drops.per_host()?))
+    }
+
+    /// This machine's part of a repartitioned run over several machines: the workers whose
+    /// traffic and moves the coordinator orders.
+    pub(crate) fn part_workers(&self) -> &Controller<SystemClock> {
+        &self.shared.controller
     }
 
     fn shutdown(&mut self, reason: &str) -> Result<(Snapshot, Vec<u64>), LiveError> {

@@ -153,13 +153,35 @@ impl Payloads {
             shipping.extend(engine.take_handoffs(to));
             for handoff in shipping.drain(..) {
                 seen(&handoff);
-                let token = handoff.token().expect("live packets come from outside");
-                let bytes = self.wire_packet(token);
-                self.pool.release(untoken(token).1);
+                let bytes = self.ship_out(&handoff);
                 self.posts[to].send(Message::Shipped(handoff, bytes));
             }
             self.shipping = shipping;
         }
+    }
+
+    /// Passes `handoff`, taken here but handled by worker `to` since a move, on there: with a
+    /// copy of its packet when payloads are shipped (`ship`), releasing this worker's.
+    pub fn pass_on(&mut self, to: u16, handoff: Handoff, ship: bool) {
+        let message = match ship {
+            true => Message::Shipped(handoff, self.ship_out(&handoff)),
+            false => Message::Handoff(handoff),
+        };
+        self.post(to, message);
+    }
+
+    /// Copies of the packets of `handoffs`, which a move hands to another worker when payloads
+    /// are shipped, in their order, releasing this worker's.
+    pub fn pack(&mut self, handoffs: &[Handoff]) -> Vec<Box<[u8]>> {
+        handoffs.iter().map(|h| self.ship_out(h)).collect()
+    }
+
+    /// A copy of the packet `handoff` carries, to ship, releasing this worker's.
+    fn ship_out(&mut self, handoff: &Handoff) -> Box<[u8]> {
+        let token = handoff.token().expect("live packets come from outside");
+        let bytes = self.wire_packet(token);
+        self.pool.release(untoken(token).1);
+        bytes
     }
 
     /// A copy of the packet `token` names, as one frame of the hosts' I/O.

@@ -166,6 +166,25 @@ pub struct Plan {
     warnings: Vec<String>,
 }
 
+/// Why `topology` cannot be repartitioned every `epoch` over `workers` workers (or machines),
+/// if it cannot.
+pub(crate) fn repartitioning(
+    topology: &Topology,
+    workers: usize,
+    epoch: netloom_time::Duration,
+) -> Result<(), PlanError> {
+    if let Some(why) = repartition::refusal(topology, workers) {
+        return Err(PlanError::Options(why));
+    }
+    if epoch < MIN_EPOCH {
+        return Err(PlanError::Options(format!(
+            "--repartition {epoch}: too short; give an epoch of at least {MIN_EPOCH} \
+             (each move stalls every worker briefly)"
+        )));
+    }
+    Ok(())
+}
+
 impl Plan {
     /// Checks `options` against `topology` and computes the run: routes, the split and the
     /// placement. `cpus_here` is how many CPUs the machine has (for the warning that busy
@@ -187,15 +206,7 @@ impl Plan {
             });
         }
         if let Some(epoch) = options.repartition {
-            if let Some(why) = repartition::refusal(&topology, workers, options.payload) {
-                return Err(PlanError::Options(why));
-            }
-            if epoch < MIN_EPOCH {
-                return Err(PlanError::Options(format!(
-                    "--repartition {epoch}: too short; give an epoch of at least {MIN_EPOCH} \
-                     (each move stalls every worker briefly)"
-                )));
-            }
+            repartitioning(&topology, workers, epoch)?;
         }
         let kernel = KernelRouters::new(&topology).map(Arc::new);
         if kernel.is_some() && workers > 1 {

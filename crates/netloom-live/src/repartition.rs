@@ -8,11 +8,11 @@
 //! repartitioning").
 
 use crate::clock::Clock;
-use crate::control::{ControlError, Controller};
+use crate::control::Controller;
 use crate::ration::Bucket;
 use hdrhistogram::Histogram;
 use netloom_engine::epoch::EpochCounter;
-use netloom_engine::{Migration, Ownership, Payload};
+use netloom_engine::{Migration, Ownership};
 use netloom_partition::{Assignment, Observation, Repartitioning};
 use netloom_time::{Duration, Instant};
 use netloom_topo::{PipeId, Topology};
@@ -29,11 +29,15 @@ pub const MIN_EPOCH: Duration = Duration::from_millis(100);
 /// to a few hundred on this VM).
 pub const MOVE_AHEAD: Duration = Duration::from_millis(2);
 
-/// What one worker hands another at a move: the engine's part, and the hosts the other reads
-/// from now on, each with its ration's bucket.
+/// What one worker hands another at a move: the engine's part, the hosts the other reads
+/// from now on, each with its ration's bucket, and, when payloads are shipped, the packet of
+/// each pending exit or entry of the migration (in its order; empty when payloads are cached).
+/// Serialized, it is what a worker in another process or on another machine would be sent.
+#[derive(Serialize, Deserialize)]
 pub(crate) struct Handover {
     pub migration: Migration,
     pub hosts: Vec<(u32, Bucket)>,
+    pub payloads: Vec<Box<[u8]>>,
 }
 
 impl std::fmt::Debug for Handover {
@@ -48,12 +52,37 @@ impl std::fmt::Debug for Handover {
 }
 
 /// A worker's traffic over an epoch: the engine's running totals (`Engine::hop_counts`) and
-/// the lateness of the packets it released since the last look.
-#[derive(Debug)]
+/// the lateness of the packets it released since the last look. Serialized for a worker on
+/// another machine, the histogram as its recorded (value, count) pairs.
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Traffic {
     pub(crate) packets: Vec<u64>,
     pub(crate) transitions: Vec<(PipeId, PipeId, u64)>,
+    #[serde(with = "recorded")]
     pub(crate) lateness_ns: Histogram<u64>,
+}
+
+/// A lateness histogram as the (value, count) pairs it recorded: what merging and quantiles
+/// need, within its 3 significant digits.
+mod recorded {
+    use hdrhistogram::Histogram;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
+        let pairs: Vec<(u64, u64)> = h
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect();
+        pairs.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Histogram<u64>, D::Error> {
+        let mut h = super::lateness_histogram();
+        for (value, count) in Vec::<(u64, u64)>::deserialize(d)? {
+            h.record_n(value, count).map_err(serde::de::Error::custom)?;
+        }
+        Ok(h)
+    }
 }
 
 impl Traffic {
@@ -153,6 +182,50 @@ impl RepartitionReport {
     }
 }
 
+/// The workers a repartitioning observes and moves: threads of this process (`Controller`),
+/// or machines (the cluster's coordinator).
+pub(crate) trait Workers: Send + 'static {
+    /// The run's clock.
+    fn now(&self) -> Instant;
+    /// Every worker's traffic since the last look, summed.
+    fn traffic(&self) -> Result<Traffic, String>;
+    /// Moves every worker to `next` at `at`; what moved, summed.
+    fn repartition(&self, next: Arc<Ownership>, at: Instant) -> Result<Moved, String>;
+}
+
+impl<C: Clock> Workers for Controller<C> {
+    fn now(&self) -> Instant {
+        self.clock().now()
+    }
+
+    fn traffic(&self) -> Result<Traffic, String> {
+        let traffic = Controller::traffic(self).wait(crate::experiment::ANSWER_TIMEOUT);
+        traffic.map_err(|e| e.to_string())
+    }
+
+    fn repartition(&self, next: Arc<Ownership>, at: Instant) -> Result<Moved, String> {
+        let moved = Controller::repartition(self, next, at).wait(crate::experiment::ANSWER_TIMEOUT);
+        moved.map_err(|e| e.to_string())
+    }
+}
+
+/// How a repartitioned run moves: how far ahead of the order a move is set, and whether hosts
+/// (with their pipes) stay with their worker, as they must on machines, where a host's TUN
+/// device is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Moving {
+    pub ahead: Duration,
+    pub hosts_stay: bool,
+}
+
+impl Moving {
+    /// Threads of one process: a move set `MOVE_AHEAD`, hosts moving with their pipes.
+    pub const THREADS: Moving = Moving {
+        ahead: MOVE_AHEAD,
+        hosts_stay: false,
+    };
+}
+
 /// The thread that repartitions a run every epoch.
 pub(crate) struct Repartitioner {
     stop: Sender<()>,
@@ -164,11 +237,11 @@ impl Repartitioner {
     /// `topology` (as their engines have it) under `ownership`, made from `initial`; each new
     /// partition is made with `options` (method, seed, imbalance). What it does goes into
     /// `report` as it goes.
-    pub fn start<C: Clock>(
-        controller: Controller<C>,
+    pub fn start(
+        workers: impl Workers,
         topology: Topology,
         (initial, ownership): (Assignment, Arc<Ownership>),
-        options: netloom_partition::Options,
+        (options, moving): (netloom_partition::Options, Moving),
         epoch: Duration,
         report: Arc<Mutex<RepartitionReport>>,
     ) -> std::io::Result<Repartitioner> {
@@ -178,11 +251,11 @@ impl Repartitioner {
         let thread = std::thread::Builder::new()
             .name("netloom-repartition".into())
             .spawn(move || {
-                let mut run = Epochs::new(&controller, topology, initial, ownership, options);
-                let mut since = controller.clock().now();
+                let mut run = Epochs::new(&workers, topology, initial, ownership, options, moving);
+                let mut since = workers.now();
                 loop {
                     let end = since + epoch;
-                    let left = end.saturating_since(controller.clock().now());
+                    let left = end.saturating_since(workers.now());
                     match stopped.recv_timeout(std::time::Duration::from_nanos(left.as_nanos())) {
                         Err(RecvTimeoutError::Timeout) => {}
                         _ => return,
@@ -224,7 +297,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Debug, thiserror::Error)]
 enum EpochError {
     #[error("the workers did not answer: {0}")]
-    Control(#[from] ControlError),
+    Workers(String),
     #[error("partitioning the observed traffic: {0}")]
     Partition(#[from] netloom_partition::PartitionError),
     #[error("the new partition does not fit: {0}")]
@@ -232,8 +305,9 @@ enum EpochError {
 }
 
 /// The coordinator's state from one epoch to the next.
-struct Epochs<'c, C: Clock> {
-    controller: &'c Controller<C>,
+struct Epochs<'c, W: Workers> {
+    workers: &'c W,
+    moving: Moving,
     topology: Topology,
     counter: EpochCounter,
     dynamic: Repartitioning,
@@ -242,21 +316,23 @@ struct Epochs<'c, C: Clock> {
     moved: bool,
 }
 
-impl<'c, C: Clock> Epochs<'c, C> {
+impl<'c, W: Workers> Epochs<'c, W> {
     fn new(
-        controller: &'c Controller<C>,
+        workers: &'c W,
         topology: Topology,
         initial: Assignment,
         current: Arc<Ownership>,
         options: netloom_partition::Options,
-    ) -> Epochs<'c, C> {
+        moving: Moving,
+    ) -> Epochs<'c, W> {
         // The first partition as it runs: a host's pipes with their host.
         let running = Assignment {
             pipes: current.assignment(),
             ..initial
         };
         Epochs {
-            controller,
+            workers,
+            moving,
             topology,
             counter: EpochCounter::default(),
             dynamic: Repartitioning::new(running, options),
@@ -272,11 +348,8 @@ impl<'c, C: Clock> Epochs<'c, C> {
         start: Instant,
         report: &Mutex<RepartitionReport>,
     ) -> Result<(), EpochError> {
-        let traffic = self
-            .controller
-            .traffic()
-            .wait(crate::experiment::ANSWER_TIMEOUT)?;
-        let end = self.controller.clock().now();
+        let traffic = self.workers.traffic().map_err(EpochError::Workers)?;
+        let end = self.workers.now();
         let counts = self
             .counter
             .close_totals(traffic.packets, traffic.transitions, start, end);
@@ -295,9 +368,20 @@ impl<'c, C: Clock> Epochs<'c, C> {
             releases: traffic.lateness_ns.len(),
             lateness_p99_ns: traffic.lateness_ns.value_at_quantile(0.99),
         });
+        let mut pipes = self.dynamic.current().pipes.clone();
+        if self.moving.hosts_stay {
+            // A host's pipes stay with it on its machine.
+            let adjacency = self.topology.adjacency();
+            for (h, &node) in self.topology.hosts.iter().enumerate() {
+                let owner = u32::from(self.current.host_owner(h as u32));
+                for &(p, _) in &adjacency[node as usize] {
+                    pipes[p as usize] = owner;
+                }
+            }
+        }
         let next = Ownership::live(
             &self.topology,
-            &self.dynamic.current().pipes,
+            &pipes,
             self.current.workers(),
             self.current.payload(),
         )?;
@@ -307,11 +391,11 @@ impl<'c, C: Clock> Epochs<'c, C> {
             return Ok(());
         }
         let next = Arc::new(next);
-        let at = self.controller.clock().now() + MOVE_AHEAD;
+        let at = self.workers.now() + self.moving.ahead;
         let mut moved = self
-            .controller
+            .workers
             .repartition(next.clone(), at)
-            .wait(crate::experiment::ANSWER_TIMEOUT)?;
+            .map_err(EpochError::Workers)?;
         let (pipes, hosts) = (self.topology.pipes.len(), self.topology.hosts.len());
         moved.pipes = (0..pipes as PipeId)
             .filter(|&p| next.pipe_owner(p) != self.current.pipe_owner(p))
@@ -328,16 +412,11 @@ impl<'c, C: Clock> Epochs<'c, C> {
     }
 }
 
-/// Why a run cannot repartition, or `None` if it can: payloads must stay where they were read
-/// (shipping would move them with the exits), and no pipe may hold its packets in flow queues.
-pub fn refusal(topology: &Topology, workers: usize, payload: Payload) -> Option<String> {
+/// Why a run cannot repartition, or `None` if it can: it needs workers to move pipes between,
+/// and no pipe may hold its packets in flow queues.
+pub fn refusal(topology: &Topology, workers: usize) -> Option<String> {
     if workers < 2 {
         return Some("--repartition moves pipes between workers: give --workers 2 or more".into());
-    }
-    if payload == Payload::Ship {
-        return Some(
-            "--repartition keeps payloads where they were read: drop --payload ship".into(),
-        );
     }
     netloom_engine::repartition::immovable_pipe(topology).map(|pipe| {
         format!(
@@ -354,4 +433,71 @@ pub(crate) fn merge_moved(answers: impl IntoIterator<Item = Moved>) -> Moved {
         all.add(m);
     }
     all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ration::Ration;
+
+    /// A machine's traffic through bytes, as the coordinator gathers it: the same totals, and
+    /// a lateness histogram with the same count and quantiles, which still merges.
+    #[test]
+    fn traffic_through_bytes_keeps_its_counts_and_lateness() {
+        let mut lateness_ns = lateness_histogram();
+        for ns in [300, 450, 450, 2_000, 90_000, 1_500_000] {
+            lateness_ns.record(ns).unwrap();
+        }
+        let traffic = Traffic {
+            packets: vec![3, 0, 7],
+            transitions: vec![(0, 2, 3)],
+            lateness_ns,
+        };
+        let bytes = serde_json::to_vec(&traffic).unwrap();
+        let mut arrived: Traffic = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            (&arrived.packets, &arrived.transitions),
+            (&traffic.packets, &traffic.transitions)
+        );
+        let h = |t: &Traffic| {
+            (
+                t.lateness_ns.len(),
+                t.lateness_ns.value_at_quantile(0.5),
+                t.lateness_ns.max(),
+            )
+        };
+        assert_eq!(h(&arrived), h(&traffic));
+        arrived.merge(traffic);
+        assert_eq!(arrived.lateness_ns.len(), 12);
+        assert_eq!(arrived.packets, vec![6, 0, 14]);
+    }
+
+    /// A host's bucket travels through bytes with its debt and its last fill: the worker that
+    /// reads the host from then on lets it through exactly when the old one would have.
+    #[test]
+    fn a_hand_over_through_bytes_keeps_each_hosts_bucket() {
+        let mut old = Ration::new(3);
+        let t = |us: u64| Instant::from_nanos(us * 1_000);
+        while old.may_take(2, t(5)) {
+            old.took(2, 100);
+        }
+        let handover = Handover {
+            migration: Migration::default(),
+            hosts: vec![(2, old.bucket(2))],
+            payloads: Vec::new(),
+        };
+        let bytes = serde_json::to_vec(&handover).unwrap();
+        let arrived: Handover = serde_json::from_slice(&bytes).unwrap();
+        let mut new = Ration::new(3);
+        for (host, bucket) in arrived.hosts {
+            new.set_bucket(host, bucket);
+        }
+        let admits = |r: &mut Ration| (5..40).map(|us| r.may_take(2, t(us))).collect::<Vec<_>>();
+        let expected = admits(&mut old);
+        assert!(
+            expected.contains(&false) && expected.contains(&true),
+            "{expected:?}"
+        );
+        assert_eq!(admits(&mut new), expected);
+    }
 }

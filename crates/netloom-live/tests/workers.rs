@@ -260,20 +260,22 @@ fn on_two_threads(payload: Payload) -> Vec<(u32, u8)> {
 
 /// Packets sent both ways, one per serialization time (800 us), h0's for 12 ms and h1's for
 /// 4 ms, through two workers
-/// (on a test clock); with `move_at`, every pipe and host moves to worker 0 at that instant.
+/// (on a test clock), with `payload`; with `move_at`, every pipe and host moves to worker 0 at
+/// that instant (with the packets in flight, and their bytes when payloads are shipped).
 /// Returns (destination, time written, packet number) of every packet written, in order of
 /// writing per destination, what moved, and each pipe's packets in and out as the workers'
 /// merged snapshot reports them.
 #[allow(clippy::type_complexity)]
 fn stream(
     move_at: Option<u64>,
+    payload: Payload,
 ) -> (
     Vec<(u32, netloom_time::Instant, u8)>,
     Option<Moved>,
     Vec<(u64, u64)>,
 ) {
     let clock = TestClock::new();
-    let (mut ds, control) = workers(clock.clone(), Precision::Busy, Payload::Cache, |_| {});
+    let (mut ds, control) = workers(clock.clone(), Precision::Busy, payload, |_| {});
     for i in 0..15u8 {
         let at = at_us(800 * u64::from(i));
         ds[0]
@@ -287,7 +289,7 @@ fn stream(
     }
     let pending = move_at.map(|us| {
         let topo = ds[0].engine().topology().clone();
-        let next = Ownership::live(&topo, &[0, 0, 0, 0], 2, Payload::Cache).unwrap();
+        let next = Ownership::live(&topo, &[0, 0, 0, 0], 2, payload).unwrap();
         control.repartition(Arc::new(next), at_us(us))
     });
     run_until_quiet(&mut ds, &clock);
@@ -320,16 +322,30 @@ fn stream(
 
 #[test]
 fn a_move_while_packets_are_in_flight_loses_none_reorders_none_and_delays_none() {
-    let (baseline, _, counted) = stream(None);
+    for payload in [Payload::Cache, Payload::Ship] {
+        moving_loses_none_reorders_none_and_delays_none(payload);
+    }
+}
+
+/// With payloads cached, moved exits keep their tokens (their payloads stay home); shipped,
+/// each moved exit takes its packet's bytes along and its new holder's token.
+fn moving_loses_none_reorders_none_and_delays_none(payload: Payload) {
+    let (baseline, _, counted) = stream(None, payload);
     assert_eq!(baseline.len(), 20, "none lost without a move");
     // Every pipe passes on what it took, counted on whichever worker handled its exits.
     assert!(counted.iter().all(|&(i, o)| i == o && i > 0), "{counted:?}");
     // At 4.5 ms packets of both directions are in flight in r's pipes (worker 1's), and h1
     // (worker 1's) moves to worker 0 with them.
-    let (moved_run, moved, moved_counted) = stream(Some(4_500));
+    let (moved_run, moved, moved_counted) = stream(Some(4_500), payload);
     let moved = moved.expect("the move was answered");
-    assert!(moved.packets > 0, "pending exits moved: {moved:?}");
-    assert_eq!(moved_run, baseline, "the same packets at the same times");
+    assert!(
+        moved.packets > 0,
+        "{payload:?}: pending exits moved: {moved:?}"
+    );
+    assert_eq!(
+        moved_run, baseline,
+        "{payload:?}: the same packets at the same times"
+    );
     // A pipe's counters move with it: the report counts every packet of the run.
     assert_eq!(moved_counted, counted, "pipes' packets in and out");
     for host in [0, 1] {

@@ -344,3 +344,64 @@ pub fn received_mbps(report: &Value) -> f64 {
         .expect("end.sum_received.bits_per_second")
         / 1e6
 }
+
+/// What one phase of traffic measured: ping's round trips (ms), and iperf3's datagrams, lost
+/// and out of order.
+pub struct Phase {
+    pub rtts: Vec<f64>,
+    pub packets: u64,
+    pub lost: u64,
+    pub out_of_order: u64,
+}
+
+/// 3 s of UDP at 5 Mbit/s (1000-byte datagrams) from h1 to `to`, with a ping every 20 ms
+/// beside it.
+pub fn phase(lab: &mut Lab, to: &str) -> Phase {
+    lab.spawn(to, &["iperf3", "-s", "-1"]);
+    lab.wait_listening(to, 5201);
+    let ping = lab
+        .exec_cmd("h1", &["ping", "-i", "0.02", "-c", "150", to])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let udp = iperf3_client(
+        lab,
+        "h1",
+        &["-c", to, "-u", "-b", "5M", "-l", "1000", "-t", "3"],
+    );
+    let rtts = ping_rtts(&ping.wait_with_output().unwrap());
+    let sum = &udp["end"]["sum"];
+    let count = |v: &Value| v.as_u64().unwrap_or_else(|| panic!("iperf3: {udp}"));
+    Phase {
+        rtts,
+        packets: count(&sum["packets"]),
+        lost: count(&sum["lost_packets"]),
+        out_of_order: count(&udp["end"]["streams"][0]["udp"]["out_of_order"]),
+    }
+}
+
+/// h1 behind r0; r0 leads to two subtrees, r1 with h2 and r2 with h3. 1 ms per link: the
+/// lookahead between workers, longer than a move's stall. Traffic to one subtree, then to the
+/// other, moves the partition that follows it (`--repartition`).
+pub const TWO_SUBTREES: &str = r#"hosts = ["h1", "h2", "h3"]
+routers = ["r0", "r1", "r2"]
+[defaults]
+bw = "100Mbit"
+delay = "1ms"
+[[link]]
+a = "h1"
+b = "r0"
+[[link]]
+a = "r0"
+b = "r1"
+[[link]]
+a = "r1"
+b = "h2"
+[[link]]
+a = "r0"
+b = "r2"
+[[link]]
+a = "r2"
+b = "h3"
+"#;

@@ -4,8 +4,8 @@
 //! emulated in two places and no packet is lost or reordered.
 //!
 //! What moves, from the worker that had it to the one that has it now:
-//! - a pipe's state (queue, serializer, AQM, loss and jitter generators, counters), swapped with
-//!   the new owner's replica so that every count stays counted once;
+//! - a pipe's state (queue, serializer, AQM, loss and jitter generators, counters: a
+//!   `PipeState`), swapped with the new owner's replica so that every count stays counted once;
 //! - every pending event whose handler changed, with its packet: the exits of packets inside
 //!   any pipe whose next pipe (or destination host) changed owner, keeping their exit times and
 //!   tickets, and packets waiting to enter a pipe that moved;
@@ -16,23 +16,44 @@ use super::{Engine, Event, Flow, FlowStats, Latencies, Worker};
 use crate::ownership::Ownership;
 use crate::packet::{Body, Handoff, Packet, DELIVER, NO_ROUTE};
 use crate::traffic::{Receiver, Sender};
-use netloom_link::Pipe;
+use netloom_link::PipeState;
 use netloom_time::Instant;
 use netloom_topo::PipeId;
+use serde::{Deserialize, Serialize, Serializer};
 use std::sync::Arc;
 
-/// What one worker hands another when ownership changes.
-#[derive(Default)]
+/// What one worker hands another when ownership changes. It has a serialized form (serde), for
+/// workers in other processes or on other machines, as long as it carries no flows.
+#[derive(Default, Serialize, Deserialize)]
 pub struct Migration {
     /// Pipes changing hands between the two, each with the sender's copy: the owner's state for
     /// a pipe the receiver now owns, the receiver's former replica for one it gave up.
-    pipes: Vec<(PipeId, Pipe)>,
+    pipes: Vec<(PipeId, PipeState)>,
     /// Pending exits and entries the receiver handles now, in firing order.
     packets: Vec<Handoff>,
     /// Senders of flows whose source host the receiver now owns.
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "in_process_only",
+        skip_deserializing
+    )]
     senders: Vec<(u32, SenderPart)>,
     /// Receivers of flows whose destination host the receiver now owns.
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "in_process_only",
+        skip_deserializing
+    )]
     receivers: Vec<(u32, ReceiverPart)>,
+}
+
+/// Refuses to serialize a flow's part: synthetic flows (`sim`) keep their senders and
+/// receivers in one process, and a live run, the one that moves between processes, has none.
+fn in_process_only<S: Serializer, T>(parts: &[T], _: S) -> Result<S::Ok, S::Error> {
+    Err(serde::ser::Error::custom(format!(
+        "a hand-over carrying {} synthetic flows' parts cannot leave its process",
+        parts.len()
+    )))
 }
 
 /// A flow's sending side.
@@ -60,6 +81,13 @@ impl Migration {
     /// Pipes and pending packets it carries, for the report.
     pub fn counts(&self) -> (usize, usize) {
         (self.pipes.len(), self.packets.len())
+    }
+
+    /// The pending packets it carries, in firing order: a caller that ships payloads sends
+    /// each one's bytes along, and the receiver gives each its new token (`Handoff::rehome`)
+    /// or takes out one it has no room for.
+    pub fn packets_mut(&mut self) -> &mut Vec<Handoff> {
+        &mut self.packets
     }
 }
 
@@ -92,10 +120,7 @@ impl Engine {
                 !(pipe.is_deferred() && was == me),
                 "pipe {p} holds its packets in flow queues and cannot move"
             );
-            let blank = Pipe::new(*pipe.config(), 0);
-            out[usize::from(to)]
-                .pipes
-                .push((p, std::mem::replace(pipe, blank)));
+            out[usize::from(to)].pipes.push((p, pipe.take_state()));
         }
         for (f, flow) in self.flows.iter_mut().enumerate() {
             let f = f as u32;
@@ -177,8 +202,8 @@ impl Engine {
 
     /// Takes in what another worker handed over at an ownership change (`migrate_out`).
     pub fn migrate_in(&mut self, m: Migration) {
-        for (p, pipe) in m.pipes {
-            self.pipes[p as usize] = pipe;
+        for (p, state) in m.pipes {
+            self.pipes[p as usize].resume(state);
         }
         for handoff in m.packets {
             self.accept(handoff);

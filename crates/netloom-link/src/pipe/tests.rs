@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::config::{CodelParams, FqCodelParams, LossModel, QueueLimit, RedParams};
+use crate::trace::Trace;
 use netloom_time::Rate;
 
 const MS: u64 = 1_000_000;
@@ -1181,4 +1182,132 @@ fn a_packet_touches_three_cache_lines_of_its_pipe() {
     assert!(offset_of!(Pipe, last_exit) < offset_of!(Pipe, backlog));
     let essentials = offset_of!(Pipe, essentials);
     assert!(one_line(essentials, essentials + size_of::<Essentials>()));
+}
+
+/// What a caller does with a pipe for packets `range` of a fixed pattern (arrivals at 1.3× the
+/// rate, sizes varying, the link down from packet 100 to 105 and from 230 to 240): offers each, releases every
+/// scheduled one at its exit (keeping the tickets in `pending`, which survive a move, as the
+/// caller's packets do), and writes down every answer, release and queue length in order.
+fn use_as_caller(
+    pipe: &mut Pipe,
+    range: std::ops::Range<u64>,
+    pending: &mut Vec<(Instant, Ticket)>,
+) -> Vec<String> {
+    let mut seen = Vec::new();
+    for k in range {
+        let now = at(k * MS / 2);
+        pending.sort_by_key(|&(exit, _)| exit);
+        let due = pending.partition_point(|&(exit, _)| exit <= now);
+        for (exit, ticket) in pending.drain(..due) {
+            seen.push(format!(
+                "release at {exit:?}: {}",
+                pipe.release(exit, ticket, 1000)
+            ));
+        }
+        if [100, 105, 230, 240].contains(&k) {
+            let config = PipeConfig {
+                up: k == 105 || k == 240,
+                ..*pipe.config()
+            };
+            pipe.set_config(now, config);
+        }
+        let bytes = 500 + (k * 397 % 1000) as u32;
+        let meta = if k % 3 == 0 { ECT0 } else { NOT_ECT };
+        let answer = pipe.offer(now, bytes, meta);
+        if let Admission::Scheduled {
+            first, duplicate, ..
+        } = answer
+        {
+            pending.extend(
+                [Some(first), duplicate]
+                    .into_iter()
+                    .flatten()
+                    .map(|d| (d.exit, d.ticket)),
+            );
+        }
+        seen.push(format!("{k}: {answer:?}, queue {:?}", pipe.queue_len(now)));
+    }
+    seen
+}
+
+/// A pipe whose state goes through bytes (JSON) to a twin made with another seed, again and
+/// again, goes on exactly as one that never moved: the same answers, exits, drops, marks,
+/// releases and counters, its random generator resuming the same sequence, tickets taken
+/// before the move still valid after it. The pipe left behind is as new.
+#[test]
+fn a_pipe_moved_through_bytes_goes_on_exactly_as_one_that_stayed() {
+    let codel = PipeConfig {
+        aqm: Aqm::Codel(CodelParams {
+            target: Duration::from_millis(2),
+            interval: Duration::from_millis(20),
+        }),
+        loss: LossModel::Bernoulli { p: 0.03 },
+        ecn: true,
+        ..busy_config()
+    };
+    let red = PipeConfig {
+        ecn: true,
+        ..busy_config()
+    };
+    // Delivery opportunities instead of a rate: 12 in 10 ms, bunched.
+    let opportunities = "0\n0\n1\n2\n2\n3\n5\n5\n6\n7\n8\n10\n";
+    let traced = PipeData {
+        trace: Some(std::sync::Arc::new(Trace::parse(opportunities).unwrap())),
+        ..PipeData::default()
+    };
+    for (what, config, data) in [
+        ("RED", red, PipeData::default()),
+        ("CoDel", codel, PipeData::default()),
+        ("RED over a trace", red, traced),
+    ] {
+        let make = |seed| Pipe::with_data(config, seed, data.clone());
+        let mut stayed = make(5);
+        let mut pending = Vec::new();
+        let mut expected = use_as_caller(&mut stayed, 0..300, &mut pending);
+        expected.push(format!("{:?}", stayed.counters()));
+
+        // Moved at a few instants (the loss chain and the AQM in various states), each time
+        // to a twin made with another seed.
+        let mut moving = make(5);
+        let mut pending = Vec::new();
+        let mut seen = Vec::new();
+        let mut from = 0;
+        let moves = [30, 70, 100, 140, 170, 199, 230, 260, 300];
+        for (hop, to) in moves.into_iter().enumerate() {
+            if from > 0 {
+                let state = moving.take_state();
+                assert_eq!(
+                    *moving.counters(),
+                    PipeCounters::default(),
+                    "{what}: left as new"
+                );
+                assert_eq!(
+                    moving.queue_len(at(from * MS / 2)),
+                    (0, 0),
+                    "{what}: left empty"
+                );
+                let bytes = serde_json::to_vec(&state).unwrap();
+                let seed = 77 + hop as u64;
+                moving = make(seed);
+                moving.resume(serde_json::from_slice(&bytes).unwrap());
+                // A twin without the state goes another way: the comparison can tell.
+                let fresh = use_as_caller(&mut make(seed), from..to, &mut pending.clone());
+                assert_ne!(
+                    Some(&fresh[..]),
+                    expected.get(seen.len()..seen.len() + fresh.len()),
+                    "{what}: a twin without the state"
+                );
+            }
+            seen.extend(use_as_caller(&mut moving, from..to, &mut pending));
+            from = to;
+        }
+        seen.push(format!("{:?}", moving.counters()));
+        assert_eq!(seen, expected, "{what}");
+        let c = stayed.counters();
+        assert!(
+            c.drops_red + c.drops_codel > 0 && c.drops_queue + c.drops_loss > 0 && c.marks > 0,
+            "{what}: the pattern exercises the AQM, the queue and loss: {c:?}"
+        );
+        assert!(c.duplicates > 0 && c.drops_down > 0, "{what}: {c:?}");
+    }
 }

@@ -4,6 +4,7 @@
 //! through whatever reached it.
 
 use crate::message::{Request, Snapshot};
+use crate::repartition::{Handover, Moved, Traffic};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
 use std::net::SocketAddr;
@@ -22,6 +23,13 @@ pub(crate) enum ToWorker {
     Figures,
     /// Measure the round trip to every other machine's hand-off socket.
     Probe,
+    /// This machine's traffic since the last such order (a repartitioned run).
+    Traffic,
+    /// Move to the assignment (a worker per pipe) at `at_ns` on the run's clock, handing the
+    /// other machines what changes owner (`FromWorker::Handover`, passed on by the coordinator).
+    Move { assignment: Vec<u32>, at_ns: u64 },
+    /// Another machine's hand-over at a move, passed on.
+    Handover(Box<Handover>),
     /// Stop, tear down, and send the last figures.
     Stop,
 }
@@ -43,6 +51,13 @@ pub(crate) enum FromWorker {
     /// The answer to `Probe`: the least round trip (ns) to each worker's hand-off socket, by
     /// worker (`None` for itself and for a machine that did not echo).
     Probed(Vec<Option<u64>>),
+    /// The answer to `Traffic`.
+    Traffic(Result<Box<Traffic>, String>),
+    /// The answer to `Move`, once every other machine's hand-over is in.
+    Moved(Result<Moved, String>),
+    /// Unasked, during a move: what this machine hands worker `to`, for the coordinator to
+    /// pass on (the control channel is reliable and ordered; hand-offs' UDP is neither).
+    Handover { to: u16, handover: Box<Handover> },
     /// Unasked: the worker could not start, or stopped by itself (a failure, a signal).
     Failed(String),
 }
@@ -78,6 +93,10 @@ pub(crate) struct Start {
     pub allow_spoofing: bool,
     /// The run's instant zero on the coordinator's wall clock (ns since 1970).
     pub zero_ns: u64,
+    /// The repartitioning epoch (ns), when the coordinator repartitions: the worker counts
+    /// its traffic.
+    #[serde(default)]
+    pub repartition_ns: Option<u64>,
     /// This machine's wall clock less the coordinator's, as the coordinator measured it (ns).
     pub offset_ns: i64,
 }

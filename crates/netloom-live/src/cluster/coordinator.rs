@@ -14,11 +14,13 @@ use crate::experiment::{Ending, LiveError};
 use crate::message::{LinkChange, Request, Snapshot};
 use crate::plan::{Options, Plan, Split};
 use crate::protocol::{socket_path, Reply, VERSION};
+use crate::repartition::{self, Moved, Moving, RepartitionReport, Repartitioner, Traffic, Workers};
 use crate::report::{LostHandoffs, Report, RunInfo};
 use crate::server::{Handler, Response, Server};
 use crate::wait::Precision;
-use netloom_engine::Payload;
+use netloom_engine::{Ownership, Payload};
 use netloom_partition::{partition_shares, Assignment, FlowGraph, Method};
+use netloom_time::Instant;
 use netloom_topo::Topology;
 use serde::Serialize;
 use serde_json::Value;
@@ -27,7 +29,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
 /// How long a machine may take to say hello (SSH's connection included).
@@ -46,6 +48,15 @@ const CLOCK_EVERY: Duration = Duration::from_secs(1);
 const STREAMS_WAIT: Duration = Duration::from_secs(1);
 /// Lines of a worker's standard error kept to explain its death.
 const STDERR_LINES: usize = 20;
+/// How far ahead of the order a move between machines is set: the order crosses the control
+/// channel (SSH: a few milliseconds), not a mailbox.
+const MOVE_AHEAD: netloom_time::Duration = netloom_time::Duration::from_millis(20);
+
+/// Every machine's worker's input, by worker, for passing hand-overs on; set once all are up.
+type Inputs = Arc<OnceLock<Vec<Input>>>;
+
+/// A worker's input, shared with the thread that passes hand-overs on; `None` once closed.
+type Input = Arc<Mutex<Option<ChildStdin>>>;
 
 /// What a run over several machines is made of.
 pub struct Setup {
@@ -92,9 +103,10 @@ struct Remote {
     /// Its experiment: the run's name and the machine's.
     experiment: String,
     child: Mutex<Child>,
-    /// Held for a whole exchange (a message and its answer), so exchanges never interleave;
-    /// `None` once closed.
-    stdin: Mutex<Option<ChildStdin>>,
+    /// Held while a message is written (a hand-over passed on may come between the two halves
+    /// of an exchange); `None` once closed.
+    stdin: Input,
+    /// Held for a whole exchange (a message and its answer), so exchanges never interleave.
     answers: Mutex<Receiver<FromWorker>>,
     /// Why it ended, once it did.
     died: Arc<Mutex<Option<String>>>,
@@ -137,8 +149,9 @@ impl StderrTail {
 }
 
 impl Remote {
-    /// Starts the machine's worker through its launcher.
-    fn launch(machine: &Machine, run: &str) -> Result<Remote, String> {
+    /// Starts the machine's worker through its launcher. What it hands another machine at a
+    /// move goes to that machine's input in `inputs`.
+    fn launch(machine: &Machine, run: &str, inputs: &Inputs) -> Result<Remote, String> {
         let mut command = machine.netloom_command(&["worker"]);
         command
             .stdin(Stdio::piped())
@@ -168,6 +181,7 @@ impl Remote {
         let (tx, rx) = mpsc::channel();
         {
             let died = died.clone();
+            let inputs = inputs.clone();
             std::thread::spawn(move || {
                 let mut stdout = BufReader::new(stdout);
                 let why = loop {
@@ -175,6 +189,13 @@ impl Remote {
                         Ok(Some(FromWorker::Failed(why))) => {
                             let _ = tx.send(FromWorker::Failed(why.clone()));
                             break why;
+                        }
+                        Ok(Some(FromWorker::Handover { to, handover })) => {
+                            // A machine that cannot take it fails its move, which says why.
+                            if let Some(input) = inputs.get().and_then(|i| i.get(usize::from(to))) {
+                                let mut input = input.lock().expect("no panics holding it");
+                                let _ = Remote::send_on(&mut input, &ToWorker::Handover(handover));
+                            }
                         }
                         Ok(Some(message)) => {
                             if tx.send(message).is_err() {
@@ -194,7 +215,7 @@ impl Remote {
             machine: machine.clone(),
             experiment: format!("{run}-{}", machine.name),
             child: Mutex::new(child),
-            stdin: Mutex::new(Some(stdin)),
+            stdin: Arc::new(Mutex::new(Some(stdin))),
             answers: Mutex::new(rx),
             died,
             stderr: tail,
@@ -204,11 +225,15 @@ impl Remote {
 
     /// Sends `message` and waits `wait` at most for the answer.
     fn ask(&self, message: &ToWorker, wait: Duration) -> Result<FromWorker, String> {
-        let mut stdin = self.stdin.lock().expect("no panics holding it");
         let answers = self.answers.lock().expect("no panics holding it");
         // An answer that came too late for an earlier exchange is not this one's.
         while answers.try_recv().is_ok() {}
-        Self::send_on(&mut stdin, message).map_err(|_| self.why_dead())?;
+        self.send(message)?;
+        self.answer(&answers, wait)
+    }
+
+    /// The worker's next answer, waiting `wait` at most.
+    fn answer(&self, answers: &Receiver<FromWorker>, wait: Duration) -> Result<FromWorker, String> {
         match answers.recv_timeout(wait) {
             Ok(FromWorker::Failed(why)) => Err(format!("machine {}: {why}", self.machine.name)),
             Ok(answer) => Ok(answer),
@@ -220,7 +245,7 @@ impl Remote {
         }
     }
 
-    /// Sends `message` without waiting for an answer.
+    /// Writes `message` to the worker, without waiting for an answer.
     fn send(&self, message: &ToWorker) -> Result<(), String> {
         let mut stdin = self.stdin.lock().expect("no panics holding it");
         Self::send_on(&mut stdin, message).map_err(|_| self.why_dead())
@@ -358,6 +383,72 @@ struct Shared {
     events: Events,
     /// The run's instant zero on this machine's wall clock (ns since 1970).
     zero_ns: u64,
+    /// With `--repartition`: what it did so far.
+    repartition: Option<Arc<Mutex<RepartitionReport>>>,
+}
+
+/// The machines, as a repartitioning orders them: every machine's traffic summed, and moves
+/// ordered to all at once, answered once each has the others' hand-overs (which the machines'
+/// reading threads pass on meanwhile).
+struct Machines(Arc<Shared>);
+
+impl Workers for Machines {
+    fn now(&self) -> Instant {
+        Instant::from_nanos(self.0.now_ns())
+    }
+
+    fn traffic(&self) -> Result<Traffic, String> {
+        let mut all: Option<Traffic> = None;
+        for remote in &self.0.remotes {
+            let traffic = match remote.ask(&ToWorker::Traffic, ANSWER_WAIT)? {
+                FromWorker::Traffic(t) => {
+                    t.map_err(|e| format!("machine {}: {e}", remote.machine.name))?
+                }
+                other => {
+                    return Err(format!(
+                        "machine {}: answered with {other:?}",
+                        remote.machine.name
+                    ))
+                }
+            };
+            match &mut all {
+                Some(all) => all.merge(*traffic),
+                None => all = Some(*traffic),
+            }
+        }
+        all.ok_or_else(|| "no machine".into())
+    }
+
+    fn repartition(&self, next: Arc<Ownership>, at: Instant) -> Result<Moved, String> {
+        let remotes = &self.0.remotes;
+        let answers: Vec<_> = remotes
+            .iter()
+            .map(|r| r.answers.lock().expect("no panics holding it"))
+            .collect();
+        for (remote, answers) in remotes.iter().zip(&answers) {
+            while answers.try_recv().is_ok() {}
+            let order = ToWorker::Move {
+                assignment: next.assignment(),
+                at_ns: at.as_nanos(),
+            };
+            remote.send(&order)?;
+        }
+        let mut moved = Vec::new();
+        for (remote, answers) in remotes.iter().zip(&answers) {
+            match remote.answer(answers, ANSWER_WAIT)? {
+                FromWorker::Moved(m) => {
+                    moved.push(m.map_err(|e| format!("machine {}: {e}", remote.machine.name))?)
+                }
+                other => {
+                    return Err(format!(
+                        "machine {}: answered with {other:?}",
+                        remote.machine.name
+                    ))
+                }
+            }
+        }
+        Ok(repartition::merge_moved(moved))
+    }
 }
 
 impl Shared {
@@ -505,6 +596,10 @@ impl Merged {
     /// when no machine answered.
     fn report(self, shared: &Shared) -> Option<Report> {
         let mut report = Report::new(&shared.info, self.snapshot?, &self.tun_queue_drops);
+        report.repartition = shared
+            .repartition
+            .as_ref()
+            .map(|r| repartition::lock(r).clone());
         let names = shared.names();
         for (from, &from_name) in names.iter().enumerate() {
             for (to, &to_name) in names.iter().enumerate().filter(|&(k, _)| k != from) {
@@ -531,6 +626,8 @@ pub struct ClusterRun {
     /// and `stop` find it by name; last, so it goes after everything else.
     registry: Option<netloom_os::Testbed>,
     warnings: Vec<String>,
+    /// With `--repartition`: the thread that moves pipes between the machines.
+    repartitioner: Option<Repartitioner>,
 }
 
 impl ClusterRun {
@@ -548,15 +645,21 @@ impl ClusterRun {
         } = setup;
         let run = options.name.clone();
         let fail = LiveError::Machine;
+        // Refused before any machine is started.
+        if let Some(epoch) = options.repartition {
+            crate::plan::repartitioning(&topology, cluster.machines.len(), epoch)?;
+        }
         // Launched all at once, so that slow SSH connections overlap.
         let mut remotes = Vec::new();
         let mut errors = Vec::new();
+        let inputs = Inputs::default();
         for machine in &cluster.machines {
-            match Remote::launch(machine, &run) {
+            match Remote::launch(machine, &run, &inputs) {
                 Ok(r) => remotes.push(r),
                 Err(e) => errors.push(e),
             }
         }
+        let _ = inputs.set(remotes.iter().map(|r| r.stdin.clone()).collect());
         let mut cpus = Vec::new();
         for remote in &remotes {
             let hello = remote
@@ -688,6 +791,7 @@ impl ClusterRun {
                 allow_spoofing: options.allow_spoofing,
                 zero_ns,
                 offset_ns,
+                repartition_ns: options.repartition.map(|d| d.as_nanos()),
             };
             // Sent to all before waiting for any: the machines bring their hosts up at once.
             if let Err(e) = remote.send(&ToWorker::Start(Box::new(start))) {
@@ -723,6 +827,9 @@ impl ClusterRun {
             over: AtomicBool::new(false),
             events: Events::default(),
             zero_ns,
+            repartition: options
+                .repartition
+                .map(|_| Arc::new(Mutex::new(RepartitionReport::default()))),
         });
         let mut started = ClusterRun {
             shared,
@@ -730,6 +837,7 @@ impl ClusterRun {
             clock_thread: None,
             registry: Some(registry),
             warnings,
+            repartitioner: None,
         };
         if !errors.is_empty() {
             // Dropping `started` stops the machines that came up and cleans the others.
@@ -789,6 +897,28 @@ impl ClusterRun {
                 }
             }
         }));
+        if let (Some((initial, partitioner)), Some(ownership), Some(epoch), Some(report)) = (
+            plan.repartition.clone(),
+            plan.ownership.clone(),
+            options.repartition,
+            started.shared.repartition.clone(),
+        ) {
+            let moving = Moving {
+                ahead: MOVE_AHEAD,
+                hosts_stay: true,
+            };
+            started.repartitioner = Some(
+                Repartitioner::start(
+                    Machines(started.shared.clone()),
+                    plan.topology().clone(),
+                    (initial, ownership),
+                    (partitioner, moving),
+                    epoch,
+                    report,
+                )
+                .map_err(|e| fail(format!("starting the repartitioning thread: {e}")))?,
+            );
+        }
         Ok(started)
     }
 
@@ -883,6 +1013,10 @@ impl ClusterRun {
     }
 
     fn shutdown(&mut self, reason: &str) -> Result<Report, LiveError> {
+        // A move under way finishes while the machines still run.
+        if let Some(mut repartitioner) = self.repartitioner.take() {
+            repartitioner.stop();
+        }
         self.shared.over.store(true, Ordering::Relaxed);
         let mut server = self.server.take();
         if let Some(server) = &mut server {

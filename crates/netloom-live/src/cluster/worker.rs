@@ -8,11 +8,14 @@ use super::channel::{self, Figures, FromWorker, Start, ToWorker};
 use super::handoff::{self, Receiver, Sender};
 use crate::clock::SystemClock;
 use crate::experiment::{Ending, Experiment, Part};
-use crate::mailbox::Outbound;
+use crate::mailbox::{Message, Outbound, Post};
 use crate::plan::{Options, Plan, Split};
+use crate::repartition::Workers;
 use crate::wait::{Hybrid, Precision};
-use netloom_engine::Payload;
+use netloom_engine::{Ownership, Payload};
 use netloom_partition::Assignment;
+use netloom_time::Instant;
+use netloom_topo::Topology;
 use std::io::{BufRead, Write};
 use std::net::UdpSocket;
 use std::sync::atomic::AtomicBool;
@@ -49,9 +52,13 @@ pub fn serve(
     };
     say(&output, &hello)?;
     let (tx, rx) = mpsc::channel();
+    // Where to post to this machine's worker, once it runs.
+    let posted: Arc<Mutex<Option<Post>>> = Arc::default();
     // Reads on its own thread, so the run is watched while no line comes, and answers clock
-    // exchanges there; ends with the input.
+    // exchanges there, and passes hand-overs straight to the worker (a move waits for them);
+    // ends with the input.
     let answers = output.clone();
+    let post = posted.clone();
     std::thread::Builder::new()
         .name("netloom-control".into())
         .spawn(move || {
@@ -61,6 +68,13 @@ pub fn serve(
                     ToWorker::Time { sent_ns } => {
                         let here_ns = channel::wall_ns();
                         say(&answers, &FromWorker::Time { sent_ns, here_ns }).is_ok()
+                    }
+                    ToWorker::Handover(handover) => {
+                        if let Some(post) = post.lock().expect("nothing panics holding it").as_ref()
+                        {
+                            post.send(Message::Handover(handover));
+                        }
+                        true
                     }
                     other => tx.send(other).is_ok(),
                 };
@@ -76,9 +90,10 @@ pub fn serve(
         receiver,
         socket,
         peers,
+        topology,
     } = loop {
         match rx.recv() {
-            Ok(ToWorker::Start(start)) => match start_part(*start) {
+            Ok(ToWorker::Start(start)) => match start_part(*start, &output, &posted) {
                 Ok(running) => {
                     say(&output, &FromWorker::Ready)?;
                     break running;
@@ -145,6 +160,25 @@ pub fn serve(
                 let answer = experiment.answer(request);
                 say(&output, &FromWorker::Answer(answer))?;
             }
+            ToWorker::Traffic => {
+                let traffic = Workers::traffic(experiment.part_workers()).map(Box::new);
+                say(&output, &FromWorker::Traffic(traffic))?;
+            }
+            ToWorker::Move { assignment, at_ns } => {
+                // Answered once the other machines' hand-overs are in, which this loop passes
+                // to the worker meanwhile.
+                let next = Ownership::live(&topology, &assignment, peers.len(), Payload::Ship)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string());
+                let workers = experiment.part_workers().clone();
+                let output = output.clone();
+                std::thread::spawn(move || {
+                    let moved = next.and_then(|next| {
+                        Workers::repartition(&workers, next, Instant::from_nanos(at_ns))
+                    });
+                    let _ = say(&output, &FromWorker::Moved(moved));
+                });
+            }
             ToWorker::Stop => {
                 let hosts = experiment.info().hosts.len();
                 let last = experiment
@@ -155,7 +189,7 @@ pub fn serve(
                     });
                 return say(&output, &FromWorker::Figures(last));
             }
-            ToWorker::Start(_) | ToWorker::Time { .. } => continue,
+            ToWorker::Start(_) | ToWorker::Time { .. } | ToWorker::Handover(_) => continue,
         }
     }
 }
@@ -194,6 +228,26 @@ fn spread(
     }
 }
 
+/// Sends what this machine's worker posts to another machine's: hand-offs as GENEVE datagrams,
+/// a move's hand-over on the control channel for the coordinator to pass on.
+struct Peer {
+    handoffs: Sender,
+    to: u16,
+    control: Output,
+}
+
+impl Outbound for Peer {
+    fn send(&self, message: Message) -> bool {
+        match message {
+            Message::Handover(handover) => {
+                let to = self.to;
+                say(&self.control, &FromWorker::Handover { to, handover }).is_ok()
+            }
+            other => self.handoffs.send(other),
+        }
+    }
+}
+
 /// This machine's part, running.
 struct Running {
     experiment: Experiment,
@@ -204,11 +258,18 @@ struct Running {
     /// The hand-off socket, and every worker's.
     socket: Arc<UdpSocket>,
     peers: Vec<std::net::SocketAddr>,
+    /// The topology as loaded, for the ownerships of moves.
+    topology: Topology,
 }
 
 /// Brings this machine's part up: the plan as every machine computes it from the same
-/// topology and assignment, the hand-off socket, the clock at the run's zero.
-fn start_part(start: Start) -> Result<Running, String> {
+/// topology and assignment, the hand-off socket, the clock at the run's zero. Hand-overs go
+/// to the coordinator on `control`; where to post to the worker goes into `posted`.
+fn start_part(
+    start: Start,
+    control: &Output,
+    posted: &Arc<Mutex<Option<Post>>>,
+) -> Result<Running, String> {
     let format = match start.json {
         true => netloom_topo::Format::Json,
         false => netloom_topo::Format::Toml,
@@ -241,6 +302,7 @@ fn start_part(start: Start) -> Result<Running, String> {
         congestion_control: start.congestion_control.clone(),
         realtime: start.realtime,
         allow_spoofing: start.allow_spoofing,
+        repartition: start.repartition_ns.map(netloom_time::Duration::from_nanos),
         ..Options::new(start.name.clone())
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -256,7 +318,11 @@ fn start_part(start: Start) -> Result<Running, String> {
         .iter()
         .enumerate()
         .map(|(k, &to)| {
-            Arc::new(Sender::new(socket.clone(), vni, me as u16, k as u16, to)) as Arc<dyn Outbound>
+            Arc::new(Peer {
+                handoffs: Sender::new(socket.clone(), vni, me as u16, k as u16, to),
+                to: k as u16,
+                control: control.clone(),
+            }) as Arc<dyn Outbound>
         })
         .collect();
     let receiver = Arc::new(Mutex::new(None));
@@ -264,7 +330,9 @@ fn start_part(start: Start) -> Result<Running, String> {
     let inbound = {
         let receiver = receiver.clone();
         let socket = socket.clone();
-        Box::new(move |post| {
+        let posted = posted.clone();
+        Box::new(move |post: Post| {
+            *posted.lock().expect("nothing panics holding it") = Some(post.clone());
             let r = Receiver::start(socket, vni, me as u16, post, realtime)?;
             *receiver.lock().expect("nothing panics holding it") = Some(r);
             Ok(())
@@ -285,6 +353,7 @@ fn start_part(start: Start) -> Result<Running, String> {
         inbound,
     };
     let here = plan.hosts[me].clone();
+    let topology = plan.topology().clone();
     let experiment = Experiment::start_part(plan, part).map_err(|e| e.to_string())?;
     Ok(Running {
         experiment,
@@ -292,5 +361,6 @@ fn start_part(start: Start) -> Result<Running, String> {
         receiver,
         socket,
         peers: start.peers,
+        topology,
     })
 }
