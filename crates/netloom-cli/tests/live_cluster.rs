@@ -511,6 +511,23 @@ fn a_lookahead_shorter_than_the_way_between_machines_or_their_clocks_error_is_wa
     machines.assert_nothing_left();
 }
 
+/// A `netloom` of another version (0.0.1) in the lab: it says hello, as `run`'s and `sim`'s
+/// workers do, and reads until it is stopped.
+fn old_netloom(lab: &Lab) -> std::path::PathBuf {
+    let fake = lab.dir.join("old-netloom");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho '{\"hello\":{\"version\":\"0.0.1\",\"cpus\":1}}'\ncat >/dev/null\n",
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("755")
+        .arg(&fake)
+        .status()
+        .unwrap();
+    fake
+}
+
 #[test]
 fn machines_that_cannot_run_their_part_are_refused_before_the_run_starts() {
     require_live!("nsenter");
@@ -528,17 +545,7 @@ fn machines_that_cannot_run_their_part_are_refused_before_the_run_starts() {
 
     // Another netloom version there.
     let (lab, machines) = cluster_lab("cv", "");
-    let fake = lab.dir.join("old-netloom");
-    std::fs::write(
-        &fake,
-        "#!/bin/sh\necho '{\"hello\":{\"version\":\"0.0.1\",\"cpus\":1}}'\ncat >/dev/null\n",
-    )
-    .unwrap();
-    Command::new("chmod")
-        .arg("755")
-        .arg(&fake)
-        .status()
-        .unwrap();
+    let fake = old_netloom(&lab);
     std::fs::write(
         lab.dir.join("cluster.toml"),
         machines.cluster_file(&format!("netloom = \"{}\"\n", fake.display())),
@@ -703,37 +710,58 @@ fn a_worker_started_over_ssh_runs_its_part_and_an_unreachable_machine_is_refused
     machines.assert_nothing_left();
 }
 
+/// `netloom sim` of the lab's topology (2 s, seed 3, JSON) with `extra` arguments, typed in
+/// machine `on`'s namespace (index into `machines.names`) or outside both.
+fn sim(lab: &Lab, machines: &Machines, on: Option<usize>, extra: &[&str]) -> Output {
+    let mut c = match on {
+        Some(k) => {
+            let mut c = Command::new("nsenter");
+            c.arg(format!("--net=/run/netns/{}", machines.names[k]))
+                .args(["--", env!("CARGO_BIN_EXE_netloom")]);
+            c
+        }
+        None => lab.cmd(),
+    };
+    c.arg("sim")
+        .arg(lab.dir.join("topo.toml"))
+        .args(["--traffic", "pattern=random-k k=2 source=aimd"])
+        .args([
+            "--duration",
+            "2s",
+            "--seed",
+            "3",
+            "--no-wall-clock",
+            "--json",
+        ])
+        .args(extra)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn a_sim_over_two_machines_reports_what_one_engine_does() {
-    require_live!("nsenter");
-    let (lab, machines) = cluster_lab("cv", "");
-    // The coordinator is worker 0: on the first machine, as the cluster file has it.
-    let sim = |on_m1: bool, extra: &[&str]| {
-        let mut c = match on_m1 {
-            true => {
-                let mut c = Command::new("nsenter");
-                c.arg(format!("--net=/run/netns/{}", machines.names[0]))
-                    .args(["--", env!("CARGO_BIN_EXE_netloom")]);
-                c
-            }
-            false => lab.cmd(),
-        };
-        c.arg("sim")
-            .arg(lab.dir.join("topo.toml"))
-            .args(["--traffic", "pattern=random-k k=2 source=aimd"])
-            .args([
-                "--duration",
-                "2s",
-                "--seed",
-                "3",
-                "--no-wall-clock",
-                "--json",
-            ])
-            .args(extra)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    };
+    require_live!("nsenter", "unshare");
+    // r1 to r2 delivers by a trace beside the topology, which m2's worker cannot see: its
+    // launcher mounts an empty directory over the lab's, so the topology and the trace reach
+    // it with the set-up or not at all.
+    let topology = TOPOLOGY.replace(
+        "b = \"r2\"\ndelay = \"10ms\"\n",
+        "b = \"r2\"\ndelay = \"10ms\"\n[link.a_to_b]\ntrace = \"traces/r1r2.trace\"\n",
+    );
+    assert_ne!(topology, TOPOLOGY);
+    let (lab, machines) = cluster_lab("cs", "");
+    std::fs::write(lab.dir.join("topo.toml"), topology).unwrap();
+    std::fs::create_dir_all(lab.dir.join("traces")).unwrap();
+    // Three 1500-byte chances in every 4 ms: 9 Mbit/s, below the link's 100.
+    std::fs::write(lab.dir.join("traces/r1r2.trace"), "1\n2\n4\n").unwrap();
+    let hidden = format!(
+        "launcher = [\"unshare\", \"--mount\", \"--propagation\", \"private\", \"sh\", \"-c\", \
+         \"mount -t tmpfs none {} && exec nsenter --net=/run/netns/{} -- \\\"$@\\\"\", \"sh\"]\n",
+        lab.dir.display(),
+        machines.names[1]
+    );
+    std::fs::write(lab.dir.join("cluster.toml"), machines.cluster_file(&hidden)).unwrap();
     let report = |out: Output| -> serde_json::Value {
         assert!(
             out.status.success(),
@@ -743,33 +771,81 @@ fn a_sim_over_two_machines_reports_what_one_engine_does() {
         serde_json::from_slice(&out.stdout).unwrap()
     };
     let cluster = cluster_arg(&lab);
-    let one = report(sim(false, &[]));
-    let across = report(sim(true, &[&cluster[0], &cluster[1]]));
-    for section in ["flows", "pipes"] {
-        assert_eq!(one[section], across[section], "{section}");
+    let cluster = [cluster[0].as_str(), cluster[1].as_str()];
+    let one = report(sim(&lab, &machines, None, &[]));
+    // The trace holds r1 to r2 below the link's rate: it was read.
+    let r1r2 = one["pipes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["from"] == "r1" && p["to"] == "r2")
+        .expect("pipe r1->r2")
+        .clone();
+    let bps = r1r2["bytes_out"].as_u64().unwrap() * 8 / 2;
+    assert!((1_000_000..10_000_000).contains(&bps), "{r1r2}");
+    // Typed on either machine: the coordinator need not be the file's first.
+    for on in [0, 1] {
+        let across = report(sim(&lab, &machines, Some(on), &cluster));
+        for section in ["flows", "pipes"] {
+            assert_eq!(
+                one[section],
+                across[section],
+                "{section}, typed on m{}",
+                on + 1
+            );
+        }
+        assert_eq!(
+            one["totals"]["packet_hops"],
+            across["totals"]["packet_hops"]
+        );
+        // Both machines worked, and packets crossed between them (r1 to r2 and back).
+        let workers = &across["workers"];
+        assert_eq!(workers["workers"], 2, "{workers}");
+        assert!(
+            workers["cross_core_hops"].as_u64().unwrap() > 100,
+            "{workers}"
+        );
+        for worker in workers["per_worker"].as_array().unwrap() {
+            assert!(worker["packet_hops"].as_u64().unwrap() > 100, "{workers}");
+        }
     }
-    assert_eq!(
-        one["totals"]["packet_hops"],
-        across["totals"]["packet_hops"]
-    );
-    // Both machines worked, and packets crossed between them (r1 to r2 and back).
-    let workers = &across["workers"];
-    assert_eq!(workers["workers"], 2, "{workers}");
-    assert!(
-        workers["cross_core_hops"].as_u64().unwrap() > 100,
-        "{workers}"
-    );
-    for worker in workers["per_worker"].as_array().unwrap() {
-        assert!(worker["packet_hops"].as_u64().unwrap() > 100, "{workers}");
-    }
-    // Not on the first machine: worker 0 cannot take hand-offs at its address.
-    let elsewhere = sim(false, &[&cluster[0], &cluster[1]]);
+    // On neither machine: no worker can run here.
+    let elsewhere = sim(&lab, &machines, None, &cluster);
     let stderr = String::from_utf8_lossy(&elsewhere.stderr);
     assert_eq!(elsewhere.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("worker 0 cannot take hand-offs at 10.251.0.1")
-            && stderr.contains("the cluster file's first machine (m1): run the command there"),
+        stderr.contains("no machine of the file is this one (none of 10.251.0.1 (m1), 10.251.0.2 (m2) is an address here)"),
         "{stderr}"
     );
+    machines.assert_nothing_left();
+}
+
+#[test]
+fn a_sim_over_a_machine_of_another_netloom_version_is_refused() {
+    require_live!("nsenter");
+    let (lab, machines) = cluster_lab("co", "");
+    let fake = old_netloom(&lab);
+    std::fs::write(
+        lab.dir.join("cluster.toml"),
+        machines.cluster_file(&format!("netloom = \"{}\"\n", fake.display())),
+    )
+    .unwrap();
+    let cluster = cluster_arg(&lab);
+    let out = sim(&lab, &machines, Some(0), &[&cluster[0], &cluster[1]]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "machine m2 runs netloom 0.0.1; this is netloom {}",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{stderr}"
+    );
+    // The fake worker was stopped with the run.
+    let left = Command::new("pgrep")
+        .args(["-f", &fake.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(left.stdout.is_empty(), "still running: {:?}", left);
     machines.assert_nothing_left();
 }

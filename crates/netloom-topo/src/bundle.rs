@@ -95,8 +95,7 @@ mod tests {
             "the trace is packed under the name the topology gives it"
         );
         // Sent as JSON and loaded where the files are not.
-        let sent: Bundle =
-            serde_json::from_str(&serde_json::to_string(&bundle).unwrap()).unwrap();
+        let sent: Bundle = serde_json::from_str(&serde_json::to_string(&bundle).unwrap()).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         let there = sent.load().unwrap();
         assert_eq!(format!("{:?}", there.pipes), format!("{:?}", here.pipes));
