@@ -24,6 +24,9 @@ pub(crate) enum ToWorker {
     Probe,
     /// Stop, tear down, and send the last figures.
     Stop,
+    /// Once every machine stopped (none sends hand-offs any more): the hand-off datagrams
+    /// received from each worker, then exit.
+    Count,
 }
 
 /// What a worker tells the coordinator.
@@ -43,6 +46,8 @@ pub(crate) enum FromWorker {
     /// The answer to `Probe`: the least round trip (ns) to each worker's hand-off socket, by
     /// worker (`None` for itself and for a machine that did not echo).
     Probed(Vec<Option<u64>>),
+    /// The answer to `Count`: hand-off datagrams received, by sending worker.
+    Counted(Vec<u64>),
     /// Unasked: the worker could not start, or stopped by itself (a failure, a signal).
     Failed(String),
 }
@@ -83,13 +88,15 @@ pub(crate) struct Start {
 }
 
 /// One machine's figures: its worker's snapshot, the TUN-queue drops of every host of the
-/// run (zeros for other machines' hosts) and the hand-offs from each worker lost on their way
-/// here (gaps in their sequence numbers), to merge.
+/// run (zeros for other machines' hosts), the hand-offs from each worker lost on their way
+/// here (gaps in their sequence numbers) and the hand-off datagrams sent to each worker, to
+/// merge.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Figures {
     pub snapshot: Snapshot,
     pub tun_queue_drops: Vec<u64>,
     pub lost_handoffs: Vec<u64>,
+    pub sent_handoffs: Vec<u64>,
 }
 
 /// Writes one message as a line and flushes it.

@@ -2,7 +2,8 @@
 //! coordinator through the machine's launcher (SSH), it says which netloom it is, answers clock
 //! exchanges, brings up its part when told (its hosts, its worker, the hand-off socket), answers
 //! for its part while the run lasts, and stops, tears down and sends its last figures when told
-//! or when the coordinator goes. Its worker failing, or a signal, stops it and is told.
+//! or when the coordinator goes, then the hand-offs it received once every machine stopped.
+//! Its worker failing, or a signal, stops it and is told.
 
 use super::channel::{self, Figures, FromWorker, Start, ToWorker};
 use super::handoff::{self, Receiver, Sender};
@@ -74,6 +75,7 @@ pub fn serve(
         experiment,
         here,
         receiver,
+        senders,
         socket,
         peers,
     } = loop {
@@ -119,7 +121,10 @@ pub fn serve(
             ToWorker::Figures => {
                 let hosts = experiment.info().hosts.len();
                 let figures = experiment.part_figures().map_err(|e| e.to_string()).map(
-                    |(snapshot, drops)| Box::new(spread(snapshot, &drops, &here, hosts, &receiver)),
+                    |(snapshot, drops)| {
+                        let handoffs = (&*receiver, &senders[..]);
+                        Box::new(spread(snapshot, &drops, &here, hosts, handoffs))
+                    },
                 );
                 say(&output, &FromWorker::Figures(figures))?;
             }
@@ -151,13 +156,46 @@ pub fn serve(
                     .stop_part(&Ending::Requested)
                     .map_err(|e| e.to_string())
                     .map(|(snapshot, drops)| {
-                        Box::new(spread(snapshot, &drops, &here, hosts, &receiver))
+                        let handoffs = (&*receiver, &senders[..]);
+                        Box::new(spread(snapshot, &drops, &here, hosts, handoffs))
                     });
-                return say(&output, &FromWorker::Figures(last));
+                say(&output, &FromWorker::Figures(last))?;
+                // The receiver still counts what arrives while the other machines stop.
+                loop {
+                    match rx.recv() {
+                        Ok(ToWorker::Count) => {
+                            let counted = FromWorker::Counted(received(&receiver));
+                            return say(&output, &counted);
+                        }
+                        Ok(_) => continue,
+                        Err(_) => return Ok(()),
+                    }
+                }
             }
-            ToWorker::Start(_) | ToWorker::Time { .. } => continue,
+            ToWorker::Start(_) | ToWorker::Time { .. } | ToWorker::Count => continue,
         }
     }
+}
+
+/// The hand-off datagrams `receiver` took from each worker so far, by worker.
+fn received(receiver: &Mutex<Option<Receiver>>) -> Vec<u64> {
+    arrivals(receiver, netloom_wire::Arrivals::received)
+}
+
+/// `figure` of what `receiver` took from each worker so far, by worker.
+fn arrivals(
+    receiver: &Mutex<Option<Receiver>>,
+    figure: fn(&netloom_wire::Arrivals) -> u64,
+) -> Vec<u64> {
+    receiver
+        .lock()
+        .expect("nothing panics holding it")
+        .as_ref()
+        .map(|r| {
+            let arrived = r.arrived.lock().expect("nothing panics holding it");
+            arrived.iter().map(figure).collect()
+        })
+        .unwrap_or_default()
 }
 
 fn say(output: &Output, message: &FromWorker) -> std::io::Result<()> {
@@ -166,31 +204,24 @@ fn say(output: &Output, message: &FromWorker) -> std::io::Result<()> {
 }
 
 /// This machine's figures: its hosts' TUN-queue drops (`drops`, of the hosts `here`) at their
-/// places among all `hosts`, and the hand-offs from each worker that `receiver` found lost.
+/// places among all `hosts`, the hand-offs from each worker that `receiver` found lost, and
+/// those `senders` sent to each worker.
 fn spread(
     snapshot: crate::Snapshot,
     drops: &[u64],
     here: &[u32],
     hosts: usize,
-    receiver: &Mutex<Option<Receiver>>,
+    (receiver, senders): (&Mutex<Option<Receiver>>, &[Arc<Sender>]),
 ) -> Figures {
     let mut tun_queue_drops = vec![0; hosts];
     for (&h, &d) in here.iter().zip(drops) {
         tun_queue_drops[h as usize] = d;
     }
-    let lost_handoffs = receiver
-        .lock()
-        .expect("nothing panics holding it")
-        .as_ref()
-        .map(|r| {
-            let arrived = r.arrived.lock().expect("nothing panics holding it");
-            arrived.iter().map(netloom_wire::Arrivals::lost).collect()
-        })
-        .unwrap_or_default();
     Figures {
         snapshot,
         tun_queue_drops,
-        lost_handoffs,
+        lost_handoffs: arrivals(receiver, netloom_wire::Arrivals::lost),
+        sent_handoffs: senders.iter().map(|s| s.sent()).collect(),
     }
 }
 
@@ -201,6 +232,8 @@ struct Running {
     here: Vec<u32>,
     /// The thread taking hand-offs, stopped when dropped (after the experiment stopped).
     receiver: Arc<Mutex<Option<Receiver>>>,
+    /// What sends hand-offs to each worker (itself included, which it never sends to).
+    senders: Vec<Arc<Sender>>,
     /// The hand-off socket, and every worker's.
     socket: Arc<UdpSocket>,
     peers: Vec<std::net::SocketAddr>,
@@ -251,13 +284,15 @@ fn start_part(start: Start) -> Result<Running, String> {
         .map(Arc::new)
         .map_err(|e| format!("taking hand-offs at {address}: {e}"))?;
     let vni = handoff::vni(&start.run);
-    let remote: Vec<Arc<dyn Outbound>> = start
+    let senders: Vec<Arc<Sender>> = start
         .peers
         .iter()
         .enumerate()
-        .map(|(k, &to)| {
-            Arc::new(Sender::new(socket.clone(), vni, me as u16, k as u16, to)) as Arc<dyn Outbound>
-        })
+        .map(|(k, &to)| Arc::new(Sender::new(socket.clone(), vni, me as u16, k as u16, to)))
+        .collect();
+    let remote = senders
+        .iter()
+        .map(|s| s.clone() as Arc<dyn Outbound>)
         .collect();
     let receiver = Arc::new(Mutex::new(None));
     let realtime = start.realtime;
@@ -290,6 +325,7 @@ fn start_part(start: Start) -> Result<Running, String> {
         experiment,
         here,
         receiver,
+        senders,
         socket,
         peers: start.peers,
     })
