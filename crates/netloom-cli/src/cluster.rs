@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use netloom_live::cluster::{Cluster, ClusterRun, Setup};
 use netloom_live::protocol::socket_path;
-use netloom_live::Options;
+use netloom_live::{Ending, Options};
 use netloom_topo::Topology;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -36,6 +36,8 @@ pub struct Coordinate<'a> {
     pub ready_file: Option<&'a PathBuf>,
     /// `--metrics` and `--web`, bound: served from the coordinator's control socket.
     pub listeners: Vec<crate::web::Listener>,
+    /// `--strict`: the lookahead's and clocks' warnings are errors.
+    pub strict: bool,
 }
 
 /// Starts the run on every machine, waits for its end, stops it everywhere and prints the
@@ -62,6 +64,11 @@ pub fn run(c: Coordinate) -> Result<()> {
         label: c.file.display().to_string(),
         options: c.options,
     })?;
+    if c.strict && !run.timing_warnings().is_empty() {
+        let refused = run.timing_warnings().join("; ");
+        run.stop(&Ending::Requested)?;
+        bail!("--strict: refused, every machine stopped: {refused}");
+    }
     for warning in run.warnings() {
         say(format_args!("netloom: warning: {warning}"));
     }
@@ -91,13 +98,18 @@ pub fn run(c: Coordinate) -> Result<()> {
             clock.last.round_trip_ns as f64 / 1e3,
         ));
     }
-    for warning in drifted {
-        say(format_args!("netloom: warning: {warning}"));
+    if !c.strict {
+        for warning in &drifted {
+            say(format_args!("netloom: warning: {warning}"));
+        }
     }
     let text = match c.json {
         true => serde_json::to_string_pretty(&report)? + "\n",
         false => crate::live::format_report(&report, true, c.top),
     };
     let _ = std::io::stdout().write_all(text.as_bytes());
+    if c.strict && !drifted.is_empty() {
+        bail!("--strict: {}", drifted.join("; "));
+    }
     Ok(())
 }

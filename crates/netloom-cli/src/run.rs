@@ -142,6 +142,12 @@ pub struct RunArgs {
     /// machine emulating its part (docs/cluster.md).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["workers", "assignment", "method", "pin", "cpu", "payload", "keep_cpus_awake", "router_logs"])]
     cluster: Option<PathBuf>,
+    /// With --cluster: refuse the run (exit 2, every machine stopped) when the least delay of
+    /// a pipe between machines is less than the one-way delay measured between them or than
+    /// what is known of their clocks, and exit 2 after the report when a clock moved more,
+    /// instead of warning.
+    #[arg(long, requires = "cluster")]
+    strict: bool,
     /// Internal: the background process of --detach writes this file once every host is up.
     #[arg(long, hide = true)]
     ready_file: Option<PathBuf>,
@@ -176,6 +182,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             top: args.top,
             ready_file: args.ready_file.as_ref(),
             listeners: crate::web::bind(args.metrics.as_deref(), args.web.as_deref())?,
+            strict: args.strict,
         });
     }
     predict(&args, &topo)?;

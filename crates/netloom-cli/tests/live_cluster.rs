@@ -175,11 +175,17 @@ fn cluster_arg(lab: &Lab) -> [String; 2] {
 
 /// `netloom run` on the cluster in the foreground until it ends by itself.
 fn run_to_end(lab: &Lab) -> Output {
+    run_to_end_with(lab, &[])
+}
+
+/// `run_to_end` with `extra` arguments.
+fn run_to_end_with(lab: &Lab, extra: &[&str]) -> Output {
     let cluster = cluster_arg(lab);
     lab.cmd()
         .args(["run", "--name", &lab.name, "--duration", "5s"])
         .arg(lab.dir.join("topo.toml"))
         .args(&cluster)
+        .args(extra)
         .stdin(Stdio::null())
         .output()
         .unwrap()
@@ -478,7 +484,8 @@ fn a_killed_worker_stops_the_run_everywhere() {
 }
 
 #[test]
-fn a_lookahead_shorter_than_the_way_between_machines_or_their_clocks_error_is_warned_about() {
+fn a_lookahead_shorter_than_the_way_between_machines_or_their_clocks_error_is_warned_about_or_refused(
+) {
     require_live!("nsenter");
     let (lab, machines) = cluster_lab("cw", "");
     // r1-r2, between the machines, at 1 us: less than any way between two processes.
@@ -505,10 +512,20 @@ fn a_lookahead_shorter_than_the_way_between_machines_or_their_clocks_error_is_wa
         "{stderr}"
     );
     machines.assert_nothing_left();
+    // With --strict the same run is refused with the same numbers, and nothing is left.
+    let out = run_to_end_with(&lab, &["--strict"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--strict: refused, every machine stopped: the least delay of a pipe between machines is 0.001 ms, less than the one-way delay measured between machines ")
+            && !stderr.contains("is up"),
+        "{stderr}"
+    );
+    machines.assert_nothing_left();
     drop((machines, lab));
-    // At 10 ms it is not.
+    // At 10 ms it is not, and --strict lets it run.
     let (lab, machines) = cluster_lab("cx", "");
-    let out = run_to_end(&lab);
+    let out = run_to_end_with(&lab, &["--strict"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success() && !stderr.contains("one-way delay") && !stderr.contains("'s clock"),

@@ -569,6 +569,9 @@ pub struct ClusterRun {
     /// and `stop` find it by name; last, so it goes after everything else.
     registry: Option<netloom_os::Testbed>,
     warnings: Vec<String>,
+    /// Where the warnings of the lookahead against the machines begin in `warnings` (the
+    /// plan's come first).
+    timing_from: usize,
 }
 
 impl ClusterRun {
@@ -767,6 +770,7 @@ impl ClusterRun {
             server: None,
             clock_thread: None,
             registry: Some(registry),
+            timing_from: warnings.len(),
             warnings,
         };
         if !errors.is_empty() {
@@ -867,6 +871,12 @@ impl ClusterRun {
     /// between machines).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// Of `warnings`, those of the lookahead against the way between machines or what is
+    /// known of their clocks: the run's timing cannot be trusted.
+    pub fn timing_warnings(&self) -> &[String] {
+        &self.warnings[self.timing_from..]
     }
 
     /// The machines whose clocks moved against the coordinator's, since the start, by more
