@@ -300,6 +300,50 @@ fn hand_offs_dropped_between_machines_are_counted_as_physical_drops() {
     machines.assert_nothing_left();
 }
 
+#[test]
+fn a_machines_accuracy_alarm_reaches_the_coordinators_event_stream() {
+    require_live!("ping", "nsenter");
+    let (mut lab, machines) = cluster_lab("ca", "");
+    // r1-r2 at 1 us: every hand-off between the machines arrives late, and m2 (or m1, for
+    // the replies) raises alarms of its own.
+    let fast = TOPOLOGY.replace("delay = \"10ms\"", "delay = \"1us\"");
+    std::fs::write(lab.dir.join("topo.toml"), fast).unwrap();
+    let cluster = cluster_arg(&lab);
+    lab.start(&[&cluster[0], &cluster[1]]);
+    let events = lab
+        .cmd()
+        .args(["events", "--name", &lab.name])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Killed with the lab if the test fails before it ends.
+    lab.background.push(events);
+    let _ = lab.exec("h1", &["ping", "-c", "10", "-i", "0.1", "h2"]);
+    // An alarm covers an interval of the monitor's: let one end after the pings.
+    std::thread::sleep(Duration::from_millis(1500));
+    let report = lab.stop();
+    let mut events = lab.background.pop().unwrap();
+    let give_up = Instant::now() + Duration::from_secs(30);
+    while events.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < give_up, "the event stream did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let lines = String::from_utf8(events.wait_with_output().unwrap().stdout).unwrap();
+    let late: u64 = lines
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["type"] == "accuracy-alarm")
+        .map(|e| e["late_handoffs"].as_u64().unwrap())
+        .sum();
+    let accuracy = &report["accuracy"];
+    assert!(
+        accuracy["late_handoffs"].as_u64().unwrap() > 0,
+        "{accuracy}"
+    );
+    assert!(late > 0, "no alarm of late hand-offs in {lines}");
+    machines.assert_nothing_left();
+}
+
 /// One HTTP/1.0 GET of `path` on 127.0.0.1:`port`: the whole reply.
 fn http_get(port: u16, path: &str) -> String {
     use std::io::{Read, Write};
@@ -426,6 +470,11 @@ fn a_detached_run_serves_events_metrics_and_the_web_view_from_the_coordinator() 
     let kinds: Vec<serde_json::Value> = lines
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .collect();
+    // Accuracy alarms come from the machines' load, which this test does not control.
+    let kinds: Vec<serde_json::Value> = kinds
+        .into_iter()
+        .filter(|e| e["type"] != "accuracy-alarm")
         .collect();
     let types: Vec<&str> = kinds.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(

@@ -3,6 +3,7 @@
 //! cluster mode uses it), so a worker needs no port of its own for control and connects back
 //! through whatever reached it.
 
+use crate::event::Event;
 use crate::message::{Request, Snapshot};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
@@ -48,6 +49,8 @@ pub(crate) enum FromWorker {
     Probed(Vec<Option<u64>>),
     /// The answer to `Count`: hand-off datagrams received, by sending worker.
     Counted(Vec<u64>),
+    /// Unasked: an accuracy alarm this machine's part raised, for the run's event stream.
+    Alarm(Event),
     /// Unasked: the worker could not start, or stopped by itself (a failure, a signal).
     Failed(String),
 }

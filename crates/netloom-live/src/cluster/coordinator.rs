@@ -4,7 +4,7 @@
 //! second while the run lasts), splits the topology between the machines (the file's placement,
 //! or METIS with the machines' CPUs as shares), sends each its part, and answers the control
 //! protocol for the whole run by asking every machine, and publishes the run's events (start,
-//! link changes, a machine's failure, stop). Any machine failing stops the others; what a dead
+//! link changes, the machines' accuracy alarms, a machine's failure, stop). Any machine failing stops the others; what a dead
 //! worker left behind is cleaned on its machine.
 
 use super::channel::{self, Figures, FromWorker, Start, ToWorker};
@@ -140,8 +140,9 @@ impl StderrTail {
 }
 
 impl Remote {
-    /// Starts the machine's worker through its launcher.
-    fn launch(machine: &Machine, run: &str) -> Result<Remote, String> {
+    /// Starts the machine's worker through its launcher; the accuracy alarms it raises go to
+    /// `events`.
+    fn launch(machine: &Machine, run: &str, events: Arc<Events>) -> Result<Remote, String> {
         let mut command = machine.netloom_command(&["worker"]);
         command
             .stdin(Stdio::piped())
@@ -179,6 +180,7 @@ impl Remote {
                             let _ = tx.send(FromWorker::Failed(why.clone()));
                             break why;
                         }
+                        Ok(Some(FromWorker::Alarm(alarm))) => events.publish(alarm),
                         Ok(Some(message)) => {
                             if tx.send(message).is_err() {
                                 return;
@@ -364,7 +366,7 @@ struct Shared {
     /// Set when the run stops, to end the clock thread.
     over: AtomicBool,
     /// The run's events, for `netloom events`.
-    events: Events,
+    events: Arc<Events>,
     /// The run's instant zero on this machine's wall clock (ns since 1970).
     zero_ns: u64,
 }
@@ -592,8 +594,9 @@ impl ClusterRun {
         // Launched all at once, so that slow SSH connections overlap.
         let mut remotes = Vec::new();
         let mut errors = Vec::new();
+        let events = Arc::new(Events::default());
         for machine in &cluster.machines {
-            match Remote::launch(machine, &run) {
+            match Remote::launch(machine, &run, events.clone()) {
                 Ok(r) => remotes.push(r),
                 Err(e) => errors.push(e),
             }
@@ -762,7 +765,7 @@ impl ClusterRun {
             remotes,
             stop_requested: AtomicBool::new(false),
             over: AtomicBool::new(false),
-            events: Events::default(),
+            events,
             zero_ns,
         });
         let mut started = ClusterRun {

@@ -1,13 +1,14 @@
 //! `netloom worker`: one machine's side of a run over several machines. Started by the
 //! coordinator through the machine's launcher (SSH), it says which netloom it is, answers clock
 //! exchanges, brings up its part when told (its hosts, its worker, the hand-off socket), answers
-//! for its part while the run lasts, and stops, tears down and sends its last figures when told
-//! or when the coordinator goes, then the hand-offs it received once every machine stopped.
-//! Its worker failing, or a signal, stops it and is told.
+//! for its part while the run lasts (forwarding its accuracy alarms), and stops, tears down and
+//! sends its last figures when told or when the coordinator goes, then the hand-offs it
+//! received once every machine stopped. Its worker failing, or a signal, stops it and is told.
 
 use super::channel::{self, Figures, FromWorker, Start, ToWorker};
 use super::handoff::{self, Receiver, Sender};
 use crate::clock::SystemClock;
+use crate::event::Event;
 use crate::experiment::{Ending, Experiment, Part};
 use crate::mailbox::Outbound;
 use crate::plan::{Options, Plan, Split};
@@ -83,6 +84,7 @@ pub fn serve(
             Ok(ToWorker::Start(start)) => match start_part(*start) {
                 Ok(running) => {
                     say(&output, &FromWorker::Ready)?;
+                    forward_alarms(&running.experiment, output.clone())?;
                     break running;
                 }
                 Err(e) => return say(&output, &FromWorker::Failed(e)),
@@ -196,6 +198,24 @@ fn arrivals(
             arrived.iter().map(figure).collect()
         })
         .unwrap_or_default()
+}
+
+/// Tells the coordinator every accuracy alarm `experiment` raises, from a thread that ends
+/// with the experiment.
+fn forward_alarms(experiment: &Experiment, output: Output) -> std::io::Result<()> {
+    let subscription = experiment.subscribe();
+    std::thread::Builder::new()
+        .name("netloom-alarms".into())
+        .spawn(move || {
+            for event in subscription.events() {
+                if matches!(event, Event::AccuracyAlarm { .. })
+                    && say(&output, &FromWorker::Alarm(event)).is_err()
+                {
+                    return;
+                }
+            }
+        })
+        .map(drop)
 }
 
 fn say(output: &Output, message: &FromWorker) -> std::io::Result<()> {
