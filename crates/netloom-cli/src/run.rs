@@ -160,7 +160,14 @@ pub fn run(args: RunArgs) -> Result<()> {
     };
     // The name becomes paths (the registry, the log): checked before any file is touched.
     netloom_os::check_experiment_name(&name)?;
-    let topo = args.input.load(&args.file)?;
+    // A run over several machines sends the topology to each, with its data files.
+    let (topo, bundle) = match args.cluster {
+        Some(_) => {
+            let (topo, bundle) = args.input.load_bundled(&args.file)?;
+            (topo, Some(bundle))
+        }
+        None => (args.input.load(&args.file)?, None),
+    };
     let stop_after = args
         .duration
         .as_deref()
@@ -174,8 +181,8 @@ pub fn run(args: RunArgs) -> Result<()> {
         }
         return crate::cluster::run(crate::cluster::Coordinate {
             cluster,
-            file: &args.file,
             topology: topo,
+            bundle: bundle.expect("loaded bundled for --cluster"),
             options,
             stop_after,
             json: args.json,

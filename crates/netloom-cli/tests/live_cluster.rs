@@ -601,6 +601,44 @@ fn old_netloom(lab: &Lab) -> std::path::PathBuf {
 }
 
 #[test]
+fn a_run_sends_the_data_files_its_topology_names_to_the_machines() {
+    require_live!("nsenter");
+    // r2 to r1, on m2, delivers by a trace named relative to the topology, typed as a relative
+    // path; m2's worker starts in / (as SSH starts in a home directory), where neither is.
+    let topology = TOPOLOGY.replace(
+        "b = \"r2\"\ndelay = \"10ms\"\n",
+        "b = \"r2\"\ndelay = \"10ms\"\n[link.b_to_a]\ntrace = \"traces/r2r1.trace\"\n",
+    );
+    assert_ne!(topology, TOPOLOGY);
+    let (lab, machines) = cluster_lab("ct", "");
+    std::fs::write(lab.dir.join("topo.toml"), topology).unwrap();
+    std::fs::create_dir_all(lab.dir.join("traces")).unwrap();
+    std::fs::write(lab.dir.join("traces/r2r1.trace"), "1\n2\n4\n").unwrap();
+    let elsewhere = format!(
+        "launcher = [\"sh\", \"-c\", \"cd / && exec nsenter --net=/run/netns/{} -- \\\"$@\\\"\", \"sh\"]\n",
+        machines.names[1]
+    );
+    std::fs::write(
+        lab.dir.join("cluster.toml"),
+        machines.cluster_file(&elsewhere),
+    )
+    .unwrap();
+    let out = lab
+        .cmd()
+        .current_dir(&lab.dir)
+        .args(["run", "--name", &lab.name, "--duration", "1s", "--json"])
+        .args(["topo.toml", "--cluster", "cluster.toml"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["workers"]["workers"], 2, "{report}");
+    machines.assert_nothing_left();
+}
+
+#[test]
 fn machines_that_cannot_run_their_part_are_refused_before_the_run_starts() {
     require_live!("nsenter");
     // No netloom there.

@@ -65,10 +65,8 @@ pub(crate) struct Start {
     pub name: String,
     /// The worker that runs here.
     pub worker: usize,
-    /// The topology file's text, its format (`toml` or `json`) and name for errors.
-    pub topology: String,
-    pub json: bool,
-    pub label: String,
+    /// The topology, with the data files it names.
+    pub topology: netloom_topo::Bundle,
     /// Which worker owns each pipe (an assignment as `netloom partition` writes it).
     pub assignment: Vec<u32>,
     /// Where each worker takes hand-offs, by worker.

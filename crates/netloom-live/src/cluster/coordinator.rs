@@ -56,13 +56,8 @@ pub struct Setup {
     pub cluster: Cluster,
     /// The topology, as loaded here.
     pub topology: Topology,
-    /// Its file's text, which every machine loads the same way, whether it is JSON, and the
-    /// file's name for errors.
-    pub text: String,
-    /// Whether `text` is JSON (else TOML).
-    pub json: bool,
-    /// The file's name, for errors.
-    pub label: String,
+    /// It as every machine loads it: its document and the data files it names.
+    pub bundle: netloom_topo::Bundle,
     /// How to run it: the name, precision, thresholds, seed, MTU... (`workers`, `split` and
     /// `payload` are the cluster's: one worker a machine, payloads shipped).
     pub options: Options,
@@ -584,9 +579,7 @@ impl ClusterRun {
         let Setup {
             cluster,
             topology,
-            text,
-            json,
-            label,
+            bundle,
             options,
         } = setup;
         let run = options.name.clone();
@@ -670,7 +663,7 @@ impl ClusterRun {
         };
         let plan = match Plan::new(topology, plan_options, here) {
             Ok(p) => p,
-            Err(e) => return Err(abandon(&remotes, vec![format!("{label}: {e}")])),
+            Err(e) => return Err(abandon(&remotes, vec![format!("{}: {e}", bundle.label)])),
         };
         let warnings = plan.warnings().to_vec();
         let info = RunInfo {
@@ -716,9 +709,7 @@ impl ClusterRun {
                 run: run.clone(),
                 name: remote.experiment.clone(),
                 worker: k,
-                topology: text.clone(),
-                json,
-                label: label.clone(),
+                topology: bundle.clone(),
                 assignment: assignment.pipes.clone(),
                 peers: peers.clone(),
                 seed: options.seed,

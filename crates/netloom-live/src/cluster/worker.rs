@@ -262,12 +262,7 @@ struct Running {
 /// Brings this machine's part up: the plan as every machine computes it from the same
 /// topology and assignment, the hand-off socket, the clock at the run's zero.
 fn start_part(start: Start) -> Result<Running, String> {
-    let format = match start.json {
-        true => netloom_topo::Format::Json,
-        false => netloom_topo::Format::Toml,
-    };
-    let topology =
-        netloom_topo::load_str(&start.topology, format, &start.label).map_err(|e| e.to_string())?;
+    let topology = start.topology.load().map_err(|e| e.to_string())?;
     let precision = match start.precision.as_str() {
         "busy" => Precision::Busy,
         "sleep" => Precision::Sleep,
