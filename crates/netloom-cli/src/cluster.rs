@@ -7,8 +7,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use netloom_live::cluster::{Cluster, ClusterRun, Setup};
 use netloom_live::protocol::socket_path;
-use netloom_live::Options;
-use netloom_topo::Topology;
+use netloom_live::{Ending, Options};
+use netloom_topo::{Bundle, Topology};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,8 +27,8 @@ pub fn worker(_args: WorkerArgs) -> Result<()> {
 /// What `run` passes on to a run over several machines.
 pub struct Coordinate<'a> {
     pub cluster: &'a Path,
-    pub file: &'a Path,
     pub topology: Topology,
+    pub bundle: Bundle,
     pub options: Options,
     pub stop_after: Option<std::time::Duration>,
     pub json: bool,
@@ -36,32 +36,28 @@ pub struct Coordinate<'a> {
     pub ready_file: Option<&'a PathBuf>,
     /// `--metrics` and `--web`, bound: served from the coordinator's control socket.
     pub listeners: Vec<crate::web::Listener>,
+    /// `--strict`: the lookahead's and clocks' warnings are errors.
+    pub strict: bool,
 }
 
 /// Starts the run on every machine, waits for its end, stops it everywhere and prints the
 /// merged report.
 pub fn run(c: Coordinate) -> Result<()> {
     let cluster = Cluster::read(c.cluster)?;
-    let json = match c.file.extension().and_then(|e| e.to_str()) {
-        Some("json") => true,
-        Some("toml") => false,
-        _ => bail!(
-            "{}: a run over several machines takes a topology file (.toml or .json), which every machine loads; convert it first (netloom convert)",
-            c.file.display()
-        ),
-    };
-    let text = std::fs::read_to_string(c.file).with_context(|| c.file.display().to_string())?;
     let name = c.options.name.clone();
     let signal = netloom_os::install_stop_handler()?;
     let started = std::time::Instant::now();
     let run = ClusterRun::start(Setup {
         cluster,
         topology: c.topology,
-        text,
-        json,
-        label: c.file.display().to_string(),
+        bundle: c.bundle,
         options: c.options,
     })?;
+    if c.strict && !run.timing_warnings().is_empty() {
+        let refused = run.timing_warnings().join("; ");
+        run.stop(&Ending::Requested)?;
+        bail!("--strict: refused, every machine stopped: {refused}");
+    }
     for warning in run.warnings() {
         say(format_args!("netloom: warning: {warning}"));
     }
@@ -91,13 +87,18 @@ pub fn run(c: Coordinate) -> Result<()> {
             clock.last.round_trip_ns as f64 / 1e3,
         ));
     }
-    for warning in drifted {
-        say(format_args!("netloom: warning: {warning}"));
+    if !c.strict {
+        for warning in &drifted {
+            say(format_args!("netloom: warning: {warning}"));
+        }
     }
     let text = match c.json {
         true => serde_json::to_string_pretty(&report)? + "\n",
         false => crate::live::format_report(&report, true, c.top),
     };
     let _ = std::io::stdout().write_all(text.as_bytes());
+    if c.strict && !drifted.is_empty() {
+        bail!("--strict: {}", drifted.join("; "));
+    }
     Ok(())
 }

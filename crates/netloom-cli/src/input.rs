@@ -8,7 +8,7 @@ use netloom_topo::import::{
     ACCESS_BW, ACCESS_DELAY, DEFAULT_BW, DEFAULT_DELAY, FIBRE_KM_PER_S, INET_DELAY_PER_UNIT,
 };
 use netloom_topo::units::{self, Range};
-use netloom_topo::{ErrorKind, HostPlan, ImportOptions, InputFormat, Topology};
+use netloom_topo::{Bundle, ErrorKind, HostPlan, ImportOptions, InputFormat, TopoError, Topology};
 use std::path::Path;
 
 #[derive(Args, Clone, Debug)]
@@ -88,23 +88,38 @@ impl InputArgs {
     /// file without hosts gets told how to attach some.
     pub fn load(&self, path: &Path) -> Result<Topology> {
         let options = self.options(path)?;
-        let (topo, notes) =
-            netloom_topo::load_path_as(path, self.format, &options).map_err(|e| {
-                if !self.native(path)
-                    && e.kind() == ErrorKind::Missing
-                    && e.first().message.starts_with("no hosts")
-                {
-                    anyhow!(
-                        "{}: no hosts: the file describes routers only; attach hosts with \
-                         --hosts-per-router N (docs/import.md)",
-                        path.display()
-                    )
-                } else {
-                    e.into()
-                }
-            })?;
+        let loaded = netloom_topo::load_path_as(path, self.format, &options);
+        let (topo, notes) = self.explained(path, loaded)?;
         print_notes(path, &notes);
         Ok(topo)
+    }
+
+    /// `load`, the topology packed for other machines too.
+    pub fn load_bundled(&self, path: &Path) -> Result<(Topology, Bundle)> {
+        let options = self.options(path)?;
+        let loaded = Bundle::read(path, self.format, &options)
+            .map(|(topo, notes, bundle)| ((topo, bundle), notes));
+        let (loaded, notes) = self.explained(path, loaded)?;
+        print_notes(path, &notes);
+        Ok(loaded)
+    }
+
+    /// A load's outcome, a router-level file without hosts told how to attach some.
+    fn explained<T>(&self, path: &Path, loaded: Result<T, TopoError>) -> Result<T> {
+        loaded.map_err(|e| {
+            if !self.native(path)
+                && e.kind() == ErrorKind::Missing
+                && e.first().message.starts_with("no hosts")
+            {
+                anyhow!(
+                    "{}: no hosts: the file describes routers only; attach hosts with \
+                     --hosts-per-router N (docs/import.md)",
+                    path.display()
+                )
+            } else {
+                e.into()
+            }
+        })
     }
 }
 

@@ -142,6 +142,12 @@ pub struct RunArgs {
     /// machine emulating its part (docs/cluster.md).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["workers", "assignment", "method", "pin", "cpu", "payload", "keep_cpus_awake", "router_logs"])]
     cluster: Option<PathBuf>,
+    /// With --cluster: refuse the run (exit 2, every machine stopped) when the least delay of
+    /// a pipe between machines is less than the one-way delay measured between them or than
+    /// what is known of their clocks, and exit 2 after the report when a clock moved more,
+    /// instead of warning.
+    #[arg(long, requires = "cluster")]
+    strict: bool,
     /// Internal: the background process of --detach writes this file once every host is up.
     #[arg(long, hide = true)]
     ready_file: Option<PathBuf>,
@@ -154,7 +160,14 @@ pub fn run(args: RunArgs) -> Result<()> {
     };
     // The name becomes paths (the registry, the log): checked before any file is touched.
     netloom_os::check_experiment_name(&name)?;
-    let topo = args.input.load(&args.file)?;
+    // A run over several machines sends the topology to each, with its data files.
+    let (topo, bundle) = match args.cluster {
+        Some(_) => {
+            let (topo, bundle) = args.input.load_bundled(&args.file)?;
+            (topo, Some(bundle))
+        }
+        None => (args.input.load(&args.file)?, None),
+    };
     let stop_after = args
         .duration
         .as_deref()
@@ -168,14 +181,15 @@ pub fn run(args: RunArgs) -> Result<()> {
         }
         return crate::cluster::run(crate::cluster::Coordinate {
             cluster,
-            file: &args.file,
             topology: topo,
+            bundle: bundle.expect("loaded bundled for --cluster"),
             options,
             stop_after,
             json: args.json,
             top: args.top,
             ready_file: args.ready_file.as_ref(),
             listeners: crate::web::bind(args.metrics.as_deref(), args.web.as_deref())?,
+            strict: args.strict,
         });
     }
     predict(&args, &topo)?;

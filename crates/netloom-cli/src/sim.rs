@@ -77,13 +77,16 @@ pub struct SimArgs {
     #[arg(long, hide = true)]
     process_worker: Option<u16>,
     /// Run over the machines of this cluster file (docs/cluster.md): --workers --processes
-    /// with worker K on machine K (started through its launcher), this process being worker 0
-    /// on the first machine. The results are the same as with one engine.
+    /// with a worker on each machine (started through its launcher), this process being the
+    /// worker of the machine it runs on. The results are the same as with one engine.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["workers", "cores", "assignment", "method", "pin", "processes", "series", "capture", "repartition"])]
     cluster: Option<PathBuf>,
-    /// The machines of --cluster, read: worker K runs on machine K.
+    /// The machines of --cluster, read: worker K runs on machine K, this one first.
     #[arg(skip)]
     machines: Vec<netloom_live::cluster::Machine>,
+    /// The topology as the worker processes load it, with --processes.
+    #[arg(skip)]
+    bundle: Option<netloom_topo::Bundle>,
     /// Add per-interval series of this length to the JSON report (flow throughput, pipe
     /// utilization, drops and queue length; docs/json.md), e.g. 1s or 100ms. One worker only.
     #[arg(long, requires = "json")]
@@ -177,11 +180,15 @@ pub fn run(mut args: SimArgs) -> Result<()> {
             args.workers
         );
     }
-    let topo = args.input.load(&args.file)?;
-    // A worker of a run over machines needs only its engine's files: not the cluster file.
-    let cluster = match (&args.cluster, args.process_worker) {
-        (Some(path), None) => Some(netloom_live::cluster::Cluster::read(path)?),
-        _ => None,
+    // A worker process takes the topology from the coordinator: no file of its own.
+    if let Some(me) = args.process_worker {
+        return serve_worker(&args, me, duration);
+    }
+    let cluster = match &args.cluster {
+        Some(path) => Some(on_this_machine(netloom_live::cluster::Cluster::read(
+            path,
+        )?)?),
+        None => None,
     };
     if let Some(cluster) = &cluster {
         // Worker k is machine k: a run over processes, one worker per machine.
@@ -189,6 +196,14 @@ pub fn run(mut args: SimArgs) -> Result<()> {
         args.processes = true;
         args.machines = cluster.machines.clone();
     }
+    let topo = match args.processes {
+        true => {
+            let (topo, bundle) = args.input.load_bundled(&args.file)?;
+            args.bundle = Some(bundle);
+            topo
+        }
+        false => args.input.load(&args.file)?,
+    };
     let captures = args
         .capture
         .iter()
@@ -220,9 +235,6 @@ pub fn run(mut args: SimArgs) -> Result<()> {
         FlowGraph::check_size(&topo, true).with_context(|| args.file.display().to_string())?;
     }
     let routes = Routes::try_compute(&topo).with_context(|| args.file.display().to_string())?;
-    if let Some(me) = args.process_worker {
-        return serve_worker(&args, me, (&topo, &routes), &flows, duration);
-    }
     if args.processes && !partitioned {
         bail!("--processes needs --workers 2 or more");
     }
@@ -682,13 +694,14 @@ fn run_processes(
         vni: std::process::id() & netloom_wire::MAX_VNI,
         max_datagram,
         addresses,
+        topology: args.bundle.clone().expect("loaded bundled for processes"),
     };
     let program = std::env::current_exe().context("--processes: finding this program")?;
     let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let processes = netloom_procs::Workers::spawn(n, |k| {
         let mut argv = argv.clone();
         argv.extend(["--process-worker".into(), k.to_string().into()]);
-        // Over a cluster, the same arguments on machine k: its files at the same paths.
+        // Over a cluster, the same arguments on machine k (the topology comes with the set-up).
         match args.machines.get(k) {
             Some(machine) => machine.netloom_command(&argv),
             None => {
@@ -701,10 +714,11 @@ fn run_processes(
     let started = std::time::Instant::now();
     let outcome = processes
         .run(&mut engine, &setup, end, ownership.lookahead())
-        .map_err(|e| match (&e, args.machines.first()) {
-            (netloom_procs::ProcError::Bind { worker: 0, .. }, Some(first)) => anyhow::anyhow!(
-                "{e}: with --cluster, worker 0 is this process, as the cluster file's first machine ({}): run the command there",
-                first.name
+        .map_err(|e| match (&e, args.machines.is_empty()) {
+            (netloom_procs::ProcError::Version { worker, version }, false) => anyhow::anyhow!(
+                "machine {} runs netloom {version}; this is netloom {}: install the same version on every machine",
+                args.machines[*worker].name,
+                env!("CARGO_PKG_VERSION")
             ),
             _ => e.into(),
         })?;
@@ -727,24 +741,58 @@ fn run_processes(
     Ok((engine, report, parallel))
 }
 
+/// The cluster with the machine this process runs on first (the first of the file's machines
+/// whose address it can bind): it is worker 0, whose engine runs here.
+fn on_this_machine(
+    mut cluster: netloom_live::cluster::Cluster,
+) -> Result<netloom_live::cluster::Cluster> {
+    let here = cluster
+        .machines
+        .iter()
+        .position(|m| std::net::UdpSocket::bind((m.address, 0)).is_ok());
+    let Some(here) = here else {
+        let addresses: Vec<String> = cluster
+            .machines
+            .iter()
+            .map(|m| format!("{} ({})", m.address, m.name))
+            .collect();
+        bail!(
+            "{}: no machine of the file is this one (none of {} is an address here): \
+             with --cluster, this process is the worker of the machine it runs on: run the \
+             command on one of them",
+            cluster.file,
+            addresses.join(", ")
+        );
+    };
+    let machine = cluster.machines.remove(here);
+    cluster.machines.insert(0, machine);
+    Ok(cluster)
+}
+
 /// Worker `me` of a run over processes, in its own process: its engine, built as the
-/// coordinator built its own from the same files and its assignment, run in lock-step with
-/// the others; nothing is printed on stdout but what the coordinator reads.
-fn serve_worker(
-    args: &SimArgs,
-    me: u16,
-    (topo, routes): (&Topology, &Routes),
-    flows: &[FlowSpec],
-    duration: Duration,
-) -> Result<()> {
+/// coordinator built its own from the topology and assignment it sends, run in lock-step
+/// with the others; nothing is printed on stdout but what the coordinator reads.
+fn serve_worker(args: &SimArgs, me: u16, duration: Duration) -> Result<()> {
     let end = netloom_time::Instant::ZERO + duration;
+    let spec = parse_spec(&args.traffic).context("--traffic")?;
     netloom_procs::serve(me, end, |setup| {
+        let topo = setup.topology.load().map_err(|e| e.to_string())?;
+        let flows = traffic::expand(&spec.pattern, spec.kind, spec.cap, &topo, args.seed)
+            .map_err(|e| format!("--traffic: {e}"))?;
+        let routes = Routes::try_compute(&topo).map_err(|e| e.to_string())?;
         let ownership = Arc::new(
-            Ownership::new(topo, &setup.assignment, setup.workers, args.payload.into())
+            Ownership::new(&topo, &setup.assignment, setup.workers, args.payload.into())
                 .map_err(|e| e.to_string())?,
         );
-        let engine = workers::engine(topo, routes, args.seed, &ownership, flows, usize::from(me))
-            .map_err(|e| e.to_string())?;
+        let engine = workers::engine(
+            &topo,
+            &routes,
+            args.seed,
+            &ownership,
+            &flows,
+            usize::from(me),
+        )
+        .map_err(|e| e.to_string())?;
         Ok((engine, ownership.lookahead()))
     })
     .with_context(|| format!("worker {me}"))

@@ -24,6 +24,8 @@ pub(crate) struct Chooser<'a, 'b> {
     /// Where the epoch being counted started.
     pub since: Instant,
     pub decide: &'a mut Decide<'b>,
+    /// The least lookahead of the partitions run so far, ns.
+    pub least_lookahead: u64,
 }
 
 /// Totals of one worker: `Engine::hop_counts`.
@@ -77,6 +79,7 @@ impl Epochs {
             let next = (chooser.decide)(counts);
             if let Some(o) = &next {
                 lookahead.store(o.lookahead().as_nanos(), Ordering::Relaxed);
+                chooser.least_lookahead = chooser.least_lookahead.min(o.lookahead().as_nanos());
             }
             *lock(&self.next) = next;
         }

@@ -35,8 +35,9 @@ pub struct ParallelReport {
     /// Worker threads, one engine each.
     pub workers: usize,
     /// The lookahead the run was given, in ns: how far workers may run apart, the least delay of
-    /// a pipe whose exit another worker handles (`Ownership::lookahead`); `None` (`null` in
-    /// JSON) when no pipe crosses workers, so they never wait for each other.
+    /// a pipe whose exit another worker handles (`Ownership::lookahead`), the least of every
+    /// partition the run ran with when it repartitioned; `None` (`null` in JSON) when no pipe
+    /// crosses workers, so they never wait for each other.
     pub lookahead_ns: Option<u64>,
     /// Lock-step windows the run took.
     pub windows: u64,
@@ -150,6 +151,7 @@ pub fn run_repartitioned(
         counter: Default::default(),
         since: Instant::ZERO,
         decide,
+        least_lookahead: lookahead.as_nanos(),
     };
     run_epochs(engines, lookahead, opts, on_start, Some((epoch, chooser)))
 }
@@ -252,6 +254,10 @@ fn run_epochs(
     for r in results {
         merged.absorb(r.engine);
     }
+    // The partition decided on after the last epoch never runs.
+    let least_lookahead = chooser
+        .as_ref()
+        .map_or(lookahead.as_nanos(), |c| c.least_lookahead);
     if let Some(chooser) = chooser.as_mut() {
         // The last epoch, from the last boundary to the end (the workers stop early, skipping
         // boundaries, only when nothing is left to do).
@@ -261,7 +267,7 @@ fn run_epochs(
     let report = Report::build(&merged, opts.seed, shared.end, wall);
     let parallel = ParallelReport {
         workers: n,
-        lookahead_ns: Some(lookahead.as_nanos()).filter(|&ns| ns != u64::MAX),
+        lookahead_ns: Some(least_lookahead).filter(|&ns| ns != u64::MAX),
         windows,
         per_worker,
     };

@@ -138,10 +138,10 @@ fn any_partition_gives_the_single_engines_run() {
     }
 }
 
-/// Repartitioning every 500 ms to another assignment (random, round robin, all on one
-/// worker, random again...) moves pipes with their queues, packets in flight and hosts with
+/// Repartitioning every 500 ms to another assignment (from all on one worker to random, round
+/// robin, all on another worker, random again...) moves pipes with their queues, packets in flight and hosts with
 /// their flows between running workers, and the run still ends exactly as in one engine; the
-/// epochs' counts add up to the run's.
+/// epochs' counts add up to the run's; the lookahead reported is the least of them.
 #[test]
 fn repartitioning_while_running_gives_the_single_engines_run() {
     let reference = single();
@@ -159,10 +159,13 @@ fn repartitioning_while_running_gives_the_single_engines_run() {
     ];
     for payload in [Payload::Cache, Payload::Ship] {
         let ownership = |a: &[u32]| Arc::new(Ownership::new(&topo, a, workers, payload).unwrap());
-        let first = ownership(&(0..pipes as u32).map(|p| p % 3).collect::<Vec<_>>());
+        // Everything on one worker first: no lookahead (nothing crosses) until the first
+        // boundary.
+        let first = ownership(&vec![1; pipes]);
         let engines = (0..workers).map(|k| engine(Some((&first, k)))).collect();
         let (mut epochs, mut moved) = (Vec::new(), 0);
         let mut current = first.clone();
+        let mut least = first.lookahead();
         let mut decide = |counts: netloom_engine::epoch::EpochCounts| {
             let next = plans.get(epochs.len()).map(|a| ownership(a));
             if let Some(next) = &next {
@@ -170,6 +173,7 @@ fn repartitioning_while_running_gives_the_single_engines_run() {
                     .filter(|&p| next.pipe_owner(p) != current.pipe_owner(p))
                     .count();
                 current = next.clone();
+                least = least.min(next.lookahead());
             }
             epochs.push(counts);
             next
@@ -184,6 +188,9 @@ fn repartitioning_while_running_gives_the_single_engines_run() {
         );
         assert_eq!(epochs.len(), 6, "3 s in epochs of 500 ms");
         assert!(moved > pipes, "pipes changed owner: {moved}");
+        // The lookahead reported is the least the run had, not the first partition's.
+        assert!(least < first.lookahead(), "{least} {}", first.lookahead());
+        assert_eq!(split.2.lookahead_ns, Some(least.as_nanos()));
         assert_same_run(&reference, &split, "repartitioned");
         let (packets, _) = reference.0.hop_counts();
         let mut summed = vec![0; packets.len()];

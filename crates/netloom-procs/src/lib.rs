@@ -1,8 +1,9 @@
 //! Virtual-time runs whose workers are processes (`netloom sim --workers N --processes`): the
 //! coordinator is worker 0 and starts workers 1 to N−1 as child processes, which trade
 //! hand-offs in lock-step windows as GENEVE batches over UDP (`udp`), and send their remains
-//! back for the merge. Control (the set-up, the peers' addresses, the remains) goes over each
-//! child's stdin and stdout as JSON lines.
+//! back for the merge. Control (the worker's version, the set-up with the topology itself, the
+//! peers' addresses, the remains) goes over each child's stdin and stdout as JSON lines, so a
+//! worker on another machine needs none of the coordinator's files.
 
 pub mod udp;
 
@@ -36,11 +37,19 @@ pub struct Setup {
     pub max_datagram: usize,
     /// The address each worker binds to, worker 0 first (ports chosen by the system).
     pub addresses: Vec<IpAddr>,
+    /// The topology, with the data files it names.
+    pub topology: netloom_topo::Bundle,
 }
+
+/// This program's version, which every worker must run.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// A worker's message on its stdout.
 #[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 enum Message {
+    /// The first line, before the set-up: which netloom the worker is.
+    Hello { version: String },
     /// Bound, at this address.
     Ready(SocketAddr),
     /// Done: its remains, windows, and wall time spent waiting (ns).
@@ -71,6 +80,14 @@ pub enum ProcError {
         pid: u32,
         /// What happened: died with which status, or said what.
         what: String,
+    },
+    /// A worker runs another netloom.
+    #[error("worker {worker} runs netloom {version}; this is netloom {VERSION}")]
+    Version {
+        /// The worker.
+        worker: usize,
+        /// Its version.
+        version: String,
     },
     /// A worker cannot bind its socket at its address.
     #[error("worker {worker} cannot take hand-offs at {address}: {error}")]
@@ -177,6 +194,19 @@ impl Workers {
         end: Instant,
         lookahead: Duration,
     ) -> Result<Outcome, ProcError> {
+        // Every worker's version first: another netloom would not build the same engine.
+        for k in 0..setup.workers - 1 {
+            match self.hear(k)? {
+                Message::Hello { version } if version == VERSION => {}
+                Message::Hello { version } => {
+                    return Err(ProcError::Version {
+                        worker: k + 1,
+                        version,
+                    })
+                }
+                _ => return Err(self.broke(k, "did not say which netloom it is")),
+            }
+        }
         let mut exchange = bind(setup, 0)?;
         let mut peers = vec![exchange.local_addr()?];
         let setup_line = serde_json::to_string(setup).expect("a set-up serializes");
@@ -186,7 +216,7 @@ impl Workers {
         for k in 0..setup.workers - 1 {
             match self.hear(k)? {
                 Message::Ready(addr) => peers.push(addr),
-                Message::Done { .. } => return Err(self.broke(k, "said done before it began")),
+                _ => return Err(self.broke(k, "was not ready")),
             }
         }
         let peers_line = serde_json::to_string(&peers).expect("addresses serialize");
@@ -312,7 +342,8 @@ fn bind(setup: &Setup, me: u16) -> Result<UdpExchange, ProcError> {
     })
 }
 
-/// Worker `me`'s side, in a child process: reads the set-up on stdin, builds its engine with
+/// Worker `me`'s side, in a child process: says which netloom it is, reads the set-up on stdin,
+/// builds its engine with
 /// `build` (which returns it and the run's lookahead), binds its socket, says where, learns the
 /// peers, runs over [0, `end`), and writes its remains on stdout.
 pub fn serve(
@@ -333,10 +364,6 @@ pub fn serve(
             })
             .map_err(ProcError::Io)
     };
-    let setup: Setup = serde_json::from_str(&next_line()?)
-        .map_err(|e| ProcError::Build(format!("a bad set-up: {e}")))?;
-    let (mut engine, lookahead) = build(&setup).map_err(ProcError::Build)?;
-    let mut exchange = bind(&setup, me)?;
     let mut out = std::io::stdout().lock();
     let say = |out: &mut std::io::StdoutLock, r: &Message| -> Result<(), ProcError> {
         writeln!(
@@ -346,6 +373,12 @@ pub fn serve(
         )?;
         Ok(out.flush()?)
     };
+    let version = VERSION.to_string();
+    say(&mut out, &Message::Hello { version })?;
+    let setup: Setup = serde_json::from_str(&next_line()?)
+        .map_err(|e| ProcError::Build(format!("a bad set-up: {e}")))?;
+    let (mut engine, lookahead) = build(&setup).map_err(ProcError::Build)?;
+    let mut exchange = bind(&setup, me)?;
     say(&mut out, &Message::Ready(exchange.local_addr()?))?;
     let peers: Vec<SocketAddr> = serde_json::from_str(&next_line()?)
         .map_err(|e| ProcError::Build(format!("a bad list of peers: {e}")))?;

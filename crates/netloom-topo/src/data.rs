@@ -1,5 +1,6 @@
 //! The data files a topology names (measured MAC delay profiles, Mahimahi delivery traces):
-//! read relative to the topology file, each once, and shared by every pipe that uses it.
+//! read relative to the topology file, each once, and shared by every pipe that uses it; or
+//! taken from a `Bundle` sent from another machine, and kept for one when one is packed.
 
 use crate::read::{read_text, Kind, PROFILE, TRACE};
 use netloom_link::{DelayProfile, Trace};
@@ -11,6 +12,7 @@ use std::sync::Arc;
 /// Files read so far, by resolved path, with the error of each that failed (as a message).
 pub(crate) struct DataFiles {
     base: PathBuf,
+    texts: Texts,
     profiles: BTreeMap<PathBuf, Result<Arc<DelayProfile>, String>>,
     traces: BTreeMap<PathBuf, Result<Arc<Trace>, String>>,
 }
@@ -23,14 +25,41 @@ impl DataFiles {
                 .parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_default(),
+            texts: Texts::Disk,
             profiles: BTreeMap::new(),
             traces: BTreeMap::new(),
+        }
+    }
+
+    /// Files read from the disk as `new` reads them, each text kept by its name as the
+    /// topology writes it (`texts` gives them), to pack a `Bundle`.
+    pub(crate) fn keeping(label: &str) -> DataFiles {
+        DataFiles {
+            texts: Texts::Kept(BTreeMap::new()),
+            ..DataFiles::new(label)
+        }
+    }
+
+    /// Files taken from `sent` (texts by name as the topology writes them), never the disk.
+    pub(crate) fn sent(label: &str, sent: BTreeMap<String, String>) -> DataFiles {
+        DataFiles {
+            texts: Texts::Sent(sent),
+            ..DataFiles::new(label)
+        }
+    }
+
+    /// The texts kept (`keeping`), by name.
+    pub(crate) fn texts(self) -> BTreeMap<String, String> {
+        match self.texts {
+            Texts::Kept(kept) => kept,
+            Texts::Disk | Texts::Sent(_) => BTreeMap::new(),
         }
     }
 
     pub(crate) fn profile(&mut self, name: &str) -> Result<Arc<DelayProfile>, String> {
         read(
             &mut self.profiles,
+            &mut self.texts,
             &self.base,
             name,
             PROFILE,
@@ -39,13 +68,52 @@ impl DataFiles {
     }
 
     pub(crate) fn trace(&mut self, name: &str) -> Result<Arc<Trace>, String> {
-        read(&mut self.traces, &self.base, name, TRACE, Trace::parse)
+        read(
+            &mut self.traces,
+            &mut self.texts,
+            &self.base,
+            name,
+            TRACE,
+            Trace::parse,
+        )
+    }
+}
+
+/// Where the files' texts come from.
+enum Texts {
+    /// The disk.
+    Disk,
+    /// The disk, each text kept by name.
+    Kept(BTreeMap<String, String>),
+    /// A bundle's files, by name.
+    Sent(BTreeMap<String, String>),
+}
+
+impl Texts {
+    /// The text of the file `name`, at `path`.
+    fn get(&mut self, name: &str, path: &Path, kind: Kind) -> Result<String, String> {
+        let from_disk = || read_text(path, kind).map_err(|e| format!("{}: {e}", path.display()));
+        match self {
+            Texts::Disk => from_disk(),
+            Texts::Kept(kept) => {
+                let text = from_disk()?;
+                kept.insert(name.to_string(), text.clone());
+                Ok(text)
+            }
+            Texts::Sent(sent) => sent.get(name).cloned().ok_or_else(|| {
+                format!(
+                    "{}: not among the files sent with the topology",
+                    path.display()
+                )
+            }),
+        }
     }
 }
 
 /// The file `name` (relative to `base`) parsed by `parse`, from `cache` if read before.
 fn read<T, E: Display>(
     cache: &mut BTreeMap<PathBuf, Result<Arc<T>, String>>,
+    texts: &mut Texts,
     base: &Path,
     name: &str,
     kind: Kind,
@@ -55,7 +123,7 @@ fn read<T, E: Display>(
     cache
         .entry(path.clone())
         .or_insert_with(|| {
-            let text = read_text(&path, kind).map_err(|e| format!("{}: {e}", path.display()))?;
+            let text = texts.get(name, &path, kind)?;
             parse(&text)
                 .map(Arc::new)
                 .map_err(|e| format!("{}: {e}", path.display()))

@@ -2,6 +2,7 @@
 //! validation, writing, summaries and generators. It knows nothing of time passing, routing or
 //! packets.
 
+pub mod bundle;
 mod data;
 pub mod doc;
 pub mod error;
@@ -23,6 +24,7 @@ pub mod summary;
 pub mod units;
 pub mod write;
 
+pub use bundle::Bundle;
 pub use error::{Diagnostic, ErrorKind, TopoError};
 pub use import::{import_path, import_str, HostPlan, ImportOptions, Imported, InputFormat};
 pub use load::{load_path, load_path_as, load_str, parse_str, resolve, Format};

@@ -148,7 +148,12 @@ fn one_line(message: &str) -> String {
 
 /// Turns located issues into diagnostics: subjects become link and node names, paths become
 /// lines where the text is at hand.
-fn report(issues: Vec<Issue>, label: &str, namer: &Namer, source: Option<Source>) -> TopoError {
+pub(crate) fn report(
+    issues: Vec<Issue>,
+    label: &str,
+    namer: &Namer,
+    source: Option<Source>,
+) -> TopoError {
     // Positions are needed only once something is wrong, so they are looked up only here.
     let lines = source.map(Lines::new);
     let diagnostics = issues
@@ -166,7 +171,7 @@ fn report(issues: Vec<Issue>, label: &str, namer: &Namer, source: Option<Source>
 
 /// Names links as people identify them: `link r1-r2`, or `link #3 (r1-r2)` when parallel links
 /// share the pair (numbering the `[[link]]` entries from 1).
-struct Namer {
+pub(crate) struct Namer {
     ends: Vec<Option<(String, String)>>,
     pairs: HashMap<(String, String), usize>,
 }
@@ -180,7 +185,7 @@ impl Namer {
         Namer { ends, pairs }
     }
 
-    fn from_file(file: &TopologyFile) -> Namer {
+    pub(crate) fn from_file(file: &TopologyFile) -> Namer {
         Namer::new(
             file.links
                 .iter()
@@ -278,6 +283,15 @@ fn kind_word(kind: NodeKind) -> &'static str {
 
 /// Every check after the schema: names, units, layering, links, connectivity.
 fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>> {
+    resolve_with(file, label, &mut DataFiles::new(label))
+}
+
+/// `resolve_file` with its data files taken from `files`.
+pub(crate) fn resolve_with(
+    file: &TopologyFile,
+    label: &str,
+    files: &mut DataFiles,
+) -> Result<Topology, Vec<Issue>> {
     let mut issues = Vec::new();
     // Refused before anything is built for it (names, pipes, routes).
     let nodes = file.hosts.len() + file.routers.len();
@@ -398,7 +412,6 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
     }
     crate::routing::resolve(file, label, &mut topo, &mut issues);
 
-    let mut files = DataFiles::new(label);
     let before_defaults = issues.len();
     let defaults = file
         .defaults
@@ -406,7 +419,7 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
         .map(|p| {
             parse_layer(
                 &mut issues,
-                &mut files,
+                files,
                 p,
                 key_path(&[], &["defaults"]),
                 Subject::Text("[defaults]".into()),
@@ -425,7 +438,7 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
             let before = issues.len();
             let layer = parse_layer(
                 &mut issues,
-                &mut files,
+                files,
                 p,
                 key_path(&[], &["classes", name]),
                 Subject::Text(format!("class \"{name}\"")),
@@ -518,7 +531,7 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
         let before = issues.len();
         let own = parse_layer(
             &mut issues,
-            &mut files,
+            files,
             &link.params,
             path.clone(),
             subject.clone(),
@@ -529,7 +542,7 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
                 .map(|p| {
                     parse_layer(
                         &mut issues,
-                        &mut files,
+                        files,
                         p,
                         key_path(&path, &[key]),
                         subject.clone(),
@@ -580,7 +593,7 @@ fn resolve_file(file: &TopologyFile, label: &str) -> Result<Topology, Vec<Issue>
         let plan = resolve_plan(
             link,
             [&ab_base, &ba_base],
-            &mut files,
+            files,
             &mut issues,
             &path,
             &subject,

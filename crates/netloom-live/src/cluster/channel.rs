@@ -3,6 +3,7 @@
 //! cluster mode uses it), so a worker needs no port of its own for control and connects back
 //! through whatever reached it.
 
+use crate::event::Event;
 use crate::message::{Request, Snapshot};
 use crate::repartition::{Handover, Moved, Traffic};
 use serde::{Deserialize, Serialize};
@@ -32,6 +33,9 @@ pub(crate) enum ToWorker {
     Handover(Box<Handover>),
     /// Stop, tear down, and send the last figures.
     Stop,
+    /// Once every machine stopped (none sends hand-offs any more): the hand-off datagrams
+    /// received from each worker, then exit.
+    Count,
 }
 
 /// What a worker tells the coordinator.
@@ -58,6 +62,10 @@ pub(crate) enum FromWorker {
     /// Unasked, during a move: what this machine hands worker `to`, for the coordinator to
     /// pass on (the control channel is reliable and ordered; hand-offs' UDP is neither).
     Handover { to: u16, handover: Box<Handover> },
+    /// The answer to `Count`: hand-off datagrams received, by sending worker.
+    Counted(Vec<u64>),
+    /// Unasked: an accuracy alarm this machine's part raised, for the run's event stream.
+    Alarm(Event),
     /// Unasked: the worker could not start, or stopped by itself (a failure, a signal).
     Failed(String),
 }
@@ -72,10 +80,8 @@ pub(crate) struct Start {
     pub name: String,
     /// The worker that runs here.
     pub worker: usize,
-    /// The topology file's text, its format (`toml` or `json`) and name for errors.
-    pub topology: String,
-    pub json: bool,
-    pub label: String,
+    /// The topology, with the data files it names.
+    pub topology: netloom_topo::Bundle,
     /// Which worker owns each pipe (an assignment as `netloom partition` writes it).
     pub assignment: Vec<u32>,
     /// Where each worker takes hand-offs, by worker.
@@ -102,13 +108,15 @@ pub(crate) struct Start {
 }
 
 /// One machine's figures: its worker's snapshot, the TUN-queue drops of every host of the
-/// run (zeros for other machines' hosts) and the hand-offs from each worker lost on their way
-/// here (gaps in their sequence numbers), to merge.
+/// run (zeros for other machines' hosts), the hand-offs from each worker lost on their way
+/// here (gaps in their sequence numbers) and the hand-off datagrams sent to each worker, to
+/// merge.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Figures {
     pub snapshot: Snapshot,
     pub tun_queue_drops: Vec<u64>,
     pub lost_handoffs: Vec<u64>,
+    pub sent_handoffs: Vec<u64>,
 }
 
 /// Writes one message as a line and flushes it.

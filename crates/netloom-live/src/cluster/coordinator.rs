@@ -4,7 +4,7 @@
 //! second while the run lasts), splits the topology between the machines (the file's placement,
 //! or METIS with the machines' CPUs as shares), sends each its part, and answers the control
 //! protocol for the whole run by asking every machine, and publishes the run's events (start,
-//! link changes, a machine's failure, stop). Any machine failing stops the others; what a dead
+//! link changes, the machines' accuracy alarms, a machine's failure, stop). Any machine failing stops the others; what a dead
 //! worker left behind is cleaned on its machine.
 
 use super::channel::{self, Figures, FromWorker, Start, ToWorker};
@@ -44,6 +44,9 @@ const STOP_WAIT: Duration = Duration::from_secs(60);
 const CLOCK_EXCHANGES: usize = 8;
 /// How often offsets are measured again while the run lasts.
 const CLOCK_EVERY: Duration = Duration::from_secs(1);
+/// How long hand-off datagrams still on their way when every machine stopped may take to
+/// arrive before they count as lost.
+const DRAIN: Duration = Duration::from_millis(100);
 /// How long event streams may take to write the run's last event when it stops.
 const STREAMS_WAIT: Duration = Duration::from_secs(1);
 /// Lines of a worker's standard error kept to explain its death.
@@ -64,13 +67,8 @@ pub struct Setup {
     pub cluster: Cluster,
     /// The topology, as loaded here.
     pub topology: Topology,
-    /// Its file's text, which every machine loads the same way, whether it is JSON, and the
-    /// file's name for errors.
-    pub text: String,
-    /// Whether `text` is JSON (else TOML).
-    pub json: bool,
-    /// The file's name, for errors.
-    pub label: String,
+    /// It as every machine loads it: its document and the data files it names.
+    pub bundle: netloom_topo::Bundle,
     /// How to run it: the name, precision, thresholds, seed, MTU... (`workers`, `split` and
     /// `payload` are the cluster's: one worker a machine, payloads shipped).
     pub options: Options,
@@ -150,8 +148,14 @@ impl StderrTail {
 
 impl Remote {
     /// Starts the machine's worker through its launcher. What it hands another machine at a
-    /// move goes to that machine's input in `inputs`.
-    fn launch(machine: &Machine, run: &str, inputs: &Inputs) -> Result<Remote, String> {
+    /// move goes to that machine's input in `inputs`; the accuracy alarms it raises go to
+    /// `events`.
+    fn launch(
+        machine: &Machine,
+        run: &str,
+        inputs: &Inputs,
+        events: Arc<Events>,
+    ) -> Result<Remote, String> {
         let mut command = machine.netloom_command(&["worker"]);
         command
             .stdin(Stdio::piped())
@@ -197,6 +201,7 @@ impl Remote {
                                 let _ = Remote::send_on(&mut input, &ToWorker::Handover(handover));
                             }
                         }
+                        Ok(Some(FromWorker::Alarm(alarm))) => events.publish(alarm),
                         Ok(Some(message)) => {
                             if tx.send(message).is_err() {
                                 return;
@@ -312,9 +317,9 @@ impl Remote {
         })
     }
 
-    /// Stops the worker for good: asks it (when alive) and waits for the process.
-    fn end(&self) -> Result<Option<Box<Figures>>, String> {
-        let figures = match self.dead() {
+    /// Asks the worker (when alive) to stop, for its last figures.
+    fn stop(&self) -> Result<Option<Box<Figures>>, String> {
+        match self.dead() {
             true => Err(self.why_dead()),
             false => match self.ask(&ToWorker::Stop, STOP_WAIT) {
                 Ok(FromWorker::Figures(Ok(f))) => Ok(Some(f)),
@@ -327,14 +332,20 @@ impl Remote {
                 )),
                 Err(e) => Err(e),
             },
-        };
-        self.close();
-        figures
+        }
+    }
+
+    /// The hand-off datagrams a stopped worker received from each worker, if it says.
+    fn count(&self) -> Option<Vec<u64>> {
+        match self.ask(&ToWorker::Count, ANSWER_WAIT) {
+            Ok(FromWorker::Counted(received)) => Some(received),
+            _ => None,
+        }
     }
 
     /// Closes the worker's input, which ends one that has not started its part (and one that
-    /// does not speak this version's protocol, so it is not asked to stop), and waits a moment
-    /// for it to exit before killing it.
+    /// does not speak this version's protocol, so it is not asked to stop) or one that has
+    /// stopped, and waits a moment for it to exit before killing it.
     fn close(&self) {
         self.stdin.lock().expect("no panics holding it").take();
         let mut child = self.child.lock().expect("no panics holding it");
@@ -380,7 +391,7 @@ struct Shared {
     /// Set when the run stops, to end the clock thread.
     over: AtomicBool,
     /// The run's events, for `netloom events`.
-    events: Events,
+    events: Arc<Events>,
     /// The run's instant zero on this machine's wall clock (ns since 1970).
     zero_ns: u64,
     /// With `--repartition`: what it did so far.
@@ -566,6 +577,11 @@ struct Merged {
     tun_queue_drops: Vec<u64>,
     /// Per machine (the receiver), per worker (the sender).
     lost_handoffs: Vec<Vec<u64>>,
+    /// Datagrams sent, per machine (the sender), per worker (the receiver).
+    sent_handoffs: Vec<Vec<u64>>,
+    /// Datagrams received once every machine stopped, per machine (the receiver), per worker
+    /// (the sender): with `sent_handoffs`, those lost after the last one to arrive count too.
+    received_handoffs: Vec<Option<Vec<u64>>>,
 }
 
 impl Merged {
@@ -584,18 +600,43 @@ impl Merged {
         }
         if self.lost_handoffs.len() <= k {
             self.lost_handoffs.resize(k + 1, Vec::new());
+            self.sent_handoffs.resize(k + 1, Vec::new());
         }
         self.lost_handoffs[k] = figures.lost_handoffs;
+        self.sent_handoffs[k] = figures.sent_handoffs;
         match &mut self.snapshot {
             Some(all) => all.merge(figures.snapshot),
             None => self.snapshot = Some(figures.snapshot),
         }
     }
 
+    /// Adds the datagrams machine `k` received by the end.
+    fn add_received(&mut self, k: usize, received: Vec<u64>) {
+        if self.received_handoffs.len() <= k {
+            self.received_handoffs.resize(k + 1, None);
+        }
+        self.received_handoffs[k] = Some(received);
+    }
+
+    /// Hand-off datagrams from worker `from` to worker `to` lost on their way: sent less
+    /// received once both machines said, else the gaps in what arrived so far.
+    fn lost(&self, from: usize, to: usize) -> u64 {
+        let at = |table: &[Vec<u64>], k: usize, of: usize| {
+            table.get(k).and_then(|t| t.get(of)).copied().unwrap_or(0)
+        };
+        let sent = self.sent_handoffs.get(from);
+        match (sent, self.received_handoffs.get(to)) {
+            (Some(_), Some(Some(received))) => at(&self.sent_handoffs, from, to)
+                .saturating_sub(received.get(from).copied().unwrap_or(0)),
+            _ => at(&self.lost_handoffs, to, from),
+        }
+    }
+
     /// The run's report, with the hand-offs lost between every two of its machines; `None`
     /// when no machine answered.
-    fn report(self, shared: &Shared) -> Option<Report> {
-        let mut report = Report::new(&shared.info, self.snapshot?, &self.tun_queue_drops);
+    fn report(mut self, shared: &Shared) -> Option<Report> {
+        let snapshot = self.snapshot.take()?;
+        let mut report = Report::new(&shared.info, snapshot, &self.tun_queue_drops);
         report.repartition = shared
             .repartition
             .as_ref()
@@ -603,11 +644,10 @@ impl Merged {
         let names = shared.names();
         for (from, &from_name) in names.iter().enumerate() {
             for (to, &to_name) in names.iter().enumerate().filter(|&(k, _)| k != from) {
-                let lost = self.lost_handoffs.get(to).and_then(|l| l.get(from));
                 report.lost_handoffs.push(LostHandoffs {
                     from: from_name.to_string(),
                     to: to_name.to_string(),
-                    lost: lost.copied().unwrap_or(0),
+                    lost: self.lost(from, to),
                 });
             }
         }
@@ -628,6 +668,9 @@ pub struct ClusterRun {
     warnings: Vec<String>,
     /// With `--repartition`: the thread that moves pipes between the machines.
     repartitioner: Option<Repartitioner>,
+    /// Where the warnings of the lookahead against the machines begin in `warnings` (the
+    /// plan's come first).
+    timing_from: usize,
 }
 
 impl ClusterRun {
@@ -638,9 +681,7 @@ impl ClusterRun {
         let Setup {
             cluster,
             topology,
-            text,
-            json,
-            label,
+            bundle,
             options,
         } = setup;
         let run = options.name.clone();
@@ -653,8 +694,9 @@ impl ClusterRun {
         let mut remotes = Vec::new();
         let mut errors = Vec::new();
         let inputs = Inputs::default();
+        let events = Arc::new(Events::default());
         for machine in &cluster.machines {
-            match Remote::launch(machine, &run, &inputs) {
+            match Remote::launch(machine, &run, &inputs, events.clone()) {
                 Ok(r) => remotes.push(r),
                 Err(e) => errors.push(e),
             }
@@ -729,7 +771,7 @@ impl ClusterRun {
         };
         let plan = match Plan::new(topology, plan_options, here) {
             Ok(p) => p,
-            Err(e) => return Err(abandon(&remotes, vec![format!("{label}: {e}")])),
+            Err(e) => return Err(abandon(&remotes, vec![format!("{}: {e}", bundle.label)])),
         };
         let warnings = plan.warnings().to_vec();
         let info = RunInfo {
@@ -775,9 +817,7 @@ impl ClusterRun {
                 run: run.clone(),
                 name: remote.experiment.clone(),
                 worker: k,
-                topology: text.clone(),
-                json,
-                label: label.clone(),
+                topology: bundle.clone(),
                 assignment: assignment.pipes.clone(),
                 peers: peers.clone(),
                 seed: options.seed,
@@ -825,7 +865,7 @@ impl ClusterRun {
             remotes,
             stop_requested: AtomicBool::new(false),
             over: AtomicBool::new(false),
-            events: Events::default(),
+            events,
             zero_ns,
             repartition: options
                 .repartition
@@ -836,6 +876,7 @@ impl ClusterRun {
             server: None,
             clock_thread: None,
             registry: Some(registry),
+            timing_from: warnings.len(),
             warnings,
             repartitioner: None,
         };
@@ -961,6 +1002,12 @@ impl ClusterRun {
         &self.warnings
     }
 
+    /// Of `warnings`, those of the lookahead against the way between machines or what is
+    /// known of their clocks: the run's timing cannot be trusted.
+    pub fn timing_warnings(&self) -> &[String] {
+        &self.warnings[self.timing_from..]
+    }
+
     /// The machines whose clocks moved against the coordinator's, since the start, by more
     /// than the lookahead (beyond the measurements' error): hand-offs to and from them were
     /// late by as much. Empty when nothing crosses between machines.
@@ -1027,9 +1074,13 @@ impl ClusterRun {
         }
         let mut merged = Merged::default();
         let mut failures = Vec::new();
+        let mut stopped = Vec::new();
         for (k, remote) in self.shared.remotes.iter().enumerate() {
-            match remote.end() {
-                Ok(Some(figures)) => merged.add(k, *figures),
+            match remote.stop() {
+                Ok(Some(figures)) => {
+                    merged.add(k, *figures);
+                    stopped.push(k);
+                }
                 Ok(None) => {}
                 Err(e) => {
                     self.shared.events.publish(Event::WorkerFailed {
@@ -1040,6 +1091,17 @@ impl ClusterRun {
                     failures.push(format!("{e} ({})", remote.clean()))
                 }
             }
+        }
+        // No machine sends any more: what is still on its way gets `DRAIN` to arrive, and
+        // what never does is lost, the last datagrams of a channel included.
+        std::thread::sleep(DRAIN);
+        for &k in &stopped {
+            if let Some(received) = self.shared.remotes[k].count() {
+                merged.add_received(k, received);
+            }
+        }
+        for remote in &self.shared.remotes {
+            remote.close();
         }
         self.shared.events.publish(Event::Stopped {
             at_ns: self.shared.now_ns(),
@@ -1228,5 +1290,21 @@ mod tests {
         let start = std::time::Instant::now();
         assert_eq!(open.last(Duration::from_millis(50)), None);
         assert!(start.elapsed() >= Duration::from_millis(50));
+    }
+
+    #[test]
+    fn hand_offs_lost_are_sent_less_received_once_counted_else_the_gaps() {
+        let mut merged = Merged {
+            // Machine 1 saw a gap of 2 in what worker 0 sent it; worker 0 sent it 10.
+            lost_handoffs: vec![vec![0, 0], vec![2, 0]],
+            sent_handoffs: vec![vec![0, 10], vec![4, 0]],
+            ..Merged::default()
+        };
+        assert_eq!(merged.lost(0, 1), 2, "while the run lasts: the gaps");
+        // At the end machine 1 received 7 of the 10: 3 lost, one after the last arrival.
+        merged.add_received(0, vec![0, 4]);
+        merged.add_received(1, vec![7, 0]);
+        assert_eq!(merged.lost(0, 1), 3);
+        assert_eq!(merged.lost(1, 0), 0);
     }
 }

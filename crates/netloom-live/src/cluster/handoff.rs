@@ -101,6 +101,13 @@ impl Sender {
     }
 }
 
+impl Sender {
+    /// Datagrams sent so far (refused by the socket included).
+    pub fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+}
+
 impl Outbound for Sender {
     fn send(&self, message: Message) -> bool {
         let Message::Shipped(handoff, mut frame) = message else {
@@ -158,6 +165,9 @@ impl Receiver {
                     let _ = netloom_os::set_realtime_priority(crate::plan::REALTIME_PRIORITY);
                 }
                 let mut buf = vec![0u8; MAX_DATAGRAM];
+                // Once the worker stopped taking hand-offs, those still arriving are counted
+                // (they were not lost on the way), not posted.
+                let mut posting = true;
                 while !halt.load(Ordering::Relaxed) {
                     let Ok((n, from)) = socket.recv_from(&mut buf) else {
                         continue;
@@ -198,10 +208,10 @@ impl Receiver {
                         }
                         arrivals[from].arrive(header.window);
                     }
-                    let mut frame = vec![0u8; VNET_HDR_LEN + ip.len()];
-                    frame[VNET_HDR_LEN..].copy_from_slice(ip);
-                    if !post.send(Message::Shipped(handoff, frame.into())) {
-                        return;
+                    if posting {
+                        let mut frame = vec![0u8; VNET_HDR_LEN + ip.len()];
+                        frame[VNET_HDR_LEN..].copy_from_slice(ip);
+                        posting = post.send(Message::Shipped(handoff, frame.into()));
                     }
                 }
             })?;

@@ -1,12 +1,14 @@
 //! `netloom worker`: one machine's side of a run over several machines. Started by the
 //! coordinator through the machine's launcher (SSH), it says which netloom it is, answers clock
 //! exchanges, brings up its part when told (its hosts, its worker, the hand-off socket), answers
-//! for its part while the run lasts, and stops, tears down and sends its last figures when told
-//! or when the coordinator goes. Its worker failing, or a signal, stops it and is told.
+//! for its part while the run lasts (forwarding its accuracy alarms), and stops, tears down and
+//! sends its last figures when told or when the coordinator goes, then the hand-offs it
+//! received once every machine stopped. Its worker failing, or a signal, stops it and is told.
 
 use super::channel::{self, Figures, FromWorker, Start, ToWorker};
 use super::handoff::{self, Receiver, Sender};
 use crate::clock::SystemClock;
+use crate::event::Event;
 use crate::experiment::{Ending, Experiment, Part};
 use crate::mailbox::{Message, Outbound, Post};
 use crate::plan::{Options, Plan, Split};
@@ -88,6 +90,7 @@ pub fn serve(
         experiment,
         here,
         receiver,
+        senders,
         socket,
         peers,
         topology,
@@ -96,6 +99,7 @@ pub fn serve(
             Ok(ToWorker::Start(start)) => match start_part(*start, &output, &posted) {
                 Ok(running) => {
                     say(&output, &FromWorker::Ready)?;
+                    forward_alarms(&running.experiment, output.clone())?;
                     break running;
                 }
                 Err(e) => return say(&output, &FromWorker::Failed(e)),
@@ -134,7 +138,10 @@ pub fn serve(
             ToWorker::Figures => {
                 let hosts = experiment.info().hosts.len();
                 let figures = experiment.part_figures().map_err(|e| e.to_string()).map(
-                    |(snapshot, drops)| Box::new(spread(snapshot, &drops, &here, hosts, &receiver)),
+                    |(snapshot, drops)| {
+                        let handoffs = (&*receiver, &senders[..]);
+                        Box::new(spread(snapshot, &drops, &here, hosts, handoffs))
+                    },
                 );
                 say(&output, &FromWorker::Figures(figures))?;
             }
@@ -185,13 +192,67 @@ pub fn serve(
                     .stop_part(&Ending::Requested)
                     .map_err(|e| e.to_string())
                     .map(|(snapshot, drops)| {
-                        Box::new(spread(snapshot, &drops, &here, hosts, &receiver))
+                        let handoffs = (&*receiver, &senders[..]);
+                        Box::new(spread(snapshot, &drops, &here, hosts, handoffs))
                     });
-                return say(&output, &FromWorker::Figures(last));
+                say(&output, &FromWorker::Figures(last))?;
+                // The receiver still counts what arrives while the other machines stop.
+                loop {
+                    match rx.recv() {
+                        Ok(ToWorker::Count) => {
+                            let counted = FromWorker::Counted(received(&receiver));
+                            return say(&output, &counted);
+                        }
+                        Ok(_) => continue,
+                        Err(_) => return Ok(()),
+                    }
+                }
             }
-            ToWorker::Start(_) | ToWorker::Time { .. } | ToWorker::Handover(_) => continue,
+            ToWorker::Start(_)
+            | ToWorker::Time { .. }
+            | ToWorker::Handover(_)
+            | ToWorker::Count => continue,
         }
     }
+}
+
+/// The hand-off datagrams `receiver` took from each worker so far, by worker.
+fn received(receiver: &Mutex<Option<Receiver>>) -> Vec<u64> {
+    arrivals(receiver, netloom_wire::Arrivals::received)
+}
+
+/// `figure` of what `receiver` took from each worker so far, by worker.
+fn arrivals(
+    receiver: &Mutex<Option<Receiver>>,
+    figure: fn(&netloom_wire::Arrivals) -> u64,
+) -> Vec<u64> {
+    receiver
+        .lock()
+        .expect("nothing panics holding it")
+        .as_ref()
+        .map(|r| {
+            let arrived = r.arrived.lock().expect("nothing panics holding it");
+            arrived.iter().map(figure).collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Tells the coordinator every accuracy alarm `experiment` raises, from a thread that ends
+/// with the experiment.
+fn forward_alarms(experiment: &Experiment, output: Output) -> std::io::Result<()> {
+    let subscription = experiment.subscribe();
+    std::thread::Builder::new()
+        .name("netloom-alarms".into())
+        .spawn(move || {
+            for event in subscription.events() {
+                if matches!(event, Event::AccuracyAlarm { .. })
+                    && say(&output, &FromWorker::Alarm(event)).is_err()
+                {
+                    return;
+                }
+            }
+        })
+        .map(drop)
 }
 
 fn say(output: &Output, message: &FromWorker) -> std::io::Result<()> {
@@ -200,38 +261,31 @@ fn say(output: &Output, message: &FromWorker) -> std::io::Result<()> {
 }
 
 /// This machine's figures: its hosts' TUN-queue drops (`drops`, of the hosts `here`) at their
-/// places among all `hosts`, and the hand-offs from each worker that `receiver` found lost.
+/// places among all `hosts`, the hand-offs from each worker that `receiver` found lost, and
+/// those `senders` sent to each worker.
 fn spread(
     snapshot: crate::Snapshot,
     drops: &[u64],
     here: &[u32],
     hosts: usize,
-    receiver: &Mutex<Option<Receiver>>,
+    (receiver, senders): (&Mutex<Option<Receiver>>, &[Arc<Sender>]),
 ) -> Figures {
     let mut tun_queue_drops = vec![0; hosts];
     for (&h, &d) in here.iter().zip(drops) {
         tun_queue_drops[h as usize] = d;
     }
-    let lost_handoffs = receiver
-        .lock()
-        .expect("nothing panics holding it")
-        .as_ref()
-        .map(|r| {
-            let arrived = r.arrived.lock().expect("nothing panics holding it");
-            arrived.iter().map(netloom_wire::Arrivals::lost).collect()
-        })
-        .unwrap_or_default();
     Figures {
         snapshot,
         tun_queue_drops,
-        lost_handoffs,
+        lost_handoffs: arrivals(receiver, netloom_wire::Arrivals::lost),
+        sent_handoffs: senders.iter().map(|s| s.sent()).collect(),
     }
 }
 
 /// Sends what this machine's worker posts to another machine's: hand-offs as GENEVE datagrams,
 /// a move's hand-over on the control channel for the coordinator to pass on.
 struct Peer {
-    handoffs: Sender,
+    handoffs: Arc<Sender>,
     to: u16,
     control: Output,
 }
@@ -255,6 +309,8 @@ struct Running {
     here: Vec<u32>,
     /// The thread taking hand-offs, stopped when dropped (after the experiment stopped).
     receiver: Arc<Mutex<Option<Receiver>>>,
+    /// What sends hand-offs to each worker (itself included, which it never sends to).
+    senders: Vec<Arc<Sender>>,
     /// The hand-off socket, and every worker's.
     socket: Arc<UdpSocket>,
     peers: Vec<std::net::SocketAddr>,
@@ -270,12 +326,7 @@ fn start_part(
     control: &Output,
     posted: &Arc<Mutex<Option<Post>>>,
 ) -> Result<Running, String> {
-    let format = match start.json {
-        true => netloom_topo::Format::Json,
-        false => netloom_topo::Format::Toml,
-    };
-    let topology =
-        netloom_topo::load_str(&start.topology, format, &start.label).map_err(|e| e.to_string())?;
+    let topology = start.topology.load().map_err(|e| e.to_string())?;
     let precision = match start.precision.as_str() {
         "busy" => Precision::Busy,
         "sleep" => Precision::Sleep,
@@ -313,13 +364,18 @@ fn start_part(
         .map(Arc::new)
         .map_err(|e| format!("taking hand-offs at {address}: {e}"))?;
     let vni = handoff::vni(&start.run);
-    let remote: Vec<Arc<dyn Outbound>> = start
+    let senders: Vec<Arc<Sender>> = start
         .peers
         .iter()
         .enumerate()
-        .map(|(k, &to)| {
+        .map(|(k, &to)| Arc::new(Sender::new(socket.clone(), vni, me as u16, k as u16, to)))
+        .collect();
+    let remote = senders
+        .iter()
+        .enumerate()
+        .map(|(k, handoffs)| {
             Arc::new(Peer {
-                handoffs: Sender::new(socket.clone(), vni, me as u16, k as u16, to),
+                handoffs: handoffs.clone(),
                 to: k as u16,
                 control: control.clone(),
             }) as Arc<dyn Outbound>
@@ -359,6 +415,7 @@ fn start_part(
         experiment,
         here,
         receiver,
+        senders,
         socket,
         peers: start.peers,
         topology,
