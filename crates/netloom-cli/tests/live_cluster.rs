@@ -606,20 +606,29 @@ fn old_netloom(lab: &Lab) -> std::path::PathBuf {
     fake
 }
 
+/// `cluster_lab` whose r1-r2 link delivers by a trace in one `direction` (`a_to_b` or
+/// `b_to_a`), the file at `trace` relative to the topology: three 1500-byte chances in every
+/// 4 ms, 9 Mbit/s, below the link's 100.
+fn cluster_lab_with_trace(tag: &str, direction: &str, trace: &str) -> (Lab, Machines) {
+    let topology = TOPOLOGY.replace(
+        "b = \"r2\"\ndelay = \"10ms\"\n",
+        &format!("b = \"r2\"\ndelay = \"10ms\"\n[link.{direction}]\ntrace = \"{trace}\"\n"),
+    );
+    assert_ne!(topology, TOPOLOGY);
+    let (lab, machines) = cluster_lab(tag, "");
+    std::fs::write(lab.dir.join("topo.toml"), topology).unwrap();
+    let file = lab.dir.join(trace);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(file, "1\n2\n4\n").unwrap();
+    (lab, machines)
+}
+
 #[test]
 fn a_run_sends_the_data_files_its_topology_names_to_the_machines() {
     require_live!("nsenter");
     // r2 to r1, on m2, delivers by a trace named relative to the topology, typed as a relative
     // path; m2's worker starts in / (as SSH starts in a home directory), where neither is.
-    let topology = TOPOLOGY.replace(
-        "b = \"r2\"\ndelay = \"10ms\"\n",
-        "b = \"r2\"\ndelay = \"10ms\"\n[link.b_to_a]\ntrace = \"traces/r2r1.trace\"\n",
-    );
-    assert_ne!(topology, TOPOLOGY);
-    let (lab, machines) = cluster_lab("ct", "");
-    std::fs::write(lab.dir.join("topo.toml"), topology).unwrap();
-    std::fs::create_dir_all(lab.dir.join("traces")).unwrap();
-    std::fs::write(lab.dir.join("traces/r2r1.trace"), "1\n2\n4\n").unwrap();
+    let (lab, machines) = cluster_lab_with_trace("ct", "b_to_a", "traces/r2r1.trace");
     let elsewhere = format!(
         "launcher = [\"sh\", \"-c\", \"cd / && exec nsenter --net=/run/netns/{} -- \\\"$@\\\"\", \"sh\"]\n",
         machines.names[1]
@@ -861,16 +870,7 @@ fn a_sim_over_two_machines_reports_what_one_engine_does() {
     // r1 to r2 delivers by a trace beside the topology, which m2's worker cannot see: its
     // launcher mounts an empty directory over the lab's, so the topology and the trace reach
     // it with the set-up or not at all.
-    let topology = TOPOLOGY.replace(
-        "b = \"r2\"\ndelay = \"10ms\"\n",
-        "b = \"r2\"\ndelay = \"10ms\"\n[link.a_to_b]\ntrace = \"traces/r1r2.trace\"\n",
-    );
-    assert_ne!(topology, TOPOLOGY);
-    let (lab, machines) = cluster_lab("cs", "");
-    std::fs::write(lab.dir.join("topo.toml"), topology).unwrap();
-    std::fs::create_dir_all(lab.dir.join("traces")).unwrap();
-    // Three 1500-byte chances in every 4 ms: 9 Mbit/s, below the link's 100.
-    std::fs::write(lab.dir.join("traces/r1r2.trace"), "1\n2\n4\n").unwrap();
+    let (lab, machines) = cluster_lab_with_trace("cs", "a_to_b", "traces/r1r2.trace");
     let hidden = format!(
         "launcher = [\"unshare\", \"--mount\", \"--propagation\", \"private\", \"sh\", \"-c\", \
          \"mount -t tmpfs none {} && exec nsenter --net=/run/netns/{} -- \\\"$@\\\"\", \"sh\"]\n",
