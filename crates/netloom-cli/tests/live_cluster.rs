@@ -335,12 +335,22 @@ fn a_machines_accuracy_alarm_reaches_the_coordinators_event_stream() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let lines = String::from_utf8(events.wait_with_output().unwrap().stdout).unwrap();
-    let late: u64 = lines
+    let alarms: Vec<serde_json::Value> = lines
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .filter(|e| e["type"] == "accuracy-alarm")
+        .collect();
+    let late: u64 = alarms
+        .iter()
         .map(|e| e["late_handoffs"].as_u64().unwrap())
         .sum();
+    // Each says which machine's part raised it.
+    assert!(
+        alarms
+            .iter()
+            .all(|e| e["machine"] == "m1" || e["machine"] == "m2"),
+        "{lines}"
+    );
     let accuracy = &report["accuracy"];
     assert!(
         accuracy["late_handoffs"].as_u64().unwrap() > 0,

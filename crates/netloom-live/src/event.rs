@@ -55,6 +55,9 @@ pub enum Event {
         late_handoffs: u64,
         /// Packets lost outside the model in the interval.
         physical_drops: u64,
+        /// The machine whose part raised it, in a run over several (`run --cluster`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        machine: Option<String>,
     },
     /// A worker stopped with an error; the others stop too.
     WorkerFailed {

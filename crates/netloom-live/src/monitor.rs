@@ -56,6 +56,7 @@ fn alarm(
         late,
         late_handoffs,
         physical_drops,
+        machine: None,
     })
 }
 
@@ -146,7 +147,8 @@ mod tests {
                 released: 2000,
                 late: 3,
                 late_handoffs: 0,
-                physical_drops: 0
+                physical_drops: 0,
+                machine: None,
             })
         );
         // Late packets in an idle interval, a late hand-off, a physical drop: each an alarm.

@@ -185,6 +185,7 @@ impl Remote {
         let (tx, rx) = mpsc::channel();
         {
             let died = died.clone();
+            let name = machine.name.clone();
             let inputs = inputs.clone();
             std::thread::spawn(move || {
                 let mut stdout = BufReader::new(stdout);
@@ -201,7 +202,12 @@ impl Remote {
                                 let _ = Remote::send_on(&mut input, &ToWorker::Handover(handover));
                             }
                         }
-                        Ok(Some(FromWorker::Alarm(alarm))) => events.publish(alarm),
+                        Ok(Some(FromWorker::Alarm(mut alarm))) => {
+                            if let Event::AccuracyAlarm { machine, .. } = &mut alarm {
+                                *machine = Some(name.clone());
+                            }
+                            events.publish(alarm)
+                        }
                         Ok(Some(message)) => {
                             if tx.send(message).is_err() {
                                 return;
