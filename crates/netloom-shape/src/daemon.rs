@@ -1161,11 +1161,37 @@ mod tests {
         }
     }
 
+    /// A request to make the link `text` describes.
+    fn set(text: &str) -> Request {
+        Request::Set {
+            words: text.split_whitespace().map(String::from).collect(),
+            profiles: Vec::new(),
+        }
+    }
+
+    /// A request to delete the link `text` names.
+    fn delete(text: &str) -> Request {
+        Request::Delete {
+            words: text.split_whitespace().map(String::from).collect(),
+        }
+    }
+
+    /// Runs the loop over `io` on `clock`, with no limits, until it ends.
+    fn serve(
+        io: &mut TestIo,
+        clock: &TestClock,
+        requests: &mpsc::Receiver<Asked>,
+        until_empty: bool,
+    ) {
+        let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
+        let stopping = AtomicBool::new(false);
+        serve_loop(io, clock, requests, &stopping, until_empty, &mut tenancy).unwrap();
+    }
+
     #[test]
     fn the_loop_gives_each_verdict_at_its_packets_exit_on_the_clock_it_is_given() {
         let clock = TestClock::new();
         let (post, requests) = mpsc::channel();
-        let words = |text: &str| text.split_whitespace().map(String::from).collect();
         let mut io = TestIo::new(
             &clock,
             vec![
@@ -1176,19 +1202,14 @@ mod tests {
             vec![
                 (
                     Instant(0),
-                    Request::Set {
-                        words: words("client 80@127.0.0.1 IN delay=20ms OUT delay=20ms"),
-                        profiles: Vec::new(),
-                    },
+                    set("client 80@127.0.0.1 IN delay=20ms OUT delay=20ms"),
                 ),
-                (Instant(40 * MS), Request::Delete { words: words("1") }),
+                (Instant(40 * MS), delete("1")),
             ],
             post,
         );
-        let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
-        let stopping = AtomicBool::new(false);
         // Until empty: the loop ends with the delete at 40 ms.
-        serve_loop(&mut io, &clock, &requests, &stopping, true, &mut tenancy).unwrap();
+        serve(&mut io, &clock, &requests, true);
         // An unlimited pipe takes 1 ns to serialize.
         let one_ns = crate::spec::UNLIMITED.tx_time(60).0;
         assert_eq!(
@@ -1216,25 +1237,19 @@ mod tests {
     fn the_loop_sends_a_duplicate_at_its_exit_after_its_originals_verdict() {
         let clock = TestClock::new();
         let (post, requests) = mpsc::channel();
-        let words = |text: &str| text.split_whitespace().map(String::from).collect();
         let mut io = TestIo::new(
             &clock,
             vec![(Instant(MS), to_port(1, 80)), (Instant(MS), to_port(2, 81))],
             vec![
                 (
                     Instant(0),
-                    Request::Set {
-                        words: words("client 80@127.0.0.1 OUT bw=12Mbit delay=20ms duplicate=100%"),
-                        profiles: Vec::new(),
-                    },
+                    set("client 80@127.0.0.1 OUT bw=12Mbit delay=20ms duplicate=100%"),
                 ),
-                (Instant(40 * MS), Request::Delete { words: words("1") }),
+                (Instant(40 * MS), delete("1")),
             ],
             post,
         );
-        let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
-        let stopping = AtomicBool::new(false);
-        serve_loop(&mut io, &clock, &requests, &stopping, true, &mut tenancy).unwrap();
+        serve(&mut io, &clock, &requests, true);
         // 60 bytes at 12 Mbit/s: 40 µs each; the copy is serialized behind its original.
         let tx = netloom_time::Rate::bps(12_000_000).tx_time(60).0;
         assert_eq!(
@@ -1262,10 +1277,6 @@ mod tests {
         }
         let clock = TestClock::new();
         let (post, requests) = mpsc::channel();
-        let set = |text: &str| Request::Set {
-            words: text.split_whitespace().map(String::from).collect(),
-            profiles: Vec::new(),
-        };
         let mut io = TestIo::new(
             &clock,
             vec![
@@ -1290,9 +1301,7 @@ mod tests {
             inode: 1,
             cgroup: Some(7),
         });
-        let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
-        let stopping = AtomicBool::new(false);
-        serve_loop(&mut io, &clock, &requests, &stopping, false, &mut tenancy).unwrap();
+        serve(&mut io, &clock, &requests, false);
         // Cgroup 7 is placed once, after a rule names a cgroup; its packets then take that rule.
         assert_eq!(io.placed, vec![7]);
         let one_ns = crate::spec::UNLIMITED.tx_time(60).0;
