@@ -256,6 +256,22 @@ impl Remote {
         }
     }
 
+    /// What `answer` carries in the kind of answer `pick` takes out; the worker's error, or
+    /// an answer of another kind, becomes an error naming the machine.
+    fn carried<T>(
+        &self,
+        answer: FromWorker,
+        pick: impl FnOnce(FromWorker) -> Result<Result<T, String>, FromWorker>,
+    ) -> Result<T, String> {
+        match pick(answer) {
+            Ok(carried) => carried.map_err(|e| format!("machine {}: {e}", self.machine.name)),
+            Err(other) => Err(format!(
+                "machine {}: answered with {other:?}",
+                self.machine.name
+            )),
+        }
+    }
+
     /// Writes `message` to the worker, without waiting for an answer.
     fn send(&self, message: &ToWorker) -> Result<(), String> {
         let mut stdin = self.stdin.lock().expect("no panics holding it");
@@ -417,17 +433,11 @@ impl Workers for Machines {
     fn traffic(&self) -> Result<Traffic, String> {
         let mut all: Option<Traffic> = None;
         for remote in &self.0.remotes {
-            let traffic = match remote.ask(&ToWorker::Traffic, ANSWER_WAIT)? {
-                FromWorker::Traffic(t) => {
-                    t.map_err(|e| format!("machine {}: {e}", remote.machine.name))?
-                }
-                other => {
-                    return Err(format!(
-                        "machine {}: answered with {other:?}",
-                        remote.machine.name
-                    ))
-                }
-            };
+            let answer = remote.ask(&ToWorker::Traffic, ANSWER_WAIT)?;
+            let traffic = remote.carried(answer, |a| match a {
+                FromWorker::Traffic(t) => Ok(t),
+                other => Err(other),
+            })?;
             match &mut all {
                 Some(all) => all.merge(*traffic),
                 None => all = Some(*traffic),
@@ -452,17 +462,11 @@ impl Workers for Machines {
         }
         let mut moved = Vec::new();
         for (remote, answers) in remotes.iter().zip(&answers) {
-            match remote.answer(answers, ANSWER_WAIT)? {
-                FromWorker::Moved(m) => {
-                    moved.push(m.map_err(|e| format!("machine {}: {e}", remote.machine.name))?)
-                }
-                other => {
-                    return Err(format!(
-                        "machine {}: answered with {other:?}",
-                        remote.machine.name
-                    ))
-                }
-            }
+            let answer = remote.answer(answers, ANSWER_WAIT)?;
+            moved.push(remote.carried(answer, |a| match a {
+                FromWorker::Moved(m) => Ok(m),
+                other => Err(other),
+            })?);
         }
         Ok(repartition::merge_moved(moved))
     }
@@ -473,17 +477,11 @@ impl Shared {
     fn stats(&self) -> Result<Report, String> {
         let mut merged = Merged::default();
         for (k, remote) in self.remotes.iter().enumerate() {
-            let figures = match remote.ask(&ToWorker::Figures, ANSWER_WAIT)? {
-                FromWorker::Figures(f) => {
-                    f.map_err(|e| format!("machine {}: {e}", remote.machine.name))?
-                }
-                other => {
-                    return Err(format!(
-                        "machine {}: answered with {other:?}",
-                        remote.machine.name
-                    ))
-                }
-            };
+            let answer = remote.ask(&ToWorker::Figures, ANSWER_WAIT)?;
+            let figures = remote.carried(answer, |a| match a {
+                FromWorker::Figures(f) => Ok(f),
+                other => Err(other),
+            })?;
             merged.add(k, *figures);
         }
         merged.report(self).ok_or_else(|| "no machine".into())
