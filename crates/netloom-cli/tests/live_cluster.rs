@@ -599,9 +599,10 @@ fn a_lookahead_shorter_than_the_way_between_machines_or_their_clocks_error_is_wa
     machines.assert_nothing_left();
 }
 
-/// A `netloom` of another version (0.0.1) in the lab: it says hello, as `run`'s and `sim`'s
-/// workers do, and reads until it is stopped.
-fn old_netloom(lab: &Lab) -> std::path::PathBuf {
+/// A `netloom` of another version (0.0.1) in the lab, named in the cluster file as the
+/// machines' netloom: it says hello, as `run`'s and `sim`'s workers do, and reads until it is
+/// stopped.
+fn old_netloom(lab: &Lab, machines: &Machines) -> std::path::PathBuf {
     let fake = lab.dir.join("old-netloom");
     std::fs::write(
         &fake,
@@ -613,6 +614,11 @@ fn old_netloom(lab: &Lab) -> std::path::PathBuf {
         .arg(&fake)
         .status()
         .unwrap();
+    std::fs::write(
+        lab.dir.join("cluster.toml"),
+        machines.cluster_file(&format!("netloom = \"{}\"\n", fake.display())),
+    )
+    .unwrap();
     fake
 }
 
@@ -680,12 +686,7 @@ fn machines_that_cannot_run_their_part_are_refused_before_the_run_starts() {
 
     // Another netloom version there.
     let (lab, machines) = cluster_lab("cv", "");
-    let fake = old_netloom(&lab);
-    std::fs::write(
-        lab.dir.join("cluster.toml"),
-        machines.cluster_file(&format!("netloom = \"{}\"\n", fake.display())),
-    )
-    .unwrap();
+    old_netloom(&lab, &machines);
     let out = run_to_end(&lab);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -1006,12 +1007,7 @@ fn repartitioning_moves_routers_pipes_between_machines_without_losing_or_reorder
 fn a_sim_over_a_machine_of_another_netloom_version_is_refused() {
     require_live!("nsenter");
     let (lab, machines) = cluster_lab("co", "");
-    let fake = old_netloom(&lab);
-    std::fs::write(
-        lab.dir.join("cluster.toml"),
-        machines.cluster_file(&format!("netloom = \"{}\"\n", fake.display())),
-    )
-    .unwrap();
+    let fake = old_netloom(&lab, &machines);
     let cluster = cluster_arg(&lab);
     let out = sim(&lab, &machines, Some(0), &[&cluster[0], &cluster[1]]);
     let stderr = String::from_utf8_lossy(&out.stderr);
