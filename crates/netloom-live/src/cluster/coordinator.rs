@@ -487,6 +487,11 @@ impl Shared {
         merged.report(self).ok_or_else(|| "no machine".into())
     }
 
+    /// The least delay of a pipe between machines; `None` when nothing crosses.
+    fn lookahead_ns(&self) -> Option<u64> {
+        self.info.workers.as_ref().and_then(|w| w.lookahead_ns)
+    }
+
     /// The machines' names, by worker.
     fn names(&self) -> Vec<&str> {
         self.remotes
@@ -888,12 +893,7 @@ impl ClusterRun {
             // Dropping `started` stops the machines that came up and cleans the others.
             return Err(fail(errors.join("; ")));
         }
-        let lookahead_ns = started
-            .shared
-            .info
-            .workers
-            .as_ref()
-            .and_then(|w| w.lookahead_ns);
+        let lookahead_ns = started.shared.lookahead_ns();
         if let Some(warning) = started.check_lookahead(lookahead_ns) {
             started.warnings.push(warning);
         }
@@ -1016,12 +1016,7 @@ impl ClusterRun {
     /// than the lookahead (beyond the measurements' error): hand-offs to and from them were
     /// late by as much. Empty when nothing crosses between machines.
     pub fn drift_warnings(&self) -> Vec<String> {
-        let lookahead = self
-            .shared
-            .info
-            .workers
-            .as_ref()
-            .and_then(|w| w.lookahead_ns);
+        let lookahead = self.shared.lookahead_ns();
         lookahead.map_or_else(Vec::new, |l| clock_warnings(&self.clocks(), l, Moment::Now))
     }
 
