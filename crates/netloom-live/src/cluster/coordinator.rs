@@ -452,12 +452,12 @@ impl Workers for Machines {
             .iter()
             .map(|r| r.answers.lock().expect("no panics holding it"))
             .collect();
+        let order = ToWorker::Move {
+            assignment: next.assignment(),
+            at_ns: at.as_nanos(),
+        };
         for (remote, answers) in remotes.iter().zip(&answers) {
             while answers.try_recv().is_ok() {}
-            let order = ToWorker::Move {
-                assignment: next.assignment(),
-                at_ns: at.as_nanos(),
-            };
             remote.send(&order)?;
         }
         let mut moved = Vec::new();
