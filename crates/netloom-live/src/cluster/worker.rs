@@ -174,9 +174,14 @@ pub fn serve(
             ToWorker::Move { assignment, at_ns } => {
                 // Answered once the other machines' hand-overs are in, which this loop passes
                 // to the worker meanwhile.
-                let next = Ownership::live(&topology, &assignment, peers.len(), Payload::Ship)
-                    .map(Arc::new)
-                    .map_err(|e| e.to_string());
+                let next = topology
+                    .as_ref()
+                    .ok_or_else(|| "a move in a run that does not repartition".to_string())
+                    .and_then(|topology| {
+                        Ownership::live(topology, &assignment, peers.len(), Payload::Ship)
+                            .map(Arc::new)
+                            .map_err(|e| e.to_string())
+                    });
                 let workers = experiment.part_workers().clone();
                 let output = output.clone();
                 std::thread::spawn(move || {
@@ -314,8 +319,9 @@ struct Running {
     /// The hand-off socket, and every worker's.
     socket: Arc<UdpSocket>,
     peers: Vec<std::net::SocketAddr>,
-    /// The topology as loaded, for the ownerships of moves.
-    topology: Topology,
+    /// The topology as loaded, for the ownerships of moves: only in a run that repartitions
+    /// (a copy of a large topology costs memory and start-up time for nothing otherwise).
+    topology: Option<Topology>,
 }
 
 /// Brings this machine's part up: the plan as every machine computes it from the same
@@ -409,7 +415,7 @@ fn start_part(
         inbound,
     };
     let here = plan.hosts[me].clone();
-    let topology = plan.topology().clone();
+    let topology = start.repartition_ns.map(|_| plan.topology().clone());
     let experiment = Experiment::start_part(plan, part).map_err(|e| e.to_string())?;
     Ok(Running {
         experiment,
