@@ -343,17 +343,14 @@ impl Remote {
     fn stop(&self) -> Result<Option<Box<Figures>>, String> {
         match self.dead() {
             true => Err(self.why_dead()),
-            false => match self.ask(&ToWorker::Stop, STOP_WAIT) {
-                Ok(FromWorker::Figures(Ok(f))) => Ok(Some(f)),
-                Ok(FromWorker::Figures(Err(e))) => {
-                    Err(format!("machine {}: {e}", self.machine.name))
-                }
-                Ok(other) => Err(format!(
-                    "machine {}: answered stop with {other:?}",
-                    self.machine.name
-                )),
-                Err(e) => Err(e),
-            },
+            false => {
+                let answer = self.ask(&ToWorker::Stop, STOP_WAIT)?;
+                let figures = self.carried(answer, |a| match a {
+                    FromWorker::Figures(f) => Ok(f),
+                    other => Err(other),
+                })?;
+                Ok(Some(figures))
+            }
         }
     }
 
@@ -528,15 +525,13 @@ impl Shared {
         let mut first = None;
         for remote in &self.remotes {
             let message = ToWorker::Request(request.clone());
-            let answer = match remote.ask(&message, ANSWER_WAIT)? {
-                FromWorker::Answer(answer) => answer?,
-                other => {
-                    return Err(format!(
-                        "machine {}: answered with {other:?}",
-                        remote.machine.name
-                    ))
-                }
-            };
+            let answer = remote.ask(&message, ANSWER_WAIT)?;
+            // A refusal (a link that does not exist) is the request's fault, not the
+            // machine's: passed on as the machine said it, every machine saying the same.
+            let answer = remote.carried(answer, |a| match a {
+                FromWorker::Answer(answer) => Ok(Ok(answer)),
+                other => Err(other),
+            })??;
             first.get_or_insert(answer);
         }
         first.ok_or_else(|| "no machine".into())

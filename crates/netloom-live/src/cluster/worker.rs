@@ -136,13 +136,9 @@ pub fn serve(
         };
         match message {
             ToWorker::Figures => {
+                let part = experiment.part_figures();
                 let hosts = experiment.info().hosts.len();
-                let figures = experiment.part_figures().map_err(|e| e.to_string()).map(
-                    |(snapshot, drops)| {
-                        let handoffs = (&*receiver, &senders[..]);
-                        Box::new(spread(snapshot, &drops, &here, hosts, handoffs))
-                    },
-                );
+                let figures = spread(part, &here, hosts, (&receiver, &senders));
                 say(&output, &FromWorker::Figures(figures))?;
             }
             ToWorker::Probe => {
@@ -193,13 +189,8 @@ pub fn serve(
             }
             ToWorker::Stop => {
                 let hosts = experiment.info().hosts.len();
-                let last = experiment
-                    .stop_part(&Ending::Requested)
-                    .map_err(|e| e.to_string())
-                    .map(|(snapshot, drops)| {
-                        let handoffs = (&*receiver, &senders[..]);
-                        Box::new(spread(snapshot, &drops, &here, hosts, handoffs))
-                    });
+                let part = experiment.stop_part(&Ending::Requested);
+                let last = spread(part, &here, hosts, (&receiver, &senders));
                 say(&output, &FromWorker::Figures(last))?;
                 // The receiver still counts what arrives while the other machines stop.
                 loop {
@@ -265,26 +256,27 @@ fn say(output: &Output, message: &FromWorker) -> std::io::Result<()> {
     channel::send(&mut *output, message)
 }
 
-/// This machine's figures: its hosts' TUN-queue drops (`drops`, of the hosts `here`) at their
-/// places among all `hosts`, the hand-offs from each worker that `receiver` found lost, and
-/// those `senders` sent to each worker.
+/// This machine's figures, during the run or at its stop, from its part's (`part`: its
+/// snapshot and its hosts' TUN-queue drops, of the hosts `here`): the drops at their places
+/// among all `hosts`, the hand-offs from each worker that `receiver` found lost, and those
+/// `senders` sent to each worker; or why not.
 fn spread(
-    snapshot: crate::Snapshot,
-    drops: &[u64],
+    part: Result<(crate::Snapshot, Vec<u64>), crate::LiveError>,
     here: &[u32],
     hosts: usize,
     (receiver, senders): (&Mutex<Option<Receiver>>, &[Arc<Sender>]),
-) -> Figures {
+) -> Result<Box<Figures>, String> {
+    let (snapshot, drops) = part.map_err(|e| e.to_string())?;
     let mut tun_queue_drops = vec![0; hosts];
-    for (&h, &d) in here.iter().zip(drops) {
+    for (&h, &d) in here.iter().zip(&drops) {
         tun_queue_drops[h as usize] = d;
     }
-    Figures {
+    Ok(Box::new(Figures {
         snapshot,
         tun_queue_drops,
         lost_handoffs: arrivals(receiver, netloom_wire::Arrivals::lost),
         sent_handoffs: senders.iter().map(|s| s.sent()).collect(),
-    }
+    }))
 }
 
 /// Sends what this machine's worker posts to another machine's: hand-offs as GENEVE datagrams,
