@@ -34,7 +34,8 @@ pub(crate) enum ToWorker {
     /// Stop, tear down, and send the last figures.
     Stop,
     /// Once every machine stopped (none sends hand-offs any more): the hand-off datagrams
-    /// received from each worker, then exit.
+    /// received from each worker so far (asked again while some are on their way); the
+    /// worker exits when its input closes.
     Count,
 }
 

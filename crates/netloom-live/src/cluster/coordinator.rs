@@ -45,8 +45,9 @@ const CLOCK_EXCHANGES: usize = 8;
 /// How often offsets are measured again while the run lasts.
 const CLOCK_EVERY: Duration = Duration::from_secs(1);
 /// How long hand-off datagrams still on their way when every machine stopped may take to
-/// arrive before they count as lost.
+/// arrive before they count as lost, and how often what arrived is asked meanwhile.
 const DRAIN: Duration = Duration::from_millis(100);
+const RECOUNT: Duration = Duration::from_millis(2);
 /// How long event streams may take to write the run's last event when it stops.
 const STREAMS_WAIT: Duration = Duration::from_secs(1);
 /// Lines of a worker's standard error kept to explain its death.
@@ -622,6 +623,31 @@ impl Merged {
         self.received_handoffs[k] = Some(received);
     }
 
+    /// Asks the `stopped` machines what they received (`count`) until each has every hand-off
+    /// datagram the others sent it, pausing with `wait` in between, which says `false` once
+    /// it is too late: what has not arrived by then is lost.
+    fn await_arrivals(
+        &mut self,
+        stopped: &[usize],
+        mut count: impl FnMut(usize) -> Option<Vec<u64>>,
+        mut wait: impl FnMut() -> bool,
+    ) {
+        let mut waiting = stopped.to_vec();
+        loop {
+            waiting.retain(|&to| {
+                if let Some(received) = count(to) {
+                    self.add_received(to, received);
+                }
+                stopped
+                    .iter()
+                    .any(|&from| from != to && self.lost(from, to) > 0)
+            });
+            if waiting.is_empty() || !wait() {
+                return;
+            }
+        }
+    }
+
     /// Hand-off datagrams from worker `from` to worker `to` lost on their way: sent less
     /// received once both machines said, else the gaps in what arrived so far.
     fn lost(&self, from: usize, to: usize) -> u64 {
@@ -1086,14 +1112,18 @@ impl ClusterRun {
                 }
             }
         }
-        // No machine sends any more: what is still on its way gets `DRAIN` to arrive, and
-        // what never does is lost, the last datagrams of a channel included.
-        std::thread::sleep(DRAIN);
-        for &k in &stopped {
-            if let Some(received) = self.shared.remotes[k].count() {
-                merged.add_received(k, received);
-            }
-        }
+        // No machine sends any more: what is still on its way gets `DRAIN` to arrive (the
+        // wait ends as soon as everything did), and what never does is lost, the last
+        // datagrams of a channel included.
+        let drained = std::time::Instant::now() + DRAIN;
+        merged.await_arrivals(
+            &stopped,
+            |k| self.shared.remotes[k].count(),
+            || {
+                std::thread::sleep(RECOUNT);
+                std::time::Instant::now() < drained
+            },
+        );
         for remote in &self.shared.remotes {
             remote.close();
         }
@@ -1284,6 +1314,48 @@ mod tests {
         let start = std::time::Instant::now();
         assert_eq!(open.last(Duration::from_millis(50)), None);
         assert!(start.elapsed() >= Duration::from_millis(50));
+    }
+
+    #[test]
+    fn the_wait_for_hand_offs_on_their_way_ends_once_all_arrived_or_when_too_late() {
+        // Worker 0 sent machine 1 ten datagrams, worker 1 sent machine 0 four.
+        let sent = || Merged {
+            sent_handoffs: vec![vec![0, 10], vec![4, 0]],
+            lost_handoffs: vec![vec![0, 0], vec![0, 0]],
+            ..Merged::default()
+        };
+        // Machine 1 has 8, then all 10, at its second count: two rounds of counts, one pause.
+        let mut merged = sent();
+        let (mut asked, mut waits) = (vec![0, 0], 0);
+        let machine_1_has = [8, 10];
+        merged.await_arrivals(
+            &[0, 1],
+            |k| {
+                asked[k] += 1;
+                Some(match k {
+                    0 => vec![0, 4],
+                    _ => vec![machine_1_has[asked[1] - 1], 0],
+                })
+            },
+            || {
+                waits += 1;
+                true
+            },
+        );
+        assert_eq!((asked, waits), (vec![1, 2], 1), "machine 0 had all at once");
+        assert_eq!((merged.lost(0, 1), merged.lost(1, 0)), (0, 0));
+        // Two never arrive: asked until the wait says it is too late, then lost.
+        let mut merged = sent();
+        let mut waits = 0;
+        merged.await_arrivals(
+            &[0, 1],
+            |k| Some(if k == 0 { vec![0, 4] } else { vec![8, 0] }),
+            || {
+                waits += 1;
+                waits < 5
+            },
+        );
+        assert_eq!((waits, merged.lost(0, 1)), (5, 2));
     }
 
     #[test]

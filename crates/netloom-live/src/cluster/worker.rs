@@ -192,12 +192,12 @@ pub fn serve(
                 let part = experiment.stop_part(&Ending::Requested);
                 let last = spread(part, &here, hosts, (&receiver, &senders));
                 say(&output, &FromWorker::Figures(last))?;
-                // The receiver still counts what arrives while the other machines stop.
+                // The receiver still counts what arrives while the other machines stop, and
+                // says so as often as asked, until the coordinator closes the channel.
                 loop {
                     match rx.recv() {
                         Ok(ToWorker::Count) => {
-                            let counted = FromWorker::Counted(received(&receiver));
-                            return say(&output, &counted);
+                            say(&output, &FromWorker::Counted(received(&receiver)))?
                         }
                         Ok(_) => continue,
                         Err(_) => return Ok(()),
