@@ -951,8 +951,15 @@ impl ClusterRun {
         })?);
         let shared = started.shared.clone();
         started.clock_thread = Some(std::thread::spawn(move || {
-            while !shared.over.load(Ordering::Relaxed) {
-                std::thread::sleep(CLOCK_EVERY);
+            loop {
+                // Parked, not asleep: the stop unparks it rather than wait up to a second.
+                let next = std::time::Instant::now() + CLOCK_EVERY;
+                while let Some(left) = next.checked_duration_since(std::time::Instant::now()) {
+                    if shared.over.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    std::thread::park_timeout(left);
+                }
                 for remote in &shared.remotes {
                     if let Ok(sample) = remote.measure_clock() {
                         if let Some(c) = remote.clock.lock().expect("no panics holding it").as_mut()
@@ -1090,6 +1097,7 @@ impl ClusterRun {
             server.stop();
         }
         if let Some(thread) = self.clock_thread.take() {
+            thread.thread().unpark();
             let _ = thread.join();
         }
         let mut merged = Merged::default();
