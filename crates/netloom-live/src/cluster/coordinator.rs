@@ -584,6 +584,9 @@ struct Merged {
     lost_handoffs: Vec<Vec<u64>>,
     /// Datagrams sent, per machine (the sender), per worker (the receiver).
     sent_handoffs: Vec<Vec<u64>>,
+    /// Datagrams received so far as the figures said, per machine (the receiver), per worker
+    /// (the sender).
+    arrived_handoffs: Vec<Vec<u64>>,
     /// Datagrams received once every machine stopped, per machine (the receiver), per worker
     /// (the sender): with `sent_handoffs`, those lost after the last one to arrive count too.
     received_handoffs: Vec<Option<Vec<u64>>>,
@@ -606,9 +609,11 @@ impl Merged {
         if self.lost_handoffs.len() <= k {
             self.lost_handoffs.resize(k + 1, Vec::new());
             self.sent_handoffs.resize(k + 1, Vec::new());
+            self.arrived_handoffs.resize(k + 1, Vec::new());
         }
         self.lost_handoffs[k] = figures.lost_handoffs;
         self.sent_handoffs[k] = figures.sent_handoffs;
+        self.arrived_handoffs[k] = figures.received_handoffs;
         match &mut self.snapshot {
             Some(all) => all.merge(figures.snapshot),
             None => self.snapshot = Some(figures.snapshot),
@@ -651,15 +656,25 @@ impl Merged {
     /// Hand-off datagrams from worker `from` to worker `to` lost on their way: sent less
     /// received once both machines said, else the gaps in what arrived so far.
     fn lost(&self, from: usize, to: usize) -> u64 {
-        let at = |table: &[Vec<u64>], k: usize, of: usize| {
-            table.get(k).and_then(|t| t.get(of)).copied().unwrap_or(0)
-        };
         let sent = self.sent_handoffs.get(from);
         match (sent, self.received_handoffs.get(to)) {
-            (Some(_), Some(Some(received))) => at(&self.sent_handoffs, from, to)
+            (Some(_), Some(Some(received))) => cell(&self.sent_handoffs, from, to)
                 .saturating_sub(received.get(from).copied().unwrap_or(0)),
-            _ => at(&self.lost_handoffs, to, from),
+            _ => cell(&self.lost_handoffs, to, from),
         }
+    }
+
+    /// While the run lasts (the machines not yet counted at the stop): hand-off datagrams from
+    /// worker `from` to worker `to` neither arrived nor found lost so far, on their way or
+    /// lost after the last one to arrive (which the stop tells apart). Machines answer one
+    /// after another, so what was sent is counted at another moment than what arrived: a
+    /// figure, not an exact count.
+    fn in_flight(&self, from: usize, to: usize) -> Option<u64> {
+        let counted = matches!(self.received_handoffs.get(to), Some(Some(_)));
+        (!counted).then(|| {
+            let seen = cell(&self.arrived_handoffs, to, from) + cell(&self.lost_handoffs, to, from);
+            cell(&self.sent_handoffs, from, to).saturating_sub(seen)
+        })
     }
 
     /// The run's report, with the hand-offs lost between every two of its machines; `None`
@@ -678,6 +693,7 @@ impl Merged {
                     from: from_name.to_string(),
                     to: to_name.to_string(),
                     lost: self.lost(from, to),
+                    in_flight: self.in_flight(from, to),
                 });
             }
         }
@@ -685,6 +701,11 @@ impl Merged {
         report.accuracy.add_lost_handoffs(lost);
         Some(report)
     }
+}
+
+/// `table[k][of]`, 0 where it says nothing.
+fn cell(table: &[Vec<u64>], k: usize, of: usize) -> u64 {
+    table.get(k).and_then(|t| t.get(of)).copied().unwrap_or(0)
 }
 
 /// A run over several machines, started. Dropping it stops every machine.
@@ -1375,10 +1396,21 @@ mod tests {
             ..Merged::default()
         };
         assert_eq!(merged.lost(0, 1), 2, "while the run lasts: the gaps");
+        // Machine 1 said it had 5 from worker 0 so far: 3 of the 10 neither arrived nor lost.
+        merged.arrived_handoffs = vec![vec![0, 4], vec![5, 0]];
+        assert_eq!(
+            (merged.in_flight(0, 1), merged.in_flight(1, 0)),
+            (Some(3), Some(0))
+        );
         // At the end machine 1 received 7 of the 10: 3 lost, one after the last arrival.
         merged.add_received(0, vec![0, 4]);
         merged.add_received(1, vec![7, 0]);
         assert_eq!(merged.lost(0, 1), 3);
         assert_eq!(merged.lost(1, 0), 0);
+        assert_eq!(
+            merged.in_flight(0, 1),
+            None,
+            "at the end, none is on its way"
+        );
     }
 }

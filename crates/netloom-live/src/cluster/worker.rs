@@ -258,8 +258,8 @@ fn say(output: &Output, message: &FromWorker) -> std::io::Result<()> {
 
 /// This machine's figures, during the run or at its stop, from its part's (`part`: its
 /// snapshot and its hosts' TUN-queue drops, of the hosts `here`): the drops at their places
-/// among all `hosts`, the hand-offs from each worker that `receiver` found lost, and those
-/// `senders` sent to each worker; or why not.
+/// among all `hosts`, the hand-offs from each worker that `receiver` took and found lost, and
+/// those `senders` sent to each worker; or why not.
 fn spread(
     part: Result<(crate::Snapshot, Vec<u64>), crate::LiveError>,
     here: &[u32],
@@ -276,6 +276,7 @@ fn spread(
         tun_queue_drops,
         lost_handoffs: arrivals(receiver, netloom_wire::Arrivals::lost),
         sent_handoffs: senders.iter().map(|s| s.sent()).collect(),
+        received_handoffs: received(receiver),
     }))
 }
 
