@@ -371,6 +371,32 @@ fn a_machines_accuracy_alarm_reaches_the_coordinators_event_stream() {
             .all(|e| e["machine"] == "m1" || e["machine"] == "m2"),
         "{lines}"
     );
+    // Each machine raises at most one alarm an interval, numbered by the run's clock, so the
+    // two machines' alarms for one interval group by it: m2's for the late requests and m1's
+    // for the late replies of the same pings.
+    let mut by_interval = std::collections::BTreeMap::<u64, Vec<&serde_json::Value>>::new();
+    for alarm in &alarms {
+        by_interval
+            .entry(alarm["interval"].as_u64().unwrap())
+            .or_default()
+            .push(alarm);
+    }
+    for (interval, group) in &by_interval {
+        let machines: std::collections::BTreeSet<_> =
+            group.iter().map(|a| a["machine"].as_str()).collect();
+        assert_eq!(machines.len(), group.len(), "interval {interval}: {group:?}");
+        for alarm in group {
+            let at_ns = alarm["at_ns"].as_u64().unwrap();
+            assert!(
+                at_ns.abs_diff(interval * 1_000_000_000) < 100_000_000,
+                "interval {interval} ended at {at_ns} ns: {alarm}"
+            );
+        }
+    }
+    assert!(
+        by_interval.values().any(|group| group.len() == 2),
+        "no interval with both machines' alarms: {lines}"
+    );
     let accuracy = &report["accuracy"];
     assert!(
         accuracy["late_handoffs"].as_u64().unwrap() > 0,
