@@ -302,7 +302,10 @@ fn hand_offs_dropped_between_machines_are_counted_as_physical_drops() {
     let gaps = pair(&stats, "m1", "m2", "lost").unwrap();
     let in_flight = pair(&stats, "m1", "m2", "in_flight");
     assert_eq!(
-        (in_flight.map(|f| f + gaps), pair(&stats, "m2", "m1", "in_flight")),
+        (
+            in_flight.map(|f| f + gaps),
+            pair(&stats, "m2", "m1", "in_flight")
+        ),
         (Some(dropped_so_far), Some(0)),
         "{}",
         stats["lost_handoffs"]
@@ -384,7 +387,11 @@ fn a_machines_accuracy_alarm_reaches_the_coordinators_event_stream() {
     for (interval, group) in &by_interval {
         let machines: std::collections::BTreeSet<_> =
             group.iter().map(|a| a["machine"].as_str()).collect();
-        assert_eq!(machines.len(), group.len(), "interval {interval}: {group:?}");
+        assert_eq!(
+            machines.len(),
+            group.len(),
+            "interval {interval}: {group:?}"
+        );
         for alarm in group {
             let at_ns = alarm["at_ns"].as_u64().unwrap();
             assert!(
@@ -642,6 +649,36 @@ fn a_lookahead_shorter_than_the_way_between_machines_or_their_clocks_error_is_wa
         out.status.success() && !stderr.contains("one-way delay") && !stderr.contains("'s clock"),
         "{stderr}"
     );
+    machines.assert_nothing_left();
+}
+
+#[test]
+fn strict_fails_a_run_whose_machines_clock_moved_more_than_the_lookahead() {
+    require_live!("nsenter");
+    let (lab, machines) = cluster_lab("cz", "");
+    // m2's worker's clock runs 1 % fast (a test-only variable; machines as namespaces share
+    // one clock): 50 ms over the 5 s run, more than the 10 ms lookahead of r1-r2.
+    let ns = &machines.names[1];
+    let drifting = format!(
+        "launcher = [\"nsenter\", \"--net=/run/netns/{ns}\", \"--\", \"env\", \"NETLOOM_TEST_CLOCK_DRIFT_PPM=10000\"]"
+    );
+    std::fs::write(
+        lab.dir.join("cluster.toml"),
+        machines.cluster_file(&drifting),
+    )
+    .unwrap();
+    let out = run_to_end_with(&lab, &["--strict", "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("machine m2's clock moved ")
+            && stderr.contains("more than the least delay of a pipe between machines (10.000 ms)")
+            && !stderr.contains("machine m1's clock moved"),
+        "{stderr}"
+    );
+    // The report came first: the run itself went to its end.
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["workers"]["workers"], 2, "{report}");
     machines.assert_nothing_left();
 }
 

@@ -47,6 +47,7 @@ pub fn serve(
     signal: &'static AtomicBool,
 ) -> std::io::Result<()> {
     let output: Output = Arc::new(Mutex::new(output));
+    let wall = Wall::from_env();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let hello = FromWorker::Hello {
         version: env!("CARGO_PKG_VERSION").to_string(),
@@ -68,7 +69,7 @@ pub fn serve(
             while let Ok(Some(message)) = channel::receive::<ToWorker>(&mut input) {
                 let sent = match message {
                     ToWorker::Time { sent_ns } => {
-                        let here_ns = channel::wall_ns();
+                        let here_ns = wall.ns();
                         say(&answers, &FromWorker::Time { sent_ns, here_ns }).is_ok()
                     }
                     ToWorker::Handover(handover) => {
@@ -96,7 +97,7 @@ pub fn serve(
         topology,
     } = loop {
         match rx.recv() {
-            Ok(ToWorker::Start(start)) => match start_part(*start, &output, &posted) {
+            Ok(ToWorker::Start(start)) => match start_part(*start, wall, &output, &posted) {
                 Ok(running) => {
                     say(&output, &FromWorker::Ready)?;
                     forward_alarms(&running.experiment, output.clone())?;
@@ -317,11 +318,42 @@ struct Running {
     topology: Option<Topology>,
 }
 
+/// The variable that makes a worker's wall clock drift, for tests only.
+const DRIFT: &str = "NETLOOM_TEST_CLOCK_DRIFT_PPM";
+
+/// This machine's wall clock as its worker tells it (ns since 1970). Machines as namespaces
+/// share one kernel's clock, so a test of the check of clocks that moved apart during a run
+/// sets `NETLOOM_TEST_CLOCK_DRIFT_PPM` in one worker's environment (its launcher): its clock
+/// then runs fast by that many parts per million from the worker's start, as a machine's
+/// clock that is not kept synchronised does (docs/cluster.md).
+#[derive(Clone, Copy)]
+struct Wall {
+    start: std::time::Instant,
+    drift_ppm: i64,
+}
+
+impl Wall {
+    fn from_env() -> Wall {
+        let drift = std::env::var(DRIFT).ok().and_then(|v| v.parse().ok());
+        Wall {
+            start: std::time::Instant::now(),
+            drift_ppm: drift.unwrap_or(0),
+        }
+    }
+
+    fn ns(&self) -> u64 {
+        let drifted = self.start.elapsed().as_nanos() as i128 * i128::from(self.drift_ppm);
+        (i128::from(channel::wall_ns()) + drifted / 1_000_000) as u64
+    }
+}
+
 /// Brings this machine's part up: the plan as every machine computes it from the same
-/// topology and assignment, the hand-off socket, the clock at the run's zero. Hand-overs go
-/// to the coordinator on `control`; where to post to the worker goes into `posted`.
+/// topology and assignment, the hand-off socket, the clock at the run's zero (by `wall`).
+/// Hand-overs go to the coordinator on `control`; where to post to the worker goes into
+/// `posted`.
 fn start_part(
     start: Start,
+    wall: Wall,
     control: &Output,
     posted: &Arc<Mutex<Option<Post>>>,
 ) -> Result<Running, String> {
@@ -395,7 +427,7 @@ fn start_part(
     };
     // The run's zero on this machine's monotonic clock: the coordinator's wall-clock zero,
     // moved by the offset between the two wall clocks.
-    let coordinator_now = channel::wall_ns() as i128 - i128::from(start.offset_ns);
+    let coordinator_now = wall.ns() as i128 - i128::from(start.offset_ns);
     let since_zero = (coordinator_now - i128::from(start.zero_ns)).max(0) as u64;
     let now = std::time::Instant::now();
     let zero = now
