@@ -4,9 +4,9 @@
 # crates/netloom-cli/tests/live_cluster.rs make them), each worker started through `nsenter`;
 # `run --detach --cluster` of a generated topology (METIS splits it), then each machine's worker
 # process's resident memory (VmRSS, and its peak VmHWM) and the time `netloom stop` takes, for a
-# large topology of few hosts (a chain of ROUTERS routers and 2 hosts: the worker's own copy of
-# the topology shows, not the hosts') and for
-# a small one (the stop's own waits show). Needs root and nsenter.
+# large topology of few hosts (a chain of ROUTERS routers and 2 hosts: the worker's own copies of
+# the topology show, not the hosts') and for a small one (the stop's own waits show). Needs root
+# and nsenter; run it under the live tests' lock (flock /tmp/netloom-live.lock ...).
 # Usage: bench/live/cluster.sh                              builds and measures target/debug/netloom
 #        NETLOOM_BIN=/path/netloom bench/live/cluster.sh     measures another build (an older revision)
 #        REPEAT=5 ROUTERS=20000 bench/live/cluster.sh

@@ -5,7 +5,8 @@
 //! hosts of one machine in the same run; link changes and `exec` from the coordinator reach
 //! every machine; killing one worker stops the run everywhere; machines that cannot run their
 //! part are refused before the run starts; a lookahead shorter than the way between machines
-//! is warned about; a run that repartitions moves routers' pipes between the machines without
+//! is warned about, and a machine's clock that moves more than it fails a `--strict` run at its
+//! end; a run that repartitions moves routers' pipes between the machines without
 //! losing or reordering a datagram; nothing is left after any of it. Each test skips,
 //! saying why, where it cannot run.
 
