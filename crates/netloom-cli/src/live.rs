@@ -366,7 +366,10 @@ pub fn format_report(r: &Report, last: bool, top: usize) -> String {
         let pairs: Vec<String> = r
             .lost_handoffs
             .iter()
-            .map(|l| format!("{} to {} {}", l.from, l.to, l.lost))
+            .map(|l| match l.in_flight {
+                Some(flying) => format!("{} to {} {} ({flying} in flight)", l.from, l.to, l.lost),
+                None => format!("{} to {} {}", l.from, l.to, l.lost),
+            })
             .collect();
         let _ = writeln!(
             out,

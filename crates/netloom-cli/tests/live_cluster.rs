@@ -5,7 +5,8 @@
 //! hosts of one machine in the same run; link changes and `exec` from the coordinator reach
 //! every machine; killing one worker stops the run everywhere; machines that cannot run their
 //! part are refused before the run starts; a lookahead shorter than the way between machines
-//! is warned about; a run that repartitions moves routers' pipes between the machines without
+//! is warned about, and a machine's clock that moves more than it fails a `--strict` run at its
+//! end; a run that repartitions moves routers' pipes between the machines without
 //! losing or reordering a datagram; nothing is left after any of it. Each test skips,
 //! saying why, where it cannot run.
 
@@ -272,31 +273,54 @@ fn hand_offs_dropped_between_machines_are_counted_as_physical_drops() {
         .exec("h1", &["ping", "-c", "3", "-i", "0.02", "-W", "1", "h2"])
         .status
         .success());
-    let report = lab.stop();
-    let listed = nft("list table inet lossy");
-    let dropped: u64 = listed
-        .split("counter packets ")
-        .skip(1)
-        .map(|rest| {
-            rest.split(' ')
-                .next()
-                .and_then(|n| n.parse::<u64>().ok())
-                .unwrap_or_else(|| panic!("no counter in {listed}"))
-        })
-        .sum();
-    nft("delete table inet lossy");
-    let pairs = report["lost_handoffs"].as_array().unwrap();
-    let lost = |from: &str, to: &str| {
+    // The datagrams both rules dropped so far.
+    let dropped = || {
+        let listed = nft("list table inet lossy");
+        listed
+            .split("counter packets ")
+            .skip(1)
+            .map(|rest| {
+                rest.split(' ')
+                    .next()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .unwrap_or_else(|| panic!("no counter in {listed}"))
+            })
+            .sum::<u64>()
+    };
+    // The figure of `field` from `from` to `to` in a report's `lost_handoffs`.
+    let pair = |report: &serde_json::Value, from: &str, to: &str, field: &str| {
+        let pairs = report["lost_handoffs"].as_array().unwrap();
         pairs
             .iter()
             .find(|p| p["from"] == from && p["to"] == to)
-            .unwrap_or_else(|| panic!("no {from} to {to} in {pairs:?}"))["lost"]
+            .unwrap_or_else(|| panic!("no {from} to {to} in {pairs:?}"))[field]
             .as_u64()
-            .unwrap()
     };
+    // While the run lasts, the last ones lost show as sent but neither arrived nor found lost.
+    let dropped_so_far = dropped();
+    let stats: serde_json::Value =
+        serde_json::from_slice(&lab.control(&["stats", "--json"]).stdout).unwrap();
+    let gaps = pair(&stats, "m1", "m2", "lost").unwrap();
+    let in_flight = pair(&stats, "m1", "m2", "in_flight");
+    assert_eq!(
+        (
+            in_flight.map(|f| f + gaps),
+            pair(&stats, "m2", "m1", "in_flight")
+        ),
+        (Some(dropped_so_far), Some(0)),
+        "{}",
+        stats["lost_handoffs"]
+    );
+    assert!(in_flight >= Some(3), "{}", stats["lost_handoffs"]);
+    let report = lab.stop();
+    let dropped = dropped();
+    nft("delete table inet lossy");
+    let pairs = &report["lost_handoffs"];
+    let lost = |from: &str, to: &str| pair(&report, from, to, "lost").unwrap();
     assert!(dropped >= 8, "nftables dropped {dropped} of 33 requests");
-    assert_eq!(lost("m1", "m2"), dropped, "{pairs:?}");
-    assert_eq!(lost("m2", "m1"), 0, "{pairs:?}");
+    assert_eq!(lost("m1", "m2"), dropped, "{pairs}");
+    assert_eq!(lost("m2", "m1"), 0, "{pairs}");
+    assert_eq!(pair(&report, "m1", "m2", "in_flight"), None, "{pairs}");
     let accuracy = &report["accuracy"];
     assert_eq!(accuracy["lost_handoffs"], dropped, "{accuracy}");
     assert!(
@@ -350,6 +374,36 @@ fn a_machines_accuracy_alarm_reaches_the_coordinators_event_stream() {
             .iter()
             .all(|e| e["machine"] == "m1" || e["machine"] == "m2"),
         "{lines}"
+    );
+    // Each machine raises at most one alarm an interval, numbered by the run's clock, so the
+    // two machines' alarms for one interval group by it: m2's for the late requests and m1's
+    // for the late replies of the same pings.
+    let mut by_interval = std::collections::BTreeMap::<u64, Vec<&serde_json::Value>>::new();
+    for alarm in &alarms {
+        by_interval
+            .entry(alarm["interval"].as_u64().unwrap())
+            .or_default()
+            .push(alarm);
+    }
+    for (interval, group) in &by_interval {
+        let machines: std::collections::BTreeSet<_> =
+            group.iter().map(|a| a["machine"].as_str()).collect();
+        assert_eq!(
+            machines.len(),
+            group.len(),
+            "interval {interval}: {group:?}"
+        );
+        for alarm in group {
+            let at_ns = alarm["at_ns"].as_u64().unwrap();
+            assert!(
+                at_ns.abs_diff(interval * 1_000_000_000) < 100_000_000,
+                "interval {interval} ended at {at_ns} ns: {alarm}"
+            );
+        }
+    }
+    assert!(
+        by_interval.values().any(|group| group.len() == 2),
+        "no interval with both machines' alarms: {lines}"
     );
     let accuracy = &report["accuracy"];
     assert!(
@@ -596,6 +650,36 @@ fn a_lookahead_shorter_than_the_way_between_machines_or_their_clocks_error_is_wa
         out.status.success() && !stderr.contains("one-way delay") && !stderr.contains("'s clock"),
         "{stderr}"
     );
+    machines.assert_nothing_left();
+}
+
+#[test]
+fn strict_fails_a_run_whose_machines_clock_moved_more_than_the_lookahead() {
+    require_live!("nsenter");
+    let (lab, machines) = cluster_lab("cz", "");
+    // m2's worker's clock runs 1 % fast (a test-only variable; machines as namespaces share
+    // one clock): 50 ms over the 5 s run, more than the 10 ms lookahead of r1-r2.
+    let ns = &machines.names[1];
+    let drifting = format!(
+        "launcher = [\"nsenter\", \"--net=/run/netns/{ns}\", \"--\", \"env\", \"NETLOOM_TEST_CLOCK_DRIFT_PPM=10000\"]"
+    );
+    std::fs::write(
+        lab.dir.join("cluster.toml"),
+        machines.cluster_file(&drifting),
+    )
+    .unwrap();
+    let out = run_to_end_with(&lab, &["--strict", "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("machine m2's clock moved ")
+            && stderr.contains("more than the least delay of a pipe between machines (10.000 ms)")
+            && !stderr.contains("machine m1's clock moved"),
+        "{stderr}"
+    );
+    // The report came first: the run itself went to its end.
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["workers"]["workers"], 2, "{report}");
     machines.assert_nothing_left();
 }
 

@@ -45,6 +45,11 @@ pub enum Event {
     AccuracyAlarm {
         /// When the interval ended, ns since the run started.
         at_ns: u64,
+        /// The interval's number: the second of the run's clock at which it ended (`at_ns`
+        /// rounded), the same on every machine of a run over several, whose alarms for one
+        /// interval come as one event each.
+        #[serde(default)]
+        interval: u64,
         /// The interval's length, ns.
         interval_ns: u64,
         /// Packets released in the interval ...

@@ -2,7 +2,9 @@
 //! publishes an alarm when the interval's late releases pass the run's threshold, or when any
 //! hand-off was late or any packet lost outside the model ("accuracy is binary": an overloaded
 //! emulator must be noticed while it runs, not only in the final report). Parked in between,
-//! it costs the workers one cheap order a second.
+//! it costs the workers one cheap order a second. Its intervals end on the run's clock's whole
+//! seconds, so that the machines of a run over several, whose clocks of the run agree, judge
+//! the same intervals and a subscriber can group their alarms by `interval`.
 
 use crate::accuracy::{AccuracyReport, Thresholds};
 use crate::event::Event;
@@ -49,8 +51,10 @@ fn alarm(
     let physical_drops = now.physical_drops - last.physical_drops;
     let late_beyond =
         late > 0 && late as f64 > thresholds.max_late_fraction * released.max(1) as f64;
+    let interval = INTERVAL.as_nanos() as u64;
     (late_beyond || late_handoffs > 0 || physical_drops > 0).then(|| Event::AccuracyAlarm {
         at_ns: at.as_nanos(),
+        interval: (at.as_nanos() + interval / 2) / interval,
         interval_ns: at.saturating_since(last_at).as_nanos(),
         released,
         late,
@@ -82,7 +86,9 @@ impl Monitor {
             .spawn(move || {
                 let mut last = (now(), Counts::default());
                 loop {
-                    let until = std::time::Instant::now() + INTERVAL;
+                    let left =
+                        INTERVAL.as_nanos() as u64 - now().as_nanos() % INTERVAL.as_nanos() as u64;
+                    let until = std::time::Instant::now() + Duration::from_nanos(left);
                     while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
                         if stop.load(Ordering::SeqCst) {
                             return;
@@ -143,6 +149,7 @@ mod tests {
             a,
             Some(Event::AccuracyAlarm {
                 at_ns: 2_000_000_000,
+                interval: 2,
                 interval_ns: 1_000_000_000,
                 released: 2000,
                 late: 3,
@@ -172,10 +179,9 @@ mod tests {
         .is_some());
     }
 
-    #[test]
-    fn the_monitor_publishes_what_it_finds_and_stops() {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let report = |late: u64| AccuracyReport {
+    /// One worker's accuracy: 10 packets released, `late` of them late.
+    fn report(late: u64) -> AccuracyReport {
+        AccuracyReport {
             released: 10,
             lateness_ns_p50: 0,
             lateness_ns_p99: 0,
@@ -193,7 +199,12 @@ mod tests {
             handoff_lateness_ns_max: 0,
             skipped_changes: 0,
             accurate: late == 0,
-        };
+        }
+    }
+
+    #[test]
+    fn the_monitor_publishes_what_it_finds_and_stops() {
+        let (tx, rx) = std::sync::mpsc::channel();
         let monitor = Monitor::start(
             Thresholds::default(),
             move || Some(vec![report(0), report(4)]),
@@ -216,5 +227,34 @@ mod tests {
             "{event:?}"
         );
         monitor.stop();
+    }
+
+    #[test]
+    fn the_monitors_intervals_end_on_the_runs_whole_seconds() {
+        // A run's clock 0.3 s ahead of this test's start: the first interval ends 0.7 s in.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let start = std::time::Instant::now();
+        let run = move || Instant::from_nanos(start.elapsed().as_nanos() as u64 + 300_000_000);
+        let looks = std::sync::atomic::AtomicU64::new(0);
+        let monitor = Monitor::start(
+            Thresholds::default(),
+            move || Some(vec![report(looks.fetch_add(1, Ordering::SeqCst) + 1)]),
+            move |e| tx.send(e).unwrap(),
+            run,
+        )
+        .unwrap();
+        let event = rx.recv_timeout(INTERVAL * 3).expect("an alarm");
+        monitor.stop();
+        let Event::AccuracyAlarm {
+            at_ns, interval, ..
+        } = event
+        else {
+            panic!("{event:?}")
+        };
+        assert_eq!(interval, 1, "{event:?}");
+        assert!(
+            (1_000_000_000..1_100_000_000).contains(&at_ns),
+            "ended at {at_ns} ns of the run, not its first whole second"
+        );
     }
 }

@@ -140,6 +140,11 @@ pub struct LostHandoffs {
     pub to: String,
     /// Hand-offs lost.
     pub lost: u64,
+    /// In a `stats` while the run lasts: those sent that neither arrived nor were found lost
+    /// yet, on their way or lost after the last one to arrive (the stop tells them apart and
+    /// counts the lost ones in `lost`). Absent at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<u64>,
 }
 
 /// A running capture's figures: what it copied, and what it dropped because its writer fell

@@ -34,7 +34,8 @@ pub(crate) enum ToWorker {
     /// Stop, tear down, and send the last figures.
     Stop,
     /// Once every machine stopped (none sends hand-offs any more): the hand-off datagrams
-    /// received from each worker, then exit.
+    /// received from each worker so far (asked again while some are on their way); the
+    /// worker exits when its input closes.
     Count,
 }
 
@@ -109,14 +110,16 @@ pub(crate) struct Start {
 
 /// One machine's figures: its worker's snapshot, the TUN-queue drops of every host of the
 /// run (zeros for other machines' hosts), the hand-offs from each worker lost on their way
-/// here (gaps in their sequence numbers) and the hand-off datagrams sent to each worker, to
-/// merge.
+/// here (gaps in their sequence numbers), the hand-off datagrams sent to each worker and
+/// those received from each, to merge.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Figures {
     pub snapshot: Snapshot,
     pub tun_queue_drops: Vec<u64>,
     pub lost_handoffs: Vec<u64>,
     pub sent_handoffs: Vec<u64>,
+    #[serde(default)]
+    pub received_handoffs: Vec<u64>,
 }
 
 /// Writes one message as a line and flushes it.

@@ -45,8 +45,9 @@ const CLOCK_EXCHANGES: usize = 8;
 /// How often offsets are measured again while the run lasts.
 const CLOCK_EVERY: Duration = Duration::from_secs(1);
 /// How long hand-off datagrams still on their way when every machine stopped may take to
-/// arrive before they count as lost.
+/// arrive before they count as lost, and how often what arrived is asked meanwhile.
 const DRAIN: Duration = Duration::from_millis(100);
+const RECOUNT: Duration = Duration::from_millis(2);
 /// How long event streams may take to write the run's last event when it stops.
 const STREAMS_WAIT: Duration = Duration::from_secs(1);
 /// Lines of a worker's standard error kept to explain its death.
@@ -343,17 +344,14 @@ impl Remote {
     fn stop(&self) -> Result<Option<Box<Figures>>, String> {
         match self.dead() {
             true => Err(self.why_dead()),
-            false => match self.ask(&ToWorker::Stop, STOP_WAIT) {
-                Ok(FromWorker::Figures(Ok(f))) => Ok(Some(f)),
-                Ok(FromWorker::Figures(Err(e))) => {
-                    Err(format!("machine {}: {e}", self.machine.name))
-                }
-                Ok(other) => Err(format!(
-                    "machine {}: answered stop with {other:?}",
-                    self.machine.name
-                )),
-                Err(e) => Err(e),
-            },
+            false => {
+                let answer = self.ask(&ToWorker::Stop, STOP_WAIT)?;
+                let figures = self.carried(answer, |a| match a {
+                    FromWorker::Figures(f) => Ok(f),
+                    other => Err(other),
+                })?;
+                Ok(Some(figures))
+            }
         }
     }
 
@@ -528,15 +526,13 @@ impl Shared {
         let mut first = None;
         for remote in &self.remotes {
             let message = ToWorker::Request(request.clone());
-            let answer = match remote.ask(&message, ANSWER_WAIT)? {
-                FromWorker::Answer(answer) => answer?,
-                other => {
-                    return Err(format!(
-                        "machine {}: answered with {other:?}",
-                        remote.machine.name
-                    ))
-                }
-            };
+            let answer = remote.ask(&message, ANSWER_WAIT)?;
+            // A refusal (a link that does not exist) is the request's fault, not the
+            // machine's: passed on as the machine said it, every machine saying the same.
+            let answer = remote.carried(answer, |a| match a {
+                FromWorker::Answer(answer) => Ok(Ok(answer)),
+                other => Err(other),
+            })??;
             first.get_or_insert(answer);
         }
         first.ok_or_else(|| "no machine".into())
@@ -588,6 +584,9 @@ struct Merged {
     lost_handoffs: Vec<Vec<u64>>,
     /// Datagrams sent, per machine (the sender), per worker (the receiver).
     sent_handoffs: Vec<Vec<u64>>,
+    /// Datagrams received so far as the figures said, per machine (the receiver), per worker
+    /// (the sender).
+    arrived_handoffs: Vec<Vec<u64>>,
     /// Datagrams received once every machine stopped, per machine (the receiver), per worker
     /// (the sender): with `sent_handoffs`, those lost after the last one to arrive count too.
     received_handoffs: Vec<Option<Vec<u64>>>,
@@ -610,9 +609,11 @@ impl Merged {
         if self.lost_handoffs.len() <= k {
             self.lost_handoffs.resize(k + 1, Vec::new());
             self.sent_handoffs.resize(k + 1, Vec::new());
+            self.arrived_handoffs.resize(k + 1, Vec::new());
         }
         self.lost_handoffs[k] = figures.lost_handoffs;
         self.sent_handoffs[k] = figures.sent_handoffs;
+        self.arrived_handoffs[k] = figures.received_handoffs;
         match &mut self.snapshot {
             Some(all) => all.merge(figures.snapshot),
             None => self.snapshot = Some(figures.snapshot),
@@ -627,18 +628,53 @@ impl Merged {
         self.received_handoffs[k] = Some(received);
     }
 
+    /// Asks the `stopped` machines what they received (`count`) until each has every hand-off
+    /// datagram the others sent it, pausing with `wait` in between, which says `false` once
+    /// it is too late: what has not arrived by then is lost.
+    fn await_arrivals(
+        &mut self,
+        stopped: &[usize],
+        mut count: impl FnMut(usize) -> Option<Vec<u64>>,
+        mut wait: impl FnMut() -> bool,
+    ) {
+        let mut waiting = stopped.to_vec();
+        loop {
+            waiting.retain(|&to| {
+                if let Some(received) = count(to) {
+                    self.add_received(to, received);
+                }
+                stopped
+                    .iter()
+                    .any(|&from| from != to && self.lost(from, to) > 0)
+            });
+            if waiting.is_empty() || !wait() {
+                return;
+            }
+        }
+    }
+
     /// Hand-off datagrams from worker `from` to worker `to` lost on their way: sent less
     /// received once both machines said, else the gaps in what arrived so far.
     fn lost(&self, from: usize, to: usize) -> u64 {
-        let at = |table: &[Vec<u64>], k: usize, of: usize| {
-            table.get(k).and_then(|t| t.get(of)).copied().unwrap_or(0)
-        };
         let sent = self.sent_handoffs.get(from);
         match (sent, self.received_handoffs.get(to)) {
-            (Some(_), Some(Some(received))) => at(&self.sent_handoffs, from, to)
+            (Some(_), Some(Some(received))) => cell(&self.sent_handoffs, from, to)
                 .saturating_sub(received.get(from).copied().unwrap_or(0)),
-            _ => at(&self.lost_handoffs, to, from),
+            _ => cell(&self.lost_handoffs, to, from),
         }
+    }
+
+    /// While the run lasts (the machines not yet counted at the stop): hand-off datagrams from
+    /// worker `from` to worker `to` neither arrived nor found lost so far, on their way or
+    /// lost after the last one to arrive (which the stop tells apart). Machines answer one
+    /// after another, so what was sent is counted at another moment than what arrived: a
+    /// figure, not an exact count.
+    fn in_flight(&self, from: usize, to: usize) -> Option<u64> {
+        let counted = matches!(self.received_handoffs.get(to), Some(Some(_)));
+        (!counted).then(|| {
+            let seen = cell(&self.arrived_handoffs, to, from) + cell(&self.lost_handoffs, to, from);
+            cell(&self.sent_handoffs, from, to).saturating_sub(seen)
+        })
     }
 
     /// The run's report, with the hand-offs lost between every two of its machines; `None`
@@ -657,6 +693,7 @@ impl Merged {
                     from: from_name.to_string(),
                     to: to_name.to_string(),
                     lost: self.lost(from, to),
+                    in_flight: self.in_flight(from, to),
                 });
             }
         }
@@ -664,6 +701,11 @@ impl Merged {
         report.accuracy.add_lost_handoffs(lost);
         Some(report)
     }
+}
+
+/// `table[k][of]`, 0 where it says nothing.
+fn cell(table: &[Vec<u64>], k: usize, of: usize) -> u64 {
+    table.get(k).and_then(|t| t.get(of)).copied().unwrap_or(0)
 }
 
 /// A run over several machines, started. Dropping it stops every machine.
@@ -930,8 +972,15 @@ impl ClusterRun {
         })?);
         let shared = started.shared.clone();
         started.clock_thread = Some(std::thread::spawn(move || {
-            while !shared.over.load(Ordering::Relaxed) {
-                std::thread::sleep(CLOCK_EVERY);
+            loop {
+                // Parked, not asleep: the stop unparks it rather than wait up to a second.
+                let next = std::time::Instant::now() + CLOCK_EVERY;
+                while let Some(left) = next.checked_duration_since(std::time::Instant::now()) {
+                    if shared.over.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    std::thread::park_timeout(left);
+                }
                 for remote in &shared.remotes {
                     if let Ok(sample) = remote.measure_clock() {
                         if let Some(c) = remote.clock.lock().expect("no panics holding it").as_mut()
@@ -1069,6 +1118,7 @@ impl ClusterRun {
             server.stop();
         }
         if let Some(thread) = self.clock_thread.take() {
+            thread.thread().unpark();
             let _ = thread.join();
         }
         let mut merged = Merged::default();
@@ -1091,14 +1141,18 @@ impl ClusterRun {
                 }
             }
         }
-        // No machine sends any more: what is still on its way gets `DRAIN` to arrive, and
-        // what never does is lost, the last datagrams of a channel included.
-        std::thread::sleep(DRAIN);
-        for &k in &stopped {
-            if let Some(received) = self.shared.remotes[k].count() {
-                merged.add_received(k, received);
-            }
-        }
+        // No machine sends any more: what is still on its way gets `DRAIN` to arrive (the
+        // wait ends as soon as everything did), and what never does is lost, the last
+        // datagrams of a channel included.
+        let drained = std::time::Instant::now() + DRAIN;
+        merged.await_arrivals(
+            &stopped,
+            |k| self.shared.remotes[k].count(),
+            || {
+                std::thread::sleep(RECOUNT);
+                std::time::Instant::now() < drained
+            },
+        );
         for remote in &self.shared.remotes {
             remote.close();
         }
@@ -1292,6 +1346,48 @@ mod tests {
     }
 
     #[test]
+    fn the_wait_for_hand_offs_on_their_way_ends_once_all_arrived_or_when_too_late() {
+        // Worker 0 sent machine 1 ten datagrams, worker 1 sent machine 0 four.
+        let sent = || Merged {
+            sent_handoffs: vec![vec![0, 10], vec![4, 0]],
+            lost_handoffs: vec![vec![0, 0], vec![0, 0]],
+            ..Merged::default()
+        };
+        // Machine 1 has 8, then all 10, at its second count: two rounds of counts, one pause.
+        let mut merged = sent();
+        let (mut asked, mut waits) = (vec![0, 0], 0);
+        let machine_1_has = [8, 10];
+        merged.await_arrivals(
+            &[0, 1],
+            |k| {
+                asked[k] += 1;
+                Some(match k {
+                    0 => vec![0, 4],
+                    _ => vec![machine_1_has[asked[1] - 1], 0],
+                })
+            },
+            || {
+                waits += 1;
+                true
+            },
+        );
+        assert_eq!((asked, waits), (vec![1, 2], 1), "machine 0 had all at once");
+        assert_eq!((merged.lost(0, 1), merged.lost(1, 0)), (0, 0));
+        // Two never arrive: asked until the wait says it is too late, then lost.
+        let mut merged = sent();
+        let mut waits = 0;
+        merged.await_arrivals(
+            &[0, 1],
+            |k| Some(if k == 0 { vec![0, 4] } else { vec![8, 0] }),
+            || {
+                waits += 1;
+                waits < 5
+            },
+        );
+        assert_eq!((waits, merged.lost(0, 1)), (5, 2));
+    }
+
+    #[test]
     fn hand_offs_lost_are_sent_less_received_once_counted_else_the_gaps() {
         let mut merged = Merged {
             // Machine 1 saw a gap of 2 in what worker 0 sent it; worker 0 sent it 10.
@@ -1300,10 +1396,21 @@ mod tests {
             ..Merged::default()
         };
         assert_eq!(merged.lost(0, 1), 2, "while the run lasts: the gaps");
+        // Machine 1 said it had 5 from worker 0 so far: 3 of the 10 neither arrived nor lost.
+        merged.arrived_handoffs = vec![vec![0, 4], vec![5, 0]];
+        assert_eq!(
+            (merged.in_flight(0, 1), merged.in_flight(1, 0)),
+            (Some(3), Some(0))
+        );
         // At the end machine 1 received 7 of the 10: 3 lost, one after the last arrival.
         merged.add_received(0, vec![0, 4]);
         merged.add_received(1, vec![7, 0]);
         assert_eq!(merged.lost(0, 1), 3);
         assert_eq!(merged.lost(1, 0), 0);
+        assert_eq!(
+            merged.in_flight(0, 1),
+            None,
+            "at the end, none is on its way"
+        );
     }
 }

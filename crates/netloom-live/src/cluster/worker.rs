@@ -47,6 +47,7 @@ pub fn serve(
     signal: &'static AtomicBool,
 ) -> std::io::Result<()> {
     let output: Output = Arc::new(Mutex::new(output));
+    let wall = Wall::from_env();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let hello = FromWorker::Hello {
         version: env!("CARGO_PKG_VERSION").to_string(),
@@ -68,7 +69,7 @@ pub fn serve(
             while let Ok(Some(message)) = channel::receive::<ToWorker>(&mut input) {
                 let sent = match message {
                     ToWorker::Time { sent_ns } => {
-                        let here_ns = channel::wall_ns();
+                        let here_ns = wall.ns();
                         say(&answers, &FromWorker::Time { sent_ns, here_ns }).is_ok()
                     }
                     ToWorker::Handover(handover) => {
@@ -96,7 +97,7 @@ pub fn serve(
         topology,
     } = loop {
         match rx.recv() {
-            Ok(ToWorker::Start(start)) => match start_part(*start, &output, &posted) {
+            Ok(ToWorker::Start(start)) => match start_part(*start, wall, &output, &posted) {
                 Ok(running) => {
                     say(&output, &FromWorker::Ready)?;
                     forward_alarms(&running.experiment, output.clone())?;
@@ -136,13 +137,9 @@ pub fn serve(
         };
         match message {
             ToWorker::Figures => {
+                let part = experiment.part_figures();
                 let hosts = experiment.info().hosts.len();
-                let figures = experiment.part_figures().map_err(|e| e.to_string()).map(
-                    |(snapshot, drops)| {
-                        let handoffs = (&*receiver, &senders[..]);
-                        Box::new(spread(snapshot, &drops, &here, hosts, handoffs))
-                    },
-                );
+                let figures = spread(part, &here, hosts, (&receiver, &senders));
                 say(&output, &FromWorker::Figures(figures))?;
             }
             ToWorker::Probe => {
@@ -174,9 +171,14 @@ pub fn serve(
             ToWorker::Move { assignment, at_ns } => {
                 // Answered once the other machines' hand-overs are in, which this loop passes
                 // to the worker meanwhile.
-                let next = Ownership::live(&topology, &assignment, peers.len(), Payload::Ship)
-                    .map(Arc::new)
-                    .map_err(|e| e.to_string());
+                let next = topology
+                    .as_ref()
+                    .ok_or_else(|| "a move in a run that does not repartition".to_string())
+                    .and_then(|topology| {
+                        Ownership::live(topology, &assignment, peers.len(), Payload::Ship)
+                            .map(Arc::new)
+                            .map_err(|e| e.to_string())
+                    });
                 let workers = experiment.part_workers().clone();
                 let output = output.clone();
                 std::thread::spawn(move || {
@@ -188,20 +190,15 @@ pub fn serve(
             }
             ToWorker::Stop => {
                 let hosts = experiment.info().hosts.len();
-                let last = experiment
-                    .stop_part(&Ending::Requested)
-                    .map_err(|e| e.to_string())
-                    .map(|(snapshot, drops)| {
-                        let handoffs = (&*receiver, &senders[..]);
-                        Box::new(spread(snapshot, &drops, &here, hosts, handoffs))
-                    });
+                let part = experiment.stop_part(&Ending::Requested);
+                let last = spread(part, &here, hosts, (&receiver, &senders));
                 say(&output, &FromWorker::Figures(last))?;
-                // The receiver still counts what arrives while the other machines stop.
+                // The receiver still counts what arrives while the other machines stop, and
+                // says so as often as asked, until the coordinator closes the channel.
                 loop {
                     match rx.recv() {
                         Ok(ToWorker::Count) => {
-                            let counted = FromWorker::Counted(received(&receiver));
-                            return say(&output, &counted);
+                            say(&output, &FromWorker::Counted(received(&receiver)))?
                         }
                         Ok(_) => continue,
                         Err(_) => return Ok(()),
@@ -260,26 +257,28 @@ fn say(output: &Output, message: &FromWorker) -> std::io::Result<()> {
     channel::send(&mut *output, message)
 }
 
-/// This machine's figures: its hosts' TUN-queue drops (`drops`, of the hosts `here`) at their
-/// places among all `hosts`, the hand-offs from each worker that `receiver` found lost, and
-/// those `senders` sent to each worker.
+/// This machine's figures, during the run or at its stop, from its part's (`part`: its
+/// snapshot and its hosts' TUN-queue drops, of the hosts `here`): the drops at their places
+/// among all `hosts`, the hand-offs from each worker that `receiver` took and found lost, and
+/// those `senders` sent to each worker; or why not.
 fn spread(
-    snapshot: crate::Snapshot,
-    drops: &[u64],
+    part: Result<(crate::Snapshot, Vec<u64>), crate::LiveError>,
     here: &[u32],
     hosts: usize,
     (receiver, senders): (&Mutex<Option<Receiver>>, &[Arc<Sender>]),
-) -> Figures {
+) -> Result<Box<Figures>, String> {
+    let (snapshot, drops) = part.map_err(|e| e.to_string())?;
     let mut tun_queue_drops = vec![0; hosts];
-    for (&h, &d) in here.iter().zip(drops) {
+    for (&h, &d) in here.iter().zip(&drops) {
         tun_queue_drops[h as usize] = d;
     }
-    Figures {
+    Ok(Box::new(Figures {
         snapshot,
         tun_queue_drops,
         lost_handoffs: arrivals(receiver, netloom_wire::Arrivals::lost),
         sent_handoffs: senders.iter().map(|s| s.sent()).collect(),
-    }
+        received_handoffs: received(receiver),
+    }))
 }
 
 /// Sends what this machine's worker posts to another machine's: hand-offs as GENEVE datagrams,
@@ -314,15 +313,47 @@ struct Running {
     /// The hand-off socket, and every worker's.
     socket: Arc<UdpSocket>,
     peers: Vec<std::net::SocketAddr>,
-    /// The topology as loaded, for the ownerships of moves.
-    topology: Topology,
+    /// The topology as loaded, for the ownerships of moves: only in a run that repartitions
+    /// (a copy of a large topology costs memory and start-up time for nothing otherwise).
+    topology: Option<Topology>,
+}
+
+/// The variable that makes a worker's wall clock drift, for tests only.
+const DRIFT: &str = "NETLOOM_TEST_CLOCK_DRIFT_PPM";
+
+/// This machine's wall clock as its worker tells it (ns since 1970). Machines as namespaces
+/// share one kernel's clock, so a test of the check of clocks that moved apart during a run
+/// sets `NETLOOM_TEST_CLOCK_DRIFT_PPM` in one worker's environment (its launcher): its clock
+/// then runs fast by that many parts per million from the worker's start, as a machine's
+/// clock that is not kept synchronised does (docs/cluster.md).
+#[derive(Clone, Copy)]
+struct Wall {
+    start: std::time::Instant,
+    drift_ppm: i64,
+}
+
+impl Wall {
+    fn from_env() -> Wall {
+        let drift = std::env::var(DRIFT).ok().and_then(|v| v.parse().ok());
+        Wall {
+            start: std::time::Instant::now(),
+            drift_ppm: drift.unwrap_or(0),
+        }
+    }
+
+    fn ns(&self) -> u64 {
+        let drifted = self.start.elapsed().as_nanos() as i128 * i128::from(self.drift_ppm);
+        (i128::from(channel::wall_ns()) + drifted / 1_000_000) as u64
+    }
 }
 
 /// Brings this machine's part up: the plan as every machine computes it from the same
-/// topology and assignment, the hand-off socket, the clock at the run's zero. Hand-overs go
-/// to the coordinator on `control`; where to post to the worker goes into `posted`.
+/// topology and assignment, the hand-off socket, the clock at the run's zero (by `wall`).
+/// Hand-overs go to the coordinator on `control`; where to post to the worker goes into
+/// `posted`.
 fn start_part(
     start: Start,
+    wall: Wall,
     control: &Output,
     posted: &Arc<Mutex<Option<Post>>>,
 ) -> Result<Running, String> {
@@ -396,7 +427,7 @@ fn start_part(
     };
     // The run's zero on this machine's monotonic clock: the coordinator's wall-clock zero,
     // moved by the offset between the two wall clocks.
-    let coordinator_now = channel::wall_ns() as i128 - i128::from(start.offset_ns);
+    let coordinator_now = wall.ns() as i128 - i128::from(start.offset_ns);
     let since_zero = (coordinator_now - i128::from(start.zero_ns)).max(0) as u64;
     let now = std::time::Instant::now();
     let zero = now
@@ -409,7 +440,7 @@ fn start_part(
         inbound,
     };
     let here = plan.hosts[me].clone();
-    let topology = plan.topology().clone();
+    let topology = start.repartition_ns.map(|_| plan.topology().clone());
     let experiment = Experiment::start_part(plan, part).map_err(|e| e.to_string())?;
     Ok(Running {
         experiment,
