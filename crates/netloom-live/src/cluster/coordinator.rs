@@ -654,11 +654,13 @@ impl Merged {
     }
 
     /// Hand-off datagrams from worker `from` to worker `to` lost on their way: sent less
-    /// received once both machines said, else the gaps in what arrived so far.
+    /// received once both machines said, else the gaps in what arrived so far. A machine that
+    /// never gave its figures (it died) has an empty row of sent counts, which says nothing: not
+    /// that it sent none.
     fn lost(&self, from: usize, to: usize) -> u64 {
-        let sent = self.sent_handoffs.get(from);
-        match (sent, self.received_handoffs.get(to)) {
-            (Some(_), Some(Some(received))) => cell(&self.sent_handoffs, from, to)
+        let said_sent = self.sent_handoffs.get(from).is_some_and(|s| s.len() > to);
+        match (said_sent, self.received_handoffs.get(to)) {
+            (true, Some(Some(received))) => cell(&self.sent_handoffs, from, to)
                 .saturating_sub(received.get(from).copied().unwrap_or(0)),
             _ => cell(&self.lost_handoffs, to, from),
         }
@@ -1411,6 +1413,19 @@ mod tests {
             merged.in_flight(0, 1),
             None,
             "at the end, none is on its way"
+        );
+        // Machine 0 died before giving its figures: what machine 1 found missing still counts.
+        // (`add` leaves its rows empty.)
+        let mut merged = Merged {
+            lost_handoffs: vec![vec![], vec![2, 0]],
+            sent_handoffs: vec![vec![], vec![4, 0]],
+            ..Merged::default()
+        };
+        merged.add_received(1, vec![7, 0]);
+        assert_eq!(
+            merged.lost(0, 1),
+            2,
+            "the gaps, not sent (unknown) less received"
         );
     }
 }
