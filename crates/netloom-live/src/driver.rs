@@ -23,7 +23,7 @@ use crate::message::{Answer, HostCounters, Order, Snapshot};
 use crate::payload::{token, untoken, Payloads};
 use crate::pool::{Pool, Size};
 use crate::ration::Ration;
-use crate::repartition::{lateness_histogram, Handover, Moved, Traffic};
+use crate::repartition::{lateness_histogram, Handover, MovePhases, Moved, Stamps, Traffic};
 use crate::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
 use crate::wait::{Precision, Waiter};
 use hdrhistogram::Histogram;
@@ -137,6 +137,10 @@ struct Move {
     /// Hand-offs taken during the move that another worker handles: passed on after it.
     held: Vec<Handoff>,
     moved: Moved,
+    /// When the order reached this worker.
+    ordered: Instant,
+    /// The last hand-over taken in: its stamps, and when it was installed.
+    last: Option<(Stamps, Instant)>,
 }
 
 impl<I: PacketIo, C: Clock> Driver<I, C> {
@@ -396,6 +400,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     /// packets not read yet wait in their TUN queues for their new reader.
     fn hand_over(&mut self) -> io::Result<()> {
         let m = self.moving.as_mut().expect("a move is under way");
+        let paused = self.clock.now().as_nanos();
         let out = self.engine.migrate_out(m.next.clone());
         let mut hosts: Vec<Vec<_>> = vec![Vec::new(); out.len()];
         for h in 0..self.reads.len() as u32 {
@@ -413,10 +418,16 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                     true => self.payloads.pack(migration.packets_mut()),
                     false => Vec::new(),
                 };
+                let stamps = Stamps {
+                    paused,
+                    extracted: self.clock.now().as_nanos(),
+                    ..Stamps::default()
+                };
                 let handover = Box::new(Handover {
                     migration,
                     hosts,
                     payloads,
+                    stamps,
                 });
                 self.payloads.post(to as u16, Message::Handover(handover));
             }
@@ -444,6 +455,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             mut migration,
             hosts,
             payloads,
+            stamps,
         } = handover;
         if !payloads.is_empty() {
             let packets = migration.packets_mut();
@@ -461,6 +473,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             self.ration.set_bucket(h, bucket);
             self.io.read_host(h, true)?;
         }
+        m.last = Some((stamps, self.clock.now()));
         if m.expected == 0 {
             self.finish_move();
         }
@@ -475,9 +488,13 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             self.take_over(handoff);
         }
         self.retap();
-        let stall = self.clock.now().saturating_since(m.at);
+        let now = self.clock.now();
+        let phases = m
+            .last
+            .map(|(stamps, installed)| MovePhases::of(m.at, m.ordered, &stamps, [installed, now]));
         let moved = Moved {
-            stall_ns: stall.as_nanos(),
+            stall_ns: now.saturating_since(m.at).as_nanos(),
+            phases,
             ..m.moved
         };
         let _ = m.reply.send(Answer::Moved(moved));
@@ -517,6 +534,8 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                         expected,
                         held: Vec::new(),
                         moved: Moved::default(),
+                        ordered: self.clock.now(),
+                        last: None,
                     });
                 }
                 Message::Order(order, reply) => {

@@ -342,6 +342,20 @@ fn moving_loses_none_reorders_none_and_delays_none(payload: Payload) {
         moved.packets > 0,
         "{payload:?}: pending exits moved: {moved:?}"
     );
+    // Where the stall went, in order, ending with it; between threads, no way between machines.
+    let p = moved.phases.expect("the phases of the move");
+    assert!(p.ordered_ahead_ns > 0, "ordered before the instant: {p:?}");
+    let steps = [p.paused_ns, p.extracted_ns, p.installed_ns, p.resumed_ns];
+    assert!(steps.windows(2).all(|w| w[0] <= w[1]), "{p:?}");
+    assert_eq!(p.resumed_ns, moved.stall_ns);
+    let way = [
+        p.sent_ns,
+        p.at_coordinator_ns,
+        p.relayed_ns,
+        p.read_ns,
+        p.parsed_ns,
+    ];
+    assert!(way.iter().all(Option::is_none), "{p:?}");
     assert_eq!(
         moved_run, baseline,
         "{payload:?}: the same packets at the same times"

@@ -55,8 +55,15 @@ const STDERR_LINES: usize = 20;
 /// channel (SSH: a few milliseconds), not a mailbox.
 const MOVE_AHEAD: netloom_time::Duration = netloom_time::Duration::from_millis(20);
 
-/// Every machine's worker's input, by worker, for passing hand-overs on; set once all are up.
-type Inputs = Arc<OnceLock<Vec<Input>>>;
+/// What passing hand-overs on needs; set once the run's zero is known.
+type Inputs = Arc<OnceLock<Relay>>;
+
+/// Every machine's worker's input, by worker, and the run's instant zero on this machine's wall
+/// clock (ns since 1970), to stamp what is passed on on the run's clock.
+struct Relay {
+    inputs: Vec<Input>,
+    zero_ns: u64,
+}
 
 /// A worker's input, shared with the thread that passes hand-overs on; `None` once closed.
 type Input = Arc<Mutex<Option<ChildStdin>>>;
@@ -190,14 +197,21 @@ impl Remote {
             std::thread::spawn(move || {
                 let mut stdout = BufReader::new(stdout);
                 let why = loop {
+                    // When the line's first bytes were in (a hand-over's `at_coordinator`).
+                    let _ = stdout.fill_buf();
+                    let in_ns = channel::wall_ns();
                     match channel::receive::<FromWorker>(&mut stdout) {
                         Ok(Some(FromWorker::Failed(why))) => {
                             let _ = tx.send(FromWorker::Failed(why.clone()));
                             break why;
                         }
-                        Ok(Some(FromWorker::Handover { to, handover })) => {
+                        Ok(Some(FromWorker::Handover { to, mut handover })) => {
                             // A machine that cannot take it fails its move, which says why.
-                            if let Some(input) = inputs.get().and_then(|i| i.get(usize::from(to))) {
+                            let Some(relay) = inputs.get() else { continue };
+                            if let Some(input) = relay.inputs.get(usize::from(to)) {
+                                let run_ns = |wall: u64| Some(wall.saturating_sub(relay.zero_ns));
+                                handover.stamps.at_coordinator = run_ns(in_ns);
+                                handover.stamps.relayed = run_ns(channel::wall_ns());
                                 let mut input = input.lock().expect("no panics holding it");
                                 let _ = Remote::send_on(&mut input, &ToWorker::Handover(handover));
                             }
@@ -710,7 +724,6 @@ impl ClusterRun {
                 Err(e) => errors.push(e),
             }
         }
-        let _ = inputs.set(remotes.iter().map(|r| r.stdin.clone()).collect());
         let mut cpus = Vec::new();
         for remote in &remotes {
             let hello = remote
@@ -810,6 +823,10 @@ impl ClusterRun {
             Precision::Hybrid(_) => "hybrid",
         };
         let zero_ns = channel::wall_ns();
+        let _ = inputs.set(Relay {
+            inputs: remotes.iter().map(|r| r.stdin.clone()).collect(),
+            zero_ns,
+        });
         let peers: Vec<_> = cluster
             .machines
             .iter()
