@@ -971,11 +971,12 @@ fn repartitioning_moves_routers_pipes_between_machines_without_losing_or_reorder
         machines.assert_nothing_left();
         (phases, report)
     };
-    let (fixed, _) = run("cf", &[]);
+    let (fixed, baseline) = run("cf", &[]);
     let (moving, report) = run("cm", &["--repartition", "1s"]);
     let r = &report["repartition"];
     eprintln!("measured: {r}");
-    eprintln!("measured: accuracy {}", report["accuracy"]);
+    eprintln!("measured: accuracy without moves {}", baseline["accuracy"]);
+    eprintln!("measured: accuracy with moves {}", report["accuracy"]);
     assert!(
         r["moves"].as_u64().unwrap() > 0,
         "the partition changed: {r}"
@@ -998,6 +999,11 @@ fn repartitioning_moves_routers_pipes_between_machines_without_losing_or_reorder
             assert!(steps.windows(2).all(|w| w[0] <= w[1]), "{clock:?}: {m}");
         }
         assert_eq!(p["resumed_ns"], m["stall_ns"], "{m}");
+        // No burst of lateness: a move stalls a machine less than the lookahead (1 ms).
+        assert!(
+            ns("resumed_ns") < 1_000_000,
+            "a move stalled a machine: {m}"
+        );
     }
     for (k, (p, base)) in moving.iter().zip(&fixed).enumerate() {
         assert!(p.packets > 1_000, "phase {k}: {} datagrams", p.packets);

@@ -331,14 +331,16 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     /// advance, write.
     pub fn step(&mut self) -> io::Result<()> {
         let now = self.clock.now();
-        // A move's instant is a deadline; a worker that handed over waits for the others'
-        // hand-overs without sleeping (a few microseconds to a wake-up's time).
-        let deadline = match &self.moving {
-            None => self.engine.poll_at(),
-            Some(m) if m.handed => Some(now),
-            Some(m) => Some(self.engine.poll_at().map_or(m.at, |p| p.min(m.at))),
+        // A move's instant is a deadline; a worker that handed over sleeps until the others'
+        // hand-overs wake it (`Waiter::awaiting`).
+        let mut sleep = match &self.moving {
+            None => self.waiter.budget(now, self.engine.poll_at()),
+            Some(m) if m.handed => self.waiter.awaiting(now),
+            Some(m) => {
+                let deadline = self.engine.poll_at().map_or(m.at, |p| p.min(m.at));
+                self.waiter.budget(now, Some(deadline))
+            }
         };
-        let mut sleep = self.waiter.budget(now, deadline);
         if !sleep.is_zero() && self.inbox.as_mut().is_some_and(|i| !i.may_sleep()) {
             self.waiter.woke(now, false);
             sleep = netloom_time::Duration::ZERO;

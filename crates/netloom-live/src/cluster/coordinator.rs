@@ -156,12 +156,13 @@ impl StderrTail {
 impl Remote {
     /// Starts the machine's worker through its launcher. What it hands another machine at a
     /// move goes to that machine's input in `inputs`; the accuracy alarms it raises go to
-    /// `events`.
+    /// `events`. With `realtime`, the thread that reads it runs at the drivers' real-time
+    /// priority: it passes hand-overs on at a move, while the drivers wait for them.
     fn launch(
         machine: &Machine,
         run: &str,
         inputs: &Inputs,
-        events: Arc<Events>,
+        (events, realtime): (Arc<Events>, bool),
     ) -> Result<Remote, String> {
         let mut command = machine.netloom_command(&["worker"]);
         command
@@ -195,6 +196,10 @@ impl Remote {
             let name = machine.name.clone();
             let inputs = inputs.clone();
             std::thread::spawn(move || {
+                if realtime {
+                    // Without the privilege it relays at normal priority, only later.
+                    let _ = netloom_os::set_realtime_priority(crate::plan::REALTIME_PRIORITY);
+                }
                 let mut stdout = BufReader::new(stdout);
                 let why = loop {
                     // When the line's first bytes were in (a hand-over's `at_coordinator`).
@@ -477,7 +482,7 @@ impl Workers for Machines {
         let mut moved = Vec::new();
         for (remote, answers) in remotes.iter().zip(&answers) {
             let answer = remote.answer(answers, ANSWER_WAIT)?;
-            moved.push(remote.carried(answer, |a| match a {
+            moved.push(*remote.carried(answer, |a| match a {
                 FromWorker::Moved(m) => Ok(m),
                 other => Err(other),
             })?);
@@ -719,7 +724,7 @@ impl ClusterRun {
         let inputs = Inputs::default();
         let events = Arc::new(Events::default());
         for machine in &cluster.machines {
-            match Remote::launch(machine, &run, &inputs, events.clone()) {
+            match Remote::launch(machine, &run, &inputs, (events.clone(), options.realtime)) {
                 Ok(r) => remotes.push(r),
                 Err(e) => errors.push(e),
             }

@@ -11,7 +11,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::event::Event;
 use crate::experiment::{Ending, Experiment, Part};
 use crate::mailbox::{Message, Outbound, Post};
-use crate::plan::{Options, Plan, Split};
+use crate::plan::{Options, Plan, Split, REALTIME_PRIORITY};
 use crate::repartition::Workers;
 use crate::wait::{Hybrid, Precision};
 use netloom_engine::{Ownership, Payload};
@@ -76,6 +76,14 @@ pub fn serve(
                     ToWorker::Time { sent_ns } => {
                         let here_ns = channel::wall_ns();
                         say(&answers, &FromWorker::Time { sent_ns, here_ns }).is_ok()
+                    }
+                    ToWorker::Start(start) => {
+                        if start.realtime {
+                            // It passes hand-overs on at a move, while the driver waits for
+                            // them; without the privilege, at normal priority, only later.
+                            let _ = netloom_os::set_realtime_priority(REALTIME_PRIORITY);
+                        }
+                        tx.send(ToWorker::Start(start)).is_ok()
                     }
                     ToWorker::Handover(mut handover) => {
                         handover.stamps.read = read;
@@ -192,7 +200,7 @@ pub fn serve(
                     let moved = next.and_then(|next| {
                         Workers::repartition(&workers, next, Instant::from_nanos(at_ns))
                     });
-                    let _ = say(&output, &FromWorker::Moved(moved));
+                    let _ = say(&output, &FromWorker::Moved(moved.map(Box::new)));
                 });
             }
             ToWorker::Stop => {
