@@ -361,6 +361,13 @@ pub fn format_report(r: &Report, last: bool, top: usize) -> String {
         for m in &rp.each_move {
             let _ = writeln!(out, "    {}", move_line(m));
         }
+        let _ = writeln!(
+            out,
+            "  {} hand-offs reached their pipe's old owner after a move and were passed on, {} of them already later than {} us",
+            a.forwarded_handoffs,
+            a.late_forwarded_handoffs,
+            us(a.late_threshold_ns)
+        );
         if let Some(why) = &rp.stopped {
             let _ = writeln!(out, "  repartitioning stopped: {why}");
         }

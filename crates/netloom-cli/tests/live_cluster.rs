@@ -987,6 +987,12 @@ fn repartitioning_moves_routers_pipes_between_machines_without_losing_or_reorder
     // on each clock (the sender's, the coordinator's, the receiver's), ending with the stall.
     let each = r["each_move"].as_array().unwrap();
     assert_eq!(each.len() as u64, r["moves"].as_u64().unwrap(), "{r}");
+    let a = &report["accuracy"];
+    eprintln!(
+        "measured: {} hand-offs passed on after a move, {} of them late; {} late hand-offs with moves, {} without",
+        a["forwarded_handoffs"], a["late_forwarded_handoffs"], a["late_handoffs"], baseline["accuracy"]["late_handoffs"]
+    );
+    assert!(a["forwarded_handoffs"].is_u64(), "{a}");
     for m in each {
         let p = &m["phases"];
         let ns = |k: &str| p[k].as_u64().unwrap_or_else(|| panic!("{k} in {m}"));

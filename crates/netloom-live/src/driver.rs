@@ -561,19 +561,20 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     /// (once this worker's move is over, so that it goes by the new ownership).
     fn take_over(&mut self, handoff: Handoff) {
         let to = self.engine.handler_of(&handoff);
+        let lateness = self.clock.now().saturating_since(handoff.at());
+        let lateness = std::time::Duration::from_nanos(lateness.as_nanos());
         if usize::from(to) != self.engine.worker() {
             match &mut self.moving {
                 Some(m) => m.held.push(handoff),
                 None => {
+                    self.accuracy.record_forwarded_handoff(lateness);
                     let ship = self.engine.ships_payloads();
                     self.payloads.pass_on(to, handoff, ship);
                 }
             }
             return;
         }
-        let lateness = self.clock.now().saturating_since(handoff.at());
-        self.accuracy
-            .record_handoff(std::time::Duration::from_nanos(lateness.as_nanos()));
+        self.accuracy.record_handoff(lateness);
         self.engine.accept(handoff);
     }
 
