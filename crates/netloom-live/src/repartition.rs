@@ -511,8 +511,17 @@ impl<'c, W: Workers> Epochs<'c, W> {
 }
 
 /// Why a run cannot repartition, or `None` if it can: it needs workers to move pipes between,
-/// and no pipe may hold its packets in flow queues.
+/// no kernel router (whose kernel forwards between its devices, which one worker reads: such
+/// runs have one worker), and no pipe that holds its packets in flow queues.
 pub fn refusal(topology: &Topology, workers: usize) -> Option<String> {
+    if let Some(router) = topology.nodes.iter().find(|n| n.kernel) {
+        return Some(format!(
+            "--repartition: router {} is a kernel router, and runs with kernel routers have one \
+             worker on one machine (docs/live.md, \"Kernel routers\"); leave out --repartition \
+             or make it an engine router (kernel = false)",
+            router.name
+        ));
+    }
     if workers < 2 {
         return Some("--repartition moves pipes between workers: give --workers 2 or more".into());
     }
