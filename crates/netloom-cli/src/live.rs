@@ -358,6 +358,16 @@ pub fn format_report(r: &Report, last: bool, top: usize) -> String {
             worst(true),
             worst(false)
         );
+        for m in &rp.each_move {
+            let _ = writeln!(out, "    {}", move_line(m));
+        }
+        let _ = writeln!(
+            out,
+            "  {} hand-offs reached their pipe's old owner after a move and were passed on, {} of them already later than {} us",
+            a.forwarded_handoffs,
+            a.late_forwarded_handoffs,
+            us(a.late_threshold_ns)
+        );
         if let Some(why) = &rp.stopped {
             let _ = writeln!(out, "  repartitioning stopped: {why}");
         }
@@ -425,6 +435,40 @@ pub fn format_report(r: &Report, last: bool, top: usize) -> String {
     let pipes: Vec<_> = r.pipes.iter().map(|p| p.report.clone()).collect();
     let queued: Vec<u64> = r.pipes.iter().map(|p| p.queue_packets).collect();
     out + &crate::table::format_pipes(&pipes, (!last).then_some(&queued[..]), top)
+}
+
+/// One move's line: its instant, stall, and where the stall's time went (µs after the
+/// instant; the way between machines only when there is one).
+fn move_line(m: &netloom_live::MoveReport) -> String {
+    let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
+    let mut line = format!(
+        "move at {:.3} s: {} pipes, stall {} us",
+        m.at_ns as f64 / 1e9,
+        m.moved.pipes,
+        us(m.moved.stall_ns)
+    );
+    if let Some(p) = &m.moved.phases {
+        let steps = [
+            ("paused", Some(p.paused_ns)),
+            ("extracted", Some(p.extracted_ns)),
+            ("sent", p.sent_ns),
+            ("at coordinator", p.at_coordinator_ns),
+            ("relayed", p.relayed_ns),
+            ("read", p.read_ns),
+            ("parsed", p.parsed_ns),
+            ("installed", Some(p.installed_ns)),
+        ];
+        let steps: Vec<String> = steps
+            .iter()
+            .filter_map(|(name, ns)| ns.map(|ns| format!("{name} {}", us(ns))))
+            .collect();
+        line += &format!(
+            " (ordered {} ahead; us after the instant: {})",
+            us(p.ordered_ahead_ns),
+            steps.join(", ")
+        );
+    }
+    line
 }
 
 /// "N physical drops", and how many of them hosts' TUN queues dropped when any did.

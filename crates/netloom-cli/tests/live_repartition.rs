@@ -122,6 +122,8 @@ fn bad_repartition_input_exits_2_before_anything_starts() {
     let lab = Lab::new("rpb", TWO_SUBTREES);
     let fq = TWO_SUBTREES.replace("delay = \"1ms\"", "delay = \"1ms\"\naqm = \"fq_codel\"");
     std::fs::write(lab.dir.join("fq.toml"), fq).unwrap();
+    let kernel = format!("{TWO_SUBTREES}[topology]\nkernel_routers = true\n");
+    std::fs::write(lab.dir.join("kernel.toml"), kernel).unwrap();
     // Machines whose launcher fails at once: a run refused before starting them says why it is
     // refused, not that they could not start.
     let machine = |k: u32, nodes: &str| {
@@ -133,7 +135,7 @@ fn bad_repartition_input_exits_2_before_anything_starts() {
     let cluster = lab.dir.join("cluster.toml");
     std::fs::write(&cluster, file).unwrap();
     let cluster = cluster.to_str().unwrap();
-    let cases: [(&str, &[&str], &str); 7] = [
+    let cases: [(&str, &[&str], &str); 9] = [
         ("topo", &["--repartition", "1s"], "give --workers 2 or more"),
         (
             "topo",
@@ -160,6 +162,16 @@ fn bad_repartition_input_exits_2_before_anything_starts() {
             "fq",
             &["--cluster", cluster, "--repartition", "1s"],
             "fq_codel",
+        ),
+        (
+            "kernel",
+            &["--workers", "2", "--repartition", "1s"],
+            "router r0 is a kernel router",
+        ),
+        (
+            "kernel",
+            &["--cluster", cluster, "--repartition", "1s"],
+            "router r0 is a kernel router",
         ),
     ];
     for (file, args, expected) in cases {

@@ -73,6 +73,10 @@ pub struct Accuracy {
     handoffs: u64,
     late_handoffs: u64,
     handoff_lateness_max: Duration,
+    /// Hand-offs that reached the worker that handled them before a move and were passed on
+    /// to the one that handles them now, and those of them already late when they reached it.
+    forwarded_handoffs: u64,
+    late_forwarded_handoffs: u64,
     /// Packets the model did not drop but that were lost: a write to a host failed, or no buffer
     /// was left to read into.
     physical_drops: u64,
@@ -92,6 +96,10 @@ struct AccuracyParts {
     handoffs: u64,
     late_handoffs: u64,
     handoff_lateness_max_ns: u64,
+    #[serde(default)]
+    forwarded_handoffs: u64,
+    #[serde(default)]
+    late_forwarded_handoffs: u64,
     physical_drops: u64,
     skipped_changes: u64,
 }
@@ -110,6 +118,8 @@ impl From<Accuracy> for AccuracyParts {
             handoffs: a.handoffs,
             late_handoffs: a.late_handoffs,
             handoff_lateness_max_ns: a.handoff_lateness_max.as_nanos() as u64,
+            forwarded_handoffs: a.forwarded_handoffs,
+            late_forwarded_handoffs: a.late_forwarded_handoffs,
             physical_drops: a.physical_drops,
             skipped_changes: a.skipped_changes,
         }
@@ -129,6 +139,8 @@ impl From<AccuracyParts> for Accuracy {
         a.handoffs = p.handoffs;
         a.late_handoffs = p.late_handoffs;
         a.handoff_lateness_max = Duration::from_nanos(p.handoff_lateness_max_ns);
+        a.forwarded_handoffs = p.forwarded_handoffs;
+        a.late_forwarded_handoffs = p.late_forwarded_handoffs;
         a.physical_drops = p.physical_drops;
         a.skipped_changes = p.skipped_changes;
         a
@@ -177,6 +189,14 @@ pub struct AccuracyReport {
     pub late_handoffs: u64,
     /// The latest hand-off, ns after its intended time.
     pub handoff_lateness_ns_max: u64,
+    /// With `--repartition`: hand-offs that reached the worker that handled them before a
+    /// move and were passed on to the one that handles them now (their arrival there counts
+    /// among `handoffs` and `late_handoffs`, and so in the verdict, as any other) ...
+    #[serde(default)]
+    pub forwarded_handoffs: u64,
+    /// ... and of them, those already later than the threshold when they reached the first.
+    #[serde(default)]
+    pub late_forwarded_handoffs: u64,
     /// Scheduled link changes never in force because a later change of the same link fell due
     /// before the driver could apply them: the schedule is finer than the driver's turns, and
     /// was coarsened to them.
@@ -200,6 +220,8 @@ impl Accuracy {
             handoffs: 0,
             late_handoffs: 0,
             handoff_lateness_max: Duration::ZERO,
+            forwarded_handoffs: 0,
+            late_forwarded_handoffs: 0,
         }
     }
 
@@ -232,6 +254,15 @@ impl Accuracy {
         self.handoff_lateness_max = self.handoff_lateness_max.max(lateness);
     }
 
+    /// A hand-off for a worker that no longer handles it (it moved) reached this one
+    /// `lateness` after its intended time, and was passed on.
+    pub fn record_forwarded_handoff(&mut self, lateness: Duration) {
+        self.forwarded_handoffs += 1;
+        if lateness > self.thresholds.late {
+            self.late_forwarded_handoffs += 1;
+        }
+    }
+
     /// Adds another worker's figures (same thresholds) to these.
     pub fn merge(&mut self, other: &Accuracy) {
         self.lateness_ns
@@ -242,6 +273,8 @@ impl Accuracy {
         self.skipped_changes += other.skipped_changes;
         self.handoffs += other.handoffs;
         self.late_handoffs += other.late_handoffs;
+        self.forwarded_handoffs += other.forwarded_handoffs;
+        self.late_forwarded_handoffs += other.late_forwarded_handoffs;
         self.handoff_lateness_max = self.handoff_lateness_max.max(other.handoff_lateness_max);
     }
 
@@ -281,6 +314,8 @@ impl Accuracy {
             handoffs: self.handoffs,
             late_handoffs: self.late_handoffs,
             handoff_lateness_ns_max: self.handoff_lateness_max.as_nanos() as u64,
+            forwarded_handoffs: self.forwarded_handoffs,
+            late_forwarded_handoffs: self.late_forwarded_handoffs,
             skipped_changes: self.skipped_changes,
             accurate: within(fraction(self.late, released))
                 && within(fraction(self.late_handoffs, self.handoffs))
@@ -404,6 +439,25 @@ mod tests {
         lost.add_lost_handoffs(3);
         assert_eq!((lost.physical_drops, lost.lost_handoffs), (3, 3));
         assert!(!lost.accurate);
+    }
+
+    #[test]
+    fn hand_offs_passed_on_after_a_move_are_counted_with_those_already_late() {
+        // The old owner passes on one on time and one 2 ms late; the new owner takes both.
+        let mut old = Accuracy::new(Thresholds::default());
+        old.record_forwarded_handoff(Duration::from_micros(10));
+        old.record_forwarded_handoff(Duration::from_millis(2));
+        let mut new = Accuracy::new(Thresholds::default());
+        new.record_handoff(Duration::from_micros(40));
+        new.record_handoff(Duration::from_millis(2));
+        // Between machines the old owner's figures travel as bytes.
+        let old: Accuracy = serde_json::from_str(&serde_json::to_string(&old).unwrap()).unwrap();
+        new.merge(&old);
+        let r = new.report();
+        assert_eq!((r.forwarded_handoffs, r.late_forwarded_handoffs), (2, 1));
+        // Counted once among hand-offs, where they arrived: the late one makes it inaccurate.
+        assert_eq!((r.handoffs, r.late_handoffs), (2, 1));
+        assert!(!r.accurate);
     }
 
     #[test]

@@ -23,7 +23,7 @@ use crate::message::{Answer, HostCounters, Order, Snapshot};
 use crate::payload::{token, untoken, Payloads};
 use crate::pool::{Pool, Size};
 use crate::ration::Ration;
-use crate::repartition::{lateness_histogram, Handover, Moved, Traffic};
+use crate::repartition::{lateness_histogram, Handover, MovePhases, Moved, Stamps, Traffic};
 use crate::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
 use crate::wait::{Precision, Waiter};
 use hdrhistogram::Histogram;
@@ -137,6 +137,10 @@ struct Move {
     /// Hand-offs taken during the move that another worker handles: passed on after it.
     held: Vec<Handoff>,
     moved: Moved,
+    /// When the order reached this worker.
+    ordered: Instant,
+    /// The last hand-over taken in: its stamps, and when it was installed.
+    last: Option<(Stamps, Instant)>,
 }
 
 impl<I: PacketIo, C: Clock> Driver<I, C> {
@@ -327,14 +331,16 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     /// advance, write.
     pub fn step(&mut self) -> io::Result<()> {
         let now = self.clock.now();
-        // A move's instant is a deadline; a worker that handed over waits for the others'
-        // hand-overs without sleeping (a few microseconds to a wake-up's time).
-        let deadline = match &self.moving {
-            None => self.engine.poll_at(),
-            Some(m) if m.handed => Some(now),
-            Some(m) => Some(self.engine.poll_at().map_or(m.at, |p| p.min(m.at))),
+        // A move's instant is a deadline; a worker that handed over sleeps until the others'
+        // hand-overs wake it (`Waiter::awaiting`).
+        let mut sleep = match &self.moving {
+            None => self.waiter.budget(now, self.engine.poll_at()),
+            Some(m) if m.handed => self.waiter.awaiting(now),
+            Some(m) => {
+                let deadline = self.engine.poll_at().map_or(m.at, |p| p.min(m.at));
+                self.waiter.budget(now, Some(deadline))
+            }
         };
-        let mut sleep = self.waiter.budget(now, deadline);
         if !sleep.is_zero() && self.inbox.as_mut().is_some_and(|i| !i.may_sleep()) {
             self.waiter.woke(now, false);
             sleep = netloom_time::Duration::ZERO;
@@ -396,6 +402,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     /// packets not read yet wait in their TUN queues for their new reader.
     fn hand_over(&mut self) -> io::Result<()> {
         let m = self.moving.as_mut().expect("a move is under way");
+        let paused = self.clock.now().as_nanos();
         let out = self.engine.migrate_out(m.next.clone());
         let mut hosts: Vec<Vec<_>> = vec![Vec::new(); out.len()];
         for h in 0..self.reads.len() as u32 {
@@ -413,10 +420,16 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                     true => self.payloads.pack(migration.packets_mut()),
                     false => Vec::new(),
                 };
+                let stamps = Stamps {
+                    paused,
+                    extracted: self.clock.now().as_nanos(),
+                    ..Stamps::default()
+                };
                 let handover = Box::new(Handover {
                     migration,
                     hosts,
                     payloads,
+                    stamps,
                 });
                 self.payloads.post(to as u16, Message::Handover(handover));
             }
@@ -444,6 +457,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             mut migration,
             hosts,
             payloads,
+            stamps,
         } = handover;
         if !payloads.is_empty() {
             let packets = migration.packets_mut();
@@ -461,6 +475,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             self.ration.set_bucket(h, bucket);
             self.io.read_host(h, true)?;
         }
+        m.last = Some((stamps, self.clock.now()));
         if m.expected == 0 {
             self.finish_move();
         }
@@ -475,9 +490,13 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             self.take_over(handoff);
         }
         self.retap();
-        let stall = self.clock.now().saturating_since(m.at);
+        let now = self.clock.now();
+        let phases = m
+            .last
+            .map(|(stamps, installed)| MovePhases::of(m.at, m.ordered, &stamps, [installed, now]));
         let moved = Moved {
-            stall_ns: stall.as_nanos(),
+            stall_ns: now.saturating_since(m.at).as_nanos(),
+            phases,
             ..m.moved
         };
         let _ = m.reply.send(Answer::Moved(moved));
@@ -517,6 +536,8 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                         expected,
                         held: Vec::new(),
                         moved: Moved::default(),
+                        ordered: self.clock.now(),
+                        last: None,
                     });
                 }
                 Message::Order(order, reply) => {
@@ -540,19 +561,20 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     /// (once this worker's move is over, so that it goes by the new ownership).
     fn take_over(&mut self, handoff: Handoff) {
         let to = self.engine.handler_of(&handoff);
+        let lateness = self.clock.now().saturating_since(handoff.at());
+        let lateness = std::time::Duration::from_nanos(lateness.as_nanos());
         if usize::from(to) != self.engine.worker() {
             match &mut self.moving {
                 Some(m) => m.held.push(handoff),
                 None => {
+                    self.accuracy.record_forwarded_handoff(lateness);
                     let ship = self.engine.ships_payloads();
                     self.payloads.pass_on(to, handoff, ship);
                 }
             }
             return;
         }
-        let lateness = self.clock.now().saturating_since(handoff.at());
-        self.accuracy
-            .record_handoff(std::time::Duration::from_nanos(lateness.as_nanos()));
+        self.accuracy.record_handoff(lateness);
         self.engine.accept(handoff);
     }
 

@@ -59,7 +59,9 @@ pub use ip::{destination, endpoints, Malformed};
 pub use message::{Direction, HostCounters, LinkChange, PipeState, Request, Snapshot};
 pub use netloom_time::{Clock, SystemClock, TestClock};
 pub use plan::{Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};
-pub use repartition::{EpochReport, Moved, RepartitionReport, MIN_EPOCH, MOVE_AHEAD};
+pub use repartition::{
+    EpochReport, MovePhases, MoveReport, Moved, RepartitionReport, MIN_EPOCH, MOVE_AHEAD,
+};
 pub use report::{
     CaptureReport, HostInfo, HostReport, LostHandoffs, Report, RunInfo, WorkersInfo, WorkersReport,
 };

@@ -197,6 +197,8 @@ mod tests {
             handoffs: 0,
             late_handoffs: 0,
             handoff_lateness_ns_max: 0,
+            forwarded_handoffs: 0,
+            late_forwarded_handoffs: 0,
             skipped_changes: 0,
             accurate: late == 0,
         }

@@ -38,6 +38,81 @@ pub(crate) struct Handover {
     pub migration: Migration,
     pub hosts: Vec<(u32, Bucket)>,
     pub payloads: Vec<Box<[u8]>>,
+    /// When it passed each step of its way, for `MovePhases`.
+    pub stamps: Stamps,
+}
+
+/// When a hand-over passed each step of its way, ns on the run's clock (which every machine
+/// keeps by its measured offset). The steps of the way between machines (`sent` to `parsed`)
+/// are `None` between threads.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Stamps {
+    /// The sender's engine had processed everything before the move's instant.
+    pub paused: u64,
+    /// Its migration (and, shipped, its packets' bytes) was out of the engine.
+    pub extracted: u64,
+    /// The sender's control channel began serializing it.
+    pub sent: Option<u64>,
+    /// Its first bytes were in at the coordinator.
+    pub at_coordinator: Option<u64>,
+    /// The coordinator had parsed it and began passing it on.
+    pub relayed: Option<u64>,
+    /// Its first bytes were in at the receiver's control channel.
+    pub read: Option<u64>,
+    /// The receiver had parsed it.
+    pub parsed: Option<u64>,
+}
+
+/// Where a move's time went on the worker that waited longest for it, through the last
+/// hand-over to reach it: ns after the move's instant on the run's clock, those of the way
+/// between machines `None` between threads. `resumed_ns` is the move's stall.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MovePhases {
+    /// How long before the instant the order reached the worker's engine (0: after it).
+    pub ordered_ahead_ns: u64,
+    /// (see `Stamps`)
+    pub paused_ns: u64,
+    /// (see `Stamps`)
+    pub extracted_ns: u64,
+    /// (see `Stamps`)
+    pub sent_ns: Option<u64>,
+    /// (see `Stamps`)
+    pub at_coordinator_ns: Option<u64>,
+    /// (see `Stamps`)
+    pub relayed_ns: Option<u64>,
+    /// (see `Stamps`)
+    pub read_ns: Option<u64>,
+    /// (see `Stamps`)
+    pub parsed_ns: Option<u64>,
+    /// The receiver had taken it into its engine.
+    pub installed_ns: u64,
+    /// The receiver went on, every hand-over in.
+    pub resumed_ns: u64,
+}
+
+impl MovePhases {
+    /// The phases of a move at `at`, ordered at `ordered`, whose last hand-over came with
+    /// `stamps`, was installed at `installed`, and after which the worker resumed at `resumed`.
+    pub(crate) fn of(
+        at: Instant,
+        ordered: Instant,
+        stamps: &Stamps,
+        [installed, resumed]: [Instant; 2],
+    ) -> MovePhases {
+        let after = |ns: u64| ns.saturating_sub(at.as_nanos());
+        MovePhases {
+            ordered_ahead_ns: at.saturating_since(ordered).as_nanos(),
+            paused_ns: after(stamps.paused),
+            extracted_ns: after(stamps.extracted),
+            sent_ns: stamps.sent.map(after),
+            at_coordinator_ns: stamps.at_coordinator.map(after),
+            relayed_ns: stamps.relayed.map(after),
+            read_ns: stamps.read.map(after),
+            parsed_ns: stamps.parsed.map(after),
+            installed_ns: after(installed.as_nanos()),
+            resumed_ns: after(resumed.as_nanos()),
+        }
+    }
 }
 
 impl std::fmt::Debug for Handover {
@@ -123,6 +198,9 @@ pub struct Moved {
     pub hosts: u64,
     /// The longest a worker waited, from the move's instant, until it had every hand-over.
     pub stall_ns: u64,
+    /// Where the longest stall's time went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<MovePhases>,
 }
 
 impl Moved {
@@ -130,8 +208,21 @@ impl Moved {
         self.pipes += other.pipes;
         self.packets += other.packets;
         self.hosts += other.hosts;
-        self.stall_ns = self.stall_ns.max(other.stall_ns);
+        if other.stall_ns >= self.stall_ns {
+            self.stall_ns = other.stall_ns;
+            self.phases = other.phases.or(self.phases);
+        }
     }
+}
+
+/// One move of a repartitioned live run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MoveReport {
+    /// Its instant, ns since the run started.
+    pub at_ns: u64,
+    /// What changed hands, its stall and where the stall's time went.
+    #[serde(flatten)]
+    pub moved: Moved,
 }
 
 /// One epoch of a repartitioned live run.
@@ -165,6 +256,9 @@ pub struct RepartitionReport {
     pub moved: Moved,
     /// Every epoch closed so far.
     pub epochs: Vec<EpochReport>,
+    /// Every move so far.
+    #[serde(default)]
+    pub each_move: Vec<MoveReport>,
     /// Why repartitioning stopped before the run did, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
@@ -408,13 +502,26 @@ impl<'c, W: Workers> Epochs<'c, W> {
         let mut r = lock(report);
         r.moves += 1;
         r.moved.add(moved);
+        r.each_move.push(MoveReport {
+            at_ns: at.as_nanos(),
+            moved,
+        });
         Ok(())
     }
 }
 
 /// Why a run cannot repartition, or `None` if it can: it needs workers to move pipes between,
-/// and no pipe may hold its packets in flow queues.
+/// no kernel router (whose kernel forwards between its devices, which one worker reads: such
+/// runs have one worker), and no pipe that holds its packets in flow queues.
 pub fn refusal(topology: &Topology, workers: usize) -> Option<String> {
+    if let Some(router) = topology.nodes.iter().find(|n| n.kernel) {
+        return Some(format!(
+            "--repartition: router {} is a kernel router, and runs with kernel routers have one \
+             worker on one machine (docs/live.md, \"Kernel routers\"); leave out --repartition \
+             or make it an engine router (kernel = false)",
+            router.name
+        ));
+    }
     if workers < 2 {
         return Some("--repartition moves pipes between workers: give --workers 2 or more".into());
     }
@@ -485,6 +592,7 @@ mod tests {
             migration: Migration::default(),
             hosts: vec![(2, old.bucket(2))],
             payloads: Vec::new(),
+            stamps: Stamps::default(),
         };
         let bytes = serde_json::to_vec(&handover).unwrap();
         let arrived: Handover = serde_json::from_slice(&bytes).unwrap();

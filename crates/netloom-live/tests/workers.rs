@@ -342,6 +342,20 @@ fn moving_loses_none_reorders_none_and_delays_none(payload: Payload) {
         moved.packets > 0,
         "{payload:?}: pending exits moved: {moved:?}"
     );
+    // Where the stall went, in order, ending with it; between threads, no way between machines.
+    let p = moved.phases.expect("the phases of the move");
+    assert!(p.ordered_ahead_ns > 0, "ordered before the instant: {p:?}");
+    let steps = [p.paused_ns, p.extracted_ns, p.installed_ns, p.resumed_ns];
+    assert!(steps.windows(2).all(|w| w[0] <= w[1]), "{p:?}");
+    assert_eq!(p.resumed_ns, moved.stall_ns);
+    let way = [
+        p.sent_ns,
+        p.at_coordinator_ns,
+        p.relayed_ns,
+        p.read_ns,
+        p.parsed_ns,
+    ];
+    assert!(way.iter().all(Option::is_none), "{p:?}");
     assert_eq!(
         moved_run, baseline,
         "{payload:?}: the same packets at the same times"
@@ -374,4 +388,77 @@ fn a_run_that_repartitions_refuses_fq_codel_while_running() {
     }
     let refused = pending.wait(std::time::Duration::ZERO).unwrap_err();
     assert!(refused.to_string().contains("repartitions"), "{refused}");
+}
+
+/// With payloads shipped, hand-offs that reach a worker after it handed over the pipe that
+/// takes them are passed on, bytes and all, to the worker that handles them now: worker 1's
+/// clock is at the move's instant (as a machine's may be ahead of another's, within the
+/// lookahead) and hands over the router's pipes while worker 0's is still before it, reading
+/// h0's packets and posting their hand-offs to worker 1 under the old ownership. Every packet
+/// reaches h1, in order, with the bytes h0 sent, and worker 1 counts what it passed on.
+#[test]
+fn hand_offs_passed_on_after_a_move_take_their_bytes_along() {
+    let (topo, addrs) = pair(pipes(), |_| {});
+    let first = Arc::new(Ownership::live(&topo, &[0, 1, 1, 1], 2, Payload::Ship).unwrap());
+    let clocks = [TestClock::new(), TestClock::new()];
+    let mut ds: Vec<_> = (0..2)
+        .map(|k| {
+            let engine = Engine::partitioned(topo.clone(), SEED, first.clone(), k);
+            let io = MemIo::new(clocks[k].clone(), Framing::Plain);
+            Driver::new(
+                engine,
+                io,
+                clocks[k].clone(),
+                &addrs,
+                config(Precision::Busy),
+            )
+        })
+        .collect();
+    let control = Controller::connect(&mut ds, clocks[0].clone(), topo.clone()).unwrap();
+    let sent: Vec<Vec<u8>> = (0..5u8).map(|i| ipv4([198, 18, 0, 2], 1000, i)).collect();
+    for (i, packet) in sent.iter().enumerate() {
+        ds[0]
+            .io_mut()
+            .send_at(0, at_us(100 * i as u64), packet.clone());
+    }
+    let next = Ownership::live(&topo, &[0, 0, 0, 0], 2, Payload::Ship).unwrap();
+    let pending = control.repartition(Arc::new(next), at_us(1_000));
+    clocks[1].set(at_us(1_000));
+    ds[1].step().unwrap();
+    for i in 0..5 {
+        clocks[0].set(at_us(100 * i));
+        ds[0].step().unwrap();
+    }
+    // From the move on, one time for both, until two turns in a row find nothing to do (a
+    // hand-off passed on waits a turn in its mailbox).
+    clocks[0].set(at_us(1_000));
+    let mut quiet = 0;
+    while quiet < 2 {
+        for d in ds.iter_mut() {
+            d.step().unwrap();
+        }
+        let next = ds
+            .iter()
+            .flat_map(|d| [d.engine().poll_at(), d.io().next_send()])
+            .flatten()
+            .min();
+        quiet = if next.is_some() { 0 } else { quiet + 1 };
+        if let Some(at) = next {
+            clocks.iter().for_each(|c| c.set(at));
+        }
+    }
+    pending.wait(std::time::Duration::ZERO).unwrap();
+    let forwarded = ds[1].accuracy();
+    assert_eq!(forwarded.forwarded_handoffs, 5, "{forwarded:?}");
+    let written: Vec<&Vec<u8>> = ds
+        .iter()
+        .flat_map(|d| d.io().delivered.iter().map(|(_, _, p)| p))
+        .collect();
+    assert_eq!(written.len(), 5, "none lost");
+    for (got, want) in written.iter().zip(&sent) {
+        assert_eq!(got[20..], want[20..], "in order, the bytes h0 sent");
+    }
+    for d in &ds {
+        assert_eq!(d.in_flight(), 0, "every payload buffer came back");
+    }
 }

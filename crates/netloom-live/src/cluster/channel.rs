@@ -59,7 +59,7 @@ pub(crate) enum FromWorker {
     /// The answer to `Traffic`.
     Traffic(Result<Box<Traffic>, String>),
     /// The answer to `Move`, once every other machine's hand-over is in.
-    Moved(Result<Moved, String>),
+    Moved(Result<Box<Moved>, String>),
     /// Unasked, during a move: what this machine hands worker `to`, for the coordinator to
     /// pass on (the control channel is reliable and ordered; hand-offs' UDP is neither).
     Handover { to: u16, handover: Box<Handover> },

@@ -56,8 +56,15 @@ const STDERR_LINES: usize = 20;
 /// channel (SSH: a few milliseconds), not a mailbox.
 const MOVE_AHEAD: netloom_time::Duration = netloom_time::Duration::from_millis(20);
 
-/// Every machine's worker's input, by worker, for passing hand-overs on; set once all are up.
-type Inputs = Arc<OnceLock<Vec<Input>>>;
+/// What passing hand-overs on needs; set once the run's zero is known.
+type Inputs = Arc<OnceLock<Relay>>;
+
+/// Every machine's worker's input, by worker, and the run's instant zero on this machine's wall
+/// clock (ns since 1970), to stamp what is passed on on the run's clock.
+struct Relay {
+    inputs: Vec<Input>,
+    zero_ns: u64,
+}
 
 /// A worker's input, shared with the thread that passes hand-overs on; `None` once closed.
 type Input = Arc<Mutex<Option<ChildStdin>>>;
@@ -150,12 +157,13 @@ impl StderrTail {
 impl Remote {
     /// Starts the machine's worker through its launcher. What it hands another machine at a
     /// move goes to that machine's input in `inputs`; the accuracy alarms it raises go to
-    /// `events`.
+    /// `events`. With `realtime`, the thread that reads it runs at the drivers' real-time
+    /// priority: it passes hand-overs on at a move, while the drivers wait for them.
     fn launch(
         machine: &Machine,
         run: &str,
         inputs: &Inputs,
-        events: Arc<Events>,
+        (events, realtime): (Arc<Events>, bool),
     ) -> Result<Remote, String> {
         let mut command = machine.netloom_command(&["worker"]);
         command
@@ -189,16 +197,27 @@ impl Remote {
             let name = machine.name.clone();
             let inputs = inputs.clone();
             std::thread::spawn(move || {
+                if realtime {
+                    // Without the privilege it relays at normal priority, only later.
+                    let _ = netloom_os::set_realtime_priority(crate::plan::REALTIME_PRIORITY);
+                }
                 let mut stdout = BufReader::new(stdout);
                 let why = loop {
+                    // When the line's first bytes were in (a hand-over's `at_coordinator`).
+                    let _ = stdout.fill_buf();
+                    let in_ns = channel::wall_ns();
                     match channel::receive::<FromWorker>(&mut stdout) {
                         Ok(Some(FromWorker::Failed(why))) => {
                             let _ = tx.send(FromWorker::Failed(why.clone()));
                             break why;
                         }
-                        Ok(Some(FromWorker::Handover { to, handover })) => {
+                        Ok(Some(FromWorker::Handover { to, mut handover })) => {
                             // A machine that cannot take it fails its move, which says why.
-                            if let Some(input) = inputs.get().and_then(|i| i.get(usize::from(to))) {
+                            let Some(relay) = inputs.get() else { continue };
+                            if let Some(input) = relay.inputs.get(usize::from(to)) {
+                                let run_ns = |wall: u64| Some(wall.saturating_sub(relay.zero_ns));
+                                handover.stamps.at_coordinator = run_ns(in_ns);
+                                handover.stamps.relayed = run_ns(channel::wall_ns());
                                 let mut input = input.lock().expect("no panics holding it");
                                 let _ = Remote::send_on(&mut input, &ToWorker::Handover(handover));
                             }
@@ -461,7 +480,7 @@ impl Workers for Machines {
         let mut moved = Vec::new();
         for (remote, answers) in remotes.iter().zip(&answers) {
             let answer = remote.answer(answers, ANSWER_WAIT)?;
-            moved.push(remote.carried(answer, |a| match a {
+            moved.push(*remote.carried(answer, |a| match a {
                 FromWorker::Moved(m) => Ok(m),
                 other => Err(other),
             })?);
@@ -749,12 +768,11 @@ impl ClusterRun {
         let inputs = Inputs::default();
         let events = Arc::new(Events::default());
         for machine in &cluster.machines {
-            match Remote::launch(machine, &run, &inputs, events.clone()) {
+            match Remote::launch(machine, &run, &inputs, (events.clone(), options.realtime)) {
                 Ok(r) => remotes.push(r),
                 Err(e) => errors.push(e),
             }
         }
-        let _ = inputs.set(remotes.iter().map(|r| r.stdin.clone()).collect());
         let mut cpus = Vec::new();
         for remote in &remotes {
             let hello = remote
@@ -854,6 +872,10 @@ impl ClusterRun {
             Precision::Hybrid(_) => "hybrid",
         };
         let zero_ns = channel::wall_ns();
+        let _ = inputs.set(Relay {
+            inputs: remotes.iter().map(|r| r.stdin.clone()).collect(),
+            zero_ns,
+        });
         let peers: Vec<_> = cluster
             .machines
             .iter()

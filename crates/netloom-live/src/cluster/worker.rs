@@ -7,11 +7,11 @@
 
 use super::channel::{self, Figures, FromWorker, Start, ToWorker};
 use super::handoff::{self, Receiver, Sender};
-use crate::clock::SystemClock;
+use crate::clock::{Clock, SystemClock};
 use crate::event::Event;
 use crate::experiment::{Ending, Experiment, Part};
 use crate::mailbox::{Message, Outbound, Post};
-use crate::plan::{Options, Plan, Split};
+use crate::plan::{Options, Plan, Split, REALTIME_PRIORITY};
 use crate::repartition::Workers;
 use crate::wait::{Hybrid, Precision};
 use netloom_engine::{Ownership, Payload};
@@ -55,8 +55,8 @@ pub fn serve(
     };
     say(&output, &hello)?;
     let (tx, rx) = mpsc::channel();
-    // Where to post to this machine's worker, once it runs.
-    let posted: Arc<Mutex<Option<Post>>> = Arc::default();
+    // Where to post to this machine's worker, and the run's clock, once it runs.
+    let posted: Posted = Arc::default();
     // Reads on its own thread, so the run is watched while no line comes, and answers clock
     // exchanges there, and passes hand-overs straight to the worker (a move waits for them);
     // ends with the input.
@@ -66,14 +66,31 @@ pub fn serve(
         .name("netloom-control".into())
         .spawn(move || {
             let mut input = input;
-            while let Ok(Some(message)) = channel::receive::<ToWorker>(&mut input) {
+            loop {
+                // When the line's first bytes were in (a hand-over's `read`).
+                let _ = input.fill_buf();
+                let read = run_now(&post);
+                let Ok(Some(message)) = channel::receive::<ToWorker>(&mut input) else {
+                    return;
+                };
                 let sent = match message {
                     ToWorker::Time { sent_ns } => {
                         let here_ns = wall.ns();
                         say(&answers, &FromWorker::Time { sent_ns, here_ns }).is_ok()
                     }
-                    ToWorker::Handover(handover) => {
-                        if let Some(post) = post.lock().expect("nothing panics holding it").as_ref()
+                    ToWorker::Start(start) => {
+                        if start.realtime {
+                            // It passes hand-overs on at a move, while the driver waits for
+                            // them; without the privilege, at normal priority, only later.
+                            let _ = netloom_os::set_realtime_priority(REALTIME_PRIORITY);
+                        }
+                        tx.send(ToWorker::Start(start)).is_ok()
+                    }
+                    ToWorker::Handover(mut handover) => {
+                        handover.stamps.read = read;
+                        handover.stamps.parsed = run_now(&post);
+                        if let Some((post, _)) =
+                            post.lock().expect("nothing panics holding it").as_ref()
                         {
                             post.send(Message::Handover(handover));
                         }
@@ -185,7 +202,7 @@ pub fn serve(
                     let moved = next.and_then(|next| {
                         Workers::repartition(&workers, next, Instant::from_nanos(at_ns))
                     });
-                    let _ = say(&output, &FromWorker::Moved(moved));
+                    let _ = say(&output, &FromWorker::Moved(moved.map(Box::new)));
                 });
             }
             ToWorker::Stop => {
@@ -211,6 +228,15 @@ pub fn serve(
             | ToWorker::Count => continue,
         }
     }
+}
+
+/// Where to post to this machine's worker and the run's clock, once it runs.
+type Posted = Arc<Mutex<Option<(Post, SystemClock)>>>;
+
+/// Now on the run's clock (ns), once it runs.
+fn run_now(posted: &Posted) -> Option<u64> {
+    let posted = posted.lock().expect("nothing panics holding it");
+    posted.as_ref().map(|(_, clock)| clock.now().as_nanos())
 }
 
 /// The hand-off datagrams `receiver` took from each worker so far, by worker.
@@ -287,12 +313,15 @@ struct Peer {
     handoffs: Arc<Sender>,
     to: u16,
     control: Output,
+    /// The run's clock, to stamp a hand-over as it is sent.
+    clock: SystemClock,
 }
 
 impl Outbound for Peer {
     fn send(&self, message: Message) -> bool {
         match message {
-            Message::Handover(handover) => {
+            Message::Handover(mut handover) => {
+                handover.stamps.sent = Some(self.clock.now().as_nanos());
                 let to = self.to;
                 say(&self.control, &FromWorker::Handover { to, handover }).is_ok()
             }
@@ -355,7 +384,7 @@ fn start_part(
     start: Start,
     wall: Wall,
     control: &Output,
-    posted: &Arc<Mutex<Option<Post>>>,
+    posted: &Posted,
 ) -> Result<Running, String> {
     let topology = start.topology.load().map_err(|e| e.to_string())?;
     let precision = match start.precision.as_str() {
@@ -401,6 +430,15 @@ fn start_part(
         .enumerate()
         .map(|(k, &to)| Arc::new(Sender::new(socket.clone(), vni, me as u16, k as u16, to)))
         .collect();
+    // The run's zero on this machine's monotonic clock: the coordinator's wall-clock zero,
+    // moved by the offset between the two wall clocks.
+    let coordinator_now = wall.ns() as i128 - i128::from(start.offset_ns);
+    let since_zero = (coordinator_now - i128::from(start.zero_ns)).max(0) as u64;
+    let now = std::time::Instant::now();
+    let zero = now
+        .checked_sub(Duration::from_nanos(since_zero))
+        .unwrap_or(now);
+    let clock = SystemClock::since(zero);
     let remote = senders
         .iter()
         .enumerate()
@@ -409,6 +447,7 @@ fn start_part(
                 handoffs: handoffs.clone(),
                 to: k as u16,
                 control: control.clone(),
+                clock,
             }) as Arc<dyn Outbound>
         })
         .collect();
@@ -419,23 +458,15 @@ fn start_part(
         let socket = socket.clone();
         let posted = posted.clone();
         Box::new(move |post: Post| {
-            *posted.lock().expect("nothing panics holding it") = Some(post.clone());
+            *posted.lock().expect("nothing panics holding it") = Some((post.clone(), clock));
             let r = Receiver::start(socket, vni, me as u16, post, realtime)?;
             *receiver.lock().expect("nothing panics holding it") = Some(r);
             Ok(())
         })
     };
-    // The run's zero on this machine's monotonic clock: the coordinator's wall-clock zero,
-    // moved by the offset between the two wall clocks.
-    let coordinator_now = wall.ns() as i128 - i128::from(start.offset_ns);
-    let since_zero = (coordinator_now - i128::from(start.zero_ns)).max(0) as u64;
-    let now = std::time::Instant::now();
-    let zero = now
-        .checked_sub(Duration::from_nanos(since_zero))
-        .unwrap_or(now);
     let part = Part {
         worker: me,
-        clock: SystemClock::since(zero),
+        clock,
         remote,
         inbound,
     };
