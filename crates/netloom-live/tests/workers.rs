@@ -261,7 +261,10 @@ fn on_two_threads(payload: Payload) -> Vec<(u32, u8)> {
 /// Packets sent both ways, one per serialization time (800 us), h0's for 12 ms and h1's for
 /// 4 ms, through two workers
 /// (on a test clock), with `payload`; with `move_at`, every pipe and host moves to worker 0 at
-/// that instant (with the packets in flight, and their bytes when payloads are shipped).
+/// that instant (with the packets in flight, and their bytes when payloads are shipped). The
+/// move must come after h1's last send (3.2 ms): each test worker has a `MemIo` of its own, so
+/// what h1 sends later stays in worker 1's, which stops reading h1 at the move, and the drivers
+/// never go quiet; a real TUN queue is one, and its new owner reads it.
 /// Returns (destination, time written, packet number) of every packet written, in order of
 /// writing per destination, what moved, and each pipe's packets in and out as the workers'
 /// merged snapshot reports them.
