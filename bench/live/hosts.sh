@@ -14,9 +14,9 @@
 # Needs root, ping. Run it under the live lock (the big runs disturb everyone's timing):
 #   flock /tmp/netloom-live.lock bench/live/hosts.sh [N ...]     (default: 400 2000 5000 10000)
 # NETLOOM=PATH runs that binary instead of building this tree's (another revision, for a before
-# and after). Hosts start with the machine's own TCP congestion control unless TCP_CC=NAME says
-# otherwise: a new namespace starts with the machine's, and any other costs every host a sysctl
-# write, whose cost grows with the number of namespaces (docs/performance.md, "10,000 hosts").
+# and after). Hosts start with netloom's default TCP congestion control (cubic) unless
+# TCP_CC=NAME says otherwise; when it is not the machine's, every host writes it (a sysctl write
+# in its namespace, docs/performance.md, "10,000 hosts").
 # Results go to stdout as Markdown; docs/performance.md quotes a run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,7 +25,7 @@ if [ -z "$netloom" ]; then
     cargo build --release -q -p netloom
     netloom="${CARGO_TARGET_DIR:-target}/release/netloom"
 fi
-tcp_cc=${TCP_CC:-$(cat /proc/sys/net/ipv4/tcp_congestion_control)}
+tcp_cc=${TCP_CC:-cubic}
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(400 2000 5000 10000)
 dir=$(mktemp -d /tmp/netloom-hosts-bench.XXXXXX)
@@ -58,6 +58,7 @@ echo "| hosts | pipes | start-up s | engine RSS MB (peak) | kernel MB (MemAvaila
 echo "|---|---|---|---|---|---|---|---|---|"
 per=()
 settled=()
+stop_cpu=()
 for hosts in "${sizes[@]}"; do
     name="bench-hosts-$hosts"
     file="$dir/star-$hosts.toml"
@@ -82,7 +83,10 @@ for hosts in "${sizes[@]}"; do
         ping="FAILED: $(tail -1 "$dir/ping.out")"
     fi
     t2=$(now_ms)
+    # The stop command's own CPU (it waits for the owner's teardown), in ms.
+    cpu0=$(awk '{ print $14 + $15 + $16 + $17 }' /proc/$$/stat)
     "$netloom" stop --name "$name" >/dev/null
+    cpu1=$(awk '{ print $14 + $15 + $16 + $17 }' /proc/$$/stat)
     while [ "$(left "$name")" -gt 0 ] && [ $(( $(now_ms) - t2 )) -lt 600000 ]; do sleep 0.05; done
     t3=$(now_ms)
     kernel=$(( avail0 - avail1 ))
@@ -91,8 +95,13 @@ for hosts in "${sizes[@]}"; do
         "$((rss / 1024)) ($((hwm / 1024))) | $((kernel / 1024)) | $((slab / 1024)) | $ping |" \
         "$(awk -v ms=$((t3 - t2)) 'BEGIN { printf "%.2f", ms / 1000 }') | $(left "$name") |"
     per+=("$hosts $rss $kernel $slab $((t1 - t0)) $((t3 - t2))")
-    # Other programs may hold a few namespaces more meanwhile.
+    stop_cpu+=("- $hosts hosts: \`netloom stop\` used $(( (cpu1 - cpu0) * 1000 / $(getconf CLK_TCK) )) ms of CPU")
+    # Other programs may hold a few namespaces more meanwhile. The kernel frees a removed
+    # namespace's last part only when it cleans up a later one (on 6.18, 7,800 stayed for
+    # minutes, then went within seconds of an `unshare --net true`), so a throwaway namespace
+    # is made and dropped each second; otherwise the wait would be for another program's.
     while [ "$(netns_objects)" -gt $((objects0 + 20)) ] && [ $(( $(now_ms) - t3 )) -lt 900000 ]; do
+        unshare --net true
         sleep 1
     done
     settled+=("- $hosts hosts: the kernel had freed them $(( ($(now_ms) - t3) / 1000 )) s after the stop")
@@ -112,6 +121,10 @@ if [ ${#per[@]} -ge 2 ]; then
         printf "- start-up: %.2f ms per host; stop: %.2f ms per host\n", u / dh, d / dh
     }'
 fi
+echo
+echo "The stop command's own CPU while it waited for the teardown (user and system, its children's):"
+echo
+printf '%s\n' "${stop_cpu[@]}"
 echo
 echo "Freeing the namespaces, which the kernel does in the background after the stop (net_namespace"
 echo "objects in /proc/slabinfo back to within 20 of the count before the run; the next size starts"

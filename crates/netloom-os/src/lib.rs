@@ -23,6 +23,7 @@ mod registry;
 mod router;
 mod signal;
 mod sockdiag;
+mod sysctl;
 mod tcp;
 mod testbed;
 mod tun;

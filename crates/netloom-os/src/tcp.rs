@@ -1,6 +1,7 @@
 //! The hosts' TCP congestion control: the algorithm each host starts with, and the machine's list
 //! of the algorithms that namespaces other than the machine's own may choose.
 
+use crate::sysctl::Sysctls;
 use crate::OsError;
 use std::path::Path;
 
@@ -61,13 +62,15 @@ pub(crate) fn congestion_control() -> Result<String, OsError> {
     Ok(read_list("tcp_congestion_control")?.join(" "))
 }
 
-/// Sets the congestion control of the calling thread's namespace to `name`.
-pub(crate) fn set_congestion_control(name: &str) -> Result<(), OsError> {
-    let path = Path::new(SYSCTL_DIR).join("tcp_congestion_control");
-    std::fs::write(&path, name).map_err(|e| {
-        OsError::io(
-            format!("set TCP congestion control {name} ({})", path.display()),
-            e,
-        )
-    })
+/// Sets the congestion control of the calling thread's namespace to `name`, through `sysctls`
+/// (a host's write would otherwise cost a walk as long as the number of namespaces).
+pub(crate) fn set_congestion_control(sysctls: &mut Sysctls, name: &str) -> Result<(), OsError> {
+    sysctls
+        .write("net/ipv4/tcp_congestion_control", name)
+        .map_err(|e| {
+            OsError::io(
+                format!("set TCP congestion control {name} ({SYSCTL_DIR}/tcp_congestion_control)"),
+                e,
+            )
+        })
 }

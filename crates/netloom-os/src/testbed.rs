@@ -7,6 +7,7 @@ use crate::interface::DeviceCounters;
 use crate::plan::{self, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU};
 use crate::registry::{self, Claim, Record, RecordHost};
 use crate::router::{self, KernelRouterSpec};
+use crate::sysctl::Sysctls;
 use crate::tun::{TUN_NAME, TUN_NAME_C};
 use crate::{cleanup, interface, netns, tcp, OsError, Tun};
 use std::collections::HashSet;
@@ -492,9 +493,9 @@ fn bring_up(
     let slots: Mutex<Vec<Option<Tun>>> = Mutex::new((0..spec.hosts.len()).map(|_| None).collect());
     let errors = Mutex::new(Vec::new());
     // Every new namespace starts with the same congestion control (Linux copies the initial
-    // namespace's); when the first host made has the one asked for, no host writes it. Each
-    // sysctl a host writes costs a lookup of /proc/sys/net that grows with the number of
-    // namespaces (docs/performance.md, "10,000 hosts").
+    // namespace's); when the first host made has the one asked for, no host writes it. Those
+    // that do write through their thread's `Sysctls`, whose cost does not grow with the number
+    // of namespaces as a write to /proc/sys would (docs/performance.md, "10,000 hosts").
     let inherited = OnceLock::new();
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -502,37 +503,40 @@ fn bring_up(
         .min(spec.hosts.len());
     std::thread::scope(|scope| {
         for _ in 0..workers {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= spec.hosts.len() || failed.load(Ordering::Relaxed) {
-                    break;
-                }
-                let host = &spec.hosts[i];
-                let result = netns::create_and_enter(&namespaces[i]).and_then(|()| {
-                    made.lock()
-                        .expect("no panics while held")
-                        .push(namespaces[i].clone());
-                    registry::mark_namespace(registry, &namespaces[i])?;
-                    let tun = Tun::create_here(TUN_NAME_C)?;
-                    interface::configure(
-                        TUN_NAME_C,
-                        host.mtu,
-                        (host.ipv4, IPV4_PREFIX_LEN),
-                        (host.ipv6, IPV6_PREFIX_LEN),
-                    )?;
-                    let inherits = *inherited.get_or_init(|| {
-                        tcp::congestion_control().is_ok_and(|cc| cc == spec.congestion_control)
-                    });
-                    if !inherits {
-                        tcp::set_congestion_control(&spec.congestion_control)?;
+            scope.spawn(|| {
+                let mut sysctls = Sysctls::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= spec.hosts.len() || failed.load(Ordering::Relaxed) {
+                        break;
                     }
-                    Ok(tun)
-                });
-                match result {
-                    Ok(tun) => slots.lock().expect("no panics while held")[i] = Some(tun),
-                    Err(err) => {
-                        failed.store(true, Ordering::Relaxed);
-                        errors.lock().expect("no panics while held").push((i, err));
+                    let host = &spec.hosts[i];
+                    let result = netns::create_and_enter(&namespaces[i]).and_then(|()| {
+                        made.lock()
+                            .expect("no panics while held")
+                            .push(namespaces[i].clone());
+                        registry::mark_namespace(registry, &namespaces[i])?;
+                        let tun = Tun::create_here(TUN_NAME_C)?;
+                        interface::configure(
+                            TUN_NAME_C,
+                            host.mtu,
+                            (host.ipv4, IPV4_PREFIX_LEN),
+                            (host.ipv6, IPV6_PREFIX_LEN),
+                        )?;
+                        let inherits = *inherited.get_or_init(|| {
+                            tcp::congestion_control().is_ok_and(|cc| cc == spec.congestion_control)
+                        });
+                        if !inherits {
+                            tcp::set_congestion_control(&mut sysctls, &spec.congestion_control)?;
+                        }
+                        Ok(tun)
+                    });
+                    match result {
+                        Ok(tun) => slots.lock().expect("no panics while held")[i] = Some(tun),
+                        Err(err) => {
+                            failed.store(true, Ordering::Relaxed);
+                            errors.lock().expect("no panics while held").push((i, err));
+                        }
                     }
                 }
             });

@@ -406,3 +406,52 @@ fn checksum(initial: u32, data: &[u8]) -> u16 {
     }
     !(sum as u16)
 }
+
+/// The congestion control of namespace `ns`, read from inside it.
+fn congestion_control_in(ns: &str) -> String {
+    let ns = ns.to_string();
+    std::thread::spawn(move || {
+        enter_namespace(&ns).unwrap();
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap()
+    })
+    .join()
+    .unwrap()
+    .trim()
+    .to_string()
+}
+
+#[test]
+fn every_host_gets_the_congestion_control_asked_for_when_it_is_not_the_machines() {
+    let test = "every_host_gets_the_congestion_control_asked_for_when_it_is_not_the_machines";
+    if !can_run(test) {
+        return;
+    }
+    let machine = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap();
+    let other = netloom_os::available_congestion_controls()
+        .unwrap()
+        .into_iter()
+        .find(|cc| cc != machine.trim());
+    let Some(other) = other else {
+        eprintln!("SKIPPED {test}: this kernel has one congestion control only");
+        return;
+    };
+    // Enough hosts that each thread bringing them up writes through more than one private
+    // procfs instance (64 writes each), so a fresh instance's first write is checked too.
+    let hosts: Vec<String> = (1..=300).map(|i| format!("h{i}")).collect();
+    let names: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    let (mut spec, _leftovers) = spec("cc", &names);
+    spec.congestion_control = other.clone();
+    let testbed = Testbed::create(&spec).unwrap();
+    for (i, host) in hosts.iter().enumerate() {
+        assert_eq!(
+            congestion_control_in(&testbed.namespace(i)),
+            other,
+            "{host}"
+        );
+    }
+    // The machine's own is left as it was.
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap(),
+        machine
+    );
+}
