@@ -878,6 +878,12 @@ impl Engine {
         self.run_due(now, u64::MAX, None);
     }
 
+    /// Processes at most `budget` events due at or before `now`, and returns whether none is
+    /// left: `advance` in steps, for a driver that looks at other things between them.
+    pub fn advance_by(&mut self, now: Instant, budget: u64) -> bool {
+        self.run_due(now, budget, None)
+    }
+
     /// For a real-time driver, which must come back to its hosts, its orders and its stop flag
     /// whatever the topology asks: processes at most `budget` events due at or before `now`,
     /// and returns whether none is left. A schedule whose changes fall due faster than they

@@ -36,20 +36,48 @@ pub const RANK_BITS: u32 = 34;
 /// Bits of an event's position in its level-0 slot in the key `sort_slot` sorts by.
 const POSITION_BITS: u32 = 64 - GRAIN_BITS - RANK_BITS;
 
+/// Slots of at most this many events are sorted by counting, for each event, the events with a
+/// smaller key (`sort_slot`).
+const SMALL_SLOT: usize = 32;
+
+/// An event's key in the level-0 slot that starts at `start`: its offset in the slot above its
+/// rank above its position `i`, so that (time, rank, insertion order) is one integer comparison
+/// instead of two ranks computed and two pairs compared.
+fn slot_key<E: Rank>(at: u64, event: &E, i: usize, start: u64) -> u64 {
+    let rank = event.rank();
+    debug_assert!(rank < 1 << RANK_BITS && at - start < 1 << GRAIN_BITS);
+    (at - start) << (RANK_BITS + POSITION_BITS) | rank << POSITION_BITS | i as u64
+}
+
 /// Sorts the events of the level-0 slot that starts at `start` by (time, rank, insertion
-/// order). Each event's time is replaced meanwhile by one integer key, its offset in the slot
-/// above its rank above its position, so that a comparison is one integer comparison instead of
-/// two ranks computed and two pairs compared; a slot too large for the position's bits takes the
+/// order), with `scratch` (left holding a copy) as room. A small slot, the usual one (inet's
+/// hold 5.5 events on average, in no order), puts each event at the number of keys smaller
+/// than its own: n² comparisons without a branch, where an insertion sort's comparisons
+/// mispredicted one after another (7 % of inet's time). A larger one has its times replaced
+/// meanwhile by the keys and is sorted on them; one too large for the position's bits takes the
 /// stable sort on the pairs.
-fn sort_slot<E: Rank>(events: &mut [(u64, E)], start: u64) {
-    if events.len() >= 1 << POSITION_BITS {
+fn sort_slot<E: Rank + Copy>(events: &mut [(u64, E)], start: u64, scratch: &mut Vec<(u64, E)>) {
+    let n = events.len();
+    if n <= SMALL_SLOT {
+        let mut keys = [0u64; SMALL_SLOT];
+        for (i, (at, e)) in events.iter().enumerate() {
+            keys[i] = slot_key(*at, e, i, start);
+        }
+        let keys = &keys[..n];
+        scratch.clear();
+        scratch.extend_from_slice(events);
+        for (&key, &event) in keys.iter().zip(scratch.iter()) {
+            let smaller: usize = keys.iter().map(|&k| usize::from(k < key)).sum();
+            events[smaller] = event;
+        }
+        return;
+    }
+    if n >= 1 << POSITION_BITS {
         events.sort_by_key(|(at, e)| (*at, e.rank()));
         return;
     }
     for (i, (at, e)) in events.iter_mut().enumerate() {
-        let rank = e.rank();
-        debug_assert!(rank < 1 << RANK_BITS && *at - start < 1 << GRAIN_BITS);
-        *at = (*at - start) << (RANK_BITS + POSITION_BITS) | rank << POSITION_BITS | i as u64;
+        *at = slot_key(*at, e, i, start);
     }
     events.sort_unstable_by_key(|&(key, _)| key);
     for (at, _) in events.iter_mut() {
@@ -242,9 +270,10 @@ impl<E: Rank + Copy> Scheduler<E> {
             let events = std::mem::take(&mut l.slots[slot]);
             if level == 0 {
                 let mut events = events;
-                sort_slot(&mut events, start);
+                let mut done = std::mem::take(&mut self.ready);
+                sort_slot(&mut events, start, &mut done);
                 warm(&events);
-                let mut done = std::mem::replace(&mut self.ready, events);
+                self.ready = events;
                 self.fired = 0;
                 self.ready_end = start + (1 << GRAIN_BITS);
                 done.clear();
@@ -308,8 +337,28 @@ mod tests {
             .collect();
         let mut expected = events.clone();
         expected.sort_by_key(|(at, e)| (*at, e.rank()));
-        sort_slot(&mut events, start);
+        sort_slot(&mut events, start, &mut Vec::new());
         assert_eq!(events, expected);
+    }
+
+    /// Small slots, sorted by counting smaller keys, come out as the stable sort by (time,
+    /// rank) has them, at every size up to `SMALL_SLOT` and past it, with ties of time and rank.
+    #[test]
+    fn a_small_slot_sorts_by_time_rank_and_insertion_order() {
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(4);
+        let start = 5 << GRAIN_BITS;
+        let mut scratch = Vec::new();
+        for n in 0..=SMALL_SLOT + 1 {
+            for _ in 0..50 {
+                let mut events: Vec<(u64, Ranked)> = (0..n as u32)
+                    .map(|i| (start + rng.gen_range(0..3), Ranked(rng.gen_range(0..3), i)))
+                    .collect();
+                let mut expected = events.clone();
+                expected.sort_by_key(|(at, e)| (*at, e.rank()));
+                sort_slot(&mut events, start, &mut scratch);
+                assert_eq!(events, expected, "{n} events");
+            }
+        }
     }
 
     #[test]

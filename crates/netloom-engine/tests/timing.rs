@@ -75,6 +75,27 @@ fn one_packet_arrives_at_sum_of_delays_and_serializations() {
 }
 
 /// Constant-rate flow through a 10 Mbit/s bottleneck with a 20-packet queue.
+/// `advance_by` processes no more events than its budget, in order, and says when none due is
+/// left: one packet over four pipes is four exits, one step of one and one of the rest.
+#[test]
+fn advance_by_stops_at_its_budget_and_tells_when_nothing_due_is_left() {
+    let (t, h1, h2) = chain(&[(10_000_000, 100); 4]);
+    let mut e = Engine::new(t, 1);
+    assert!(e.inject(Instant::ZERO, h1, h2, Injected::plain(1000, 7)));
+    let late = Instant(Duration::from_secs(1).as_nanos());
+    assert!(!e.advance_by(late, 1));
+    assert_eq!(e.counters().events, 1);
+    assert!(e.drain_outputs().next().is_none());
+    assert!(e.advance_by(late, 10));
+    assert_eq!(e.counters().events, 4);
+    let delivered = e.drain_outputs().collect::<Vec<_>>();
+    assert!(matches!(
+        delivered[..],
+        [Output::Delivered { token: 7, .. }]
+    ));
+    assert_eq!(e.poll_at(), None);
+}
+
 fn cbr_through_bottleneck(rate_bps: u64) -> (Report, u64) {
     let (mut t, h1, h2) = chain(&[
         (1_000_000_000, 100),
