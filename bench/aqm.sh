@@ -6,8 +6,8 @@
 # Honours CARGO_TARGET_DIR. Run it on an otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p netloom
-bin="${CARGO_TARGET_DIR:-target}/release/netloom"
+source bench/lib.sh
+bin=$(netloom_binary)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$bin" gen tree-mesh --height 5 -o "$dir/base.toml" >/dev/null

@@ -9,11 +9,8 @@
 #        NETLOOM_BIN=/path/netloom bench/processes.sh    another build
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin="${NETLOOM_BIN:-}"
-if [ -z "$bin" ]; then
-    cargo build --release --quiet -p netloom
-    bin="${CARGO_TARGET_DIR:-target}/release/netloom"
-fi
+source bench/lib.sh
+bin=$(netloom_binary)
 seconds="${SECONDS_SIM:-5}"
 repeat="${REPEAT:-3}"
 workers="${WORKERS:-2}"

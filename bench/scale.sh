@@ -13,11 +13,8 @@ if [ ! -x /usr/bin/time ]; then
     echo "bench/scale.sh needs GNU time: apt-get install time" >&2
     exit 1
 fi
-bin="${NETLOOM_BIN:-}"
-if [ -z "$bin" ]; then
-    cargo build --release --quiet -p netloom
-    bin="${CARGO_TARGET_DIR:-target}/release/netloom"
-fi
+source bench/lib.sh
+bin=$(netloom_binary)
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 

@@ -23,11 +23,8 @@ SECONDS_RUN=${SECONDS_RUN:-5}
 PRECISION=${PRECISION:-sleep}
 DELAY=${DELAY:-0us}
 PACING=${PACING:-1000}
-if [[ -z "${NETLOOM_BIN:-}" ]]; then
-    cargo build --release -p netloom >&2
-    NETLOOM_BIN="${CARGO_TARGET_DIR:-target}/release/netloom"
-fi
-bin=$NETLOOM_BIN
+source bench/lib.sh
+bin=$(netloom_binary)
 name=capacity$$
 work=$(mktemp -d)
 trap '"$bin" stop --name "$name" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT

@@ -13,18 +13,15 @@
 #     to within 20 of its count before the run); the next size starts only then.
 # Needs root, ping. Run it under the live lock (the big runs disturb everyone's timing):
 #   flock /tmp/netloom-live.lock bench/live/hosts.sh [N ...]     (default: 400 2000 5000 10000)
-# NETLOOM=PATH runs that binary instead of building this tree's (another revision, for a before
-# and after). Hosts start with netloom's default TCP congestion control (cubic) unless
-# TCP_CC=NAME says otherwise; when it is not the machine's, every host writes it (a sysctl write
-# in its namespace, docs/performance.md, "10,000 hosts").
+# NETLOOM_BIN=PATH (or NETLOOM=PATH) runs that binary instead of building this tree's (another
+# revision, for a before and after). Hosts start with netloom's default TCP congestion control
+# (cubic) unless TCP_CC=NAME says otherwise; when it is not the machine's, every host writes it
+# (a sysctl write in its namespace, docs/performance.md, "10,000 hosts").
 # Results go to stdout as Markdown; docs/performance.md quotes a run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-netloom=${NETLOOM:-}
-if [ -z "$netloom" ]; then
-    cargo build --release -q -p netloom
-    netloom="${CARGO_TARGET_DIR:-target}/release/netloom"
-fi
+source bench/lib.sh
+netloom=$(netloom_binary)
 tcp_cc=${TCP_CC:-cubic}
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(400 2000 5000 10000)

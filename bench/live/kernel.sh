@@ -17,11 +17,8 @@ REPEAT=${REPEAT:-3}
 for tool in iperf3 jq python3; do
     command -v "$tool" >/dev/null || { echo "bench/live/kernel.sh needs $tool" >&2; exit 2; }
 done
-if [ -z "${NETLOOM_BIN:-}" ]; then
-    cargo build --release -p netloom >&2
-    NETLOOM_BIN=${CARGO_TARGET_DIR:-target}/release/netloom
-fi
-bin=$NETLOOM_BIN
+source bench/lib.sh
+bin=$(netloom_binary)
 name=kbench$$
 work=$(mktemp -d)
 trap '"$bin" stop --name "$name" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT

@@ -19,12 +19,8 @@ PRECISION=${PRECISION:-hybrid}
 for tool in iperf3 curl jq taskset; do
     command -v "$tool" >/dev/null || { echo "bench/live/web.sh needs $tool" >&2; exit 2; }
 done
-if [ -n "${NETLOOM_BIN:-}" ]; then
-    netloom=$NETLOOM_BIN
-else
-    cargo build --release -q -p netloom
-    netloom=${CARGO_TARGET_DIR:-target}/release/netloom
-fi
+source bench/lib.sh
+netloom=$(netloom_binary)
 work=$(mktemp -d)
 EXP=benchweb
 PORT=19464

@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 cores="${1:-4}"
 imbalance="${2:-1.2}"
-cargo build --release --quiet -p netloom
-netloom="${CARGO_TARGET_DIR:-target}/release/netloom"
+source bench/lib.sh
+netloom=$(netloom_binary)
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 "$netloom" gen tree-mesh --height 2 --hosts-per 50 -o "$work/h2.toml" >/dev/null
