@@ -180,6 +180,15 @@ fn cluster_arg(lab: &Lab) -> [String; 2] {
     ]
 }
 
+/// What a command that ended with exit 2 (refused, or stopped for a reason) wrote to stderr;
+/// fails, with it, if the command ended otherwise.
+#[track_caller]
+fn refused(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    stderr
+}
+
 /// `netloom run` on the cluster in the foreground until it ends by itself.
 fn run_to_end(lab: &Lab) -> Output {
     run_to_end_with(lab, &[])
@@ -592,8 +601,7 @@ fn a_killed_worker_stops_the_run_everywhere() {
         .unwrap();
     assert!(killed.success());
     let out = lab.child.take().unwrap().wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = refused(&out);
     assert!(
         stderr.contains("machine m2: worker ended (signal: 9")
             && stderr.contains("cleaned machine m2"),
@@ -637,8 +645,7 @@ fn a_lookahead_shorter_than_the_way_between_machines_or_their_clocks_error_is_wa
     machines.assert_nothing_left();
     // With --strict the same run is refused with the same numbers, and nothing is left.
     let out = run_to_end_with(&lab, &["--strict"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = refused(&out);
     assert!(
         stderr.contains("--strict: refused, every machine stopped: the least delay of a pipe between machines is 0.001 ms, less than the one-way delay measured between machines ")
             && !stderr.contains("is up"),
@@ -673,8 +680,7 @@ fn strict_fails_a_run_whose_machines_clock_moved_more_than_the_lookahead() {
     )
     .unwrap();
     let out = run_to_end_with(&lab, &["--strict", "--json"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = refused(&out);
     assert!(
         stderr.contains("machine m2's clock moved ")
             && stderr.contains("more than the least delay of a pipe between machines (10.000 ms)")
@@ -763,8 +769,7 @@ fn machines_that_cannot_run_their_part_are_refused_before_the_run_starts() {
     // No netloom there.
     let (lab, machines) = cluster_lab("cb", "netloom = \"/nonexistent/netloom\"\n");
     let out = run_to_end(&lab);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = refused(&out);
     assert!(
         stderr.contains("machine m2: worker ended") && stderr.contains("/nonexistent/netloom"),
         "{stderr}"
@@ -776,8 +781,7 @@ fn machines_that_cannot_run_their_part_are_refused_before_the_run_starts() {
     let (lab, machines) = cluster_lab("cv", "");
     old_netloom(&lab, &machines);
     let out = run_to_end(&lab);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = refused(&out);
     assert!(
         stderr.contains("machine m2 runs netloom 0.0.1; this is netloom"),
         "{stderr}"
@@ -795,8 +799,7 @@ fn machines_that_cannot_run_their_part_are_refused_before_the_run_starts() {
         .success());
     let out = run_to_end(&lab);
     let _ = Command::new("ip").args(["netns", "del", &taken]).status();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = refused(&out);
     assert!(
         stderr.contains("machine m2: ") && stderr.contains(&taken),
         "{stderr}"
@@ -923,8 +926,7 @@ fn a_worker_started_over_ssh_runs_its_part_and_an_unreachable_machine_is_refused
     let file = machines.cluster_file(&over_ssh(&lab, &machines, "10.251.0.9"));
     std::fs::write(lab.dir.join("cluster.toml"), file).unwrap();
     let out = run_to_end(&lab);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = refused(&out);
     assert!(
         stderr.contains(
             "machine m2: worker ended (exit status: 255): ssh: connect to host 10.251.0.9 port 22"
@@ -1026,8 +1028,7 @@ fn a_sim_over_two_machines_reports_what_one_engine_does() {
     }
     // On neither machine: no worker can run here.
     let elsewhere = sim(&lab, &machines, None, &cluster);
-    let stderr = String::from_utf8_lossy(&elsewhere.stderr);
-    assert_eq!(elsewhere.status.code(), Some(2), "{stderr}");
+    let stderr = refused(&elsewhere);
     assert!(
         stderr.contains("no machine of the file is this one (none of 10.251.0.1 (m1), 10.251.0.2 (m2) is an address here)"),
         "{stderr}"
@@ -1125,8 +1126,7 @@ fn a_sim_over_a_machine_of_another_netloom_version_is_refused() {
     let fake = old_netloom(&lab, &machines);
     let cluster = cluster_arg(&lab);
     let out = sim(&lab, &machines, Some(0), &[&cluster[0], &cluster[1]]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = refused(&out);
     assert!(
         stderr.contains(&format!(
             "machine m2 runs netloom 0.0.1; this is netloom {}",
