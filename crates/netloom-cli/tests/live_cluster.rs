@@ -1101,12 +1101,15 @@ fn repartitioning_moves_routers_pipes_between_machines_without_losing_or_reorder
         assert!(p.packets > 1_000, "phase {k}: {} datagrams", p.packets);
         assert!(
             p.lost <= base.lost && p.out_of_order <= base.out_of_order,
-            "phase {k}: {} lost and {} reordered of {}, against {} and {} without moves",
+            "phase {k}: {} lost and {} reordered of {}, against {} and {} without moves; {} and \
+             {} dropped for the receiver's socket buffer",
             p.lost,
             p.out_of_order,
             p.packets,
             base.lost,
-            base.out_of_order
+            base.out_of_order,
+            p.receive_buffer_drops,
+            base.receive_buffer_drops
         );
         assert_eq!(p.rtts.len(), 150, "phase {k}: every echo answered");
     }

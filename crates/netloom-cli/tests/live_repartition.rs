@@ -21,6 +21,28 @@ fn run(tag: &str, extra: &[&str]) -> (Vec<Phase>, Value) {
     (phases, lab.stop())
 }
 
+/// Where a phase's lost datagrams may have gone: past netloom, the receiver's socket buffer
+/// (`Phase::receive_buffer_drops`); in netloom (over the whole run), each pipe's drops by cause
+/// and the accuracy's physical and TUN-queue drops.
+fn where_lost(p: &Phase, report: &Value) -> String {
+    let pipes: Vec<String> = report["pipes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["drops"].as_u64() > Some(0))
+        .map(|p| format!("{}->{} {}", p["from"], p["to"], p["drops_by_cause"]))
+        .collect();
+    let a = &report["accuracy"];
+    format!(
+        "{} dropped for the receiver's socket buffer; pipes' drops: [{}]; physical drops {}, TUN-queue drops {}, handoff lateness max {} ns",
+        p.receive_buffer_drops,
+        pipes.join(", "),
+        a["physical_drops"],
+        a["tun_queue_drops"],
+        a["handoff_lateness_ns_max"]
+    )
+}
+
 #[test]
 fn repartitioning_follows_moving_traffic_without_losing_reordering_or_delaying() {
     require_live!("iperf3", "ping", "ss");
@@ -30,6 +52,17 @@ fn repartitioning_follows_moving_traffic_without_losing_reordering_or_delaying()
     for (tag, payload) in [("rpm", "cache"), ("rps", "ship")] {
         let (moving, report) = run(tag, &["--repartition", "1s", "--payload", payload]);
         eprintln!("measured with --payload {payload}:");
+        for (k, (p, base)) in moving.iter().zip(&fixed).enumerate() {
+            eprintln!(
+                "measured: phase {k}: {} lost of {} with moves ({}), {} of {} without ({})",
+                p.lost,
+                p.packets,
+                where_lost(p, &report),
+                base.lost,
+                base.packets,
+                where_lost(base, &baseline)
+            );
+        }
         let r = &report["repartition"];
         eprintln!("measured: {r}");
         eprintln!(
@@ -46,8 +79,9 @@ fn repartitioning_follows_moving_traffic_without_losing_reordering_or_delaying()
             assert_eq!(
                 (p.lost, p.out_of_order),
                 (0, 0),
-                "phase {k}: none lost, none reordered, of {}",
-                p.packets
+                "phase {k}: none lost, none reordered, of {}; {}",
+                p.packets,
+                where_lost(p, &report)
             );
             assert_eq!(p.rtts.len(), 150, "phase {k}: every echo answered");
         }
