@@ -50,7 +50,12 @@ impl Links {
             }
             let failed = |e: std::io::Error| format!("handing over to worker {k} at {peer}: {e}");
             let mut stream = loop {
-                match TcpStream::connect(peer) {
+                // Bounded by what is left of the wait: a machine that does not answer at all
+                // would otherwise hold the start for TCP's own minutes.
+                let left = deadline
+                    .saturating_duration_since(Instant::now())
+                    .max(RETRY);
+                match TcpStream::connect_timeout(&peer, left) {
                     Ok(s) => break s,
                     Err(_) if Instant::now() < deadline => std::thread::sleep(RETRY),
                     Err(e) => return Err(failed(e)),
@@ -175,7 +180,6 @@ fn read(input: &mut TcpStream, route: Route, clock: &SystemClock) -> Option<Hand
 fn hello(vni: u32, from: u16) -> [u8; HELLO_LEN] {
     let mut h = [0u8; HELLO_LEN];
     h[..4].copy_from_slice(&MAGIC);
-    h[4] = 0;
     h[5..8].copy_from_slice(&vni.to_be_bytes()[1..]);
     h[8..].copy_from_slice(&from.to_be_bytes());
     h
