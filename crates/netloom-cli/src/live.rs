@@ -452,8 +452,6 @@ fn move_line(m: &netloom_live::MoveReport) -> String {
             ("paused", Some(p.paused_ns)),
             ("extracted", Some(p.extracted_ns)),
             ("sent", p.sent_ns),
-            ("at coordinator", p.at_coordinator_ns),
-            ("relayed", p.relayed_ns),
             ("read", p.read_ns),
             ("parsed", p.parsed_ns),
             ("installed", Some(p.installed_ns)),

@@ -647,16 +647,6 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     fn receive(&mut self, host: u32) -> io::Result<()> {
         let offset = self.framing.header_len();
         for _ in 0..READ_BATCH {
-            // From a move's instant until its end no host is read: a packet read then would
-            // enter under an ownership about to change, or a pipe whose state is on its way.
-            let now = self.clock.now();
-            let moving = self
-                .moving
-                .as_ref()
-                .is_some_and(|m| m.handed || now >= m.at);
-            if moving || !self.reads[host as usize] || !self.ration.may_take(host, now) {
-                return Ok(());
-            }
             // Release what fell due before reading on: under a flood, a batch of reads followed
             // by a batch of writes made packets wait for the whole turn (lateness p99 187 us
             // with 64-packet batches). The clock is read afresh, so segments that fell due
@@ -674,6 +664,19 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 .is_some_and(|at| at <= self.clock.now())
             {
                 self.release_due()?;
+            }
+            // From a move's instant until its end no host is read: a packet read then would
+            // enter under an ownership about to change, or a pipe whose state is on its way.
+            // Checked after releasing, which hands over once the instant has come: a frame read
+            // after that, from a host handed over, would enter an engine that no longer owns
+            // the host (`tests/workers.rs`, `a_host_that_moves_is_never_read_...`).
+            let now = self.clock.now();
+            let moving = self
+                .moving
+                .as_ref()
+                .is_some_and(|m| m.handed || now >= m.at);
+            if moving || !self.reads[host as usize] || !self.ration.may_take(host, now) {
+                return Ok(());
             }
             let Some((id, len)) = self.read_frame(host)? else {
                 return Ok(());

@@ -6,7 +6,6 @@
 //! packets late. Pure logic over the time it is given; the driver reads and reports.
 
 use netloom_time::{Duration, Instant};
-use serde::{Deserialize, Serialize};
 
 /// Most segments a host may take in one go (its bucket's size): eleven super-packets of a
 /// host's TCP at MTU 1500. A frame is taken whole, so a host may go past it by one frame (up
@@ -30,11 +29,23 @@ const PERIOD: Duration = Duration::from_millis(1);
 /// nanoseconds needs no division.
 const UNIT: i64 = 1_000_000;
 
-/// One host's bucket, as it moves between workers (in a hand-over's serialized form too).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One host's bucket, as it moves between workers (in a hand-over's binary form too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Bucket {
     credit: i64,
     filled: Instant,
+}
+
+impl Bucket {
+    /// Its credit (millionths of a segment) and when it was last filled, to send.
+    pub(crate) fn parts(&self) -> (i64, Instant) {
+        (self.credit, self.filled)
+    }
+
+    /// The bucket `parts` gave.
+    pub(crate) fn from_parts(credit: i64, filled: Instant) -> Bucket {
+        Bucket { credit, filled }
+    }
 }
 
 /// The buckets of a driver's hosts and their shared rate.

@@ -32,8 +32,7 @@ pub const MOVE_AHEAD: Duration = Duration::from_millis(2);
 /// What one worker hands another at a move: the engine's part, the hosts the other reads
 /// from now on, each with its ration's bucket, and, when payloads are shipped, the packet of
 /// each pending exit or entry of the migration (in its order; empty when payloads are cached).
-/// Serialized, it is what a worker in another process or on another machine would be sent.
-#[derive(Serialize, Deserialize)]
+/// A worker on another machine is sent it in binary (`cluster::handover`).
 pub(crate) struct Handover {
     pub migration: Migration,
     pub hosts: Vec<(u32, Bucket)>,
@@ -45,21 +44,17 @@ pub(crate) struct Handover {
 /// When a hand-over passed each step of its way, ns on the run's clock (which every machine
 /// keeps by its measured offset). The steps of the way between machines (`sent` to `parsed`)
 /// are `None` between threads.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Stamps {
     /// The sender's engine had processed everything before the move's instant.
     pub paused: u64,
     /// Its migration (and, shipped, its packets' bytes) was out of the engine.
     pub extracted: u64,
-    /// The sender's control channel began serializing it.
+    /// The sender's worker began encoding it for the connection to the receiver's.
     pub sent: Option<u64>,
-    /// Its first bytes were in at the coordinator.
-    pub at_coordinator: Option<u64>,
-    /// The coordinator had parsed it and began passing it on.
-    pub relayed: Option<u64>,
-    /// Its first bytes were in at the receiver's control channel.
+    /// Its first bytes were in at the receiver's machine.
     pub read: Option<u64>,
-    /// The receiver had parsed it.
+    /// The receiver's machine had decoded it.
     pub parsed: Option<u64>,
 }
 
@@ -76,10 +71,6 @@ pub struct MovePhases {
     pub extracted_ns: u64,
     /// (see `Stamps`)
     pub sent_ns: Option<u64>,
-    /// (see `Stamps`)
-    pub at_coordinator_ns: Option<u64>,
-    /// (see `Stamps`)
-    pub relayed_ns: Option<u64>,
     /// (see `Stamps`)
     pub read_ns: Option<u64>,
     /// (see `Stamps`)
@@ -105,8 +96,6 @@ impl MovePhases {
             paused_ns: after(stamps.paused),
             extracted_ns: after(stamps.extracted),
             sent_ns: stamps.sent.map(after),
-            at_coordinator_ns: stamps.at_coordinator.map(after),
-            relayed_ns: stamps.relayed.map(after),
             read_ns: stamps.read.map(after),
             parsed_ns: stamps.parsed.map(after),
             installed_ns: after(installed.as_nanos()),
@@ -545,7 +534,6 @@ pub(crate) fn merge_moved(answers: impl IntoIterator<Item = Moved>) -> Moved {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ration::Ration;
 
     /// A machine's traffic through bytes, as the coordinator gathers it: the same totals, and
     /// a lateness histogram with the same count and quantiles, which still merges.
@@ -577,35 +565,5 @@ mod tests {
         arrived.merge(traffic);
         assert_eq!(arrived.lateness_ns.len(), 12);
         assert_eq!(arrived.packets, vec![6, 0, 14]);
-    }
-
-    /// A host's bucket travels through bytes with its debt and its last fill: the worker that
-    /// reads the host from then on lets it through exactly when the old one would have.
-    #[test]
-    fn a_hand_over_through_bytes_keeps_each_hosts_bucket() {
-        let mut old = Ration::new(3);
-        let t = |us: u64| Instant::from_nanos(us * 1_000);
-        while old.may_take(2, t(5)) {
-            old.took(2, 100);
-        }
-        let handover = Handover {
-            migration: Migration::default(),
-            hosts: vec![(2, old.bucket(2))],
-            payloads: Vec::new(),
-            stamps: Stamps::default(),
-        };
-        let bytes = serde_json::to_vec(&handover).unwrap();
-        let arrived: Handover = serde_json::from_slice(&bytes).unwrap();
-        let mut new = Ration::new(3);
-        for (host, bucket) in arrived.hosts {
-            new.set_bucket(host, bucket);
-        }
-        let admits = |r: &mut Ration| (5..40).map(|us| r.may_take(2, t(us))).collect::<Vec<_>>();
-        let expected = admits(&mut old);
-        assert!(
-            expected.contains(&false) && expected.contains(&true),
-            "{expected:?}"
-        );
-        assert_eq!(admits(&mut new), expected);
     }
 }

@@ -352,11 +352,16 @@ pub struct Phase {
     pub packets: u64,
     pub lost: u64,
     pub out_of_order: u64,
+    /// Datagrams the receiving host's kernel dropped for want of room in a socket's receive
+    /// buffer during the phase (its namespace's `Udp: RcvbufErrors`): lost past netloom, which
+    /// wrote them.
+    pub receive_buffer_drops: u64,
 }
 
 /// 3 s of UDP at 5 Mbit/s (1000-byte datagrams) from h1 to `to`, with a ping every 20 ms
 /// beside it.
 pub fn phase(lab: &mut Lab, to: &str) -> Phase {
+    let drops_before = receive_buffer_drops(lab, to);
     lab.spawn(to, &["iperf3", "-s", "-1"]);
     lab.wait_listening(to, 5201);
     let ping = lab
@@ -378,7 +383,23 @@ pub fn phase(lab: &mut Lab, to: &str) -> Phase {
         packets: count(&sum["packets"]),
         lost: count(&sum["lost_packets"]),
         out_of_order: count(&udp["end"]["streams"][0]["udp"]["out_of_order"]),
+        receive_buffer_drops: receive_buffer_drops(lab, to) - drops_before,
     }
+}
+
+/// The UDP datagrams `host`'s kernel dropped so far because a socket's receive buffer was full
+/// (`RcvbufErrors` in its namespace's /proc/net/snmp).
+pub fn receive_buffer_drops(lab: &Lab, host: &str) -> u64 {
+    let snmp = lab.exec(host, &["cat", "/proc/net/snmp"]);
+    let text = String::from_utf8_lossy(&snmp.stdout);
+    let mut udp = text.lines().filter(|l| l.starts_with("Udp: "));
+    let (names, values) = (udp.next().unwrap_or(""), udp.next().unwrap_or(""));
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(name, _)| *name == "RcvbufErrors")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or_else(|| panic!("no RcvbufErrors in {host}'s /proc/net/snmp: {text}"))
 }
 
 /// h1 behind r0; r0 leads to two subtrees, r1 with h2 and r2 with h3. 1 ms per link: the

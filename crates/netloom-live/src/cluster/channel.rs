@@ -5,7 +5,7 @@
 
 use crate::event::Event;
 use crate::message::{Request, Snapshot};
-use crate::repartition::{Handover, Moved, Traffic};
+use crate::repartition::{Moved, Traffic};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
 use std::net::SocketAddr;
@@ -27,10 +27,8 @@ pub(crate) enum ToWorker {
     /// This machine's traffic since the last such order (a repartitioned run).
     Traffic,
     /// Move to the assignment (a worker per pipe) at `at_ns` on the run's clock, handing the
-    /// other machines what changes owner (`FromWorker::Handover`, passed on by the coordinator).
+    /// other machines what changes owner straight to them (`links`).
     Move { assignment: Vec<u32>, at_ns: u64 },
-    /// Another machine's hand-over at a move, passed on.
-    Handover(Box<Handover>),
     /// Stop, tear down, and send the last figures.
     Stop,
     /// Once every machine stopped (none sends hand-offs any more): the hand-off datagrams
@@ -60,9 +58,6 @@ pub(crate) enum FromWorker {
     Traffic(Result<Box<Traffic>, String>),
     /// The answer to `Move`, once every other machine's hand-over is in.
     Moved(Result<Box<Moved>, String>),
-    /// Unasked, during a move: what this machine hands worker `to`, for the coordinator to
-    /// pass on (the control channel is reliable and ordered; hand-offs' UDP is neither).
-    Handover { to: u16, handover: Box<Handover> },
     /// The answer to `Count`: hand-off datagrams received, by sending worker.
     Counted(Vec<u64>),
     /// Unasked: an accuracy alarm this machine's part raised, for the run's event stream.

@@ -29,7 +29,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 /// How long a machine may take to say hello (SSH's connection included).
@@ -55,19 +55,6 @@ const STDERR_LINES: usize = 20;
 /// How far ahead of the order a move between machines is set: the order crosses the control
 /// channel (SSH: a few milliseconds), not a mailbox.
 const MOVE_AHEAD: netloom_time::Duration = netloom_time::Duration::from_millis(20);
-
-/// What passing hand-overs on needs; set once the run's zero is known.
-type Inputs = Arc<OnceLock<Relay>>;
-
-/// Every machine's worker's input, by worker, and the run's instant zero on this machine's wall
-/// clock (ns since 1970), to stamp what is passed on on the run's clock.
-struct Relay {
-    inputs: Vec<Input>,
-    zero_ns: u64,
-}
-
-/// A worker's input, shared with the thread that passes hand-overs on; `None` once closed.
-type Input = Arc<Mutex<Option<ChildStdin>>>;
 
 /// What a run over several machines is made of.
 pub struct Setup {
@@ -109,9 +96,8 @@ struct Remote {
     /// Its experiment: the run's name and the machine's.
     experiment: String,
     child: Mutex<Child>,
-    /// Held while a message is written (a hand-over passed on may come between the two halves
-    /// of an exchange); `None` once closed.
-    stdin: Input,
+    /// Held while a message is written; `None` once closed.
+    stdin: Mutex<Option<ChildStdin>>,
     /// Held for a whole exchange (a message and its answer), so exchanges never interleave.
     answers: Mutex<Receiver<FromWorker>>,
     /// Why it ended, once it did.
@@ -155,16 +141,9 @@ impl StderrTail {
 }
 
 impl Remote {
-    /// Starts the machine's worker through its launcher. What it hands another machine at a
-    /// move goes to that machine's input in `inputs`; the accuracy alarms it raises go to
-    /// `events`. With `realtime`, the thread that reads it runs at the drivers' real-time
-    /// priority: it passes hand-overs on at a move, while the drivers wait for them.
-    fn launch(
-        machine: &Machine,
-        run: &str,
-        inputs: &Inputs,
-        (events, realtime): (Arc<Events>, bool),
-    ) -> Result<Remote, String> {
+    /// Starts the machine's worker through its launcher. The accuracy alarms it raises go to
+    /// `events`.
+    fn launch(machine: &Machine, run: &str, events: Arc<Events>) -> Result<Remote, String> {
         let mut command = machine.netloom_command(&["worker"]);
         command
             .stdin(Stdio::piped())
@@ -195,32 +174,13 @@ impl Remote {
         {
             let died = died.clone();
             let name = machine.name.clone();
-            let inputs = inputs.clone();
             std::thread::spawn(move || {
-                if realtime {
-                    // Without the privilege it relays at normal priority, only later.
-                    let _ = netloom_os::set_realtime_priority(crate::plan::REALTIME_PRIORITY);
-                }
                 let mut stdout = BufReader::new(stdout);
                 let why = loop {
-                    // When the line's first bytes were in (a hand-over's `at_coordinator`).
-                    let _ = stdout.fill_buf();
-                    let in_ns = channel::wall_ns();
                     match channel::receive::<FromWorker>(&mut stdout) {
                         Ok(Some(FromWorker::Failed(why))) => {
                             let _ = tx.send(FromWorker::Failed(why.clone()));
                             break why;
-                        }
-                        Ok(Some(FromWorker::Handover { to, mut handover })) => {
-                            // A machine that cannot take it fails its move, which says why.
-                            let Some(relay) = inputs.get() else { continue };
-                            if let Some(input) = relay.inputs.get(usize::from(to)) {
-                                let run_ns = |wall: u64| Some(wall.saturating_sub(relay.zero_ns));
-                                handover.stamps.at_coordinator = run_ns(in_ns);
-                                handover.stamps.relayed = run_ns(channel::wall_ns());
-                                let mut input = input.lock().expect("no panics holding it");
-                                let _ = Remote::send_on(&mut input, &ToWorker::Handover(handover));
-                            }
                         }
                         Ok(Some(FromWorker::Alarm(mut alarm))) => {
                             if let Event::AccuracyAlarm { machine, .. } = &mut alarm {
@@ -246,7 +206,7 @@ impl Remote {
             machine: machine.clone(),
             experiment: format!("{run}-{}", machine.name),
             child: Mutex::new(child),
-            stdin: Arc::new(Mutex::new(Some(stdin))),
+            stdin: Mutex::new(Some(stdin)),
             answers: Mutex::new(rx),
             died,
             stderr: tail,
@@ -295,13 +255,9 @@ impl Remote {
     /// Writes `message` to the worker, without waiting for an answer.
     fn send(&self, message: &ToWorker) -> Result<(), String> {
         let mut stdin = self.stdin.lock().expect("no panics holding it");
-        Self::send_on(&mut stdin, message).map_err(|_| self.why_dead())
-    }
-
-    fn send_on(stdin: &mut Option<ChildStdin>, message: &ToWorker) -> std::io::Result<()> {
-        match stdin {
-            Some(input) => channel::send(input, message),
-            None => Err(std::io::ErrorKind::BrokenPipe.into()),
+        match stdin.as_mut() {
+            Some(input) => channel::send(input, message).map_err(|_| self.why_dead()),
+            None => Err(self.why_dead()),
         }
     }
 
@@ -439,7 +395,7 @@ struct Shared {
 
 /// The machines, as a repartitioning orders them: every machine's traffic summed, and moves
 /// ordered to all at once, answered once each has the others' hand-overs (which the machines'
-/// reading threads pass on meanwhile).
+/// workers send each other directly).
 struct Machines(Arc<Shared>);
 
 impl Workers for Machines {
@@ -765,10 +721,9 @@ impl ClusterRun {
         // Launched all at once, so that slow SSH connections overlap.
         let mut remotes = Vec::new();
         let mut errors = Vec::new();
-        let inputs = Inputs::default();
         let events = Arc::new(Events::default());
         for machine in &cluster.machines {
-            match Remote::launch(machine, &run, &inputs, (events.clone(), options.realtime)) {
+            match Remote::launch(machine, &run, events.clone()) {
                 Ok(r) => remotes.push(r),
                 Err(e) => errors.push(e),
             }
@@ -872,10 +827,6 @@ impl ClusterRun {
             Precision::Hybrid(_) => "hybrid",
         };
         let zero_ns = channel::wall_ns();
-        let _ = inputs.set(Relay {
-            inputs: remotes.iter().map(|r| r.stdin.clone()).collect(),
-            zero_ns,
-        });
         let peers: Vec<_> = cluster
             .machines
             .iter()

@@ -1,6 +1,7 @@
 //! Live runs over several machines (docs/cluster.md): the cluster file (`file`), the control
 //! channel between the coordinator and each machine's worker (`channel`), hand-offs between
-//! machines as GENEVE datagrams (`handoff`), a machine's worker (`worker`, `netloom worker`)
+//! machines as GENEVE datagrams (`handoff`), a move's hand-overs in binary (`handover`) on
+//! connections between the workers (`links`), a machine's worker (`worker`, `netloom worker`)
 //! and the coordinator that starts, answers for and stops them all (`coordinator`), with the
 //! map that forwards `netloom exec` to a host's machine (`forward`).
 
@@ -9,6 +10,8 @@ mod coordinator;
 mod file;
 mod forward;
 mod handoff;
+mod handover;
+mod links;
 mod worker;
 
 pub use coordinator::{split, ClockSample, ClusterRun, MachineClock, Setup};

@@ -1,17 +1,19 @@
 //! `netloom worker`: one machine's side of a run over several machines. Started by the
 //! coordinator through the machine's launcher (SSH), it says which netloom it is, answers clock
-//! exchanges, brings up its part when told (its hosts, its worker, the hand-off socket), answers
+//! exchanges, brings up its part when told (its hosts, its worker, the hand-off socket, and in
+//! a run that repartitions the connections to the other workers for hand-overs), answers
 //! for its part while the run lasts (forwarding its accuracy alarms), and stops, tears down and
 //! sends its last figures when told or when the coordinator goes, then the hand-offs it
 //! received once every machine stopped. Its worker failing, or a signal, stops it and is told.
 
 use super::channel::{self, Figures, FromWorker, Start, ToWorker};
 use super::handoff::{self, Receiver, Sender};
-use crate::clock::{Clock, SystemClock};
+use super::links::{Links, Readers};
+use crate::clock::SystemClock;
 use crate::event::Event;
 use crate::experiment::{Ending, Experiment, Part};
 use crate::mailbox::{Message, Outbound, Post};
-use crate::plan::{Options, Plan, Split, REALTIME_PRIORITY};
+use crate::plan::{Options, Plan, Split};
 use crate::repartition::Workers;
 use crate::wait::{Hybrid, Precision};
 use netloom_engine::{Ownership, Payload};
@@ -55,21 +57,14 @@ pub fn serve(
     };
     say(&output, &hello)?;
     let (tx, rx) = mpsc::channel();
-    // Where to post to this machine's worker, and the run's clock, once it runs.
-    let posted: Posted = Arc::default();
     // Reads on its own thread, so the run is watched while no line comes, and answers clock
-    // exchanges there, and passes hand-overs straight to the worker (a move waits for them);
-    // ends with the input.
+    // exchanges there; ends with the input.
     let answers = output.clone();
-    let post = posted.clone();
     std::thread::Builder::new()
         .name("netloom-control".into())
         .spawn(move || {
             let mut input = input;
             loop {
-                // When the line's first bytes were in (a hand-over's `read`).
-                let _ = input.fill_buf();
-                let read = run_now(&post);
                 let Ok(Some(message)) = channel::receive::<ToWorker>(&mut input) else {
                     return;
                 };
@@ -77,24 +72,6 @@ pub fn serve(
                     ToWorker::Time { sent_ns } => {
                         let here_ns = wall.ns();
                         say(&answers, &FromWorker::Time { sent_ns, here_ns }).is_ok()
-                    }
-                    ToWorker::Start(start) => {
-                        if start.realtime {
-                            // It passes hand-overs on at a move, while the driver waits for
-                            // them; without the privilege, at normal priority, only later.
-                            let _ = netloom_os::set_realtime_priority(REALTIME_PRIORITY);
-                        }
-                        tx.send(ToWorker::Start(start)).is_ok()
-                    }
-                    ToWorker::Handover(mut handover) => {
-                        handover.stamps.read = read;
-                        handover.stamps.parsed = run_now(&post);
-                        if let Some((post, _)) =
-                            post.lock().expect("nothing panics holding it").as_ref()
-                        {
-                            post.send(Message::Handover(handover));
-                        }
-                        true
                     }
                     other => tx.send(other).is_ok(),
                 };
@@ -112,9 +89,10 @@ pub fn serve(
         socket,
         peers,
         topology,
+        handovers: _handovers,
     } = loop {
         match rx.recv() {
-            Ok(ToWorker::Start(start)) => match start_part(*start, wall, &output, &posted) {
+            Ok(ToWorker::Start(start)) => match start_part(*start, wall) {
                 Ok(running) => {
                     say(&output, &FromWorker::Ready)?;
                     forward_alarms(&running.experiment, output.clone())?;
@@ -186,8 +164,8 @@ pub fn serve(
                 say(&output, &FromWorker::Traffic(traffic))?;
             }
             ToWorker::Move { assignment, at_ns } => {
-                // Answered once the other machines' hand-overs are in, which this loop passes
-                // to the worker meanwhile.
+                // Answered once the other machines' hand-overs are in, which come to the
+                // worker on its connections from them meanwhile.
                 let next = topology
                     .as_ref()
                     .ok_or_else(|| "a move in a run that does not repartition".to_string())
@@ -222,21 +200,9 @@ pub fn serve(
                     }
                 }
             }
-            ToWorker::Start(_)
-            | ToWorker::Time { .. }
-            | ToWorker::Handover(_)
-            | ToWorker::Count => continue,
+            ToWorker::Start(_) | ToWorker::Time { .. } | ToWorker::Count => continue,
         }
     }
-}
-
-/// Where to post to this machine's worker and the run's clock, once it runs.
-type Posted = Arc<Mutex<Option<(Post, SystemClock)>>>;
-
-/// Now on the run's clock (ns), once it runs.
-fn run_now(posted: &Posted) -> Option<u64> {
-    let posted = posted.lock().expect("nothing panics holding it");
-    posted.as_ref().map(|(_, clock)| clock.now().as_nanos())
 }
 
 /// The hand-off datagrams `receiver` took from each worker so far, by worker.
@@ -308,11 +274,11 @@ fn spread(
 }
 
 /// Sends what this machine's worker posts to another machine's: hand-offs as GENEVE datagrams,
-/// a move's hand-over on the control channel for the coordinator to pass on.
+/// a move's hand-over on the connection to it (in a run that repartitions).
 struct Peer {
     handoffs: Arc<Sender>,
     to: u16,
-    control: Output,
+    handovers: Option<Arc<Links>>,
     /// The run's clock, to stamp a hand-over as it is sent.
     clock: SystemClock,
 }
@@ -320,11 +286,10 @@ struct Peer {
 impl Outbound for Peer {
     fn send(&self, message: Message) -> bool {
         match message {
-            Message::Handover(mut handover) => {
-                handover.stamps.sent = Some(self.clock.now().as_nanos());
-                let to = self.to;
-                say(&self.control, &FromWorker::Handover { to, handover }).is_ok()
-            }
+            Message::Handover(handover) => self
+                .handovers
+                .as_ref()
+                .is_some_and(|links| links.send(self.to, *handover, &self.clock)),
             other => self.handoffs.send(other),
         }
     }
@@ -345,6 +310,9 @@ struct Running {
     /// The topology as loaded, for the ownerships of moves: only in a run that repartitions
     /// (a copy of a large topology costs memory and start-up time for nothing otherwise).
     topology: Option<Topology>,
+    /// The threads reading the other workers' hand-overs (a run that repartitions), stopped
+    /// when dropped (after the experiment stopped).
+    handovers: Arc<Mutex<Option<Readers>>>,
 }
 
 /// The variable that makes a worker's wall clock drift, for tests only.
@@ -377,15 +345,9 @@ impl Wall {
 }
 
 /// Brings this machine's part up: the plan as every machine computes it from the same
-/// topology and assignment, the hand-off socket, the clock at the run's zero (by `wall`).
-/// Hand-overs go to the coordinator on `control`; where to post to the worker goes into
-/// `posted`.
-fn start_part(
-    start: Start,
-    wall: Wall,
-    control: &Output,
-    posted: &Posted,
-) -> Result<Running, String> {
+/// topology and assignment, the hand-off socket, the connections to and from every other
+/// worker for hand-overs when the run repartitions, the clock at the run's zero (by `wall`).
+fn start_part(start: Start, wall: Wall) -> Result<Running, String> {
     let topology = start.topology.load().map_err(|e| e.to_string())?;
     let precision = match start.precision.as_str() {
         "busy" => Precision::Busy,
@@ -430,6 +392,10 @@ fn start_part(
         .enumerate()
         .map(|(k, &to)| Arc::new(Sender::new(socket.clone(), vni, me as u16, k as u16, to)))
         .collect();
+    let links = match start.repartition_ns {
+        Some(_) => Some(Arc::new(Links::open(me, &start.peers, vni)?)),
+        None => None,
+    };
     // The run's zero on this machine's monotonic clock: the coordinator's wall-clock zero,
     // moved by the offset between the two wall clocks.
     let coordinator_now = wall.ns() as i128 - i128::from(start.offset_ns);
@@ -446,19 +412,23 @@ fn start_part(
             Arc::new(Peer {
                 handoffs: handoffs.clone(),
                 to: k as u16,
-                control: control.clone(),
+                handovers: links.clone(),
                 clock,
             }) as Arc<dyn Outbound>
         })
         .collect();
     let receiver = Arc::new(Mutex::new(None));
+    let handovers = Arc::new(Mutex::new(None));
     let realtime = start.realtime;
     let inbound = {
         let receiver = receiver.clone();
+        let handovers = handovers.clone();
         let socket = socket.clone();
-        let posted = posted.clone();
         Box::new(move |post: Post| {
-            *posted.lock().expect("nothing panics holding it") = Some((post.clone(), clock));
+            if let Some(links) = &links {
+                let readers = links.start_reading(post.clone(), clock, realtime)?;
+                *handovers.lock().expect("nothing panics holding it") = Some(readers);
+            }
             let r = Receiver::start(socket, vni, me as u16, post, realtime)?;
             *receiver.lock().expect("nothing panics holding it") = Some(r);
             Ok(())
@@ -481,5 +451,6 @@ fn start_part(
         socket,
         peers: start.peers,
         topology,
+        handovers,
     })
 }

@@ -31,11 +31,13 @@ impl TestTime for SystemClock {
     }
 }
 
-/// Hosts as queues: what each sends waits in `sends` until its time, what they receive lands
-/// in `delivered` with the time it was written.
+/// Hosts as queues: what each sends waits in `sends` until its time and is read from there
+/// (`read` says when), what they receive lands in `delivered` with the time it was written.
 pub struct MemIo<C: TestTime> {
     pub clock: C,
     pub sends: Vec<VecDeque<(Instant, Vec<u8>)>>,
+    /// (host, time read) of every frame read.
+    pub read: Vec<(u32, Instant)>,
     pub delivered: Vec<(u32, Instant, Vec<u8>)>,
     framing: Framing,
     /// How long a turn that does not sleep takes (0: the test moves the clock itself).
@@ -48,6 +50,7 @@ impl<C: TestTime> MemIo<C> {
         MemIo {
             clock,
             sends: vec![VecDeque::new(), VecDeque::new()],
+            read: Vec::new(),
             delivered: Vec::new(),
             framing,
             turn: Duration::ZERO,
@@ -120,6 +123,7 @@ impl<C: TestTime> PacketIo for MemIo<C> {
             return Err(io::ErrorKind::WouldBlock.into());
         }
         let (_, p) = q.pop_front().expect("checked");
+        self.read.push((host, now));
         buf[..p.len()].copy_from_slice(&p);
         Ok(p.len())
     }

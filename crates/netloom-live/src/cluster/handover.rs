@@ -1,0 +1,264 @@
+//! A hand-over between machines as bytes (docs/cluster.md, "Hand-overs between machines"): a
+//! 40-byte header with the sender's stamps, the hosts' buckets and the shipped packets in a
+//! fixed layout, then the engine's migration (pipes' state, pending exits) in bincode.
+
+use crate::ration::Bucket;
+use crate::repartition::{Handover, Stamps};
+use netloom_engine::Migration;
+use netloom_time::Instant;
+
+/// The first bytes of every hand-over, and of every connection that carries them.
+pub(crate) const MAGIC: [u8; 4] = *b"NLHO";
+/// The layout's version: a netloom of another layout is refused at the start anyway (the
+/// coordinator checks every machine's version), so this only guards against strangers.
+const VERSION: u8 = 1;
+/// The fixed part: magic, version, the run's VNI, from and to, the length of the rest, and the
+/// sender's three stamps.
+pub(crate) const HEADER_LEN: usize = 40;
+/// One host's entry: its index, its bucket's credit and when the bucket was last filled.
+const HOST_LEN: usize = 20;
+
+/// Why bytes are not a hand-over of this run for this worker.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Malformed {
+    #[error("not a netloom hand-over (magic {0:02x?}, version {1})")]
+    Stranger([u8; 4], u8),
+    #[error("a hand-over of another run (VNI {0:#08x}) or for another worker ({1})")]
+    Elsewhere(u32, u16),
+    #[error("a hand-over cut short ({0} bytes where more were due)")]
+    Short(usize),
+    #[error("a hand-over's migration: {0}")]
+    Migration(#[from] bincode::Error),
+}
+
+/// Where a hand-over goes: the run (its GENEVE VNI), and the sending and receiving workers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Route {
+    pub vni: u32,
+    pub from: u16,
+    pub to: u16,
+}
+
+/// Appends `handover` on `route` to `out`, as one frame.
+pub(crate) fn encode(handover: &Handover, route: Route, out: &mut Vec<u8>) -> bincode::Result<()> {
+    let start = out.len();
+    out.extend_from_slice(&MAGIC);
+    out.push(VERSION);
+    out.extend_from_slice(&route.vni.to_be_bytes()[1..]);
+    out.extend_from_slice(&route.from.to_be_bytes());
+    out.extend_from_slice(&route.to.to_be_bytes());
+    // The body's length, once known.
+    out.extend_from_slice(&[0; 4]);
+    let s = &handover.stamps;
+    for ns in [s.paused, s.extracted, s.sent.unwrap_or(0)] {
+        out.extend_from_slice(&ns.to_be_bytes());
+    }
+    out.extend_from_slice(&(handover.hosts.len() as u32).to_be_bytes());
+    for (host, bucket) in &handover.hosts {
+        let (credit, filled) = bucket.parts();
+        out.extend_from_slice(&host.to_be_bytes());
+        out.extend_from_slice(&credit.to_be_bytes());
+        out.extend_from_slice(&filled.as_nanos().to_be_bytes());
+    }
+    out.extend_from_slice(&(handover.payloads.len() as u32).to_be_bytes());
+    for payload in &handover.payloads {
+        out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        out.extend_from_slice(payload);
+    }
+    bincode::serialize_into(&mut *out, &handover.migration)?;
+    let body = (out.len() - start - HEADER_LEN) as u32;
+    out[start + 12..start + 16].copy_from_slice(&body.to_be_bytes());
+    Ok(())
+}
+
+/// The length of the body that follows `header`, if it is that of a hand-over on `route`'s
+/// run for `route.to` (from any worker).
+pub(crate) fn body_len(header: &[u8; HEADER_LEN], route: Route) -> Result<usize, Malformed> {
+    let magic: [u8; 4] = header[..4].try_into().expect("4 bytes");
+    if magic != MAGIC || header[4] != VERSION {
+        return Err(Malformed::Stranger(magic, header[4]));
+    }
+    let vni = u32::from_be_bytes([0, header[5], header[6], header[7]]);
+    let to = u16::from_be_bytes([header[10], header[11]]);
+    if vni != route.vni || to != route.to {
+        return Err(Malformed::Elsewhere(vni, to));
+    }
+    Ok(u32::from_be_bytes(header[12..16].try_into().expect("4 bytes")) as usize)
+}
+
+/// The hand-over `header` (checked by `body_len`) and `body` make, its stamps those of its
+/// sender (`read` and `parsed` are the receiver's to set).
+pub(crate) fn decode(header: &[u8; HEADER_LEN], body: &[u8]) -> Result<Handover, Malformed> {
+    let stamp = |at: usize| u64::from_be_bytes(header[at..at + 8].try_into().expect("8 bytes"));
+    let stamps = Stamps {
+        paused: stamp(16),
+        extracted: stamp(24),
+        sent: Some(stamp(32)),
+        ..Stamps::default()
+    };
+    let mut rest = Bytes(body);
+    let hosts = (0..rest.u32()?)
+        .map(|_| {
+            let entry = rest.take(HOST_LEN)?;
+            let host = u32::from_be_bytes(entry[..4].try_into().expect("4 bytes"));
+            let credit = i64::from_be_bytes(entry[4..12].try_into().expect("8 bytes"));
+            let filled = u64::from_be_bytes(entry[12..].try_into().expect("8 bytes"));
+            Ok((
+                host,
+                Bucket::from_parts(credit, Instant::from_nanos(filled)),
+            ))
+        })
+        .collect::<Result<_, Malformed>>()?;
+    let payloads = (0..rest.u32()?)
+        .map(|_| {
+            let len = rest.u32()? as usize;
+            Ok(rest.take(len)?.into())
+        })
+        .collect::<Result<_, Malformed>>()?;
+    let migration: Migration = bincode::deserialize(rest.0)?;
+    Ok(Handover {
+        migration,
+        hosts,
+        payloads,
+        stamps,
+    })
+}
+
+/// What is left of a body to read.
+struct Bytes<'b>(&'b [u8]);
+
+impl<'b> Bytes<'b> {
+    fn take(&mut self, n: usize) -> Result<&'b [u8], Malformed> {
+        if self.0.len() < n {
+            return Err(Malformed::Short(self.0.len()));
+        }
+        let (taken, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(taken)
+    }
+
+    fn u32(&mut self) -> Result<u32, Malformed> {
+        let bytes = self.take(4)?;
+        Ok(u32::from_be_bytes(bytes.try_into().expect("4 bytes")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ration::Ration;
+    use netloom_engine::{Engine, Injected, Ownership, Payload};
+    use netloom_link::{PacketMeta, PipeConfig};
+    use netloom_time::{Duration, Rate};
+    use netloom_topo::{NodeKind, RoutingMetric, Topology};
+    use std::sync::Arc;
+
+    const ROUTE: Route = Route {
+        vni: 0x00ab_cdef,
+        from: 0,
+        to: 1,
+    };
+
+    /// What worker 0 of two hands worker 1 when h0's pipe, holding three packets in its queue,
+    /// and h0 move there: a migration with a pipe's state.
+    fn migration() -> Migration {
+        let mut t = Topology::new("t", RoutingMetric::Delay);
+        let h0 = t.add_node("h0", NodeKind::Host, None);
+        let h1 = t.add_node("h1", NodeKind::Host, None);
+        let c = PipeConfig::new(Rate::bps(1_000_000), Duration::from_millis(1));
+        t.add_link(h0, h1, None, c, Some(c));
+        let before = Arc::new(Ownership::live(&t, &[0, 1], 2, Payload::Ship).unwrap());
+        let after = Arc::new(Ownership::live(&t, &[1, 1], 2, Payload::Ship).unwrap());
+        let mut engine = Engine::partitioned(t, 1, before, 0);
+        for token in 0..3 {
+            let packet = Injected {
+                bytes: 1000,
+                token,
+                meta: PacketMeta::default(),
+                ttl: netloom_engine::DEFAULT_TTL,
+            };
+            assert!(engine.inject(Instant::from_nanos(0), h0, h1, packet));
+        }
+        engine.migrate_out(after).swap_remove(1)
+    }
+
+    /// A hand-over through its binary form: the same migration (as its serialized form says),
+    /// hosts, packets' bytes and stamps, whole, and refused on another run or worker.
+    #[test]
+    fn a_hand_over_through_bytes_is_the_same_hand_over() {
+        let m = migration();
+        assert_eq!(m.counts().0, 1, "h0's pipe");
+        let json = serde_json::to_string(&m).unwrap();
+        let mut ration = Ration::new(3);
+        ration.took(2, 700);
+        let handover = Handover {
+            migration: m,
+            hosts: vec![(0, ration.bucket(0)), (2, ration.bucket(2))],
+            payloads: vec![vec![1; 60].into(), Vec::new().into(), vec![3; 1500].into()],
+            stamps: Stamps {
+                paused: 5,
+                extracted: 6,
+                sent: Some(7),
+                ..Stamps::default()
+            },
+        };
+        let mut bytes = vec![9];
+        encode(&handover, ROUTE, &mut bytes).unwrap();
+        let frame = &bytes[1..];
+        let header: &[u8; HEADER_LEN] = frame[..HEADER_LEN].try_into().unwrap();
+        assert_eq!(body_len(header, ROUTE).unwrap(), frame.len() - HEADER_LEN);
+        let got = decode(header, &frame[HEADER_LEN..]).unwrap();
+        assert_eq!(serde_json::to_string(&got.migration).unwrap(), json);
+        assert_eq!(got.hosts, handover.hosts);
+        assert_eq!(got.payloads, handover.payloads);
+        let s = got.stamps;
+        assert_eq!((s.paused, s.extracted, s.sent), (5, 6, Some(7)));
+        assert_eq!((s.read, s.parsed), (None, None), "the receiver's to set");
+        let cut = &frame[HEADER_LEN..frame.len() - 1];
+        assert!(decode(header, cut).is_err(), "a body cut short");
+        for other in [Route { vni: 7, ..ROUTE }, Route { to: 0, ..ROUTE }] {
+            assert!(matches!(
+                body_len(header, other),
+                Err(Malformed::Elsewhere(..))
+            ));
+        }
+        let mut stranger = *header;
+        stranger[0] = b'X';
+        assert!(matches!(
+            body_len(&stranger, ROUTE),
+            Err(Malformed::Stranger(..))
+        ));
+    }
+
+    /// A host's bucket travels with its debt and its last fill: the worker that reads the host
+    /// from then on lets it through exactly when the old one would have.
+    #[test]
+    fn a_hand_over_through_bytes_keeps_each_hosts_bucket() {
+        let mut old = Ration::new(3);
+        let t = |us: u64| Instant::from_nanos(us * 1_000);
+        while old.may_take(2, t(5)) {
+            old.took(2, 100);
+        }
+        let handover = Handover {
+            migration: Migration::default(),
+            hosts: vec![(2, old.bucket(2))],
+            payloads: Vec::new(),
+            stamps: Stamps::default(),
+        };
+        let mut bytes = Vec::new();
+        encode(&handover, ROUTE, &mut bytes).unwrap();
+        let header = bytes[..HEADER_LEN].try_into().unwrap();
+        let arrived = decode(header, &bytes[HEADER_LEN..]).unwrap();
+        let mut new = Ration::new(3);
+        for (host, bucket) in arrived.hosts {
+            new.set_bucket(host, bucket);
+        }
+        let admits = |r: &mut Ration| (5..40).map(|us| r.may_take(2, t(us))).collect::<Vec<_>>();
+        let expected = admits(&mut old);
+        assert!(
+            expected.contains(&false) && expected.contains(&true),
+            "{expected:?}"
+        );
+        assert_eq!(admits(&mut new), expected);
+    }
+}

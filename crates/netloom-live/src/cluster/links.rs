@@ -1,0 +1,293 @@
+//! The connections that carry hand-overs between machines at a move: one TCP connection from
+//! each machine's worker to each other's, made at the start of a run that repartitions, on the
+//! address and port of its hand-off socket (TCP's, beside GENEVE's UDP). TCP delivers a
+//! hand-over of any size whole and in order, with no retransmission of netloom's own; the
+//! coordinator only orders moves and hears they are done (docs/cluster.md).
+
+use super::handover::{self, Route, HEADER_LEN, MAGIC};
+use crate::clock::{Clock, SystemClock};
+use crate::mailbox::{Message, Post};
+use crate::repartition::Handover;
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long the workers have to reach each other at the start: they are told to start at
+/// once, so it is the spread of their start-ups.
+const MEET: Duration = Duration::from_secs(10);
+/// How often a connection refused (the other worker not listening yet) is tried again, and an
+/// accept that found none.
+const RETRY: Duration = Duration::from_millis(10);
+/// A connection's first bytes: the magic, the run's VNI, the connecting worker.
+const HELLO_LEN: usize = 10;
+
+/// This worker's connections to and from every other worker.
+pub(crate) struct Links {
+    me: u16,
+    vni: u32,
+    /// To each worker, by worker (`None` for this one).
+    to: Vec<Option<Mutex<TcpStream>>>,
+    /// From each other worker, in the order they connected.
+    from: Vec<TcpStream>,
+}
+
+impl Links {
+    /// Listens at `peers[me]`, connects to every other worker of run `vni`, and accepts every
+    /// other worker's connection: each listens before it connects, so a connection waits in
+    /// the listener's backlog until its accept.
+    pub fn open(me: usize, peers: &[SocketAddr], vni: u32) -> Result<Links, String> {
+        let here = peers[me];
+        let listener =
+            TcpListener::bind(here).map_err(|e| format!("taking hand-overs at {here}: {e}"))?;
+        let deadline = Instant::now() + MEET;
+        let mut to = Vec::with_capacity(peers.len());
+        for (k, &peer) in peers.iter().enumerate() {
+            if k == me {
+                to.push(None);
+                continue;
+            }
+            let failed = |e: std::io::Error| format!("handing over to worker {k} at {peer}: {e}");
+            let mut stream = loop {
+                // Bounded by what is left of the wait: a machine that does not answer at all
+                // would otherwise hold the start for TCP's own minutes.
+                let left = deadline
+                    .saturating_duration_since(Instant::now())
+                    .max(RETRY);
+                match TcpStream::connect_timeout(&peer, left) {
+                    Ok(s) => break s,
+                    Err(_) if Instant::now() < deadline => std::thread::sleep(RETRY),
+                    Err(e) => return Err(failed(e)),
+                }
+            };
+            stream.set_nodelay(true).map_err(failed)?;
+            stream.write_all(&hello(vni, me as u16)).map_err(failed)?;
+            to.push(Some(Mutex::new(stream)));
+        }
+        let mut from = Vec::with_capacity(peers.len() - 1);
+        let failed = |e: std::io::Error| format!("taking hand-overs at {here}: {e}");
+        listener.set_nonblocking(true).map_err(failed)?;
+        while from.len() + 1 < peers.len() {
+            match listener.accept() {
+                Ok((mut stream, _)) => {
+                    stream.set_nonblocking(false).map_err(failed)?;
+                    stream.set_read_timeout(Some(MEET)).map_err(failed)?;
+                    let mut said = [0u8; HELLO_LEN];
+                    // Only this run's workers count; anything else that connected is let go.
+                    if stream.read_exact(&mut said).is_ok() && said[..8] == hello(vni, 0)[..8] {
+                        stream.set_read_timeout(None).map_err(failed)?;
+                        from.push(stream);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if Instant::now() >= deadline {
+                        let missing = peers.len() - 1 - from.len();
+                        return Err(format!(
+                            "taking hand-overs at {here}: {missing} other workers never connected within {MEET:?}"
+                        ));
+                    }
+                    std::thread::sleep(RETRY);
+                }
+                Err(e) => return Err(failed(e)),
+            }
+        }
+        Ok(Links {
+            me: me as u16,
+            vni,
+            to,
+            from,
+        })
+    }
+
+    /// Sends `handover` to worker `to`, stamped `sent` on `clock` as its encoding begins; false
+    /// when it cannot go (that worker is gone).
+    pub fn send(&self, to: u16, mut handover: Handover, clock: &SystemClock) -> bool {
+        let Some(Some(stream)) = self.to.get(usize::from(to)) else {
+            return false;
+        };
+        handover.stamps.sent = Some(clock.now().as_nanos());
+        let route = Route {
+            vni: self.vni,
+            from: self.me,
+            to,
+        };
+        let mut frame = Vec::with_capacity(HEADER_LEN + 256);
+        if handover::encode(&handover, route, &mut frame).is_err() {
+            return false;
+        }
+        let mut stream = stream.lock().expect("nothing panics holding it");
+        stream.write_all(&frame).is_ok()
+    }
+
+    /// Starts reading the other workers' hand-overs, posting each to `post` stamped `read` (its
+    /// first bytes in) and `parsed` on `clock`; at real-time priority if `realtime`, as the
+    /// drivers sleep while they wait for them.
+    pub fn start_reading(
+        &self,
+        post: Post,
+        clock: SystemClock,
+        realtime: bool,
+    ) -> std::io::Result<Readers> {
+        let route = Route {
+            vni: self.vni,
+            from: 0,
+            to: self.me,
+        };
+        let mut readers = Readers {
+            streams: Vec::new(),
+            threads: Vec::new(),
+        };
+        for stream in &self.from {
+            let mut input = stream.try_clone()?;
+            readers.streams.push(stream.try_clone()?);
+            let post = post.clone();
+            let thread = std::thread::Builder::new()
+                .name("netloom-handovers".into())
+                .spawn(move || {
+                    if realtime {
+                        // Normal priority still moves hand-overs, only later.
+                        let _ = netloom_os::set_realtime_priority(crate::plan::REALTIME_PRIORITY);
+                    }
+                    while let Some(handover) = read(&mut input, route, &clock) {
+                        if !post.send(Message::Handover(Box::new(handover))) {
+                            return;
+                        }
+                    }
+                })?;
+            readers.threads.push(thread);
+        }
+        Ok(readers)
+    }
+}
+
+/// The next hand-over on `input`, stamped; `None` once the connection ends or carries
+/// something else (the sender is gone: its machine's end stops the run).
+fn read(input: &mut TcpStream, route: Route, clock: &SystemClock) -> Option<Handover> {
+    let mut header = [0u8; HEADER_LEN];
+    input.read_exact(&mut header).ok()?;
+    let read = clock.now().as_nanos();
+    let len = handover::body_len(&header, route).ok()?;
+    let mut body = vec![0u8; len];
+    input.read_exact(&mut body).ok()?;
+    let mut handover = handover::decode(&header, &body).ok()?;
+    handover.stamps.read = Some(read);
+    handover.stamps.parsed = Some(clock.now().as_nanos());
+    Some(handover)
+}
+
+/// A connection's first bytes from worker `from` of run `vni`.
+fn hello(vni: u32, from: u16) -> [u8; HELLO_LEN] {
+    let mut h = [0u8; HELLO_LEN];
+    h[..4].copy_from_slice(&MAGIC);
+    h[5..8].copy_from_slice(&vni.to_be_bytes()[1..]);
+    h[8..].copy_from_slice(&from.to_be_bytes());
+    h
+}
+
+/// The threads reading hand-overs, stopped (their connections shut) when dropped.
+pub(crate) struct Readers {
+    streams: Vec<TcpStream>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Readers {
+    fn drop(&mut self) {
+        for stream in &self.streams {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mailbox::mailboxes;
+    use crate::repartition::Stamps;
+    use netloom_engine::Migration;
+
+    /// Two free addresses on this machine (bound once and let go).
+    fn addresses() -> Vec<SocketAddr> {
+        let free = || {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap()
+        };
+        vec![free(), free()]
+    }
+
+    /// Two workers meet whichever starts first, a stranger that connects too is let go, and a
+    /// hand-over from one reaches the other's inbox, stamped on its way in order.
+    #[test]
+    fn a_hand_over_goes_straight_to_the_other_worker_stamped_in_order() {
+        let peers = addresses();
+        let later = peers.clone();
+        let one = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            Links::open(1, &later, 77).unwrap()
+        });
+        // Worker 0 waits for worker 1 to listen; a stranger that reaches worker 1 first is not
+        // taken for worker 0.
+        let stranger = std::thread::spawn({
+            let to = peers[1];
+            move || loop {
+                if let Ok(mut s) = TcpStream::connect(to) {
+                    let _ = s.write_all(b"GET / HTTP/1.0\r\n\r\n");
+                    return s;
+                }
+                std::thread::sleep(RETRY);
+            }
+        });
+        let zero = Links::open(0, &peers, 77).unwrap();
+        let one = one.join().unwrap();
+        drop(stranger.join().unwrap());
+        let (mut inboxes, posts) = mailboxes(2).unwrap();
+        let clock = SystemClock::start();
+        let _readers = one.start_reading(posts[1].clone(), clock, false).unwrap();
+        let handover = Handover {
+            migration: Migration::default(),
+            hosts: Vec::new(),
+            payloads: vec![vec![4; 3000].into()],
+            stamps: Stamps {
+                paused: clock.now().as_nanos(),
+                extracted: clock.now().as_nanos(),
+                ..Stamps::default()
+            },
+        };
+        assert!(zero.send(1, handover, &clock));
+        let give_up = Instant::now() + Duration::from_secs(5);
+        let got = loop {
+            inboxes[1].awake();
+            if let Some(m) = inboxes[1].take() {
+                break m;
+            }
+            assert!(Instant::now() < give_up, "the hand-over never came");
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        let Message::Handover(got) = got else {
+            panic!("{got:?}")
+        };
+        assert_eq!(got.payloads, vec![vec![4u8; 3000].into_boxed_slice()]);
+        let s = got.stamps;
+        let steps = [
+            s.paused,
+            s.extracted,
+            s.sent.unwrap(),
+            s.read.unwrap(),
+            s.parsed.unwrap(),
+        ];
+        assert!(steps.windows(2).all(|w| w[0] <= w[1]), "{s:?}");
+        assert!(!zero.send(0, empty(), &clock), "no connection to itself");
+    }
+
+    fn empty() -> Handover {
+        Handover {
+            migration: Migration::default(),
+            hosts: Vec::new(),
+            payloads: Vec::new(),
+            stamps: Stamps::default(),
+        }
+    }
+}
