@@ -239,10 +239,7 @@ pub enum EngineError {
 /// `workers::run`, or a real-time loop) moves it on with `poll_at` and `advance`.
 pub struct Engine {
     topo: Topology,
-    /// Shared by the workers of a partitioned run until one of them recomputes its own (copy on
-    /// write): each worker reads other rows of the same tables, and one copy in the cache the
-    /// cores share takes half the room of one per worker.
-    routes: Arc<Routes>,
+    routes: Routes,
     /// How many times the routes were recomputed (`reroutes`).
     reroutes: u64,
     pipes: Vec<Pipe>,
@@ -370,7 +367,7 @@ impl Engine {
 
     /// As `new`, with `routes` already computed for `topo` (`Routes::compute`), so a caller that
     /// needs them too computes them once.
-    pub fn with_routes(topo: Topology, routes: impl Into<Arc<Routes>>, seed: u64) -> Engine {
+    pub fn with_routes(topo: Topology, routes: Routes, seed: u64) -> Engine {
         let pipes = topo
             .pipes
             .iter()
@@ -396,7 +393,7 @@ impl Engine {
             taps,
             tapped: Vec::new(),
             topo,
-            routes: routes.into(),
+            routes,
             reroutes: 0,
             pipes,
             pipe_head,
@@ -436,19 +433,16 @@ impl Engine {
     }
 
     /// The engines of every worker of a run partitioned by `ownership`, in worker order, as
-    /// `partitioned` builds them but from `routes` computed once for `topo` (computing them is a
-    /// shortest-path search per host), one copy of which they share.
+    /// `partitioned` builds them but from `routes` computed once for `topo` (a copy is a memcpy
+    /// of the tables; computing them is a shortest-path search per host).
     pub fn partitioned_all(
         topo: &Topology,
         routes: &Routes,
         seed: u64,
         ownership: &Arc<Ownership>,
     ) -> Vec<Engine> {
-        let routes = Arc::new(routes.clone());
         (0..ownership.workers())
-            .map(|me| {
-                Engine::with_routes(topo.clone(), routes.clone(), seed).join(ownership.clone(), me)
-            })
+            .map(|me| Engine::partitioned_with_routes(topo, routes, seed, ownership, me))
             .collect()
     }
 
@@ -982,7 +976,7 @@ impl Engine {
         }
         if reroute {
             let up: Vec<bool> = self.pipes.iter().map(Pipe::is_up).collect();
-            Arc::make_mut(&mut self.routes).recompute(&self.topo, &up);
+            self.routes.recompute(&self.topo, &up);
             self.reroutes += 1;
         }
     }
