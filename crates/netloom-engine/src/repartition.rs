@@ -122,7 +122,7 @@ impl Epochs {
 }
 
 /// A mutex's contents; a worker that panicked while holding one has called the run off already.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 

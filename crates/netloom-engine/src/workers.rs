@@ -8,7 +8,7 @@ use crate::barrier::{Aborted, SpinBarrier};
 use crate::engine::{Engine, EngineError};
 use crate::ownership::Ownership;
 use crate::packet::Handoff;
-use crate::repartition::{Chooser, Decide, Epochs};
+use crate::repartition::{lock, Chooser, Decide, Epochs};
 use crate::report::Report;
 use crate::sim::{Progress, SimOptions};
 use crate::traffic::FlowSpec;
@@ -16,8 +16,7 @@ use netloom_route::Routes;
 use netloom_time::{Duration, Instant};
 use netloom_topo::Topology;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// How the work was shared, for the report.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -52,10 +51,12 @@ const PROGRESS_CHECK_EVERY: u64 = 64;
 /// What the threads share.
 struct Shared {
     barrier: SpinBarrier,
-    /// Where to send each worker its hand-offs: a lock-free queue per worker, one batch per
-    /// sender and window. Batches sent while a window advances are taken after the barrier
-    /// that ends it, which orders the two.
-    inboxes: Vec<Sender<Vec<Handoff>>>,
+    /// `mail[from * workers + to]`: what worker `from` hands worker `to`, put there after
+    /// `from` advances a window and taken by `to` after the barrier that ends it, which orders
+    /// the two (the lock is never contended). Each buffer keeps its capacity from window to
+    /// window, where a fresh batch sent over a channel cost an allocation, a copy and a free
+    /// on the other core each time.
+    mail: Vec<Mutex<Vec<Handoff>>>,
     /// Each worker's earliest pending event (a lower bound), published between barriers.
     next: Vec<AtomicU64>,
     /// Each worker's packet-hops so far, for progress.
@@ -170,10 +171,9 @@ fn run_epochs(
         "workers need a positive lookahead"
     );
     let n = engines.len();
-    let (inboxes, mut receivers): (Vec<_>, Vec<_>) = (0..n).map(|_| mpsc::channel()).unzip();
     let shared = Shared {
         barrier: SpinBarrier::new(n),
-        inboxes,
+        mail: (0..n * n).map(|_| Mutex::new(Vec::new())).collect(),
         next: (0..n).map(|_| AtomicU64::new(0)).collect(),
         hops: (0..n).map(|_| AtomicU64::new(0)).collect(),
         end: Instant::ZERO + opts.duration,
@@ -184,25 +184,15 @@ fn run_epochs(
     let started = std::time::Instant::now();
     let wall_clock = opts.wall_clock;
     let first = engines.remove(0);
-    let first_inbox = receivers.remove(0);
     let results = std::thread::scope(|s| {
         let others: Vec<_> = engines
             .into_iter()
-            .zip(receivers)
             .enumerate()
-            .map(|(i, (engine, inbox))| {
+            .map(|(i, engine)| {
                 let shared = &shared;
                 s.spawn(move || {
                     on_start(i + 1);
-                    work(
-                        i + 1,
-                        engine,
-                        &inbox,
-                        shared,
-                        wall_clock,
-                        &mut |_, _| {},
-                        None,
-                    )
+                    work(i + 1, engine, shared, wall_clock, &mut |_, _| {}, None)
                 })
             })
             .collect();
@@ -226,7 +216,6 @@ fn run_epochs(
         let mine = work(
             0,
             first,
-            &first_inbox,
             &shared,
             wall_clock,
             &mut report_progress,
@@ -286,13 +275,13 @@ struct WorkResult {
 fn work(
     me: usize,
     mut engine: Engine,
-    inbox: &Receiver<Vec<Handoff>>,
     shared: &Shared,
     timed: bool,
     progress: &mut dyn FnMut(Instant, &Shared),
     mut chooser: Option<&mut Chooser<'_, '_>>,
 ) -> WorkResult {
     let _guard = AbortOnPanic(&shared.barrier);
+    let n = shared.next.len();
     let mut windows = 0u64;
     let mut waited = std::time::Duration::ZERO;
     let mut wait = |shared: &Shared| -> Result<(), Aborted> {
@@ -309,8 +298,10 @@ fn work(
     let (mut boundary, mut reached) = (epoch, false);
     let outcome = (|| -> Result<(), Aborted> {
         loop {
-            for handoff in inbox.try_iter().flatten() {
-                engine.accept(handoff);
+            for from in 0..n {
+                for handoff in lock(&shared.mail[from * n + me]).drain(..) {
+                    engine.accept(handoff);
+                }
             }
             if let (true, Some(epochs)) = (reached, &shared.epochs) {
                 let span = (
@@ -345,12 +336,8 @@ fn work(
             engine.advance(Instant::from_nanos(horizon - 1));
             // The run's end is no boundary: the caller closes the last epoch.
             reached = horizon == boundary && boundary < shared.end.as_nanos();
-            for (to, inbox) in shared.inboxes.iter().enumerate() {
-                let batch: Vec<Handoff> = engine.take_handoffs(to).collect();
-                if !batch.is_empty() {
-                    // A send fails only to a worker that stopped: the run was called off.
-                    let _ = inbox.send(batch);
-                }
+            for to in 0..n {
+                lock(&shared.mail[me * n + to]).extend(engine.take_handoffs(to));
             }
             windows += 1;
             shared.hops[me].store(engine.counters().packet_hops, Ordering::Relaxed);
