@@ -391,9 +391,10 @@ impl Testbed {
         let routers = spec.kernel_routers.iter().map(|r| &r.namespace);
         let hosts_file = spec.hosts_file();
         for ns in namespaces.iter().chain(routers) {
-            match self.etc_dirs.first() {
-                None => netns::write_hosts(ns, &hosts_file)?,
-                Some(first) => netns::link_hosts(ns, first)?,
+            match self.etc_dirs.as_slice() {
+                [] => netns::write_hosts(ns, &hosts_file)?,
+                [first] => netns::link_hosts(ns, first, None)?,
+                [first, .., previous] => netns::link_hosts(ns, first, Some(previous))?,
             }
             self.etc_dirs.push(ns.clone());
         }
