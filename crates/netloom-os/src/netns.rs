@@ -185,12 +185,25 @@ pub(crate) fn write_hosts(ns: &str, contents: &str) -> Result<(), OsError> {
     std::fs::write(&file, contents).map_err(|e| hosts_failed(ns, &file, e))
 }
 
-/// Makes `/etc/netns/<ns>/hosts` a hard link to namespace `like`'s: the hosts of an experiment
-/// share one file, where a copy each (every copy naming every host) made N hosts write N² lines
-/// (10,000 hosts: 7 GB, most of a start-up).
-pub(crate) fn link_hosts(ns: &str, like: &str) -> Result<(), OsError> {
-    let file = make_etc_dir(ns)?.join("hosts");
-    std::fs::hard_link(etc_dir(like).join("hosts"), &file).map_err(|e| hosts_failed(ns, &file, e))
+/// Makes `/etc/netns/<ns>` lead to namespace `first`'s directory: the hosts of an experiment share
+/// one hosts file, where a copy each (every copy naming every host) made N hosts write N² lines
+/// (10,000 hosts: 7 GB, most of a start-up). The entry is a symbolic link, and after the first
+/// such link a hard link to `previous`'s (the link itself, not what it leads to): a directory
+/// or a link of its own is a new inode, 0.7–2 ms each on this VM's loaded disk, and removing a
+/// directory waits for its block to be discarded (`discard` mount), where a hard link costs
+/// about 20 µs to make or remove (docs/performance.md, "10,000 hosts"). `ip netns exec` and
+/// `exec` follow the link. A file system's limit on links per inode (65,000 on ext4) starts a
+/// new symbolic link.
+pub(crate) fn link_hosts(ns: &str, first: &str, previous: Option<&str>) -> Result<(), OsError> {
+    let entry = etc_dir(ns);
+    if let Some(previous) = previous {
+        // `hard_link` does not follow a symbolic link on Linux: it links the link.
+        match std::fs::hard_link(etc_dir(previous), &entry) {
+            Err(e) if e.raw_os_error() == Some(libc::EMLINK) => {}
+            done => return done.map_err(|e| etc_failed(&entry, e)),
+        }
+    }
+    std::os::unix::fs::symlink(first, &entry).map_err(|e| etc_failed(&entry, e))
 }
 
 /// Creates `/etc/netns/<ns>`; fails if it exists already: that directory would not be ours to
@@ -198,17 +211,21 @@ pub(crate) fn link_hosts(ns: &str, like: &str) -> Result<(), OsError> {
 fn make_etc_dir(ns: &str) -> Result<PathBuf, OsError> {
     std::fs::create_dir_all(ETC_DIR).map_err(|e| OsError::io(format!("create {ETC_DIR}"), e))?;
     let dir = etc_dir(ns);
-    std::fs::create_dir(&dir).map_err(|e| {
-        let what = match e.kind() {
-            io::ErrorKind::AlreadyExists => format!(
-                "create {} (it exists but is not this experiment's: remove it if it is a leftover)",
-                dir.display()
-            ),
-            _ => format!("create {}", dir.display()),
-        };
-        OsError::io(what, e)
-    })?;
+    std::fs::create_dir(&dir).map_err(|e| etc_failed(&dir, e))?;
     Ok(dir)
+}
+
+/// The error of `/etc/netns/<ns>` that could not be made, saying so when something else has
+/// that name already.
+fn etc_failed(path: &Path, e: io::Error) -> OsError {
+    let what = match e.kind() {
+        io::ErrorKind::AlreadyExists => format!(
+            "create {} (it exists but is not this experiment's: remove it if it is a leftover)",
+            path.display()
+        ),
+        _ => format!("create {}", path.display()),
+    };
+    OsError::io(what, e)
 }
 
 /// The error of a hosts file that could not be made; its directory (ours: `make_etc_dir`
@@ -218,7 +235,8 @@ fn hosts_failed(ns: &str, file: &Path, e: io::Error) -> OsError {
     OsError::io(format!("write {}", file.display()), e)
 }
 
-/// Removes `/etc/netns/<ns>`; returns whether it existed.
+/// Removes `/etc/netns/<ns>`, a directory or a link to another host's (never what it leads to);
+/// returns whether it existed.
 pub(crate) fn remove_etc(ns: &str) -> Result<bool, OsError> {
     let dir = etc_dir(ns);
     match std::fs::remove_dir_all(&dir) {

@@ -391,9 +391,10 @@ impl Testbed {
         let routers = spec.kernel_routers.iter().map(|r| &r.namespace);
         let hosts_file = spec.hosts_file();
         for ns in namespaces.iter().chain(routers) {
-            match self.etc_dirs.first() {
-                None => netns::write_hosts(ns, &hosts_file)?,
-                Some(first) => netns::link_hosts(ns, first)?,
+            match self.etc_dirs.as_slice() {
+                [] => netns::write_hosts(ns, &hosts_file)?,
+                [first] => netns::link_hosts(ns, first, None)?,
+                [first, .., previous] => netns::link_hosts(ns, first, Some(previous))?,
             }
             self.etc_dirs.push(ns.clone());
         }
@@ -452,17 +453,10 @@ impl Testbed {
         if let Err(err) = netns::kill_processes(&self.namespaces) {
             first_error.get_or_insert(err);
         }
-        match Arc::try_unwrap(std::mem::take(&mut self.tuns)) {
-            Ok(tuns) => {
-                in_parallel(tuns, CLOSERS, |tun| {
-                    drop(tun);
-                    None::<()>
-                });
-            }
-            // Someone still holds the devices: they close when the last holder drops them,
-            // and removing the namespaces below takes the devices' addresses away meanwhile.
-            Err(shared) => drop(shared),
-        }
+        // The devices are persistent (`Tun`): closing them is quick, and they go with their
+        // namespaces below, unregistered by the kernel in batches. Where someone still holds
+        // them, they close when the last holder drops them.
+        drop(std::mem::take(&mut self.tuns));
         remove_in_parallel(&mut self.namespaces, netns::remove, &mut first_error);
         remove_in_parallel(&mut self.etc_dirs, netns::remove_etc, &mut first_error);
         if first_error.is_none() {
@@ -556,11 +550,6 @@ fn bring_up(
         .collect();
     (made, Ok(tuns))
 }
-
-/// Threads that close TUN devices at once. Closing one unregisters its device, and the kernel
-/// then waits for an RCU grace period (about 20 ms here); closed one after another, 400 hosts
-/// took 9 s, while concurrent closes share grace periods (400 hosts: about 0.1 s).
-const CLOSERS: usize = 256;
 
 /// Threads that remove namespaces or `/etc/netns` directories at once. An unmount waits for an
 /// RCU grace period after it, and removing a directory of `/etc` waits for its file system;

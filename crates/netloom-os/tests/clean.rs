@@ -5,7 +5,7 @@ mod support;
 
 use netloom_os::{OsError, Testbed, TestbedSpec};
 use std::process::Command;
-use support::{can_run, netns_exists, unique, Leftovers};
+use support::{can_run, etc_entry_exists, netns_exists, unique, Leftovers};
 
 #[test]
 fn clean_after_a_crash_removes_everything_and_spares_foreign_namespaces() {
@@ -70,7 +70,7 @@ fn clean_after_a_crash_removes_everything_and_spares_foreign_namespaces() {
     );
     for ns in &namespaces {
         assert!(!netns_exists(ns), "{ns} left behind");
-        assert!(!std::path::Path::new("/etc/netns").join(ns).exists());
+        assert!(!etc_entry_exists(ns), "/etc/netns/{ns} left behind");
     }
     assert!(!registry.exists());
     assert!(
@@ -168,9 +168,7 @@ fn a_failure_after_the_namespaces_exist_removes_them_and_keeps_what_is_not_ours(
     for ns in &namespaces {
         assert!(!netns_exists(ns), "{ns} left behind");
     }
-    assert!(!std::path::Path::new("/etc/netns")
-        .join(&namespaces[0])
-        .exists());
+    assert!(!etc_entry_exists(&namespaces[0]));
     assert!(
         foreign.join("resolv.conf").exists(),
         "removed a directory that is not netloom's"

@@ -8,9 +8,10 @@ use netloom_os::{
 };
 use std::io::ErrorKind;
 use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
+use std::os::unix::fs::MetadataExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use support::{can_run, netns_exists, unique, Leftovers};
+use support::{can_run, etc_entry_exists, netns_exists, unique, Leftovers};
 
 fn spec(tag: &str, hosts: &[&str]) -> (TestbedSpec, Leftovers) {
     let spec = TestbedSpec::planned(&unique(tag), hosts.iter().copied());
@@ -116,17 +117,28 @@ fn two_hosts_come_up_carry_packets_both_ways_and_go_away() {
         );
     }
 
-    // Host names resolve inside the namespace, both families.
-    let out = netloom_os::command(&ns1, &["getent".into(), "ahosts".into(), "h2".into()])
-        .unwrap()
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "getent: {text}");
-    assert!(
-        text.contains("198.18.0.2") && text.contains("fd6e:6c00::2"),
-        "{text}"
-    );
+    // Host names resolve inside every namespace, both families, through netloom and through
+    // `ip netns exec` (h2's /etc/netns entry is a link to h1's directory).
+    for ns in [&ns1, &ns2] {
+        let getent = ["getent", "ahosts", "h2"].map(String::from);
+        let ip = ["ip", "netns", "exec", ns.as_str()].map(String::from);
+        let outputs = [
+            netloom_os::command(ns, &getent).unwrap().output().unwrap(),
+            Command::new(&ip[0])
+                .args(&ip[1..])
+                .args(&getent)
+                .output()
+                .unwrap(),
+        ];
+        for out in outputs {
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "getent in {ns}: {text}");
+            assert!(
+                text.contains("198.18.0.2") && text.contains("fd6e:6c00::2"),
+                "in {ns}: {text}"
+            );
+        }
+    }
 
     // Into the TUN: packets written to h1's TUN reach a socket inside h1.
     let sock4 = socket_in(&ns1, SocketAddr::from((h1.ipv4, 0)));
@@ -188,12 +200,47 @@ fn two_hosts_come_up_carry_packets_both_ways_and_go_away() {
     assert!(testbed.tuns().is_empty());
     for ns in [&ns1, &ns2] {
         assert!(!netns_exists(ns), "{ns} left behind");
-        assert!(
-            !std::path::Path::new("/etc/netns").join(ns).exists(),
-            "/etc/netns/{ns} left behind"
-        );
+        assert!(!etc_entry_exists(ns), "/etc/netns/{ns} left behind");
     }
     assert!(!registry.exists(), "registry entry left behind");
+}
+
+#[test]
+fn hosts_share_the_first_hosts_etc_directory_through_links() {
+    if !can_run("hosts_share_the_first_hosts_etc_directory_through_links") {
+        return;
+    }
+    let (spec, _leftovers) = spec("etc", &["h1", "h2", "h3", "h4"]);
+    let mut testbed = Testbed::create(&spec).unwrap();
+    let namespaces: Vec<String> = (0..4).map(|i| testbed.namespace(i)).collect();
+    let etc = |ns: &str| std::path::Path::new("/etc/netns").join(ns);
+    assert!(std::fs::symlink_metadata(etc(&namespaces[0]))
+        .unwrap()
+        .is_dir());
+    // h2's entry is a link to h1's directory; h3's and h4's are that same link (one inode), not
+    // inodes of their own.
+    let link = std::fs::symlink_metadata(etc(&namespaces[1])).unwrap();
+    assert!(link.file_type().is_symlink());
+    assert_eq!(
+        std::fs::read_link(etc(&namespaces[1])).unwrap(),
+        std::path::Path::new(&namespaces[0])
+    );
+    for ns in &namespaces[2..] {
+        let meta = std::fs::symlink_metadata(etc(ns)).unwrap();
+        assert_eq!(meta.ino(), link.ino(), "{ns}");
+    }
+    assert_eq!(link.nlink(), 3);
+    // The last host resolves names through its link, with `ip netns exec` as with netloom's.
+    let out = Command::new("ip")
+        .args(["netns", "exec", &namespaces[3], "getent", "ahosts", "h1"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("198.18.0.1"), "{text}");
+    testbed.teardown().unwrap();
+    for ns in &namespaces {
+        assert!(!etc_entry_exists(ns), "/etc/netns/{ns} left behind");
+    }
 }
 
 #[test]

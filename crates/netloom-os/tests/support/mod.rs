@@ -69,3 +69,9 @@ impl Drop for Leftovers {
 pub fn netns_exists(ns: &str) -> bool {
     std::path::Path::new("/run/netns").join(ns).exists()
 }
+
+/// Whether `/etc/netns/<ns>` is there, as a directory or as a link (a link whose directory is
+/// gone still counts: it is left behind all the same).
+pub fn etc_entry_exists(ns: &str) -> bool {
+    std::fs::symlink_metadata(std::path::Path::new("/etc/netns").join(ns)).is_ok()
+}
