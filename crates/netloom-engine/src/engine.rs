@@ -1161,6 +1161,8 @@ impl Engine {
 
     /// Settles where a packet the pipe scheduled will arrive and what it will do there, and
     /// schedules its exit (and its duplicate's); `marked`: the pipe marked it CE.
+    // Inlined into `enter`, once per packet-hop, as `schedule_exit` is.
+    #[inline(always)]
     fn depart(
         &mut self,
         pkt: PacketId,
