@@ -284,10 +284,6 @@ struct Essentials {
     /// No jitter, duplication, out-of-order packets, trace or radio: a packet's exit is its
     /// serialization's end plus `delay`.
     plain: bool,
-    /// The last packet size serialized and its time at `rate`: most packets of a flow are the
-    /// same size, and this spares a 64-bit division per packet-hop (`Rate::tx_time`).
-    last_bytes: u32,
-    last_airtime: Duration,
 }
 
 impl Essentials {
@@ -307,19 +303,7 @@ impl Essentials {
                 && config.ooo_rate <= 0.0
                 && data.trace.is_none()
                 && radio.is_none(),
-            last_bytes: 0,
-            last_airtime: config.rate.tx_time(0),
         }
-    }
-
-    /// `rate.tx_time(bytes)`, from the last packet's when it had the same size.
-    #[inline(always)]
-    fn airtime(&mut self, bytes: u32) -> Duration {
-        if bytes != self.last_bytes {
-            self.last_bytes = bytes;
-            self.last_airtime = self.rate.tx_time(u64::from(bytes));
-        }
-        self.last_airtime
     }
 }
 
@@ -784,7 +768,7 @@ impl Pipe {
     #[inline(always)]
     fn schedule(&mut self, now: Instant, bytes: u32) -> Option<Departure> {
         let tx_start = now.max(self.busy_until);
-        let airtime = self.essentials.airtime(bytes);
+        let airtime = self.essentials.rate.tx_time(u64::from(bytes));
         // A trace replaces serialization and a radio extends it; the topology loader refuses a
         // link with both.
         let (tx_end, delivered) = if self.essentials.plain {
