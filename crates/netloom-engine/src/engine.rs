@@ -994,12 +994,10 @@ impl Engine {
     // restoring registers, results through memory) were ~110 of its ~1,000 instructions.
     #[inline(always)]
     fn hop_after(&self, node: NodeId, dst_host: u32) -> PipeId {
-        // `next_pipe` already compares the node with the destination, so it is asked again only
-        // when there is no pipe to take (once per packet, not once per hop).
-        match self.routes.next_pipe(node, dst_host) {
-            Some(pipe) => pipe,
-            None if self.routes.host_index(node) == Some(dst_host) => DELIVER,
-            None => NO_ROUTE,
+        if node == self.topo.hosts[dst_host as usize] {
+            DELIVER
+        } else {
+            self.routes.next_pipe(node, dst_host).unwrap_or(NO_ROUTE)
         }
     }
 
