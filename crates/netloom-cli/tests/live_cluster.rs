@@ -13,7 +13,10 @@
 #[macro_use]
 mod live_common;
 
-use live_common::{iperf3_client, median, phase, received_mbps, trimmed_mean, Lab, TWO_SUBTREES};
+use live_common::{
+    iperf3_client, median, phase, pipe_drops, received_mbps, trimmed_mean, where_lost, Lab,
+    TWO_SUBTREES,
+};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -1040,8 +1043,8 @@ fn a_sim_over_two_machines_reports_what_one_engine_does() {
 /// pings into one subtree (h2, on m2), then into the other (h3, on m2), so the observed traffic
 /// moves and the routers' pipes move between the machines after it (hosts stay on theirs).
 /// Against the same traffic on the same machines without `--repartition`, just before: moves
-/// happen, no datagram is lost or reordered beyond that run, the round trips' median stays
-/// within 0.5 ms, and nothing is left on either machine.
+/// happen, no datagram is lost beyond the pipes' drops or reordered beyond that run, the round
+/// trips' median stays within 0.5 ms, and nothing is left on either machine.
 #[test]
 fn repartitioning_moves_routers_pipes_between_machines_without_losing_or_reordering() {
     require_live!("ping", "iperf3", "nsenter");
@@ -1099,17 +1102,26 @@ fn repartitioning_moves_routers_pipes_between_machines_without_losing_or_reorder
     }
     for (k, (p, base)) in moving.iter().zip(&fixed).enumerate() {
         assert!(p.packets > 1_000, "phase {k}: {} datagrams", p.packets);
+        eprintln!(
+            "measured: phase {k}: {} lost of {} with moves ({}), {} of {} without ({})",
+            p.lost,
+            p.packets,
+            where_lost(p, &report),
+            base.lost,
+            base.packets,
+            where_lost(base, &baseline)
+        );
+        // Nothing vanishes at a move: a datagram lost at all was dropped by a pipe's model (h1's
+        // first pipe's queue, when a starved worker reads h1's TUN late and its datagrams enter
+        // in a burst: a loaded VM's doing, with or without moves, docs/live.md).
         assert!(
-            p.lost <= base.lost && p.out_of_order <= base.out_of_order,
-            "phase {k}: {} lost and {} reordered of {}, against {} and {} without moves; {} and \
-             {} dropped for the receiver's socket buffer",
+            p.lost <= pipe_drops(&report) && p.out_of_order <= base.out_of_order,
+            "phase {k}: {} lost and {} reordered of {}, against {} reordered without moves; {}",
             p.lost,
             p.out_of_order,
             p.packets,
-            base.lost,
             base.out_of_order,
-            p.receive_buffer_drops,
-            base.receive_buffer_drops
+            where_lost(p, &report)
         );
         assert_eq!(p.rtts.len(), 150, "phase {k}: every echo answered");
     }

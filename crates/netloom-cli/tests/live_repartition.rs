@@ -8,7 +8,7 @@
 #[macro_use]
 mod live_common;
 
-use live_common::{median, phase, Lab, Phase, TWO_SUBTREES};
+use live_common::{median, phase, pipe_drops, where_lost, Lab, Phase, TWO_SUBTREES};
 use serde_json::Value;
 
 /// Both phases, h2's subtree then h3's, on two workers with `extra` flags; the phases and the
@@ -20,28 +20,6 @@ fn run(tag: &str, extra: &[&str]) -> (Vec<Phase>, Value) {
     lab.start(&args);
     let phases = vec![phase(&mut lab, "h2"), phase(&mut lab, "h3")];
     (phases, lab.stop())
-}
-
-/// Where a phase's lost datagrams may have gone: past netloom, the receiver's socket buffer
-/// (`Phase::receive_buffer_drops`); in netloom (over the whole run), each pipe's drops by cause
-/// and the accuracy's physical and TUN-queue drops.
-fn where_lost(p: &Phase, report: &Value) -> String {
-    let pipes: Vec<String> = report["pipes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| p["drops"].as_u64() > Some(0))
-        .map(|p| format!("{}->{} {}", p["from"], p["to"], p["drops_by_cause"]))
-        .collect();
-    let a = &report["accuracy"];
-    format!(
-        "{} dropped for the receiver's socket buffer; pipes' drops: [{}]; physical drops {}, TUN-queue drops {}, handoff lateness max {} ns",
-        p.receive_buffer_drops,
-        pipes.join(", "),
-        a["physical_drops"],
-        a["tun_queue_drops"],
-        a["handoff_lateness_ns_max"]
-    )
 }
 
 #[test]
@@ -81,14 +59,8 @@ fn repartitioning_follows_moving_traffic_without_losing_reordering_or_delaying()
             // the first pipe's queue (a BDP, 25 datagrams) when a starved worker read h1's TUN
             // queue late and its datagrams entered in a burst. Under two CPU hogs, runs without
             // moves lost 94 and 62 of 1,875 that way, runs with moves 22 and 6.
-            let dropped: u64 = report["pipes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|p| p["drops"].as_u64().unwrap())
-                .sum();
             assert!(
-                p.lost <= dropped && p.out_of_order == 0,
+                p.lost <= pipe_drops(&report) && p.out_of_order == 0,
                 "phase {k}: {} lost, {} reordered, of {}; {}",
                 p.lost,
                 p.out_of_order,

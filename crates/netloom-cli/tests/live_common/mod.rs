@@ -358,6 +358,39 @@ pub struct Phase {
     pub receive_buffer_drops: u64,
 }
 
+/// Every pipe's drops over the whole run of `report`: what the model dropped (a full queue, a
+/// loss rate), as opposed to a datagram that vanished.
+pub fn pipe_drops(report: &Value) -> u64 {
+    report["pipes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["drops"].as_u64().unwrap())
+        .sum()
+}
+
+/// Where a phase's lost datagrams may have gone: past netloom, the receiver's socket buffer
+/// (`Phase::receive_buffer_drops`); in netloom (over the whole run), each pipe's drops by cause
+/// and the accuracy's physical and TUN-queue drops.
+pub fn where_lost(p: &Phase, report: &Value) -> String {
+    let pipes: Vec<String> = report["pipes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["drops"].as_u64() > Some(0))
+        .map(|p| format!("{}->{} {}", p["from"], p["to"], p["drops_by_cause"]))
+        .collect();
+    let a = &report["accuracy"];
+    format!(
+        "{} dropped for the receiver's socket buffer; pipes' drops: [{}]; physical drops {}, TUN-queue drops {}, handoff lateness max {} ns",
+        p.receive_buffer_drops,
+        pipes.join(", "),
+        a["physical_drops"],
+        a["tun_queue_drops"],
+        a["handoff_lateness_ns_max"]
+    )
+}
+
 /// 3 s of UDP at 5 Mbit/s (1000-byte datagrams) from h1 to `to`, with a ping every 20 ms
 /// beside it.
 pub fn phase(lab: &mut Lab, to: &str) -> Phase {
