@@ -9,6 +9,7 @@ use netloom_topo::{
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn zoo_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/topology-zoo")
@@ -62,12 +63,39 @@ fn every_zoo_file_imports_and_resolves_with_hosts() {
     }
 }
 
-fn write_temp(like: &Path, ext: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("netloom-import-{}", std::process::id()));
+/// A file written for a test into a directory of its own (the tests of this file run at once
+/// in one process), both removed when it is dropped.
+struct Scratch {
+    dir: PathBuf,
+    path: PathBuf,
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `text` in a file named like `like`'s stem with extension `ext`.
+fn write_temp(like: &Path, ext: &str, text: &str) -> Scratch {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "netloom-import-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(like.file_stem().unwrap()).with_extension(ext);
-    std::fs::write(&path, text).unwrap();
-    path
+    let scratch = Scratch { dir, path };
+    std::fs::write(&scratch.path, text).unwrap();
+    scratch
 }
 
 #[test]
