@@ -14,8 +14,8 @@
 mod live_common;
 
 use live_common::{
-    iperf3_client, median, phase, pipe_drops, received_mbps, trimmed_mean, where_lost, Lab,
-    TWO_SUBTREES,
+    iperf3_client, median, phase, pipe_drops, print_losses, received_mbps, trimmed_mean,
+    where_lost, Lab, TWO_SUBTREES,
 };
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -1100,17 +1100,9 @@ fn repartitioning_moves_routers_pipes_between_machines_without_losing_or_reorder
         // load average is 8 delays the wake-ups on the way by milliseconds (docs/live.md).
         eprintln!("measured: move stalled {} us", ns("resumed_ns") / 1_000);
     }
+    print_losses(&moving, &report, &fixed, &baseline);
     for (k, (p, base)) in moving.iter().zip(&fixed).enumerate() {
         assert!(p.packets > 1_000, "phase {k}: {} datagrams", p.packets);
-        eprintln!(
-            "measured: phase {k}: {} lost of {} with moves ({}), {} of {} without ({})",
-            p.lost,
-            p.packets,
-            where_lost(p, &report),
-            base.lost,
-            base.packets,
-            where_lost(base, &baseline)
-        );
         // Nothing vanishes at a move: a datagram lost at all was dropped by a pipe's model (h1's
         // first pipe's queue, when a starved worker reads h1's TUN late and its datagrams enter
         // in a burst: a loaded VM's doing, with or without moves, docs/live.md).

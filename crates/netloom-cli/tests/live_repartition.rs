@@ -8,7 +8,7 @@
 #[macro_use]
 mod live_common;
 
-use live_common::{median, phase, pipe_drops, where_lost, Lab, Phase, TWO_SUBTREES};
+use live_common::{median, phase, pipe_drops, print_losses, where_lost, Lab, Phase, TWO_SUBTREES};
 use serde_json::Value;
 
 /// Both phases, h2's subtree then h3's, on two workers with `extra` flags; the phases and the
@@ -31,17 +31,7 @@ fn repartitioning_follows_moving_traffic_without_losing_reordering_or_delaying()
     for (tag, payload) in [("rpm", "cache"), ("rps", "ship")] {
         let (moving, report) = run(tag, &["--repartition", "1s", "--payload", payload]);
         eprintln!("measured with --payload {payload}:");
-        for (k, (p, base)) in moving.iter().zip(&fixed).enumerate() {
-            eprintln!(
-                "measured: phase {k}: {} lost of {} with moves ({}), {} of {} without ({})",
-                p.lost,
-                p.packets,
-                where_lost(p, &report),
-                base.lost,
-                base.packets,
-                where_lost(base, &baseline)
-            );
-        }
+        print_losses(&moving, &report, &fixed, &baseline);
         let r = &report["repartition"];
         eprintln!("measured: {r}");
         eprintln!(

@@ -391,6 +391,22 @@ pub fn where_lost(p: &Phase, report: &Value) -> String {
     )
 }
 
+/// Prints, phase by phase, what the run with moves (`moving`, `report`) and the same traffic
+/// without (`fixed`, `baseline`) lost, and where.
+pub fn print_losses(moving: &[Phase], report: &Value, fixed: &[Phase], baseline: &Value) {
+    for (k, (p, base)) in moving.iter().zip(fixed).enumerate() {
+        eprintln!(
+            "measured: phase {k}: {} lost of {} with moves ({}), {} of {} without ({})",
+            p.lost,
+            p.packets,
+            where_lost(p, report),
+            base.lost,
+            base.packets,
+            where_lost(base, baseline)
+        );
+    }
+}
+
 /// 3 s of UDP at 5 Mbit/s (1000-byte datagrams) from h1 to `to`, with a ping every 20 ms
 /// beside it.
 pub fn phase(lab: &mut Lab, to: &str) -> Phase {
