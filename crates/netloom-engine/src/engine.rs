@@ -615,6 +615,13 @@ impl Engine {
         }
     }
 
+    /// Lets the event wheel choose the width of its slots by how many events it fires
+    /// (`Scheduler::adapt_grain`): what a virtual-time driver wants, as it runs events in
+    /// batches as fast as it can; a real-time one keeps the fixed width. Results do not change.
+    pub fn adapt_wheel(&mut self) {
+        self.sched.adapt_grain();
+    }
+
     /// From now on, count every packet that leaves a pipe for a next one, per (pipe, next pipe).
     pub fn enable_transition_counts(&mut self) {
         self.transitions.get_or_insert_with(FxHashMap::default);

@@ -83,6 +83,7 @@ pub fn run(
 ) -> Report {
     assert!(epoch.as_nanos() > 0, "an epoch lasts some time");
     engine.enable_transition_counts();
+    engine.adapt_wheel();
     let started = std::time::Instant::now();
     let end = Instant::ZERO + duration;
     let mut counter = EpochCounter::default();

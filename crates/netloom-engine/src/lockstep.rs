@@ -40,6 +40,7 @@ pub fn run<E: Exchange>(
     let mut out: Vec<Vec<Handoff>> = (0..workers).map(|_| Vec::new()).collect();
     let mut into = Vec::new();
     let mut windows = 0;
+    engine.adapt_wheel();
     loop {
         let next = engine.poll_at().map_or(u64::MAX, |t| t.as_nanos());
         let earliest = exchange.least(windows, next)?;

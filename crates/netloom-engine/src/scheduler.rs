@@ -4,8 +4,9 @@
 //! does not depend on which worker scheduled them first, which is what lets a partitioned run
 //! reproduce a single worker's exactly.
 //!
-//! Level 0 has 256 slots of 2^GRAIN_BITS ns; each level above has 256 slots, each as wide as the
-//! whole level below. An event lives at the lowest level whose aligned window around the wheel's
+//! Level 0 has 256 slots of 2^grain ns; each level above has 256 slots, each as wide as the
+//! whole level below. The grain is 1024 ns unless `adapt_grain` lets the wheel choose it by the
+//! events it fires (see `Scheduler::retune`). An event lives at the lowest level whose aligned window around the wheel's
 //! position contains it. Occupancy bitmaps find the next non-empty slot with one
 //! `trailing_zeros` per 64 slots. A slot of a higher level is cascaded (its events re-filed lower down) only
 //! when the caller's time reaches the slot's start, so a later push never lands behind the wheel.
@@ -17,12 +18,23 @@ use netloom_time::Instant;
 const BITS: u32 = 8;
 const SLOTS: usize = 1 << BITS;
 const WORDS: usize = SLOTS / 64;
-/// Width of a level-0 slot: 1024 ns. Wide enough that typical delays cascade only once or twice,
-/// narrow enough that sorting a fired slot is cheap.
+/// Width of a level-0 slot, as a power of two, unless adapted: 1024 ns. Wide enough that typical
+/// delays cascade only once or twice, narrow enough that sorting a fired slot is cheap.
 const GRAIN_BITS: u32 = 10;
+/// The narrowest and widest grains `retune` chooses: 256 ns (below it the levels would not
+/// cover the u64 range) to 65 µs.
+const GRAIN_RANGE: std::ops::RangeInclusive<u32> = 8..=16;
+/// Level-0 slots fired, or events they held, between looks at how full they were: a few
+/// milliseconds of a dense run.
+const RETUNE_SLOTS: u32 = 4096;
+const RETUNE_EVENTS: u64 = 1 << 16;
+/// Events per fired slot below which `retune` doubles the grain, and above which it halves it.
+/// Doubling from just below the first stays below the second, so the grain does not swing.
+const FEW_EVENTS: u64 = 8;
+const MANY_EVENTS: u64 = 24;
 /// Most events a drained slot's vector may keep room for.
 const RETAIN: usize = 256;
-/// Enough levels to cover the whole u64 nanosecond range (10 + 7 × 8 = 66 bits).
+/// Enough levels to cover the whole u64 nanosecond range (8 + 7 × 8 = 64 bits at the finest grain).
 const LEVELS: usize = 7;
 
 /// What orders simultaneous events before insertion order does.
@@ -33,35 +45,43 @@ pub trait Rank {
 
 /// Bits of a rank.
 pub const RANK_BITS: u32 = 34;
-/// Bits of an event's position in its level-0 slot in the key `sort_slot` sorts by.
-const POSITION_BITS: u32 = 64 - GRAIN_BITS - RANK_BITS;
+/// Bits of an event's position in a level-0 slot of 2^`grain` ns in the key `sort_slot` sorts by.
+fn position_bits(grain: u32) -> u32 {
+    64 - grain - RANK_BITS
+}
 
 /// Slots of at most this many events are sorted by counting, for each event, the events with a
 /// smaller key (`sort_slot`).
 const SMALL_SLOT: usize = 32;
 
-/// An event's key in the level-0 slot that starts at `start`: its offset in the slot above its
-/// rank above its position `i`, so that (time, rank, insertion order) is one integer comparison
-/// instead of two ranks computed and two pairs compared.
-fn slot_key<E: Rank>(at: u64, event: &E, i: usize, start: u64) -> u64 {
+/// An event's key in the level-0 slot of 2^`grain` ns that starts at `start`: its offset in the
+/// slot above its rank above its position `i`, so that (time, rank, insertion order) is one
+/// integer comparison instead of two ranks computed and two pairs compared.
+fn slot_key<E: Rank>(at: u64, event: &E, i: usize, start: u64, grain: u32) -> u64 {
     let rank = event.rank();
-    debug_assert!(rank < 1 << RANK_BITS && at - start < 1 << GRAIN_BITS);
-    (at - start) << (RANK_BITS + POSITION_BITS) | rank << POSITION_BITS | i as u64
+    debug_assert!(rank < 1 << RANK_BITS && at - start < 1 << grain);
+    let position = position_bits(grain);
+    (at - start) << (RANK_BITS + position) | rank << position | i as u64
 }
 
-/// Sorts the events of the level-0 slot that starts at `start` by (time, rank, insertion
-/// order), with `scratch` (left holding a copy) as room. A small slot, the usual one (inet's
+/// Sorts the events of the level-0 slot of 2^`grain` ns that starts at `start` by (time, rank,
+/// insertion order), with `scratch` (left holding a copy) as room. A small slot, the usual one (inet's
 /// hold 5.5 events on average, in no order), puts each event at the number of keys smaller
 /// than its own: n² comparisons without a branch, where an insertion sort's comparisons
 /// mispredicted one after another (7 % of inet's time). A larger one has its times replaced
 /// meanwhile by the keys and is sorted on them; one too large for the position's bits takes the
 /// stable sort on the pairs.
-fn sort_slot<E: Rank + Copy>(events: &mut [(u64, E)], start: u64, scratch: &mut Vec<(u64, E)>) {
+fn sort_slot<E: Rank + Copy>(
+    events: &mut [(u64, E)],
+    start: u64,
+    grain: u32,
+    scratch: &mut Vec<(u64, E)>,
+) {
     let n = events.len();
     if n <= SMALL_SLOT {
         let mut keys = [0u64; SMALL_SLOT];
         for (i, (at, e)) in events.iter().enumerate() {
-            keys[i] = slot_key(*at, e, i, start);
+            keys[i] = slot_key(*at, e, i, start, grain);
         }
         let keys = &keys[..n];
         scratch.clear();
@@ -72,16 +92,16 @@ fn sort_slot<E: Rank + Copy>(events: &mut [(u64, E)], start: u64, scratch: &mut 
         }
         return;
     }
-    if n >= 1 << POSITION_BITS {
+    if n >= 1 << position_bits(grain) {
         events.sort_by_key(|(at, e)| (*at, e.rank()));
         return;
     }
     for (i, (at, e)) in events.iter_mut().enumerate() {
-        *at = slot_key(*at, e, i, start);
+        *at = slot_key(*at, e, i, start, grain);
     }
     events.sort_unstable_by_key(|&(key, _)| key);
     for (at, _) in events.iter_mut() {
-        *at = start + (*at >> (RANK_BITS + POSITION_BITS));
+        *at = start + (*at >> (RANK_BITS + position_bits(grain)));
     }
 }
 
@@ -111,6 +131,13 @@ pub struct Scheduler<E> {
     fired: usize,
     /// The end (exclusive) of the level-0 slot in `ready`; pushes before it join `ready`.
     ready_end: u64,
+    /// A level-0 slot is 2^grain ns wide.
+    grain: u32,
+    /// Whether `retune` may change the grain (`adapt_grain`).
+    adapts: bool,
+    /// Level-0 slots fired, and the events they held, since `retune` last looked.
+    slots_fired: u32,
+    events_fired: u64,
 }
 
 impl<E> Default for Scheduler<E> {
@@ -121,13 +148,17 @@ impl<E> Default for Scheduler<E> {
             ready: Vec::new(),
             fired: 0,
             ready_end: 0,
+            grain: GRAIN_BITS,
+            adapts: false,
+            slots_fired: 0,
+            events_fired: 0,
         }
     }
 }
 
 /// The level an event at `at` belongs to when the wheel stands at `pos` (`at ≥ pos`).
-fn level_of(pos: u64, at: u64) -> usize {
-    let diff = (pos ^ at) >> GRAIN_BITS;
+fn level_of(pos: u64, at: u64, grain: u32) -> usize {
+    let diff = (pos ^ at) >> grain;
     if diff == 0 {
         0
     } else {
@@ -136,15 +167,31 @@ fn level_of(pos: u64, at: u64) -> usize {
 }
 
 /// Bits of time below the slots of `level`.
-fn shift_of(level: usize) -> u32 {
-    GRAIN_BITS + BITS * level as u32
+fn shift_of(level: usize, grain: u32) -> u32 {
+    grain + BITS * level as u32
 }
 
-fn slot_of(at: u64, level: usize) -> usize {
-    ((at >> shift_of(level)) & (SLOTS as u64 - 1)) as usize
+fn slot_of(at: u64, level: usize, grain: u32) -> usize {
+    ((at >> shift_of(level, grain)) & (SLOTS as u64 - 1)) as usize
 }
 
 impl<E: Rank + Copy> Scheduler<E> {
+    /// Lets the wheel choose its slots' width by how many events the slots it fires hold, from
+    /// 256 ns to 65 µs: a fired slot is a batch (`warm` loads what its events touch in one pass,
+    /// where the cache misses overlap), and a wheel holding few events per slot, such as a
+    /// worker's of a partitioned run with half the events, fires batches too small to overlap
+    /// much. The order events fire in does not change. A real-time driver leaves this off: a
+    /// change of grain files every pending event anew at once, a pause it cannot afford.
+    pub fn adapt_grain(&mut self) {
+        self.adapts = true;
+    }
+
+    /// The width of a level-0 slot, ns.
+    #[cfg(test)]
+    fn grain_ns(&self) -> u64 {
+        1 << self.grain
+    }
+
     /// Schedules `event` at `at`. Times before the last instant handed to `pop_due` are fired
     /// as if due then (the clock never goes backwards).
     // Inlined: it runs once per packet-hop, and the calls of the per-hop path (saving and
@@ -167,21 +214,31 @@ impl<E: Rank + Copy> Scheduler<E> {
     // restoring registers, results through memory) were ~110 of its ~1,000 instructions.
     #[inline(always)]
     fn file(&mut self, at: u64, event: E) {
-        let level = level_of(self.pos, at);
-        let slot = slot_of(at, level);
+        let level = level_of(self.pos, at, self.grain);
+        let slot = slot_of(at, level, self.grain);
         let l = &mut self.levels[level];
         l.occupied[slot / 64] |= 1 << (slot % 64);
         l.slots[slot].push((at, event));
     }
 
-    /// A time no later than the earliest event: exact once that event's level-0 slot has fired,
-    /// otherwise the start of the wheel slot that holds it. `None` if empty. Advancing to this
-    /// time and calling `pop_due` may find nothing due yet; ask again.
+    /// A time no later than the earliest event: exact when that event is in level 0 (within
+    /// 256 slots of the wheel's position), otherwise the start of the higher slot that holds it.
+    /// `None` if empty. Advancing to this time and calling `pop_due` may find nothing due yet;
+    /// ask again.
     pub fn peek_time(&self) -> Option<Instant> {
         if let Some((at, _)) = self.ready.get(self.fired) {
             return Some(Instant(*at));
         }
         let (level, slot) = self.next_slot()?;
+        if level == 0 {
+            // A few events, read again when the slot fires: cheaper than the wasted pass of a
+            // driver that advanced to the slot's start, and a worker's window starts no earlier
+            // than it must.
+            return self.levels[0].slots[slot]
+                .iter()
+                .map(|&(at, _)| Instant(at))
+                .min();
+        }
         Some(Instant(self.slot_start(level, slot)))
     }
 
@@ -195,13 +252,47 @@ impl<E: Rank + Copy> Scheduler<E> {
 
     /// The first instant covered by `slot` of `level` in the wheel's current window.
     fn slot_start(&self, level: usize, slot: usize) -> u64 {
-        let shift = shift_of(level + 1);
+        let shift = shift_of(level + 1, self.grain);
         let window = if shift >= 64 {
             0
         } else {
             self.pos >> shift << shift
         };
-        window | ((slot as u64) << shift_of(level))
+        window | ((slot as u64) << shift_of(level, self.grain))
+    }
+
+    /// Every `RETUNE_SLOTS` fired slots or `RETUNE_EVENTS` events, doubles the grain if they held fewer than `FEW_EVENTS`
+    /// events on average or halves it if more than `MANY_EVENTS`, and files every pending
+    /// event anew. Called between slots, when `ready` is spent.
+    fn retune(&mut self) {
+        let mean = self.events_fired / u64::from(self.slots_fired.max(1));
+        (self.slots_fired, self.events_fired) = (0, 0);
+        let grain = match mean {
+            m if m < FEW_EVENTS => self.grain + 1,
+            m if m > MANY_EVENTS => self.grain - 1,
+            _ => return,
+        };
+        if !GRAIN_RANGE.contains(&grain) {
+            return;
+        }
+        // Stable by (time, rank): the events of one instant share a slot in insertion order,
+        // so they keep it.
+        let mut pending = Vec::new();
+        for level in &mut self.levels {
+            level.occupied = [0; WORDS];
+            for slot in &mut level.slots {
+                pending.append(slot);
+            }
+        }
+        pending.sort_by_key(|(at, e)| (*at, e.rank()));
+        self.grain = grain;
+        // The wheel's position aligned to the new slots: still no later than any event.
+        self.pos = self.pos >> grain << grain;
+        self.ready.clear();
+        (self.fired, self.ready_end) = (0, 0);
+        for (at, event) in pending {
+            self.file(at, event);
+        }
     }
 
     /// Gives a drained slot its vector back so its capacity is reused, unless it grew beyond
@@ -265,6 +356,11 @@ impl<E: Rank + Copy> Scheduler<E> {
                 self.fired += 1;
                 return Some((Instant(at), event));
             }
+            if self.adapts
+                && (self.slots_fired >= RETUNE_SLOTS || self.events_fired >= RETUNE_EVENTS)
+            {
+                self.retune();
+            }
             let (level, slot) = self.next_slot()?;
             let start = self.slot_start(level, slot);
             if start > now.0 {
@@ -277,11 +373,13 @@ impl<E: Rank + Copy> Scheduler<E> {
             if level == 0 {
                 let mut events = events;
                 let mut done = std::mem::take(&mut self.ready);
-                sort_slot(&mut events, start, &mut done);
+                sort_slot(&mut events, start, self.grain, &mut done);
                 warm(&events);
+                self.slots_fired += 1;
+                self.events_fired += events.len() as u64;
                 self.ready = events;
                 self.fired = 0;
-                self.ready_end = start + (1 << GRAIN_BITS);
+                self.ready_end = start + (1 << self.grain);
                 done.clear();
                 self.recycle(0, slot, done);
             } else {
@@ -300,6 +398,7 @@ impl<E: Rank + Copy> Scheduler<E> {
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+    use std::collections::binary_heap::PeekMut;
 
     /// Test events rank by their value's tens, so ones with equal tens are peers.
     impl Rank for u32 {
@@ -343,7 +442,7 @@ mod tests {
             .collect();
         let mut expected = events.clone();
         expected.sort_by_key(|(at, e)| (*at, e.rank()));
-        sort_slot(&mut events, start, &mut Vec::new());
+        sort_slot(&mut events, start, GRAIN_BITS, &mut Vec::new());
         assert_eq!(events, expected);
     }
 
@@ -361,7 +460,7 @@ mod tests {
                     .collect();
                 let mut expected = events.clone();
                 expected.sort_by_key(|(at, e)| (*at, e.rank()));
-                sort_slot(&mut events, start, &mut scratch);
+                sort_slot(&mut events, start, GRAIN_BITS, &mut scratch);
                 assert_eq!(events, expected, "{n} events");
             }
         }
@@ -457,33 +556,99 @@ mod tests {
         assert_eq!(first_of_slot, [(1, 12), (1, 40), (1, 31), (2, 7), (3, 5)]);
     }
 
-    /// Against a sorted reference: random times over many scales, pushes interleaved with pops,
-    /// pushes at the current instant while it fires, and equal times.
-    #[test]
-    fn matches_a_sorted_reference() {
+    /// Pushes `round`'s events and pops what is due after `step(round)` ns more, for `rounds`
+    /// rounds, checking every pop against a sorted reference: random times over many scales,
+    /// pushes interleaved with pops, pushes at the current instant while it fires, and equal
+    /// times. Calls `seen` with the grain after each round.
+    fn against_a_sorted_reference(
+        s: &mut Scheduler<u32>,
+        rounds: u32,
+        pushes: impl Fn(u32) -> std::ops::Range<u32>,
+        step: impl Fn(u32) -> u64,
+        mut seen: impl FnMut(u64),
+    ) {
         let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(5);
-        let mut s = Scheduler::default();
-        let mut reference: Vec<(u64, u64, u64, u32)> = Vec::new(); // (time, rank, seq, id)
+        // (time, rank, seq, id), earliest first.
+        let mut reference = std::collections::BinaryHeap::new();
         let mut seq = 0u64;
         let mut now = 0u64;
-        let mut fired = Vec::new();
-        let mut expected = Vec::new();
-        for round in 0..20_000u32 {
-            for _ in 0..rng.gen_range(0..4) {
+        let (mut fired, mut expected) = (Vec::new(), Vec::new());
+        for round in 0..rounds {
+            fired.clear();
+            expected.clear();
+            for _ in 0..rng.gen_range(pushes(round)) {
                 let scale = [1u64, 100, 10_000, 1_000_000, 1 << 40][rng.gen_range(0..5)];
                 let at = now + rng.gen_range(0..scale);
                 s.push(Instant(at), round);
-                reference.push((at, round.rank(), seq, round));
+                reference.push(std::cmp::Reverse((at, round.rank(), seq, round)));
                 seq += 1;
             }
-            now += rng.gen_range(0..20_000);
+            now += rng.gen_range(0..step(round));
             while let Some((at, e)) = s.pop_due(Instant(now), |_| ()) {
                 fired.push((at.0, e));
             }
-            reference.sort();
-            let due = reference.iter().take_while(|r| r.0 <= now).count();
-            expected.extend(reference.drain(..due).map(|(t, _, _, e)| (t, e)));
+            while let Some(std::cmp::Reverse((t, _, _, e))) = reference
+                .peek_mut()
+                .filter(|r| r.0 .0 <= now)
+                .map(PeekMut::pop)
+            {
+                expected.push((t, e));
+            }
             assert_eq!(fired, expected, "diverged at round {round}");
+            seen(s.grain_ns());
         }
+    }
+
+    #[test]
+    fn matches_a_sorted_reference() {
+        let mut s = Scheduler::default();
+        against_a_sorted_reference(
+            &mut s,
+            20_000,
+            |_| 0..4,
+            |_| 20_000,
+            |grain| {
+                assert_eq!(
+                    grain,
+                    1 << GRAIN_BITS,
+                    "only `adapt_grain` changes the grain"
+                );
+            },
+        );
+    }
+
+    /// A wheel that adapts fires in the same order while its grain widens through a sparse
+    /// phase, narrows through a dense one, and widens again.
+    #[test]
+    fn an_adapting_wheel_matches_a_sorted_reference_as_its_grain_moves() {
+        let mut s = Scheduler::default();
+        s.adapt_grain();
+        let dense = |round: u32| (30_000..45_000).contains(&round);
+        let mut grains = Vec::new();
+        against_a_sorted_reference(
+            &mut s,
+            100_000,
+            |round| if dense(round) { 20..60 } else { 0..4 },
+            |round| if dense(round) { 300 } else { 20_000 },
+            |grain| {
+                if grains.last() != Some(&grain) {
+                    grains.push(grain);
+                }
+            },
+        );
+        // Up from 1024 ns, down, and up again, one step at a time.
+        assert_eq!(grains[0], 1 << GRAIN_BITS);
+        let turns: Vec<bool> = grains.windows(2).map(|w| w[1] > w[0]).collect();
+        assert!(
+            grains
+                .windows(2)
+                .all(|w| w[1] == 2 * w[0] || w[0] == 2 * w[1]),
+            "{grains:?}"
+        );
+        let down = turns
+            .iter()
+            .position(|up| !up)
+            .expect("narrowed when dense");
+        assert!(down > 0 && turns[down..].contains(&true), "{grains:?}");
     }
 }

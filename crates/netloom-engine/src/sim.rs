@@ -63,6 +63,7 @@ const EVENTS_PER_STEP: u64 = 4096;
 /// belong to the next interval and are not processed.
 pub fn run(engine: &mut Engine, mut opts: SimOptions<'_>) -> Report {
     let end = Instant::ZERO + opts.duration;
+    engine.adapt_wheel();
     let started = std::time::Instant::now();
     let mut last_progress = started;
     let mut recorder = opts.series.map(|interval| Recorder::new(engine, interval));

@@ -281,6 +281,7 @@ fn work(
     mut chooser: Option<&mut Chooser<'_, '_>>,
 ) -> WorkResult {
     let _guard = AbortOnPanic(&shared.barrier);
+    engine.adapt_wheel();
     let n = shared.next.len();
     let mut windows = 0u64;
     let mut waited = std::time::Duration::ZERO;
