@@ -6,10 +6,11 @@
 //!
 //! Level 0 has 256 slots of 2^grain ns; each level above has 256 slots, each as wide as the
 //! whole level below. The grain is 1024 ns unless `adapt_grain` lets the wheel choose it by the
-//! events it fires (see `Scheduler::retune`). An event lives at the lowest level whose aligned window around the wheel's
-//! position contains it. Occupancy bitmaps find the next non-empty slot with one
-//! `trailing_zeros` per 64 slots. A slot of a higher level is cascaded (its events re-filed lower down) only
-//! when the caller's time reaches the slot's start, so a later push never lands behind the wheel.
+//! events it fires (see `Scheduler::retune`). An event lives at the lowest level whose aligned
+//! window around the wheel's position contains it. Occupancy bitmaps find the next non-empty
+//! slot with one `trailing_zeros` per 64 slots. A slot of a higher level is cascaded (its events
+//! re-filed lower down) only when the caller's time reaches the slot's start, so a later push
+//! never lands behind the wheel.
 //! Because windows are aligned, every slot holds its events in insertion order, and a stable sort
 //! by (time, rank) of a level-0 slot when it fires gives `(time, rank, insertion order)`.
 
@@ -34,7 +35,8 @@ const FEW_EVENTS: u64 = 8;
 const MANY_EVENTS: u64 = 24;
 /// Most events a drained slot's vector may keep room for.
 const RETAIN: usize = 256;
-/// Enough levels to cover the whole u64 nanosecond range (8 + 7 × 8 = 64 bits at the finest grain).
+/// Enough levels to cover the whole u64 nanosecond range: 8 + 7 × 8 = 64 bits at the finest
+/// grain.
 const LEVELS: usize = 7;
 
 /// What orders simultaneous events before insertion order does.
@@ -65,9 +67,9 @@ fn slot_key<E: Rank>(at: u64, event: &E, i: usize, start: u64, grain: u32) -> u6
 }
 
 /// Sorts the events of the level-0 slot of 2^`grain` ns that starts at `start` by (time, rank,
-/// insertion order), with `scratch` (left holding a copy) as room. A small slot, the usual one (inet's
-/// hold 5.5 events on average, in no order), puts each event at the number of keys smaller
-/// than its own: n² comparisons without a branch, where an insertion sort's comparisons
+/// insertion order), with `scratch` (left holding a copy) as room. A small slot, the usual one
+/// (8 to 24 events where the grain adapts, in no order), puts each event at the number of keys
+/// smaller than its own: n² comparisons without a branch, where an insertion sort's comparisons
 /// mispredicted one after another (7 % of inet's time). A larger one has its times replaced
 /// meanwhile by the keys and is sorted on them; one too large for the position's bits takes the
 /// stable sort on the pairs.
@@ -261,9 +263,10 @@ impl<E: Rank + Copy> Scheduler<E> {
         window | ((slot as u64) << shift_of(level, self.grain))
     }
 
-    /// Every `RETUNE_SLOTS` fired slots or `RETUNE_EVENTS` events, doubles the grain if they held fewer than `FEW_EVENTS`
-    /// events on average or halves it if more than `MANY_EVENTS`, and files every pending
-    /// event anew. Called between slots, when `ready` is spent.
+    /// Every `RETUNE_SLOTS` fired slots or `RETUNE_EVENTS` events, doubles the grain if the
+    /// slots held fewer than `FEW_EVENTS` events on average or halves it if more than
+    /// `MANY_EVENTS`, and files every pending event anew. Called between slots, when `ready` is
+    /// spent.
     fn retune(&mut self) {
         let mean = self.events_fired / u64::from(self.slots_fired.max(1));
         (self.slots_fired, self.events_fired) = (0, 0);
