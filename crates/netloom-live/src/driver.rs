@@ -550,6 +550,13 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                         break;
                     }
                 }
+                Message::Unreadable { from, why } => {
+                    result = Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("the hand-over from worker {from} could not be read: {why}"),
+                    ));
+                    break;
+                }
             }
         }
         self.inbox = Some(inbox);
@@ -632,7 +639,10 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                     Message::Handoff(_) | Message::Shipped(..) => unread += 1,
                     Message::Handover(h) => unread += moved(&h),
                     Message::Order(order, reply) => drop((order, reply)),
-                    Message::Hold(_) | Message::Release(_) | Message::Refused { .. } => {}
+                    Message::Hold(_)
+                    | Message::Release(_)
+                    | Message::Refused { .. }
+                    | Message::Unreadable { .. } => {}
                 }
             }
         }

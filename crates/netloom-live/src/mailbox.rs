@@ -41,6 +41,10 @@ pub(crate) enum Message {
     /// What another worker hands this one at a move (`Order::Move`), posted after everything
     /// it posted under the last ownership: every worker posts one to every other, empty or not.
     Handover(Box<Handover>),
+    /// What came from worker `from` on another machine where a hand-over was due, and was not
+    /// one: the move cannot complete, so this worker stops the run saying why, where it would
+    /// otherwise wait for the move to time out.
+    Unreadable { from: u16, why: String },
 }
 
 /// Whether the worker sleeps, and how to wake it.

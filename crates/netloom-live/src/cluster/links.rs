@@ -4,7 +4,7 @@
 //! hand-over of any size whole and in order, with no retransmission of netloom's own; the
 //! coordinator only orders moves and hears they are done (docs/cluster.md).
 
-use super::handover::{self, Route, HEADER_LEN, MAGIC};
+use super::handover::{self, Malformed, Route, HEADER_LEN, MAGIC};
 use crate::clock::{Clock, SystemClock};
 use crate::mailbox::{Message, Post};
 use crate::repartition::Handover;
@@ -29,8 +29,8 @@ pub(crate) struct Links {
     vni: u32,
     /// To each worker, by worker (`None` for this one).
     to: Vec<Option<Mutex<TcpStream>>>,
-    /// From each other worker, in the order they connected.
-    from: Vec<TcpStream>,
+    /// From each other worker (by the worker it says it is), in the order they connected.
+    from: Vec<(u16, TcpStream)>,
 }
 
 impl Links {
@@ -77,7 +77,7 @@ impl Links {
                     // Only this run's workers count; anything else that connected is let go.
                     if stream.read_exact(&mut said).is_ok() && said[..8] == hello(vni, 0)[..8] {
                         stream.set_read_timeout(None).map_err(failed)?;
-                        from.push(stream);
+                        from.push((u16::from_be_bytes([said[8], said[9]]), stream));
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -138,7 +138,7 @@ impl Links {
             streams: Vec::new(),
             threads: Vec::new(),
         };
-        for stream in &self.from {
+        for &(from, ref stream) in &self.from {
             let mut input = stream.try_clone()?;
             readers.streams.push(stream.try_clone()?);
             let post = post.clone();
@@ -149,8 +149,17 @@ impl Links {
                         // Normal priority still moves hand-overs, only later.
                         let _ = netloom_os::set_realtime_priority(crate::plan::REALTIME_PRIORITY);
                     }
-                    while let Some(handover) = read(&mut input, route, &clock) {
-                        if !post.send(Message::Handover(Box::new(handover))) {
+                    loop {
+                        let message = match read(&mut input, route, &clock) {
+                            Ok(Some(handover)) => Message::Handover(Box::new(handover)),
+                            Ok(None) => return,
+                            Err(e) => Message::Unreadable {
+                                from,
+                                why: e.to_string(),
+                            },
+                        };
+                        let unreadable = matches!(message, Message::Unreadable { .. });
+                        if !post.send(message) || unreadable {
                             return;
                         }
                     }
@@ -161,19 +170,27 @@ impl Links {
     }
 }
 
-/// The next hand-over on `input`, stamped; `None` once the connection ends or carries
-/// something else (the sender is gone: its machine's end stops the run).
-fn read(input: &mut TcpStream, route: Route, clock: &SystemClock) -> Option<Handover> {
+/// The next hand-over on `input`, stamped; `None` once the connection ends (the sender is
+/// gone: its machine's end stops the run), an error when what came is not a hand-over.
+fn read(
+    input: &mut TcpStream,
+    route: Route,
+    clock: &SystemClock,
+) -> Result<Option<Handover>, Malformed> {
     let mut header = [0u8; HEADER_LEN];
-    input.read_exact(&mut header).ok()?;
+    if input.read_exact(&mut header).is_err() {
+        return Ok(None);
+    }
     let read = clock.now().as_nanos();
-    let len = handover::body_len(&header, route).ok()?;
+    let len = handover::body_len(&header, route)?;
     let mut body = vec![0u8; len];
-    input.read_exact(&mut body).ok()?;
-    let mut handover = handover::decode(&header, &body).ok()?;
+    if input.read_exact(&mut body).is_err() {
+        return Ok(None);
+    }
+    let mut handover = handover::decode(&header, &body)?;
     handover.stamps.read = Some(read);
     handover.stamps.parsed = Some(clock.now().as_nanos());
-    Some(handover)
+    Ok(Some(handover))
 }
 
 /// A connection's first bytes from worker `from` of run `vni`.
@@ -218,16 +235,35 @@ mod tests {
         vec![free(), free()]
     }
 
+    /// Workers 0 and 1 of run 77 at `peers`, worker 1 starting 50 ms later.
+    fn meet(peers: &[SocketAddr]) -> (Links, Links) {
+        let later = peers.to_vec();
+        let one = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            Links::open(1, &later, 77).unwrap()
+        });
+        let zero = Links::open(0, peers, 77).unwrap();
+        (zero, one.join().unwrap())
+    }
+
+    /// The next message in `inbox`, waiting up to 5 s for it.
+    fn next(inbox: &mut crate::mailbox::Inbox) -> Message {
+        let give_up = Instant::now() + Duration::from_secs(5);
+        loop {
+            inbox.awake();
+            if let Some(m) = inbox.take() {
+                return m;
+            }
+            assert!(Instant::now() < give_up, "nothing came");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Two workers meet whichever starts first, a stranger that connects too is let go, and a
     /// hand-over from one reaches the other's inbox, stamped on its way in order.
     #[test]
     fn a_hand_over_goes_straight_to_the_other_worker_stamped_in_order() {
         let peers = addresses();
-        let later = peers.clone();
-        let one = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(50));
-            Links::open(1, &later, 77).unwrap()
-        });
         // Worker 0 waits for worker 1 to listen; a stranger that reaches worker 1 first is not
         // taken for worker 0.
         let stranger = std::thread::spawn({
@@ -240,8 +276,7 @@ mod tests {
                 std::thread::sleep(RETRY);
             }
         });
-        let zero = Links::open(0, &peers, 77).unwrap();
-        let one = one.join().unwrap();
+        let (zero, one) = meet(&peers);
         drop(stranger.join().unwrap());
         let (mut inboxes, posts) = mailboxes(2).unwrap();
         let clock = SystemClock::start();
@@ -257,15 +292,7 @@ mod tests {
             },
         };
         assert!(zero.send(1, handover, &clock));
-        let give_up = Instant::now() + Duration::from_secs(5);
-        let got = loop {
-            inboxes[1].awake();
-            if let Some(m) = inboxes[1].take() {
-                break m;
-            }
-            assert!(Instant::now() < give_up, "the hand-over never came");
-            std::thread::sleep(Duration::from_millis(1));
-        };
+        let got = next(&mut inboxes[1]);
         let Message::Handover(got) = got else {
             panic!("{got:?}")
         };
@@ -280,6 +307,25 @@ mod tests {
         ];
         assert!(steps.windows(2).all(|w| w[0] <= w[1]), "{s:?}");
         assert!(!zero.send(0, empty(), &clock), "no connection to itself");
+    }
+
+    /// Bytes that are not a hand-over, where one was due, reach the worker as news that names
+    /// the sender and says what was wrong, so it stops the run instead of waiting for the move.
+    #[test]
+    fn what_is_not_a_hand_over_is_reported_with_its_sender() {
+        let (zero, one) = meet(&addresses());
+        let (mut inboxes, posts) = mailboxes(2).unwrap();
+        let _readers = one
+            .start_reading(posts[1].clone(), SystemClock::start(), false)
+            .unwrap();
+        let to_one = zero.to[1].as_ref().unwrap();
+        let garbage = [0x5au8; HEADER_LEN];
+        to_one.lock().unwrap().write_all(&garbage).unwrap();
+        let Message::Unreadable { from, why } = next(&mut inboxes[1]) else {
+            panic!("expected news of an unreadable hand-over");
+        };
+        assert_eq!(from, 0);
+        assert!(why.contains("not a netloom hand-over"), "{why}");
     }
 
     fn empty() -> Handover {
