@@ -91,7 +91,8 @@ impl Lab {
         c
     }
 
-    /// Starts `netloom run` in the foreground of a child process and waits until the hosts are up.
+    /// Starts `netloom run` in the foreground of a child process and waits until it is up
+    /// (`is_up`).
     pub fn start(&mut self, extra: &[&str]) {
         let mut c = self.cmd();
         c.args(["run", "--name", &self.name, "--json"])
@@ -114,8 +115,17 @@ impl Lab {
         }
     }
 
+    /// Whether the hosts run programs and the control socket answers. The socket opens after
+    /// the hosts and the workers: with `--precision busy` the workers spin on both vCPUs, and
+    /// a `link set` sent as soon as `exec` worked once found no socket yet (a CI run, where
+    /// `tcp_with_segmentation_offload_...` failed on its first control command).
     pub fn is_up(&self) -> bool {
         self.exec("h1", &["true"]).status.success()
+            && self
+                .cmd()
+                .args(["stats", "--name", &self.name, "--top", "0"])
+                .output()
+                .is_ok_and(|out| out.status.success())
     }
 
     pub fn exec_cmd(&self, host: &str, argv: &[&str]) -> Command {
