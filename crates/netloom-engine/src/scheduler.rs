@@ -279,13 +279,16 @@ impl<E: Rank + Copy> Scheduler<E> {
             m if m > MANY_EVENTS => self.grain - 1,
             _ => return,
         };
-        let pending: usize = self
+        if !GRAIN_RANGE.contains(&grain) {
+            return;
+        }
+        let held: usize = self
             .levels
             .iter()
             .flat_map(|l| &l.slots)
             .map(Vec::len)
             .sum();
-        if !GRAIN_RANGE.contains(&grain) || self.fired_since_refile < pending as u64 {
+        if self.fired_since_refile < held as u64 {
             return;
         }
         self.fired_since_refile = 0;
