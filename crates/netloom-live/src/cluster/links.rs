@@ -150,17 +150,19 @@ impl Links {
                         let _ = netloom_os::set_realtime_priority(crate::plan::REALTIME_PRIORITY);
                     }
                     loop {
-                        let message = match read(&mut input, route, &clock) {
-                            Ok(Some(handover)) => Message::Handover(Box::new(handover)),
+                        match read(&mut input, route, &clock) {
+                            Ok(Some(handover)) => {
+                                if !post.send(Message::Handover(Box::new(handover))) {
+                                    return;
+                                }
+                            }
                             Ok(None) => return,
-                            Err(e) => Message::Unreadable {
-                                from,
-                                why: e.to_string(),
-                            },
-                        };
-                        let unreadable = matches!(message, Message::Unreadable { .. });
-                        if !post.send(message) || unreadable {
-                            return;
+                            // Nothing after it can be read in step: the worker stops the run.
+                            Err(e) => {
+                                let why = e.to_string();
+                                post.send(Message::Unreadable { from, why });
+                                return;
+                            }
                         }
                     }
                 })?;
