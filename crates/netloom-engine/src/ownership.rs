@@ -272,6 +272,11 @@ impl Ownership {
         usize::from(self.workers)
     }
 
+    /// Pipes of the partitioned topology.
+    pub fn pipes(&self) -> usize {
+        self.pipes.len()
+    }
+
     /// The worker that owns `pipe`, after host pipes moved: the only one that offers it packets.
     pub fn pipe_owner(&self, pipe: PipeId) -> u16 {
         self.pipes[pipe as usize]

@@ -14,7 +14,7 @@
 
 use super::{Engine, Event, Flow, FlowStats, Latencies, Worker};
 use crate::ownership::Ownership;
-use crate::packet::{Body, Handoff, Packet, DELIVER, NO_ROUTE};
+use crate::packet::Handoff;
 use crate::traffic::{Receiver, Sender};
 use netloom_link::PipeState;
 use netloom_time::Instant;
@@ -146,13 +146,10 @@ impl Engine {
                 ));
             }
         }
-        let w = Worker {
-            me,
-            ownership: next,
-        };
+        let w = Worker::new(me, next);
         let handler = |engine: &Engine, event: &Event| -> Option<u16> {
             let owner = match *event {
-                Event::Exit { pkt, .. } => exit_handler(&w, engine.packets.get(pkt)),
+                Event::Exit { pkt, .. } => w.exit_handler(engine.packets.get(pkt)),
                 Event::Enter { pipe, .. } => w.ownership.pipe_owner(pipe),
                 Event::Wake { flow } => {
                     w.ownership.host_owner(engine.flows[flow as usize].src_host)
@@ -195,7 +192,7 @@ impl Engine {
     pub fn handler_of(&self, handoff: &Handoff) -> u16 {
         let w = self.worker.as_ref().expect("only a worker takes hand-offs");
         match handoff.exit {
-            Some(_) => exit_handler(w, &handoff.packet),
+            Some(_) => w.exit_handler(&handoff.packet),
             None => w.ownership.pipe_owner(handoff.packet.next),
         }
     }
@@ -223,16 +220,5 @@ impl Engine {
             let stats: &mut FlowStats = &mut flow.stats;
             stats.latency_ns = part.latency_ns;
         }
-    }
-}
-
-/// Who handles what follows packet `p`'s exit from its pipe under `w`'s ownership: the owner of
-/// its next pipe or of its destination host (its home, when packets are delivered at home).
-fn exit_handler(w: &Worker, p: &Packet) -> u16 {
-    match (p.next, p.body) {
-        (DELIVER, Body::External { home, .. }) if w.ownership.delivers_at_home() => home,
-        (DELIVER, _) => w.ownership.host_owner(p.dst_host),
-        (NO_ROUTE, _) => w.me,
-        (next, _) => w.ownership.pipe_owner(next),
     }
 }
