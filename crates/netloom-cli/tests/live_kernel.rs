@@ -8,7 +8,7 @@
 #[macro_use]
 mod live_common;
 
-use live_common::{iperf3_client, received_mbps, Lab};
+use live_common::{iperf3_client, least, received_mbps, Lab};
 
 /// h1 – r1 – r2 – h2, r1 and r2 kernel routers, every link 1 Gbit/s without delay except
 /// r1–r2 at `middle_bw`, with a queue for TCP at up to 30 ms of round trip (a queue sized from
@@ -54,17 +54,34 @@ fn kernel_routers_forward_answer_and_take_link_changes() {
     );
     let route = text(&lab.exec("r1", &["ip", "route", "get", "198.18.0.2"]));
     assert!(route.contains(" dev r2 "), "{route}");
-    let base4 = lab.least_rtt("h1", "h2", 20);
-    let base6 = lab.least_rtt("h1", "fd6e:6c00::2", 20);
+    let base4 = lab.exact_rtts("h1", "h2", 20);
+    let base6 = lab.exact_rtts("h1", "fd6e:6c00::2", 20);
+    // What the machine was doing, for a failure: twice in fresh-clone CI runs every IPv6
+    // zero-delay probe came back 0.45-0.55 ms slower than IPv4's, which no rerun reproduced.
+    let load = || {
+        let read = |f| std::fs::read_to_string(f).unwrap_or_default();
+        format!(
+            "load {}cpu pressure {}",
+            read("/proc/loadavg"),
+            read("/proc/pressure/cpu")
+        )
+    };
+    let load_at_base = load();
     for ((a, b), ms) in [(("h1", "r1"), 1), (("r1", "r2"), 2), (("r2", "h2"), 3)] {
         lab.control(&["link", "set", a, b, &format!("delay={ms}ms")]);
     }
     // h1 to h2 and back: 2 × (1 + 2 + 3) ms more, in both address families; docs/live.md: the
     // least of the probes within 0.2 ms.
-    for (to, base) in [("h2", base4), ("fd6e:6c00::2", base6)] {
-        let rtt = lab.least_rtt("h1", to, 20);
-        eprintln!("measured: {to} {base:.3} ms at zero delay, {rtt:.3} ms with 12 ms added");
-        assert!((rtt - base - 12.0).abs() <= 0.2, "{to}: {base} then {rtt}");
+    for (to, base) in [("h2", &base4), ("fd6e:6c00::2", &base6)] {
+        let rtts = lab.exact_rtts("h1", to, 20);
+        let (base_least, rtt) = (least(base.iter().copied()), least(rtts.iter().copied()));
+        eprintln!("measured: {to} {base_least:.3} ms at zero delay, {rtt:.3} ms with 12 ms added");
+        assert!(
+            (rtt - base_least - 12.0).abs() <= 0.2,
+            "{to}: {base_least} then {rtt}\nzero-delay probes {base:?}\nthen {load_at_base}\n\
+             probes with 12 ms added {rtts:?}\nthen {}",
+            load()
+        );
     }
     // The routers' kernels answer, from their plan addresses, which h1 resolves to names.
     for family in ["-4", "-6"] {
