@@ -1046,17 +1046,6 @@ impl Engine {
     /// here or on the worker that owns it.
     fn dispatch(&mut self, pkt: PacketId, hop: PipeId, arrival: Arrival) {
         match hop {
-            DELIVER | NO_ROUTE => self.end_path(pkt, hop),
-            pipe => match self.pipe_owner_elsewhere(pipe) {
-                Some(to) => self.hand_over_entry(pkt, pipe, to),
-                None => self.enter(pkt, pipe, arrival),
-            },
-        }
-    }
-
-    /// Delivers the packet where it is (`DELIVER`) or drops it for lack of a route (`NO_ROUTE`).
-    fn end_path(&mut self, pkt: PacketId, hop: PipeId) {
-        match hop {
             DELIVER => {
                 let p = self.packets.remove(pkt);
                 self.deliver(p);
@@ -1073,7 +1062,10 @@ impl Engine {
                 }
                 self.count_drop(&p);
             }
-            _ => unreachable!("a path ends only by delivery or for lack of a route"),
+            pipe => match self.pipe_owner_elsewhere(pipe) {
+                Some(to) => self.hand_over_entry(pkt, pipe, to),
+                None => self.enter(pkt, pipe, arrival),
+            },
         }
     }
 
@@ -1357,7 +1349,7 @@ impl Engine {
             *ttl -= 1;
         }
         match next {
-            DELIVER | NO_ROUTE => self.end_path(pkt, next),
+            DELIVER | NO_ROUTE => self.dispatch(pkt, next, Arrival::Alone),
             // Here without asking whose it is: the exit was scheduled on the owner of the next
             // pipe (`schedule_exit`, and `migrate_out` when that changes).
             pipe => {
