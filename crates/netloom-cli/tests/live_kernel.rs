@@ -56,17 +56,7 @@ fn kernel_routers_forward_answer_and_take_link_changes() {
     assert!(route.contains(" dev r2 "), "{route}");
     let base4 = lab.exact_rtts("h1", "h2", 20);
     let base6 = lab.exact_rtts("h1", "fd6e:6c00::2", 20);
-    // What the machine was doing, for a failure: twice in fresh-clone CI runs every IPv6
-    // zero-delay probe came back 0.45-0.55 ms slower than IPv4's, which no rerun reproduced.
-    let load = || {
-        let read = |f| std::fs::read_to_string(f).unwrap_or_default();
-        format!(
-            "load {}cpu pressure {}",
-            read("/proc/loadavg"),
-            read("/proc/pressure/cpu")
-        )
-    };
-    let load_at_base = load();
+    let at_base = lab.circumstances();
     for ((a, b), ms) in [(("h1", "r1"), 1), (("r1", "r2"), 2), (("r2", "h2"), 3)] {
         lab.control(&["link", "set", a, b, &format!("delay={ms}ms")]);
     }
@@ -78,9 +68,9 @@ fn kernel_routers_forward_answer_and_take_link_changes() {
         eprintln!("measured: {to} {base_least:.3} ms at zero delay, {rtt:.3} ms with 12 ms added");
         assert!(
             (rtt - base_least - 12.0).abs() <= 0.2,
-            "{to}: {base_least} then {rtt}\nzero-delay probes {base:?}\nthen {load_at_base}\n\
+            "{to}: {base_least} then {rtt}\nzero-delay probes {base:?}\nthen {at_base}\n\
              probes with 12 ms added {rtts:?}\nthen {}",
-            load()
+            lab.circumstances()
         );
     }
     // The routers' kernels answer, from their plan addresses, which h1 resolves to names.

@@ -313,6 +313,26 @@ impl Lab {
             .collect()
     }
 
+    /// What the machine and the run were doing, for the message of a timing check that failed:
+    /// load, CPU pressure, and the run's accuracy so far (`netloom stats`), which tells an
+    /// engine that released packets late from hosts that were slow around it. Several
+    /// fresh-clone CI runs saw every zero-delay probe of a baseline taken in a lab's first
+    /// seconds come back about 0.5 ms slow, and no rerun reproduced it.
+    pub fn circumstances(&self) -> String {
+        let read = |f| std::fs::read_to_string(f).unwrap_or_default();
+        let stats = self
+            .cmd()
+            .args(["stats", "--name", &self.name, "--top", "0"])
+            .output()
+            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+            .unwrap_or_default();
+        format!(
+            "load {}cpu pressure {}{stats}",
+            read("/proc/loadavg"),
+            read("/proc/pressure/cpu")
+        )
+    }
+
     /// The least of `count` exact RTTs (`exact_rtts`) in ms: what the emulated path takes when
     /// nothing else on the machine delays the hosts' programs (a probe's time can only gain
     /// from the machine's other work). A mean of single pings moved by 0.2 ms between two
