@@ -539,6 +539,20 @@ impl Engine {
         self.handoffs[to].drain(..)
     }
 
+    /// The earliest time, in ns, that anything this worker holds can happen (`u64::MAX`:
+    /// nothing): its own next event (`poll_at`, a lower bound) and the intended time of each
+    /// hand-off not yet taken, which its receiver fires then (or at once, if that has passed).
+    /// The least of every worker's after a window is where the next window starts, so the
+    /// window loops learn it in the same exchange that delivers the hand-offs.
+    pub fn next_with_handoffs(&self) -> u64 {
+        let own = self.poll_at().map_or(u64::MAX, |t| t.as_nanos());
+        self.handoffs
+            .iter()
+            .flatten()
+            .map(|h| h.at.as_nanos())
+            .fold(own, u64::min)
+    }
+
     /// Takes in a packet from another worker; it leaves its pipe (or enters its first one) at
     /// its intended time (or at once, if that has passed: the rest of its path then shifts,
     /// which is why a real-time driver measures how late each hand-off arrives).

@@ -1,8 +1,9 @@
 //! The window loop of one worker of a partitioned virtual-time run whose workers do not share
-//! memory (processes, machines): the windows of `workers::run`, with its two barriers replaced by
-//! two rounds of messages through an `Exchange`: one agrees on the earliest pending event of the
-//! whole run (each worker's `poll_at`, a lower bound, exactly as the threads publish it), the
-//! other hands over what crosses. The windows, and so the report, are those of threads.
+//! memory (processes, machines): the windows of `workers::run`, with its barrier replaced by a
+//! round of messages through an `Exchange`, one a window: each worker sends the others what it
+//! hands them and the earliest time of anything it holds, hand-offs included
+//! (`Engine::next_with_handoffs`, exactly as the threads publish it), and the least of those
+//! starts the next window. The windows, and so the report, are those of threads.
 
 use crate::engine::Engine;
 use crate::packet::Handoff;
@@ -13,19 +14,17 @@ pub trait Exchange {
     /// Why a trade failed (a peer died, a datagram was lost).
     type Error;
 
-    /// Sends `next`, this worker's earliest pending event in ns (`u64::MAX`: none), to every
-    /// other worker before window `window`; returns the least of all workers', this one's
-    /// included.
-    fn least(&mut self, window: u64, next: u64) -> Result<u64, Self::Error>;
-
-    /// Ends window `window`: sends `out[k]` to each other worker k and leaves every `out[k]`
-    /// empty; puts what the others sent this worker into `into`.
-    fn hand_over(
+    /// Ends window `window` (0: the start, before the first): sends `out[k]` to each other
+    /// worker k with `next`, this worker's earliest time in ns (`u64::MAX`: nothing), and
+    /// leaves every `out[k]` empty; puts what the others sent this worker into `into`, and
+    /// returns the least `next` of all workers, this one's included.
+    fn trade(
         &mut self,
         window: u64,
+        next: u64,
         out: &mut [Vec<Handoff>],
         into: &mut Vec<Handoff>,
-    ) -> Result<(), Self::Error>;
+    ) -> Result<u64, Self::Error>;
 }
 
 /// Runs `engine`, worker `me` of `workers` of a partitioned run over [0, `end`), in windows of
@@ -41,9 +40,11 @@ pub fn run<E: Exchange>(
     let mut into = Vec::new();
     let mut windows = 0;
     engine.adapt_wheel();
+    let mut earliest = exchange.trade(windows, engine.next_with_handoffs(), &mut out, &mut into)?;
     loop {
-        let next = engine.poll_at().map_or(u64::MAX, |t| t.as_nanos());
-        let earliest = exchange.least(windows, next)?;
+        for handoff in into.drain(..) {
+            engine.accept(handoff);
+        }
         if earliest >= end.as_nanos() {
             return Ok(windows);
         }
@@ -54,14 +55,12 @@ pub fn run<E: Exchange>(
             .min(end.as_nanos());
         engine.advance(Instant::from_nanos(horizon - 1));
         windows += 1;
+        let next = engine.next_with_handoffs();
         for (to, batch) in out.iter_mut().enumerate() {
             batch.extend(engine.take_handoffs(to));
         }
         // What this worker hands itself needs no message.
         into.append(&mut out[me]);
-        exchange.hand_over(windows, &mut out, &mut into)?;
-        for handoff in into.drain(..) {
-            engine.accept(handoff);
-        }
+        earliest = exchange.trade(windows, next, &mut out, &mut into)?;
     }
 }

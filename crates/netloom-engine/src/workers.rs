@@ -49,16 +49,24 @@ pub struct ParallelReport {
 const PROGRESS_CHECK_EVERY: u64 = 64;
 
 /// What the threads share.
+///
+/// One barrier ends each window. Before it, each worker puts its hand-offs in the mail and
+/// publishes the earliest time of anything it holds, hand-offs included
+/// (`Engine::next_with_handoffs`); after it, each takes its mail and starts the next window at
+/// the least of those times. Both are kept twice, by the window's parity: a worker that
+/// finishes the next window early writes the other copy, never the one a slower worker is
+/// still reading. (Publishing each worker's `poll_at` only after it had taken its mail cost a
+/// second barrier per window.)
 struct Shared {
     barrier: SpinBarrier,
-    /// `mail[from * workers + to]`: what worker `from` hands worker `to`, put there after
-    /// `from` advances a window and taken by `to` after the barrier that ends it, which orders
-    /// the two (the lock is never contended). Each buffer keeps its capacity from window to
-    /// window, where a fresh batch sent over a channel cost an allocation, a copy and a free
-    /// on the other core each time.
-    mail: Vec<Mutex<Vec<Handoff>>>,
-    /// Each worker's earliest pending event (a lower bound), published between barriers.
-    next: Vec<AtomicU64>,
+    /// `mail[parity][from * workers + to]`: what worker `from` handed worker `to` in a window
+    /// of that parity, taken by `to` after the barrier that ends it (the lock is never
+    /// contended). Each buffer keeps its capacity from window to window, where a fresh batch
+    /// sent over a channel cost an allocation, a copy and a free on the other core each time.
+    mail: [Vec<Mutex<Vec<Handoff>>>; 2],
+    /// `next[parity][k]`: the earliest time of anything worker k holds at the start of the
+    /// next window of that parity (a lower bound).
+    next: [Vec<AtomicU64>; 2],
     /// Each worker's packet-hops so far, for progress.
     hops: Vec<AtomicU64>,
     end: Instant,
@@ -173,8 +181,8 @@ fn run_epochs(
     let n = engines.len();
     let shared = Shared {
         barrier: SpinBarrier::new(n),
-        mail: (0..n * n).map(|_| Mutex::new(Vec::new())).collect(),
-        next: (0..n).map(|_| AtomicU64::new(0)).collect(),
+        mail: [0, 1].map(|_| (0..n * n).map(|_| Mutex::new(Vec::new())).collect()),
+        next: [0, 1].map(|_| (0..n).map(|_| AtomicU64::new(0)).collect()),
         hops: (0..n).map(|_| AtomicU64::new(0)).collect(),
         end: Instant::ZERO + opts.duration,
         lookahead: AtomicU64::new(lookahead.as_nanos()),
@@ -282,7 +290,7 @@ fn work(
 ) -> WorkResult {
     let _guard = AbortOnPanic(&shared.barrier);
     engine.adapt_wheel();
-    let n = shared.next.len();
+    let n = shared.hops.len();
     let mut windows = 0u64;
     let mut waited = std::time::Duration::ZERO;
     let mut wait = |shared: &Shared| -> Result<(), Aborted> {
@@ -298,9 +306,14 @@ fn work(
     // The next epoch boundary, and whether the last window ended there.
     let (mut boundary, mut reached) = (epoch, false);
     let outcome = (|| -> Result<(), Aborted> {
+        // The first window's start: nothing is handed over yet.
+        shared.next[0][me].store(engine.next_with_handoffs(), Ordering::Relaxed);
+        wait(shared)?;
+        let mut parity = 0;
         loop {
+            // The hand-offs of the window that just ended, to each its time.
             for from in 0..n {
-                for handoff in lock(&shared.mail[from * n + me]).drain(..) {
+                for handoff in lock(&shared.mail[1 - parity][from * n + me]).drain(..) {
                     engine.accept(handoff);
                 }
             }
@@ -311,16 +324,14 @@ fn work(
                 );
                 let lookahead = &shared.lookahead;
                 let chooser = chooser.as_deref_mut();
+                // Moving pipes and packets between workers changes where events are, not the
+                // earliest of them all, so the window's start published before stands.
                 epochs.boundary(me, &mut engine, span, chooser, lookahead, &mut || {
                     wait(shared)
                 })?;
                 (boundary, reached) = (boundary.saturating_add(epoch), false);
             }
-            let next = engine.poll_at().map_or(u64::MAX, |t| t.as_nanos());
-            shared.next[me].store(next, Ordering::Relaxed);
-            wait(shared)?;
-            let earliest = shared
-                .next
+            let earliest = shared.next[parity]
                 .iter()
                 .map(|n| n.load(Ordering::Relaxed))
                 .min()
@@ -337,8 +348,9 @@ fn work(
             engine.advance(Instant::from_nanos(horizon - 1));
             // The run's end is no boundary: the caller closes the last epoch.
             reached = horizon == boundary && boundary < shared.end.as_nanos();
+            shared.next[1 - parity][me].store(engine.next_with_handoffs(), Ordering::Relaxed);
             for to in 0..n {
-                lock(&shared.mail[me * n + to]).extend(engine.take_handoffs(to));
+                lock(&shared.mail[parity][me * n + to]).extend(engine.take_handoffs(to));
             }
             windows += 1;
             shared.hops[me].store(engine.counters().packet_hops, Ordering::Relaxed);
@@ -346,6 +358,7 @@ fn work(
                 progress(Instant::from_nanos(horizon), shared);
             }
             wait(shared)?;
+            parity = 1 - parity;
         }
     })();
     // On `Err` another worker panicked: this one just stops, and joining that one re-raises it.

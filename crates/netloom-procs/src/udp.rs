@@ -1,5 +1,5 @@
-//! The lock-step exchange over UDP: each round (two a window: agreeing on the earliest event,
-//! then handing over) is one batch of GENEVE datagrams (docs/wire.md) to each peer, sent even
+//! The lock-step exchange over UDP: each round (one a window: the hand-offs, and the earliest
+//! time of anything the sender holds) is one batch of GENEVE datagrams (docs/wire.md) to each peer, sent even
 //! when empty. The batch's window field numbers rounds. Peers are addresses, on this machine
 //! or others.
 
@@ -298,18 +298,14 @@ impl UdpExchange {
 impl Exchange for UdpExchange {
     type Error = ExchangeError;
 
-    fn least(&mut self, _window: u64, next: u64) -> Result<u64, ExchangeError> {
-        let mut none = Vec::new();
-        self.round(&mut [], next, &mut none)
-    }
-
-    fn hand_over(
+    fn trade(
         &mut self,
         _window: u64,
+        next: u64,
         out: &mut [Vec<Handoff>],
         into: &mut Vec<Handoff>,
-    ) -> Result<(), ExchangeError> {
-        self.round(out, u64::MAX, into).map(|_| ())
+    ) -> Result<u64, ExchangeError> {
+        self.round(out, next, into)
     }
 }
 
@@ -355,9 +351,10 @@ mod tests {
         // The peer's own, for this round and the next (a peer a round ahead).
         peer.send_to(&batch(1, 300, 7), to).unwrap();
         peer.send_to(&batch(2, 20, 7), to).unwrap();
-        assert_eq!(exchange.least(0, 1000).unwrap(), 300);
+        let mut none = Vec::new();
+        assert_eq!(exchange.trade(0, 1000, &mut [], &mut none).unwrap(), 300);
         assert_eq!(
-            exchange.least(1, 1000).unwrap(),
+            exchange.trade(1, 1000, &mut [], &mut none).unwrap(),
             20,
             "the early batch was kept"
         );
@@ -399,7 +396,7 @@ mod tests {
                 }
             }
             let mut into = Vec::new();
-            let err = exchange.hand_over(0, &mut [], &mut into).unwrap_err();
+            let err = exchange.trade(0, u64::MAX, &mut [], &mut into).unwrap_err();
             assert!(matches!(
                 err,
                 ExchangeError::Lost {
@@ -426,7 +423,7 @@ mod tests {
     #[test]
     fn a_dead_peer_ends_the_wait() {
         let (mut exchange, _peer, _) = pair(Box::new(|| Err("worker 1 died".to_string())));
-        let err = exchange.least(0, 0).unwrap_err();
+        let err = exchange.trade(0, 0, &mut [], &mut Vec::new()).unwrap_err();
         assert_eq!(err.to_string(), "worker 1 died");
     }
 }
