@@ -314,10 +314,14 @@ impl Lab {
     }
 
     /// What the machine and the run were doing, for the message of a timing check that failed:
-    /// load, CPU pressure, and the run's accuracy so far (`netloom stats`), which tells an
-    /// engine that released packets late from hosts that were slow around it. Several
-    /// fresh-clone CI runs saw every zero-delay probe of a baseline taken in a lab's first
-    /// seconds come back about 0.5 ms slow, and no rerun reproduced it.
+    /// load, CPU pressure, the kernel's softirq threads' scheduling, and the run's accuracy so
+    /// far (`netloom stats`), which tells an engine that released packets late from hosts that
+    /// were slow around it. Several fresh-clone CI runs saw every zero-delay probe of a
+    /// baseline taken in a lab's first seconds come back about 0.5 ms slow, and no rerun
+    /// reproduced it. 0.5 ms is the hybrid driver's linger, during which it spins at real-time
+    /// priority: if a ksoftirqd thread was runnable on the driver's CPU, the kernel left it
+    /// the packets the driver wrote into a TUN device, and they waited out the linger. The
+    /// softirq threads' waits for a CPU (schedstat) before and after a slow baseline tell.
     pub fn circumstances(&self) -> String {
         let read = |f| std::fs::read_to_string(f).unwrap_or_default();
         let stats = self
@@ -327,9 +331,10 @@ impl Lab {
             .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
             .unwrap_or_default();
         format!(
-            "load {}cpu pressure {}{stats}",
+            "load {}cpu pressure {}{}\n{stats}",
             read("/proc/loadavg"),
-            read("/proc/pressure/cpu")
+            read("/proc/pressure/cpu"),
+            softirq_threads()
         )
     }
 
@@ -505,3 +510,30 @@ b = "r2"
 a = "r2"
 b = "h3"
 "#;
+
+/// Each ksoftirqd thread's schedstat (ns on a CPU, ns waiting for one, times run), as
+/// `ksoftirqd/0 run 1234 waited 56 times 7`, for `Lab::circumstances`.
+fn softirq_threads() -> String {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return String::new();
+    };
+    let mut lines: Vec<String> = procs
+        .flatten()
+        .filter_map(|e| {
+            let dir = e.path();
+            let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
+            let comm = comm.trim();
+            comm.starts_with("ksoftirqd/").then_some(())?;
+            let stat = std::fs::read_to_string(dir.join("schedstat")).ok()?;
+            let f: Vec<&str> = stat.split_whitespace().collect();
+            Some(format!(
+                "{comm} run {} waited {} times {}",
+                f.first()?,
+                f.get(1)?,
+                f.get(2)?
+            ))
+        })
+        .collect();
+    lines.sort();
+    lines.join("; ")
+}
