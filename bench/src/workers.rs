@@ -7,8 +7,8 @@ use clap::Args;
 use netloom_engine::sim;
 use netloom_engine::traffic::{expand, parse_spec};
 use netloom_engine::workload::{cases, timed, Case, SEED};
-use netloom_engine::{workers, Ownership, Payload};
-use netloom_partition::{partition, Evaluation, FlowGraph, Method, Observation, Options};
+use netloom_engine::{workers, HopCounting, Ownership, Payload};
+use netloom_partition::{partition, Evaluation, FlowGraph, Method, Options};
 use netloom_route::Routes;
 use netloom_time::Duration;
 use serde::Serialize;
@@ -74,7 +74,15 @@ fn measure(case: &Case, method: Method, args: WorkersArgs, repeat: usize) -> Res
         let mut engine = case.engine()?;
         let report = sim::run(&mut engine, timed(args.seconds));
         single.push(report.totals.packet_hops_per_second.unwrap_or(f64::NAN));
-        let engines = workers::engines(&case.topo, &routes, SEED, &ownership, &flows)?;
+        // As `sim --workers` counts: what measures the run's partition, no pairs.
+        let engines = workers::engines(
+            &case.topo,
+            &routes,
+            SEED,
+            &ownership,
+            &flows,
+            HopCounting::Crossings,
+        )?;
         let (merged, report, parallel) =
             workers::run(engines, ownership.lookahead(), timed(args.seconds), &|_| {});
         let wall = report.totals.wall_seconds.unwrap_or(f64::NAN);
@@ -98,20 +106,12 @@ fn measure(case: &Case, method: Method, args: WorkersArgs, repeat: usize) -> Res
         last = Some((merged, parallel));
     }
     let (merged, parallel) = last.expect("at least one run");
-    let (packets, transitions) = merged.hop_counts();
-    let observation = Observation {
-        topology: case.topo.name.clone(),
-        packets,
-        transitions,
-    };
+    let (packets, arrived, crossed) = merged.crossings().expect("the workers counted crossings");
     let run_assignment = netloom_partition::Assignment {
         pipes: ownership.assignment(),
         ..assignment
     };
-    let evaluation = Evaluation::of(
-        &FlowGraph::observed(&case.topo, &observation)?,
-        &run_assignment,
-    );
+    let evaluation = Evaluation::of_crossings(&run_assignment, &packets, &arrived, &crossed);
     let measured = netloom_partition::Measurement::of(&evaluation);
     let (single, split) = (Spread::of(&single), Spread::of(&split));
     Ok(WorkersRow {

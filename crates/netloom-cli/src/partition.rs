@@ -339,6 +339,17 @@ pub fn measure(topo: &Topology, obs: &Observation, assignment: &Assignment) -> R
     Ok(Measurement::of(&Evaluation::of(&graph, assignment)))
 }
 
+/// `measure` for the assignment a partitioned run ran with, from its workers' crossing counts
+/// (`Engine::crossings`: packets offered to each pipe, hops into each, hops each core took in).
+pub fn measure_crossings(
+    assignment: &Assignment,
+    (packets, arrived, crossed): (Vec<u64>, Vec<u64>, Vec<u64>),
+) -> Measurement {
+    Measurement::of(&Evaluation::of_crossings(
+        assignment, &packets, &arrived, &crossed,
+    ))
+}
+
 /// The text lines `sim` prints for a measured partition.
 pub fn print_measurement(m: &Measurement) {
     match m.efficiency {

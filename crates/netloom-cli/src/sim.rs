@@ -7,7 +7,7 @@ use clap::Args;
 use netloom_engine::sim::{self, Progress, SimOptions};
 use netloom_engine::traffic::{self, parse_spec, FlowSpec};
 use netloom_engine::workers::{self, ParallelReport};
-use netloom_engine::{Engine, Ownership, OwnershipError, Report};
+use netloom_engine::{Engine, HopCounting, Ownership, OwnershipError, Report};
 use netloom_live::SimCapture;
 use netloom_partition::{Assignment, FlowGraph};
 use netloom_route::Routes;
@@ -395,13 +395,14 @@ pub fn run(mut args: SimArgs) -> Result<()> {
         std::fs::write(path, observation.to_json() + "\n")
             .with_context(|| format!("--observe {}", path.display()))?;
     }
-    let measured = match &assignment {
-        Some(a) => Some(crate::partition::measure(
+    let measured = match (&assignment, engine.crossings()) {
+        (Some(a), Some(crossings)) => Some(crate::partition::measure_crossings(a, crossings)),
+        (Some(a), None) => Some(crate::partition::measure(
             engine.topology(),
             &observation,
             a,
         )?),
-        None => None,
+        (None, _) => None,
     };
     if args.json {
         let full = FullReport {
@@ -580,7 +581,14 @@ fn run_workers(
         return Ok((engine, report, workers, run_assignment, None));
     }
     let cpus = args.pin.then(|| worker_cpus(&run_assignment));
-    let engines = workers::engines(topo, routes, args.seed, &ownership, flows)?;
+    let engines = workers::engines(
+        topo,
+        routes,
+        args.seed,
+        &ownership,
+        flows,
+        hop_counting(args),
+    )?;
     let pin = |k: usize| {
         if let Some(cpus) = &cpus {
             // A worker that cannot be pinned still runs correctly; say so once per worker.
@@ -645,6 +653,16 @@ fn run_workers(
     Ok((engine, report, workers, run_assignment, rows))
 }
 
+/// How the workers of a partitioned run count their hops: per pair of pipes when the pairs are
+/// written out (`--observe`) or weigh the next partition (`--repartition`); otherwise only what
+/// measures the run's own partition (its `partition` section), which costs nothing per hop.
+fn hop_counting(args: &SimArgs) -> HopCounting {
+    match args.observe.is_some() || args.repartition.is_some() {
+        true => HopCounting::Pairs,
+        false => HopCounting::Crossings,
+    }
+}
+
 /// The `workers` section of a partitioned run's report, from its merged engine.
 fn workers_report(
     merged: &Engine,
@@ -677,7 +695,15 @@ fn run_processes(
 ) -> Result<(Engine, Report, ParallelReport)> {
     let n = args.workers as usize;
     let end = netloom_time::Instant::ZERO + options.duration;
-    let mut engine = workers::engine(topo, routes, args.seed, ownership, flows, 0)?;
+    let mut engine = workers::engine(
+        topo,
+        routes,
+        args.seed,
+        ownership,
+        flows,
+        0,
+        hop_counting(args),
+    )?;
     let (addresses, max_datagram) = match args.machines.is_empty() {
         true => (
             vec![std::net::Ipv4Addr::LOCALHOST.into(); n],
@@ -791,6 +817,7 @@ fn serve_worker(args: &SimArgs, me: u16, duration: Duration) -> Result<()> {
             &ownership,
             &flows,
             usize::from(me),
+            hop_counting(args),
         )
         .map_err(|e| e.to_string())?;
         Ok((engine, ownership.lookahead()))

@@ -372,6 +372,114 @@ fn sim_on_two_workers_reports_the_same_run() {
     assert!(per_hop(&shipped) > 500.0, "{}", per_hop(&shipped));
 }
 
+/// h1 - r1 - r2 - h2 whose middle link is down for 100 ms of every 300: packets on their way to
+/// it find no route at r1.
+const FLAPPING: &str = r#"
+hosts = ["h1", "h2"]
+routers = ["r1", "r2"]
+
+[defaults]
+bw = "10Mbit"
+delay = "3ms"
+
+[[link]]
+a = "h1"
+b = "r1"
+
+[[link]]
+a = "r1"
+b = "r2"
+schedule = { every = "300ms", events = [{ from = "100ms", to = "200ms", set = { up = false } }] }
+
+[[link]]
+a = "r2"
+b = "h2"
+"#;
+
+/// Workers that count no pairs of pipes (only `--observe` and `--repartition` need them) measure
+/// their partition from what they count instead, and get the same figures as from the pairs,
+/// also where packets bound for a next pipe never reach it: a link going down under them, with
+/// another way (impaired.toml's r4-r1) or none (`FLAPPING`), and TTLs running out (a chain of 70
+/// routers). Threads and processes alike.
+#[test]
+fn workers_measure_their_partition_without_pair_counts() {
+    let dir = TempDir::new("partition-crossings");
+    let impaired = dir.write(
+        "impaired.toml",
+        include_str!("../../netloom-engine/tests/data/impaired.toml"),
+    );
+    let chain = dir.path().join("chain70.toml");
+    let out = Command::new(bin())
+        .args([
+            "gen",
+            "chain",
+            "--routers",
+            "70",
+            "-o",
+            chain.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let flapping = dir.write("flapping.toml", FLAPPING);
+    let observed = dir.path().join("obs.json");
+    // What each topology makes happen, counted in the report's totals.
+    for (topo, traffic, happens) in [
+        (&impaired, "pattern=random-k k=3 source=aimd", "packet_hops"),
+        (
+            &flapping,
+            "pattern=all-to-all source=cbr rate=2Mbit",
+            "unroutable",
+        ),
+        (
+            &chain,
+            "pattern=all-to-all source=cbr rate=1Mbit",
+            "ttl_expired",
+        ),
+    ] {
+        // Random parts cross the chain's middle as well as its directions.
+        for workers in [["--workers", "2"], ["--workers", "3"]] {
+            let run = |extra: &[&str]| {
+                let mut args = vec![
+                    "sim",
+                    topo.to_str().unwrap(),
+                    "--traffic",
+                    traffic,
+                    "--duration",
+                    "2s",
+                    "--seed",
+                    "7",
+                    "--no-wall-clock",
+                    "--json",
+                ];
+                args.extend_from_slice(&workers);
+                args.extend_from_slice(&["--method", "random"]);
+                args.extend_from_slice(extra);
+                netloom(&args)
+            };
+            let counted = run(&[]);
+            let paired = run(&["--observe", observed.to_str().unwrap()]);
+            let by_processes = run(&["--processes"]);
+            assert!(counted["partition"]["cross_core_hops"].as_u64().unwrap() > 0);
+            assert!(
+                counted["totals"][happens].as_u64().unwrap() > 0,
+                "{happens}"
+            );
+            assert_eq!(
+                counted["partition"],
+                paired["partition"],
+                "{}",
+                topo.display()
+            );
+            assert_eq!(counted["partition"], by_processes["partition"]);
+        }
+    }
+}
+
 /// `sim` of `topo` for 3 s with `traffic`, plus `extra` arguments; the JSON report.
 fn sim_chain(topo: &std::path::Path, traffic: &str, extra: &[&str]) -> Value {
     let mut args = vec![

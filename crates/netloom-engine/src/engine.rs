@@ -28,6 +28,9 @@ mod migration;
 pub use migration::Migration;
 mod latencies;
 pub use latencies::Latencies;
+mod hops;
+use hops::HopCounts;
+pub use hops::{Crossings, HopCounting};
 
 /// Something that happens at an instant.
 #[derive(Clone, Copy, Debug)]
@@ -251,11 +254,9 @@ pub struct Engine {
     outputs: Vec<Output>,
     now: Instant,
     counters: EngineCounters,
-    /// Packets per (pipe, next pipe) hop, kept only after `enable_transition_counts`: partitioning
-    /// needs them, and the forwarding path should not pay for them otherwise. A hash map with a
-    /// multiply-and-rotate hash: every hop of a partitioned run counts one, and a `BTreeMap`'s
-    /// search took 10 % of a two-worker run's instructions (docs/performance.md).
-    transitions: Option<FxHashMap<(PipeId, PipeId), u64>>,
+    /// What partitioning counts of the hops (`count_hops`); nothing unless asked: the
+    /// forwarding path should not pay for it otherwise.
+    hops: HopCounts,
     /// Where each time-varying link is in its plan, in the order of `Topology::plans`.
     timelines: Vec<Timeline>,
     /// Set when this engine is one worker of a partitioned run.
@@ -442,7 +443,7 @@ impl Engine {
             outputs: Vec::new(),
             now: Instant::ZERO,
             counters: EngineCounters::default(),
-            transitions: None,
+            hops: HopCounts::Off,
             timelines: Vec::new(),
             worker: None,
             handoffs: Vec::new(),
@@ -607,11 +608,7 @@ impl Engine {
         mine.cross_core_hops += c.cross_core_hops;
         mine.cross_core_bytes += c.cross_core_bytes;
         mine.changes_skipped += c.changes_skipped;
-        if let (Some(mine), Some(theirs)) = (&mut self.transitions, other.transitions) {
-            for (hop, n) in theirs {
-                *mine.entry(hop).or_default() += n;
-            }
-        }
+        self.hops.add(std::mem::take(&mut other.hops));
         self.absorbed_in_flight += other.packets.live();
     }
 
@@ -672,7 +669,22 @@ impl Engine {
 
     /// From now on, count every packet that leaves a pipe for a next one, per (pipe, next pipe).
     pub fn enable_transition_counts(&mut self) {
-        self.transitions.get_or_insert_with(FxHashMap::default);
+        self.count_hops(HopCounting::Pairs);
+    }
+
+    /// From now on, count the hops as `how` says, if not already: pairs, or (for a worker of a
+    /// partitioned run whose pipes stay where they are) only what `crossings` needs.
+    pub fn count_hops(&mut self, how: HopCounting) {
+        self.hops = match (std::mem::take(&mut self.hops), how) {
+            (HopCounts::Off | HopCounts::Crossings(_), HopCounting::Pairs) => {
+                HopCounts::Pairs(FxHashMap::default())
+            }
+            (HopCounts::Off, HopCounting::Crossings) => {
+                let workers = self.worker.as_ref().map_or(1, |w| w.ownership.workers());
+                HopCounts::Crossings(Crossings::new(self.pipes.len(), workers))
+            }
+            (kept, _) => kept,
+        };
     }
 
     /// What partitioning weighs a run by: packets offered to each pipe (in pipe order), and
@@ -680,16 +692,26 @@ impl Engine {
     /// called). A hop counts when the packet is offered to the next pipe, whether or not that
     /// pipe drops it.
     pub fn hop_counts(&self) -> (Vec<u64>, Vec<(PipeId, PipeId, u64)>) {
-        let packets = self.pipes.iter().map(|p| p.counters().packets_in).collect();
-        let mut transitions: Vec<_> = self
-            .transitions
-            .iter()
-            .flatten()
-            .map(|(&(p, q), &n)| (p, q, n))
-            .collect();
-        // In (pipe, next pipe) order, whatever order the map keeps.
-        transitions.sort_unstable();
-        (packets, transitions)
+        let packets = self.offered().collect();
+        (packets, self.hops.pairs().unwrap_or_default())
+    }
+
+    /// Packets offered to each pipe, in pipe order.
+    fn offered(&self) -> impl Iterator<Item = u64> + '_ {
+        self.pipes.iter().map(|p| p.counters().packets_in)
+    }
+
+    /// When counting crossings (`count_hops`), what `hop_counts`' pairs would add up to for the
+    /// run's own partition, without a count per hop: the packets offered to each pipe, the
+    /// hops into each pipe (the pairs' sums by next pipe), and the hops each worker took in
+    /// from another's pipes (by the next pipe's owner, the pairs' sums whose pipes have
+    /// different owners).
+    pub fn crossings(&self) -> Option<(Vec<u64>, Vec<u64>, Vec<u64>)> {
+        let HopCounts::Crossings(c) = &self.hops else {
+            return None;
+        };
+        let (arrived, crossed) = c.totals(self.offered());
+        Some((self.offered().collect(), arrived, crossed))
     }
 
     /// The topology the engine was built from, as loaded: later changes to pipes
@@ -1076,10 +1098,16 @@ impl Engine {
                 }
                 self.count_drop(&p);
             }
-            pipe => match self.pipe_owner_elsewhere(pipe) {
-                Some(to) => self.hand_over_entry(pkt, pipe, to),
-                None => self.enter(pkt, pipe, arrival),
-            },
+            pipe => {
+                // Only a packet from its source comes here with a pipe (`start`).
+                if let HopCounts::Crossings(c) = &mut self.hops {
+                    c.enter(pipe);
+                }
+                match self.pipe_owner_elsewhere(pipe) {
+                    Some(to) => self.hand_over_entry(pkt, pipe, to),
+                    None => self.enter(pkt, pipe, arrival),
+                }
+            }
         }
     }
 
@@ -1150,6 +1178,9 @@ impl Engine {
         let mtu = self.pipes[pipe as usize].mtu();
         if bytes > mtu {
             self.counters.too_big += 1;
+            if let HopCounts::Crossings(c) = &mut self.hops {
+                c.unoffered(pipe);
+            }
             let p = self.packets.remove(pkt);
             self.refuse(&p, p.at, Refusal::TooBig { mtu });
             self.count_drop(&p);
@@ -1332,9 +1363,17 @@ impl Engine {
         }
         self.tap_held(pipe, pkt, Seen::Left);
         self.counters.packet_hops += 1;
-        if let Some(counts) = &mut self.transitions {
-            if planned != DELIVER && planned != NO_ROUTE {
-                *counts.entry((pipe, planned)).or_default() += 1;
+        if planned != DELIVER && planned != NO_ROUTE {
+            match &mut self.hops {
+                HopCounts::Off => {}
+                HopCounts::Pairs(counts) => *counts.entry((pipe, planned)).or_default() += 1,
+                // A pipe of another worker's whose exit is handled here: a hop across. One
+                // bit of `Worker::mine`, which every hop reads, in place of a hash map's probe.
+                HopCounts::Crossings(c) => {
+                    if let Some(w) = self.worker.as_ref().filter(|w| !w.owns(pipe)) {
+                        c.hop_across(usize::from(w.me));
+                    }
+                }
             }
         }
         // The next pipe went down while the packet was on its way there: a router without
@@ -1344,7 +1383,12 @@ impl Engine {
             DELIVER | NO_ROUTE => planned,
             next if self.pipes[next as usize].is_up() => next,
             next => match self.hop_after(at, dst_host) {
-                NO_ROUTE => NO_ROUTE,
+                NO_ROUTE => {
+                    if let HopCounts::Crossings(c) = &mut self.hops {
+                        c.unoffered(next);
+                    }
+                    NO_ROUTE
+                }
                 _ => next,
             },
         };
@@ -1354,6 +1398,9 @@ impl Engine {
             let ttl = self.packets.get_mut(pkt).body.ttl();
             if *ttl <= 1 {
                 self.counters.ttl_expired += 1;
+                if let HopCounts::Crossings(c) = &mut self.hops {
+                    c.unoffered(next);
+                }
                 self.expired[at as usize] += 1;
                 let p = self.packets.remove(pkt);
                 self.refuse(&p, at, Refusal::TimeExceeded);

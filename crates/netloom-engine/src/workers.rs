@@ -5,7 +5,7 @@
 //! engine would: the result does not depend on the partition.
 
 use crate::barrier::{Aborted, SpinBarrier};
-use crate::engine::{Engine, EngineError};
+use crate::engine::{Engine, EngineError, HopCounting};
 use crate::ownership::Ownership;
 use crate::packet::Handoff;
 use crate::repartition::{lock, Chooser, Decide, Epochs};
@@ -87,18 +87,21 @@ impl Drop for AbortOnPanic<'_> {
     }
 }
 
-/// One engine per worker of `ownership`, routed by `routes` (computed once for `topo`), each with all of `flows` (a worker drives those whose
-/// source host it owns) and counting hops per pair of pipes, for the partition's efficiency.
+/// One engine per worker of `ownership`, routed by `routes` (computed once for `topo`), each
+/// with all of `flows` (a worker drives those whose source host it owns) and counting hops as
+/// `counting` says, for the partition's efficiency: pairs for a run that repartitions or is
+/// observed, crossings otherwise.
 pub fn engines(
     topo: &Topology,
     routes: &Routes,
     seed: u64,
     ownership: &Arc<Ownership>,
     flows: &[FlowSpec],
+    counting: HopCounting,
 ) -> Result<Vec<Engine>, EngineError> {
     Engine::partitioned_all(topo, routes, seed, ownership)
         .into_iter()
-        .map(|engine| with_flows(engine, seed, flows))
+        .map(|engine| with_flows(engine, seed, flows, counting))
         .collect()
 }
 
@@ -111,17 +114,24 @@ pub fn engine(
     ownership: &Arc<Ownership>,
     flows: &[FlowSpec],
     me: usize,
+    counting: HopCounting,
 ) -> Result<Engine, EngineError> {
     with_flows(
         Engine::partitioned_with_routes(topo, routes, seed, ownership, me),
         seed,
         flows,
+        counting,
     )
 }
 
-/// `engine` counting hops per pair of pipes, with `flows` added.
-fn with_flows(mut engine: Engine, seed: u64, flows: &[FlowSpec]) -> Result<Engine, EngineError> {
-    engine.enable_transition_counts();
+/// `engine` counting hops as `counting` says, with `flows` added.
+fn with_flows(
+    mut engine: Engine,
+    seed: u64,
+    flows: &[FlowSpec],
+    counting: HopCounting,
+) -> Result<Engine, EngineError> {
+    engine.count_hops(counting);
     for flow in flows {
         engine.add_flow(*flow, seed)?;
     }

@@ -4,7 +4,7 @@
 use netloom_engine::sim::{self, SimOptions};
 use netloom_engine::traffic::{self, parse_spec};
 use netloom_engine::workers::{self, ParallelReport};
-use netloom_engine::{Engine, Ownership, OwnershipError, Payload, Report};
+use netloom_engine::{Engine, HopCounting, Ownership, OwnershipError, Payload, Report};
 use netloom_route::Routes;
 use netloom_time::Duration;
 use netloom_topo::{load_str, Format, Topology};
@@ -262,8 +262,15 @@ b = "h2"
         let spec =
             parse_spec("pattern=pairs pairs=h1:h2 source=cbr rate=1200kbit size=1000").unwrap();
         let flows = traffic::expand(&spec.pattern, spec.kind, spec.cap, &topo, 1).unwrap();
-        let engines =
-            workers::engines(&topo, &Routes::compute(&topo), 1, &ownership, &flows).unwrap();
+        let engines = workers::engines(
+            &topo,
+            &Routes::compute(&topo),
+            1,
+            &ownership,
+            &flows,
+            HopCounting::Pairs,
+        )
+        .unwrap();
         let opts = SimOptions {
             duration: Duration::from_millis(100),
             ..options()

@@ -41,20 +41,7 @@ pub struct Evaluation {
 impl Evaluation {
     /// Evaluates `assignment` (already checked against the topology) on `graph`.
     pub fn of(graph: &FlowGraph, assignment: &Assignment) -> Evaluation {
-        let mut cores: Vec<CoreLoad> = (0..assignment.cores)
-            .map(|core| CoreLoad {
-                core,
-                ..CoreLoad::default()
-            })
-            .collect();
-        for (p, &c) in assignment.pipes.iter().enumerate() {
-            let core = &mut cores[c as usize];
-            core.pipes += 1;
-            core.load += graph.load[p];
-            core.hops += graph.entry[p];
-            core.edge_packets += graph.entry[p];
-            core.packets += graph.entry[p];
-        }
+        let mut cores = Evaluation::shares(assignment, &graph.load, &graph.entry);
         let (mut cut, mut total_flow) = (0.0, 0.0);
         for (p, q, w) in graph.transitions() {
             total_flow += w;
@@ -65,6 +52,60 @@ impl Evaluation {
                 cut += w;
             }
         }
+        Evaluation::finish(cores, cut, total_flow)
+    }
+
+    /// `of` for the assignment a partitioned run ran with, from what its workers counted in
+    /// place of its transitions (`Engine::crossings`): each pipe's offered packets and hops
+    /// into it, and each core's hops in from another core's pipes. The same figures as `of` on
+    /// the run's observed graph: counts are integers, exact in `f64` below 2^53, whatever the
+    /// order they are added in.
+    pub fn of_crossings(
+        assignment: &Assignment,
+        packets: &[u64],
+        arrived: &[u64],
+        crossed: &[u64],
+    ) -> Evaluation {
+        let load: Vec<f64> = packets.iter().map(|&n| n as f64).collect();
+        let entry: Vec<f64> = packets
+            .iter()
+            .zip(arrived)
+            .map(|(&n, &a)| n.saturating_sub(a) as f64)
+            .collect();
+        let mut cores = Evaluation::shares(assignment, &load, &entry);
+        for (p, &a) in arrived.iter().enumerate() {
+            cores[assignment.pipes[p] as usize].hops += a as f64;
+        }
+        for (core, &c) in cores.iter_mut().zip(crossed) {
+            core.packets += c as f64;
+        }
+        let cut = crossed.iter().sum::<u64>() as f64;
+        let total_flow = arrived.iter().sum::<u64>() as f64;
+        Evaluation::finish(cores, cut, total_flow)
+    }
+
+    /// Each core's pipes, load, and the packets entering at its pipes (`entry`), which are hops
+    /// and processed packets of its own.
+    fn shares(assignment: &Assignment, load: &[f64], entry: &[f64]) -> Vec<CoreLoad> {
+        let mut cores: Vec<CoreLoad> = (0..assignment.cores)
+            .map(|core| CoreLoad {
+                core,
+                ..CoreLoad::default()
+            })
+            .collect();
+        for (p, &c) in assignment.pipes.iter().enumerate() {
+            let core = &mut cores[c as usize];
+            core.pipes += 1;
+            core.load += load[p];
+            core.hops += entry[p];
+            core.edge_packets += entry[p];
+            core.packets += entry[p];
+        }
+        cores
+    }
+
+    /// The evaluation of `cores` with their cut and total flow.
+    fn finish(cores: Vec<CoreLoad>, cut: f64, total_flow: f64) -> Evaluation {
         let entered: f64 = cores.iter().map(|c| c.edge_packets).sum();
         let processed: f64 = cores.iter().map(|c| c.packets).sum();
         let max = cores.iter().map(|c| c.load).fold(0.0, f64::max);

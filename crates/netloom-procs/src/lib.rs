@@ -52,9 +52,10 @@ enum Message {
     Hello { version: String },
     /// Bound, at this address.
     Ready(SocketAddr),
-    /// Done: its remains, windows, and wall time spent waiting (ns).
+    /// Done: its remains (boxed: they are most of the message's size), windows, and wall time
+    /// spent waiting (ns).
     Done {
-        remains: Remains,
+        remains: Box<Remains>,
         windows: u64,
         waited_ns: u64,
     },
@@ -245,7 +246,7 @@ impl Workers {
                     windows: theirs,
                     waited_ns,
                 } if theirs == windows => {
-                    outcome.remains.push(remains);
+                    outcome.remains.push(*remains);
                     outcome
                         .waited
                         .push(std::time::Duration::from_nanos(waited_ns));
@@ -394,7 +395,7 @@ pub fn serve(
     say(
         &mut out,
         &Message::Done {
-            remains: engine.remains(end),
+            remains: Box::new(engine.remains(end)),
             windows,
             waited_ns: exchange.waited().as_nanos() as u64,
         },

@@ -5,7 +5,7 @@
 use netloom_engine::lockstep;
 use netloom_engine::sim::{self, SimOptions};
 use netloom_engine::traffic::{self, parse_spec, FlowSpec};
-use netloom_engine::{workers, Engine, Ownership, Payload, Remains};
+use netloom_engine::{workers, Engine, HopCounting, Ownership, Payload, Remains};
 use netloom_procs::{merge, UdpExchange};
 use netloom_route::Routes;
 use netloom_time::{Duration, Instant};
@@ -54,7 +54,16 @@ fn over_udp(
     for k in 0..workers {
         let (peers_tx, peers_rx) = mpsc::channel::<Vec<SocketAddr>>();
         peer_txs.push(peers_tx);
-        let mut engine = workers::engine(&topo, &routes, SEED, &ownership, &flows, k).unwrap();
+        let mut engine = workers::engine(
+            &topo,
+            &routes,
+            SEED,
+            &ownership,
+            &flows,
+            k,
+            HopCounting::Pairs,
+        )
+        .unwrap();
         let addr_tx = addr_tx.clone();
         threads.push(std::thread::spawn(move || -> (Engine, u64) {
             let mut exchange = UdpExchange::bind(localhost, k as u16).unwrap();

@@ -2,7 +2,7 @@
 //! `Engine::absorb` takes from a worker, as plain data to serialize, and the flows' figures,
 //! each of which the worker owning it has right.
 
-use super::{Engine, EngineCounters};
+use super::{Crossings, Engine, EngineCounters, HopCounts};
 use crate::report::{FlowReport, Report};
 use netloom_link::PipeCounters;
 use netloom_time::Instant;
@@ -23,6 +23,8 @@ pub struct Remains {
     expired: Vec<u64>,
     /// Hops per pair of consecutive pipes, when counted.
     transitions: Option<Vec<(PipeId, PipeId, u64)>>,
+    /// What measures the run's own partition, when counted instead.
+    crossings: Option<Crossings>,
     /// Packets still inside this worker's part of the network.
     in_flight: usize,
     /// The flows' report rows as this worker figured them over the same run: each figure is
@@ -62,10 +64,11 @@ impl Engine {
                 c.changes_skipped,
             ],
             expired: self.expired.clone(),
-            transitions: self
-                .transitions
-                .as_ref()
-                .map(|t| t.iter().map(|(&(p, q), &n)| (p, q, n)).collect()),
+            transitions: self.hops.pairs(),
+            crossings: match &self.hops {
+                HopCounts::Crossings(c) => Some(c.clone()),
+                _ => None,
+            },
             in_flight: self.packets.live(),
             flows: report.flows,
         }
@@ -93,10 +96,12 @@ impl Engine {
         for (mine, theirs) in self.expired.iter_mut().zip(&r.expired) {
             *mine += theirs;
         }
-        if let (Some(mine), Some(theirs)) = (&mut self.transitions, &r.transitions) {
-            for &(p, q, n) in theirs {
-                *mine.entry((p, q)).or_default() += n;
-            }
+        if let Some(theirs) = &r.transitions {
+            self.hops
+                .add_pairs(theirs.iter().map(|&(p, q, n)| ((p, q), n)));
+        }
+        if let (HopCounts::Crossings(mine), Some(theirs)) = (&mut self.hops, &r.crossings) {
+            mine.add(theirs);
         }
         self.absorbed_in_flight += r.in_flight;
     }
