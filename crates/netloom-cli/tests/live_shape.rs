@@ -60,9 +60,12 @@ impl Turn {
             .unwrap()
             .flatten()
             .map(|e| e.path())
+            // By the file's name: the run directory's own name (i-shape-netns-watch-PID) has
+            // "shape-netns-" in it too, and matching the whole path picked the root namespace's
+            // shape.pid whenever the directory listed it first (a kill of the wrong process).
             .find(|p| {
-                let p = p.to_string_lossy();
-                p.contains("shape-netns-") && p.ends_with(".pid")
+                let name = p.file_name().unwrap_or_default().to_string_lossy();
+                name.starts_with("shape-netns-") && name.ends_with(".pid")
             })
             .expect("the namespace's pid file");
         let pid = std::fs::read_to_string(&pid_file).unwrap();
@@ -1014,12 +1017,32 @@ fn a_running_shaping_process_removes_what_a_killed_namespace_process_left() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let took = start.elapsed();
+    // What each shaping process is doing (state, wait channel), for a sweep that did not come.
+    let processes = || {
+        let out = Command::new("ps")
+            .args(["-eLo", "pid,tid,stat,wchan:32,args"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains("shape") || l.contains("iptables"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let listing: Vec<_> = std::fs::read_dir(&t.dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
     assert!(
         !inside() && !pid_file.exists(),
-        "after {took:?}: rules left {}, pid file left {}; the running process said: {}",
+        "after {took:?}: rules left {}, pid file left {} ({:?}); the running process said: {}\n\
+         run dir: {listing:?}\nprocesses:\n{}",
         inside(),
         pid_file.exists(),
-        std::fs::read_to_string(t.dir.join("shape.log")).unwrap_or_default()
+        std::fs::read_to_string(&pid_file).unwrap_or_default(),
+        std::fs::read_to_string(t.dir.join("shape.log")).unwrap_or_default(),
+        processes()
     );
     // The running process is untouched.
     assert!(t.ok("show").contains("client 9@127.0.0.1"));
