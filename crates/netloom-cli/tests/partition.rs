@@ -186,16 +186,21 @@ fn sim_partitions_like_partition_does() {
     assert!(sim(&[]).get("partition").is_none());
 }
 
+/// The engine's partition-equivalence topology (impaired.toml), written into `dir`.
+fn impaired(dir: &TempDir) -> std::path::PathBuf {
+    dir.write(
+        "impaired.toml",
+        include_str!("../../netloom-engine/tests/data/impaired.toml"),
+    )
+}
+
 #[test]
 fn sim_measures_hops_a_link_going_down_turns_back() {
     // The engine's partition-equivalence topology: when its link r4-r1 goes down and up, routes
     // change under packets in flight, and some reach a router that sends them back over the
     // link they came on.
     let dir = TempDir::new("partition-outage");
-    let topo = dir.write(
-        "impaired.toml",
-        include_str!("../../netloom-engine/tests/data/impaired.toml"),
-    );
+    let topo = impaired(&dir);
     let observed = dir.path().join("obs.json");
     let r = netloom(&[
         "sim",
@@ -404,10 +409,7 @@ b = "h2"
 #[test]
 fn workers_measure_their_partition_without_pair_counts() {
     let dir = TempDir::new("partition-crossings");
-    let impaired = dir.write(
-        "impaired.toml",
-        include_str!("../../netloom-engine/tests/data/impaired.toml"),
-    );
+    let impaired = impaired(&dir);
     let chain = dir.path().join("chain70.toml");
     let out = Command::new(bin())
         .args([
