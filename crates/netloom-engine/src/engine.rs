@@ -29,8 +29,8 @@ pub use migration::Migration;
 mod latencies;
 pub use latencies::Latencies;
 mod hops;
-use hops::HopCounts;
-pub use hops::{Crossings, HopCounting};
+pub use hops::HopCounting;
+use hops::{Crossings, HopCounts};
 
 /// Something that happens at an instant.
 #[derive(Clone, Copy, Debug)]
@@ -707,10 +707,7 @@ impl Engine {
     /// from another's pipes (by the next pipe's owner, the pairs' sums whose pipes have
     /// different owners).
     pub fn crossings(&self) -> Option<(Vec<u64>, Vec<u64>, Vec<u64>)> {
-        let HopCounts::Crossings(c) = &self.hops else {
-            return None;
-        };
-        let (arrived, crossed) = c.totals(self.offered());
+        let (arrived, crossed) = self.hops.crossings()?.totals(self.offered());
         Some((self.offered().collect(), arrived, crossed))
     }
 

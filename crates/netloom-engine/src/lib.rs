@@ -20,8 +20,8 @@ pub mod workload;
 
 pub use descriptor::{DescriptorError, DESCRIPTOR_LEN};
 pub use engine::{
-    derive_seed, Crossings, Engine, EngineCounters, EngineError, FlowStats, HopCounting, Injected,
-    Latencies, Migration, Output, Refusal, Remains,
+    derive_seed, Engine, EngineCounters, EngineError, FlowStats, HopCounting, Injected, Latencies,
+    Migration, Output, Refusal, Remains,
 };
 pub use ownership::{Ownership, OwnershipError, Payload};
 pub use packet::{Handoff, DEFAULT_TTL};

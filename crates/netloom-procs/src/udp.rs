@@ -1,7 +1,7 @@
 //! The lock-step exchange over UDP: each round (one a window: the hand-offs, and the earliest
-//! time of anything the sender holds) is one batch of GENEVE datagrams (docs/wire.md) to each peer, sent even
-//! when empty. The batch's window field numbers rounds. Peers are addresses, on this machine
-//! or others.
+//! time of anything the sender holds) is one batch of GENEVE datagrams (docs/wire.md) to each
+//! peer, sent even when empty. The batch's window field numbers rounds. Peers are addresses, on
+//! this machine or others.
 
 use netloom_engine::lockstep::Exchange;
 use netloom_engine::Handoff;

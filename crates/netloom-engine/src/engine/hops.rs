@@ -34,7 +34,7 @@ pub(crate) enum HopCounts {
 /// are counted; and in a run whose pipes stay where they are, a hop crosses workers exactly
 /// when the pipe it leaves is not the worker's that handles its exit (`crossed`).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Crossings {
+pub(crate) struct Crossings {
     /// Per pipe: packets sent into it from their source (counted where they were dispatched),
     /// whether it took them or not.
     entered: Vec<u64>,
@@ -95,6 +95,14 @@ impl Crossings {
 }
 
 impl HopCounts {
+    /// The crossing counts, if kept.
+    pub(crate) fn crossings(&self) -> Option<&Crossings> {
+        match self {
+            HopCounts::Crossings(c) => Some(c),
+            _ => None,
+        }
+    }
+
     /// The pair counts as sorted triples, if kept.
     pub(crate) fn pairs(&self) -> Option<Vec<(PipeId, PipeId, u64)>> {
         let HopCounts::Pairs(pairs) = self else {

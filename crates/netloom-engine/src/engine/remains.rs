@@ -65,10 +65,7 @@ impl Engine {
             ],
             expired: self.expired.clone(),
             transitions: self.hops.pairs(),
-            crossings: match &self.hops {
-                HopCounts::Crossings(c) => Some(c.clone()),
-                _ => None,
-            },
+            crossings: self.hops.crossings().cloned(),
             in_flight: self.packets.live(),
             flows: report.flows,
         }
