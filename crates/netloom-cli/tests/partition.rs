@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{bin, TempDir};
+use common::{bin, run_in, TempDir};
 use serde_json::Value;
 use std::process::Command;
 
@@ -411,22 +411,18 @@ fn workers_measure_their_partition_without_pair_counts() {
     let dir = TempDir::new("partition-crossings");
     let impaired = impaired(&dir);
     let chain = dir.path().join("chain70.toml");
-    let out = Command::new(bin())
-        .args([
+    run_in(
+        None,
+        &[
             "gen",
             "chain",
             "--routers",
             "70",
             "-o",
             chain.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        ],
+    )
+    .ok();
     let flapping = dir.write("flapping.toml", FLAPPING);
     let observed = dir.path().join("obs.json");
     // What each topology makes happen, counted in the report's totals.
@@ -583,20 +579,17 @@ fn sim_workers_refuse_what_they_cannot_run() {
 fn sim_repartitions_every_epoch_without_changing_the_run() {
     let dir = TempDir::new("partition-repartition");
     let topo = dir.path().join("h2.toml");
-    let out = Command::new(bin())
-        .args([
-            "gen",
-            "tree-mesh",
-            "--height",
-            "2",
-            "--hosts-per",
-            "3",
-            "-o",
-        ])
-        .arg(&topo)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let gen = [
+        "gen",
+        "tree-mesh",
+        "--height",
+        "2",
+        "--hosts-per",
+        "3",
+        "-o",
+        topo.to_str().unwrap(),
+    ];
+    run_in(None, &gen).ok();
     let sim = |extra: &[&str]| {
         let mut args = vec![
             "sim",
