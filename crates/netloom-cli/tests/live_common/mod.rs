@@ -405,25 +405,55 @@ pub fn pipe_drops(report: &Value) -> u64 {
 }
 
 /// Where a phase's lost datagrams may have gone: past netloom, the receiver's socket buffer
-/// (`Phase::receive_buffer_drops`); in netloom (over the whole run), each pipe's drops by cause
-/// and the accuracy's physical and TUN-queue drops.
+/// (`Phase::receive_buffer_drops`); in netloom (over the whole run), each pipe's drops by cause,
+/// the accuracy's physical and TUN-queue drops, hand-offs passed on after a move, and where
+/// packets between pipes, or from pipes to hosts, do not add up (`unbalanced`).
 pub fn where_lost(p: &Phase, report: &Value) -> String {
-    let pipes: Vec<String> = report["pipes"]
-        .as_array()
-        .unwrap()
+    let pipes = report["pipes"].as_array().unwrap();
+    let drops: Vec<String> = pipes
         .iter()
         .filter(|p| p["drops"].as_u64() > Some(0))
         .map(|p| format!("{}->{} {}", p["from"], p["to"], p["drops_by_cause"]))
         .collect();
     let a = &report["accuracy"];
     format!(
-        "{} dropped for the receiver's socket buffer; pipes' drops: [{}]; physical drops {}, TUN-queue drops {}, handoff lateness max {} ns",
+        "{} dropped for the receiver's socket buffer; pipes' drops: [{}]; physical drops {}, TUN-queue drops {}, hand-offs passed on {}, handoff lateness max {} ns; where packets do not add up: [{}]",
         p.receive_buffer_drops,
-        pipes.join(", "),
+        drops.join(", "),
         a["physical_drops"],
         a["tun_queue_drops"],
-        a["handoff_lateness_ns_max"]
+        a["forwarded_handoffs"],
+        a["handoff_lateness_ns_max"],
+        unbalanced(report).join(", ")
     )
+}
+
+/// Where the packets between pipes do not add up, as `r0 in 10 out 9` (a router whose pipes in
+/// let out more than its pipes out took in: one lost between two pipes) or `h2 in 10 written 9`
+/// (a host whose pipes in let out more than was written to it). Routers answer pings to other
+/// hosts only, which these tests do not send.
+fn unbalanced(report: &Value) -> Vec<String> {
+    let mut nodes = std::collections::BTreeMap::<&str, (u64, u64)>::new();
+    for p in report["pipes"].as_array().unwrap() {
+        let count = |k: &str| p[k].as_u64().unwrap();
+        let (from, to) = (p["from"].as_str().unwrap(), p["to"].as_str().unwrap());
+        nodes.entry(to).or_default().0 += count("packets_out");
+        if from.starts_with('r') {
+            nodes.entry(from).or_default().1 += count("packets_in");
+        }
+    }
+    for h in report["hosts"].as_array().unwrap() {
+        let name = h["name"].as_str().unwrap();
+        nodes.entry(name).or_default().1 = h["packets_out"].as_u64().unwrap();
+    }
+    nodes
+        .into_iter()
+        .filter(|(_, (into, out))| into != out)
+        .map(|(name, (into, out))| match name.starts_with('r') {
+            true => format!("{name} in {into} out {out}"),
+            false => format!("{name} in {into} written {out}"),
+        })
+        .collect()
 }
 
 /// Prints, phase by phase, what the run with moves (`moving`, `report`) and the same traffic
