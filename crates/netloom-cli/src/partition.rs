@@ -192,11 +192,17 @@ pub fn weigh(topo: &Topology, weights: &str, seed: u64) -> Result<FlowGraph> {
         Some(("traffic", spec)) => {
             let spec = parse_spec(spec)?;
             let flows = traffic::expand(&spec.pattern, spec.kind, spec.cap, topo, seed)?;
-            let demands: Vec<Demand> = flows.iter().map(demand).collect();
-            FlowGraph::from_demands(topo, &Routes::try_compute(topo)?, &demands)
+            traffic_graph(topo, &Routes::try_compute(topo)?, &flows)
         }
         _ => bail!("{weights:?}: expected static, uniform, observed:FILE or traffic:SPEC"),
     })
+}
+
+/// The flow graph of synthetic `flows` on `topo`, each at its max-min fair share
+/// (`FlowGraph::from_demands`): `--weights traffic:SPEC`, and what `sim --workers` partitions.
+pub fn traffic_graph(topo: &Topology, routes: &Routes, flows: &[FlowSpec]) -> FlowGraph {
+    let demands: Vec<Demand> = flows.iter().map(demand).collect();
+    FlowGraph::from_demands(topo, routes, &demands)
 }
 
 /// The size of the packets a source sends, bytes (an AIMD flow's: full segments).

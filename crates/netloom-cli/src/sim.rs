@@ -58,8 +58,9 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 1.03, value_parser = crate::input::number_in(netloom_topo::units::Range::closed(1.0, 100.0)))]
     imbalance: f64,
     /// Run the engine partitioned over this many worker threads, each owning the pipes of one
-    /// core of the assignment (--assignment, or --method over this many cores). The results
-    /// are the same as with one worker.
+    /// core of the assignment (--assignment, or --method over this many cores, weighed by the
+    /// run's own traffic; with --cores, by the static weights). The results are the same as
+    /// with one worker.
     #[arg(long, default_value_t = 1)]
     workers: u32,
     /// What crosses between workers: the descriptor only (cache: the payload stays with the
@@ -229,17 +230,27 @@ pub fn run(mut args: SimArgs) -> Result<()> {
         (None, true) if args.assignment.is_none() => Some(args.workers),
         (cores, _) => cores,
     };
-    // Routes and the static flow graph, each computed once, when something needs them: to
-    // partition (--cores without --assignment) or to place workers.
+    // Routes and the flow graph, each computed once, when something needs them: to partition
+    // (--cores or --workers without --assignment) or to place workers. --cores measures the
+    // partition ModelNet made, on its static weights (every pair of hosts); --workers runs on a
+    // partition of the traffic it runs (each flow at its max-min fair share), which crosses
+    // workers about a quarter less often on inet (docs/partition.md).
+    let by_traffic = args.cores.is_none();
     if partitioned || (cores.is_some() && args.assignment.is_none()) {
-        FlowGraph::check_size(&topo, true).with_context(|| args.file.display().to_string())?;
+        FlowGraph::check_size(&topo, !by_traffic)
+            .with_context(|| args.file.display().to_string())?;
     }
     let routes = Routes::try_compute(&topo).with_context(|| args.file.display().to_string())?;
     if args.processes && !partitioned {
         bail!("--processes needs --workers 2 or more");
     }
     let graph_cell = std::cell::OnceCell::new();
-    let graph = || graph_cell.get_or_init(|| FlowGraph::conservative(&topo, &routes));
+    let graph = || {
+        graph_cell.get_or_init(|| match by_traffic {
+            true => crate::partition::traffic_graph(&topo, &routes, &flows),
+            false => FlowGraph::conservative(&topo, &routes),
+        })
+    };
     // The partitioner's options, for --cores and for each repartitioning.
     let partitioner = |cores| netloom_partition::Options {
         imbalance: args.imbalance,

@@ -695,3 +695,97 @@ fn sim_repartitions_every_epoch_without_changing_the_run() {
         "{err}"
     );
 }
+
+/// `sim --workers` partitions by the traffic it runs, as `partition --weights traffic:SPEC`
+/// does: the same assignment, so the same report; `--cores` keeps the paper's static weights.
+/// So it also partitions a topology with more hosts than the static weights can route, which
+/// `--cores` refuses.
+#[test]
+fn workers_partition_by_the_traffic_they_run() {
+    let dir = TempDir::new("partition-traffic");
+    let topo = impaired(&dir);
+    let topo = topo.to_str().unwrap();
+    let traffic = "pattern=random-k k=2 source=aimd cap=2Mbit";
+    let file = dir.path().join("a.json");
+    let weights = format!("traffic:{traffic}");
+    let file_arg = file.to_str().unwrap();
+    let partition = [
+        "partition",
+        topo,
+        "--cores",
+        "2",
+        "--weights",
+        &weights,
+        "--seed",
+        "3",
+        "-o",
+        file_arg,
+        "--json",
+    ];
+    netloom(&partition);
+    let sim = |extra: &[&str]| {
+        let mut args = vec![
+            "sim",
+            topo,
+            "--traffic",
+            traffic,
+            "--duration",
+            "1s",
+            "--seed",
+            "3",
+            "--no-wall-clock",
+            "--json",
+            "--workers",
+            "2",
+        ];
+        args.extend(extra);
+        netloom(&args)
+    };
+    let own = sim(&[]);
+    assert_eq!(own, sim(&["--assignment", file_arg]));
+    let by_static = sim(&["--cores", "2"]);
+    assert_ne!(
+        own["partition"], by_static["partition"],
+        "the static weights split this topology otherwise"
+    );
+    assert_eq!(own["flows"], by_static["flows"]);
+
+    // 10,100 hosts: more ordered pairs than the static weights route (10^8).
+    let ring = dir.path().join("ring.toml");
+    let gen = [
+        "gen",
+        "ring",
+        "--routers",
+        "101",
+        "--hosts-per",
+        "100",
+        "-o",
+    ];
+    run_in(None, &[&gen[..], &[ring.to_str().unwrap()]].concat()).ok();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "sim",
+            ring.to_str().unwrap(),
+            "--traffic",
+            "pattern=random-k k=1 source=cbr rate=100kbit",
+            "--duration",
+            "5ms",
+            "--workers",
+            "2",
+            "--json",
+        ];
+        args.extend(extra);
+        run_in(None, &args)
+    };
+    let big = run(&[]).ok();
+    assert_eq!(big.json()["workers"]["workers"], 2, "{}", big.stdout);
+    let refused = run(&["--cores", "2"]);
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("static weights route every ordered pair of hosts"),
+        "{}",
+        refused.stderr
+    );
+}
