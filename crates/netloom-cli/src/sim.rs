@@ -231,12 +231,13 @@ pub fn run(mut args: SimArgs) -> Result<()> {
         (cores, _) => cores,
     };
     // Routes and the flow graph, each computed once, when something needs them: to partition
-    // (--cores or --workers without --assignment) or to place workers. --cores measures the
-    // partition ModelNet made, on its static weights (every pair of hosts); --workers runs on a
-    // partition of the traffic it runs (each flow at its max-min fair share), which crosses
-    // workers about a quarter less often on inet (docs/partition.md).
+    // (--cores, --workers without --assignment, --cluster) or to place workers. --cores
+    // measures the partition ModelNet made, on its static weights (every pair of hosts); the
+    // workers run on a partition of the traffic they run (each flow at its max-min fair share),
+    // which crosses workers about a quarter less often on inet (docs/partition.md).
     let by_traffic = args.cores.is_none();
-    if partitioned || (cores.is_some() && args.assignment.is_none()) {
+    let splits = cluster.as_ref().is_some_and(|c| !c.placed());
+    if partitioned || splits || (cores.is_some() && args.assignment.is_none()) {
         FlowGraph::check_size(&topo, !by_traffic)
             .with_context(|| args.file.display().to_string())?;
     }
@@ -267,15 +268,17 @@ pub fn run(mut args: SimArgs) -> Result<()> {
             args.assignment.as_deref(),
             cores.map(partitioner),
         )?,
-        // The file's placement, or METIS with the machines' CPUs as shares, as `run` splits.
+        // The file's placement, or METIS with the machines' CPUs as shares over the traffic
+        // (`run`, which does not know its traffic, over the static weights).
         Some(cluster) => {
             let cpus: Vec<u32> = cluster
                 .machines
                 .iter()
                 .map(|m| m.cpus.unwrap_or(1))
                 .collect();
-            let split = netloom_live::cluster::split(&cluster, &topo, &cpus, args.seed)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", cluster.file))?;
+            let split =
+                netloom_live::cluster::split(&cluster, &topo, &cpus, args.seed, Some(graph()))
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", cluster.file))?;
             Some(split)
         }
     };

@@ -783,7 +783,7 @@ impl ClusterRun {
                 Err(e) => return Err(abandon(&remotes, vec![e])),
             }
         }
-        let assignment = match split(&cluster, &topology, &cpus, options.seed) {
+        let assignment = match split(&cluster, &topology, &cpus, options.seed, None) {
             Ok(a) => a,
             Err(e) => return Err(abandon(&remotes, vec![e])),
         };
@@ -1202,12 +1202,15 @@ fn clock_warnings(clocks: &[MachineClock], lookahead_ns: u64, moment: Moment) ->
 }
 
 /// Which machine owns each pipe: by the file's placement (a pipe is its sending node's
-/// machine's), or METIS over the static flow graph with each machine's CPUs as its share.
+/// machine's), or METIS with each machine's CPUs as its share, over `weighed` (`sim`: the
+/// traffic it runs) or, without one, the static flow graph (a live run does not know its
+/// traffic).
 pub fn split(
     cluster: &Cluster,
     topology: &Topology,
     cpus: &[u32],
     seed: u64,
+    weighed: Option<&FlowGraph>,
 ) -> Result<Assignment, String> {
     let machines = cluster.machines.len() as u32;
     let pipes = if cluster.placed() {
@@ -1221,12 +1224,20 @@ pub fn split(
         }
         pipes
     } else {
-        FlowGraph::check_size(topology, true).map_err(|e| e.to_string())?;
-        let routes = netloom_route::Routes::try_compute(topology).map_err(|e| e.to_string())?;
-        let graph = FlowGraph::conservative(topology, &routes);
+        let conservative;
+        let graph = match weighed {
+            Some(graph) => graph,
+            None => {
+                FlowGraph::check_size(topology, true).map_err(|e| e.to_string())?;
+                let routes =
+                    netloom_route::Routes::try_compute(topology).map_err(|e| e.to_string())?;
+                conservative = FlowGraph::conservative(topology, &routes);
+                &conservative
+            }
+        };
         let opts = netloom_partition::Options::new(Method::Metis, machines, seed);
         let shares: Vec<f64> = cpus.iter().map(|&c| f64::from(c)).collect();
-        partition_shares(&graph, &opts, &shares)
+        partition_shares(graph, &opts, &shares)
             .map_err(|e| e.to_string())?
             .pipes
     };
