@@ -277,7 +277,7 @@ pub fn run(mut args: SimArgs) -> Result<()> {
                 .map(|m| m.cpus.unwrap_or(1))
                 .collect();
             let split =
-                netloom_live::cluster::split(&cluster, &topo, &cpus, args.seed, Some(graph()))
+                netloom_live::cluster::split(&cluster, &topo, &cpus, args.seed, splits.then(graph))
                     .map_err(|e| anyhow::anyhow!("{}: {e}", cluster.file))?;
             Some(split)
         }
