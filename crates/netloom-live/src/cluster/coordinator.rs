@@ -1331,6 +1331,42 @@ mod tests {
         assert!(start.elapsed() >= Duration::from_millis(50));
     }
 
+    /// Without placed nodes, METIS splits the pipes with the machines' CPUs as shares: over the
+    /// graph given (`sim`: the traffic it runs), else over the static weights (`run`).
+    #[test]
+    fn an_unplaced_cluster_splits_by_the_graph_given_else_by_the_static_weights() {
+        let cluster = Cluster::parse(
+            "[[machine]]\nname = \"m1\"\naddress = \"10.0.0.1\"\n\n\
+             [[machine]]\nname = \"m2\"\naddress = \"10.0.0.2\"\n",
+            "c.toml",
+        )
+        .unwrap();
+        let topo = netloom_topo::load_str(
+            include_str!("../../../../examples/dumbbell.toml"),
+            netloom_topo::Format::Toml,
+            "dumbbell.toml",
+        )
+        .unwrap();
+        let cpus = [3, 1];
+        let metis = |graph: &FlowGraph| {
+            let opts = netloom_partition::Options::new(Method::Metis, 2, 7);
+            partition_shares(graph, &opts, &[3.0, 1.0]).unwrap().pipes
+        };
+        let uniform = FlowGraph::uniform(&topo);
+        let routes = netloom_route::Routes::try_compute(&topo).unwrap();
+        let by_static = metis(&FlowGraph::conservative(&topo, &routes));
+        let given = split(&cluster, &topo, &cpus, 7, Some(&uniform)).unwrap();
+        assert_eq!(given.pipes, metis(&uniform));
+        assert_ne!(
+            given.pipes, by_static,
+            "the two weightings split the dumbbell otherwise"
+        );
+        assert_eq!(
+            split(&cluster, &topo, &cpus, 7, None).unwrap().pipes,
+            by_static
+        );
+    }
+
     #[test]
     fn the_wait_for_hand_offs_on_their_way_ends_once_all_arrived_or_when_too_late() {
         // Worker 0 sent machine 1 ten datagrams, worker 1 sent machine 0 four.
