@@ -391,6 +391,10 @@ pub struct Phase {
     /// buffer during the phase (its namespace's `Udp: RcvbufErrors`): lost past netloom, which
     /// wrote them.
     pub receive_buffer_drops: u64,
+    /// The receiving host kernel's other counts of packets it refused during the phase, those
+    /// not zero (`Ip: InDiscards` or `Udp: InCsumErrors`, …): a packet netloom wrote that never
+    /// reached the socket.
+    pub kernel_drops: Vec<(String, u64)>,
 }
 
 /// Every pipe's drops over the whole run of `report`: what the model dropped (a full queue, a
@@ -416,10 +420,17 @@ pub fn where_lost(p: &Phase, report: &Value) -> String {
         .map(|p| format!("{}->{} {}", p["from"], p["to"], p["drops_by_cause"]))
         .collect();
     let a = &report["accuracy"];
+    let kernel: Vec<String> = p
+        .kernel_drops
+        .iter()
+        .map(|(name, n)| format!("{name} {n}"))
+        .collect();
     format!(
-        "{} dropped for the receiver's socket buffer; pipes' drops: [{}]; physical drops {}, TUN-queue drops {}, hand-offs passed on {}, handoff lateness max {} ns; where packets do not add up: [{}]",
+        "{} dropped for the receiver's socket buffer, by its kernel otherwise [{}]; pipes' drops: [{}]; in flight at the stop {}; physical drops {}, TUN-queue drops {}, hand-offs passed on {}, handoff lateness max {} ns; where packets do not add up: [{}]",
         p.receive_buffer_drops,
+        kernel.join(", "),
         drops.join(", "),
+        report["in_flight"],
         a["physical_drops"],
         a["tun_queue_drops"],
         a["forwarded_handoffs"],
@@ -428,15 +439,24 @@ pub fn where_lost(p: &Phase, report: &Value) -> String {
     )
 }
 
-/// Where the packets between pipes do not add up, as `r0 in 10 out 9` (a router whose pipes in
-/// let out more than its pipes out took in: one lost between two pipes) or `h2 in 10 written 9`
-/// (a host whose pipes in let out more than was written to it). Routers answer pings to other
-/// hosts only, which these tests do not send.
+/// Where the packets do not add up, as `r0->r1 in 10 out 8 dropped 1` (a pipe that let out
+/// and dropped fewer than it took in: one lost inside it, its exit never handled), `r0 in 10
+/// out 9` (a router whose pipes in let out more than its pipes out took in: one lost between
+/// two pipes) or `h2 in 10 written 9` (a host whose pipes in let out more than was written to
+/// it). Routers answer pings to other hosts only, which these tests do not send; a packet in
+/// flight at the stop shows as one lost inside its pipe.
 fn unbalanced(report: &Value) -> Vec<String> {
     let mut nodes = std::collections::BTreeMap::<&str, (u64, u64)>::new();
+    let mut pipes = Vec::new();
     for p in report["pipes"].as_array().unwrap() {
         let count = |k: &str| p[k].as_u64().unwrap();
         let (from, to) = (p["from"].as_str().unwrap(), p["to"].as_str().unwrap());
+        let (taken, left, dropped) = (count("packets_in"), count("packets_out"), count("drops"));
+        if taken != left + dropped {
+            pipes.push(format!(
+                "{from}->{to} in {taken} out {left} dropped {dropped}"
+            ));
+        }
         nodes.entry(to).or_default().0 += count("packets_out");
         if from.starts_with('r') {
             nodes.entry(from).or_default().1 += count("packets_in");
@@ -446,14 +466,16 @@ fn unbalanced(report: &Value) -> Vec<String> {
         let name = h["name"].as_str().unwrap();
         nodes.entry(name).or_default().1 = h["packets_out"].as_u64().unwrap();
     }
-    nodes
-        .into_iter()
-        .filter(|(_, (into, out))| into != out)
-        .map(|(name, (into, out))| match name.starts_with('r') {
-            true => format!("{name} in {into} out {out}"),
-            false => format!("{name} in {into} written {out}"),
-        })
-        .collect()
+    pipes.extend(
+        nodes
+            .into_iter()
+            .filter(|(_, (into, out))| into != out)
+            .map(|(name, (into, out))| match name.starts_with('r') {
+                true => format!("{name} in {into} out {out}"),
+                false => format!("{name} in {into} written {out}"),
+            }),
+    );
+    pipes
 }
 
 /// Prints, phase by phase, what the run with moves (`moving`, `report`) and the same traffic
@@ -476,6 +498,7 @@ pub fn print_losses(moving: &[Phase], report: &Value, fixed: &[Phase], baseline:
 /// beside it.
 pub fn phase(lab: &mut Lab, to: &str) -> Phase {
     let drops_before = receive_buffer_drops(lab, to);
+    let kernel_before = snmp(lab, to, KERNEL_DROPS);
     lab.spawn(to, &["iperf3", "-s", "-1"]);
     lab.wait_listening(to, 5201);
     let ping = lab
@@ -498,22 +521,57 @@ pub fn phase(lab: &mut Lab, to: &str) -> Phase {
         lost: count(&sum["lost_packets"]),
         out_of_order: count(&udp["end"]["streams"][0]["udp"]["out_of_order"]),
         receive_buffer_drops: receive_buffer_drops(lab, to) - drops_before,
+        kernel_drops: snmp(lab, to, KERNEL_DROPS)
+            .into_iter()
+            .zip(kernel_before)
+            .map(|((name, after), (_, before))| (name, after - before))
+            .filter(|(_, n)| *n > 0)
+            .collect(),
     }
 }
 
 /// The UDP datagrams `host`'s kernel dropped so far because a socket's receive buffer was full
 /// (`RcvbufErrors` in its namespace's /proc/net/snmp).
 pub fn receive_buffer_drops(lab: &Lab, host: &str) -> u64 {
-    let snmp = lab.exec(host, &["cat", "/proc/net/snmp"]);
-    let text = String::from_utf8_lossy(&snmp.stdout);
-    let mut udp = text.lines().filter(|l| l.starts_with("Udp: "));
-    let (names, values) = (udp.next().unwrap_or(""), udp.next().unwrap_or(""));
-    names
-        .split_whitespace()
-        .zip(values.split_whitespace())
-        .find(|(name, _)| *name == "RcvbufErrors")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or_else(|| panic!("no RcvbufErrors in {host}'s /proc/net/snmp: {text}"))
+    snmp(lab, host, &[("Udp", "RcvbufErrors")])[0].1
+}
+
+/// The counts of a host's kernel that say it refused a packet arriving for it, other than a
+/// full receive buffer.
+const KERNEL_DROPS: &[(&str, &str)] = &[
+    ("Ip", "InHdrErrors"),
+    ("Ip", "InAddrErrors"),
+    ("Ip", "InDiscards"),
+    ("Udp", "InErrors"),
+    ("Udp", "InCsumErrors"),
+    ("Udp", "NoPorts"),
+];
+
+/// `host`'s counts of its namespace's /proc/net/snmp named by (protocol, field), in order, each
+/// as `Protocol: Field` and its value.
+fn snmp(lab: &Lab, host: &str, fields: &[(&str, &str)]) -> Vec<(String, u64)> {
+    let out = lab.exec(host, &["cat", "/proc/net/snmp"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let value = |protocol: &str, field: &str| -> Option<u64> {
+        let mut lines = text
+            .lines()
+            .filter(|l| l.starts_with(&format!("{protocol}: ")));
+        let (names, values) = (lines.next()?, lines.next()?);
+        let (_, v) = names
+            .split_whitespace()
+            .zip(values.split_whitespace())
+            .find(|(name, _)| *name == field)?;
+        v.parse().ok()
+    };
+    fields
+        .iter()
+        .map(|&(protocol, field)| {
+            let v = value(protocol, field).unwrap_or_else(|| {
+                panic!("no {protocol}: {field} in {host}'s /proc/net/snmp: {text}")
+            });
+            (format!("{protocol}: {field}"), v)
+        })
+        .collect()
 }
 
 /// h1 behind r0; r0 leads to two subtrees, r1 with h2 and r2 with h3. 1 ms per link: the
