@@ -25,7 +25,7 @@ use crate::pool::{Pool, Size};
 use crate::ration::Ration;
 use crate::repartition::{lateness_histogram, Handover, MovePhases, Moved, Stamps, Traffic};
 use crate::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
-use crate::wait::{Precision, Waiter};
+use crate::wait::{Precision, Waiter, LONG_SPIN};
 use hdrhistogram::Histogram;
 use netloom_engine::tap::{Carried, Seen};
 use netloom_engine::{Engine, Handoff, Injected, Output, Ownership, Refusal};
@@ -486,6 +486,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     /// this worker owns now, and answers the order.
     fn finish_move(&mut self) {
         let m = self.moving.take().expect("a move is under way");
+        self.waiter.end_hold();
         for handoff in m.held {
             self.take_over(handoff);
         }
@@ -528,6 +529,10 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 } => self.refused(token, node, why, ttl),
                 Message::Order(Order::Move(next, at), reply) => {
                     let expected = next.workers() - 1;
+                    // The instant is every worker's deadline: a program on this CPU must not
+                    // hold this worker off it, however long it has spun (`hold_realtime`).
+                    let before = Instant(at.as_nanos().saturating_sub(LONG_SPIN.as_nanos()));
+                    self.waiter.hold_realtime(before..at + LONG_SPIN);
                     self.moving = Some(Move {
                         next,
                         at,

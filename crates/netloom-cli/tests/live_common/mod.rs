@@ -497,8 +497,7 @@ pub fn print_losses(moving: &[Phase], report: &Value, fixed: &[Phase], baseline:
 /// 3 s of UDP at 5 Mbit/s (1000-byte datagrams) from h1 to `to`, with a ping every 20 ms
 /// beside it.
 pub fn phase(lab: &mut Lab, to: &str) -> Phase {
-    let drops_before = receive_buffer_drops(lab, to);
-    let kernel_before = snmp(lab, to, KERNEL_DROPS);
+    let before = snmp(lab, to, REFUSALS);
     lab.spawn(to, &["iperf3", "-s", "-1"]);
     lab.wait_listening(to, 5201);
     let ping = lab
@@ -515,30 +514,26 @@ pub fn phase(lab: &mut Lab, to: &str) -> Phase {
     let rtts = ping_rtts(&ping.wait_with_output().unwrap());
     let sum = &udp["end"]["sum"];
     let count = |v: &Value| v.as_u64().unwrap_or_else(|| panic!("iperf3: {udp}"));
+    let mut refused = snmp(lab, to, REFUSALS)
+        .into_iter()
+        .zip(before)
+        .map(|((name, after), (_, before))| (name, after - before));
+    let (_, receive_buffer_drops) = refused.next().expect("RcvbufErrors comes first");
     Phase {
         rtts,
         packets: count(&sum["packets"]),
         lost: count(&sum["lost_packets"]),
         out_of_order: count(&udp["end"]["streams"][0]["udp"]["out_of_order"]),
-        receive_buffer_drops: receive_buffer_drops(lab, to) - drops_before,
-        kernel_drops: snmp(lab, to, KERNEL_DROPS)
-            .into_iter()
-            .zip(kernel_before)
-            .map(|((name, after), (_, before))| (name, after - before))
-            .filter(|(_, n)| *n > 0)
-            .collect(),
+        receive_buffer_drops,
+        kernel_drops: refused.filter(|(_, n)| *n > 0).collect(),
     }
 }
 
-/// The UDP datagrams `host`'s kernel dropped so far because a socket's receive buffer was full
-/// (`RcvbufErrors` in its namespace's /proc/net/snmp).
-pub fn receive_buffer_drops(lab: &Lab, host: &str) -> u64 {
-    snmp(lab, host, &[("Udp", "RcvbufErrors")])[0].1
-}
-
-/// The counts of a host's kernel that say it refused a packet arriving for it, other than a
-/// full receive buffer.
-const KERNEL_DROPS: &[(&str, &str)] = &[
+/// The counts of a host's kernel that say it refused a packet arriving for it: first a full
+/// socket receive buffer (`Phase::receive_buffer_drops`), then the others
+/// (`Phase::kernel_drops`). One read of /proc/net/snmp before a phase and one after.
+const REFUSALS: &[(&str, &str)] = &[
+    ("Udp", "RcvbufErrors"),
     ("Ip", "InHdrErrors"),
     ("Ip", "InAddrErrors"),
     ("Ip", "InDiscards"),
