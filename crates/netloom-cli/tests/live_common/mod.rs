@@ -388,13 +388,17 @@ pub struct Phase {
     pub lost: u64,
     pub out_of_order: u64,
     /// Datagrams the receiving host's kernel dropped for want of room in a socket's receive
-    /// buffer during the phase (its namespace's `Udp: RcvbufErrors`): lost past netloom, which
-    /// wrote them.
+    /// buffer during the phase (its namespace's `Udp: RcvbufErrors` and `Udp6RcvbufErrors`):
+    /// lost past netloom, which wrote them.
     pub receive_buffer_drops: u64,
     /// The receiving host kernel's other counts of packets it refused during the phase, those
-    /// not zero (`Ip: InDiscards` or `Udp: InCsumErrors`, …): a packet netloom wrote that never
+    /// not zero (`Ip: InDiscards` or `Udp6InCsumErrors`, …): a packet netloom wrote that never
     /// reached the socket.
     pub kernel_drops: Vec<(String, u64)>,
+    /// UDP datagrams the programs on the receiving host read during the phase (its kernel's
+    /// `InDatagrams`, counted as a program takes one from its socket): iperf3's data, and its
+    /// 4-byte hello, when nothing was lost on the way.
+    pub udp_read: u64,
 }
 
 /// Every pipe's drops over the whole run of `report`: what the model dropped (a full queue, a
@@ -426,7 +430,8 @@ pub fn where_lost(p: &Phase, report: &Value) -> String {
         .map(|(name, n)| format!("{name} {n}"))
         .collect();
     format!(
-        "{} dropped for the receiver's socket buffer, by its kernel otherwise [{}]; pipes' drops: [{}]; in flight at the stop {}; physical drops {}, TUN-queue drops {}, hand-offs passed on {}, handoff lateness max {} ns; where packets do not add up: [{}]",
+        "{} UDP datagrams read at the receiver, {} dropped for its socket buffer, by its kernel otherwise [{}]; pipes' drops: [{}]; in flight at the stop {}; physical drops {}, TUN-queue drops {}, hand-offs passed on {}, handoff lateness max {} ns; where packets do not add up: [{}]",
+        p.udp_read,
         p.receive_buffer_drops,
         kernel.join(", "),
         drops.join(", "),
@@ -442,12 +447,15 @@ pub fn where_lost(p: &Phase, report: &Value) -> String {
 /// Where the packets do not add up, as `r0->r1 in 10 out 8 dropped 1` (a pipe that let out
 /// and dropped fewer than it took in: one lost inside it, its exit never handled), `r0 in 10
 /// out 9` (a router whose pipes in let out more than its pipes out took in: one lost between
-/// two pipes) or `h2 in 10 written 9` (a host whose pipes in let out more than was written to
-/// it). Routers answer pings to other hosts only, which these tests do not send; a packet in
-/// flight at the stop shows as one lost inside its pipe.
+/// two pipes), `h2 in 10 written 9` (a host whose pipes in let out more than was written to
+/// it) or `h1 read 10 refused 0 into pipes 9` (a packet read from a host that neither entered
+/// its pipes out nor was refused: malformed, to an unknown address, spoofed). Routers answer
+/// pings to other hosts only, which these tests do not send; a packet in flight at the stop
+/// shows as one lost inside its pipe.
 fn unbalanced(report: &Value) -> Vec<String> {
     let mut nodes = std::collections::BTreeMap::<&str, (u64, u64)>::new();
     let mut pipes = Vec::new();
+    let mut sent = std::collections::BTreeMap::<&str, u64>::new();
     for p in report["pipes"].as_array().unwrap() {
         let count = |k: &str| p[k].as_u64().unwrap();
         let (from, to) = (p["from"].as_str().unwrap(), p["to"].as_str().unwrap());
@@ -458,13 +466,25 @@ fn unbalanced(report: &Value) -> Vec<String> {
             ));
         }
         nodes.entry(to).or_default().0 += count("packets_out");
-        if from.starts_with('r') {
-            nodes.entry(from).or_default().1 += count("packets_in");
+        match from.starts_with('r') {
+            true => nodes.entry(from).or_default().1 += count("packets_in"),
+            false => *sent.entry(from).or_default() += taken,
         }
     }
     for h in report["hosts"].as_array().unwrap() {
         let name = h["name"].as_str().unwrap();
-        nodes.entry(name).or_default().1 = h["packets_out"].as_u64().unwrap();
+        let count = |k: &str| h[k].as_u64().unwrap_or(0);
+        nodes.entry(name).or_default().1 = count("packets_out");
+        let refused = ["malformed", "unknown_destination", "refused_gso", "spoofed"]
+            .iter()
+            .map(|&k| count(k))
+            .sum::<u64>();
+        let (read, into) = (count("packets_in"), sent.get(name).copied().unwrap_or(0));
+        if read != refused + into {
+            pipes.push(format!(
+                "{name} read {read} refused {refused} into pipes {into}"
+            ));
+        }
     }
     pipes.extend(
         nodes
@@ -497,7 +517,7 @@ pub fn print_losses(moving: &[Phase], report: &Value, fixed: &[Phase], baseline:
 /// 3 s of UDP at 5 Mbit/s (1000-byte datagrams) from h1 to `to`, with a ping every 20 ms
 /// beside it.
 pub fn phase(lab: &mut Lab, to: &str) -> Phase {
-    let before = snmp(lab, to, REFUSALS);
+    let before = snmp(lab, to);
     lab.spawn(to, &["iperf3", "-s", "-1"]);
     lab.wait_listening(to, 5201);
     let ping = lab
@@ -514,59 +534,81 @@ pub fn phase(lab: &mut Lab, to: &str) -> Phase {
     let rtts = ping_rtts(&ping.wait_with_output().unwrap());
     let sum = &udp["end"]["sum"];
     let count = |v: &Value| v.as_u64().unwrap_or_else(|| panic!("iperf3: {udp}"));
-    let mut refused = snmp(lab, to, REFUSALS)
-        .into_iter()
-        .zip(before)
-        .map(|((name, after), (_, before))| (name, after - before));
-    let (_, receive_buffer_drops) = refused.next().expect("RcvbufErrors comes first");
+    let after = snmp(lab, to);
+    let delta = |name: &&str| after[*name] - before[*name];
     Phase {
         rtts,
         packets: count(&sum["packets"]),
         lost: count(&sum["lost_packets"]),
         out_of_order: count(&udp["end"]["streams"][0]["udp"]["out_of_order"]),
-        receive_buffer_drops,
-        kernel_drops: refused.filter(|(_, n)| *n > 0).collect(),
+        receive_buffer_drops: BUFFER_DROPS.iter().map(delta).sum(),
+        kernel_drops: KERNEL_DROPS
+            .iter()
+            .map(|name| (name.to_string(), delta(name)))
+            .filter(|(_, n)| *n > 0)
+            .collect(),
+        udp_read: UDP_READ.iter().map(delta).sum(),
     }
 }
 
-/// The counts of a host's kernel that say it refused a packet arriving for it: first a full
-/// socket receive buffer (`Phase::receive_buffer_drops`), then the others
-/// (`Phase::kernel_drops`). One read of /proc/net/snmp before a phase and one after.
-const REFUSALS: &[(&str, &str)] = &[
-    ("Udp", "RcvbufErrors"),
-    ("Ip", "InHdrErrors"),
-    ("Ip", "InAddrErrors"),
-    ("Ip", "InDiscards"),
-    ("Udp", "InErrors"),
-    ("Udp", "InCsumErrors"),
-    ("Udp", "NoPorts"),
+/// The counts of a host's kernel of UDP datagrams its programs read, over IPv4 and IPv6.
+const UDP_READ: &[&str] = &["Udp: InDatagrams", "Udp6InDatagrams"];
+
+/// The counts of a host's kernel that say it dropped a UDP datagram for want of room in a
+/// socket's receive buffer, over IPv4 and IPv6 (iperf3 picks the IPv6 address of a host's
+/// name).
+const BUFFER_DROPS: &[&str] = &["Udp: RcvbufErrors", "Udp6RcvbufErrors"];
+
+/// The counts of a host's kernel that say it refused a packet arriving for it for another
+/// reason, over IPv4 and IPv6.
+const KERNEL_DROPS: &[&str] = &[
+    "Ip: InHdrErrors",
+    "Ip: InAddrErrors",
+    "Ip: InDiscards",
+    "Udp: InErrors",
+    "Udp: InCsumErrors",
+    "Udp: NoPorts",
+    "Ip6InHdrErrors",
+    "Ip6InAddrErrors",
+    "Ip6InDiscards",
+    "Ip6InTruncatedPkts",
+    "Udp6InErrors",
+    "Udp6InCsumErrors",
+    "Udp6NoPorts",
 ];
 
-/// `host`'s counts of its namespace's /proc/net/snmp named by (protocol, field), in order, each
-/// as `Protocol: Field` and its value.
-fn snmp(lab: &Lab, host: &str, fields: &[(&str, &str)]) -> Vec<(String, u64)> {
-    let out = lab.exec(host, &["cat", "/proc/net/snmp"]);
+/// Every count of `host`'s namespace's /proc/net/snmp, as `Protocol: Field`, and of its
+/// /proc/net/snmp6, by its own name, read at once.
+fn snmp(lab: &Lab, host: &str) -> std::collections::HashMap<String, u64> {
+    let out = lab.exec(host, &["cat", "/proc/net/snmp", "/proc/net/snmp6"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    let value = |protocol: &str, field: &str| -> Option<u64> {
-        let mut lines = text
-            .lines()
-            .filter(|l| l.starts_with(&format!("{protocol}: ")));
-        let (names, values) = (lines.next()?, lines.next()?);
-        let (_, v) = names
-            .split_whitespace()
-            .zip(values.split_whitespace())
-            .find(|(name, _)| *name == field)?;
-        v.parse().ok()
-    };
-    fields
-        .iter()
-        .map(|&(protocol, field)| {
-            let v = value(protocol, field).unwrap_or_else(|| {
-                panic!("no {protocol}: {field} in {host}'s /proc/net/snmp: {text}")
-            });
-            (format!("{protocol}: {field}"), v)
-        })
-        .collect()
+    let mut counts = std::collections::HashMap::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let mut words = line.split_whitespace();
+        match words.next() {
+            // /proc/net/snmp: a line of names, then one of values, each led by `Protocol:`.
+            Some(protocol) if protocol.ends_with(':') => {
+                let values = lines.next().unwrap_or_default().split_whitespace().skip(1);
+                for (name, value) in words.zip(values) {
+                    counts.insert(format!("{protocol} {name}"), value.parse().unwrap_or(0));
+                }
+            }
+            // /proc/net/snmp6: a name and its value a line.
+            Some(name) => {
+                let value = words.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+                counts.insert(name.to_string(), value);
+            }
+            None => {}
+        }
+    }
+    for name in BUFFER_DROPS.iter().chain(KERNEL_DROPS).chain(UDP_READ) {
+        assert!(
+            counts.contains_key(*name),
+            "no {name} in {host}'s counts: {text}"
+        );
+    }
+    counts
 }
 
 /// h1 behind r0; r0 leads to two subtrees, r1 with h2 and r2 with h3. 1 ms per link: the
