@@ -308,7 +308,13 @@ pub(crate) fn finish_checksum(frame: &mut [u8]) {
         usize::from(h.csum_start),
         usize::from(h.csum_start + h.csum_offset),
     );
-    let sum = !fold(sum16(&packet[start..], 0));
+    // A computed zero goes out as all ones, the same number in ones' complement, as Linux
+    // finishes one (skb_checksum_help): in UDP a zero means "no checksum", which IPv6 forbids,
+    // so the receiving kernel dropped the datagram (Udp6InCsumErrors), one in 65,536.
+    let sum = match !fold(sum16(&packet[start..], 0)) {
+        0 => 0xffff,
+        sum => sum,
+    };
     packet[at..at + 2].copy_from_slice(&sum.to_be_bytes());
     h.flags &= !F_NEEDS_CSUM;
     h.write(hdr);
@@ -597,6 +603,37 @@ mod tests {
                 assert_eq!(wire, expected, "runs {runs:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_finished_checksum_that_computes_to_zero_goes_as_all_ones() {
+        // An IPv6 UDP datagram whose checksum the sender's kernel left to finish, its last
+        // payload word chosen so that the finished checksum computes to zero.
+        let mut frame = vec![0u8; VNET_HDR_LEN + 40 + 8 + 8];
+        let hdr = VnetHdr {
+            flags: F_NEEDS_CSUM,
+            gso_type: GSO_NONE,
+            hdr_len: 0,
+            gso_size: 0,
+            csum_start: 40,
+            csum_offset: 6,
+        };
+        hdr.write((&mut frame[..VNET_HDR_LEN]).try_into().unwrap());
+        let udp = &mut frame[VNET_HDR_LEN + 40..];
+        udp[..8].copy_from_slice(&[0x9c, 0x40, 0x14, 0x51, 0, 16, 0x12, 0x34]);
+        udp[8..14].copy_from_slice(b"netlom");
+        let rest = fold(sum16(&udp[..14], 0));
+        udp[14..16].copy_from_slice(&(0xffff - rest).to_be_bytes());
+        assert_eq!(!fold(sum16(udp, 0)), 0, "the sum computes to zero");
+        finish_checksum(&mut frame);
+        let udp = &frame[VNET_HDR_LEN + 40..];
+        assert_eq!(&udp[6..8], &[0xff, 0xff]);
+        // The receiver adds the pseudo-header (the sum the sender's kernel had left in place).
+        assert_eq!(fold(sum16(udp, 0x1234)), 0xffff, "and checks");
+        assert_eq!(
+            VnetHdr::read(frame[..VNET_HDR_LEN].try_into().unwrap()).flags,
+            0
+        );
     }
 
     #[test]
