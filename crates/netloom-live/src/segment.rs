@@ -341,15 +341,9 @@ mod tests {
                 }
             }
         }
-        for one in singles {
-            let hdr = VnetHdr::read(one[..VNET_HDR_LEN].try_into().unwrap());
-            let mut packet = one[VNET_HDR_LEN..].to_vec();
-            if hdr.flags & F_NEEDS_CSUM != 0 {
-                let at = usize::from(hdr.csum_start + hdr.csum_offset);
-                let sum = !fold(sum16(&packet[usize::from(hdr.csum_start)..], 0));
-                packet[at..at + 2].copy_from_slice(&sum.to_be_bytes());
-            }
-            packets.push(packet);
+        for mut one in singles {
+            finish_checksum(&mut one);
+            packets.push(one[VNET_HDR_LEN..].to_vec());
         }
         packets
     }

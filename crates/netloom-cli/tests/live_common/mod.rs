@@ -454,14 +454,14 @@ pub fn where_lost(p: &Phase, report: &Value) -> String {
 /// shows as one lost inside its pipe.
 fn unbalanced(report: &Value) -> Vec<String> {
     let mut nodes = std::collections::BTreeMap::<&str, (u64, u64)>::new();
-    let mut pipes = Vec::new();
+    let mut found = Vec::new();
     let mut sent = std::collections::BTreeMap::<&str, u64>::new();
     for p in report["pipes"].as_array().unwrap() {
         let count = |k: &str| p[k].as_u64().unwrap();
         let (from, to) = (p["from"].as_str().unwrap(), p["to"].as_str().unwrap());
         let (taken, left, dropped) = (count("packets_in"), count("packets_out"), count("drops"));
         if taken != left + dropped {
-            pipes.push(format!(
+            found.push(format!(
                 "{from}->{to} in {taken} out {left} dropped {dropped}"
             ));
         }
@@ -481,12 +481,12 @@ fn unbalanced(report: &Value) -> Vec<String> {
             .sum::<u64>();
         let (read, into) = (count("packets_in"), sent.get(name).copied().unwrap_or(0));
         if read != refused + into {
-            pipes.push(format!(
+            found.push(format!(
                 "{name} read {read} refused {refused} into pipes {into}"
             ));
         }
     }
-    pipes.extend(
+    found.extend(
         nodes
             .into_iter()
             .filter(|(_, (into, out))| into != out)
@@ -495,7 +495,7 @@ fn unbalanced(report: &Value) -> Vec<String> {
                 false => format!("{name} in {into} written {out}"),
             }),
     );
-    pipes
+    found
 }
 
 /// Prints, phase by phase, what the run with moves (`moving`, `report`) and the same traffic
@@ -583,7 +583,7 @@ fn snmp(lab: &Lab, host: &str) -> std::collections::HashMap<String, u64> {
     let out = lab.exec(host, &["cat", "/proc/net/snmp", "/proc/net/snmp6"]);
     let text = String::from_utf8_lossy(&out.stdout);
     let mut counts = std::collections::HashMap::new();
-    let mut lines = text.lines().peekable();
+    let mut lines = text.lines();
     while let Some(line) = lines.next() {
         let mut words = line.split_whitespace();
         match words.next() {
