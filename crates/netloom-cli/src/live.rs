@@ -121,10 +121,12 @@ fn in_node(experiment: Option<&str>, node: &str, argv: &[String]) -> Result<u8> 
         .as_deref()
         .and_then(netloom_live::cluster::Forwarding::read)
     {
-        let mut command = map.command(node, argv).map_err(anyhow::Error::msg)?;
-        let status = command
-            .status()
+        let child = map
+            .command(node, argv)
+            .map_err(anyhow::Error::msg)?
+            .spawn()
             .context("running the command on the host's machine")?;
+        let status = netloom_os::wait_in_foreground(child, &format!("{:?} in {node}", argv[0]))?;
         return Ok(exit_code(status));
     }
     let (record, found) = netloom_os::find_host(experiment, node)?;

@@ -8,6 +8,7 @@
 mod live_common;
 
 use live_common::{least, two_hosts, Lab};
+use std::time::Duration;
 
 #[test]
 fn a_10ms_link_adds_20ms_to_the_round_trip_and_names_resolve() {
@@ -53,6 +54,10 @@ fn exec_passes_exit_codes_and_stop_leaves_nothing() {
     let out = lab.exec("h9", &["true"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("h9"));
+    // SIGTERM sent to `netloom exec` reaches its program, whose own exit code comes back.
+    let (code, took) = lab.terminated_exec("h2");
+    assert_eq!(code, Some(5), "SIGTERM to netloom exec (took {took:?})");
+    assert!(took < Duration::from_secs(10), "SIGTERM took {took:?}");
     lab.stop();
     assert!(lab.namespaces().is_empty());
 }

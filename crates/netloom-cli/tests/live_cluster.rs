@@ -230,6 +230,9 @@ fn hosts_on_two_machines_reach_each_other_through_the_topology() {
         (slower - across - 20.0).abs() < 1.0,
         "after r1-r2 went from 10 to 20 ms: {slower:.3} ms, before {across:.3} ms"
     );
+    // SIGTERM sent to the coordinator's `netloom exec` reaches the program on h2's machine.
+    let (code, took) = lab.terminated_exec("h2");
+    assert_eq!(code, Some(5), "SIGTERM to netloom exec (took {took:?})");
     // TCP across the machines gets what it gets on one machine, through the same 100 Mbit/s.
     lab.spawn("h3", &["iperf3", "-s", "-1"]);
     lab.wait_listening("h3", 5201);

@@ -1,11 +1,12 @@
 //! Running unmodified programs inside a host's namespace, through `ip netns exec`, which also
 //! bind-mounts the host's `/etc/netns/<ns>/hosts` over `/etc/hosts` so host names resolve.
 
+use crate::signal::Forwarding;
 use crate::{netns, OsError};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::process::{Command, ExitStatus};
+use std::process::{Child, Command, ExitStatus};
 
 /// A `Command` that runs `argv` inside namespace `ns` (for callers that want to capture output or
 /// run in the background). Processes started this way are killed when the experiment goes down.
@@ -74,9 +75,8 @@ pub fn command_with_bind(
     Ok(command)
 }
 
-/// Runs `argv` inside namespace `ns` with inherited stdio and returns its exit status. While it
-/// runs, this process ignores SIGINT and SIGQUIT (as `system(3)` does), so Ctrl-C reaches only the
-/// program, which decides how to end, and its status is what comes back.
+/// Runs `argv` inside namespace `ns` with inherited stdio and returns its exit status, the
+/// signals sent to this process passed on to the program while it runs (`wait_in_foreground`).
 pub fn exec(ns: &str, argv: &[String]) -> Result<ExitStatus, OsError> {
     run(command(ns, argv)?, ns, argv)
 }
@@ -93,13 +93,52 @@ pub fn exec_with_bind(
 }
 
 fn run(mut command: Command, ns: &str, argv: &[String]) -> Result<ExitStatus, OsError> {
-    let mut child = command
+    let child = command
         .spawn()
         .map_err(|e| OsError::io("start `ip netns exec` (is iproute2 installed?)", e))?;
-    let _ignored = IgnoreInterrupts::new();
-    child
-        .wait()
-        .map_err(|e| OsError::io(format!("wait for {:?} in {ns}", argv[0]), e))
+    wait_in_foreground(child, &format!("{:?} in {ns}", argv[0]))
+}
+
+/// Waits for `child` (named `what` in errors) and returns its exit status, standing in for it
+/// the way a shell does for its foreground job: a signal that another process sends this one
+/// (`kill`, `timeout`, a service manager's SIGTERM) is passed on to the child, which decides how
+/// to end, and its status is what comes back; one the terminal raises (Ctrl-C, Ctrl-\, a
+/// hang-up) has reached the child's process group already and is not sent twice. `ip netns
+/// exec` replaces itself with the program, so its child is the program.
+pub fn wait_in_foreground(mut child: Child, what: &str) -> Result<ExitStatus, OsError> {
+    let pid = child.id() as libc::pid_t;
+    let forwarding = Forwarding::new(pid);
+    // Wait without reaping first: until the handlers are restored the process id must stay the
+    // child's, or a late signal could reach a process that took the id over.
+    let exited = wait_without_reaping(pid);
+    drop(forwarding);
+    exited
+        .and_then(|()| child.wait())
+        .map_err(|e| OsError::io(format!("wait for {what}"), e))
+}
+
+/// Blocks until process `pid` has exited, leaving it to be reaped.
+fn wait_without_reaping(pid: libc::pid_t) -> std::io::Result<()> {
+    loop {
+        // SAFETY: siginfo_t is plain old data; all-zero is a valid value for waitid to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is a live siginfo_t; P_PID with our own child's id.
+        let done = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if done == 0 {
+            return Ok(());
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
 }
 
 /// Makes `command`'s child close every descriptor it would inherit beyond stdin, stdout and
@@ -132,35 +171,4 @@ pub(crate) fn ip_binary() -> &'static str {
         .into_iter()
         .find(|p| Path::new(p).exists())
         .unwrap_or("ip")
-}
-
-/// SIGINT and SIGQUIT ignored for its lifetime, the previous handlers restored afterwards. Made
-/// after the child is spawned, because an ignored disposition would be inherited across exec.
-struct IgnoreInterrupts {
-    saved: [(libc::c_int, libc::sigaction); 2],
-}
-
-impl IgnoreInterrupts {
-    fn new() -> Self {
-        let saved = [libc::SIGINT, libc::SIGQUIT].map(|signal| {
-            // SAFETY: sigaction is plain old data; all-zero is a valid (empty) value.
-            let mut ignore: libc::sigaction = unsafe { std::mem::zeroed() };
-            ignore.sa_sigaction = libc::SIG_IGN;
-            // SAFETY: as above.
-            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-            // SAFETY: both pointers are to live sigaction values; SIG_IGN is a valid disposition.
-            unsafe { libc::sigaction(signal, &ignore, &mut old) };
-            (signal, old)
-        });
-        IgnoreInterrupts { saved }
-    }
-}
-
-impl Drop for IgnoreInterrupts {
-    fn drop(&mut self) {
-        for (signal, old) in &self.saved {
-            // SAFETY: `old` is the disposition sigaction returned for this signal.
-            unsafe { libc::sigaction(*signal, old, std::ptr::null_mut()) };
-        }
-    }
 }

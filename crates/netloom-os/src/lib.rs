@@ -37,7 +37,9 @@ pub use cpu::{
     prefetch, set_normal_priority, set_realtime_priority, set_timer_slack_ns, CpuCache,
 };
 pub use error::OsError;
-pub use exec::{close_inherited_fds, command, command_with_bind, exec, exec_with_bind};
+pub use exec::{
+    close_inherited_fds, command, command_with_bind, exec, exec_with_bind, wait_in_foreground,
+};
 pub use interface::DeviceCounters;
 pub use netns::{enter as enter_namespace, enter_file as enter_namespace_file};
 pub use nfqueue::{NfQueue, QueuedPacket, Verdict, VerdictStats};

@@ -1,9 +1,9 @@
 //! Stop signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) turned into a flag the
-//! real-time driver polls, and SIGPIPE kept from killing a process that has something to tear
-//! down.
+//! real-time driver polls, or passed on to a program run in the foreground, and SIGPIPE kept
+//! from killing a process that has something to tear down.
 
 use crate::OsError;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -49,4 +49,59 @@ pub fn install_stop_handler() -> Result<&'static AtomicBool, OsError> {
 pub fn restore_default_sigpipe() {
     // SAFETY: setting a signal's disposition to SIG_DFL has no memory preconditions.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
+/// The process that signals are passed on to (0: none), read by `pass_on`.
+static FORWARD_TO: AtomicI32 = AtomicI32::new(0);
+
+/// The signal handler: passes `signal` on to `FORWARD_TO` when a process sent it. The kernel
+/// marks the signals it raises itself (a terminal's Ctrl-C or hang-up, sent to the whole
+/// foreground process group) with a positive `si_code`, `SI_KERNEL`; `kill`, `sigqueue` and
+/// `tgkill` with zero or less. Makes only async-signal-safe calls.
+extern "C" fn pass_on(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo_t.
+    let sent_by_process = unsafe { (*info).si_code } <= 0;
+    let child = FORWARD_TO.load(Ordering::Relaxed);
+    if sent_by_process && child > 0 {
+        // SAFETY: kill is async-signal-safe; `child` is a child not yet reaped.
+        unsafe { libc::kill(child, signal) };
+    }
+}
+
+/// `STOP_SIGNALS` passed on to a child by `pass_on` for its lifetime, the previous handlers
+/// restored afterwards.
+pub(crate) struct Forwarding {
+    saved: [(libc::c_int, libc::sigaction); STOP_SIGNALS.len()],
+}
+
+impl Forwarding {
+    pub(crate) fn new(child: libc::pid_t) -> Self {
+        FORWARD_TO.store(child, Ordering::Relaxed);
+        let saved = STOP_SIGNALS.map(|signal| {
+            // SAFETY: sigaction is plain old data; all-zero is a valid (empty) value.
+            let mut handler: libc::sigaction = unsafe { std::mem::zeroed() };
+            handler.sa_sigaction = pass_on
+                as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
+                as libc::sighandler_t;
+            // Restarted: the wait goes on after a signal is passed on.
+            handler.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            // SAFETY: as above.
+            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: both pointers are to live sigaction values; `pass_on` has the
+            // SA_SIGINFO handler's signature.
+            unsafe { libc::sigaction(signal, &handler, &mut old) };
+            (signal, old)
+        });
+        Forwarding { saved }
+    }
+}
+
+impl Drop for Forwarding {
+    fn drop(&mut self) {
+        for (signal, old) in &self.saved {
+            // SAFETY: `old` is the disposition sigaction returned for this signal.
+            unsafe { libc::sigaction(*signal, old, std::ptr::null_mut()) };
+        }
+        FORWARD_TO.store(0, Ordering::Relaxed);
+    }
 }

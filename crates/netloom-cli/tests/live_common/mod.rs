@@ -152,6 +152,32 @@ impl Lab {
         self.background.len() - 1
     }
 
+    /// Runs a program on `host` that ends with code 5 when SIGTERM reaches it, sends SIGTERM to
+    /// its `netloom exec` (as `kill` or `timeout` would) once the program is ready, and returns
+    /// the exit code `netloom exec` gave back and how long the program took to end.
+    pub fn terminated_exec(&self, host: &str) -> (Option<i32>, Duration) {
+        use std::io::BufRead;
+        let script = "trap 'exit 5' TERM; echo ready; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done";
+        let mut child = self
+            .exec_cmd(host, &["sh", "-c", script])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "ready", "the program on {host} did not start");
+        let sent = Instant::now();
+        let kill = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let status = child.wait().unwrap();
+        (status.code(), sent.elapsed())
+    }
+
     /// Waits until something on `host` listens on TCP `port` (a server started with `spawn`).
     pub fn wait_listening(&self, host: &str, port: u16) {
         let give_up = Instant::now() + Duration::from_secs(10);
