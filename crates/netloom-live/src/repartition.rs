@@ -566,4 +566,103 @@ mod tests {
         assert_eq!(arrived.lateness_ns.len(), 12);
         assert_eq!(arrived.packets, vec![6, 0, 14]);
     }
+
+    /// Workers whose move the test holds under way until it lets it finish.
+    struct HeldMove {
+        started: std::time::Instant,
+        pipes: usize,
+        entered: Mutex<Sender<()>>,
+        release: Mutex<mpsc::Receiver<()>>,
+        finished: Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    impl Workers for HeldMove {
+        fn now(&self) -> Instant {
+            Instant::from_nanos(self.started.elapsed().as_nanos() as u64)
+        }
+
+        fn traffic(&self) -> Result<Traffic, String> {
+            Ok(Traffic {
+                packets: vec![1_000; self.pipes],
+                transitions: Vec::new(),
+                lateness_ns: lateness_histogram(),
+            })
+        }
+
+        fn repartition(&self, _next: Arc<Ownership>, _at: Instant) -> Result<Moved, String> {
+            let _ = lock(&self.entered).send(());
+            let _ = lock(&self.release).recv();
+            self.finished
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok(Moved::default())
+        }
+    }
+
+    /// A run stopped (Ctrl-C, SIGTERM, `netloom stop`) while a move is under way: stopping the
+    /// repartitioning waits for the move to finish, so the workers, which the experiment (or a
+    /// cluster's coordinator) halts only after that, never stop between a hand-over sent and
+    /// one taken.
+    #[test]
+    fn a_stop_during_a_move_waits_for_the_move() {
+        use netloom_engine::Payload;
+        use netloom_link::PipeConfig;
+        use netloom_topo::{NodeKind, RoutingMetric};
+        use std::sync::atomic::Ordering;
+        // h0 - r0 - r1 - h1, everything on worker 0 of two: the even traffic moves half.
+        let mut t = Topology::new("t", RoutingMetric::Delay);
+        let c = PipeConfig::new(
+            netloom_time::Rate::bps(10_000_000),
+            Duration::from_millis(1),
+        );
+        let nodes = [
+            t.add_node("h0", NodeKind::Host, None),
+            t.add_node("r0", NodeKind::Router, None),
+            t.add_node("r1", NodeKind::Router, None),
+            t.add_node("h1", NodeKind::Host, None),
+        ];
+        for pair in nodes.windows(2) {
+            t.add_link(pair[0], pair[1], None, c, Some(c));
+        }
+        let pipes = t.pipes.len();
+        let initial = Assignment {
+            cores: 2,
+            pipes: vec![0; pipes],
+            topology: None,
+            method: None,
+        };
+        let ownership = Arc::new(Ownership::live(&t, &initial.pipes, 2, Payload::Ship).unwrap());
+        let (entered, moving) = mpsc::channel();
+        let (let_finish, release) = mpsc::channel();
+        let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let workers = HeldMove {
+            started: std::time::Instant::now(),
+            pipes,
+            entered: Mutex::new(entered),
+            release: Mutex::new(release),
+            finished: finished.clone(),
+        };
+        let report = Arc::new(Mutex::new(RepartitionReport::default()));
+        let options = netloom_partition::Options::new(netloom_partition::Method::Metis, 2, 1);
+        let mut repartitioner = Repartitioner::start(
+            workers,
+            t,
+            (initial, ownership),
+            (options, Moving::THREADS),
+            Duration::from_millis(1),
+            report.clone(),
+        )
+        .unwrap();
+        moving
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("a move began");
+        let stopper = std::thread::spawn(move || repartitioner.stop());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!stopper.is_finished(), "the stop did not wait for the move");
+        let_finish.send(()).unwrap();
+        stopper.join().unwrap();
+        assert!(finished.load(Ordering::SeqCst));
+        let report = lock(&report);
+        assert_eq!((report.moves, report.each_move.len()), (1, 1));
+        assert!(report.stopped.is_none(), "{:?}", report.stopped);
+    }
 }
