@@ -7,15 +7,15 @@
 # large topology of few hosts (a chain of ROUTERS routers and 2 hosts: the worker's own copies of
 # the topology show, not the hosts') and for a small one (the stop's own waits show). Needs root
 # and nsenter; run it under the live tests' lock (flock /tmp/netloom-live.lock ...).
-# Usage: bench/live/cluster.sh                              builds and measures target/debug/netloom
+# Usage: bench/live/cluster.sh                              builds and measures target/release/netloom
 #        NETLOOM_BIN=/path/netloom bench/live/cluster.sh     measures another build (an older revision)
 #        REPEAT=5 ROUTERS=20000 bench/live/cluster.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin="${NETLOOM_BIN:-}"
 if [ -z "$bin" ]; then
-    cargo build --quiet -p netloom
-    bin="${CARGO_TARGET_DIR:-target}/debug/netloom"
+    cargo build --quiet --release -p netloom
+    bin="${CARGO_TARGET_DIR:-target}/release/netloom"
 fi
 repeat="${REPEAT:-3}"
 routers="${ROUTERS:-20000}"
