@@ -160,6 +160,15 @@ pub fn run(args: DemoArgs) -> Result<()> {
         accuracy.late_threshold_ns as f64 / 1e3,
         crate::live::physical_drops(&accuracy)
     );
+    if !accuracy.accurate {
+        say!(
+            "INACCURATE: more packets than the run allows left later than {:.0} us after their time,\n\
+             or were lost outside the model. The engine shares this machine's CPUs with iperf3 and,\n\
+             on a VM, with the hypervisor, which takes a vCPU away for up to milliseconds now and\n\
+             then (docs/performance.md, \"The demo's lateness\"); the figures above include it.",
+            accuracy.late_threshold_ns as f64 / 1e3,
+        );
+    }
     say!("torn down: no namespace, device or process left");
     Ok(())
 }
