@@ -212,7 +212,7 @@ fn run_to_end_with(lab: &Lab, extra: &[&str]) -> Output {
 
 #[test]
 fn hosts_on_two_machines_reach_each_other_through_the_topology() {
-    require_live!("ping", "iperf3", "nsenter");
+    require_live!("ping", "iperf3", "nsenter", "python3");
     let (mut lab, machines) = cluster_lab("cl", "");
     let cluster = cluster_arg(&lab);
     lab.start(&[&cluster[0], &cluster[1]]);
@@ -233,6 +233,7 @@ fn hosts_on_two_machines_reach_each_other_through_the_topology() {
     // SIGTERM sent to the coordinator's `netloom exec` reaches the program on h2's machine.
     let (code, took) = lab.terminated_exec("h2");
     assert_eq!(code, Some(5), "SIGTERM to netloom exec (took {took:?})");
+    a_udp_checksum_that_computes_to_zero_crosses_the_machines(&lab);
     // TCP across the machines gets what it gets on one machine, through the same 100 Mbit/s.
     lab.spawn("h3", &["iperf3", "-s", "-1"]);
     lab.wait_listening("h3", 5201);
@@ -258,6 +259,68 @@ fn hosts_on_two_machines_reach_each_other_through_the_topology() {
     );
     assert_eq!(report["hosts"].as_array().unwrap().len(), 3);
     machines.assert_nothing_left();
+}
+
+/// A UDP datagram over IPv6 whose checksum computes to zero, sent from h1 to h2 on the other
+/// machine: netloom finishes its checksum there (the sending kernel left it to the device), and
+/// must write it as all ones, as Linux does; written as zero ("no checksum", which IPv6
+/// forbids) the receiving kernel dropped it (Udp6InCsumErrors), one datagram in 65,536.
+fn a_udp_checksum_that_computes_to_zero_crosses_the_machines(lab: &Lab) {
+    let receive = "import socket\n\
+        r = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)\n\
+        r.bind(('::', 40001))\n\
+        r.settimeout(5)\n\
+        print(r.recv(100).decode(errors='replace'))\n";
+    // The payload's last two bytes are chosen so that the one's complement sum of the
+    // pseudo-header, the header and the payload is all ones: the checksum computes to zero.
+    let send = "import socket, struct\n\
+        dst = socket.getaddrinfo('h2', 40001, socket.AF_INET6, socket.SOCK_DGRAM)[0][4][0]\n\
+        s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)\n\
+        s.bind(('::', 40000))\n\
+        s.connect((dst, 40001))\n\
+        src = s.getsockname()[0]\n\
+        body = bytearray(b'zero checksum across machines' + bytes(3))\n\
+        n = 8 + len(body)\n\
+        def total(data):\n    \
+            t = sum(struct.unpack('!%dH' % (len(data) // 2), data))\n    \
+            while t >> 16:\n        \
+                t = (t & 0xffff) + (t >> 16)\n    \
+            return t\n\
+        pseudo = socket.inet_pton(socket.AF_INET6, src) + socket.inet_pton(socket.AF_INET6, dst) + struct.pack('!IxxxB', n, 17)\n\
+        header = struct.pack('!HHHH', 40000, 40001, n, 0)\n\
+        body[-2:] = struct.pack('!H', 0xffff - total(pseudo + header + bytes(body)))\n\
+        assert total(pseudo + header + bytes(body)) == 0xffff\n\
+        s.send(bytes(body))\n";
+    let receiver = lab
+        .exec_cmd("h2", &["python3", "-c", receive])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while lab
+        .exec("h2", &["ss", "-Hlun", "sport = :40001"])
+        .stdout
+        .is_empty()
+    {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "h2 never bound port 40001"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let sent = lab.exec("h1", &["python3", "-c", send]);
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    let got = receiver.wait_with_output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&got.stdout).contains("zero checksum across machines"),
+        "h2 did not get the datagram whose checksum computes to zero: {}",
+        String::from_utf8_lossy(&got.stderr)
+    );
 }
 
 #[test]
