@@ -297,18 +297,7 @@ fn a_udp_checksum_that_computes_to_zero_crosses_the_machines(lab: &Lab) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while lab
-        .exec("h2", &["ss", "-Hlun", "sport = :40001"])
-        .stdout
-        .is_empty()
-    {
-        assert!(
-            std::time::Instant::now() < give_up,
-            "h2 never bound port 40001"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    lab.wait_bound_udp("h2", 40001);
     let sent = lab.exec("h1", &["python3", "-c", send]);
     assert!(
         sent.status.success(),

@@ -180,16 +180,27 @@ impl Lab {
 
     /// Waits until something on `host` listens on TCP `port` (a server started with `spawn`).
     pub fn wait_listening(&self, host: &str, port: u16) {
+        self.wait_for_socket(host, "-Hltn", "TCP", port);
+    }
+
+    /// Waits until a socket on `host` is bound to UDP `port` (a receiver started in the
+    /// background).
+    pub fn wait_bound_udp(&self, host: &str, port: u16) {
+        self.wait_for_socket(host, "-Hlun", "UDP", port);
+    }
+
+    /// Polls `ss FLAGS 'sport = :PORT'` in `host` until it lists a socket, for 10 s at most.
+    fn wait_for_socket(&self, host: &str, flags: &str, protocol: &str, port: u16) {
         let give_up = Instant::now() + Duration::from_secs(10);
         let filter = format!("sport = :{port}");
         loop {
-            let out = self.exec(host, &["ss", "-Hltn", &filter]);
+            let out = self.exec(host, &["ss", flags, &filter]);
             if !out.stdout.is_empty() {
                 return;
             }
             assert!(
                 Instant::now() < give_up,
-                "nothing listens on {host}:{port} after 10 s"
+                "nothing on {host}'s {protocol} port {port} after 10 s"
             );
             std::thread::sleep(Duration::from_millis(20));
         }
