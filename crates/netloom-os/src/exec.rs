@@ -104,10 +104,11 @@ fn run(mut command: Command, ns: &str, argv: &[String]) -> Result<ExitStatus, Os
 /// (`kill`, `timeout`, a service manager's SIGTERM) is passed on to the child, which decides how
 /// to end, and its status is what comes back; one the terminal raises (Ctrl-C, Ctrl-\, a
 /// hang-up) has reached the child's process group already and is not sent twice. `ip netns
-/// exec` replaces itself with the program, so its child is the program.
+/// exec` replaces itself with the program, so its child is the program. The handlers are the
+/// process's: one wait at a time.
 pub fn wait_in_foreground(mut child: Child, what: &str) -> Result<ExitStatus, OsError> {
     let pid = child.id() as libc::pid_t;
-    let forwarding = Forwarding::new(pid);
+    let forwarding = Forwarding::new(pid)?;
     // Wait without reaping first: until the handlers are restored the process id must stay the
     // child's, or a late signal could reach a process that took the id over.
     let exited = wait_without_reaping(pid);

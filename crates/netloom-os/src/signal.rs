@@ -31,17 +31,33 @@ pub fn install_stop_handler() -> Result<&'static AtomicBool, OsError> {
     // SAFETY: setting a signal's disposition to SIG_IGN has no memory preconditions.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     for signal in STOP_SIGNALS {
-        // SAFETY: sigaction is plain old data; all-zero is a valid value (empty mask, no flags).
-        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
-        action.sa_sigaction = on_stop as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        // SAFETY: `action` is live, and `on_stop` only does an async-signal-safe atomic store.
-        if unsafe { libc::sigaction(signal, &action, std::ptr::null_mut()) } != 0 {
-            return Err(OsError::last(format!(
-                "install a handler for signal {signal}"
-            )));
-        }
+        // `on_stop` only does an async-signal-safe atomic store.
+        let handler = on_stop as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        set_handler(signal, handler, 0)?;
     }
     Ok(&STOP)
+}
+
+/// Makes `handler` (with `flags`) handle `signal`, and returns the disposition it replaces.
+/// `handler` must make only async-signal-safe calls and have the signature `flags` asks for.
+fn set_handler(
+    signal: libc::c_int,
+    handler: libc::sighandler_t,
+    flags: libc::c_int,
+) -> Result<libc::sigaction, OsError> {
+    // SAFETY: sigaction is plain old data; all-zero is a valid value (empty mask, no flags).
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = handler;
+    action.sa_flags = flags;
+    // SAFETY: as above.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live sigaction values; the caller vouches for `handler`.
+    if unsafe { libc::sigaction(signal, &action, &mut old) } != 0 {
+        return Err(OsError::last(format!(
+            "install a handler for signal {signal}"
+        )));
+    }
+    Ok(old)
 }
 
 /// Restores the default action of SIGPIPE (terminate quietly), which the Rust runtime sets to
@@ -71,28 +87,22 @@ extern "C" fn pass_on(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut l
 /// `STOP_SIGNALS` passed on to a child by `pass_on` for its lifetime, the previous handlers
 /// restored afterwards.
 pub(crate) struct Forwarding {
-    saved: [(libc::c_int, libc::sigaction); STOP_SIGNALS.len()],
+    saved: Vec<(libc::c_int, libc::sigaction)>,
 }
 
 impl Forwarding {
-    pub(crate) fn new(child: libc::pid_t) -> Self {
+    pub(crate) fn new(child: libc::pid_t) -> Result<Self, OsError> {
         FORWARD_TO.store(child, Ordering::Relaxed);
-        let saved = STOP_SIGNALS.map(|signal| {
-            // SAFETY: sigaction is plain old data; all-zero is a valid (empty) value.
-            let mut handler: libc::sigaction = unsafe { std::mem::zeroed() };
-            handler.sa_sigaction = pass_on
-                as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
-                as libc::sighandler_t;
-            // Restarted: the wait goes on after a signal is passed on.
-            handler.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-            // SAFETY: as above.
-            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-            // SAFETY: both pointers are to live sigaction values; `pass_on` has the
-            // SA_SIGINFO handler's signature.
-            unsafe { libc::sigaction(signal, &handler, &mut old) };
-            (signal, old)
-        });
-        Forwarding { saved }
+        // `pass_on` has the SA_SIGINFO handler's signature; restarted, the wait goes on after a
+        // signal is passed on.
+        let handler = pass_on as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
+            as libc::sighandler_t;
+        let mut forwarding = Forwarding { saved: Vec::new() };
+        for signal in STOP_SIGNALS {
+            let old = set_handler(signal, handler, libc::SA_SIGINFO | libc::SA_RESTART)?;
+            forwarding.saved.push((signal, old));
+        }
+        Ok(forwarding)
     }
 }
 
