@@ -448,12 +448,24 @@ fn a_machines_accuracy_alarm_reaches_the_coordinators_event_stream() {
     let (mut lab, machines) = cluster_lab("ca", "");
     let cluster = cluster_arg(&lab);
     lab.start(&[&cluster[0], &cluster[1]]);
-    let events = lab
+    let mut events = lab
         .cmd()
         .args(["events", "--name", &lab.name])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    // Its lines as they come; the stream ends with the run.
+    let (line_tx, line_rx) = std::sync::mpsc::channel::<String>();
+    let stdout = events.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = line_tx.send(line);
+        }
+    });
     // Killed with the lab if the test fails before it ends.
     lab.background.push(events);
     assert!(lab.exec("h1", &["ping", "-c", "1", "h2"]).status.success());
@@ -471,19 +483,40 @@ fn a_machines_accuracy_alarm_reaches_the_coordinators_event_stream() {
     let stopped = Stopped::new(worker_pid(&machines, &lab, "m2"));
     std::thread::sleep(STALL);
     drop(stopped);
-    // An alarm covers an interval of the monitor's: let one end after the stall.
-    std::thread::sleep(Duration::from_millis(1500));
+    // An alarm covers an interval of the monitor's: wait for m2's, at the end of the
+    // interval after the stall, before stopping.
+    let mut lines = Vec::new();
+    let give_up = Instant::now() + Duration::from_secs(10);
+    let m2_late = |line: &str| {
+        let e: serde_json::Value = serde_json::from_str(line).unwrap();
+        e["type"] == "accuracy-alarm"
+            && e["machine"] == "m2"
+            && e["late_handoffs"].as_u64() > Some(0)
+    };
+    while !lines.iter().any(|l: &String| m2_late(l)) {
+        let left = give_up.saturating_duration_since(Instant::now());
+        match line_rx.recv_timeout(left) {
+            Ok(line) => lines.push(line),
+            Err(_) => panic!("no alarm of m2's late hand-offs in 10 s: {lines:?}"),
+        }
+    }
     let mut pings = lab.background.remove(pings);
     let _ = pings.kill();
     let _ = pings.wait();
     let report = lab.stop();
-    let mut events = lab.background.pop().unwrap();
+    // The rest of the stream, which ends with the run.
     let give_up = Instant::now() + Duration::from_secs(30);
-    while events.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < give_up, "the event stream did not end");
-        std::thread::sleep(Duration::from_millis(50));
+    loop {
+        let left = give_up.saturating_duration_since(Instant::now());
+        match line_rx.recv_timeout(left) {
+            Ok(line) => lines.push(line),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                panic!("the event stream did not end")
+            }
+        }
     }
-    let lines = String::from_utf8(events.wait_with_output().unwrap().stdout).unwrap();
+    let lines = lines.join("\n");
     let alarms: Vec<serde_json::Value> = lines
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
@@ -501,8 +534,9 @@ fn a_machines_accuracy_alarm_reaches_the_coordinators_event_stream() {
         "{lines}"
     );
     // Each machine raises at most one alarm an interval, numbered by the run's clock (each
-    // ends within 0.1 s of its whole second), so the two machines' alarms for one interval
-    // group by it. Only m2 was stalled, so m1 need not raise one.
+    // ends within 0.1 s of its whole second, or, for m2, up to STALL later: its monitor was
+    // stopped with it), so the two machines' alarms for one interval group by it. Only m2 was
+    // stalled, so m1 need not raise one.
     let mut by_interval = std::collections::BTreeMap::<u64, Vec<&serde_json::Value>>::new();
     for alarm in &alarms {
         by_interval
@@ -520,8 +554,13 @@ fn a_machines_accuracy_alarm_reaches_the_coordinators_event_stream() {
         );
         for alarm in group {
             let at_ns = alarm["at_ns"].as_u64().unwrap();
+            let stalled = match alarm["machine"] == "m2" {
+                true => STALL.as_nanos() as u64,
+                false => 0,
+            };
+            let end = interval * 1_000_000_000;
             assert!(
-                at_ns.abs_diff(interval * 1_000_000_000) < 100_000_000,
+                at_ns + 100_000_000 > end && at_ns < end + stalled + 100_000_000,
                 "interval {interval} ended at {at_ns} ns: {alarm}"
             );
         }
