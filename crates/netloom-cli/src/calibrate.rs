@@ -2,7 +2,7 @@
 //! the calibration file; and the capacity prediction that `check --capacity` and `run` print
 //! from one (netloom_partition::WorkerCosts, docs/calibrate.md).
 
-use crate::partition::{assign, packet_bytes, weigh};
+use crate::partition::weigh;
 use anyhow::{Context, Result};
 use clap::Args;
 use netloom_engine::traffic::parse_spec;
@@ -10,6 +10,7 @@ use netloom_live::calibration::{self, Calibration, Identity};
 use netloom_partition::{
     Assignment, FlowGraph, Method, Options, Prediction, TimerLateness, WorkerCosts,
 };
+use netloom_sim::split::{assign, packet_bytes};
 use netloom_topo::Topology;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -190,7 +191,11 @@ fn run_assignment(
             method: None,
         });
     }
-    assign(topo, fixed, &Options::new(Method::Metis, workers, seed))
+    Ok(assign(
+        topo,
+        fixed,
+        &Options::new(Method::Metis, workers, seed),
+    )?)
 }
 
 /// Predicts `topo` under the flags, from the calibration `c` read from `path`.

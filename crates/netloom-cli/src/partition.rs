@@ -1,18 +1,17 @@
 //! `netloom partition FILE --cores K --method M`: assigns pipes to cores and prints the cut, the
 //! balance, the predicted efficiency and each core's load; `--model` prints the capacity the
 //! §5.1 model predicts per core count, `--placement` the CPU each core should run on here (MX).
-//! Also the glue `sim` uses to measure an assignment.
+//! Also what `sim` and `run` share of it: reading `--assignment`, `--payload`, and printing a
+//! measured partition.
 
 use crate::input::number_in;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use netloom_engine::traffic::{self, parse_spec, FlowSpec, SourceKind, HEADER_BYTES};
-use netloom_engine::Engine;
+use netloom_engine::traffic::{self, parse_spec};
 use netloom_os::format_cpu_list;
 use netloom_partition::{
-    cross_core_traffic, partition, place, Assignment, CacheTopology, Capacity, CapacityModel,
-    CoreLoad, Demand, Evaluation, FlowGraph, Measurement, Method, Observation, Options,
-    SharedCache,
+    Assignment, Capacity, CapacityModel, CoreLoad, Evaluation, FlowGraph, Measurement, Method,
+    Observation, Options, Placement,
 };
 use netloom_route::Routes;
 use netloom_topo::read::{read_text, SIDE_JSON};
@@ -89,32 +88,6 @@ struct PartitionReport<'a> {
     placement: Option<Placement>,
 }
 
-/// `--placement`: the CPU suggested for each core on this machine, and what it is based on.
-#[derive(Serialize)]
-struct Placement {
-    /// The CPUs this process may run on and the caches two or more of them share.
-    machine: CacheTopology,
-    /// `cpu[c]`: the CPU for core c.
-    cpu: Vec<usize>,
-    /// More cores than CPUs, so some CPUs run more than one core.
-    shared_cpus: bool,
-    /// `traffic[i][j]`: flow from core i's pipes into core j's, under the weights.
-    traffic: Vec<Vec<f64>>,
-}
-
-impl Placement {
-    fn of(graph: &FlowGraph, assignment: &Assignment, machine: CacheTopology) -> Placement {
-        let cores = assignment.cores as usize;
-        let traffic = cross_core_traffic(graph, assignment);
-        Placement {
-            cpu: place(cores, &traffic, &machine),
-            shared_cpus: cores > machine.cpus.len(),
-            machine,
-            traffic,
-        }
-    }
-}
-
 pub fn run(args: PartitionArgs) -> Result<()> {
     let topo = args.input.load(&args.file)?;
     let graph = weigh(&topo, &args.weights, args.seed)
@@ -123,14 +96,18 @@ pub fn run(args: PartitionArgs) -> Result<()> {
         imbalance: args.imbalance,
         ..Options::new(args.method, cores, args.seed)
     };
-    let assignment = assign(&topo, &graph, &options(args.cores))?;
+    let assignment = netloom_sim::split::assign(&topo, &graph, &options(args.cores))?;
     let eval = Evaluation::of(&graph, &assignment);
     if let Some(path) = &args.output {
         std::fs::write(path, assignment.to_json() + "\n")
             .with_context(|| format!("-o {}", path.display()))?;
     }
     let measured = match &args.measure {
-        Some(path) => Some(measure(&topo, &read_observation(path)?, &assignment)?),
+        Some(path) => Some(netloom_sim::split::measure(
+            &topo,
+            &read_observation(path)?,
+            &assignment,
+        )?),
         None => None,
     };
     let model = if args.model {
@@ -140,7 +117,7 @@ pub fn run(args: PartitionArgs) -> Result<()> {
         };
         let mut rows = Vec::new();
         for cores in 1..=args.cores {
-            let a = assign(&topo, &graph, &options(cores))?;
+            let a = netloom_sim::split::assign(&topo, &graph, &options(cores))?;
             rows.extend(costs.predict(&Evaluation::of(&graph, &a)));
         }
         Some(rows)
@@ -149,7 +126,7 @@ pub fn run(args: PartitionArgs) -> Result<()> {
     };
     let placement = args
         .placement
-        .then(|| Placement::of(&graph, &assignment, machine()));
+        .then(|| Placement::of(&graph, &assignment, netloom_live::this_machine()));
     let report = PartitionReport {
         topology: &topo.name,
         pipes: topo.pipes.len(),
@@ -192,59 +169,10 @@ pub fn weigh(topo: &Topology, weights: &str, seed: u64) -> Result<FlowGraph> {
         Some(("traffic", spec)) => {
             let spec = parse_spec(spec)?;
             let flows = traffic::expand(&spec.pattern, spec.kind, spec.cap, topo, seed)?;
-            traffic_graph(topo, &Routes::try_compute(topo)?, &flows)
+            netloom_sim::split::traffic_graph(topo, &Routes::try_compute(topo)?, &flows)
         }
         _ => bail!("{weights:?}: expected static, uniform, observed:FILE or traffic:SPEC"),
     })
-}
-
-/// The flow graph of synthetic `flows` on `topo`, each at its max-min fair share
-/// (`FlowGraph::from_demands`): `--weights traffic:SPEC`, and what `sim --workers` partitions.
-pub fn traffic_graph(topo: &Topology, routes: &Routes, flows: &[FlowSpec]) -> FlowGraph {
-    let demands: Vec<Demand> = flows.iter().map(demand).collect();
-    FlowGraph::from_demands(topo, routes, &demands)
-}
-
-/// The size of the packets a source sends, bytes (an AIMD flow's: full segments).
-pub fn packet_bytes(kind: SourceKind) -> u32 {
-    match kind {
-        SourceKind::Cbr { size, .. }
-        | SourceKind::Poisson { size, .. }
-        | SourceKind::OnOff { size, .. } => size,
-        SourceKind::Aimd { mss } => mss + HEADER_BYTES,
-    }
-}
-
-/// What the partitioner needs to know of a synthetic flow: its rate limit and packet sizes.
-fn demand(flow: &FlowSpec) -> Demand {
-    let (rate, acked) = match flow.kind {
-        SourceKind::Cbr { rate, .. } | SourceKind::Poisson { rate, .. } => {
-            (Some(rate.as_bps() as f64), false)
-        }
-        SourceKind::OnOff { rate, on, off, .. } => {
-            let duty = on.as_secs_f64() / (on.as_secs_f64() + off.as_secs_f64()).max(1e-12);
-            (Some(rate.as_bps() as f64 * duty), false)
-        }
-        SourceKind::Aimd { .. } => (None, true),
-    };
-    let cap = flow.cap.map(|c| c.as_bps() as f64);
-    Demand {
-        src: flow.src,
-        dst: flow.dst,
-        max_bps: match (rate, cap) {
-            (Some(r), Some(c)) => Some(r.min(c)),
-            (r, c) => r.or(c),
-        },
-        packet_bytes: packet_bytes(flow.kind),
-        acked,
-    }
-}
-
-/// Partitions `graph` and names the topology in the assignment.
-pub fn assign(topo: &Topology, graph: &FlowGraph, options: &Options) -> Result<Assignment> {
-    let mut a = partition(graph, options)?;
-    a.topology = Some(topo.name.clone());
-    Ok(a)
 }
 
 fn read_observation(path: &Path) -> Result<Observation> {
@@ -252,39 +180,11 @@ fn read_observation(path: &Path) -> Result<Observation> {
     Observation::from_json(&text).with_context(|| path.display().to_string())
 }
 
-/// This machine's CPUs and the caches they share, read through netloom-os, as placement takes
-/// them.
-pub fn machine() -> CacheTopology {
-    let (cpus, caches) = netloom_os::machine_cpus();
-    let shared = caches.into_iter().map(|c| SharedCache {
-        level: c.level,
-        cpus: c.cpus,
-    });
-    CacheTopology::new(cpus, shared)
-}
-
 /// The assignment `--assignment FILE` names.
 pub fn read_assignment(topo: &Topology, path: &Path) -> Result<Assignment> {
     let text =
         read_text(path, SIDE_JSON).with_context(|| format!("--assignment {}", path.display()))?;
     Assignment::from_json(&text, topo).with_context(|| format!("--assignment {}", path.display()))
-}
-
-/// The assignment `sim` measures: read from `--assignment FILE`, or made with `options`
-/// (`--method` over `--cores`) on the static weights of `graph`.
-pub fn sim_assignment<'g>(
-    topo: &Topology,
-    graph: &dyn Fn() -> &'g FlowGraph,
-    file: Option<&Path>,
-    options: Option<Options>,
-) -> Result<Option<Assignment>> {
-    if let Some(path) = file {
-        return read_assignment(topo, path).map(Some);
-    }
-    let Some(options) = options else {
-        return Ok(None);
-    };
-    Ok(Some(assign(topo, graph(), &options)?))
 }
 
 /// What crosses between workers, as `sim` and `run` take it (`--payload`).
@@ -301,59 +201,6 @@ impl From<PayloadArg> for netloom_engine::Payload {
             PayloadArg::Ship => netloom_engine::Payload::Ship,
         }
     }
-}
-
-/// A run of `workers` workers needs an assignment of as many cores.
-pub fn check_workers(assignment: &Assignment, workers: usize) -> Result<()> {
-    if assignment.cores as usize != workers {
-        bail!(
-            "the assignment has {} cores and --workers is {workers}: they must be equal",
-            assignment.cores
-        );
-    }
-    Ok(())
-}
-
-/// The CPU for each worker of a partitioned run on this machine: workers that exchange the most
-/// traffic (under the static weights, `graph`) on CPUs that share a cache. A note goes to
-/// stderr when there are more workers than CPUs.
-pub fn worker_cpus(graph: &FlowGraph, assignment: &Assignment) -> Vec<usize> {
-    let placement = Placement::of(graph, assignment, machine());
-    if placement.shared_cpus {
-        eprintln!(
-            "netloom: {} workers on {} CPUs: some CPUs run two",
-            assignment.cores,
-            placement.machine.cpus.len()
-        );
-    }
-    placement.cpu
-}
-
-/// The packet counts of a run whose engine counted transitions.
-pub fn observation(engine: &Engine) -> Observation {
-    let (packets, transitions) = engine.hop_counts();
-    Observation {
-        topology: engine.topology().name.clone(),
-        packets,
-        transitions,
-    }
-}
-
-/// Efficiency, cross-core hops and per-core packets of `assignment` in an observed run.
-pub fn measure(topo: &Topology, obs: &Observation, assignment: &Assignment) -> Result<Measurement> {
-    let graph = FlowGraph::observed(topo, obs)?;
-    Ok(Measurement::of(&Evaluation::of(&graph, assignment)))
-}
-
-/// `measure` for the assignment a partitioned run ran with, from its workers' crossing counts
-/// (`Engine::crossings`: packets offered to each pipe, hops into each, hops each core took in).
-pub fn measure_crossings(
-    assignment: &Assignment,
-    (packets, arrived, crossed): (Vec<u64>, Vec<u64>, Vec<u64>),
-) -> Measurement {
-    Measurement::of(&Evaluation::of_crossings(
-        assignment, &packets, &arrived, &crossed,
-    ))
 }
 
 /// The text lines `sim` prints for a measured partition.

@@ -291,7 +291,7 @@ fn options(args: &RunArgs, topo: &Topology, name: String) -> Result<Options> {
     };
     let placement = match (args.cpu, args.pin) {
         (Some(cpu), _) => Placement::Cpu(cpu),
-        (None, true) => Placement::ByCache(crate::partition::machine()),
+        (None, true) => Placement::ByCache(netloom_live::this_machine()),
         (None, false) => Placement::Anywhere,
     };
     Ok(Options {

@@ -58,7 +58,7 @@ pub use io::{Framing, PacketIo};
 pub use ip::{destination, endpoints, Malformed};
 pub use message::{Direction, HostCounters, LinkChange, PipeState, Request, Snapshot};
 pub use netloom_time::{Clock, SystemClock, TestClock};
-pub use plan::{Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};
+pub use plan::{this_machine, Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};
 pub use repartition::{
     EpochReport, MovePhases, MoveReport, Moved, RepartitionReport, MIN_EPOCH, MOVE_AHEAD,
 };

@@ -39,6 +39,17 @@ pub enum Placement {
     ByCache(CacheTopology),
 }
 
+/// This machine's CPUs and the caches they share, read through netloom-os, as placing workers
+/// by cache (`Placement::ByCache`) takes them.
+pub fn this_machine() -> CacheTopology {
+    let (cpus, caches) = netloom_os::machine_cpus();
+    let shared = caches.into_iter().map(|c| netloom_partition::SharedCache {
+        level: c.level,
+        cpus: c.cpus,
+    });
+    CacheTopology::new(cpus, shared)
+}
+
 /// How to split the pipes between several workers.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Split {

@@ -26,6 +26,6 @@ pub use machine::{CacheTopology, SharedCache};
 pub use method::{partition, partition_shares, Method, Options};
 pub use model::{Capacity, CapacityModel};
 pub use observation::Observation;
-pub use placement::{cross_core_traffic, place};
+pub use placement::{cross_core_traffic, place, Placement};
 pub use prediction::{Prediction, TimerLateness, Work, WorkerCosts, WorkerLoad};
 pub use weight::Demand;

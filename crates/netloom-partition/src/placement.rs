@@ -6,7 +6,36 @@
 use crate::assignment::Assignment;
 use crate::graph::FlowGraph;
 use crate::machine::CacheTopology;
+use serde::Serialize;
 use std::cmp::Reverse;
+
+/// The CPU chosen for each core (worker) on a machine, and what the choice is based on.
+#[derive(Clone, Debug, Serialize)]
+pub struct Placement {
+    /// The CPUs this process may run on and the caches two or more of them share.
+    pub machine: CacheTopology,
+    /// `cpu[c]`: the CPU for core c.
+    pub cpu: Vec<usize>,
+    /// More cores than CPUs, so some CPUs run more than one core.
+    pub shared_cpus: bool,
+    /// `traffic[i][j]`: flow from core i's pipes into core j's, under the weights.
+    pub traffic: Vec<Vec<f64>>,
+}
+
+impl Placement {
+    /// The CPUs of `machine` for the cores of `assignment`, by the traffic between them under
+    /// `graph` (`place`).
+    pub fn of(graph: &FlowGraph, assignment: &Assignment, machine: CacheTopology) -> Placement {
+        let cores = assignment.cores as usize;
+        let traffic = cross_core_traffic(graph, assignment);
+        Placement {
+            cpu: place(cores, &traffic, &machine),
+            shared_cpus: cores > machine.cpus.len(),
+            machine,
+            traffic,
+        }
+    }
+}
 
 /// Traffic between cores under `graph`'s weights: `m[i][j]` is the flow on the flow graph's
 /// edges from a pipe of core i into a pipe of core j, i ≠ j (the diagonal is 0). It is the cut

@@ -1,0 +1,43 @@
+//! A virtual-time run as a library: `netloom-sim` owns a run of `netloom sim` as `netloom-live`
+//! owns a live one.
+//!
+//! `SimPlan::new(topology, traffic, options)` makes every check of the options once, typed,
+//! and decides how the run is split; `SimPlan::run` runs it on one engine, on worker threads
+//! or on worker processes (on this machine or a cluster's machines, `serve_worker` being the
+//! other end), and returns the report. A front end only turns its input into `Options` and
+//! prints the `SimReport`.
+//!
+//! ```text
+//!  cli (flags -> Options, printing)
+//!   |
+//!  sim: plan -> runner: one engine | epochs | threads | processes (procs)
+//!   |
+//!  partition (the split) · engine (the network, the traffic) · route · topo · time
+//! ```
+
+mod epochs;
+mod error;
+mod options;
+mod plan;
+mod processes;
+mod report;
+mod single;
+pub mod split;
+mod threads;
+
+pub use error::{PlanError, SimError};
+pub use options::{Capture, Options, Processes};
+pub use plan::{Observer, SimPlan};
+pub use processes::{serve_worker, this_machine_first};
+pub use report::{EpochRow, RepartitionReport, SimReport, WorkersReport};
+
+/// What a runner hands back: the engine (merged, for workers), its report, and the sections
+/// the run adds.
+struct Ran {
+    engine: netloom_engine::Engine,
+    report: netloom_engine::Report,
+    workers: Option<WorkersReport>,
+    /// The partition the run measured, as it ran (host pipes moved to their host's worker).
+    assignment: Option<netloom_partition::Assignment>,
+    repartition: Option<RepartitionReport>,
+}
