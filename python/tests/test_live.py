@@ -20,6 +20,15 @@ def rtt_ms(host, count=5):
     return min(float(x) for x in re.findall(r"time=([\d.]+) ms", out))
 
 
+def next_event(events):
+    """The stream's next event but accuracy alarms, which a late release on a busy machine
+    raises between any two others."""
+    event = next(events)
+    while event["type"] == "accuracy-alarm":
+        event = next(events)
+    return event
+
+
 def test_commands_link_changes_stats_and_events(live):
     with netloom.run(lab_topology()) as net:
         name = net.name
@@ -37,7 +46,7 @@ def test_commands_link_changes_stats_and_events(live):
 
         base = rtt_ms(h1)
         events = net.events(timeout=10)
-        assert next(events)["type"] == "started"
+        assert next_event(events)["type"] == "started"
         applied = net.link("r1", "r2").set(delay="25ms")
         assert applied["set"] == {"delay": "25ms"}
         # 20 ms more each way: the round trip grows by 40 ms over the baseline.
@@ -45,7 +54,7 @@ def test_commands_link_changes_stats_and_events(live):
         assert {tuple(sorted(p.items())) for p in net.link("r1", "r2").params()} and all(
             p["delay"] == "25ms" for p in net.link("r1", "r2").params()
         )
-        changed = next(events)
+        changed = next_event(events)
         assert (changed["type"], changed["link"], changed["set"]) == (
             "link-changed",
             "r1-r2",
@@ -56,7 +65,7 @@ def test_commands_link_changes_stats_and_events(live):
         assert not h1.cmd("ping -4 -c 1 -W 1 h2")
         net.link("r1", "r2").up()
         assert h1.cmd("ping -4 -c 1 -W 2 h2")
-        kinds = [next(events)["type"] for _ in range(4)]
+        kinds = [next_event(events)["type"] for _ in range(4)]
         assert kinds == ["link-changed", "routes-recomputed", "link-changed", "routes-recomputed"]
 
         stats = net.stats()

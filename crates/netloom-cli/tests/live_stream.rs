@@ -58,7 +58,11 @@ fn events_arrive_in_order_and_the_stream_ends_with_the_run() {
     lab.control(&["link", "set", "h1", "h2", "delay=2ms"]);
     lab.control(&["link", "down", "h1", "h2"]);
     lab.control(&["link", "up", "h1", "h2"]);
-    let seen: Vec<serde_json::Value> = (0..5).map(|_| next(&rx)).collect();
+    // Accuracy alarms aside: a late release on a busy machine raises one between any two.
+    let seen: Vec<serde_json::Value> = std::iter::repeat_with(|| next(&rx))
+        .filter(|e| e["type"] != "accuracy-alarm")
+        .take(5)
+        .collect();
     let kinds: Vec<&str> = seen.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,
