@@ -428,6 +428,9 @@ pub enum DwellSpec {
 impl<'de> Deserialize<'de> for LinkEntry {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = serde_json::Value::deserialize(deserializer)?;
-        crate::schema::read_link(&value).map_err(serde::de::Error::custom)
+        crate::schema::read_link(&value).map_err(|issues| {
+            // The first problem's message, as the loader would say it.
+            serde::de::Error::custom(issues.first().map_or("invalid link", |i| &i.message))
+        })
     }
 }

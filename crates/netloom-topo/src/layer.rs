@@ -1,7 +1,7 @@
 //! Parsing the file's link parameters into `LinkPatch`es and finishing a layered patch into a pipe;
 //! and the same for a change made while a link runs (`LinkPatch::from_table`, `apply`).
 
-use crate::data::DataFiles;
+use crate::data::{DataFileError, DataFiles};
 use crate::doc::{Fraction, LinkParams, LossSpec};
 use crate::error::{ErrorKind, Issue, Seg, Subject};
 use crate::patch::{refusal, AqmChoice, LinkPatch, PatchError, RedPatch};
@@ -84,7 +84,7 @@ impl LayerParser<'_> {
         &mut self,
         key: &str,
         name: Option<&String>,
-        read: impl FnOnce(&mut DataFiles, &str) -> Result<Arc<T>, String>,
+        read: impl FnOnce(&mut DataFiles, &str) -> Result<Arc<T>, DataFileError>,
     ) -> Option<Arc<T>> {
         let name = name?;
         match read(self.files, name) {

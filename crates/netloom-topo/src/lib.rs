@@ -26,7 +26,9 @@ pub mod write;
 
 pub use bundle::Bundle;
 pub use error::{Diagnostic, ErrorKind, TopoError};
-pub use import::{import_path, import_str, HostPlan, ImportOptions, Imported, InputFormat};
+pub use import::{
+    import_path, import_str, HostPlan, HostPlanError, ImportOptions, Imported, InputFormat,
+};
 pub use load::{load_path, load_path_as, load_str, parse_str, resolve, Format};
 pub use model::*;
 pub use patch::{LinkPatch, PatchError};

@@ -830,16 +830,13 @@ pub(crate) fn read_params(map: &Map<String, Value>) -> Result<LinkParams, Vec<Is
     }
 }
 
-/// Reads one `[[link]]` table (for `LinkEntry`'s `Deserialize`); the first problem's message.
-pub(crate) fn read_link(v: &Value) -> Result<LinkEntry, String> {
+/// Reads one `[[link]]` table (for `LinkEntry`'s `Deserialize`); every problem found (none
+/// when the reader gave up without saying why).
+pub(crate) fn read_link(v: &Value) -> Result<LinkEntry, Vec<Issue>> {
     let mut reader = Reader::default();
     match reader.link(v, &top()) {
         Some(link) if reader.issues.is_empty() => Ok(link),
-        _ => Err(reader
-            .issues
-            .first()
-            .map(|i| i.message.clone())
-            .unwrap_or_else(|| "invalid link".into())),
+        _ => Err(reader.issues),
     }
 }
 

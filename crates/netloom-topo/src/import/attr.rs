@@ -5,10 +5,71 @@
 //! (as `convert` writes them). GraphML and GML share it; other attributes are ignored.
 
 use super::geo::Position;
-use super::{label, params};
+use super::label;
+use super::params::{self, ParamsError};
 use crate::doc::{Fraction, LinkParams, LossSpec};
-use crate::units;
+use crate::units::{self, UnitError};
 use netloom_time::Rate;
+
+/// Why a node's or an edge's attribute cannot be read; the message names the attribute and
+/// says what would be valid.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AttrError {
+    /// A latitude or longitude out of range, or not a number.
+    #[error("{name} = \"{text}\" is not a number of degrees in [-{limit}, {limit}]")]
+    Degrees {
+        /// The attribute.
+        name: &'static str,
+        /// Its text.
+        text: String,
+        /// The largest magnitude valid.
+        limit: f64,
+    },
+    /// A coordinate on a plane that is not a finite number.
+    #[error("{name} = \"{text}\" is not a finite number")]
+    NotFinite {
+        /// The attribute.
+        name: &'static str,
+        /// Its text.
+        text: String,
+    },
+    /// A rate, duration or probability that does not read.
+    #[error("{name} = {source}")]
+    Unit {
+        /// The attribute.
+        name: &'static str,
+        /// What is wrong with the value.
+        source: UnitError,
+    },
+    /// A node kind other than host or router.
+    #[error("kind = \"{0}\"; write \"host\" or \"router\"")]
+    Kind(String),
+    /// A `shared` that is not a boolean.
+    #[error("shared = \"{0}\"; write true or false")]
+    Shared(String),
+    /// A `packet_loss` that is not a number.
+    #[error("packet_loss = \"{0}\" is not a probability; write a fraction in [0, 1]")]
+    PacketLoss(String),
+    /// A `LinkSpeedRaw` that is not a positive number.
+    #[error("LinkSpeedRaw = \"{0}\" is not a positive number of bit/s")]
+    LinkSpeedRaw(String),
+    /// A `LinkSpeedUnits` the Zoo does not write.
+    #[error("LinkSpeedUnits = \"{0}\" is not one of K, M, G, T")]
+    LinkSpeedUnits(String),
+    /// A `LinkSpeed` that, with its units, is not a rate.
+    #[error("LinkSpeed = \"{speed}\", LinkSpeedUnits = \"{unit}\": {source}")]
+    LinkSpeed {
+        /// The speed's text.
+        speed: String,
+        /// The units' text.
+        unit: String,
+        /// What is wrong with the rate they make.
+        source: UnitError,
+    },
+    /// netloom's own parameter attributes.
+    #[error(transparent)]
+    Params(#[from] ParamsError),
+}
 
 /// Attributes as `(name, text)` in file order.
 pub(crate) type Attrs = Vec<(String, String)>;
@@ -31,42 +92,47 @@ pub(crate) struct NodeAttrs {
 }
 
 /// Reads a node's attributes; the error names the attribute and says what would be valid.
-pub(crate) fn node(attrs: &Attrs) -> Result<NodeAttrs, String> {
-    let degrees = |name: &str, limit: f64| -> Result<Option<f64>, String> {
+pub(crate) fn node(attrs: &Attrs) -> Result<NodeAttrs, AttrError> {
+    let degrees = |name: &'static str, limit: f64| -> Result<Option<f64>, AttrError> {
         get(attrs, name)
             .map(|text| match text.parse::<f64>() {
                 Ok(v) if v.abs() <= limit => Ok(v),
-                _ => Err(format!(
-                    "{name} = \"{text}\" is not a number of degrees in [-{limit}, {limit}]"
-                )),
+                _ => Err(AttrError::Degrees {
+                    name,
+                    text: text.to_string(),
+                    limit,
+                }),
             })
             .transpose()
     };
     let lat = degrees("Latitude", 90.0)?;
     let lon = degrees("Longitude", 180.0)?;
     // A point on a plane, as netloom's own export writes Inet's coordinates.
-    let plane = |name: &str| -> Result<Option<f64>, String> {
+    let plane = |name: &'static str| -> Result<Option<f64>, AttrError> {
         get(attrs, name)
             .map(|text| match text.parse::<f64>() {
                 Ok(v) if v.is_finite() => Ok(v),
-                _ => Err(format!("{name} = \"{text}\" is not a finite number")),
+                _ => Err(AttrError::NotFinite {
+                    name,
+                    text: text.to_string(),
+                }),
             })
             .transpose()
     };
     let (x, y) = (plane("x")?, plane("y")?);
-    let rate = |name: &str| -> Result<Option<String>, String> {
+    let rate = |name: &'static str| -> Result<Option<String>, AttrError> {
         get(attrs, name)
             .map(|text| {
                 units::parse_rate(text)
                     .map(|_| text.to_string())
-                    .map_err(|e| format!("{name} = {e}"))
+                    .map_err(|source| AttrError::Unit { name, source })
             })
             .transpose()
     };
     let host = match get(attrs, "kind") {
         None | Some("router") => false,
         Some("host") => true,
-        Some(other) => return Err(format!("kind = \"{other}\"; write \"host\" or \"router\"")),
+        Some(other) => return Err(AttrError::Kind(other.to_string())),
     };
     Ok(NodeAttrs {
         position: lat
@@ -93,12 +159,12 @@ pub(crate) struct EdgeAttrs {
 }
 
 /// Reads an edge's attributes. netloom's own keys win over the Zoo's and Shadow's.
-pub(crate) fn edge(attrs: &Attrs) -> Result<EdgeAttrs, String> {
+pub(crate) fn edge(attrs: &Attrs) -> Result<EdgeAttrs, AttrError> {
     let mut p = params::unflatten(pairs(attrs), "")?.unwrap_or_default();
     if p.bw.is_none() {
         p.bw = zoo_rate(attrs)?;
     }
-    let checked = |name: &str, rate: bool| -> Result<Option<String>, String> {
+    let checked = |name: &'static str, rate: bool| -> Result<Option<String>, AttrError> {
         get(attrs, name)
             .map(|text| {
                 let ok = if rate {
@@ -107,7 +173,7 @@ pub(crate) fn edge(attrs: &Attrs) -> Result<EdgeAttrs, String> {
                     units::parse_duration(text).map(drop)
                 };
                 ok.map(|()| text.to_string())
-                    .map_err(|e| format!("{name} = {e}"))
+                    .map_err(|source| AttrError::Unit { name, source })
             })
             .transpose()
     };
@@ -128,10 +194,14 @@ pub(crate) fn edge(attrs: &Attrs) -> Result<EdgeAttrs, String> {
     }
     if p.loss.is_none() {
         if let Some(text) = get(attrs, "packet_loss") {
-            let loss = Fraction::Number(text.parse::<f64>().map_err(|_| {
-                format!("packet_loss = \"{text}\" is not a probability; write a fraction in [0, 1]")
-            })?);
-            units::parse_fraction(&loss).map_err(|e| format!("packet_loss = {e}"))?;
+            let loss = Fraction::Number(
+                text.parse::<f64>()
+                    .map_err(|_| AttrError::PacketLoss(text.to_string()))?,
+            );
+            units::parse_fraction(&loss).map_err(|source| AttrError::Unit {
+                name: "packet_loss",
+                source,
+            })?;
             p.loss = Some(LossSpec::Simple(loss));
         }
     }
@@ -139,7 +209,7 @@ pub(crate) fn edge(attrs: &Attrs) -> Result<EdgeAttrs, String> {
         None => None,
         Some("true" | "1") => Some(true),
         Some("false" | "0") => Some(false),
-        Some(other) => return Err(format!("shared = \"{other}\"; write true or false")),
+        Some(other) => return Err(AttrError::Shared(other.to_string())),
     };
     Ok(EdgeAttrs {
         class: get(attrs, "class").map(str::to_string),
@@ -152,16 +222,14 @@ pub(crate) fn edge(attrs: &Attrs) -> Result<EdgeAttrs, String> {
 }
 
 /// The Zoo's link speed: `LinkSpeedRaw` in bit/s, else `LinkSpeed` with `LinkSpeedUnits`.
-fn zoo_rate(attrs: &Attrs) -> Result<Option<String>, String> {
+fn zoo_rate(attrs: &Attrs) -> Result<Option<String>, AttrError> {
     if let Some(text) = get(attrs, "LinkSpeedRaw") {
         return match text.parse::<f64>() {
             // Rounded to whole bit/s: the Zoo writes these as floats ("2500000000.0").
             Ok(bps) if (1.0..1e18).contains(&bps) => {
                 Ok(Some(units::format_rate(Rate(bps.round() as u64))))
             }
-            _ => Err(format!(
-                "LinkSpeedRaw = \"{text}\" is not a positive number of bit/s"
-            )),
+            _ => Err(AttrError::LinkSpeedRaw(text.to_string())),
         };
     }
     let Some(speed) = get(attrs, "LinkSpeed") else {
@@ -174,16 +242,16 @@ fn zoo_rate(attrs: &Attrs) -> Result<Option<String>, String> {
         "M" => "M",
         "G" => "G",
         "T" => "T",
-        _ => {
-            return Err(format!(
-                "LinkSpeedUnits = \"{unit}\" is not one of K, M, G, T"
-            ))
-        }
+        _ => return Err(AttrError::LinkSpeedUnits(unit.to_string())),
     };
     let text = format!("{speed}{prefix}bit");
     units::parse_rate(&text)
         .map(|_| Some(text))
-        .map_err(|e| format!("LinkSpeed = \"{speed}\", LinkSpeedUnits = \"{unit}\": {e}"))
+        .map_err(|source| AttrError::LinkSpeed {
+            speed: speed.to_string(),
+            unit: unit.to_string(),
+            source,
+        })
 }
 
 #[cfg(test)]
@@ -209,6 +277,7 @@ mod tests {
         assert_eq!(e.params.bw.as_deref(), Some("155Mbit"));
         assert!(edge(&attrs(&[("LinkSpeedRaw", "fast")]))
             .unwrap_err()
+            .to_string()
             .contains("LinkSpeedRaw"));
         assert!(edge(&attrs(&[("LinkSpeed", "1"), ("LinkSpeedUnits", "X")])).is_err());
     }
@@ -227,6 +296,7 @@ mod tests {
         assert_eq!(e.params.jitter.as_deref(), Some("1 ms"));
         assert!(edge(&attrs(&[("latency", "10")]))
             .unwrap_err()
+            .to_string()
             .starts_with("latency"));
         assert!(edge(&attrs(&[("packet_loss", "2")])).is_err());
         let n = node(&attrs(&[("host_bandwidth_up", "1 Gbit"), ("kind", "host")])).unwrap();

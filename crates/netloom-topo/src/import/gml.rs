@@ -226,7 +226,7 @@ pub(crate) fn read(text: &str, label: &str) -> Result<Graph, TopoError> {
             ));
         }
         let info = attr::node(&attrs(node))
-            .map_err(|m| err(line, subject.clone(), ErrorKind::BadValue, m))?;
+            .map_err(|e| err(line, subject.clone(), ErrorKind::BadValue, e.to_string()))?;
         graph.add_node(names.claim(scalar(node, "label").unwrap_or(id)), info);
     }
     let directed = scalar(body, "directed") == Some("1");
@@ -250,7 +250,7 @@ pub(crate) fn read(text: &str, label: &str) -> Result<Graph, TopoError> {
         };
         let (a, b) = (node("source")?, node("target")?);
         let info = attr::edge(&attrs(edge))
-            .map_err(|m| err(line, subject.clone(), ErrorKind::BadValue, m))?;
+            .map_err(|e| err(line, subject.clone(), ErrorKind::BadValue, e.to_string()))?;
         edges.add(&mut graph, a, b, info, (i + 1).to_string());
     }
     edges.finish(&mut graph);

@@ -128,7 +128,7 @@ pub(crate) fn read(text: &str, label: &str) -> Result<Graph, TopoError> {
         }
         let attrs = attrs_of(n, "node", &subject)?;
         let info = attr::node(&attrs)
-            .map_err(|m| xml::error(label, n, &subject, ErrorKind::BadValue, m))?;
+            .map_err(|e| xml::error(label, n, &subject, ErrorKind::BadValue, e.to_string()))?;
         let wanted = attrs
             .iter()
             .find(|(k, _)| k == "label")
@@ -159,7 +159,7 @@ pub(crate) fn read(text: &str, label: &str) -> Result<Graph, TopoError> {
         };
         let (a, b) = (node_of("source")?, node_of("target")?);
         let info = attr::edge(&attrs_of(e, "edge", &subject)?)
-            .map_err(|m| xml::error(label, e, &subject, ErrorKind::BadValue, m))?;
+            .map_err(|m| xml::error(label, e, &subject, ErrorKind::BadValue, m.to_string()))?;
         edges.add(
             &mut graph,
             a,

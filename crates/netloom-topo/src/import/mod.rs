@@ -82,6 +82,17 @@ impl InputFormat {
     }
 }
 
+/// Why a `HostPlan`'s text does not read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HostPlanError {
+    /// A count that is not a whole number.
+    #[error("\"{0}\" is not a whole number of hosts")]
+    NotACount(String),
+    /// `=N` with no router name before it.
+    #[error("\"{0}\" has no router name before '='")]
+    NoRouter(String),
+}
+
 /// How many hosts to attach to each router of a router-level topology.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HostPlan {
@@ -94,18 +105,18 @@ pub struct HostPlan {
 impl HostPlan {
     /// Reads `--hosts-per-router`: `N` (every router), or `NAME=N,NAME=N` (only those routers),
     /// or both: `1,core1=4` (one everywhere, four on core1).
-    pub fn parse(text: &str) -> Result<HostPlan, String> {
+    pub fn parse(text: &str) -> Result<HostPlan, HostPlanError> {
         let mut plan = HostPlan::default();
         for word in text.split(',').map(str::trim) {
             let count = |n: &str| {
                 n.parse::<usize>()
-                    .map_err(|_| format!("\"{n}\" is not a whole number of hosts"))
+                    .map_err(|_| HostPlanError::NotACount(n.to_string()))
             };
             match word.split_once('=') {
                 Some((name, n)) if !name.is_empty() => {
                     plan.per_router.insert(name.to_string(), count(n)?);
                 }
-                Some(_) => return Err(format!("\"{word}\" has no router name before '='")),
+                Some(_) => return Err(HostPlanError::NoRouter(word.to_string())),
                 None => plan.every = count(word)?,
             }
         }
@@ -290,7 +301,10 @@ mod tests {
         let plan = HostPlan::parse("1, core=4").unwrap();
         assert_eq!((plan.count("core"), plan.count("edge")), (4, 1));
         assert!(HostPlan::parse("0").unwrap().is_empty());
-        assert!(HostPlan::parse("x").unwrap_err().contains("\"x\""));
+        assert!(HostPlan::parse("x")
+            .unwrap_err()
+            .to_string()
+            .contains("\"x\""));
         assert!(HostPlan::parse("=3").is_err());
     }
 

@@ -13,9 +13,64 @@ pub(crate) fn to_map(params: &LinkParams) -> Map<String, Value> {
     }
 }
 
+/// Why flat attributes are not link parameters; each message starts with the attribute's name,
+/// except serde's for a value of the wrong shape.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ParamsError {
+    /// A text that is not a value of its key's type.
+    #[error("{name} = \"{text}\": {source}")]
+    Value {
+        /// The attribute's name, dotted.
+        name: String,
+        /// Its text.
+        text: String,
+        /// What to write instead.
+        source: TypeError,
+    },
+    /// A dotted name that does not fit in the table the others made.
+    #[error("{name}: {source}")]
+    Place {
+        /// The attribute's name, dotted.
+        name: String,
+        /// Why it does not fit.
+        source: PlaceError,
+    },
+    /// Values of the wrong shape for link parameters.
+    #[error(transparent)]
+    Shape(#[from] serde_json::Error),
+}
+
+/// Why a dotted name cannot take its place in a table.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PlaceError {
+    /// No name at all.
+    #[error("empty name")]
+    Empty,
+    /// The name was given before.
+    #[error("given twice")]
+    Twice,
+    /// A part of the name is a value and also has keys under it.
+    #[error("\"{0}\" is both a value and a table")]
+    ValueAndTable(String),
+}
+
+/// Why a text is not a value of its key's type, saying what to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TypeError {
+    /// A switch's key.
+    #[error("write true or false")]
+    Switch,
+    /// A number's key.
+    #[error("write a number")]
+    Number,
+    /// A whole number's key.
+    #[error("write a whole number")]
+    WholeNumber,
+}
+
 /// Reads a map back; fails (with serde's message) when a value has the wrong shape.
-pub(crate) fn from_map(map: Map<String, Value>) -> Result<LinkParams, String> {
-    serde_json::from_value(Value::Object(map)).map_err(|e| e.to_string())
+pub(crate) fn from_map(map: Map<String, Value>) -> Result<LinkParams, serde_json::Error> {
+    serde_json::from_value(Value::Object(map))
 }
 
 fn checked(map: Map<String, Value>) -> LinkParams {
@@ -90,7 +145,7 @@ fn flatten_into(value: &Value, name: &str, out: &mut Vec<(String, String)>) {
 pub(crate) fn unflatten<'a>(
     attrs: impl IntoIterator<Item = (&'a str, &'a str)>,
     prefix: &str,
-) -> Result<Option<LinkParams>, String> {
+) -> Result<Option<LinkParams>, ParamsError> {
     let mut root = Map::new();
     for (name, text) in attrs {
         let Some(path) = name.strip_prefix(prefix) else {
@@ -101,13 +156,20 @@ pub(crate) fn unflatten<'a>(
             continue;
         }
         let leaf = parts[parts.len() - 1];
-        let value = typed(leaf, text).map_err(|why| format!("{name} = \"{text}\": {why}"))?;
-        insert(&mut root, &parts, value).map_err(|why| format!("{name}: {why}"))?;
+        let value = typed(leaf, text).map_err(|source| ParamsError::Value {
+            name: name.to_string(),
+            text: text.to_string(),
+            source,
+        })?;
+        insert(&mut root, &parts, value).map_err(|source| ParamsError::Place {
+            name: name.to_string(),
+            source,
+        })?;
     }
     if root.is_empty() {
         return Ok(None);
     }
-    from_map(root).map(Some)
+    Ok(Some(from_map(root)?))
 }
 
 /// Puts `value` at the dotted name `parts` in `map`, making the tables on the way.
@@ -115,12 +177,12 @@ pub(crate) fn insert(
     map: &mut Map<String, Value>,
     parts: &[&str],
     value: Value,
-) -> Result<(), String> {
+) -> Result<(), PlaceError> {
     match parts {
-        [] => Err("empty name".into()),
+        [] => Err(PlaceError::Empty),
         [last] => {
             if map.insert(last.to_string(), value).is_some() {
-                return Err("given twice".into());
+                return Err(PlaceError::Twice);
             }
             Ok(())
         }
@@ -129,14 +191,14 @@ pub(crate) fn insert(
             .or_insert_with(|| Value::Object(Map::new()))
         {
             Value::Object(inner) => insert(inner, rest, value),
-            _ => Err(format!("\"{first}\" is both a value and a table")),
+            _ => Err(PlaceError::ValueAndTable(first.to_string())),
         },
     }
 }
 
 /// `text` as the value the file writes for a key named `leaf` (the last part of a dotted name);
 /// why not, when the key's type is a switch or a number and `text` is not one.
-pub(crate) fn typed(leaf: &str, text: &str) -> Result<Value, String> {
+pub(crate) fn typed(leaf: &str, text: &str) -> Result<Value, TypeError> {
     let text = text.trim();
     let number = || {
         text.parse::<f64>()
@@ -148,11 +210,11 @@ pub(crate) fn typed(leaf: &str, text: &str) -> Result<Value, String> {
         "reorder" | "up" | "ecn" => match text {
             "true" | "1" => Value::Bool(true),
             "false" | "0" => Value::Bool(false),
-            _ => return Err("write true or false".into()),
+            _ => return Err(TypeError::Switch),
         },
-        "min_th" | "max_th" | "weight" => number().ok_or("write a number")?,
+        "min_th" | "max_th" | "weight" => number().ok_or(TypeError::Number)?,
         "retry_limit" | "mtu" | "fq_quantum" | "fq_flows" => {
-            Value::from(text.parse::<i64>().map_err(|_| "write a whole number")?)
+            Value::from(text.parse::<i64>().map_err(|_| TypeError::WholeNumber)?)
         }
         "queue" => match text.parse::<i64>() {
             Ok(n) => Value::from(n),
@@ -198,9 +260,12 @@ mod tests {
             flat.iter().map(|(k, v)| (k.as_str(), v.as_str())),
             "a_to_b.",
         );
-        assert_eq!(back, Ok(Some(params())));
-        assert_eq!(unflatten([("label", "x")], ""), Ok(None));
-        assert!(unflatten([("up", "maybe")], "").unwrap_err().contains("up"));
+        assert_eq!(back.unwrap(), Some(params()));
+        assert_eq!(unflatten([("label", "x")], "").unwrap(), None);
+        assert!(unflatten([("up", "maybe")], "")
+            .unwrap_err()
+            .to_string()
+            .contains("up"));
         assert!(unflatten([("red", "1"), ("red.min_th", "2")], "").is_err());
     }
 
