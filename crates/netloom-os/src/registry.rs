@@ -84,26 +84,50 @@ impl Record {
     /// Checks that the record is one netloom could have written in `dir`: its name is the
     /// directory's, and every namespace is `nl-<name>-<host>` of valid names, so nothing it
     /// lists leads outside `/run/netns` and `/etc/netns` or to another experiment's namespaces.
-    fn check(&self, dir: &Path) -> Result<(), String> {
-        plan::check_experiment_name(&self.name).map_err(|e| e.to_string())?;
+    fn check(&self, dir: &Path) -> Result<(), RecordError> {
+        plan::check_experiment_name(&self.name)?;
         if dir.file_name() != Some(self.name.as_ref()) {
-            return Err(format!(
-                "it names experiment {:?}, not its directory's",
-                self.name
-            ));
+            return Err(RecordError::OtherDirectory {
+                name: self.name.clone(),
+            });
         }
         for host in self.namespaces() {
-            plan::check_host_name(&host.name).map_err(|e| e.to_string())?;
+            plan::check_host_name(&host.name)?;
             let ns = plan::namespace_name(&self.name, &host.name);
             if host.ns != ns {
-                return Err(format!(
-                    "host {:?} has namespace {:?}; netloom names it {ns:?}",
-                    host.name, host.ns
-                ));
+                return Err(RecordError::Namespace {
+                    host: host.name.clone(),
+                    ns: host.ns.clone(),
+                    expected: ns,
+                });
             }
         }
         Ok(())
     }
+}
+
+/// Why a record is not one netloom could have written in its directory (`Record::check`).
+#[derive(Debug, thiserror::Error)]
+enum RecordError {
+    /// An experiment or host name that breaks the naming rules.
+    #[error(transparent)]
+    Name(#[from] OsError),
+    /// The record's name is not its directory's.
+    #[error("it names experiment {name:?}, not its directory's")]
+    OtherDirectory {
+        /// The name the record gives.
+        name: String,
+    },
+    /// A host's namespace is not the one netloom gives it.
+    #[error("host {host:?} has namespace {ns:?}; netloom names it {expected:?}")]
+    Namespace {
+        /// The host.
+        host: String,
+        /// The namespace the record gives it.
+        ns: String,
+        /// `nl-<experiment>-<host>`.
+        expected: String,
+    },
 }
 
 /// Every registered experiment, by name, with `alive` set.
@@ -192,7 +216,7 @@ pub(crate) fn read(dir: &Path) -> Result<Option<Record>, OsError> {
         reason,
     };
     let mut record: Record = serde_json::from_str(&text).map_err(|e| registry(e.to_string()))?;
-    record.check(dir).map_err(registry)?;
+    record.check(dir).map_err(|e| registry(e.to_string()))?;
     record.alive = record.owner_alive(dir);
     Ok(Some(record))
 }
