@@ -26,7 +26,7 @@ pub struct ShapeArgs {
 pub fn run(args: ShapeArgs) -> Result<()> {
     let words = args.words;
     let ns = match &args.netns {
-        Some(text) => Netns::parse(text).map_err(anyhow::Error::msg)?,
+        Some(text) => Netns::parse(text).map_err(|e| anyhow::anyhow!("--netns {e}"))?,
         None => Netns::Own,
     };
     match words[0].as_str() {

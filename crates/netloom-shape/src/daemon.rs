@@ -6,8 +6,9 @@
 //! A pipe's duplicates are sent from a raw socket with netloom's mark, which its rules skip.
 
 use crate::classifier::{Direction, Packet, Rule, ROOT};
+use crate::kernel::KernelError;
 use crate::kernel::{self, DUPLICATE_MARK, QUEUES};
-use crate::limits::{config_path, Tenancy};
+use crate::limits::{config_path, LimitsError, Tenancy};
 use crate::shaper::{Arrival, LinkReport, Shaper, Target};
 use crate::spec::{parse_selector, Cgroup, LinkSpec, SYSTEM_PROFILES};
 use netloom_os::{NfQueue, OsError, Poller, RawSender, SocketOwner, SocketTable, Verdict};
@@ -89,25 +90,45 @@ pub enum Netns {
     },
 }
 
+/// Why a text does not name a network namespace (`Netns::parse`). The message starts with the
+/// text as given; the caller puts what gave it (an option's name) first.
+#[derive(Debug, thiserror::Error)]
+pub enum NetnsError {
+    /// Neither a name `ip netns` could give nor a number.
+    #[error("{text:?}: a namespace's name (`ip netns list`) or a process id")]
+    NotAName {
+        /// As given.
+        text: String,
+    },
+    /// No namespace by that name, or no process by that id.
+    #[error("{text}: no network namespace {} (`ip netns list` names them; a number is a process id)", file.display())]
+    NoNamespace {
+        /// As given.
+        text: String,
+        /// The file looked for.
+        file: PathBuf,
+    },
+}
+
 impl Netns {
-    /// `--netns NAME|PID`: a number is a process (a container's, say), anything else a name
-    /// (`ip netns`). This process's own namespace, however named, is `Own`.
-    pub fn parse(text: &str) -> Result<Netns, String> {
+    /// A namespace as `--netns NAME|PID` gives it: a number is a process (a container's, say),
+    /// anything else a name (`ip netns`). This process's own namespace, however named, is `Own`.
+    pub fn parse(text: &str) -> Result<Netns, NetnsError> {
         let file = match text.parse::<u32>() {
             Ok(pid) => PathBuf::from(format!("/proc/{pid}/ns/net")),
             Err(_) if text.is_empty() || text.contains('/') => {
-                return Err(format!(
-                    "--netns {text:?}: a namespace's name (`ip netns list`) or a process id"
-                ))
+                return Err(NetnsError::NotAName {
+                    text: text.to_string(),
+                })
             }
             Err(_) => PathBuf::from("/run/netns").join(text),
         };
         let inode = |f: &std::path::Path| std::fs::metadata(f).map(|m| m.ino());
         let Ok(ino) = inode(&file) else {
-            return Err(format!(
-                "--netns {text}: no network namespace {} (`ip netns list` names them; a number is a process id)",
-                file.display()
-            ));
+            return Err(NetnsError::NoNamespace {
+                text: text.to_string(),
+                file,
+            });
         };
         if inode(std::path::Path::new("/proc/self/ns/net")).is_ok_and(|own| own == ino) {
             return Ok(Netns::Own);
@@ -326,9 +347,10 @@ pub enum DaemonError {
     /// A socket, queue or poller.
     #[error(transparent)]
     Os(#[from] OsError),
-    /// The limits file.
+    /// The limits file (its error's message whole; not also a source, which would print it
+    /// twice in a chain).
     #[error("{0}")]
-    Limits(String),
+    Limits(LimitsError),
     /// The control socket.
     #[error("{0}")]
     Io(String),
@@ -444,7 +466,7 @@ trait LoopIo {
     /// Gives the verdicts (packet, accept) on held packets.
     fn verdicts(&mut self, decided: &[(Handle, bool)]);
     /// Makes the kernel's rules `rules`.
-    fn install(&mut self, rules: &[Rule]) -> Result<(), String>;
+    fn install(&mut self, rules: &[Rule]) -> Result<(), KernelError>;
     /// Removes the kernel's rules.
     fn remove(&mut self);
 }
@@ -611,8 +633,8 @@ impl LoopIo for KernelIo {
         }
     }
 
-    fn install(&mut self, rules: &[Rule]) -> Result<(), String> {
-        kernel::install(rules, QUEUES).map_err(|e| e.to_string())
+    fn install(&mut self, rules: &[Rule]) -> Result<(), KernelError> {
+        kernel::install(rules, QUEUES)
     }
 
     fn remove(&mut self) {
@@ -759,7 +781,7 @@ fn find_socket(io: &mut impl LoopIo, shaper: &mut Shaper<Handle>, packet: &mut P
 fn serve(
     io: &mut impl LoopIo,
     uid: u32,
-    request: Result<Request, String>,
+    request: Result<Request, serde_json::Error>,
     shaper: &mut Shaper<Handle>,
     tenancy: &mut Tenancy,
     now: Instant,
@@ -771,9 +793,13 @@ fn serve(
     if let Err(e) = tenancy.reload_if_changed() {
         eprintln!("netloom shape: {e}");
     }
-    let request = request.and_then(|r| tenancy.admit(uid, now).map(|()| r));
+    // A line that did not parse does not count against the user's rate.
+    let request = match request {
+        Ok(request) => tenancy.admit(uid, now).map(|()| request),
+        Err(e) => return (error_reply(format!("bad request: {e}")), false),
+    };
     match request {
-        Err(e) => (error_reply(e), false),
+        Err(e) => (error_reply(e.to_string()), false),
         Ok(Request::Stop) if mine.is_some() => (
             error_reply(format!(
                 "only root may stop the shaping process (you are uid {uid}); `netloom shape delete ID` removes one of your links"
@@ -812,7 +838,7 @@ struct Asked {
     /// The caller, by the socket's peer credentials.
     uid: u32,
     /// The request, or why its line did not parse.
-    request: Result<Request, String>,
+    request: Result<Request, serde_json::Error>,
     /// Where the packet loop puts the reply.
     answer: mpsc::Sender<Reply>,
 }
@@ -864,7 +890,7 @@ fn reader(listener: UnixListener) -> Result<(UnixStream, mpsc::Receiver<Asked>),
 
 /// The caller's uid and request line, or None when the caller cannot be known or sent no
 /// line in time (it is dropped without an answer).
-fn read_request(stream: &UnixStream) -> Option<(u32, Result<Request, String>)> {
+fn read_request(stream: &UnixStream) -> Option<(u32, Result<Request, serde_json::Error>)> {
     let caller = netloom_os::peer_credentials(stream.as_fd()).ok()?;
     stream.set_read_timeout(Some(CALLER_PATIENCE)).ok()?;
     stream.set_write_timeout(Some(CALLER_PATIENCE)).ok()?;
@@ -872,7 +898,7 @@ fn read_request(stream: &UnixStream) -> Option<(u32, Result<Request, String>)> {
     BufReader::new(stream.take(MAX_REQUEST))
         .read_line(&mut line)
         .ok()?;
-    let request = serde_json::from_str::<Request>(&line).map_err(|e| format!("bad request: {e}"));
+    let request = serde_json::from_str::<Request>(&line);
     Some((caller.uid, request))
 }
 
@@ -920,12 +946,12 @@ fn set(
         }
         if let Some(c) = &spec.cgroup {
             if let Err(e) = may_name(uid, c) {
-                return error_reply(e);
+                return error_reply(e.to_string());
             }
         }
         let (rules, pipes) = shaper.usage_with(uid, &spec);
         if let Err(e) = tenancy.allow(uid, rules, pipes) {
-            return error_reply(e);
+            return error_reply(e.to_string());
         }
     }
     let selector = spec.selector.clone();
@@ -938,7 +964,7 @@ fn set(
                 let _ = shaper.delete(Some(uid), &Target::Selector(selector));
                 let _ = io.install(shaper.classifier().rules());
             }
-            return error_reply(e);
+            return error_reply(e.to_string());
         }
     }
     Reply {
@@ -950,16 +976,29 @@ fn set(
     }
 }
 
+/// A cgroup a user may not name: they do not own its directory.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("cgroup={path}: a user names only a cgroup whose directory they own (it is uid {owner}'s; you are uid {uid}), such as one under their systemd user@{uid}.service")]
+struct NotTheirCgroup {
+    /// The cgroup, as named.
+    path: String,
+    /// The owner of its directory.
+    owner: u32,
+    /// The user who named it.
+    uid: u32,
+}
+
 /// May user `uid` name cgroup `c`? Only if they own its directory: what systemd gives a user
 /// as a delegated subtree (`user@UID.service` and below), and what they can put processes in;
 /// their rules also carry their uid, so even so they take only their own sockets in it.
-fn may_name(uid: u32, c: &Cgroup) -> Result<(), String> {
+fn may_name(uid: u32, c: &Cgroup) -> Result<(), NotTheirCgroup> {
     match c.owner == uid {
         true => Ok(()),
-        false => Err(format!(
-            "cgroup={}: a user names only a cgroup whose directory they own (it is uid {}'s; you are uid {uid}), such as one under their systemd user@{uid}.service",
-            c.path, c.owner
-        )),
+        false => Err(NotTheirCgroup {
+            path: c.path.clone(),
+            owner: c.owner,
+            uid,
+        }),
     }
 }
 
@@ -991,7 +1030,7 @@ fn delete(
             if shaper.is_empty() {
                 io.remove();
             } else if let Err(e) = io.install(shaper.classifier().rules()) {
-                return error_reply(e);
+                return error_reply(e.to_string());
             }
             Reply {
                 message: Some(format!("link {id} deleted")),
@@ -1130,7 +1169,7 @@ mod tests {
                 .extend(decided.iter().map(|&(h, accept)| (now, h.id, accept)));
         }
 
-        fn install(&mut self, _: &[Rule]) -> Result<(), String> {
+        fn install(&mut self, _: &[Rule]) -> Result<(), KernelError> {
             self.installs += 1;
             Ok(())
         }
@@ -1324,7 +1363,7 @@ mod tests {
             owner: 1001,
         };
         assert_eq!(may_name(1001, &c), Ok(()));
-        let refused = may_name(1002, &c).unwrap_err();
+        let refused = may_name(1002, &c).unwrap_err().to_string();
         assert!(
             refused.contains("uid 1001's; you are uid 1002"),
             "{refused}"

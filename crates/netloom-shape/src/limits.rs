@@ -39,6 +39,63 @@ struct File {
     users: BTreeMap<String, Limits>,
 }
 
+/// Why the limits file could not be read. Each message starts with the file's path.
+#[derive(Debug, thiserror::Error)]
+pub enum LimitsError {
+    /// The file exists but could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not TOML of the limits' tables and keys.
+    #[error(
+        "{}: {} (valid: [default] and [users.UID] with rules, pipes, requests_per_second)",
+        path.display(),
+        error.message()
+    )]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The TOML parser's error; only its message is shown (not a source: its own
+        /// `Display` quotes the file).
+        error: toml::de::Error,
+    },
+    /// A `[users.KEY]` whose key is not a uid.
+    #[error("{}: [users.{key}]: a user is named by their uid, a number", path.display())]
+    UserKey {
+        /// The file.
+        path: PathBuf,
+        /// The key as written.
+        key: String,
+    },
+}
+
+/// The limits file changed and its new version could not be read; the limits read before stay.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}; the limits read before stay until the file is fixed")]
+pub struct ReloadError(#[source] pub LimitsError);
+
+/// A request a user's limits do not allow.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "limit: uid {uid} may have at most {limit} {what}; `{}` under [users.{uid}] or [default] in {} raises it",
+    what.replace(' ', "_"),
+    file.display()
+)]
+pub struct LimitExceeded {
+    /// The user.
+    pub uid: u32,
+    /// What they have too much of: "rules", "pipes" or "requests per second".
+    pub what: &'static str,
+    /// Their limit of it.
+    pub limit: u64,
+    /// The limits file, where it can be raised.
+    pub file: PathBuf,
+}
+
 /// The limits of every user, where they came from, and each user's recent requests.
 #[derive(Debug)]
 pub struct Tenancy {
@@ -63,24 +120,26 @@ fn modified(path: &Path) -> Option<std::time::SystemTime> {
 
 impl Tenancy {
     /// Reads the limits at `path`; a file that does not exist means the defaults.
-    pub fn load(path: &Path) -> Result<Tenancy, String> {
+    pub fn load(path: &Path) -> Result<Tenancy, LimitsError> {
         let modified = modified(path);
         let file = match std::fs::read_to_string(path) {
-            Ok(text) => toml::from_str(&text).map_err(|e| {
-                format!(
-                    "{}: {} (valid: [default] and [users.UID] with rules, pipes, requests_per_second)",
-                    path.display(),
-                    e.message()
-                )
+            Ok(text) => toml::from_str(&text).map_err(|error| LimitsError::Parse {
+                path: path.to_path_buf(),
+                error,
             })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => File::default(),
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+            Err(source) => {
+                return Err(LimitsError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
         };
         if let Some(key) = file.users.keys().find(|k| k.parse::<u32>().is_err()) {
-            return Err(format!(
-                "{}: [users.{key}]: a user is named by their uid, a number",
-                path.display()
-            ));
+            return Err(LimitsError::UserKey {
+                path: path.to_path_buf(),
+                key: key.clone(),
+            });
         }
         Ok(Tenancy {
             file,
@@ -94,12 +153,11 @@ impl Tenancy {
     /// went): the daemon calls this on every request, so an edit applies from the next one,
     /// without a restart or a signal. A file that no longer parses changes nothing and its
     /// error is returned (the limits read before stay); request counts are kept.
-    pub fn reload_if_changed(&mut self) -> Result<bool, String> {
+    pub fn reload_if_changed(&mut self) -> Result<bool, ReloadError> {
         if modified(&self.path) == self.modified {
             return Ok(false);
         }
-        let fresh = Tenancy::load(&self.path)
-            .map_err(|e| format!("{e}; the limits read before stay until the file is fixed"))?;
+        let fresh = Tenancy::load(&self.path).map_err(ReloadError)?;
         (self.file, self.modified) = (fresh.file, fresh.modified);
         Ok(true)
     }
@@ -112,16 +170,17 @@ impl Tenancy {
             .unwrap_or(&self.file.default)
     }
 
-    fn exceeded(&self, uid: u32, what: &str, limit: impl std::fmt::Display) -> String {
-        format!(
-            "limit: uid {uid} may have at most {limit} {what}; `{}` under [users.{uid}] or [default] in {} raises it",
-            what.replace(' ', "_"),
-            self.path.display()
-        )
+    fn exceeded(&self, uid: u32, what: &'static str, limit: u64) -> LimitExceeded {
+        LimitExceeded {
+            uid,
+            what,
+            limit,
+            file: self.path.clone(),
+        }
     }
 
     /// Counts a request of `uid` at `now`; an error once the user is past their rate.
-    pub fn admit(&mut self, uid: u32, now: Instant) -> Result<(), String> {
+    pub fn admit(&mut self, uid: u32, now: Instant) -> Result<(), LimitExceeded> {
         if uid == crate::classifier::ROOT {
             return Ok(());
         }
@@ -132,22 +191,22 @@ impl Tenancy {
         }
         window.1 += 1;
         match window.1 > limit {
-            true => Err(self.exceeded(uid, "requests per second", limit)),
+            true => Err(self.exceeded(uid, "requests per second", limit.into())),
             false => Ok(()),
         }
     }
 
     /// Whether `uid` may hold `rules` links with `pipes` pipes in all.
-    pub fn allow(&self, uid: u32, rules: usize, pipes: usize) -> Result<(), String> {
+    pub fn allow(&self, uid: u32, rules: usize, pipes: usize) -> Result<(), LimitExceeded> {
         if uid == crate::classifier::ROOT {
             return Ok(());
         }
         let limits = self.limits(uid);
         if rules > limits.rules {
-            return Err(self.exceeded(uid, "rules", limits.rules));
+            return Err(self.exceeded(uid, "rules", limits.rules as u64));
         }
         if pipes > limits.pipes {
-            return Err(self.exceeded(uid, "pipes", limits.pipes));
+            return Err(self.exceeded(uid, "pipes", limits.pipes as u64));
         }
         Ok(())
     }
@@ -158,7 +217,7 @@ mod tests {
     use super::*;
 
     /// The limits of `text`, through a file of its own (tests run in parallel).
-    fn tenancy(text: &str) -> Result<Tenancy, String> {
+    fn tenancy(text: &str) -> Result<Tenancy, LimitsError> {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("limits-{}-{n}.toml", std::process::id());
@@ -173,13 +232,17 @@ mod tests {
     fn a_users_section_overrides_the_default_and_root_has_no_limit() {
         let t = tenancy("[default]\nrules = 2\n[users.1001]\nrules = 5\npipes = 6\n").unwrap();
         assert!(t.allow(1002, 2, 4).is_ok());
-        let e = t.allow(1002, 3, 4).unwrap_err();
+        let e = t.allow(1002, 3, 4).unwrap_err().to_string();
         assert!(
             e.contains("at most 2 rules") && e.contains("[users.1002]"),
             "{e}"
         );
         assert!(t.allow(1001, 5, 6).is_ok());
-        assert!(t.allow(1001, 5, 7).unwrap_err().contains("at most 6 pipes"));
+        assert!(t
+            .allow(1001, 5, 7)
+            .unwrap_err()
+            .to_string()
+            .contains("at most 6 pipes"));
         assert!(t.allow(0, 1000, 1000).is_ok());
     }
 
@@ -190,7 +253,7 @@ mod tests {
         for i in 0..3 {
             assert!(t.admit(1001, ms(i)).is_ok());
         }
-        let e = t.admit(1001, ms(500)).unwrap_err();
+        let e = t.admit(1001, ms(500)).unwrap_err().to_string();
         assert!(
             e.contains("3 requests per second") && e.contains("requests_per_second"),
             "{e}"
@@ -206,9 +269,11 @@ mod tests {
     fn a_missing_file_gives_the_defaults_and_a_bad_key_is_named() {
         let t = Tenancy::load(Path::new("/nonexistent/shape.toml")).unwrap();
         assert_eq!(t.limits(1001), Limits::default());
-        let e = tenancy("[default]\nrule = 2\n").unwrap_err();
+        let e = tenancy("[default]\nrule = 2\n").unwrap_err().to_string();
         assert!(e.contains("rule") && e.contains("valid:"), "{e}");
-        let e = tenancy("[users.alice]\nrules = 2\n").unwrap_err();
+        let e = tenancy("[users.alice]\nrules = 2\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("[users.alice]") && e.contains("uid"), "{e}");
     }
 
@@ -217,7 +282,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("limits-reload-{}.toml", std::process::id()));
         std::fs::write(&path, "[default]\nrules = 1\n").unwrap();
         let mut t = Tenancy::load(&path).unwrap();
-        assert_eq!(t.reload_if_changed(), Ok(false));
+        assert!(!t.reload_if_changed().unwrap());
         assert!(t.allow(1001, 2, 2).is_err());
         // Same size, new time (a coarse clock could give the same second otherwise).
         let touch = |text: &str, secs: u64| {
@@ -231,15 +296,15 @@ mod tests {
                 .unwrap();
         };
         touch("[default]\nrules = 3\n", 1_000_000);
-        assert_eq!(t.reload_if_changed(), Ok(true));
+        assert!(t.reload_if_changed().unwrap());
         assert!(t.allow(1001, 3, 3).is_ok());
         touch("[default]\nrulez = 9\n", 2_000_000);
-        let e = t.reload_if_changed().unwrap_err();
+        let e = t.reload_if_changed().unwrap_err().to_string();
         assert!(e.contains("rulez") && e.contains("read before stay"), "{e}");
         assert!(t.allow(1001, 3, 3).is_ok() && t.allow(1001, 4, 4).is_err());
         std::fs::remove_file(&path).unwrap();
         // Gone: the defaults.
-        assert_eq!(t.reload_if_changed(), Ok(true));
+        assert!(t.reload_if_changed().unwrap());
         assert_eq!(t.limits(1001), Limits::default());
     }
 }
