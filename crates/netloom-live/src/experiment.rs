@@ -70,9 +70,10 @@ pub enum LiveError {
     /// A capture that cannot be made.
     #[error("{0}")]
     Capture(String),
-    /// The `RouterControl` refused or failed.
+    /// The `RouterControl` refused or failed; the message is its error's, whole (which is why
+    /// that error is not also given as the source, which would print it twice in a chain).
     #[error("{0}")]
-    Routers(String),
+    Routers(RouterControlError),
     /// A host name the experiment does not have.
     #[error("experiment {experiment} has no host {host:?}{hint}")]
     UnknownHost {
@@ -92,17 +93,20 @@ fn io_error(what: &str) -> impl FnOnce(std::io::Error) -> LiveError + '_ {
     }
 }
 
+/// The error of a `RouterControl`, whatever its implementation's type.
+pub type RouterControlError = Box<dyn std::error::Error + Send + Sync>;
+
 /// What runs inside kernel routers besides their kernels (routing daemons): told when the
 /// routers are made and when they go. `Experiment::start_with` takes one.
 pub trait RouterControl: Send {
     /// Before anything is made: may check the routers' specs and change them (a router whose
     /// daemons fill its table keeps no static routes). An error stops the start, with nothing
     /// left behind.
-    fn prepare(&mut self, routers: &mut [KernelRouterSpec]) -> Result<(), String>;
+    fn prepare(&mut self, routers: &mut [KernelRouterSpec]) -> Result<(), RouterControlError>;
     /// Once the routers' namespaces and devices are up and the workers move packets, before
     /// `start` returns (so before the caller runs anything on the hosts). An error stops the
     /// start; everything made is removed.
-    fn start(&mut self, routers: &[KernelRouterSpec]) -> Result<(), String>;
+    fn start(&mut self, routers: &[KernelRouterSpec]) -> Result<(), RouterControlError>;
     /// When the experiment stops, while the routers still exist (whatever is left running in
     /// their namespaces is killed after).
     fn stop(&mut self);

@@ -53,7 +53,9 @@ pub use capture::{When, SNAPLEN};
 pub use control::{capture_pipes, ControlError, Controller, Pending};
 pub use driver::{Driver, DriverConfig};
 pub use event::{Event, Subscription};
-pub use experiment::{Ending, Experiment, Handle, LiveError, RouterControl, ANSWER_TIMEOUT};
+pub use experiment::{
+    Ending, Experiment, Handle, LiveError, RouterControl, RouterControlError, ANSWER_TIMEOUT,
+};
 pub use io::{Framing, PacketIo};
 pub use ip::{destination, endpoints, Malformed};
 pub use message::{Direction, HostCounters, LinkChange, PipeState, Request, Snapshot};

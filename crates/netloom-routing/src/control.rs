@@ -5,6 +5,7 @@ use crate::{
     check_installation, check_user_config, frr_config, ospf_cost, Interface, Neighbour,
     RouterDaemons, RouterSpec, RoutingError,
 };
+use netloom_live::RouterControlError;
 use netloom_os::KernelRouterSpec;
 use netloom_time::Duration;
 use netloom_topo::{RoutingDaemon, RoutingProtocol, Topology};
@@ -103,7 +104,7 @@ impl RoutingControl {
 
 impl netloom_live::RouterControl for RoutingControl {
     /// A router whose daemons fill its table gets no static routes.
-    fn prepare(&mut self, routers: &mut [KernelRouterSpec]) -> Result<(), String> {
+    fn prepare(&mut self, routers: &mut [KernelRouterSpec]) -> Result<(), RouterControlError> {
         for router in routers {
             if self.specs.iter().any(|s| s.name == router.name) {
                 router.routes.clear();
@@ -112,10 +113,9 @@ impl netloom_live::RouterControl for RoutingControl {
         Ok(())
     }
 
-    fn start(&mut self, _routers: &[KernelRouterSpec]) -> Result<(), String> {
+    fn start(&mut self, _routers: &[KernelRouterSpec]) -> Result<(), RouterControlError> {
         for spec in &self.specs {
-            let daemons = RouterDaemons::start(spec, &self.dir.join(&spec.name))
-                .map_err(|e| e.to_string())?;
+            let daemons = RouterDaemons::start(spec, &self.dir.join(&spec.name))?;
             self.running.push(daemons);
         }
         Ok(())
