@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use netloom_live::protocol::{call, socket_path};
 use netloom_live::Request;
-use netloom_web::{Bound, Routes, Socket, Source, WebServer};
+use netloom_web::{Bound, Routes, Socket, Source, SourceError, WebServer};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -133,12 +133,12 @@ pub fn run(args: WebArgs) -> Result<()> {
 struct NoRun;
 
 impl Source for NoRun {
-    fn info(&self) -> Result<netloom_live::RunInfo, String> {
-        Err("no run: this server shows a sim report".into())
+    fn info(&self) -> Result<netloom_live::RunInfo, SourceError> {
+        Err(SourceError::NoRun)
     }
 
-    fn stats(&self) -> Result<netloom_live::Report, String> {
-        Err("no run: this server shows a sim report".into())
+    fn stats(&self) -> Result<netloom_live::Report, SourceError> {
+        Err(SourceError::NoRun)
     }
 
     fn link_set(
@@ -147,7 +147,7 @@ impl Source for NoRun {
         _: &str,
         _: netloom_live::Direction,
         _: &serde_json::Map<String, serde_json::Value>,
-    ) -> Result<netloom_live::LinkChange, String> {
-        Err("no run: this server shows a sim report".into())
+    ) -> Result<netloom_live::LinkChange, SourceError> {
+        Err(SourceError::NoRun)
     }
 }

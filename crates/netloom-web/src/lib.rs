@@ -10,4 +10,4 @@ mod source;
 
 pub use metrics::exposition;
 pub use server::{token, Bound, Routes, WebError, WebServer};
-pub use source::{Socket, Source};
+pub use source::{Socket, Source, SourceError};

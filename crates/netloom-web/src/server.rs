@@ -166,7 +166,7 @@ fn respond(mut request: tiny_http::Request, source: &dyn Source, routes: &Routes
     let response = match (&method, path.as_str(), routes) {
         (Get, "/metrics", Routes { metrics: true, .. }) => match source.stats() {
             Ok(report) => reply(200, CONTENT_TYPE, exposition(&report)),
-            Err(e) => reply(503, "text/plain", e),
+            Err(e) => reply(503, "text/plain", e.to_string()),
         },
         (Get, "/api/info", Routes { web: Some(_), .. }) => match source.info() {
             Ok(info) => reply(
@@ -259,7 +259,8 @@ fn link_set(request: &mut tiny_http::Request, source: &dyn Source) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netloom_live::{LinkChange, Report};
+    use crate::source::SourceError;
+    use netloom_live::{ControlError, LinkChange, Report};
     use std::io::{BufRead, BufReader, Write};
     use std::net::TcpStream;
     use std::sync::Mutex;
@@ -274,11 +275,11 @@ mod tests {
     }
 
     impl Source for Fake {
-        fn info(&self) -> Result<netloom_live::RunInfo, String> {
-            Err("the fake run has no description".into())
+        fn info(&self) -> Result<netloom_live::RunInfo, SourceError> {
+            Err(SourceError::NoRun)
         }
 
-        fn stats(&self) -> Result<Report, String> {
+        fn stats(&self) -> Result<Report, SourceError> {
             Ok(crate::metrics::tests::report())
         }
 
@@ -288,9 +289,13 @@ mod tests {
             b: &str,
             direction: Direction,
             set: &serde_json::Map<String, serde_json::Value>,
-        ) -> Result<LinkChange, String> {
+        ) -> Result<LinkChange, SourceError> {
             if a == "nowhere" {
-                return Err("no node is named \"nowhere\"".into());
+                let unknown = ControlError::UnknownNode {
+                    name: a.into(),
+                    hint: String::new(),
+                };
+                return Err(SourceError::Live(unknown.into()));
             }
             self.changes
                 .lock()
