@@ -74,45 +74,82 @@ pub fn request_line(request: &Request) -> String {
     value.to_string()
 }
 
+/// Why a request line is not a request of this protocol; `Display` is the reply's error.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// Not JSON.
+    #[error("a request is one JSON object per line: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// JSON, but not an object.
+    #[error("a request is a JSON object, like {{\"version\": 1, \"cmd\": \"stats\"}}")]
+    NotObject,
+    /// A version this netloom does not speak.
+    #[error("protocol version {0} is not spoken here; this netloom speaks version {VERSION}")]
+    Version(u64),
+    /// A version that is not a number.
+    #[error("\"version\" must be a number")]
+    VersionNotNumber,
+    /// No version.
+    #[error("no \"version\"; write {{\"version\": {VERSION}, \"cmd\": ...}} (docs/control.md)")]
+    NoVersion,
+    /// No command.
+    #[error("no \"cmd\"; requests are {}", Request::COMMANDS.join(", "))]
+    NoCommand,
+    /// A command that is not one of the protocol's.
+    #[error("unknown request {cmd:?}{}; requests are {}", netloom_topo::did_you_mean(.cmd, Request::COMMANDS), Request::COMMANDS.join(", "))]
+    UnknownCommand {
+        /// The command as given.
+        cmd: String,
+    },
+    /// The command's fields do not read (one missing, or of the wrong type).
+    #[error("request {cmd:?}: {source}")]
+    Fields {
+        /// The command.
+        cmd: String,
+        /// What serde found wrong.
+        source: serde_json::Error,
+    },
+    /// A field the command does not have.
+    #[error("request {cmd:?}: unknown field {field:?}")]
+    UnknownField {
+        /// The command.
+        cmd: String,
+        /// The field as given.
+        field: String,
+    },
+}
+
 /// Parses one request line, or says what is wrong with it as the reply's error.
-pub fn parse_request(line: &str) -> Result<Request, String> {
-    let mut value: Value = serde_json::from_str(line.trim())
-        .map_err(|e| format!("a request is one JSON object per line: {e}"))?;
+pub fn parse_request(line: &str) -> Result<Request, RequestError> {
+    let mut value: Value = serde_json::from_str(line.trim()).map_err(RequestError::NotJson)?;
     let Some(object) = value.as_object_mut() else {
-        return Err("a request is a JSON object, like {\"version\": 1, \"cmd\": \"stats\"}".into());
+        return Err(RequestError::NotObject);
     };
     match object.remove("version").map(|v| v.as_u64()) {
         Some(Some(v)) if v == u64::from(VERSION) => {}
-        Some(Some(v)) => {
-            return Err(format!(
-                "protocol version {v} is not spoken here; this netloom speaks version {VERSION}"
-            ))
-        }
-        Some(None) => return Err("\"version\" must be a number".into()),
-        None => {
-            return Err(format!(
-                "no \"version\"; write {{\"version\": {VERSION}, \"cmd\": ...}} (docs/control.md)"
-            ))
-        }
+        Some(Some(v)) => return Err(RequestError::Version(v)),
+        Some(None) => return Err(RequestError::VersionNotNumber),
+        None => return Err(RequestError::NoVersion),
     }
-    let valid = Request::COMMANDS.join(", ");
     let cmd = match object.get("cmd") {
         Some(Value::String(cmd)) => cmd.clone(),
-        _ => return Err(format!("no \"cmd\"; requests are {valid}")),
+        _ => return Err(RequestError::NoCommand),
     };
     if !Request::COMMANDS.contains(&cmd.as_str()) {
-        let hint = netloom_topo::did_you_mean(&cmd, Request::COMMANDS);
-        return Err(format!(
-            "unknown request {cmd:?}{hint}; requests are {valid}"
-        ));
+        return Err(RequestError::UnknownCommand { cmd });
     }
     let given: Vec<String> = object.keys().cloned().collect();
-    let request: Request =
-        serde_json::from_value(value).map_err(|e| format!("request {cmd:?}: {e}"))?;
+    let request: Request = match serde_json::from_value(value) {
+        Ok(request) => request,
+        Err(source) => return Err(RequestError::Fields { cmd, source }),
+    };
     // Serde lets extra keys through on requests without fields; a typo there must not pass.
     let known = serde_json::to_value(&request).expect("requests serialize");
     if let Some(extra) = given.iter().find(|k| known.get(k.as_str()).is_none()) {
-        return Err(format!("request {cmd:?}: unknown field {extra:?}"));
+        return Err(RequestError::UnknownField {
+            cmd,
+            field: extra.clone(),
+        });
     }
     Ok(request)
 }
@@ -229,7 +266,7 @@ mod tests {
 
     #[test]
     fn bad_requests_say_what_is_wrong() {
-        let err = |line: &str| parse_request(line).unwrap_err();
+        let err = |line: &str| parse_request(line).unwrap_err().to_string();
         assert!(err(r#"{"version": 1, "cmd": "reboot"}"#)
             .contains("unknown request \"reboot\"; requests are info, stats, link-set"));
         assert!(err(r#"{"version": 1, "cmd": "stat"}"#).contains("did you mean \"stats\""));

@@ -173,7 +173,7 @@ fn serve(conn: UnixStream, handler: &Handler, streams: &AtomicUsize) {
         Ok(0) => return,
         Ok(_) => match parse_request(&line) {
             Ok(request) => handler(request),
-            Err(e) => Reply::error(e).into(),
+            Err(e) => Reply::error(e.to_string()).into(),
         },
     };
     let Some(stream) = response.stream else {
