@@ -19,7 +19,7 @@ use crate::report::{CaptureReport, Report, RunInfo};
 use crate::server::{Handler, Response, Server};
 use crate::tun_drops::TunDrops;
 use crate::tun_io::TunIo;
-use crate::worker::Worker;
+use crate::worker::{Worker, WorkerError};
 use netloom_engine::Engine;
 use netloom_os::{
     HostSpec, KeepAwake, KernelRouterSpec, OsError, RouterSpec, Testbed, TestbedSpec,
@@ -64,8 +64,9 @@ pub enum LiveError {
     Worker {
         /// Which.
         worker: usize,
-        /// What went wrong.
-        error: String,
+        /// What went wrong (in the message whole, so not also a source, which would print it
+        /// twice in a chain).
+        error: WorkerError,
     },
     /// A capture that cannot be made.
     #[error("{0}")]
@@ -833,7 +834,7 @@ impl Experiment {
                 self.shared.events.publish(Event::WorkerFailed {
                     at_ns: self.shared.now_ns(),
                     worker: k,
-                    error: error.clone(),
+                    error: error.to_string(),
                 });
                 failure.get_or_insert(LiveError::Worker { worker: k, error });
             }
@@ -866,7 +867,7 @@ impl Experiment {
             .map(|snapshot| (snapshot, tun_queue_drops))
             .ok_or_else(|| LiveError::Worker {
                 worker: 0,
-                error: "no worker was started".into(),
+                error: WorkerError::NoneStarted,
             })
     }
 }

@@ -70,3 +70,4 @@ pub use report::{
 pub use synthetic::SimCapture;
 pub use tun_io::TunIo;
 pub use wait::{Hybrid, Precision, Waiter};
+pub use worker::WorkerError;

@@ -7,14 +7,29 @@ use crate::clock::Clock;
 use crate::driver::Driver;
 use crate::io::PacketIo;
 use crate::plan::REALTIME_PRIORITY;
+use netloom_os::OsError;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+/// Why a worker stopped before the run halted it.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// Its thread could not be made ready (pinned to its CPU, given real-time priority).
+    #[error(transparent)]
+    Prepare(#[from] OsError),
+    /// A step of its driver failed.
+    #[error("moving packets: {0}")]
+    Step(#[source] std::io::Error),
+    /// No worker was started at all.
+    #[error("no worker was started")]
+    NoneStarted,
+}
+
 /// A worker's thread and what it ends with: its driver, and its error if it failed.
 pub(crate) struct Worker<I: PacketIo, C: Clock> {
-    thread: JoinHandle<(Driver<I, C>, Result<(), String>)>,
+    thread: JoinHandle<(Driver<I, C>, Result<(), WorkerError>)>,
 }
 
 impl<I: PacketIo + Send + 'static, C: Clock> Worker<I, C> {
@@ -41,12 +56,14 @@ impl<I: PacketIo + Send + 'static, C: Clock> Worker<I, C> {
         let thread = std::thread::Builder::new()
             .name(format!("netloom-worker-{k}"))
             .spawn(move || {
-                let result = prepare(cpu, realtime).and_then(|()| {
-                    while !halt.load(Ordering::Relaxed) {
-                        driver.step().map_err(|e| format!("moving packets: {e}"))?;
-                    }
-                    Ok(())
-                });
+                let result = prepare(cpu, realtime)
+                    .map_err(WorkerError::from)
+                    .and_then(|()| {
+                        while !halt.load(Ordering::Relaxed) {
+                            driver.step().map_err(WorkerError::Step)?;
+                        }
+                        Ok(())
+                    });
                 if result.is_err() {
                     halt.store(true, Ordering::Relaxed);
                 }
@@ -63,7 +80,7 @@ impl<I: PacketIo + Send + 'static, C: Clock> Worker<I, C> {
     }
 
     /// Waits for the thread to end and returns its driver and outcome.
-    pub fn join(self) -> (Driver<I, C>, Result<(), String>) {
+    pub fn join(self) -> (Driver<I, C>, Result<(), WorkerError>) {
         self.thread
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -71,13 +88,13 @@ impl<I: PacketIo + Send + 'static, C: Clock> Worker<I, C> {
 }
 
 /// Gets the calling thread ready to drive.
-pub(crate) fn prepare(cpu: Option<usize>, realtime: bool) -> Result<(), String> {
+pub(crate) fn prepare(cpu: Option<usize>, realtime: bool) -> Result<(), OsError> {
     if let Some(cpu) = cpu {
-        netloom_os::pin_current_thread(cpu).map_err(|e| e.to_string())?;
+        netloom_os::pin_current_thread(cpu)?;
     }
     netloom_os::set_timer_slack_ns(1);
     if realtime {
-        netloom_os::set_realtime_priority(REALTIME_PRIORITY).map_err(|e| e.to_string())?;
+        netloom_os::set_realtime_priority(REALTIME_PRIORITY)?;
     }
     Ok(())
 }

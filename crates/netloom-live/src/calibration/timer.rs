@@ -6,8 +6,25 @@
 use super::{percentiles, CalibrationError, TimerLateness};
 use crate::clock::{Clock, SystemClock};
 use crate::wait::{Hybrid, Precision, Waiter};
-use netloom_os::Poller;
+use netloom_os::{OsError, Poller};
 use netloom_time::Duration;
+
+/// Why the timer thread could not measure.
+#[derive(Debug, thiserror::Error)]
+enum TimerError {
+    /// Its priority, or its poller or the poller's wait.
+    #[error(transparent)]
+    Os(#[from] OsError),
+    /// The thread's CPU time could not be read.
+    #[error("{THREAD_SCHEDSTAT}: {0}")]
+    CpuTime(#[source] std::io::Error),
+    /// The thread's CPU time is not where it should be.
+    #[error("{THREAD_SCHEDSTAT}: no CPU time in {0:?}")]
+    NoCpuTime(String),
+}
+
+/// Where a thread's CPU time is, ns first.
+const THREAD_SCHEDSTAT: &str = "/proc/thread-self/schedstat";
 
 /// The modes `run --precision` offers, with their names there.
 pub(super) const MODES: [(&str, Precision); 3] = [
@@ -35,9 +52,9 @@ pub(super) fn lateness(
     let realtime = precision != Precision::Busy;
     let thread = std::thread::Builder::new()
         .name(format!("netloom-calibrate-{name}"))
-        .spawn(move || -> Result<(Vec<u64>, Option<f64>), String> {
+        .spawn(move || -> Result<(Vec<u64>, Option<f64>), TimerError> {
             crate::worker::prepare(None, realtime)?;
-            let mut poller = Poller::new().map_err(|e| e.to_string())?;
+            let mut poller = Poller::new()?;
             let clock = SystemClock::start();
             let mut waiter = Waiter::new(precision);
             let mut ready = Vec::new();
@@ -52,9 +69,7 @@ pub(super) fn lateness(
                     let sleep = waiter.budget(now, Some(deadline));
                     if !sleep.is_zero() {
                         let timeout = std::time::Duration::from_nanos(sleep.as_nanos());
-                        poller
-                            .wait(Some(timeout), &mut ready)
-                            .map_err(|e| e.to_string())?;
+                        poller.wait(Some(timeout), &mut ready)?;
                         waiter.woke(clock.now(), true);
                         sleeps += 1;
                     }
@@ -89,11 +104,10 @@ pub(super) fn lateness(
 
 /// CPU time the calling thread has run, ns: the first field of /proc/thread-self/schedstat,
 /// which counts in nanoseconds (utime and stime only count scheduler ticks).
-fn thread_cpu_ns() -> Result<u64, String> {
-    let path = "/proc/thread-self/schedstat";
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+fn thread_cpu_ns() -> Result<u64, TimerError> {
+    let text = std::fs::read_to_string(THREAD_SCHEDSTAT).map_err(TimerError::CpuTime)?;
     text.split_whitespace()
         .next()
         .and_then(|ns| ns.parse().ok())
-        .ok_or_else(|| format!("{path}: no CPU time in {text:?}"))
+        .ok_or(TimerError::NoCpuTime(text))
 }
