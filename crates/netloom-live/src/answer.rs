@@ -9,33 +9,45 @@ use netloom_engine::Engine;
 use netloom_link::{Aqm, PipeCounters};
 use netloom_time::Instant;
 use netloom_topo::doc::LinkParams;
-use netloom_topo::PipeId;
+use netloom_topo::{PatchError, PipeId};
+
+/// Why the workers refused a change that is valid on its own but not on the link it is for.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ChangeRefusal {
+    /// The patch does not apply to the pipe's configuration.
+    #[error(transparent)]
+    Patch(#[from] PatchError),
+    /// A wireless standard for a link that a trace drives.
+    #[error("a link is either wireless or driven by a trace, not both; it has a trace (set in the topology file)")]
+    WirelessTraced,
+    /// fq_codel in a run that repartitions.
+    #[error("fq_codel keeps packets in flow queues, which cannot move between workers, and this run repartitions; use another aqm")]
+    FqCodelMoves,
+}
 
 /// Applies `change` to `engine`: everything due before the change's time happens first, then
 /// the change, so the next packet meets it from that instant on (or from the engine's time, if
 /// the engine is already past it). Every worker applies every change, to the pipes it owns and
 /// to its replicas of the others', so all agree on whether it is valid. A run that
 /// repartitions (`movable`) refuses fq_codel, whose flow queues cannot move between workers.
-pub(crate) fn apply(engine: &mut Engine, change: &Change, movable: bool) -> Result<(), String> {
+pub(crate) fn apply(
+    engine: &mut Engine,
+    change: &Change,
+    movable: bool,
+) -> Result<(), ChangeRefusal> {
     match &change.what {
         ChangeKind::Patch { pipes, patch } => {
             let configs = pipes
                 .iter()
                 .map(|&p| {
-                    let config = patch
-                        .apply(engine.pipe(p).config())
-                        .map_err(|e| e.to_string())?;
+                    let config = patch.apply(engine.pipe(p).config())?;
                     // The one rule the patch cannot check: it does not see the pipe's data files.
                     let traced = engine.topology().pipes[p as usize].data.trace.is_some();
                     if traced && config.wireless.is_some() {
-                        return Err("a link is either wireless or driven by a trace, not both; \
-                                    it has a trace (set in the topology file)"
-                            .to_string());
+                        return Err(ChangeRefusal::WirelessTraced);
                     }
                     if movable && matches!(config.aqm, Aqm::FqCodel(_)) {
-                        return Err("fq_codel keeps packets in flow queues, which cannot move \
-                                    between workers, and this run repartitions; use another aqm"
-                            .to_string());
+                        return Err(ChangeRefusal::FqCodelMoves);
                     }
                     Ok((p, config))
                 })

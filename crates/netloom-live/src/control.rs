@@ -3,6 +3,7 @@
 //! one order, and the workers' answers merged into one result. The workers' side is `answer`.
 
 use crate::accuracy::AccuracyReport;
+use crate::answer::ChangeRefusal;
 use crate::clock::Clock;
 use crate::driver::Driver;
 use crate::io::PacketIo;
@@ -59,7 +60,8 @@ pub enum ControlError {
         /// The link, "a-b".
         link: String,
         /// The workers' reason.
-        reason: String,
+        #[source]
+        reason: ChangeRefusal,
     },
     /// Some worker did not answer within the time allowed.
     #[error("the emulator did not answer within {0:?}")]

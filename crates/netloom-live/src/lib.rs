@@ -49,6 +49,7 @@ mod wait;
 mod worker;
 
 pub use accuracy::{Accuracy, AccuracyReport, LatenessBucket, Thresholds, LATENESS_BUCKETS_NS};
+pub use answer::ChangeRefusal;
 pub use capture::{When, SNAPLEN};
 pub use control::{capture_pipes, ControlError, Controller, Pending};
 pub use driver::{Driver, DriverConfig};

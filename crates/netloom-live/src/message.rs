@@ -253,7 +253,7 @@ pub(crate) enum Order {
 #[derive(Debug)]
 pub(crate) enum Answer {
     /// The change applied, or why it could not be (the same on every worker: replicas agree).
-    Applied(Result<(), String>),
+    Applied(Result<(), crate::answer::ChangeRefusal>),
     /// The worker's figures.
     Snapshot(Box<Snapshot>),
     /// The worker's accuracy so far.
