@@ -122,8 +122,7 @@ fn in_node(experiment: Option<&str>, node: &str, argv: &[String]) -> Result<u8> 
         .and_then(netloom_live::cluster::Forwarding::read)
     {
         let child = map
-            .command(node, argv)
-            .map_err(anyhow::Error::msg)?
+            .command(node, argv)?
             .spawn()
             .context("running the command on the host's machine")?;
         let status = netloom_os::wait_in_foreground(child, &format!("{:?} in {node}", argv[0]))?;

@@ -20,6 +20,16 @@ struct Reach {
     experiment: String,
 }
 
+/// A host that no machine of the run has.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the run has no host {host:?}{hint}")]
+pub struct UnknownHost {
+    /// The name asked for.
+    pub host: String,
+    /// A suggestion, or nothing.
+    pub hint: String,
+}
+
 /// The hosts of a run over several machines and how to reach each.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Forwarding {
@@ -75,13 +85,13 @@ impl Forwarding {
     }
 
     /// `argv` to run in `host`, on its machine: `netloom exec` there, through its launcher.
-    pub fn command(&self, host: &str, argv: &[String]) -> Result<Command, String> {
+    pub fn command(&self, host: &str, argv: &[String]) -> Result<Command, UnknownHost> {
         let Some(&k) = self.hosts.get(host) else {
             let names: Vec<&str> = self.hosts.keys().map(String::as_str).collect();
-            return Err(format!(
-                "the run has no host {host:?}{}",
-                netloom_topo::did_you_mean(host, &names)
-            ));
+            return Err(UnknownHost {
+                host: host.to_string(),
+                hint: netloom_topo::did_you_mean(host, &names),
+            });
         };
         let m = &self.machines[k];
         let mut command = Command::new(&m.launcher[0]);

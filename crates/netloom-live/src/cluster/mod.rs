@@ -16,5 +16,5 @@ mod worker;
 
 pub use coordinator::{split, ClockSample, ClusterRun, MachineClock, Setup};
 pub use file::{Cluster, ClusterError, Machine, GENEVE_PORT};
-pub use forward::Forwarding;
+pub use forward::{Forwarding, UnknownHost};
 pub use worker::serve as serve_worker;
