@@ -6,6 +6,7 @@
 
 use crate::capture::{CaptureStats, When};
 use crate::clock::{Clock, SystemClock};
+use crate::cluster::channel::PartError;
 use crate::control::{ControlError, Controller};
 use crate::driver::{Driver, DriverConfig};
 use crate::event::{Event, EventLines, Events, Subscription};
@@ -782,7 +783,7 @@ impl Experiment {
     }
 
     /// Answers a link change forwarded by a cluster's coordinator, as the control socket would.
-    pub(crate) fn answer(&self, request: Request) -> Result<Value, String> {
+    pub(crate) fn answer(&self, request: Request) -> Result<Value, PartError> {
         let change = match request {
             Request::LinkSet {
                 a,
@@ -791,9 +792,9 @@ impl Experiment {
                 set,
             } => self.link_set(&a, &b, direction, &set),
             Request::LinkState { a, b, up } => self.link_state(&a, &b, up),
-            other => return Err(format!("{other:?} is not forwarded to a machine")),
+            other => return Err(PartError::NotForwarded(format!("{other:?}"))),
         };
-        change.map(|c| to_value(&c)).map_err(|e| e.to_string())
+        Ok(to_value(&change?))
     }
 
     /// The figures so far of this machine's worker and its hosts' TUN-queue drops (in the order

@@ -8,7 +8,7 @@
 //! repartitioning").
 
 use crate::clock::Clock;
-use crate::control::Controller;
+use crate::control::{ControlError, Controller};
 use crate::ration::Bucket;
 use hdrhistogram::Histogram;
 use netloom_engine::epoch::EpochCounter;
@@ -268,27 +268,29 @@ impl RepartitionReport {
 /// The workers a repartitioning observes and moves: threads of this process (`Controller`),
 /// or machines (the cluster's coordinator).
 pub(crate) trait Workers: Send + 'static {
+    /// Why they did not answer.
+    type Error: std::error::Error + Send + Sync + 'static;
     /// The run's clock.
     fn now(&self) -> Instant;
     /// Every worker's traffic since the last look, summed.
-    fn traffic(&self) -> Result<Traffic, String>;
+    fn traffic(&self) -> Result<Traffic, Self::Error>;
     /// Moves every worker to `next` at `at`; what moved, summed.
-    fn repartition(&self, next: Arc<Ownership>, at: Instant) -> Result<Moved, String>;
+    fn repartition(&self, next: Arc<Ownership>, at: Instant) -> Result<Moved, Self::Error>;
 }
 
 impl<C: Clock> Workers for Controller<C> {
+    type Error = ControlError;
+
     fn now(&self) -> Instant {
         self.clock().now()
     }
 
-    fn traffic(&self) -> Result<Traffic, String> {
-        let traffic = Controller::traffic(self).wait(crate::experiment::ANSWER_TIMEOUT);
-        traffic.map_err(|e| e.to_string())
+    fn traffic(&self) -> Result<Traffic, ControlError> {
+        Controller::traffic(self).wait(crate::experiment::ANSWER_TIMEOUT)
     }
 
-    fn repartition(&self, next: Arc<Ownership>, at: Instant) -> Result<Moved, String> {
-        let moved = Controller::repartition(self, next, at).wait(crate::experiment::ANSWER_TIMEOUT);
-        moved.map_err(|e| e.to_string())
+    fn repartition(&self, next: Arc<Ownership>, at: Instant) -> Result<Moved, ControlError> {
+        Controller::repartition(self, next, at).wait(crate::experiment::ANSWER_TIMEOUT)
     }
 }
 
@@ -380,7 +382,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Debug, thiserror::Error)]
 enum EpochError {
     #[error("the workers did not answer: {0}")]
-    Workers(String),
+    Workers(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("partitioning the observed traffic: {0}")]
     Partition(#[from] netloom_partition::PartitionError),
     #[error("the new partition does not fit: {0}")]
@@ -431,7 +433,10 @@ impl<'c, W: Workers> Epochs<'c, W> {
         start: Instant,
         report: &Mutex<RepartitionReport>,
     ) -> Result<(), EpochError> {
-        let traffic = self.workers.traffic().map_err(EpochError::Workers)?;
+        let traffic = self
+            .workers
+            .traffic()
+            .map_err(|e| EpochError::Workers(e.into()))?;
         let end = self.workers.now();
         let counts = self
             .counter
@@ -478,7 +483,7 @@ impl<'c, W: Workers> Epochs<'c, W> {
         let mut moved = self
             .workers
             .repartition(next.clone(), at)
-            .map_err(EpochError::Workers)?;
+            .map_err(|e| EpochError::Workers(e.into()))?;
         let (pipes, hosts) = (self.topology.pipes.len(), self.topology.hosts.len());
         moved.pipes = (0..pipes as PipeId)
             .filter(|&p| next.pipe_owner(p) != self.current.pipe_owner(p))
@@ -577,11 +582,13 @@ mod tests {
     }
 
     impl Workers for HeldMove {
+        type Error = std::convert::Infallible;
+
         fn now(&self) -> Instant {
             Instant::from_nanos(self.started.elapsed().as_nanos() as u64)
         }
 
-        fn traffic(&self) -> Result<Traffic, String> {
+        fn traffic(&self) -> Result<Traffic, Self::Error> {
             Ok(Traffic {
                 packets: vec![1_000; self.pipes],
                 transitions: Vec::new(),
@@ -589,7 +596,7 @@ mod tests {
             })
         }
 
-        fn repartition(&self, _next: Arc<Ownership>, _at: Instant) -> Result<Moved, String> {
+        fn repartition(&self, _next: Arc<Ownership>, _at: Instant) -> Result<Moved, Self::Error> {
             let _ = lock(&self.entered).send(());
             let _ = lock(&self.release).recv();
             self.finished

@@ -3,9 +3,12 @@
 //! cluster mode uses it), so a worker needs no port of its own for control and connects back
 //! through whatever reached it.
 
+use crate::control::ControlError;
 use crate::event::Event;
+use crate::experiment::LiveError;
 use crate::message::{Request, Snapshot};
 use crate::repartition::{Moved, Traffic};
+use netloom_engine::OwnershipError;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
 use std::net::SocketAddr;
@@ -37,6 +40,43 @@ pub(crate) enum ToWorker {
     Count,
 }
 
+/// Why a machine's worker could not do what the coordinator asked, as it says so on the
+/// channel. An error of its part crosses as its message: its type stays on its machine.
+#[derive(Debug, Serialize, Deserialize, thiserror::Error)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum PartError {
+    /// Told to stop before it started its part.
+    #[error("stopped before it started")]
+    NotStarted,
+    /// Told to move in a run that does not repartition.
+    #[error("a move in a run that does not repartition")]
+    NotRepartitioned,
+    /// Asked a request that the coordinator answers itself (shown as `Debug` shows it).
+    #[error("{0} is not forwarded to a machine")]
+    NotForwarded(String),
+    /// Its part refused or failed: the error's message.
+    #[error("{0}")]
+    Part(String),
+}
+
+impl From<LiveError> for PartError {
+    fn from(e: LiveError) -> PartError {
+        PartError::Part(e.to_string())
+    }
+}
+
+impl From<ControlError> for PartError {
+    fn from(e: ControlError) -> PartError {
+        PartError::Part(e.to_string())
+    }
+}
+
+impl From<OwnershipError> for PartError {
+    fn from(e: OwnershipError) -> PartError {
+        PartError::Part(e.to_string())
+    }
+}
+
 /// What a worker tells the coordinator.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -48,16 +88,16 @@ pub(crate) enum FromWorker {
     /// Its hosts are up and its worker runs.
     Ready,
     /// The answer to a `Request`: the reply's body, or why not.
-    Answer(Result<serde_json::Value, String>),
+    Answer(Result<serde_json::Value, PartError>),
     /// The answer to `Figures`, and to `Stop` (the last ones).
-    Figures(Result<Box<Figures>, String>),
+    Figures(Result<Box<Figures>, PartError>),
     /// The answer to `Probe`: the least round trip (ns) to each worker's hand-off socket, by
     /// worker (`None` for itself and for a machine that did not echo).
     Probed(Vec<Option<u64>>),
     /// The answer to `Traffic`.
-    Traffic(Result<Box<Traffic>, String>),
+    Traffic(Result<Box<Traffic>, PartError>),
     /// The answer to `Move`, once every other machine's hand-over is in.
-    Moved(Result<Box<Moved>, String>),
+    Moved(Result<Box<Moved>, PartError>),
     /// The answer to `Count`: hand-off datagrams received, by sending worker.
     Counted(Vec<u64>),
     /// Unasked: an accuracy alarm this machine's part raised, for the run's event stream.

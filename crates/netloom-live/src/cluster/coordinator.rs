@@ -7,8 +7,8 @@
 //! link changes, the machines' accuracy alarms, a machine's failure, stop). Any machine failing stops the others; what a dead
 //! worker left behind is cleaned on its machine.
 
-use super::channel::{self, Figures, FromWorker, Start, ToWorker};
-use super::file::{Cluster, Machine};
+use super::channel::{self, Figures, FromWorker, PartError, Start, ToWorker};
+use super::file::{Cluster, ClusterError, Machine};
 use crate::event::{Event, EventLines, Events};
 use crate::experiment::{Ending, LiveError};
 use crate::message::{LinkChange, Request, Snapshot};
@@ -19,7 +19,8 @@ use crate::report::{LostHandoffs, Report, RunInfo};
 use crate::server::{Handler, Response, Server};
 use crate::wait::Precision;
 use netloom_engine::{Ownership, Payload};
-use netloom_partition::{partition_shares, Assignment, FlowGraph, Method};
+use netloom_partition::{partition_shares, Assignment, FlowGraph, Method, PartitionError};
+use netloom_route::TablesTooLarge;
 use netloom_time::Instant;
 use netloom_topo::Topology;
 use serde::Serialize;
@@ -90,6 +91,100 @@ pub struct MachineClock {
     pub last: ClockSample,
 }
 
+/// What went wrong with one machine's worker, as the coordinator sees it; each message names
+/// the machine.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum MachineError {
+    /// Its launcher could not be started.
+    #[error("machine {machine}: starting {launcher:?}: {source}")]
+    Launch {
+        /// The machine.
+        machine: String,
+        /// The launcher's program.
+        launcher: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// It runs another netloom.
+    #[error("machine {machine} runs netloom {version}; this is netloom {}: install the same version on every machine", env!("CARGO_PKG_VERSION"))]
+    Version {
+        /// The machine.
+        machine: String,
+        /// Its netloom's version.
+        version: String,
+    },
+    /// Its first words, or its words once its part was sent, were not the protocol's.
+    #[error("machine {machine}: said {said:?} instead of {expected}")]
+    SaidInstead {
+        /// The machine.
+        machine: String,
+        /// What it said.
+        said: Box<FromWorker>,
+        /// What it should have said ("hello", "ready").
+        expected: &'static str,
+    },
+    /// It did not answer in time.
+    #[error("machine {machine} did not answer within {wait:?}")]
+    Silent {
+        /// The machine.
+        machine: String,
+        /// How long it was given.
+        wait: Duration,
+    },
+    /// Its part was not up in time.
+    #[error("machine {machine} was not up within {wait:?}")]
+    NotUp {
+        /// The machine.
+        machine: String,
+        /// How long it was given.
+        wait: Duration,
+    },
+    /// Its worker said it failed, or its channel broke (what it said, or the channel's error).
+    #[error("machine {machine}: {why}")]
+    Failed {
+        /// The machine.
+        machine: String,
+        /// Its words.
+        why: String,
+    },
+    /// Its worker ended without a word: its exit status and the last line it (or its
+    /// launcher) wrote on stderr.
+    #[error("machine {machine}: worker ended ({status}){}", last.as_ref().map_or(String::new(), |l| format!(": {l}")))]
+    Ended {
+        /// The machine.
+        machine: String,
+        /// Its exit status (or why it is not known).
+        status: String,
+        /// Its last line on stderr.
+        last: Option<String>,
+    },
+    /// It answered with an answer of another kind.
+    #[error("machine {machine}: answered {to}with {answer:?}")]
+    Unexpected {
+        /// The machine.
+        machine: String,
+        /// What was asked, with a space after it ("a clock exchange "), or nothing.
+        to: &'static str,
+        /// Its answer.
+        answer: Box<FromWorker>,
+    },
+    /// Its part refused or failed what it was asked.
+    #[error("machine {machine}: {source}")]
+    Refused {
+        /// The machine.
+        machine: String,
+        /// Its error.
+        source: PartError,
+    },
+    /// The machines refused a request (a link that does not exist): the request's fault, not
+    /// theirs, so as they said it, every machine saying the same.
+    #[error(transparent)]
+    Request(PartError),
+    /// There is no machine to ask.
+    #[error("no machine")]
+    NoMachine,
+}
+
 /// One machine's worker as the coordinator holds it.
 struct Remote {
     machine: Machine,
@@ -143,7 +238,7 @@ impl StderrTail {
 impl Remote {
     /// Starts the machine's worker through its launcher. The accuracy alarms it raises go to
     /// `events`.
-    fn launch(machine: &Machine, run: &str, events: Arc<Events>) -> Result<Remote, String> {
+    fn launch(machine: &Machine, run: &str, events: Arc<Events>) -> Result<Remote, MachineError> {
         let mut command = machine.netloom_command(&["worker"]);
         command
             .stdin(Stdio::piped())
@@ -153,11 +248,10 @@ impl Remote {
         // to handle, by stopping every machine in order.
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
         netloom_os::close_inherited_fds(&mut command);
-        let mut child = command.spawn().map_err(|e| {
-            format!(
-                "machine {}: starting {:?}: {e}",
-                machine.name, machine.launcher[0]
-            )
+        let mut child = command.spawn().map_err(|source| MachineError::Launch {
+            machine: machine.name.clone(),
+            launcher: machine.launcher[0].clone(),
+            source,
         })?;
         let (stdin, stdout, stderr) = (
             child.stdin.take().expect("piped"),
@@ -215,7 +309,7 @@ impl Remote {
     }
 
     /// Sends `message` and waits `wait` at most for the answer.
-    fn ask(&self, message: &ToWorker, wait: Duration) -> Result<FromWorker, String> {
+    fn ask(&self, message: &ToWorker, wait: Duration) -> Result<FromWorker, MachineError> {
         let answers = self.answers.lock().expect("no panics holding it");
         // An answer that came too late for an earlier exchange is not this one's.
         while answers.try_recv().is_ok() {}
@@ -224,14 +318,21 @@ impl Remote {
     }
 
     /// The worker's next answer, waiting `wait` at most.
-    fn answer(&self, answers: &Receiver<FromWorker>, wait: Duration) -> Result<FromWorker, String> {
+    fn answer(
+        &self,
+        answers: &Receiver<FromWorker>,
+        wait: Duration,
+    ) -> Result<FromWorker, MachineError> {
         match answers.recv_timeout(wait) {
-            Ok(FromWorker::Failed(why)) => Err(format!("machine {}: {why}", self.machine.name)),
+            Ok(FromWorker::Failed(why)) => Err(MachineError::Failed {
+                machine: self.machine.name.clone(),
+                why,
+            }),
             Ok(answer) => Ok(answer),
-            Err(RecvTimeoutError::Timeout) => Err(format!(
-                "machine {} did not answer within {wait:?}",
-                self.machine.name
-            )),
+            Err(RecvTimeoutError::Timeout) => Err(MachineError::Silent {
+                machine: self.machine.name.clone(),
+                wait,
+            }),
             Err(RecvTimeoutError::Disconnected) => Err(self.why_dead()),
         }
     }
@@ -241,19 +342,23 @@ impl Remote {
     fn carried<T>(
         &self,
         answer: FromWorker,
-        pick: impl FnOnce(FromWorker) -> Result<Result<T, String>, FromWorker>,
-    ) -> Result<T, String> {
+        pick: impl FnOnce(FromWorker) -> Result<Result<T, PartError>, FromWorker>,
+    ) -> Result<T, MachineError> {
         match pick(answer) {
-            Ok(carried) => carried.map_err(|e| format!("machine {}: {e}", self.machine.name)),
-            Err(other) => Err(format!(
-                "machine {}: answered with {other:?}",
-                self.machine.name
-            )),
+            Ok(carried) => carried.map_err(|source| MachineError::Refused {
+                machine: self.machine.name.clone(),
+                source,
+            }),
+            Err(other) => Err(MachineError::Unexpected {
+                machine: self.machine.name.clone(),
+                to: "",
+                answer: Box::new(other),
+            }),
         }
     }
 
     /// Writes `message` to the worker, without waiting for an answer.
-    fn send(&self, message: &ToWorker) -> Result<(), String> {
+    fn send(&self, message: &ToWorker) -> Result<(), MachineError> {
         let mut stdin = self.stdin.lock().expect("no panics holding it");
         match stdin.as_mut() {
             Some(input) => channel::send(input, message).map_err(|_| self.why_dead()),
@@ -268,7 +373,7 @@ impl Remote {
 
     /// Why its worker ended, in one line: what it said, or its exit status and the last thing
     /// it (or its launcher: SSH, a shell without netloom) wrote.
-    fn why_dead(&self) -> String {
+    fn why_dead(&self) -> MachineError {
         let said = self.died.lock().expect("no panics holding it").clone();
         let status = {
             let mut child = self.child.lock().expect("no panics holding it");
@@ -286,27 +391,29 @@ impl Remote {
         };
         // Not forever: a process the worker started may hold its stderr open.
         let last = self.stderr.last(Duration::from_millis(500));
-        match (said.filter(|s| !s.is_empty()), last) {
-            (Some(said), _) => format!("machine {}: {said}", self.machine.name),
-            (None, Some(line)) => format!(
-                "machine {}: worker ended ({status}): {line}",
-                self.machine.name
-            ),
-            (None, None) => format!("machine {}: worker ended ({status})", self.machine.name),
+        let machine = self.machine.name.clone();
+        match said.filter(|s| !s.is_empty()) {
+            Some(why) => MachineError::Failed { machine, why },
+            None => MachineError::Ended {
+                machine,
+                status,
+                last,
+            },
         }
     }
 
     /// NTP's exchange: the offset of this machine's wall clock, assuming the two legs of the
     /// exchange take equally long (their difference is the error, at most half the round trip).
-    fn measure_clock(&self) -> Result<ClockSample, String> {
+    fn measure_clock(&self) -> Result<ClockSample, MachineError> {
         let sent_ns = channel::wall_ns();
         let answer = self.ask(&ToWorker::Time { sent_ns }, ANSWER_WAIT)?;
         let back_ns = channel::wall_ns();
         let FromWorker::Time { here_ns, .. } = answer else {
-            return Err(format!(
-                "machine {}: answered a clock exchange with {answer:?}",
-                self.machine.name
-            ));
+            return Err(MachineError::Unexpected {
+                machine: self.machine.name.clone(),
+                to: "a clock exchange ",
+                answer: Box::new(answer),
+            });
         };
         let middle = (i128::from(sent_ns) + i128::from(back_ns)) / 2;
         Ok(ClockSample {
@@ -316,7 +423,7 @@ impl Remote {
     }
 
     /// Asks the worker (when alive) to stop, for its last figures.
-    fn stop(&self) -> Result<Option<Box<Figures>>, String> {
+    fn stop(&self) -> Result<Option<Box<Figures>>, MachineError> {
         match self.dead() {
             true => Err(self.why_dead()),
             false => {
@@ -399,11 +506,13 @@ struct Shared {
 struct Machines(Arc<Shared>);
 
 impl Workers for Machines {
+    type Error = MachineError;
+
     fn now(&self) -> Instant {
         Instant::from_nanos(self.0.now_ns())
     }
 
-    fn traffic(&self) -> Result<Traffic, String> {
+    fn traffic(&self) -> Result<Traffic, MachineError> {
         let mut all: Option<Traffic> = None;
         for remote in &self.0.remotes {
             let answer = remote.ask(&ToWorker::Traffic, ANSWER_WAIT)?;
@@ -416,10 +525,10 @@ impl Workers for Machines {
                 None => all = Some(*traffic),
             }
         }
-        all.ok_or_else(|| "no machine".into())
+        all.ok_or(MachineError::NoMachine)
     }
 
-    fn repartition(&self, next: Arc<Ownership>, at: Instant) -> Result<Moved, String> {
+    fn repartition(&self, next: Arc<Ownership>, at: Instant) -> Result<Moved, MachineError> {
         let remotes = &self.0.remotes;
         let answers: Vec<_> = remotes
             .iter()
@@ -447,7 +556,7 @@ impl Workers for Machines {
 
 impl Shared {
     /// Every machine's figures, merged.
-    fn stats(&self) -> Result<Report, String> {
+    fn stats(&self) -> Result<Report, MachineError> {
         let mut merged = Merged::default();
         for (k, remote) in self.remotes.iter().enumerate() {
             let answer = remote.ask(&ToWorker::Figures, ANSWER_WAIT)?;
@@ -457,7 +566,7 @@ impl Shared {
             })?;
             merged.add(k, *figures);
         }
-        merged.report(self).ok_or_else(|| "no machine".into())
+        merged.report(self).ok_or(MachineError::NoMachine)
     }
 
     /// The least delay of a pipe between machines; `None` when nothing crosses.
@@ -480,7 +589,7 @@ impl Shared {
 
     /// A link change, made by every machine (each keeps the whole network's configuration),
     /// published as the first machine's answer has it.
-    fn change_link(&self, request: &Request) -> Result<Value, String> {
+    fn change_link(&self, request: &Request) -> Result<Value, MachineError> {
         let answer = self.forward(request)?;
         if let Ok(change) = serde_json::from_value::<LinkChange>(answer.clone()) {
             self.events.publish(Event::LinkChanged(change.clone()));
@@ -497,7 +606,7 @@ impl Shared {
     }
 
     /// A request, answered by every machine; the first one's answer.
-    fn forward(&self, request: &Request) -> Result<Value, String> {
+    fn forward(&self, request: &Request) -> Result<Value, MachineError> {
         let mut first = None;
         for remote in &self.remotes {
             let message = ToWorker::Request(request.clone());
@@ -507,10 +616,10 @@ impl Shared {
             let answer = remote.carried(answer, |a| match a {
                 FromWorker::Answer(answer) => Ok(Ok(answer)),
                 other => Err(other),
-            })??;
-            first.get_or_insert(answer);
+            })?;
+            first.get_or_insert(answer.map_err(MachineError::Request)?);
         }
-        first.ok_or_else(|| "no machine".into())
+        first.ok_or(MachineError::NoMachine)
     }
 
     fn handle(&self, request: Request) -> Response {
@@ -518,8 +627,11 @@ impl Shared {
             Request::Info => Ok(serde_json::to_value(&self.info).expect("info serializes")),
             Request::Stats => self
                 .stats()
-                .map(|r| serde_json::to_value(&r).expect("reports serialize")),
-            Request::LinkSet { .. } | Request::LinkState { .. } => self.change_link(&request),
+                .map(|r| serde_json::to_value(&r).expect("reports serialize"))
+                .map_err(|e| e.to_string()),
+            Request::LinkSet { .. } | Request::LinkState { .. } => {
+                self.change_link(&request).map_err(|e| e.to_string())
+            }
             Request::Stop => {
                 self.stop_requested.store(true, Ordering::SeqCst);
                 Ok(serde_json::json!({ "stopping": self.info.experiment }))
@@ -735,34 +847,35 @@ impl ClusterRun {
                 .lock()
                 .expect("no panics holding it")
                 .recv_timeout(HELLO_WAIT);
+            let machine = remote.machine.name.clone();
             match hello {
                 Ok(FromWorker::Hello { version, cpus: n }) => {
-                    let ours = env!("CARGO_PKG_VERSION");
-                    if version != ours {
-                        errors.push(format!("machine {} runs netloom {version}; this is netloom {ours}: install the same version on every machine", remote.machine.name));
+                    if version != env!("CARGO_PKG_VERSION") {
+                        errors.push(MachineError::Version { machine, version });
                     }
                     cpus.push(remote.machine.cpus.unwrap_or(n));
                 }
-                Ok(other) => errors.push(format!(
-                    "machine {}: said {other:?} instead of hello",
-                    remote.machine.name
-                )),
-                Err(RecvTimeoutError::Timeout) => errors.push(format!(
-                    "machine {} did not answer within {HELLO_WAIT:?}",
-                    remote.machine.name
-                )),
+                Ok(other) => errors.push(MachineError::SaidInstead {
+                    machine,
+                    said: Box::new(other),
+                    expected: "hello",
+                }),
+                Err(RecvTimeoutError::Timeout) => errors.push(MachineError::Silent {
+                    machine,
+                    wait: HELLO_WAIT,
+                }),
                 Err(RecvTimeoutError::Disconnected) => errors.push(remote.why_dead()),
             }
         }
-        let abandon = |remotes: &[Remote], errors: Vec<String>| {
+        let abandon = |remotes: &[Remote], why: String| {
             // None has started its part: closing their input ends them.
             for remote in remotes {
                 remote.close();
             }
-            fail(errors.join("; "))
+            fail(why)
         };
         if !errors.is_empty() {
-            return Err(abandon(&remotes, errors));
+            return Err(abandon(&remotes, joined(&errors)));
         }
         for remote in &remotes {
             match (0..CLOCK_EXCHANGES)
@@ -780,12 +893,12 @@ impl ClusterRun {
                         last: best,
                     });
                 }
-                Err(e) => return Err(abandon(&remotes, vec![e])),
+                Err(e) => return Err(abandon(&remotes, e.to_string())),
             }
         }
         let assignment = match split(&cluster, &topology, &cpus, options.seed, None) {
             Ok(a) => a,
-            Err(e) => return Err(abandon(&remotes, vec![e])),
+            Err(e) => return Err(abandon(&remotes, e.to_string())),
         };
         let machines = cluster.machines.len();
         let here = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -797,7 +910,7 @@ impl ClusterRun {
         };
         let plan = match Plan::new(topology, plan_options, here) {
             Ok(p) => p,
-            Err(e) => return Err(abandon(&remotes, vec![format!("{}: {e}", bundle.label)])),
+            Err(e) => return Err(abandon(&remotes, format!("{}: {e}", bundle.label))),
         };
         let warnings = plan.warnings().to_vec();
         let info = RunInfo {
@@ -819,7 +932,7 @@ impl ClusterRun {
         };
         let registry = match netloom_os::Testbed::without_hosts(&run) {
             Ok(t) => t,
-            Err(e) => return Err(abandon(&remotes, vec![e.to_string()])),
+            Err(e) => return Err(abandon(&remotes, e.to_string())),
         };
         let precision = match options.precision {
             Precision::Busy => "busy",
@@ -870,19 +983,19 @@ impl ClusterRun {
                 .lock()
                 .expect("no panics holding it")
                 .recv_timeout(READY_WAIT);
+            let machine = remote.machine.name.clone();
             match ready {
                 Ok(FromWorker::Ready) => {}
-                Ok(FromWorker::Failed(why)) => {
-                    errors.push(format!("machine {}: {why}", remote.machine.name))
-                }
-                Ok(other) => errors.push(format!(
-                    "machine {}: said {other:?} instead of ready",
-                    remote.machine.name
-                )),
-                Err(RecvTimeoutError::Timeout) => errors.push(format!(
-                    "machine {} was not up within {READY_WAIT:?}",
-                    remote.machine.name
-                )),
+                Ok(FromWorker::Failed(why)) => errors.push(MachineError::Failed { machine, why }),
+                Ok(other) => errors.push(MachineError::SaidInstead {
+                    machine,
+                    said: Box::new(other),
+                    expected: "ready",
+                }),
+                Err(RecvTimeoutError::Timeout) => errors.push(MachineError::NotUp {
+                    machine,
+                    wait: READY_WAIT,
+                }),
                 Err(RecvTimeoutError::Disconnected) => errors.push(remote.why_dead()),
             }
         }
@@ -908,7 +1021,7 @@ impl ClusterRun {
         };
         if !errors.is_empty() {
             // Dropping `started` stops the machines that came up and cleans the others.
-            return Err(fail(errors.join("; ")));
+            return Err(fail(joined(&errors)));
         }
         let lookahead_ns = started.shared.lookahead_ns();
         if let Some(warning) = started.check_lookahead(lookahead_ns) {
@@ -1060,7 +1173,9 @@ impl ClusterRun {
 
     /// The figures so far, every machine's merged.
     pub fn stats(&self) -> Result<Report, LiveError> {
-        self.shared.stats().map_err(LiveError::Machine)
+        self.shared
+            .stats()
+            .map_err(|e| LiveError::Machine(e.to_string()))
     }
 
     /// As `Experiment::wait`; a machine whose worker ends is `WorkerFailed`.
@@ -1110,7 +1225,7 @@ impl ClusterRun {
                     self.shared.events.publish(Event::WorkerFailed {
                         at_ns: self.shared.now_ns(),
                         worker: k,
-                        error: e.clone(),
+                        error: e.to_string(),
                     });
                     failures.push(format!("{e} ({})", remote.clean()))
                 }
@@ -1159,6 +1274,12 @@ impl Drop for ClusterRun {
     }
 }
 
+/// The machines' errors, as one line.
+fn joined(errors: &[MachineError]) -> String {
+    let all: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    all.join("; ")
+}
+
 /// When clocks are judged against the lookahead.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Moment {
@@ -1201,6 +1322,20 @@ fn clock_warnings(clocks: &[MachineClock], lookahead_ns: u64, moment: Moment) ->
         .collect()
 }
 
+/// Why the pipes could not be split between the machines.
+#[derive(Debug, thiserror::Error)]
+pub enum SplitError {
+    /// The cluster file places a node that the topology does not have, or not every node.
+    #[error(transparent)]
+    Placement(#[from] ClusterError),
+    /// The topology is too large to partition, or METIS failed.
+    #[error(transparent)]
+    Partition(#[from] PartitionError),
+    /// The routes the flow graph needs are too large to compute.
+    #[error(transparent)]
+    Routes(#[from] TablesTooLarge),
+}
+
 /// Which machine owns each pipe: by the file's placement (a pipe is its sending node's
 /// machine's), or METIS with each machine's CPUs as its share, over `weighed` (`sim`: the
 /// traffic it runs) or, without one, the static flow graph (a live run does not know its
@@ -1211,10 +1346,10 @@ pub fn split(
     cpus: &[u32],
     seed: u64,
     weighed: Option<&FlowGraph>,
-) -> Result<Assignment, String> {
+) -> Result<Assignment, SplitError> {
     let machines = cluster.machines.len() as u32;
     let pipes = if cluster.placed() {
-        let owner = cluster.node_machines(topology).map_err(|e| e.to_string())?;
+        let owner = cluster.node_machines(topology)?;
         let mut pipes = vec![0; topology.pipes.len()];
         for link in &topology.links {
             pipes[link.ab as usize] = owner[link.a as usize];
@@ -1228,18 +1363,15 @@ pub fn split(
         let graph = match weighed {
             Some(graph) => graph,
             None => {
-                FlowGraph::check_size(topology, true).map_err(|e| e.to_string())?;
-                let routes =
-                    netloom_route::Routes::try_compute(topology).map_err(|e| e.to_string())?;
+                FlowGraph::check_size(topology, true)?;
+                let routes = netloom_route::Routes::try_compute(topology)?;
                 conservative = FlowGraph::conservative(topology, &routes);
                 &conservative
             }
         };
         let opts = netloom_partition::Options::new(Method::Metis, machines, seed);
         let shares: Vec<f64> = cpus.iter().map(|&c| f64::from(c)).collect();
-        partition_shares(graph, &opts, &shares)
-            .map_err(|e| e.to_string())?
-            .pipes
+        partition_shares(graph, &opts, &shares)?.pipes
     };
     Ok(Assignment {
         cores: machines,

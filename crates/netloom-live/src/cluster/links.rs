@@ -23,6 +23,39 @@ const RETRY: Duration = Duration::from_millis(10);
 /// A connection's first bytes: the magic, the run's VNI, the connecting worker.
 const HELLO_LEN: usize = 10;
 
+/// Why the connections for hand-overs could not be made.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LinksError {
+    /// This worker's listener.
+    #[error("taking hand-overs at {here}: {source}")]
+    Listen {
+        /// Its address.
+        here: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The connection to another worker.
+    #[error("handing over to worker {worker} at {peer}: {source}")]
+    Connect {
+        /// The other worker.
+        worker: usize,
+        /// Its address.
+        peer: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Other workers that did not connect in time.
+    #[error(
+        "taking hand-overs at {here}: {missing} other workers never connected within {MEET:?}"
+    )]
+    NeverConnected {
+        /// This worker's address.
+        here: SocketAddr,
+        /// How many did not.
+        missing: usize,
+    },
+}
+
 /// This worker's connections to and from every other worker.
 pub(crate) struct Links {
     me: u16,
@@ -37,10 +70,10 @@ impl Links {
     /// Listens at `peers[me]`, connects to every other worker of run `vni`, and accepts every
     /// other worker's connection: each listens before it connects, so a connection waits in
     /// the listener's backlog until its accept.
-    pub fn open(me: usize, peers: &[SocketAddr], vni: u32) -> Result<Links, String> {
+    pub fn open(me: usize, peers: &[SocketAddr], vni: u32) -> Result<Links, LinksError> {
         let here = peers[me];
-        let listener =
-            TcpListener::bind(here).map_err(|e| format!("taking hand-overs at {here}: {e}"))?;
+        let failed = |source| LinksError::Listen { here, source };
+        let listener = TcpListener::bind(here).map_err(failed)?;
         let deadline = Instant::now() + MEET;
         let mut to = Vec::with_capacity(peers.len());
         for (k, &peer) in peers.iter().enumerate() {
@@ -48,7 +81,11 @@ impl Links {
                 to.push(None);
                 continue;
             }
-            let failed = |e: std::io::Error| format!("handing over to worker {k} at {peer}: {e}");
+            let failed = |source| LinksError::Connect {
+                worker: k,
+                peer,
+                source,
+            };
             let mut stream = loop {
                 // Bounded by what is left of the wait: a machine that does not answer at all
                 // would otherwise hold the start for TCP's own minutes.
@@ -66,7 +103,6 @@ impl Links {
             to.push(Some(Mutex::new(stream)));
         }
         let mut from = Vec::with_capacity(peers.len() - 1);
-        let failed = |e: std::io::Error| format!("taking hand-overs at {here}: {e}");
         listener.set_nonblocking(true).map_err(failed)?;
         while from.len() + 1 < peers.len() {
             match listener.accept() {
@@ -83,9 +119,7 @@ impl Links {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     if Instant::now() >= deadline {
                         let missing = peers.len() - 1 - from.len();
-                        return Err(format!(
-                            "taking hand-overs at {here}: {missing} other workers never connected within {MEET:?}"
-                        ));
+                        return Err(LinksError::NeverConnected { here, missing });
                     }
                     std::thread::sleep(RETRY);
                 }

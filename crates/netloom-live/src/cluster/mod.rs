@@ -5,7 +5,7 @@
 //! and the coordinator that starts, answers for and stops them all (`coordinator`), with the
 //! map that forwards `netloom exec` to a host's machine (`forward`).
 
-mod channel;
+pub(crate) mod channel;
 mod coordinator;
 mod file;
 mod forward;
@@ -14,7 +14,7 @@ mod handover;
 mod links;
 mod worker;
 
-pub use coordinator::{split, ClockSample, ClusterRun, MachineClock, Setup};
+pub use coordinator::{split, ClockSample, ClusterRun, MachineClock, Setup, SplitError};
 pub use file::{Cluster, ClusterError, Machine, GENEVE_PORT};
 pub use forward::{Forwarding, UnknownHost};
 pub use worker::serve as serve_worker;

@@ -6,22 +6,22 @@
 //! sends its last figures when told or when the coordinator goes, then the hand-offs it
 //! received once every machine stopped. Its worker failing, or a signal, stops it and is told.
 
-use super::channel::{self, Figures, FromWorker, Start, ToWorker};
+use super::channel::{self, Figures, FromWorker, PartError, Start, ToWorker};
 use super::handoff::{self, Receiver, Sender};
-use super::links::{Links, Readers};
+use super::links::{Links, LinksError, Readers};
 use crate::clock::SystemClock;
 use crate::event::Event;
-use crate::experiment::{Ending, Experiment, Part};
+use crate::experiment::{Ending, Experiment, LiveError, Part};
 use crate::mailbox::{Message, Outbound, Post};
-use crate::plan::{Options, Plan, Split};
+use crate::plan::{Options, Plan, PlanError, Split};
 use crate::repartition::Workers;
 use crate::wait::{Hybrid, Precision};
 use netloom_engine::{Ownership, Payload};
 use netloom_partition::Assignment;
 use netloom_time::Instant;
-use netloom_topo::Topology;
+use netloom_topo::{TopoError, Topology};
 use std::io::{BufRead, Write};
-use std::net::UdpSocket;
+use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -98,10 +98,10 @@ pub fn serve(
                     forward_alarms(&running.experiment, output.clone())?;
                     break running;
                 }
-                Err(e) => return say(&output, &FromWorker::Failed(e)),
+                Err(e) => return say(&output, &FromWorker::Failed(e.to_string())),
             },
             Ok(ToWorker::Stop) => {
-                let nothing = FromWorker::Figures(Err("stopped before it started".into()));
+                let nothing = FromWorker::Figures(Err(PartError::NotStarted));
                 return say(&output, &nothing);
             }
             Ok(_) => continue,
@@ -160,7 +160,9 @@ pub fn serve(
                 say(&output, &FromWorker::Answer(answer))?;
             }
             ToWorker::Traffic => {
-                let traffic = Workers::traffic(experiment.part_workers()).map(Box::new);
+                let traffic = Workers::traffic(experiment.part_workers())
+                    .map(Box::new)
+                    .map_err(PartError::from);
                 say(&output, &FromWorker::Traffic(traffic))?;
             }
             ToWorker::Move { assignment, at_ns } => {
@@ -168,17 +170,18 @@ pub fn serve(
                 // worker on its connections from them meanwhile.
                 let next = topology
                     .as_ref()
-                    .ok_or_else(|| "a move in a run that does not repartition".to_string())
+                    .ok_or(PartError::NotRepartitioned)
                     .and_then(|topology| {
                         Ownership::live(topology, &assignment, peers.len(), Payload::Ship)
                             .map(Arc::new)
-                            .map_err(|e| e.to_string())
+                            .map_err(PartError::from)
                     });
                 let workers = experiment.part_workers().clone();
                 let output = output.clone();
                 std::thread::spawn(move || {
                     let moved = next.and_then(|next| {
                         Workers::repartition(&workers, next, Instant::from_nanos(at_ns))
+                            .map_err(PartError::from)
                     });
                     let _ = say(&output, &FromWorker::Moved(moved.map(Box::new)));
                 });
@@ -258,8 +261,8 @@ fn spread(
     here: &[u32],
     hosts: usize,
     (receiver, senders): (&Mutex<Option<Receiver>>, &[Arc<Sender>]),
-) -> Result<Box<Figures>, String> {
-    let (snapshot, drops) = part.map_err(|e| e.to_string())?;
+) -> Result<Box<Figures>, PartError> {
+    let (snapshot, drops) = part?;
     let mut tun_queue_drops = vec![0; hosts];
     for (&h, &d) in here.iter().zip(&drops) {
         tun_queue_drops[h as usize] = d;
@@ -344,11 +347,36 @@ impl Wall {
     }
 }
 
+/// Why this machine's part could not be brought up.
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    /// The topology sent does not load.
+    #[error(transparent)]
+    Topology(#[from] TopoError),
+    /// The plan every machine computes does not fit.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The hand-off socket could not be bound.
+    #[error("taking hand-offs at {address}: {source}")]
+    Handoffs {
+        /// Its address.
+        address: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The connections for hand-overs could not be made.
+    #[error(transparent)]
+    Links(#[from] LinksError),
+    /// The part's experiment did not start.
+    #[error(transparent)]
+    Live(#[from] LiveError),
+}
+
 /// Brings this machine's part up: the plan as every machine computes it from the same
 /// topology and assignment, the hand-off socket, the connections to and from every other
 /// worker for hand-overs when the run repartitions, the clock at the run's zero (by `wall`).
-fn start_part(start: Start, wall: Wall) -> Result<Running, String> {
-    let topology = start.topology.load().map_err(|e| e.to_string())?;
+fn start_part(start: Start, wall: Wall) -> Result<Running, StartError> {
+    let topology = start.topology.load()?;
     let precision = match start.precision.as_str() {
         "busy" => Precision::Busy,
         "sleep" => Precision::Sleep,
@@ -379,12 +407,12 @@ fn start_part(start: Start, wall: Wall) -> Result<Running, String> {
         ..Options::new(start.name.clone())
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let plan = Plan::new(topology, options, cpus).map_err(|e| e.to_string())?;
+    let plan = Plan::new(topology, options, cpus)?;
     let me = start.worker;
     let address = start.peers[me];
     let socket = UdpSocket::bind(address)
         .map(Arc::new)
-        .map_err(|e| format!("taking hand-offs at {address}: {e}"))?;
+        .map_err(|source| StartError::Handoffs { address, source })?;
     let vni = handoff::vni(&start.run);
     let senders: Vec<Arc<Sender>> = start
         .peers
@@ -442,7 +470,7 @@ fn start_part(start: Start, wall: Wall) -> Result<Running, String> {
     };
     let here = plan.hosts[me].clone();
     let topology = start.repartition_ns.map(|_| plan.topology().clone());
-    let experiment = Experiment::start_part(plan, part).map_err(|e| e.to_string())?;
+    let experiment = Experiment::start_part(plan, part)?;
     Ok(Running {
         experiment,
         here,
