@@ -2,7 +2,7 @@
 //! or machines (docs/wire.md draws the layout). Independent of the in-memory `Handoff`, whose
 //! layout the compiler chooses.
 
-use crate::packet::{Body, Handoff, Packet};
+use crate::packet::{Body, Handoff, Packet, DELIVER, NO_ROUTE};
 use crate::traffic::{Ack, Segment};
 use netloom_link::{Ecn, Ticket};
 use netloom_time::Instant;
@@ -35,6 +35,76 @@ pub enum DescriptorError {
         /// Where, from the descriptor's start.
         offset: usize,
     },
+}
+
+/// How many of each thing the receiving engine has: every number a hand-off carries must stay
+/// below its bound before the engine takes it in (`Handoff::check`). A hand-off from another
+/// process or machine is input: it is checked, never trusted (`Engine::handoff_bounds`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HandoffBounds {
+    /// Pipes of the topology.
+    pub pipes: u32,
+    /// Nodes of the topology.
+    pub nodes: u32,
+    /// Hosts of the topology.
+    pub hosts: u32,
+    /// Synthetic flows of the run (none in a live run).
+    pub flows: u32,
+    /// Workers of the run.
+    pub workers: u16,
+}
+
+/// Why a well-formed hand-off does not fit the engine that receives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OutOfBounds {
+    /// A pipe number past the topology's pipes (the one left, or the next).
+    #[error("pipe {0} is not a pipe of the topology")]
+    Pipe(u32),
+    /// A packet that enters a pipe names none (delivery or no route instead).
+    #[error("a packet that enters a pipe must name it")]
+    NoPipe,
+    /// A node number past the topology's nodes.
+    #[error("node {0} is not a node of the topology")]
+    Node(u32),
+    /// A host number past the topology's hosts.
+    #[error("host {0} is not a host of the topology")]
+    Host(u32),
+    /// A synthetic flow the run does not have.
+    #[error("flow {0} is not a flow of the run")]
+    Flow(u32),
+    /// A worker the run does not have holds the payload.
+    #[error("worker {0} is not a worker of the run")]
+    Home(u16),
+}
+
+impl Handoff {
+    /// Checks every number the hand-off carries against `b`, so that taking it in can neither
+    /// index past a table nor be handled by nobody.
+    pub fn check(&self, b: &HandoffBounds) -> Result<(), OutOfBounds> {
+        let p = &self.packet;
+        let pipe = |q: u32| (q < b.pipes).then_some(()).ok_or(OutOfBounds::Pipe(q));
+        if let Some((left, _)) = self.exit {
+            pipe(left)?;
+        }
+        match (p.next, self.exit) {
+            (DELIVER | NO_ROUTE, Some(_)) => {}
+            (DELIVER | NO_ROUTE, None) => return Err(OutOfBounds::NoPipe),
+            (next, _) => pipe(next)?,
+        }
+        if p.at >= b.nodes {
+            return Err(OutOfBounds::Node(p.at));
+        }
+        if p.dst_host >= b.hosts {
+            return Err(OutOfBounds::Host(p.dst_host));
+        }
+        match p.body {
+            Body::Data { flow, .. } | Body::Ack { flow, .. } if flow >= b.flows => {
+                Err(OutOfBounds::Flow(flow))
+            }
+            Body::External { home, .. } if home >= b.workers => Err(OutOfBounds::Home(home)),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// In a serialized message (a repartitioning's hand-over) a hand-off is its byte form.

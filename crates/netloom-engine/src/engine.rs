@@ -711,6 +711,20 @@ impl Engine {
         Some((self.offered().collect(), arrived, crossed))
     }
 
+    /// What a hand-off's numbers must stay below to be taken in here (`Handoff::check`).
+    pub fn handoff_bounds(&self) -> crate::HandoffBounds {
+        crate::HandoffBounds {
+            pipes: self.pipes.len() as u32,
+            nodes: self.topo.nodes.len() as u32,
+            hosts: self.topo.hosts.len() as u32,
+            flows: self.flows.len() as u32,
+            workers: self
+                .worker
+                .as_ref()
+                .map_or(1, |w| w.ownership.workers() as u16),
+        }
+    }
+
     /// The topology the engine was built from, as loaded: later changes to pipes
     /// (`set_pipe_configs`, time-varying links) are in the pipes (`pipe`), not here.
     pub fn topology(&self) -> &Topology {

@@ -18,7 +18,7 @@ pub mod traffic;
 pub mod workers;
 pub mod workload;
 
-pub use descriptor::{DescriptorError, DESCRIPTOR_LEN};
+pub use descriptor::{DescriptorError, HandoffBounds, OutOfBounds, DESCRIPTOR_LEN};
 pub use engine::{
     derive_seed, Engine, EngineCounters, EngineError, FlowStats, HopCounting, Injected, Latencies,
     Migration, Output, Refusal, Remains,

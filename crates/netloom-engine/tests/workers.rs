@@ -418,3 +418,67 @@ b = "h3"
     assert_eq!(json(&single.flows), json(&split.flows));
     assert_eq!(json(&single.pipes), json(&split.pipes));
 }
+
+/// A hand-off from another process is input: whatever numbers it carries, once `check` let it
+/// through, the engine takes it in and runs on without panicking, and what `check` refused it
+/// never sees. The numbers are drawn near the bounds so that both happen often.
+#[test]
+fn a_checked_handoff_never_panics_the_engine_whatever_it_carries() {
+    let topo = topology();
+    let pipes = topo.pipes.len();
+    let assignment: Vec<u32> = (0..pipes as u32).map(|p| p % 2).collect();
+    let ownership = Arc::new(Ownership::new(&topo, &assignment, 2, Payload::Cache).unwrap());
+    let mut target = engine(Some((&ownership, 0)));
+    let bounds = target.handoff_bounds();
+    assert_eq!(bounds.pipes as usize, pipes);
+    assert_eq!(bounds.workers, 2);
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(37);
+    let near = |rng: &mut rand_xoshiro::Xoshiro256PlusPlus, bound: u32| -> u32 {
+        match rng.gen_range(0..16) {
+            0 => u32::MAX - rng.gen_range(0..2),
+            1 => bound + rng.gen_range(0..3),
+            _ => rng.gen_range(0..bound.max(1)),
+        }
+    };
+    let (mut taken, mut refused) = (0, 0);
+    for round in 0..20_000u64 {
+        let mut b = [0u8; netloom_engine::DESCRIPTOR_LEN];
+        rng.fill(&mut b[..]);
+        b[16] = rng.gen_range(0..3);
+        b[17] &= 0b11;
+        b[19] = 0;
+        if b[16] != 1 {
+            b[32..38].fill(0); // a segment's size or a home fits its field
+        }
+        let put =
+            |b: &mut [u8; 64], at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_be_bytes());
+        match rng.gen() {
+            true => b[8..16].fill(0), // no exit: the packet enters `next`
+            false => put(&mut b, 8, near(&mut rng, bounds.pipes)),
+        }
+        put(&mut b, 20, near(&mut rng, bounds.flows));
+        put(&mut b, 44, near(&mut rng, bounds.nodes));
+        put(&mut b, 48, near(&mut rng, bounds.hosts));
+        put(&mut b, 52, near(&mut rng, bounds.pipes));
+        if b[16] == 2 {
+            b[38..40].copy_from_slice(&(near(&mut rng, 2) as u16).to_be_bytes());
+        }
+        // Times from now on, as a live hand-off's: the engine's clock does not go back.
+        b[0..8].copy_from_slice(&(round * 1_000 + rng.gen_range(0..5_000)).to_be_bytes());
+        let Ok(handoff) = netloom_engine::Handoff::from_bytes(&b) else {
+            continue;
+        };
+        match handoff.check(&bounds) {
+            Ok(()) => {
+                taken += 1;
+                target.accept(handoff);
+                target.advance(netloom_time::Instant::from_nanos(round * 1_000));
+            }
+            Err(_) => refused += 1,
+        }
+    }
+    assert!(
+        taken > 1_000 && refused > 1_000,
+        "{taken} taken, {refused} refused"
+    );
+}
