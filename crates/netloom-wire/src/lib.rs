@@ -2,6 +2,10 @@
 //! real IP packet with its hand-off, or a batch of hand-offs alone. Encoding, splitting and checked
 //! decoding only; the sockets are the caller's. docs/wire.md draws every byte.
 
+mod seal;
+
+pub use seal::{BadKey, Key, Unsealed, TAG_LEN};
+
 use netloom_engine::{DescriptorError, Handoff, DESCRIPTOR_LEN};
 
 /// GENEVE's UDP port (IANA), under which tshark dissects the datagrams without being told.
@@ -162,19 +166,61 @@ pub enum WireError {
 /// one seen is a datagram lost on the way (a full socket buffer, a dropped UDP datagram). One
 /// that arrives out of order counts as lost until it comes; those lost after the last one to
 /// arrive cannot be told from those still on their way.
+///
+/// A number is taken once: one seen before (a datagram replayed), one older than the last
+/// `REPLAY_WINDOW` numbers (which cannot be told from a replay), or one more than `MAX_AHEAD`
+/// past the highest (no sender loses that many in a row; counting them would make the lost
+/// figure whatever the datagram says) is refused and counts nowhere, as an anti-replay window
+/// does (RFC 4303, section 3.4.3).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Arrivals {
     /// One more than the highest sequence number seen (0: none yet).
     next: u64,
     /// Datagrams received.
     received: u64,
+    /// Which of the `REPLAY_WINDOW` numbers below `next` arrived: bit i is number next-1-i.
+    seen: u64,
+}
+
+/// How many numbers below the highest one seen may still arrive, once each.
+pub const REPLAY_WINDOW: u64 = 64;
+/// How far past the highest number seen a datagram may be numbered.
+pub const MAX_AHEAD: u64 = 1 << 20;
+
+/// What became of a datagram's sequence number (`Arrivals::arrive`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrival {
+    /// Not seen before: the datagram is taken.
+    Fresh,
+    /// Seen before, or too old to tell: refused.
+    Replayed,
+    /// Implausibly far ahead of the highest number seen: refused.
+    TooFarAhead,
 }
 
 impl Arrivals {
-    /// Notes the arrival of the datagram numbered `sequence`.
-    pub fn arrive(&mut self, sequence: u64) {
+    /// Notes the arrival of the datagram numbered `sequence`, if it is fresh.
+    pub fn arrive(&mut self, sequence: u64) -> Arrival {
+        if sequence >= self.next {
+            let ahead = sequence - self.next;
+            if ahead > MAX_AHEAD {
+                return Arrival::TooFarAhead;
+            }
+            // The window moves up to `sequence`, which is bit 0.
+            self.seen = match ahead + 1 {
+                shift if shift >= REPLAY_WINDOW => 0,
+                shift => self.seen << shift,
+            } | 1;
+            self.next = sequence + 1;
+        } else {
+            let back = self.next - 1 - sequence;
+            if back >= REPLAY_WINDOW || self.seen & 1 << back != 0 {
+                return Arrival::Replayed;
+            }
+            self.seen |= 1 << back;
+        }
         self.received += 1;
-        self.next = self.next.max(sequence.saturating_add(1));
+        Arrival::Fresh
     }
 
     /// Datagrams received so far.
@@ -600,7 +646,7 @@ mod tests {
             "3, 4, 7 and 8 are missing"
         );
         // A datagram overtaken by a later one is not lost once it arrives.
-        a.arrive(8);
+        assert_eq!(a.arrive(8), Arrival::Fresh);
         assert_eq!(a.lost(), 3);
         // The sequence number the sender put in travels in the option's window field.
         let datagram = encode_batch(
@@ -615,6 +661,32 @@ mod tests {
         let mut b = Arrivals::default();
         b.arrive(decode(&datagram[0]).unwrap().header.window);
         assert_eq!(b.lost(), 41, "numbers 0 to 40 never came");
+    }
+
+    #[test]
+    fn a_sequence_number_is_taken_once_and_never_sets_the_lost_count_at_will() {
+        let mut a = Arrivals::default();
+        for sequence in 0..100 {
+            assert_eq!(a.arrive(sequence), Arrival::Fresh);
+        }
+        // Replayed, within the window and below it: refused, counted nowhere.
+        assert_eq!(a.arrive(99), Arrival::Replayed);
+        assert_eq!(a.arrive(50), Arrival::Replayed);
+        assert_eq!(a.arrive(100 - REPLAY_WINDOW - 1), Arrival::Replayed);
+        assert_eq!((a.received(), a.lost()), (100, 0));
+        // A forged number far ahead would have made billions lost.
+        assert_eq!(a.arrive(u64::MAX), Arrival::TooFarAhead);
+        assert_eq!(a.arrive(100 + MAX_AHEAD + 1), Arrival::TooFarAhead);
+        assert_eq!((a.received(), a.lost()), (100, 0));
+        // A real gap, then a late one inside the window: taken once.
+        assert_eq!(a.arrive(110), Arrival::Fresh);
+        assert_eq!(a.lost(), 10);
+        assert_eq!(a.arrive(105), Arrival::Fresh);
+        assert_eq!(a.arrive(105), Arrival::Replayed);
+        assert_eq!((a.received(), a.lost()), (102, 9));
+        // A jump past the window forgets it: what it held is too old now.
+        assert_eq!(a.arrive(110 + REPLAY_WINDOW), Arrival::Fresh);
+        assert_eq!(a.arrive(109), Arrival::Replayed);
     }
 
     /// Random bytes, and valid datagrams with random bytes changed, cut or added: each decodes
