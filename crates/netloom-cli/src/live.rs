@@ -388,6 +388,14 @@ pub fn format_report(r: &Report, last: bool, top: usize) -> String {
             pairs.join(", ")
         );
     }
+    let refused = &r.refused_handoffs;
+    if !refused.is_none() {
+        let _ = writeln!(
+            out,
+            "  datagrams refused at the machines' hand-off ports (none the run's): {} from strangers, {} malformed, {} out of bounds, {} replayed",
+            refused.strangers, refused.malformed, refused.out_of_bounds, refused.replayed
+        );
+    }
     for c in &r.captures {
         let _ = writeln!(
             out,

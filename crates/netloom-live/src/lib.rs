@@ -66,7 +66,8 @@ pub use repartition::{
     EpochReport, MovePhases, MoveReport, Moved, RepartitionReport, MIN_EPOCH, MOVE_AHEAD,
 };
 pub use report::{
-    CaptureReport, HostInfo, HostReport, LostHandoffs, Report, RunInfo, WorkersInfo, WorkersReport,
+    CaptureReport, HostInfo, HostReport, LostHandoffs, RefusedHandoffs, Report, RunInfo,
+    WorkersInfo, WorkersReport,
 };
 pub use synthetic::SimCapture;
 pub use tun_io::TunIo;

@@ -128,6 +128,50 @@ pub struct Report {
     /// arrived, for every ordered pair of machines (counted in `accuracy.physical_drops`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lost_handoffs: Vec<LostHandoffs>,
+    /// In a run over several machines: datagrams that reached a machine's hand-off port and
+    /// were refused, by cause (none of them the run's own packets); absent when none.
+    #[serde(default, skip_serializing_if = "RefusedHandoffs::is_none")]
+    pub refused_handoffs: RefusedHandoffs,
+}
+
+/// Datagrams refused at a machine's hand-off port, by cause. The run's own workers send none
+/// of them: each is a stranger's, another run's or a damaged one, and none reaches the engine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedHandoffs {
+    /// Without the tag the run's secret makes: sent by someone who does not have it, or
+    /// changed on the way.
+    #[serde(default)]
+    pub unauthentic: u64,
+    /// From an address that is not the machine of the worker the datagram names.
+    pub strangers: u64,
+    /// Not a hand-off of this run for this machine: not GENEVE with netloom's option, another
+    /// run's network identifier, another destination, or a descriptor that does not decode.
+    pub malformed: u64,
+    /// A descriptor naming a pipe, node, host or worker the run does not have.
+    pub out_of_bounds: u64,
+    /// A sequence number seen before, too old to tell, or implausibly far ahead.
+    pub replayed: u64,
+}
+
+impl RefusedHandoffs {
+    /// Every refused datagram.
+    pub fn total(&self) -> u64 {
+        self.unauthentic + self.strangers + self.malformed + self.out_of_bounds + self.replayed
+    }
+
+    /// None refused.
+    pub fn is_none(&self) -> bool {
+        self.total() == 0
+    }
+
+    /// Adds `other`'s counts.
+    pub fn add(&mut self, other: &RefusedHandoffs) {
+        self.unauthentic += other.unauthentic;
+        self.strangers += other.strangers;
+        self.malformed += other.malformed;
+        self.out_of_bounds += other.out_of_bounds;
+        self.replayed += other.replayed;
+    }
 }
 
 /// Hand-offs from one machine to another lost on the way (gaps in the channel's sequence
@@ -198,6 +242,7 @@ impl Report {
             captures: Vec::new(),
             repartition: None,
             lost_handoffs: Vec::new(),
+            refused_handoffs: RefusedHandoffs::default(),
         }
     }
 }

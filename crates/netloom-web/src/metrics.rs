@@ -337,6 +337,23 @@ fn workers(o: &mut String, report: &Report) {
         "Hand-offs that arrived later than the threshold after their intended time.",
     )
     .sample(&[], a.late_handoffs);
+    let r = &report.refused_handoffs;
+    if !r.is_none() {
+        let mut f = family(
+            o,
+            "netloom_refused_handoffs_total",
+            "counter",
+            "Datagrams refused at the machines' hand-off ports, by cause (none the run's).",
+        );
+        for (cause, n) in [
+            ("stranger", r.strangers),
+            ("malformed", r.malformed),
+            ("out_of_bounds", r.out_of_bounds),
+            ("replayed", r.replayed),
+        ] {
+            f.sample(&[("cause", cause)], n);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -122,6 +122,9 @@ pub(crate) struct Start {
     pub assignment: Vec<u32>,
     /// Where each worker takes hand-offs, by worker.
     pub peers: Vec<SocketAddr>,
+    /// The run's secret, as hex (`netloom_wire::Key`): every datagram between the machines
+    /// carries a tag made with it. It travels only on this channel, the launcher's.
+    pub key: String,
     /// The run's options that every machine shares.
     pub seed: u64,
     pub mtu: Option<u32>,
@@ -146,7 +149,7 @@ pub(crate) struct Start {
 /// One machine's figures: its worker's snapshot, the TUN-queue drops of every host of the
 /// run (zeros for other machines' hosts), the hand-offs from each worker lost on their way
 /// here (gaps in their sequence numbers), the hand-off datagrams sent to each worker and
-/// those received from each, to merge.
+/// those received from each, and those refused, to merge.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Figures {
     pub snapshot: Snapshot,
@@ -155,6 +158,9 @@ pub(crate) struct Figures {
     pub sent_handoffs: Vec<u64>,
     #[serde(default)]
     pub received_handoffs: Vec<u64>,
+    /// Datagrams refused at this machine's hand-off port, by cause.
+    #[serde(default)]
+    pub refused_handoffs: crate::report::RefusedHandoffs,
 }
 
 /// Writes one message as a line and flushes it.

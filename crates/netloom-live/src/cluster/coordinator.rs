@@ -677,6 +677,8 @@ struct Merged {
     /// Datagrams received once every machine stopped, per machine (the receiver), per worker
     /// (the sender): with `sent_handoffs`, those lost after the last one to arrive count too.
     received_handoffs: Vec<Option<Vec<u64>>>,
+    /// Datagrams refused, per machine.
+    refused_handoffs: Vec<crate::report::RefusedHandoffs>,
 }
 
 impl Merged {
@@ -697,7 +699,9 @@ impl Merged {
             self.lost_handoffs.resize(k + 1, Vec::new());
             self.sent_handoffs.resize(k + 1, Vec::new());
             self.arrived_handoffs.resize(k + 1, Vec::new());
+            self.refused_handoffs.resize(k + 1, Default::default());
         }
+        self.refused_handoffs[k] = figures.refused_handoffs;
         self.lost_handoffs[k] = figures.lost_handoffs;
         self.sent_handoffs[k] = figures.sent_handoffs;
         self.arrived_handoffs[k] = figures.received_handoffs;
@@ -788,6 +792,9 @@ impl Merged {
         }
         let lost = report.lost_handoffs.iter().map(|l| l.lost).sum();
         report.accuracy.add_lost_handoffs(lost);
+        for refused in &self.refused_handoffs {
+            report.refused_handoffs.add(refused);
+        }
         Some(report)
     }
 }
@@ -945,6 +952,8 @@ impl ClusterRun {
             .iter()
             .map(Machine::handoff_address)
             .collect();
+        // One secret for the run, made here and handed to each machine with its part.
+        let key = netloom_wire::Key::random().to_hex();
         for (k, remote) in remotes.iter().enumerate() {
             let offset_ns = remote
                 .clock
@@ -959,6 +968,7 @@ impl ClusterRun {
                 topology: bundle.clone(),
                 assignment: assignment.pipes.clone(),
                 peers: peers.clone(),
+                key: key.clone(),
                 seed: options.seed,
                 mtu: options.mtu,
                 gso: options.gso,

@@ -20,8 +20,12 @@ const MEET: Duration = Duration::from_secs(10);
 /// How often a connection refused (the other worker not listening yet) is tried again, and an
 /// accept that found none.
 const RETRY: Duration = Duration::from_millis(10);
-/// A connection's first bytes: the magic, the run's VNI, the connecting worker.
-const HELLO_LEN: usize = 10;
+/// How long a connection has to say its hello: a worker writes it as soon as it connects, and
+/// a connection that says nothing holds the accepting worker no longer than this.
+const HELLO_WAIT: Duration = Duration::from_secs(1);
+/// A connection's first bytes: the magic, the run's VNI, the connecting worker, sealed with the
+/// run's secret (its tag after them).
+const HELLO_LEN: usize = 10 + netloom_wire::TAG_LEN;
 
 /// Why the connections for hand-overs could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -67,10 +71,16 @@ pub(crate) struct Links {
 }
 
 impl Links {
-    /// Listens at `peers[me]`, connects to every other worker of run `vni`, and accepts every
-    /// other worker's connection: each listens before it connects, so a connection waits in
-    /// the listener's backlog until its accept.
-    pub fn open(me: usize, peers: &[SocketAddr], vni: u32) -> Result<Links, LinksError> {
+    /// Listens at `peers[me]`, connects to every other worker of run `vni` whose secret is
+    /// `key`, and accepts every other worker's connection: each listens before it connects, so
+    /// a connection waits in the listener's backlog until its accept. A connection is taken
+    /// for worker k's only with a hello sealed with the key, from worker k's address, and
+    /// once: whoever connects first without them is let go, and cannot take a worker's place.
+    pub fn open(
+        me: usize,
+        peers: &[SocketAddr],
+        (vni, key): (u32, netloom_wire::Key),
+    ) -> Result<Links, LinksError> {
         let here = peers[me];
         let failed = |source| LinksError::Listen { here, source };
         let listener = TcpListener::bind(here).map_err(failed)?;
@@ -99,21 +109,27 @@ impl Links {
                 }
             };
             stream.set_nodelay(true).map_err(failed)?;
-            stream.write_all(&hello(vni, me as u16)).map_err(failed)?;
+            stream
+                .write_all(&hello(vni, me as u16, &key))
+                .map_err(failed)?;
             to.push(Some(Mutex::new(stream)));
         }
         let mut from = Vec::with_capacity(peers.len() - 1);
         listener.set_nonblocking(true).map_err(failed)?;
         while from.len() + 1 < peers.len() {
             match listener.accept() {
-                Ok((mut stream, _)) => {
+                Ok((mut stream, address)) => {
                     stream.set_nonblocking(false).map_err(failed)?;
-                    stream.set_read_timeout(Some(MEET)).map_err(failed)?;
+                    stream.set_read_timeout(Some(HELLO_WAIT)).map_err(failed)?;
                     let mut said = [0u8; HELLO_LEN];
                     // Only this run's workers count; anything else that connected is let go.
-                    if stream.read_exact(&mut said).is_ok() && said[..8] == hello(vni, 0)[..8] {
+                    let worker = match stream.read_exact(&mut said) {
+                        Ok(()) => greeted(&said, (vni, &key), address, peers, me, &from),
+                        Err(_) => None,
+                    };
+                    if let Some(worker) = worker {
                         stream.set_read_timeout(None).map_err(failed)?;
-                        from.push((u16::from_be_bytes([said[8], said[9]]), stream));
+                        from.push((worker, stream));
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -230,12 +246,33 @@ fn read(
 }
 
 /// A connection's first bytes from worker `from` of run `vni`.
-fn hello(vni: u32, from: u16) -> [u8; HELLO_LEN] {
-    let mut h = [0u8; HELLO_LEN];
+fn hello(vni: u32, from: u16, key: &netloom_wire::Key) -> Vec<u8> {
+    let mut h = vec![0u8; 10];
     h[..4].copy_from_slice(&MAGIC);
     h[5..8].copy_from_slice(&vni.to_be_bytes()[1..]);
     h[8..].copy_from_slice(&from.to_be_bytes());
+    key.seal(&mut h);
     h
+}
+
+/// The worker whose connection from `address` said `said`, if it is one of run `vni`'s other
+/// workers (sealed with `key`, from its own address) that has not connected yet (`from`).
+fn greeted(
+    said: &[u8; HELLO_LEN],
+    (vni, key): (u32, &netloom_wire::Key),
+    address: SocketAddr,
+    peers: &[SocketAddr],
+    me: usize,
+    from: &[(u16, TcpStream)],
+) -> Option<u16> {
+    let inner = key.open(said).ok()?;
+    if inner[..8] != hello(vni, 0, key)[..8] {
+        return None;
+    }
+    let worker = u16::from_be_bytes([inner[8], inner[9]]);
+    let k = usize::from(worker);
+    let known = k != me && peers.get(k).is_some_and(|p| p.ip() == address.ip());
+    (known && from.iter().all(|&(w, _)| w != worker)).then_some(worker)
 }
 
 /// The threads reading hand-overs, stopped (their connections shut) when dropped.
@@ -262,6 +299,11 @@ mod tests {
     use crate::repartition::Stamps;
     use netloom_engine::Migration;
 
+    /// Run 77's secret.
+    fn key() -> netloom_wire::Key {
+        netloom_wire::Key::from_hex(&"77".repeat(32)).unwrap()
+    }
+
     /// Two free addresses on this machine (bound once and let go).
     fn addresses() -> Vec<SocketAddr> {
         let free = || {
@@ -276,9 +318,9 @@ mod tests {
         let later = peers.to_vec();
         let one = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
-            Links::open(1, &later, 77).unwrap()
+            Links::open(1, &later, (77, key())).unwrap()
         });
-        let zero = Links::open(0, peers, 77).unwrap();
+        let zero = Links::open(0, peers, (77, key())).unwrap();
         (zero, one.join().unwrap())
     }
 
@@ -312,8 +354,21 @@ mod tests {
                 std::thread::sleep(RETRY);
             }
         });
+        // One that knows the run's network identifier (a hash of its name) and says it is
+        // worker 0, without the secret: not taken for worker 0 either.
+        let impostor = std::thread::spawn({
+            let to = peers[1];
+            move || loop {
+                if let Ok(mut s) = TcpStream::connect(to) {
+                    let _ = s.write_all(&hello(77, 0, &netloom_wire::Key::random()));
+                    return s;
+                }
+                std::thread::sleep(RETRY);
+            }
+        });
         let (zero, one) = meet(&peers);
         drop(stranger.join().unwrap());
+        drop(impostor.join().unwrap());
         let (mut inboxes, posts) = mailboxes(2).unwrap();
         let clock = SystemClock::start();
         let _readers = one.start_reading(posts[1].clone(), clock, false).unwrap();

@@ -88,6 +88,7 @@ pub fn serve(
         senders,
         socket,
         peers,
+        key,
         topology,
         handovers: _handovers,
     } = loop {
@@ -140,7 +141,7 @@ pub fn serve(
             ToWorker::Probe => {
                 let me = socket.local_addr()?;
                 let others: Vec<_> = peers.iter().copied().filter(|&p| p != me).collect();
-                handoff::send_probes(&socket, &others, PROBES, PROBE_GAP);
+                handoff::send_probes(&socket, &key, &others, PROBES, PROBE_GAP);
                 std::thread::sleep(PROBE_WAIT);
                 let receiver = receiver.lock().expect("nothing panics holding it");
                 let trips = receiver
@@ -273,6 +274,12 @@ fn spread(
         lost_handoffs: arrivals(receiver, netloom_wire::Arrivals::lost),
         sent_handoffs: senders.iter().map(|s| s.sent()).collect(),
         received_handoffs: received(receiver),
+        refused_handoffs: receiver
+            .lock()
+            .expect("nothing panics holding it")
+            .as_ref()
+            .map(|r| *r.refused.lock().expect("nothing panics holding it"))
+            .unwrap_or_default(),
     }))
 }
 
@@ -310,6 +317,8 @@ struct Running {
     /// The hand-off socket, and every worker's.
     socket: Arc<UdpSocket>,
     peers: Vec<std::net::SocketAddr>,
+    /// The run's secret, which seals the probes.
+    key: netloom_wire::Key,
     /// The topology as loaded, for the ownerships of moves: only in a run that repartitions
     /// (a copy of a large topology costs memory and start-up time for nothing otherwise).
     topology: Option<Topology>,
@@ -370,6 +379,9 @@ enum StartError {
     /// The part's experiment did not start.
     #[error(transparent)]
     Live(#[from] LiveError),
+    /// The run's secret did not arrive whole.
+    #[error(transparent)]
+    Key(#[from] netloom_wire::BadKey),
 }
 
 /// Brings this machine's part up: the plan as every machine computes it from the same
@@ -414,14 +426,23 @@ fn start_part(start: Start, wall: Wall) -> Result<Running, StartError> {
         .map(Arc::new)
         .map_err(|source| StartError::Handoffs { address, source })?;
     let vni = handoff::vni(&start.run);
+    let key = netloom_wire::Key::from_hex(&start.key)?;
     let senders: Vec<Arc<Sender>> = start
         .peers
         .iter()
         .enumerate()
-        .map(|(k, &to)| Arc::new(Sender::new(socket.clone(), vni, me as u16, k as u16, to)))
+        .map(|(k, &to)| {
+            Arc::new(Sender::new(
+                socket.clone(),
+                (vni, key),
+                me as u16,
+                k as u16,
+                to,
+            ))
+        })
         .collect();
     let links = match start.repartition_ns {
-        Some(_) => Some(Arc::new(Links::open(me, &start.peers, vni)?)),
+        Some(_) => Some(Arc::new(Links::open(me, &start.peers, (vni, key))?)),
         None => None,
     };
     // The run's zero on this machine's monotonic clock: the coordinator's wall-clock zero,
@@ -448,6 +469,21 @@ fn start_part(start: Start, wall: Wall) -> Result<Running, StartError> {
     let receiver = Arc::new(Mutex::new(None));
     let handovers = Arc::new(Mutex::new(None));
     let realtime = start.realtime;
+    let topo = plan.topology();
+    let gate = handoff::Gate {
+        vni,
+        key,
+        me: me as u16,
+        peers: start.peers.clone(),
+        // A live run has no synthetic flows; each machine runs one worker.
+        bounds: netloom_engine::HandoffBounds {
+            pipes: topo.pipes.len() as u32,
+            nodes: topo.nodes.len() as u32,
+            hosts: topo.hosts.len() as u32,
+            flows: 0,
+            workers: start.peers.len() as u16,
+        },
+    };
     let inbound = {
         let receiver = receiver.clone();
         let handovers = handovers.clone();
@@ -457,7 +493,7 @@ fn start_part(start: Start, wall: Wall) -> Result<Running, StartError> {
                 let readers = links.start_reading(post.clone(), clock, realtime)?;
                 *handovers.lock().expect("nothing panics holding it") = Some(readers);
             }
-            let r = Receiver::start(socket, vni, me as u16, post, realtime)?;
+            let r = Receiver::start(socket, gate, post, realtime)?;
             *receiver.lock().expect("nothing panics holding it") = Some(r);
             Ok(())
         })
@@ -478,6 +514,7 @@ fn start_part(start: Start, wall: Wall) -> Result<Running, StartError> {
         senders,
         socket,
         peers: start.peers,
+        key,
         topology,
         handovers,
     })
