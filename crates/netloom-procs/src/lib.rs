@@ -33,6 +33,9 @@ pub struct Setup {
     pub assignment: Vec<u32>,
     /// The run's GENEVE VNI.
     pub vni: u32,
+    /// The run's secret, as hex (`netloom_wire::Key`), which seals every datagram between the
+    /// workers. It travels only here, on the worker's standard input (its launcher's channel).
+    pub key: String,
     /// The largest datagram to send.
     pub max_datagram: usize,
     /// The address each worker binds to, worker 0 first (ports chosen by the system).
@@ -227,8 +230,8 @@ impl Workers {
         let processes = self.processes.clone();
         exchange.connect(
             peers,
-            setup.vni,
-            setup.max_datagram,
+            (setup.vni, key(setup)?),
+            (setup.max_datagram, engine.handoff_bounds()),
             Box::new(move || {
                 dead(&mut processes.borrow_mut()).map_or(Ok(()), |e| Err(e.to_string()))
             }),
@@ -343,6 +346,12 @@ fn bind(setup: &Setup, me: u16) -> Result<UdpExchange, ProcError> {
     })
 }
 
+/// The run's secret in `setup`.
+fn key(setup: &Setup) -> Result<netloom_wire::Key, ProcError> {
+    netloom_wire::Key::from_hex(&setup.key)
+        .map_err(|e| ProcError::Build(format!("a bad set-up: {e}")))
+}
+
 /// Worker `me`'s side, in a child process: says which netloom it is, reads the set-up on stdin,
 /// builds its engine with
 /// `build` (which returns it and the run's lookahead), binds its socket, says where, learns the
@@ -384,7 +393,12 @@ pub fn serve(
     let peers: Vec<SocketAddr> = serde_json::from_str(&next_line()?)
         .map_err(|e| ProcError::Build(format!("a bad list of peers: {e}")))?;
     // A peer that dies is the coordinator's to see: it stops everyone.
-    exchange.connect(peers, setup.vni, setup.max_datagram, Box::new(|| Ok(())));
+    exchange.connect(
+        peers,
+        (setup.vni, key(&setup)?),
+        (setup.max_datagram, engine.handoff_bounds()),
+        Box::new(|| Ok(())),
+    );
     let windows = lockstep::run(
         &mut engine,
         &mut exchange,

@@ -4,8 +4,8 @@
 //! this machine or others.
 
 use netloom_engine::lockstep::Exchange;
-use netloom_engine::Handoff;
-use netloom_wire::{decode, encode_batch, Header, Payload};
+use netloom_engine::{Handoff, HandoffBounds};
+use netloom_wire::{decode, encode_batch, Header, Key, Payload, TAG_LEN};
 use std::collections::{BTreeMap, HashMap};
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
@@ -60,6 +60,17 @@ pub enum ExchangeError {
     /// The watcher said a peer is gone.
     #[error("{0}")]
     Peer(String),
+    /// A peer's hand-off names what this worker's topology has not: the workers do not run
+    /// the same topology (or a peer is broken); taking it in would corrupt the run.
+    #[error("worker {me}: a hand-off from worker {from}: {error}")]
+    OutOfBounds {
+        /// This worker.
+        me: u16,
+        /// The peer.
+        from: u16,
+        /// What it names.
+        error: netloom_engine::OutOfBounds,
+    },
 }
 
 /// A batch being received: its parts so far.
@@ -107,7 +118,14 @@ pub struct UdpExchange {
     /// Every worker's address, this one's included, by worker number.
     peers: Vec<SocketAddr>,
     vni: u32,
+    /// The run's secret: every datagram is sealed with it, and one without its tag is refused.
+    key: Key,
+    /// What a peer's hand-offs must stay below (this worker's engine's).
+    bounds: Option<HandoffBounds>,
     max_datagram: usize,
+    /// Datagrams refused: without the run's tag, from elsewhere than a peer's address, or of
+    /// another run or another worker.
+    refused: u64,
     /// Batches received ahead of the window this worker is in, by sender and window.
     early: HashMap<(u16, u64), Partial>,
     /// Called while waiting, to stop if a peer died.
@@ -133,7 +151,10 @@ impl UdpExchange {
             me,
             peers: Vec::new(),
             vni: 0,
+            key: Key::random(),
+            bounds: None,
             max_datagram: 0,
+            refused: 0,
             early: HashMap::new(),
             watch: Box::new(|| Ok(())),
             waited: Duration::ZERO,
@@ -148,17 +169,24 @@ impl UdpExchange {
         self.socket.local_addr()
     }
 
-    /// Joins the run `vni` whose workers are at `peers` (by worker number, this one's
-    /// included), sending datagrams of at most `max_datagram` bytes; `watch` is called every
-    /// 50 ms of waiting and stops the run with its error.
+    /// Joins the run `vni` with secret `key` whose workers are at `peers` (by worker number,
+    /// this one's included), sending datagrams of at most `max_datagram` bytes (the tag
+    /// included) and taking in hand-offs within `bounds`; `watch` is called every 50 ms of
+    /// waiting and stops the run with its error.
     pub fn connect(
         &mut self,
         peers: Vec<SocketAddr>,
-        vni: u32,
-        max_datagram: usize,
+        (vni, key): (u32, Key),
+        (max_datagram, bounds): (usize, HandoffBounds),
         watch: Box<dyn FnMut() -> Result<(), String>>,
     ) {
-        (self.peers, self.vni, self.max_datagram, self.watch) = (peers, vni, max_datagram, watch);
+        (self.peers, self.vni, self.key) = (peers, vni, key);
+        (self.max_datagram, self.bounds, self.watch) = (max_datagram, Some(bounds), watch);
+    }
+
+    /// Datagrams refused so far (a stranger's, or not this run's).
+    pub fn refused(&self) -> u64 {
+        self.refused
     }
 
     /// Takes datagrams as lost after `wait` without any (10 s unless set).
@@ -201,14 +229,15 @@ impl UdpExchange {
                 next_ns: next,
             };
             let batch = out.get(to).map_or(&[][..], Vec::as_slice);
-            let datagrams = encode_batch(&header, batch, self.max_datagram).map_err(|error| {
-                ExchangeError::Wire {
+            let room = self.max_datagram.saturating_sub(TAG_LEN);
+            let datagrams =
+                encode_batch(&header, batch, room).map_err(|error| ExchangeError::Wire {
                     me: self.me,
                     from: self.me,
                     error,
-                }
-            })?;
-            for d in datagrams {
+                })?;
+            for mut d in datagrams {
+                self.key.seal(&mut d);
                 self.socket
                     .send_to(&d, self.peers[to])
                     .map_err(|e| self.io(e))?;
@@ -262,27 +291,47 @@ impl UdpExchange {
                 Err(e) => return Err(self.io(e)),
             };
             heard = Instant::now();
-            // Only peers are heard: anything else on the port is not this run's.
-            let Some(from) = self.peers.iter().position(|a| *a == from_addr) else {
+            // Only peers are heard, and only with the run's tag: anything else on the port is
+            // not this run's (a stranger can send from a peer's address, not seal).
+            let from = self.peers.iter().position(|a| *a == from_addr);
+            let opened = self.key.open(&self.buffer[..len]);
+            let (Some(from), Ok(opened)) = (from, opened) else {
+                self.refused += 1;
                 continue;
             };
-            let datagram = decode(&self.buffer[..len]).map_err(|error| ExchangeError::Wire {
+            let datagram = decode(opened).map_err(|error| ExchangeError::Wire {
                 me: self.me,
                 from: from as u16,
                 error,
             })?;
             let h = datagram.header;
             if h.vni != self.vni || h.to != self.me || h.from != from as u16 {
+                self.refused += 1;
                 continue;
             }
             let Payload::Descriptors(handoffs) = datagram.payload else {
+                self.refused += 1;
                 continue;
             };
+            if let Some(bounds) = &self.bounds {
+                for handoff in &handoffs {
+                    handoff
+                        .check(bounds)
+                        .map_err(|error| ExchangeError::OutOfBounds {
+                            me: self.me,
+                            from: h.from,
+                            error,
+                        })?;
+                }
+            }
             let partial = match h.window.cmp(&window) {
                 std::cmp::Ordering::Equal => batches.get_mut(&h.from).expect("a peer"),
-                // A peer already a window ahead: keep its batch for the next trade.
-                std::cmp::Ordering::Greater => self.early.entry((h.from, h.window)).or_default(),
-                std::cmp::Ordering::Less => continue,
+                // A peer already a window ahead (never more: it waits for this worker's batch
+                // of the window between): keep its batch for the next trade.
+                std::cmp::Ordering::Greater if h.window == window + 1 => {
+                    self.early.entry((h.from, h.window)).or_default()
+                }
+                _ => continue,
             };
             partial.parts.insert(h.part, handoffs);
             partial.next = h.next_ns;
@@ -323,9 +372,21 @@ mod tests {
         let mut exchange = UdpExchange::bind(localhost(), 0).unwrap();
         let peer = UdpSocket::bind(localhost()).unwrap();
         let peers = vec![exchange.local_addr().unwrap(), peer.local_addr().unwrap()];
-        exchange.connect(peers, 7, 1400, watch);
+        let bounds = HandoffBounds {
+            pipes: 1,
+            nodes: 1,
+            hosts: 1,
+            flows: 1,
+            workers: 2,
+        };
+        exchange.connect(peers, (7, key()), (1400, bounds), watch);
         let to = exchange.local_addr().unwrap();
         (exchange, peer, to)
+    }
+
+    /// The test run's secret.
+    fn key() -> Key {
+        Key::from_hex(&"07".repeat(32)).unwrap()
     }
 
     fn batch(window: u64, next_ns: u64, vni: u32) -> Vec<u8> {
@@ -338,16 +399,23 @@ mod tests {
             last: true,
             next_ns,
         };
-        encode_batch(&header, &[], 1400).unwrap().remove(0)
+        let mut d = encode_batch(&header, &[], 1400).unwrap().remove(0);
+        key().seal(&mut d);
+        d
     }
 
     #[test]
     fn only_the_peers_datagrams_of_this_run_count() {
         let (mut exchange, peer, to) = pair(Box::new(|| Ok(())));
         let stranger = UdpSocket::bind(localhost()).unwrap();
-        // From a stranger, and from the peer for another run: neither ends the round.
+        // From a stranger, from the peer for another run, from the peer's address without the
+        // run's tag, and two windows ahead: none ends the round.
         stranger.send_to(&batch(1, 5, 7), to).unwrap();
         peer.send_to(&batch(1, 5, 8), to).unwrap();
+        let unsealed = batch(1, 5, 7);
+        peer.send_to(&unsealed[..unsealed.len() - TAG_LEN], to)
+            .unwrap();
+        peer.send_to(&batch(3, 5, 7), to).unwrap();
         // The peer's own, for this round and the next (a peer a round ahead).
         peer.send_to(&batch(1, 300, 7), to).unwrap();
         peer.send_to(&batch(2, 20, 7), to).unwrap();
@@ -358,10 +426,15 @@ mod tests {
             20,
             "the early batch was kept"
         );
-        // What the exchange sent the peer: its bound, in a batch of the same run.
+        assert_eq!(
+            exchange.refused(),
+            3,
+            "the stranger's, another run's, the unsealed one"
+        );
+        // What the exchange sent the peer: its bound, in a sealed batch of the same run.
         let mut buf = [0u8; 1500];
         let (len, _) = peer.recv_from(&mut buf).unwrap();
-        let d = decode(&buf[..len]).unwrap();
+        let d = decode(key().open(&buf[..len]).unwrap()).unwrap();
         assert_eq!(
             (d.header.vni, d.header.window, d.header.next_ns),
             (7, 1, 1000)
@@ -382,7 +455,9 @@ mod tests {
             next_ns: 0,
         };
         let one = encode_batch(&header, &[handoff], 1400).unwrap()[0].len();
-        encode_batch(&header, &vec![handoff; parts], one).unwrap()
+        let mut batch = encode_batch(&header, &vec![handoff; parts], one).unwrap();
+        batch.iter_mut().for_each(|d| key().seal(d));
+        batch
     }
 
     #[test]
@@ -418,6 +493,39 @@ mod tests {
             lost(&[3])
         );
         assert!(lost(&[0, 1, 2, 3]).ends_with("from worker 1: its whole batch (no datagram came)"));
+    }
+
+    #[test]
+    fn a_peers_hand_off_past_this_workers_topology_stops_the_run_instead_of_the_engine() {
+        let (mut exchange, peer, to) = pair(Box::new(|| Ok(())));
+        // split_batch's hand-off of zeros enters pipe 0 at node 0 for host 0: within bounds.
+        for d in split_batch(1) {
+            peer.send_to(&d, to).unwrap();
+        }
+        let mut into = Vec::new();
+        exchange.trade(0, u64::MAX, &mut [], &mut into).unwrap();
+        assert_eq!(into.len(), 1);
+        // The same naming host 5 of a topology of one.
+        let mut past = [0u8; netloom_engine::DESCRIPTOR_LEN];
+        past[48..52].copy_from_slice(&5u32.to_be_bytes());
+        let past = netloom_engine::Handoff::from_bytes(&past).unwrap();
+        let header = Header {
+            vni: 7,
+            from: 1,
+            to: 0,
+            window: 2,
+            part: 0,
+            last: true,
+            next_ns: 0,
+        };
+        let mut d = encode_batch(&header, &[past], 1400).unwrap().remove(0);
+        key().seal(&mut d);
+        peer.send_to(&d, to).unwrap();
+        let err = exchange.trade(1, u64::MAX, &mut [], &mut into).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "worker 0: a hand-off from worker 1: host 5 is not a host of the topology"
+        );
     }
 
     #[test]

@@ -47,6 +47,7 @@ fn over_udp(
     let flows = flows(&topo);
     let ownership = Arc::new(Ownership::new(&topo, assignment, workers, Payload::Cache).unwrap());
     let lookahead = ownership.lookahead();
+    let key = netloom_wire::Key::random();
     let (addr_tx, addr_rx) = mpsc::channel();
     let mut peer_txs = Vec::new();
     let mut threads = Vec::new();
@@ -69,7 +70,13 @@ fn over_udp(
             let mut exchange = UdpExchange::bind(localhost, k as u16).unwrap();
             addr_tx.send((k, exchange.local_addr().unwrap())).unwrap();
             let peers = peers_rx.recv().unwrap();
-            exchange.connect(peers, 0x4E4C, max_datagram, Box::new(|| Ok(())));
+            let bounds = engine.handoff_bounds();
+            exchange.connect(
+                peers,
+                (0x4E4C, key),
+                (max_datagram, bounds),
+                Box::new(|| Ok(())),
+            );
             let windows =
                 lockstep::run(&mut engine, &mut exchange, (k, workers), end, lookahead).unwrap();
             (engine, windows)

@@ -56,6 +56,7 @@ pub(crate) fn run(
         workers: n,
         assignment: assignment.pipes.clone(),
         vni: std::process::id() & netloom_wire::MAX_VNI,
+        key: netloom_wire::Key::random().to_hex(),
         max_datagram,
         addresses,
         topology: processes.topology.clone(),
