@@ -740,6 +740,79 @@ fn a_detached_run_serves_events_metrics_and_the_web_view_from_the_coordinator() 
     machines.assert_nothing_left();
 }
 
+/// Datagrams sent to m2's hand-off port from m1's machine but not by the run (forged GENEVE
+/// with the run's network identifier guessed, and plain junk): m2 refuses and counts each, the
+/// run goes on, and the report says how many. One such datagram crashed the whole run before
+/// datagrams were authenticated and their hand-offs checked.
+#[test]
+fn datagrams_not_the_runs_are_refused_counted_and_change_nothing() {
+    require_live!("ping", "nsenter", "python3");
+    let (mut lab, machines) = cluster_lab("cx", "");
+    let cluster = cluster_arg(&lab);
+    lab.start(&[&cluster[0], &cluster[1]]);
+    assert!(lab.exec("h1", &["ping", "-c", "1", "h2"]).status.success());
+    // 10 junk datagrams and 10 that look like hand-offs (GENEVE, the netloom option, worker 0
+    // to 1, a descriptor whose numbers are far past the topology), from a port of m1's that
+    // is not its worker's.
+    // The run's network identifier is a hash of its name (FNV-1a), which anyone can compute.
+    let forge = "import socket, struct, sys\n\
+        h = 0x811c9dc5\n\
+        for b in sys.argv[1].encode(): h = ((h ^ b) * 0x01000193) & 0xffffffff\n\
+        vni = h & 0xffffff\n\
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+        for i in range(10): s.sendto(b'junk' * 25, ('10.251.0.2', 6081))\n\
+        opt = bytes([1, 1]) + struct.pack('>HHHQQHH', 0, 1, 0, i, 2**64 - 1, 1, 0)\n\
+        geneve = bytes([(4 + 28 + 64) // 4, 0x40]) + struct.pack('>HI', 0x0800, vni << 8)\n\
+        geneve += struct.pack('>HBB', 0xFFF0, 0xCE, (28 + 64) // 4) + opt\n\
+        desc = bytes(48) + struct.pack('>II', 4000000000, 4000000000) + bytes(8)\n\
+        for i in range(10): s.sendto(geneve + desc + bytes([0x45]) + bytes(19), ('10.251.0.2', 6081))\n";
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &machines.names[0],
+            "python3",
+            "-c",
+            forge,
+            &lab.name,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The run goes on, and its counts come with the stats.
+    let give_up = Instant::now() + Duration::from_secs(10);
+    let refused = loop {
+        let out = lab.control(&["stats", "--json"]);
+        let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let refused = stats["refused_handoffs"]["unauthentic"]
+            .as_u64()
+            .unwrap_or(0);
+        if refused >= 20 || Instant::now() > give_up {
+            break refused;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(refused, 20, "refused as without the run's tag");
+    assert!(lab
+        .exec("h1", &["ping", "-c", "3", "-i", "0.2", "h2"])
+        .status
+        .success());
+    let report = lab.stop();
+    let counted = &report["refused_handoffs"];
+    assert_eq!(counted["unauthentic"], 20, "{counted}");
+    assert_eq!(counted["strangers"], 0, "{counted}");
+    assert_eq!(
+        report["accuracy"]["lost_handoffs"], 0,
+        "{}",
+        report["accuracy"]
+    );
+    machines.assert_nothing_left();
+}
+
 #[test]
 fn a_killed_worker_stops_the_run_everywhere() {
     require_live!("ping", "nsenter");
