@@ -65,8 +65,9 @@ pub struct CapacityArgs {
     /// capacity, an upper bound).
     #[arg(long, value_name = "SPEC")]
     pub(crate) load: Option<String>,
-    /// Workers of the run to predict (as `run --workers`).
-    #[arg(long, default_value_t = 1)]
+    /// Workers of the run to predict (as `run --workers`), 1 to 256: each is partitioned and
+    /// predicted, one to as many as asked.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=netloom_engine::MAX_WORKERS as i64))]
     pub(crate) workers: u32,
     /// The run's precision mode, whose timer lateness the prediction starts from.
     #[arg(long, default_value = "hybrid", value_parser = ["busy", "hybrid", "sleep"])]

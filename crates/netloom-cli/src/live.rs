@@ -276,12 +276,10 @@ pub fn events(args: EventsArgs) -> Result<()> {
 pub fn stats(args: StatsArgs) -> Result<()> {
     let (body, _) = ask(args.name.as_deref(), &Request::Stats)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&body)?);
-        return Ok(());
+        return crate::stdout::write(&(serde_json::to_string_pretty(&body)? + "\n"));
     }
     let report: Report = serde_json::from_value(body).context("the experiment's report")?;
-    print!("{}", format_report(&report, false, args.top));
-    Ok(())
+    crate::stdout::write(&format_report(&report, false, args.top))
 }
 
 /// A live run's report as text: its accuracy, hosts and busiest pipes; `last` for the final

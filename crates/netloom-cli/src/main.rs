@@ -15,6 +15,7 @@ mod partition;
 mod run;
 mod shape;
 mod sim;
+mod stdout;
 mod table;
 mod web;
 

@@ -191,7 +191,7 @@ pub fn run(args: SimArgs) -> Result<()> {
             .with_context(|| format!("--observe {}", path.display()))?;
     }
     match args.json {
-        true => println!("{}", serde_json::to_string_pretty(&report)?),
+        true => crate::stdout::write(&(serde_json::to_string_pretty(&report)? + "\n"))?,
         false => print(&report, args.top),
     }
     Ok(())

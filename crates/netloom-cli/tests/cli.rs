@@ -626,3 +626,31 @@ fn a_json_topology_works_like_toml() {
     .ok();
     assert!(!out.json()["flows"].as_array().unwrap().is_empty());
 }
+
+/// A report that cannot be written (a full disk) is an error, exit 2, not a panic.
+#[test]
+fn a_report_that_cannot_be_written_is_an_error_not_a_panic() {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
+    let Ok(full) = full else {
+        eprintln!("SKIPPED: no /dev/full");
+        return;
+    };
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netloom"))
+        .args(["sim", "examples/dumbbell.toml", "--traffic"])
+        .args([
+            "pattern=random-k k=1 source=aimd",
+            "--duration",
+            "100ms",
+            "--json",
+        ])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .stdout(full)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        "netloom: writing to standard output: No space left on device (os error 28)\n"
+    );
+}

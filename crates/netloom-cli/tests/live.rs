@@ -293,6 +293,27 @@ fn packets_a_full_tun_queue_dropped_are_physical_drops_that_make_the_run_inaccur
     let out = lab.control(&["stats", "--json"]);
     let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(stats["hosts"][0]["tun_queue_drops"], dropped, "{stats}");
+    // Stats that cannot be written (a full disk) are an error, not a panic.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = lab
+        .cmd()
+        .args(["stats", "--name", &lab.name])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).as_ref()
+        ),
+        (
+            Some(2),
+            "netloom: writing to standard output: No space left on device (os error 28)\n"
+        )
+    );
     assert_eq!(stats["hosts"][1]["tun_queue_drops"], 0);
     assert_eq!(stats["accuracy"]["tun_queue_drops"], dropped);
     assert!(stats["accuracy"]["physical_drops"].as_u64().unwrap() >= dropped);

@@ -23,6 +23,6 @@ pub use engine::{
     derive_seed, Engine, EngineCounters, EngineError, FlowStats, HopCounting, Injected, Latencies,
     Migration, Output, Refusal, Remains,
 };
-pub use ownership::{Ownership, OwnershipError, Payload};
+pub use ownership::{Ownership, OwnershipError, Payload, MAX_WORKERS};
 pub use packet::{Handoff, DEFAULT_TTL};
 pub use report::Report;

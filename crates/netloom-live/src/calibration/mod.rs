@@ -154,6 +154,16 @@ pub struct HandoffCost {
 /// Why a calibration could not be measured or read.
 #[derive(Debug, thiserror::Error)]
 pub enum CalibrationError {
+    /// A figure of the file is negative: every one is a measured time, rate, size or count.
+    #[error("{}: {field} is {value}: a measured figure is never negative", path.display())]
+    Negative {
+        /// The file.
+        path: PathBuf,
+        /// Where the figure is, as `tun[0].read.ns_per_packet`.
+        field: String,
+        /// What the file says.
+        value: f64,
+    },
     /// Namespaces, TUN devices or priorities.
     #[error(transparent)]
     Os(#[from] OsError),
@@ -302,6 +312,26 @@ pub fn measure(
     })
 }
 
+/// The first negative number in `value`, with where it is (below `at`).
+fn negative(value: &serde_json::Value, at: String) -> Option<(String, f64)> {
+    use serde_json::Value;
+    match value {
+        Value::Number(n) => n.as_f64().filter(|&v| v < 0.0).map(|v| (at, v)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(k, v)| negative(v, format!("{at}[{k}]"))),
+        Value::Object(fields) => fields.iter().find_map(|(name, v)| {
+            let at = match at.is_empty() {
+                true => name.clone(),
+                false => format!("{at}.{name}"),
+            };
+            negative(v, at)
+        }),
+        _ => None,
+    }
+}
+
 /// ns as µs with one decimal.
 fn micros(ns: f64) -> String {
     format!("{:.1} us", ns / 1e3)
@@ -347,7 +377,16 @@ impl Calibration {
                 found: head.format,
             });
         }
-        serde_json::from_str(text).map_err(malformed)
+        let calibration = serde_json::from_str(text).map_err(malformed)?;
+        let value: serde_json::Value = serde_json::from_str(text).map_err(malformed)?;
+        match negative(&value, String::new()) {
+            Some((field, value)) => Err(CalibrationError::Negative {
+                path: path.to_path_buf(),
+                field,
+                value,
+            }),
+            None => Ok(calibration),
+        }
     }
 
     /// Refuses a calibration measured on another machine than `here` or by another netloom
@@ -547,6 +586,20 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("calibration format 99"), "{err}");
+    }
+
+    #[test]
+    fn a_negative_cost_is_refused_naming_the_figure() {
+        let text = sample()
+            .to_json()
+            .replace("\"ns_per_handoff\": 200.0", "\"ns_per_handoff\": -200.0");
+        let err = Calibration::parse(&text, Path::new("c.json"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "c.json: handoff.ns_per_handoff is -200: a measured figure is never negative"
+        );
     }
 
     #[test]

@@ -1,0 +1,13 @@
+//! Writing a command's result to standard output as an error when it cannot be written (a full
+//! disk, `> /dev/full`), where `print!` panics.
+
+use anyhow::{Context, Result};
+use std::io::Write;
+
+/// Writes `text` to standard output and flushes it.
+pub fn write(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("writing to standard output")
+}
