@@ -55,7 +55,8 @@ fn pair() -> (UdpSocket, UdpSocket) {
     let b = UdpSocket::bind("127.0.0.1:0").expect("a loopback socket");
     a.connect(b.local_addr().unwrap()).unwrap();
     b.connect(a.local_addr().unwrap()).unwrap();
-    b.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    b.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
     let _ = netloom_os::set_receive_buffer(&b, 16 << 20);
     (a, b)
 }
