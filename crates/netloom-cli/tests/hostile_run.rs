@@ -358,7 +358,7 @@ fn a_detached_engine_keeps_no_descriptor_of_its_launcher() {
 /// it tore everything down: no namespace of the run, no registry entry.
 fn ends_cleanly_on(signal: &str) {
     let mut lab = Lab::new(
-        &format!("s{}", signal.to_lowercase()),
+        &format!("s{}", signal.to_lowercase().replace('+', "")),
         &live_common::two_hosts("1ms"),
     );
     lab.start(&["--duration", "30s"]);
@@ -398,6 +398,15 @@ fn sigquit_tears_the_run_down() {
 fn sigusr1_tears_the_run_down() {
     require_live!("ip");
     ends_cleanly_on("USR1");
+}
+
+/// SIGALRM, and a real-time signal, end a process by default as SIGTERM does: they stopped a
+/// run without its teardown, leaving its namespaces.
+#[test]
+fn sigalrm_and_real_time_signals_tear_the_run_down() {
+    require_live!("ip");
+    ends_cleanly_on("ALRM");
+    ends_cleanly_on("64"); // SIGRTMAX on Linux
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Stop signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) turned into a flag the
+//! Stop signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, and every other that would end the
+//! process by default) turned into a flag the
 //! real-time driver polls, or passed on to a program run in the foreground, and SIGPIPE kept
 //! from killing a process that has something to tear down.
 
@@ -13,24 +14,42 @@ extern "C" fn on_stop(_signal: libc::c_int) {
 }
 
 /// The signals whose default action would end the process without its teardown, and which
-/// therefore stop a run the way SIGTERM does (SIGKILL and SIGSTOP cannot be caught).
-const STOP_SIGNALS: [libc::c_int; 6] = [
+/// therefore stop a run the way SIGTERM does (SIGKILL and SIGSTOP cannot be caught): every
+/// catchable one that terminates by default (signal(7)) but SIGPIPE, which is ignored instead,
+/// and the faults a program does not raise at will (SIGSEGV, SIGBUS, ...), whose handler could
+/// not go on; the real-time signals, which terminate too, come from `stop_signals`.
+const STOP_SIGNALS: [libc::c_int; 13] = [
     libc::SIGINT,
     libc::SIGTERM,
     libc::SIGHUP,
     libc::SIGQUIT,
     libc::SIGUSR1,
     libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGVTALRM,
+    libc::SIGPROF,
+    libc::SIGIO,
+    libc::SIGPWR,
+    libc::SIGXCPU,
+    libc::SIGXFSZ,
 ];
 
-/// Installs handlers for SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 that set the
+/// `STOP_SIGNALS` and every real-time signal the C library leaves to programs.
+fn stop_signals() -> impl Iterator<Item = libc::c_int> {
+    STOP_SIGNALS
+        .into_iter()
+        .chain(libc::SIGRTMIN()..=libc::SIGRTMAX())
+}
+
+/// Installs handlers for the stop signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+/// SIGUSR2, SIGALRM and every other that would end the process by default) that set the
 /// returned flag, without SA_RESTART, so a blocking call (`Poller::wait`) returns early when one
 /// arrives. SIGPIPE is ignored from then on: a write to a closed pipe (`netloom run | head -1`)
 /// returns an error, which the caller ignores, instead of killing the process with its hosts up.
 pub fn install_stop_handler() -> Result<&'static AtomicBool, OsError> {
     // SAFETY: setting a signal's disposition to SIG_IGN has no memory preconditions.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-    for signal in STOP_SIGNALS {
+    for signal in stop_signals() {
         // `on_stop` only does an async-signal-safe atomic store.
         let handler = on_stop as extern "C" fn(libc::c_int) as libc::sighandler_t;
         set_handler(signal, handler, 0)?;
@@ -98,7 +117,7 @@ impl Forwarding {
         let handler = pass_on as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
             as libc::sighandler_t;
         let mut forwarding = Forwarding { saved: Vec::new() };
-        for signal in STOP_SIGNALS {
+        for signal in stop_signals() {
             let old = set_handler(signal, handler, libc::SA_SIGINFO | libc::SA_RESTART)?;
             forwarding.saved.push((signal, old));
         }
