@@ -87,7 +87,7 @@ const LOOK: Duration = Duration::from_millis(200);
 pub fn run(args: WebArgs) -> Result<()> {
     let (source, routes, watched): (Arc<dyn Source>, Routes, Option<PathBuf>) = match &args.report {
         Some(file) => {
-            let text = std::fs::read_to_string(file)
+            let text = netloom_topo::read::read_text(file, netloom_topo::read::SIM_REPORT)
                 .with_context(|| format!("reading {}", file.display()))?;
             let json: serde_json::Value = serde_json::from_str(&text)
                 .with_context(|| format!("{}: not JSON", file.display()))?;

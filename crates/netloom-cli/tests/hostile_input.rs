@@ -171,6 +171,42 @@ fn trace_and_profile_files_that_are_devices_are_refused_with_the_limit() {
     );
 }
 
+/// A calibration, a cluster file and a sim report go through the same bounded reader: a
+/// device was read until memory ran out, and a FIFO blocked forever.
+#[test]
+fn calibrations_cluster_files_and_reports_that_are_devices_or_fifos_are_refused() {
+    let dir = TempDir::new("hostile-side");
+    let topo = dir.write("t.toml", &format!("{TWO_HOSTS}delay = \"1ms\"\n"));
+    let topo = topo.to_str().unwrap();
+    let fifo = dir.path().join("fifo.json");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let fifo = fifo.to_str().unwrap();
+    for (file, what) in [("/dev/zero", "a character device"), (fifo, "a FIFO")] {
+        refused(
+            dir.path(),
+            &["check", topo, "--capacity", "--calibration", file],
+            &[file, what, "a calibration file", "1 MiB"],
+        );
+        refused(
+            dir.path(),
+            &[
+                "sim",
+                topo,
+                "--traffic",
+                "pattern=all-to-all source=cbr rate=1Mbit",
+                "--cluster",
+                file,
+            ],
+            &[file, what, "a cluster file", "16 MiB"],
+        );
+        refused(
+            dir.path(),
+            &["web", "--report", file],
+            &[file, what, "a sim report", "512 MiB"],
+        );
+    }
+}
+
 #[test]
 fn observed_weights_and_assignments_that_are_devices_are_refused() {
     let dir = TempDir::new("hostile-weights");

@@ -48,7 +48,7 @@ pub enum LimitsError {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        source: netloom_topo::read::ReadError,
     },
     /// The file is not TOML of the limits' tables and keys.
     #[error(
@@ -122,12 +122,13 @@ impl Tenancy {
     /// Reads the limits at `path`; a file that does not exist means the defaults.
     pub fn load(path: &Path) -> Result<Tenancy, LimitsError> {
         let modified = modified(path);
-        let file = match std::fs::read_to_string(path) {
+        use netloom_topo::read::{read_text, ReadError, SHAPE_LIMITS};
+        let file = match read_text(path, SHAPE_LIMITS) {
             Ok(text) => toml::from_str(&text).map_err(|error| LimitsError::Parse {
                 path: path.to_path_buf(),
                 error,
             })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => File::default(),
+            Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => File::default(),
             Err(source) => {
                 return Err(LimitsError::Read {
                     path: path.to_path_buf(),
@@ -275,6 +276,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("[users.alice]") && e.contains("uid"), "{e}");
+    }
+
+    #[test]
+    fn a_limits_file_that_is_a_device_is_refused_not_read_until_memory_runs_out() {
+        let e = Tenancy::load(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert!(
+            e.contains("/dev/zero") && e.contains("a character device") && e.contains("1 MiB"),
+            "{e}"
+        );
     }
 
     #[test]

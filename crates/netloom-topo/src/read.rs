@@ -1,6 +1,7 @@
 //! Reading an input file whole, bounded: every file netloom reads (topologies in any format,
-//! traces, MAC delay profiles, observed weights, assignments) goes through `read_text` with the
-//! size limit of its kind, so `/dev/zero`, a FIFO or a huge file is refused at once.
+//! traces, MAC delay profiles, observed weights, assignments, calibrations, cluster files, shape
+//! limits, sim reports) goes through `read_text` with the size limit of its kind, so
+//! `/dev/zero`, a FIFO or a huge file is refused at once.
 
 use std::fmt;
 use std::io::Read;
@@ -36,6 +37,27 @@ pub const PROFILE: Kind = Kind {
 pub const SIDE_JSON: Kind = Kind {
     name: "a JSON input file",
     limit: 64 * MIB,
+};
+
+/// A calibration file (`netloom calibrate -o`): a few kilobytes.
+pub const CALIBRATION: Kind = Kind {
+    name: "a calibration file",
+    limit: MIB,
+};
+/// A cluster file: a few lines a machine, and the nodes it places.
+pub const CLUSTER: Kind = Kind {
+    name: "a cluster file",
+    limit: 16 * MIB,
+};
+/// `netloom shape`'s limits file: a table per user.
+pub const SHAPE_LIMITS: Kind = Kind {
+    name: "a limits file",
+    limit: MIB,
+};
+/// A `netloom sim --json` report (`web --report`): about 300 bytes a pipe and a flow.
+pub const SIM_REPORT: Kind = Kind {
+    name: "a sim report",
+    limit: 512 * MIB,
 };
 
 /// Why a file was not read. The message does not name the file: callers put its path first.

@@ -187,7 +187,7 @@ pub enum CalibrationError {
         /// The file.
         path: PathBuf,
         /// Why.
-        error: std::io::Error,
+        error: netloom_topo::read::ReadError,
     },
     /// The file is not a calibration file of this format.
     #[error("{}:{line}:{column}: {message} (a calibration file as `netloom calibrate -o FILE` writes it, format {FORMAT})", path.display())]
@@ -345,10 +345,12 @@ impl Calibration {
 
     /// Reads a calibration file, checking its format (not its machine: see `check`).
     pub fn read(path: &Path) -> Result<Calibration, CalibrationError> {
-        let text = std::fs::read_to_string(path).map_err(|error| CalibrationError::Read {
-            path: path.to_path_buf(),
-            error,
-        })?;
+        let text = netloom_topo::read::read_text(path, netloom_topo::read::CALIBRATION).map_err(
+            |error| CalibrationError::Read {
+                path: path.to_path_buf(),
+                error,
+            },
+        )?;
         Calibration::parse(&text, path)
     }
 

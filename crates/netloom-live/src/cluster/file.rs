@@ -75,7 +75,7 @@ pub struct ClusterError(pub String);
 impl Cluster {
     /// Reads and checks the cluster file at `path`.
     pub fn read(path: &Path) -> Result<Cluster, ClusterError> {
-        let text = std::fs::read_to_string(path)
+        let text = netloom_topo::read::read_text(path, netloom_topo::read::CLUSTER)
             .map_err(|e| ClusterError(format!("{}: {e}", path.display())))?;
         Cluster::parse(&text, &path.display().to_string())
     }
