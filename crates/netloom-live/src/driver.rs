@@ -13,22 +13,23 @@ use crate::accuracy::{Accuracy, AccuracyReport, Thresholds};
 use crate::answer;
 use crate::capture::{Record, Tap};
 use crate::clock::Clock;
-use crate::fragment;
-use crate::icmp::{self, Bucket};
 use crate::io::{Framing, PacketIo};
-use crate::ip::{self, endpoints, Malformed};
 use crate::kernel::{Entries, KernelRouters};
 use crate::mailbox::{Inbox, Message, Post};
 use crate::message::{Answer, HostCounters, Order, Snapshot};
+use crate::meta::meta;
 use crate::payload::{token, untoken, Payloads};
 use crate::pool::{Pool, Size};
 use crate::ration::Ration;
 use crate::repartition::{lateness_histogram, Handover, MovePhases, Moved, Stamps, Traffic};
-use crate::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
 use crate::wait::{Precision, Waiter, LONG_SPIN};
 use hdrhistogram::Histogram;
 use netloom_engine::tap::{Carried, Seen};
 use netloom_engine::{Engine, Handoff, Injected, Output, Ownership, Refusal};
+use netloom_packet::fragment;
+use netloom_packet::icmp::{self, Bucket};
+use netloom_packet::ip::{endpoints, Malformed};
+use netloom_packet::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
 use netloom_time::Instant;
 use netloom_topo::{NodeId, NodeKind, PipeId};
 use std::collections::HashMap;
@@ -759,7 +760,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 }
             }
             // The segments of a super-packet share its header: its ECN field and its flow.
-            let meta = ip::meta(&pool.space(id)[offset..len]);
+            let meta = meta(&pool.space(id)[offset..len]);
             pool.fill(id, len, gso, u32::from(segments));
             let (src_node, dst_node) = (
                 self.host_nodes[host as usize],
@@ -947,7 +948,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             let packet = Injected {
                 bytes: (piece.len() - offset) as u32,
                 token: token(me, part, 0),
-                meta: ip::meta(&piece[offset..]),
+                meta: meta(&piece[offset..]),
                 ttl,
             };
             if !self.engine.inject(now, node, dst, packet) {
@@ -1013,7 +1014,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         let packet = Injected {
             bytes: len as u32,
             token: token(self.payloads.me(), reply, 0),
-            meta: ip::meta(&self.error[..len]),
+            meta: meta(&self.error[..len]),
             ttl: icmp::ERROR_TTL,
         };
         let injected = self

@@ -60,7 +60,7 @@ impl Framing {
     pub fn header_len(self) -> usize {
         match self {
             Framing::Plain => 0,
-            Framing::Vnet { .. } => crate::segment::VNET_HDR_LEN,
+            Framing::Vnet { .. } => netloom_packet::segment::VNET_HDR_LEN,
         }
     }
 }

@@ -11,7 +11,8 @@
 //! (the leaf of requests, orders, answers and figures), `protocol` and `server` (the control
 //! socket, and its streams), `report`, `event`, `monitor` (accuracy alarms while a run goes on),
 //! `kernel` (kernel routers' ports and where packets enter the engine), `capture` and `pcapng` (packet capture; `synthetic` for virtual-time runs' packets), `plan`,
-//! `experiment`, and `tun_io`, `segment`, `ip`, `pool` for the packets themselves.
+//! `experiment`, and `tun_io`, `meta`, `pool` for the packets themselves (their bytes, parsed,
+//! segmented, answered with ICMP errors and fragmented, are netloom-packet's).
 
 mod accuracy;
 mod answer;
@@ -24,13 +25,11 @@ mod control;
 mod driver;
 mod event;
 mod experiment;
-mod fragment;
-mod icmp;
 mod io;
-mod ip;
 mod kernel;
 mod mailbox;
 mod message;
+mod meta;
 mod monitor;
 mod payload;
 pub mod pcapng;
@@ -40,7 +39,6 @@ pub mod protocol;
 mod ration;
 mod repartition;
 mod report;
-pub mod segment;
 mod server;
 mod synthetic;
 mod tun_drops;
@@ -58,7 +56,6 @@ pub use experiment::{
     Ending, Experiment, Handle, LiveError, RouterControl, RouterControlError, ANSWER_TIMEOUT,
 };
 pub use io::{Framing, PacketIo};
-pub use ip::{destination, endpoints, Malformed};
 pub use message::{Direction, HostCounters, LinkChange, PipeState, Request, Snapshot};
 pub use netloom_time::{Clock, SystemClock, TestClock};
 pub use plan::{this_machine, Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};

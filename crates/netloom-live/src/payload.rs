@@ -7,8 +7,8 @@
 
 use crate::mailbox::{Message, Post};
 use crate::pool::{Pool, Size};
-use crate::segment::MAX_HEAD;
 use netloom_engine::{Engine, Handoff, Refusal};
+use netloom_packet::segment::MAX_HEAD;
 use netloom_topo::NodeId;
 
 /// Bits of an engine token that number the segment; the pool buffer's index is above them,

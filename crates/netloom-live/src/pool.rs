@@ -5,7 +5,7 @@
 //! the steady state never allocates. Two sizes: small ones hold a packet of the MTU, large ones a
 //! 64 KB super-packet, so that small packets do not pin 64 KB each.
 
-use crate::segment::Gso;
+use netloom_packet::segment::Gso;
 
 /// Which kind of buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,6 +11,9 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::Duration;
 
+// The frames a `Tun` exchanges are the ones netloom_packet's `segment` parses.
+const _: () = assert!(netloom_packet::segment::VNET_HDR_LEN == netloom_os::VNET_HDR_LEN);
+
 /// The poller token of the waker; host tokens are host indices.
 const WAKE: u32 = u32::MAX;
 /// The device of a host on another machine.

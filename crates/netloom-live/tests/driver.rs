@@ -9,11 +9,11 @@ mod common;
 use common::{at_us, ipv4, pair, run_until_quiet, tcp_super_frame, us, MemIo, TCP_HEADERS};
 use netloom_engine::Engine;
 use netloom_link::{LossModel, PipeConfig, QueueLimit};
-use netloom_live::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
 use netloom_live::{
     Clock, Controller, Direction, Driver, DriverConfig, Framing, Hybrid, Precision, TestClock,
     Thresholds,
 };
+use netloom_packet::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
 use netloom_time::{Duration, Instant, Rate};
 
 type TestDriver = Driver<MemIo<TestClock>, TestClock>;

@@ -10,8 +10,8 @@
 
 use crate::mailbox::{Message, Outbound, Post};
 use crate::report::RefusedHandoffs;
-use crate::segment::{finish_checksum, VNET_HDR_LEN};
 use netloom_engine::HandoffBounds;
+use netloom_packet::segment::{finish_checksum, VNET_HDR_LEN};
 use netloom_wire::{decode, encode_packet, Arrival, Arrivals, Header, Key, Payload};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -190,7 +190,7 @@ pub const TCP_HEADERS: usize = 20 + 32;
 /// (NEEDS_CSUM, TCPV4, segment size `mss`), IPv4 and TCP headers, and `payload` bytes from
 /// sequence number `seq`.
 pub fn tcp_super_frame(seq: u32, mss: u16, payload: usize) -> Vec<u8> {
-    let vnet = netloom_live::segment::VNET_HDR_LEN;
+    let vnet = netloom_packet::segment::VNET_HDR_LEN;
     let mut f = vec![0u8; vnet + TCP_HEADERS + payload];
     f[0] = 1;
     f[1] = 1;

@@ -1,7 +1,9 @@
+//! Owns IPv4 fragmentation as a router cuts a packet; not reassembly, nor when a router cuts one.
+//!
 //! IPv4 fragmentation as a router does it (RFC 791 3.2, RFC 1812 5.2.6) for a packet without
 //! Don't Fragment that is larger than the next link's MTU.
 
-use netloom_packet::{fold, sum16};
+use crate::{fold, sum16};
 
 /// Whether `packet` (IPv4 or IPv6, header checked) may be cut into fragments on the way: an
 /// IPv4 packet without Don't Fragment. IPv6 routers never fragment.

@@ -1,9 +1,11 @@
+//! Owns IP addresses (length-checked), `Malformed` and the flow hash; not a pipe's `PacketMeta`.
+//!
 //! Just enough IP parsing to route a packet: its version and addresses, checked against its
-//! length, and what a pipe reads of it (the header helpers themselves are `netloom_packet`'s).
-//! Packets come from applications, so nothing here trusts a length or panics on a short buffer.
+//! length, and its flow as FQ-CoDel hashes it (netloom-live makes the `PacketMeta` a pipe reads
+//! of these; the header fields' places are the crate root's `Layout`). Packets come from
+//! applications, so nothing here trusts a length or panics on a short buffer.
 
-use netloom_link::PacketMeta;
-use netloom_packet::{ecn, Layout};
+use crate::Layout;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -61,10 +63,9 @@ pub fn endpoints(packet: &[u8]) -> Result<(IpAddr, IpAddr), Malformed> {
     }
 }
 
-/// What a pipe needs to know of a packet whose header `endpoints` accepted: its ECN field, and
-/// its flow as a hash of addresses, protocol and (TCP, UDP) ports, as FQ-CoDel hashes packets to
-/// its queues.
-pub fn meta(packet: &[u8]) -> PacketMeta {
+/// The flow of a packet whose header `endpoints` accepted, as a hash of its addresses, protocol
+/// and (TCP, UDP) ports, as FQ-CoDel hashes packets to its queues.
+pub fn flow_hash(packet: &[u8]) -> u32 {
     let (addresses, protocol, ports) = match Layout::of(packet) {
         Some(l) => (
             l.address_bytes(packet),
@@ -75,10 +76,7 @@ pub fn meta(packet: &[u8]) -> PacketMeta {
     };
     let mut h = DefaultHasher::new();
     (addresses, protocol, ports).hash(&mut h);
-    PacketMeta {
-        ecn: ecn(packet),
-        flow: h.finish() as u32,
-    }
+    h.finish() as u32
 }
 
 #[cfg(test)]
@@ -148,7 +146,7 @@ mod tests {
             p[20..22].copy_from_slice(&src_port.to_be_bytes());
             p
         };
-        let flow = |p: &[u8]| meta(p).flow;
+        let flow = flow_hash;
         assert_eq!(flow(&tcp(1000)), flow(&tcp(1000)));
         assert_ne!(flow(&tcp(1000)), flow(&tcp(1001)));
         let mut elsewhere = tcp(1000);

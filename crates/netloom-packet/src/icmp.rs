@@ -1,7 +1,9 @@
+//! Owns the ICMP errors routers send, the TTL and the errors' rate limit; not routing or sending.
+//!
 //! ICMP and ICMPv6 errors a router sends about a packet it refused (RFC 792, RFC 4443), the
 //! TTL in an IP header, and the per-router rate limit of errors Linux applies.
 
-use netloom_packet::{fold, set_ipv4_word, sum16};
+use crate::{fold, set_ipv4_word, sum16};
 use netloom_time::{Duration, Instant};
 use std::net::IpAddr;
 

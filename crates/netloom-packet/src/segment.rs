@@ -1,3 +1,5 @@
+//! Owns GSO super-packets behind their virtio_net_hdr (split, rebuild, checksum); not TUN I/O.
+//!
 //! GSO super-packets: the virtio_net_hdr in front of every frame a TUN device with IFF_VNET_HDR
 //! exchanges, the split of a TCP super-packet into the wire-size segments the engine times one by
 //! one, and the headers of any run of consecutive segments, rebuilt so the run can be written as
@@ -5,11 +7,12 @@
 //! trusts no length or flag and never panics.
 
 use crate::ip::Malformed;
-use netloom_packet::{fold, sum16};
+use crate::{fold, sum16};
 use std::ops::Range;
 
-/// Bytes of `struct virtio_net_hdr` (the TUN device is set to exactly this size).
-pub const VNET_HDR_LEN: usize = netloom_os::VNET_HDR_LEN;
+/// Bytes of `struct virtio_net_hdr` (the TUN device is set to exactly this size: netloom-live
+/// checks that netloom-os's `VNET_HDR_LEN` is this one).
+pub const VNET_HDR_LEN: usize = 10;
 /// The longest head a segment run is written with: virtio_net_hdr, IPv4 header with options, TCP
 /// header with options.
 pub const MAX_HEAD: usize = VNET_HDR_LEN + 60 + 60;
@@ -296,7 +299,7 @@ impl Gso {
 /// Finishes the checksum a plain frame (virtio_net_hdr and packet; `parse` said `Single`)
 /// leaves to its receiver, and clears the flag: a router that cuts the packet into fragments
 /// must hand on a finished checksum, which only the whole packet gives.
-pub(crate) fn finish_checksum(frame: &mut [u8]) {
+pub fn finish_checksum(frame: &mut [u8]) {
     let (hdr, packet) = frame
         .split_first_chunk_mut::<VNET_HDR_LEN>()
         .expect("a parsed frame");
