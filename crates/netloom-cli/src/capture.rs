@@ -188,7 +188,7 @@ fn blocks(parser: &mut Option<PcapNgParser>, bytes: &[u8], tally: &mut Tally) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netloom_live::pcapng::{Interface, Pcapng};
+    use netloom_packet::pcapng::{Interface, Pcapng};
 
     #[test]
     fn whole_blocks_are_copied_however_the_bytes_arrive_and_losses_are_counted() {

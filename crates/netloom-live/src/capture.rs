@@ -4,10 +4,10 @@
 //! into pcapng. When the writer falls behind, copies are dropped and counted in the capture's
 //! own statistics; the emulated packets never wait for it.
 
-use crate::pcapng::{Interface, Pcapng};
 use crate::server::{Next, Stream};
 use netloom_engine::tap::{Seen, Tapped};
 use netloom_link::DropCause;
+use netloom_packet::pcapng::{Interface, Pcapng};
 use netloom_time::Instant;
 use netloom_topo::PipeId;
 use serde::{Deserialize, Serialize};

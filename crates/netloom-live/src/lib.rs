@@ -10,9 +10,10 @@
 //! experiment's side of those orders), `wait` (the precision modes' waiting policy), `message`
 //! (the leaf of requests, orders, answers and figures), `protocol` and `server` (the control
 //! socket, and its streams), `report`, `event`, `monitor` (accuracy alarms while a run goes on),
-//! `kernel` (kernel routers' ports and where packets enter the engine), `capture` and `pcapng` (packet capture; `synthetic` for virtual-time runs' packets), `plan`,
-//! `experiment`, and `tun_io`, `meta`, `pool` for the packets themselves (their bytes, parsed,
-//! segmented, answered with ICMP errors and fragmented, are netloom-packet's).
+//! `kernel` (kernel routers' ports and where packets enter the engine), `capture` (packet
+//! capture, written with netloom_packet's `pcapng`; `synthetic` for virtual-time runs' packets),
+//! `plan`, `experiment`, and `tun_io`, `meta`, `pool` for the packets themselves (their bytes,
+//! parsed, segmented, answered with ICMP errors and fragmented, are netloom-packet's).
 
 mod accuracy;
 mod answer;
@@ -32,7 +33,6 @@ mod message;
 mod meta;
 mod monitor;
 mod payload;
-pub mod pcapng;
 mod plan;
 mod pool;
 pub mod protocol;

@@ -5,10 +5,10 @@
 //! payload zeros. Timestamps are virtual time since the Unix epoch, so the same seed gives the
 //! same bytes.
 
-use crate::pcapng::{Interface, Pcapng};
 use netloom_engine::tap::{Carried, Seen, Tapped};
 use netloom_engine::traffic::SourceKind;
 use netloom_engine::Engine;
+use netloom_packet::pcapng::{Interface, Pcapng};
 use netloom_packet::{fold, sum16};
 use netloom_topo::PipeId;
 use std::io::Write;

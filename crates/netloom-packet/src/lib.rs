@@ -1,18 +1,19 @@
-//! Packet bytes, the floor shared by live runs and `netloom shape` (as smoltcp's `wire`): no
-//! engine, no I/O, no clock read. Packets come from applications and the kernel's queue
-//! (perhaps only their first bytes), so nothing here trusts a length or panics on a short
-//! buffer.
+//! Packet bytes, the floor shared by live runs, `netloom shape` and the sim's captures (as
+//! smoltcp's `wire`): no engine, no clock read, no I/O of its own (`pcapng` writes to the
+//! `Write` it is given). Packets come from applications and the kernel's queue (perhaps only
+//! their first bytes), so nothing here trusts a length or panics on a short buffer.
 //!
 //! At the root, the small IP header helpers: where a packet's addresses, protocol and ports are
 //! (`Layout`), its ECN field and a CE mark (with an IPv4 header's checksum updated in place),
 //! and the Internet checksum's sum and fold. Modules, one job each: `ip` (addresses checked
 //! against the length, `Malformed`, the flow hash), `segment` (GSO super-packets behind their
-//! virtio_net_hdr), `icmp` (the errors routers send, their rate limit) and `fragment` (IPv4
-//! fragmentation).
+//! virtio_net_hdr), `icmp` (the errors routers send, their rate limit), `fragment` (IPv4
+//! fragmentation) and `pcapng` (the capture files' writer).
 
 pub mod fragment;
 pub mod icmp;
 pub mod ip;
+pub mod pcapng;
 pub mod segment;
 
 use netloom_link::Ecn;

@@ -70,7 +70,7 @@ impl Options {
 /// The pipes of a capture and the file they are written to, as pcapng.
 pub struct Capture {
     /// Each pipe, with the interface its packets are recorded on.
-    pub pipes: Vec<(netloom_topo::PipeId, netloom_live::pcapng::Interface)>,
+    pub pipes: Vec<(netloom_topo::PipeId, netloom_packet::pcapng::Interface)>,
     /// The file, created (or truncated) when the run starts.
     pub path: PathBuf,
 }

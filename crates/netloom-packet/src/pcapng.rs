@@ -1,3 +1,5 @@
+//! Owns the pcapng writer (interfaces, packets, statistics); not what is captured, nor when.
+//!
 //! pcapng as tcpdump, tshark and Wireshark read it, for packet captures: one interface per
 //! captured pipe (named after it), link type raw IP (LINKTYPE_RAW, 101: the packets are IP
 //! packets with no link-layer header), nanosecond timestamps (if_tsresol = 9), and a comment on
