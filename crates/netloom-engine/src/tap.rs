@@ -55,3 +55,16 @@ pub struct Tapped {
     /// Its size on the wire, bytes.
     pub bytes: u32,
 }
+
+/// A drop cause as captures name it, live or in virtual time: a pcapng packet's comment says
+/// "dropped: red".
+pub fn cause_name(cause: DropCause) -> &'static str {
+    match cause {
+        DropCause::Queue => "queue",
+        DropCause::Red => "red",
+        DropCause::Codel => "codel",
+        DropCause::Loss => "loss",
+        DropCause::LinkDown => "link-down",
+        DropCause::TxFail => "tx-fail",
+    }
+}

@@ -5,7 +5,7 @@
 //! own statistics; the emulated packets never wait for it.
 
 use crate::server::{Next, Stream};
-use netloom_engine::tap::{Seen, Tapped};
+use netloom_engine::tap::{cause_name, Seen, Tapped};
 use netloom_link::DropCause;
 use netloom_packet::pcapng::{Interface, Pcapng};
 use netloom_time::Instant;
@@ -231,18 +231,6 @@ fn write(
         record.dropped.map(cause_name),
         lost,
     )
-}
-
-/// A drop cause as the file's comment says it ("dropped: red").
-pub fn cause_name(cause: DropCause) -> &'static str {
-    match cause {
-        DropCause::Queue => "queue",
-        DropCause::Red => "red",
-        DropCause::Codel => "codel",
-        DropCause::Loss => "loss",
-        DropCause::LinkDown => "link-down",
-        DropCause::TxFail => "tx-fail",
-    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! (the leaf of requests, orders, answers and figures), `protocol` and `server` (the control
 //! socket, and its streams), `report`, `event`, `monitor` (accuracy alarms while a run goes on),
 //! `kernel` (kernel routers' ports and where packets enter the engine), `capture` (packet
-//! capture, written with netloom_packet's `pcapng`; `synthetic` for virtual-time runs' packets),
+//! capture, written with netloom_packet's `pcapng`; virtual-time runs' are netloom-sim's),
 //! `plan`, `experiment`, and `tun_io`, `meta`, `pool` for the packets themselves (their bytes,
 //! parsed, segmented, answered with ICMP errors and fragmented, are netloom-packet's).
 
@@ -40,7 +40,6 @@ mod ration;
 mod repartition;
 mod report;
 mod server;
-mod synthetic;
 mod tun_drops;
 mod tun_io;
 mod wait;
@@ -66,7 +65,6 @@ pub use report::{
     CaptureReport, HostInfo, HostReport, LostHandoffs, RefusedHandoffs, Report, RunInfo,
     WorkersInfo, WorkersReport,
 };
-pub use synthetic::SimCapture;
 pub use tun_io::TunIo;
 pub use wait::{Hybrid, Precision, Waiter};
 pub use worker::WorkerError;

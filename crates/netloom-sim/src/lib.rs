@@ -15,6 +15,7 @@
 //!  partition (the split) · engine (the network, the traffic) · route · topo · time
 //! ```
 
+mod capture;
 mod epochs;
 mod error;
 mod options;

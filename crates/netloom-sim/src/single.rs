@@ -1,13 +1,13 @@
 //! The runner of one engine: the whole topology in this thread, with its captures written as
 //! the engine's taps see packets.
 
+use crate::capture::SimCapture;
 use crate::error::SimError;
 use crate::plan::{Observer, SimPlan};
 use crate::Ran;
 use netloom_engine::sim;
 use netloom_engine::tap::Tapped;
 use netloom_engine::Engine;
-use netloom_live::SimCapture;
 use std::io::BufWriter;
 
 /// Runs `plan` on one engine.

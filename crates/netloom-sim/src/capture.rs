@@ -1,3 +1,5 @@
+//! Owns a virtual-time run's captures (`SimCapture`); not the pcapng format, nor which pipes.
+//!
 //! Captures of virtual-time runs (`netloom sim --capture`): the engine's synthetic packets
 //! written as pcapng with real headers, IPv4 from and to the addresses the hosts would have live
 //! (`netloom_os::address_plan`), TCP for AIMD flows (sequence and acknowledgement numbers from
@@ -5,7 +7,7 @@
 //! payload zeros. Timestamps are virtual time since the Unix epoch, so the same seed gives the
 //! same bytes.
 
-use netloom_engine::tap::{Carried, Seen, Tapped};
+use netloom_engine::tap::{cause_name, Carried, Seen, Tapped};
 use netloom_engine::traffic::SourceKind;
 use netloom_engine::Engine;
 use netloom_packet::pcapng::{Interface, Pcapng};
@@ -83,7 +85,7 @@ impl<W: Write> SimCapture<W> {
         let dropped = match t.seen {
             Seen::Entered => return Ok(()),
             Seen::Left => None,
-            Seen::Dropped(cause) => Some(crate::capture::cause_name(cause)),
+            Seen::Dropped(cause) => Some(cause_name(cause)),
         };
         let Some(iface) = self.interfaces[t.pipe as usize] else {
             return Ok(());
