@@ -3,27 +3,13 @@
 //! the order from its inbox and sends back what these return.
 
 use crate::accuracy::Accuracy;
-use crate::message::{Change, ChangeKind, HostCounters, PipeState, Snapshot};
+use crate::message::{Change, ChangeKind, ChangeRefusal, HostCounters, PipeState, Snapshot};
 use netloom_engine::report::PipeReport;
 use netloom_engine::Engine;
 use netloom_link::{Aqm, PipeCounters};
 use netloom_time::Instant;
 use netloom_topo::doc::LinkParams;
-use netloom_topo::{PatchError, PipeId};
-
-/// Why the workers refused a change that is valid on its own but not on the link it is for.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ChangeRefusal {
-    /// The patch does not apply to the pipe's configuration.
-    #[error(transparent)]
-    Patch(#[from] PatchError),
-    /// A wireless standard for a link that a trace drives.
-    #[error("a link is either wireless or driven by a trace, not both; it has a trace (set in the topology file)")]
-    WirelessTraced,
-    /// fq_codel in a run that repartitions.
-    #[error("fq_codel keeps packets in flow queues, which cannot move between workers, and this run repartitions; use another aqm")]
-    FqCodelMoves,
-}
+use netloom_topo::PipeId;
 
 /// Applies `change` to `engine`: everything due before the change's time happens first, then
 /// the change, so the next packet meets it from that instant on (or from the engine's time, if

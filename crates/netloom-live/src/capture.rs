@@ -1,107 +1,23 @@
-//! Live packet capture (`netloom capture`, docs/live.md#capture): a `Tap` the driver holds for
-//! each running capture, which copies the bytes of packets its pipes take in, let out or drop
+//! Live packet capture (`netloom capture`, docs/live.md#capture): a `Tap` (`tap`) the driver
+//! holds for each running capture, which copies the bytes of packets its pipes take in, let out or drop
 //! into a bounded queue, and the `CaptureStream` that a control-socket client's thread drains
 //! into pcapng. When the writer falls behind, copies are dropped and counted in the capture's
 //! own statistics; the emulated packets never wait for it.
 
 use crate::server::{Next, Stream};
-use netloom_engine::tap::{cause_name, Seen, Tapped};
-use netloom_link::DropCause;
+use crate::tap::{CaptureStats, Record, Tap, When};
+use netloom_engine::tap::cause_name;
 use netloom_packet::pcapng::{Interface, Pcapng};
-use netloom_time::Instant;
 use netloom_topo::PipeId;
-use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Packet copies a capture's queue holds before it drops new ones.
 pub const QUEUE: usize = 8192;
-/// Bytes of a packet kept by default (tcpdump's default snap length).
-pub const SNAPLEN: u32 = 262_144;
 /// Most records written in one piece of the stream.
 const BATCH: usize = 256;
-
-/// Which instant of a packet's passage a capture records.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum When {
-    /// When it entered the pipe.
-    Enter,
-    /// When it left the pipe (default): what the far end sees.
-    #[default]
-    Exit,
-}
-
-/// The figures of one capture, shared by its tap and its stream.
-#[derive(Debug, Default)]
-pub struct CaptureStats {
-    /// Packets copied into the queue.
-    pub captured: AtomicU64,
-    /// Packets not copied because the queue was full (the writer fell behind).
-    pub dropped: AtomicU64,
-}
-
-/// One packet copy: the index of its pipe in the capture, when, its length, the bytes kept,
-/// and why the pipe dropped it if it did.
-#[derive(Debug)]
-pub(crate) struct Record {
-    pub iface: u32,
-    pub at: Instant,
-    pub original_len: u32,
-    pub data: Vec<u8>,
-    pub dropped: Option<DropCause>,
-}
-
-/// The driver's side of a capture: which pipes, which instant, how many bytes, and the queue.
-#[derive(Clone, Debug)]
-pub(crate) struct Tap {
-    /// The captured pipes; a pipe's index here is its interface in the file.
-    pub pipes: Vec<PipeId>,
-    pub when: When,
-    pub snaplen: u32,
-    pub queue: SyncSender<Record>,
-    pub stats: Arc<CaptureStats>,
-    /// Set once the stream is found gone.
-    pub gone: bool,
-}
-
-impl Tap {
-    /// The interface of `t`'s pipe, if this capture records what happened.
-    pub fn wants(&self, t: &Tapped) -> Option<u32> {
-        let recorded = match (t.seen, self.when) {
-            (Seen::Dropped(_), _) | (Seen::Entered, When::Enter) | (Seen::Left, When::Exit) => true,
-            (Seen::Entered, When::Exit) | (Seen::Left, When::Enter) => false,
-        };
-        if !recorded {
-            return None;
-        }
-        self.pipes
-            .iter()
-            .position(|&p| p == t.pipe)
-            .map(|i| i as u32)
-    }
-
-    /// Queues `record`, or counts it dropped when the queue is full. False, and `gone` set, once
-    /// the capture's stream is gone: the tap is then removed.
-    pub fn offer(&mut self, record: Record) -> bool {
-        match self.queue.try_send(record) {
-            Ok(()) => {
-                self.stats.captured.fetch_add(1, Ordering::Relaxed);
-                true
-            }
-            Err(TrySendError::Full(_)) => {
-                self.stats.dropped.fetch_add(1, Ordering::Relaxed);
-                true
-            }
-            Err(TrySendError::Disconnected(_)) => {
-                self.gone = true;
-                false
-            }
-        }
-    }
-}
 
 /// A new capture's two sides: the tap for the driver and the stream for the client.
 pub(crate) fn capture(
@@ -236,7 +152,8 @@ fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netloom_engine::tap::Carried;
+    use netloom_link::DropCause;
+    use netloom_time::Instant;
     use pcap_file::pcapng::{Block, PcapNgReader};
 
     fn record(iface: u32, at: u64, dropped: Option<DropCause>) -> Record {
@@ -247,34 +164,6 @@ mod tests {
             data: vec![0x45; 20],
             dropped,
         }
-    }
-
-    #[test]
-    fn a_tap_takes_the_instant_asked_for_and_drops_always() {
-        let (tap, _stream) = capture(
-            vec![(
-                4,
-                Interface {
-                    name: "a->b".into(),
-                    description: String::new(),
-                    speed_bps: 0,
-                },
-            )],
-            When::Exit,
-            SNAPLEN,
-            0,
-        );
-        let seen = |pipe, seen| Tapped {
-            pipe,
-            at: Instant(1),
-            seen,
-            carried: Carried::External { token: 0 },
-            bytes: 60,
-        };
-        assert_eq!(tap.wants(&seen(4, Seen::Left)), Some(0));
-        assert_eq!(tap.wants(&seen(4, Seen::Entered)), None);
-        assert_eq!(tap.wants(&seen(4, Seen::Dropped(DropCause::Red))), Some(0));
-        assert_eq!(tap.wants(&seen(5, Seen::Left)), None, "not its pipe");
     }
 
     #[test]

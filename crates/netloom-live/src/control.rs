@@ -3,13 +3,15 @@
 //! one order, and the workers' answers merged into one result. The workers' side is `answer`.
 
 use crate::accuracy::AccuracyReport;
-use crate::answer::ChangeRefusal;
 use crate::clock::Clock;
 use crate::driver::Driver;
 use crate::io::PacketIo;
 use crate::mailbox::{mailboxes, Message, Outbound, Post};
-use crate::message::{Answer, Change, ChangeKind, Direction, LinkChange, Order, Snapshot};
-use crate::repartition::{merge_moved, Moved, Traffic};
+use crate::message::{
+    Answer, Change, ChangeKind, ChangeRefusal, Direction, LinkChange, Order, Snapshot,
+};
+use crate::moved::{merge_moved, Moved};
+use crate::traffic::Traffic;
 use netloom_engine::Ownership;
 use netloom_packet::pcapng::Interface;
 use netloom_time::Instant;
@@ -262,7 +264,7 @@ impl<C: Clock> Controller<C> {
     }
 
     /// Starts a capture on every worker (only the owners of its pipes see their packets).
-    pub(crate) fn capture(&self, tap: crate::capture::Tap) -> Pending<()> {
+    pub(crate) fn capture(&self, tap: crate::tap::Tap) -> Pending<()> {
         self.ask(Order::Capture(tap), |_| Ok(()))
     }
 

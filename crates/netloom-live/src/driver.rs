@@ -11,17 +11,19 @@
 
 use crate::accuracy::{Accuracy, AccuracyReport, Thresholds};
 use crate::answer;
-use crate::capture::{Record, Tap};
 use crate::clock::Clock;
 use crate::io::{Framing, PacketIo};
 use crate::kernel::{Entries, KernelRouters};
 use crate::mailbox::{Inbox, Message, Post};
 use crate::message::{Answer, HostCounters, Order, Snapshot};
 use crate::meta::meta;
+use crate::moved::{MovePhases, Moved, Stamps};
 use crate::payload::{token, untoken, Payloads};
 use crate::pool::{Pool, Size};
 use crate::ration::Ration;
-use crate::repartition::{lateness_histogram, Handover, MovePhases, Moved, Stamps, Traffic};
+use crate::repartition::Handover;
+use crate::tap::{Record, Tap};
+use crate::traffic::{lateness_histogram, Traffic};
 use crate::wait::{Precision, Waiter, LONG_SPIN};
 use hdrhistogram::Histogram;
 use netloom_engine::tap::{Carried, Seen};

@@ -4,7 +4,6 @@
 //! publishes what happens to its subscribers, and tears everything down when stopped or dropped.
 //! The CLI, and any other client, only parses, prints and waits.
 
-use crate::capture::{CaptureStats, When};
 use crate::clock::{Clock, SystemClock};
 use crate::cluster::channel::PartError;
 use crate::control::{ControlError, Controller};
@@ -18,6 +17,7 @@ use crate::protocol::{socket_path, Reply, VERSION};
 use crate::repartition::{self, RepartitionReport, Repartitioner};
 use crate::report::{CaptureReport, Report, RunInfo};
 use crate::server::{Handler, Response, Server};
+use crate::tap::{CaptureStats, When};
 use crate::tun_drops::TunDrops;
 use crate::tun_io::TunIo;
 use crate::worker::{Worker, WorkerError};

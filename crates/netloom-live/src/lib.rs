@@ -8,11 +8,12 @@
 //! calibrate`), `driver` (the loop), `payload` (packets' bytes and the hand-off
 //! protocol between workers), `answer` (a worker's answers to orders), `control` (the
 //! experiment's side of those orders), `wait` (the precision modes' waiting policy), `message`
-//! (the leaf of requests, orders, answers and figures), `protocol` and `server` (the control
-//! socket, and its streams), `report`, `event`, `monitor` (accuracy alarms while a run goes on),
-//! `kernel` (kernel routers' ports and where packets enter the engine), `capture` (packet
-//! capture, written with netloom_packet's `pcapng`; virtual-time runs' are netloom-sim's),
-//! `plan`, `experiment`, and `tun_io`, `meta`, `pool` for the packets themselves (their bytes,
+//! (the leaf of requests, orders, answers and figures; the other leaves it takes are `accuracy`,
+//! `tap`, `traffic` and `moved`), `protocol` and `server` (the control socket, and its streams),
+//! `report`, `event`, `monitor` (accuracy alarms while a run goes on), `kernel` (kernel routers'
+//! ports and where packets enter the engine), `capture` (packet capture: the driver's `tap`,
+//! the stream written with netloom_packet's `pcapng`; virtual-time runs' are netloom-sim's),
+//! `repartition` (its epochs' thread; the figures are `traffic` and `moved`), `plan`, `experiment`, and `tun_io`, `meta`, `pool` for the packets themselves (their bytes,
 //! parsed, segmented, answered with ICMP errors and fragmented, are netloom-packet's).
 
 mod accuracy;
@@ -32,6 +33,7 @@ mod mailbox;
 mod message;
 mod meta;
 mod monitor;
+mod moved;
 mod payload;
 mod plan;
 mod pool;
@@ -40,14 +42,14 @@ mod ration;
 mod repartition;
 mod report;
 mod server;
+mod tap;
+mod traffic;
 mod tun_drops;
 mod tun_io;
 mod wait;
 mod worker;
 
 pub use accuracy::{Accuracy, AccuracyReport, LatenessBucket, Thresholds, LATENESS_BUCKETS_NS};
-pub use answer::ChangeRefusal;
-pub use capture::{When, SNAPLEN};
 pub use control::{capture_pipes, ControlError, Controller, Pending};
 pub use driver::{Driver, DriverConfig};
 pub use event::{Event, Subscription};
@@ -55,16 +57,18 @@ pub use experiment::{
     Ending, Experiment, Handle, LiveError, RouterControl, RouterControlError, ANSWER_TIMEOUT,
 };
 pub use io::{Framing, PacketIo};
-pub use message::{Direction, HostCounters, LinkChange, PipeState, Request, Snapshot};
+pub use message::{
+    ChangeRefusal, Direction, HostCounters, LinkChange, PipeState, Request, Snapshot,
+};
+pub use moved::{MovePhases, Moved};
 pub use netloom_time::{Clock, SystemClock, TestClock};
 pub use plan::{this_machine, Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};
-pub use repartition::{
-    EpochReport, MovePhases, MoveReport, Moved, RepartitionReport, MIN_EPOCH, MOVE_AHEAD,
-};
+pub use repartition::{EpochReport, MoveReport, RepartitionReport, MIN_EPOCH, MOVE_AHEAD};
 pub use report::{
     CaptureReport, HostInfo, HostReport, LostHandoffs, RefusedHandoffs, Report, RunInfo,
     WorkersInfo, WorkersReport,
 };
+pub use tap::{When, SNAPLEN};
 pub use tun_io::TunIo;
 pub use wait::{Hybrid, Precision, Waiter};
 pub use worker::WorkerError;

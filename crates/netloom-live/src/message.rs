@@ -1,15 +1,18 @@
-//! The messages of a live run, a leaf that the other modules import and that imports none of
-//! them but `accuracy` and `repartition`'s figures: what a client asks (`Request`, the control
-//! protocol's schema), what the experiment tells a worker (`Order`) and the worker's `Answer`,
-//! a worker's `Snapshot` of itself, and the per-host and per-pipe figures those carry.
+//! The messages of a live run, a leaf that the other modules import and that imports only
+//! leaves (`accuracy`, a capture's `tap`, a repartitioning's `traffic` and `moved`): what a
+//! client asks (`Request`, the control protocol's schema), what the experiment tells a worker
+//! (`Order`) and the worker's `Answer` (with a `ChangeRefusal`), a worker's `Snapshot` of
+//! itself, and the per-host and per-pipe figures those carry.
 
 use crate::accuracy::{Accuracy, AccuracyReport};
-use crate::repartition::{Moved, Traffic};
+use crate::moved::Moved;
+use crate::tap::{Tap, When, SNAPLEN};
+use crate::traffic::Traffic;
 use netloom_engine::report::PipeReport;
 use netloom_engine::Ownership;
 use netloom_time::Instant;
 use netloom_topo::doc::LinkParams;
-use netloom_topo::{LinkId, LinkPatch, PipeId};
+use netloom_topo::{LinkId, LinkPatch, PatchError, PipeId};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -166,7 +169,7 @@ pub enum Request {
         direction: Direction,
         /// Which instant of a packet's passage the file records.
         #[serde(default)]
-        when: crate::capture::When,
+        when: When,
         /// Bytes of each packet kept.
         #[serde(default = "default_snaplen")]
         snaplen: u32,
@@ -174,7 +177,7 @@ pub enum Request {
 }
 
 fn default_snaplen() -> u32 {
-    crate::capture::SNAPLEN
+    SNAPLEN
 }
 
 impl Request {
@@ -240,7 +243,7 @@ pub(crate) enum Order {
     /// Report this worker's accuracy only (cheap, for the accuracy alarm).
     Accuracy,
     /// Start a capture: copy what its pipes do with packets into its queue.
-    Capture(crate::capture::Tap),
+    Capture(Tap),
     /// Report the traffic counted since the last such order (`Driver::count_traffic`), for
     /// repartitioning.
     Traffic,
@@ -249,11 +252,25 @@ pub(crate) enum Order {
     Move(Arc<Ownership>, Instant),
 }
 
+/// Why the workers refused a change that is valid on its own but not on the link it is for.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ChangeRefusal {
+    /// The patch does not apply to the pipe's configuration.
+    #[error(transparent)]
+    Patch(#[from] PatchError),
+    /// A wireless standard for a link that a trace drives.
+    #[error("a link is either wireless or driven by a trace, not both; it has a trace (set in the topology file)")]
+    WirelessTraced,
+    /// fq_codel in a run that repartitions.
+    #[error("fq_codel keeps packets in flow queues, which cannot move between workers, and this run repartitions; use another aqm")]
+    FqCodelMoves,
+}
+
 /// A worker's answer to an `Order`.
 #[derive(Debug)]
 pub(crate) enum Answer {
     /// The change applied, or why it could not be (the same on every worker: replicas agree).
-    Applied(Result<(), crate::answer::ChangeRefusal>),
+    Applied(Result<(), ChangeRefusal>),
     /// The worker's figures.
     Snapshot(Box<Snapshot>),
     /// The worker's accuracy so far.

@@ -227,7 +227,7 @@ mod tests {
                 a: "r1".into(),
                 b: Some("r2".into()),
                 direction: Direction::BToA,
-                when: crate::capture::When::Enter,
+                when: crate::tap::When::Enter,
                 snaplen: 96,
             },
             Request::LinkState {
@@ -256,10 +256,7 @@ mod tests {
         match parse_request(line).unwrap() {
             Request::Capture {
                 b, when, snaplen, ..
-            } => assert_eq!(
-                (b, when, snaplen),
-                (None, crate::capture::When::Exit, 262_144)
-            ),
+            } => assert_eq!((b, when, snaplen), (None, crate::tap::When::Exit, 262_144)),
             other => panic!("{other:?}"),
         }
     }

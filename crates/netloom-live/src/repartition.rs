@@ -9,8 +9,9 @@
 
 use crate::clock::Clock;
 use crate::control::{ControlError, Controller};
+use crate::moved::{Moved, Stamps};
 use crate::ration::Bucket;
-use hdrhistogram::Histogram;
+use crate::traffic::Traffic;
 use netloom_engine::epoch::EpochCounter;
 use netloom_engine::{Migration, Ownership};
 use netloom_partition::{Assignment, Observation, Repartitioning};
@@ -41,69 +42,6 @@ pub(crate) struct Handover {
     pub stamps: Stamps,
 }
 
-/// When a hand-over passed each step of its way, ns on the run's clock (which every machine
-/// keeps by its measured offset). The steps of the way between machines (`sent` to `parsed`)
-/// are `None` between threads.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Stamps {
-    /// The sender's engine had processed everything before the move's instant.
-    pub paused: u64,
-    /// Its migration (and, shipped, its packets' bytes) was out of the engine.
-    pub extracted: u64,
-    /// The sender's worker began encoding it for the connection to the receiver's.
-    pub sent: Option<u64>,
-    /// Its first bytes were in at the receiver's machine.
-    pub read: Option<u64>,
-    /// The receiver's machine had decoded it.
-    pub parsed: Option<u64>,
-}
-
-/// Where a move's time went on the worker that waited longest for it, through the last
-/// hand-over to reach it: ns after the move's instant on the run's clock, those of the way
-/// between machines `None` between threads. `resumed_ns` is the move's stall.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MovePhases {
-    /// How long before the instant the order reached the worker's engine (0: after it).
-    pub ordered_ahead_ns: u64,
-    /// (see `Stamps`)
-    pub paused_ns: u64,
-    /// (see `Stamps`)
-    pub extracted_ns: u64,
-    /// (see `Stamps`)
-    pub sent_ns: Option<u64>,
-    /// (see `Stamps`)
-    pub read_ns: Option<u64>,
-    /// (see `Stamps`)
-    pub parsed_ns: Option<u64>,
-    /// The receiver had taken it into its engine.
-    pub installed_ns: u64,
-    /// The receiver went on, every hand-over in.
-    pub resumed_ns: u64,
-}
-
-impl MovePhases {
-    /// The phases of a move at `at`, ordered at `ordered`, whose last hand-over came with
-    /// `stamps`, was installed at `installed`, and after which the worker resumed at `resumed`.
-    pub(crate) fn of(
-        at: Instant,
-        ordered: Instant,
-        stamps: &Stamps,
-        [installed, resumed]: [Instant; 2],
-    ) -> MovePhases {
-        let after = |ns: u64| ns.saturating_sub(at.as_nanos());
-        MovePhases {
-            ordered_ahead_ns: at.saturating_since(ordered).as_nanos(),
-            paused_ns: after(stamps.paused),
-            extracted_ns: after(stamps.extracted),
-            sent_ns: stamps.sent.map(after),
-            read_ns: stamps.read.map(after),
-            parsed_ns: stamps.parsed.map(after),
-            installed_ns: after(installed.as_nanos()),
-            resumed_ns: after(resumed.as_nanos()),
-        }
-    }
-}
-
 impl std::fmt::Debug for Handover {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (pipes, packets) = self.migration.counts();
@@ -112,95 +50,6 @@ impl std::fmt::Debug for Handover {
             .field("packets", &packets)
             .field("hosts", &self.hosts.len())
             .finish()
-    }
-}
-
-/// A worker's traffic over an epoch: the engine's running totals (`Engine::hop_counts`) and
-/// the lateness of the packets it released since the last look. Serialized for a worker on
-/// another machine, the histogram as its recorded (value, count) pairs.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Traffic {
-    pub(crate) packets: Vec<u64>,
-    pub(crate) transitions: Vec<(PipeId, PipeId, u64)>,
-    #[serde(with = "recorded")]
-    pub(crate) lateness_ns: Histogram<u64>,
-}
-
-/// A lateness histogram as the (value, count) pairs it recorded: what merging and quantiles
-/// need, within its 3 significant digits.
-mod recorded {
-    use hdrhistogram::Histogram;
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    pub fn serialize<S: Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
-        let pairs: Vec<(u64, u64)> = h
-            .iter_recorded()
-            .map(|v| (v.value_iterated_to(), v.count_at_value()))
-            .collect();
-        pairs.serialize(s)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Histogram<u64>, D::Error> {
-        let mut h = super::lateness_histogram();
-        for (value, count) in Vec::<(u64, u64)>::deserialize(d)? {
-            h.record_n(value, count).map_err(serde::de::Error::custom)?;
-        }
-        Ok(h)
-    }
-}
-
-impl Traffic {
-    /// Adds another worker's traffic.
-    pub(crate) fn merge(&mut self, other: Traffic) {
-        self.packets
-            .resize(self.packets.len().max(other.packets.len()), 0);
-        for (mine, theirs) in self.packets.iter_mut().zip(other.packets) {
-            *mine += theirs;
-        }
-        self.transitions.extend(other.transitions);
-        self.transitions.sort_unstable_by_key(|&(p, q, _)| (p, q));
-        self.transitions.dedup_by(|later, first| {
-            let same = (later.0, later.1) == (first.0, first.1);
-            if same {
-                first.2 += later.2;
-            }
-            same
-        });
-        // Same bounds on every worker: adding cannot fail.
-        let _ = self.lateness_ns.add(&other.lateness_ns);
-    }
-}
-
-/// A fresh histogram of release lateness in ns, as `Accuracy` keeps (3 significant digits).
-pub(crate) fn lateness_histogram() -> Histogram<u64> {
-    Histogram::new(3).expect("3 significant digits are valid")
-}
-
-/// What changed hands at one move, or at all moves together.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Moved {
-    /// Pipes that changed owner (counted by the experiment, which knows both ownerships).
-    pub pipes: u64,
-    /// Pending exits and entries handed over with them (counted by the workers).
-    pub packets: u64,
-    /// Hosts whose reading (TUN device and ration) changed worker.
-    pub hosts: u64,
-    /// The longest a worker waited, from the move's instant, until it had every hand-over.
-    pub stall_ns: u64,
-    /// Where the longest stall's time went.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phases: Option<MovePhases>,
-}
-
-impl Moved {
-    fn add(&mut self, other: Moved) {
-        self.pipes += other.pipes;
-        self.packets += other.packets;
-        self.hosts += other.hosts;
-        if other.stall_ns >= self.stall_ns {
-            self.stall_ns = other.stall_ns;
-            self.phases = other.phases.or(self.phases);
-        }
     }
 }
 
@@ -527,50 +376,10 @@ pub fn refusal(topology: &Topology, workers: usize) -> Option<String> {
     })
 }
 
-/// Sums workers' move answers.
-pub(crate) fn merge_moved(answers: impl IntoIterator<Item = Moved>) -> Moved {
-    let mut all = Moved::default();
-    for m in answers {
-        all.add(m);
-    }
-    all
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A machine's traffic through bytes, as the coordinator gathers it: the same totals, and
-    /// a lateness histogram with the same count and quantiles, which still merges.
-    #[test]
-    fn traffic_through_bytes_keeps_its_counts_and_lateness() {
-        let mut lateness_ns = lateness_histogram();
-        for ns in [300, 450, 450, 2_000, 90_000, 1_500_000] {
-            lateness_ns.record(ns).unwrap();
-        }
-        let traffic = Traffic {
-            packets: vec![3, 0, 7],
-            transitions: vec![(0, 2, 3)],
-            lateness_ns,
-        };
-        let bytes = serde_json::to_vec(&traffic).unwrap();
-        let mut arrived: Traffic = serde_json::from_slice(&bytes).unwrap();
-        assert_eq!(
-            (&arrived.packets, &arrived.transitions),
-            (&traffic.packets, &traffic.transitions)
-        );
-        let h = |t: &Traffic| {
-            (
-                t.lateness_ns.len(),
-                t.lateness_ns.value_at_quantile(0.5),
-                t.lateness_ns.max(),
-            )
-        };
-        assert_eq!(h(&arrived), h(&traffic));
-        arrived.merge(traffic);
-        assert_eq!(arrived.lateness_ns.len(), 12);
-        assert_eq!(arrived.packets, vec![6, 0, 14]);
-    }
+    use crate::traffic::lateness_histogram;
 
     /// Workers whose move the test holds under way until it lets it finish.
     struct HeldMove {

@@ -12,11 +12,13 @@ use super::file::{Cluster, ClusterError, Machine};
 use crate::event::{Event, EventLines, Events};
 use crate::experiment::{Ending, LiveError};
 use crate::message::{LinkChange, Request, Snapshot};
+use crate::moved::{merge_moved, Moved};
 use crate::plan::{Options, Plan, Split};
 use crate::protocol::{socket_path, Reply, VERSION};
-use crate::repartition::{self, Moved, Moving, RepartitionReport, Repartitioner, Traffic, Workers};
+use crate::repartition::{self, Moving, RepartitionReport, Repartitioner, Workers};
 use crate::report::{LostHandoffs, Report, RunInfo};
 use crate::server::{Handler, Response, Server};
+use crate::traffic::Traffic;
 use crate::wait::Precision;
 use netloom_engine::{Ownership, Payload};
 use netloom_partition::{partition_shares, Assignment, FlowGraph, Method, PartitionError};
@@ -550,7 +552,7 @@ impl Workers for Machines {
                 other => Err(other),
             })?);
         }
-        Ok(repartition::merge_moved(moved))
+        Ok(merge_moved(moved))
     }
 }
 

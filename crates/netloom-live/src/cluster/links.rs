@@ -296,7 +296,7 @@ impl Drop for Readers {
 mod tests {
     use super::*;
     use crate::mailbox::mailboxes;
-    use crate::repartition::Stamps;
+    use crate::moved::Stamps;
     use netloom_engine::Migration;
 
     /// Run 77's secret.
