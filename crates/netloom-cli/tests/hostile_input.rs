@@ -179,7 +179,11 @@ fn calibrations_cluster_files_and_reports_that_are_devices_or_fifos_are_refused(
     let topo = dir.write("t.toml", &format!("{TWO_HOSTS}delay = \"1ms\"\n"));
     let topo = topo.to_str().unwrap();
     let fifo = dir.path().join("fifo.json");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
     let fifo = fifo.to_str().unwrap();
     for (file, what) in [("/dev/zero", "a character device"), (fifo, "a FIFO")] {
         refused(
