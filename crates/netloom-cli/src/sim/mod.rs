@@ -6,12 +6,13 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use netloom_engine::sim::Progress;
 use netloom_engine::traffic::parse_spec;
-use netloom_engine::Report;
-use netloom_sim::{Capture, Options, PlanError, Processes, SimError, SimPlan, SimReport};
+use netloom_sim::{Capture, Options, PlanError, Processes, SimError, SimPlan};
 use netloom_time::Duration;
 use netloom_topo::Topology;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+
+mod text;
 
 #[derive(Args)]
 pub struct SimArgs {
@@ -192,7 +193,7 @@ pub fn run(args: SimArgs) -> Result<()> {
     }
     match args.json {
         true => crate::stdout::write(&(serde_json::to_string_pretty(&report)? + "\n"))?,
-        false => print(&report, args.top),
+        false => text::print(&report, args.top),
     }
     Ok(())
 }
@@ -277,48 +278,6 @@ fn flag_error(e: SimError, file: &Path) -> anyhow::Error {
     }
 }
 
-/// The report as tables: flows and pipes, then the partition, workers and epochs if any.
-fn print(report: &SimReport, top: usize) {
-    print_tables(&report.report, top);
-    if let Some(m) = &report.partition {
-        println!();
-        crate::partition::print_measurement(m);
-    }
-    if let Some(w) = &report.workers {
-        print_workers(w);
-    }
-    if let Some(r) = &report.repartition {
-        print_repartition(r);
-    }
-}
-
-fn print_repartition(r: &netloom_sim::RepartitionReport) {
-    println!();
-    println!(
-        "repartitioned every {} by {} (imbalance {}) on the last epoch's traffic:",
-        Duration(r.epoch_ns),
-        r.method,
-        r.imbalance
-    );
-    println!(
-        "{:>10} {:>10} {:>10} {:>10} {:>12} {:>12} {:>12}",
-        "from s", "to s", "static", "dynamic", "static imb.", "dynamic imb.", "moved pipes"
-    );
-    let e = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.4}"));
-    for row in &r.epochs {
-        println!(
-            "{:>10.1} {:>10.1} {:>10} {:>10} {:>12.3} {:>12.3} {:>12}",
-            row.start_ns as f64 / 1e9,
-            row.end_ns as f64 / 1e9,
-            e(row.epoch.static_efficiency),
-            e(row.epoch.dynamic_efficiency),
-            row.epoch.static_imbalance,
-            row.epoch.dynamic_imbalance,
-            row.epoch.moved_pipes
-        );
-    }
-}
-
 /// The pipes and the file of `--capture LINK=FILE`: `A:B` is the link between A and B, both
 /// directions; `A` every link of node A.
 fn capture_target(topo: &Topology, text: &str) -> Result<Capture> {
@@ -338,88 +297,4 @@ fn capture_target(topo: &Topology, text: &str) -> Result<Capture> {
         pipes,
         path: PathBuf::from(file),
     })
-}
-
-fn print_workers(w: &netloom_sim::WorkersReport) {
-    let p = &w.parallel;
-    println!(
-        "{} workers, lookahead {}, {} windows; payload {}: {} cross-core hops, {} bytes",
-        p.workers,
-        p.lookahead_ns
-            .map_or("none (nothing crosses)".to_string(), |ns| Duration(ns)
-                .to_string()),
-        p.windows,
-        w.payload,
-        w.cross_core_hops,
-        w.cross_core_bytes
-    );
-    for (k, worker) in p.per_worker.iter().enumerate() {
-        print!("  worker {k}: {} packet-hops", worker.packet_hops);
-        if let Some(s) = worker.wait_seconds {
-            print!(", {s:.3} s waiting for the others");
-        }
-        if let Some(cpus) = &w.cpus {
-            print!(", CPU {}", cpus[k]);
-        }
-        println!();
-    }
-    if w.moved_pipes > 0 {
-        println!(
-            "  {} pipes moved to the worker of the host that sends into them",
-            w.moved_pipes
-        );
-    }
-}
-
-fn mbit(bps: u64) -> String {
-    format!("{:.3}", bps as f64 / 1e6)
-}
-
-fn ms(ns: u64) -> String {
-    format!("{:.3}", ns as f64 / 1e6)
-}
-
-fn print_tables(r: &Report, top: usize) {
-    println!(
-        "{}: {} of virtual time, seed {}",
-        r.topology,
-        Duration(r.duration_ns),
-        r.seed
-    );
-    println!();
-    println!(
-        "{:<10} {:<10} {:<7} {:>12} {:>10} {:>10} {:>10} {:>10} {:>8}",
-        "flow src", "dst", "kind", "Mbit/s", "p50 ms", "p99 ms", "sent", "lost", "loss %"
-    );
-    for f in &r.flows {
-        let loss = if f.sent > 0 {
-            f.lost as f64 * 100.0 / f.sent as f64
-        } else {
-            0.0
-        };
-        println!(
-            "{:<10} {:<10} {:<7} {:>12} {:>10} {:>10} {:>10} {:>10} {:>8.3}",
-            f.src,
-            f.dst,
-            f.kind,
-            mbit(f.throughput_bps),
-            ms(f.latency_ns.p50),
-            ms(f.latency_ns.p99),
-            f.sent,
-            f.lost,
-            loss
-        );
-    }
-    println!();
-    print!("{}", crate::table::format_pipes(&r.pipes, None, top));
-    println!();
-    let t = &r.totals;
-    print!("{} packet-hops, {} events", t.packet_hops, t.events);
-    if let (Some(w), Some(rate)) = (t.wall_seconds, t.packet_hops_per_second) {
-        print!(", {w:.3} s wall, {:.2} M packet-hops/s", rate / 1e6);
-    }
-    println!();
-    if t.unroutable > 0 {
-        println!("{} packets had no route", t.unroutable);
-    }
 }
