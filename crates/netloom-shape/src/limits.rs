@@ -280,7 +280,9 @@ mod tests {
 
     #[test]
     fn a_limits_file_that_is_a_device_is_refused_not_read_until_memory_runs_out() {
-        let e = Tenancy::load(Path::new("/dev/zero")).unwrap_err().to_string();
+        let e = Tenancy::load(Path::new("/dev/zero"))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("/dev/zero") && e.contains("a character device") && e.contains("1 MiB"),
             "{e}"
