@@ -189,7 +189,8 @@ fn a_missing_or_malformed_calibration_and_an_unknown_load_key_are_refused_clearl
     let dir = TempDir::new("capacity-bad");
     let out = check(&dir, "absent.json", &[]).expect_code(2);
     assert!(
-        out.stderr.contains("absent.json: No such file"),
+        out.stderr
+            .contains("absent.json: cannot read: No such file"),
         "{}",
         out.stderr
     );
