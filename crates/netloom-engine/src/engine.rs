@@ -265,8 +265,6 @@ pub struct Engine {
     handoffs: Vec<Vec<Handoff>>,
     /// Packets in flight on workers this one absorbed.
     absorbed_in_flight: usize,
-    /// Whether the first pipe's queue took the super-packet being injected.
-    lead_queued: bool,
     /// Whether each pipe is tapped (`set_tap`).
     taps: Vec<bool>,
     /// What tapped pipes saw since the last `drain_tapped`.
@@ -285,15 +283,15 @@ pub struct Engine {
 }
 
 /// How a packet meets the pipe it enters: a super-packet's segments at their first pipe are
-/// queued together (see `Engine::inject_segment`); every other entry is `Alone`.
+/// queued together (see `Engine::inject_segments`); every other entry is `Alone`.
 #[derive(Clone, Copy)]
 enum Arrival {
     /// A packet of its own: the pipe's queue decides for it.
     Alone,
     /// The first segment of a super-packet: the queue decides for the whole super-packet.
     Lead,
-    /// A later segment: the queue decided with the first.
-    Following,
+    /// A later segment: the queue decided with the first, and took it if `lead_queued`.
+    Following { lead_queued: bool },
 }
 
 /// One worker's place in a partitioned run.
@@ -448,7 +446,6 @@ impl Engine {
             worker: None,
             handoffs: Vec::new(),
             absorbed_in_flight: 0,
-            lead_queued: false,
             router: Vec::new(),
             expired: Vec::new(),
             dequeue_at: Vec::new(),
@@ -821,33 +818,40 @@ impl Engine {
     /// as unroutable).
     pub fn inject(&mut self, now: Instant, src: NodeId, dst: NodeId, packet: Injected) -> bool {
         self.take_in(now, src, dst, packet, Arrival::Alone)
+            .is_some()
     }
 
-    /// Hands in segment `index` of a super-packet from host `src` to host `dst`, with `ttl` (a
-    /// TCP packet that a host with segmentation offload sends whole): segments are injected in
-    /// order, one after the other, with nothing between them. The first pipe's queue takes or
-    /// refuses the whole super-packet with its first segment, as the host's own queue would
-    /// hold it as one entry, and serializes the segments back to back; each segment then goes
-    /// on alone (random loss, the pipes after the first). Returns false as `inject` does.
-    pub fn inject_segment(
+    /// Hands in a super-packet from host `src` to host `dst` (a TCP packet that a host with
+    /// segmentation offload sends whole) as its `segments`, in order, each with its TTL. The
+    /// first pipe's queue takes or refuses the whole super-packet with its first segment, as the
+    /// host's own queue would hold it as one entry, and serializes the segments back to back;
+    /// each segment then goes on alone (random loss, the pipes after the first). Returns false
+    /// as `inject` does (for every segment: they share their destination).
+    pub fn inject_segments(
         &mut self,
         now: Instant,
         src: NodeId,
         dst: NodeId,
-        packet: Injected,
-        index: u16,
+        segments: impl IntoIterator<Item = Injected>,
     ) -> bool {
-        let arrival = if index == 0 {
-            // Refused unless its first pipe takes it (no route: nothing does).
-            self.lead_queued = false;
-            Arrival::Lead
-        } else {
-            Arrival::Following
+        let mut segments = segments.into_iter();
+        let Some(lead) = segments.next() else {
+            return true;
         };
-        self.take_in(now, src, dst, packet, arrival)
+        // What the queue decided for the lead holds for the rest, so they are handed in within
+        // this one call: nothing can come between them.
+        let Some(lead_queued) = self.take_in(now, src, dst, lead, Arrival::Lead) else {
+            self.counters.unroutable += segments.count() as u64;
+            return false;
+        };
+        for packet in segments {
+            self.take_in(now, src, dst, packet, Arrival::Following { lead_queued });
+        }
+        true
     }
 
-    /// `inject`, with how the packet meets its first pipe.
+    /// `inject`, with how the packet meets its first pipe: `None` if `dst` is not a host, else
+    /// whether its first pipe took it (`enter`).
     fn take_in(
         &mut self,
         now: Instant,
@@ -855,7 +859,7 @@ impl Engine {
         dst: NodeId,
         packet: Injected,
         arrival: Arrival,
-    ) -> bool {
+    ) -> Option<bool> {
         let Injected {
             bytes,
             token,
@@ -865,7 +869,7 @@ impl Engine {
         self.now = self.now.max(now);
         let Some(dst_host) = self.routes.host_index(dst) else {
             self.counters.unroutable += 1;
-            return false;
+            return None;
         };
         let home = self.worker.as_ref().map_or(0, |w| w.me);
         debug_assert!(
@@ -888,8 +892,7 @@ impl Engine {
             next: NO_ROUTE,
             sent_at: self.now,
         });
-        self.start(pkt, arrival);
-        true
+        Some(self.start(pkt, arrival))
     }
 
     /// What became of injected packets since the last call, in order.
@@ -984,7 +987,9 @@ impl Engine {
             self.counters.events += 1;
             match event {
                 Event::Exit { pkt, pipe, ticket } => self.on_exit(pkt, pipe, ticket),
-                Event::Enter { pkt, pipe } => self.enter(pkt, pipe, Arrival::Alone),
+                Event::Enter { pkt, pipe } => {
+                    self.enter(pkt, pipe, Arrival::Alone);
+                }
                 Event::Wake { flow } => {
                     if self.flows[flow as usize].wake == Some(at) {
                         self.flows[flow as usize].wake = None;
@@ -1056,11 +1061,11 @@ impl Engine {
     }
 
     /// A new packet at its source: on its way by the routes of now, meeting its first pipe as
-    /// `arrival` says.
-    fn start(&mut self, pkt: PacketId, arrival: Arrival) {
+    /// `arrival` says. Returns whether that pipe took it (`enter`).
+    fn start(&mut self, pkt: PacketId, arrival: Arrival) -> bool {
         let p = self.packets.get(pkt);
         let hop = self.hop_after(p.at, p.dst_host);
-        self.dispatch(pkt, hop, arrival);
+        self.dispatch(pkt, hop, arrival)
     }
 
     /// What a packet at `node` does next: the pipe towards `dst_host`, `DELIVER` or `NO_ROUTE`.
@@ -1076,12 +1081,13 @@ impl Engine {
     }
 
     /// Delivers the packet where it is, drops it for lack of a route, or offers it to `hop`,
-    /// here or on the worker that owns it.
-    fn dispatch(&mut self, pkt: PacketId, hop: PipeId, arrival: Arrival) {
+    /// here or on the worker that owns it. Returns whether a pipe here took it (`enter`).
+    fn dispatch(&mut self, pkt: PacketId, hop: PipeId, arrival: Arrival) -> bool {
         match hop {
             DELIVER => {
                 let p = self.packets.remove(pkt);
                 self.deliver(p);
+                false
             }
             NO_ROUTE => {
                 self.counters.unroutable += 1;
@@ -1094,6 +1100,7 @@ impl Engine {
                     }
                 }
                 self.count_drop(&p);
+                false
             }
             pipe => {
                 // Only a packet from its source comes here with a pipe (`start`).
@@ -1101,7 +1108,10 @@ impl Engine {
                     c.enter(pipe);
                 }
                 match self.pipe_owner_elsewhere(pipe) {
-                    Some(to) => self.hand_over_entry(pkt, pipe, to),
+                    Some(to) => {
+                        self.hand_over_entry(pkt, pipe, to);
+                        false
+                    }
                     None => self.enter(pkt, pipe, arrival),
                 }
             }
@@ -1167,8 +1177,9 @@ impl Engine {
     }
 
     /// Offers the packet to `pipe` and, if the pipe takes it, settles where it will arrive and
-    /// what it will do there, and schedules its exit (and its duplicate's).
-    fn enter(&mut self, pkt: PacketId, pipe: PipeId, arrival: Arrival) {
+    /// what it will do there, and schedules its exit (and its duplicate's). Returns whether the
+    /// pipe took it, lost on the wire or not: what a super-packet's later segments go by.
+    fn enter(&mut self, pkt: PacketId, pipe: PipeId, arrival: Arrival) -> bool {
         // The fields read, not the whole descriptor: see `depart`.
         let p = self.packets.get(pkt);
         let (bytes, meta) = (p.bytes, p.body.meta());
@@ -1181,7 +1192,7 @@ impl Engine {
             let p = self.packets.remove(pkt);
             self.refuse(&p, p.at, Refusal::TooBig { mtu });
             self.count_drop(&p);
-            return;
+            return false;
         }
         let link = &mut self.pipes[pipe as usize];
         if link.is_deferred() {
@@ -1207,30 +1218,21 @@ impl Engine {
                 }
             };
             self.evicted = evicted;
-            if let Arrival::Lead = arrival {
-                self.lead_queued = held;
-            }
-            return;
+            return held;
         }
         let admission = match arrival {
-            Arrival::Alone => link.offer(self.now, bytes, meta),
-            Arrival::Lead => {
-                let admission = link.offer(self.now, bytes, meta);
-                // A lead lost on the wire was still queued: its followers go on.
-                self.lead_queued = matches!(
-                    admission,
-                    Admission::Scheduled { .. } | Admission::Dropped(DropCause::Loss)
-                );
-                admission
+            Arrival::Alone | Arrival::Lead => link.offer(self.now, bytes, meta),
+            Arrival::Following { lead_queued } => {
+                link.offer_following(self.now, bytes, lead_queued)
             }
-            Arrival::Following => link.offer_following(self.now, bytes, self.lead_queued),
         };
         let (first, duplicate, marked) = match admission {
             Admission::Dropped(cause) => {
                 let p = self.packets.remove(pkt);
                 self.tap(pipe, &p, Seen::Dropped(cause));
                 self.count_drop(&p);
-                return;
+                // A lead lost on the wire was still queued: its followers go on.
+                return matches!(cause, DropCause::Loss);
             }
             Admission::Scheduled {
                 first,
@@ -1240,6 +1242,7 @@ impl Engine {
         };
         self.tap_held(pipe, pkt, Seen::Entered);
         self.depart(pkt, pipe, first, duplicate, marked);
+        true
     }
 
     /// Settles where a packet the pipe scheduled will arrive and what it will do there, and
@@ -1407,12 +1410,14 @@ impl Engine {
             *ttl -= 1;
         }
         match next {
-            DELIVER | NO_ROUTE => self.dispatch(pkt, next, Arrival::Alone),
+            DELIVER | NO_ROUTE => {
+                self.dispatch(pkt, next, Arrival::Alone);
+            }
             // Here without asking whose it is: the exit was scheduled on the owner of the next
             // pipe (`schedule_exit`, and `migrate_out` when that changes).
             pipe => {
                 debug_assert!(self.owns_pipe(pipe), "pipe {pipe} exits to another worker");
-                self.enter(pkt, pipe, Arrival::Alone)
+                self.enter(pkt, pipe, Arrival::Alone);
             }
         }
     }

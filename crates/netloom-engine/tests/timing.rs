@@ -433,10 +433,8 @@ fn a_super_packet_enters_its_first_pipe_whole() {
     t.add_link(r, h2, None, core, Some(core));
     let mut e = Engine::new(t, 3);
     for base in [0u64, 100] {
-        for k in 0..45u16 {
-            let token = base + u64::from(k);
-            assert!(e.inject_segment(Instant(0), h1, h2, Injected::plain(1500, token), k));
-        }
+        let segments = (base..base + 45).map(|token| Injected::plain(1500, token));
+        assert!(e.inject_segments(Instant(0), h1, h2, segments));
     }
     while let Some(at) = e.poll_at() {
         e.advance(at);
