@@ -752,8 +752,15 @@ impl Engine {
         self.pipes[pipe as usize].queue_len(at)
     }
 
-    /// Adds a synthetic flow; its sender is first polled at `spec.start`.
-    pub fn add_flow(&mut self, spec: FlowSpec, seed: u64) -> Result<u32, EngineError> {
+    /// Adds a synthetic flow at `now`; its sender is first polled at `spec.start`, or at `now`
+    /// (or the engine's time) if that is later: a flow added to a running engine starts then,
+    /// rather than owing the past its packets. Its spec keeps the start it got.
+    pub fn add_flow(
+        &mut self,
+        now: Instant,
+        spec: FlowSpec,
+        seed: u64,
+    ) -> Result<u32, EngineError> {
         let host = |n: NodeId| {
             self.routes
                 .host_index(n)
@@ -789,6 +796,12 @@ impl Engine {
                 mtu,
             });
         }
+        // A wake-up earlier than the wheel's position would fire there, at another time than the
+        // flow's own, and be taken for a stale one.
+        let spec = FlowSpec {
+            start: spec.start.max(now).max(self.now),
+            ..spec
+        };
         let id = self.flows.len() as u32;
         let flow_seed = derive_seed(seed, SEED_FLOWS, id as u64);
         self.flows.push(Flow {
