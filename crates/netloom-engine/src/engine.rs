@@ -447,13 +447,13 @@ impl Engine {
     /// Taps `pipe` (or stops tapping it): from now on, every packet it takes in, lets out or
     /// drops is reported by `drain_tapped`. In a partitioned run, tap a pipe on its owner.
     pub fn set_tap(&mut self, pipe: PipeId, on: bool) {
-        self.net.taps[pipe as usize] = on;
+        self.net.taps.on[pipe as usize] = on;
     }
 
     /// What tapped pipes saw since the last call, in order. Drain it at least as often as
     /// `drain_outputs`: a packet's bytes are the caller's only until it is dropped or delivered.
     pub fn drain_tapped(&mut self) -> std::vec::Drain<'_, Tapped> {
-        self.net.tapped.drain(..)
+        self.net.taps.seen.drain(..)
     }
 
     /// A time no later than the next thing to do, if any: exact when that event is close, else

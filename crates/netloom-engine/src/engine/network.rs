@@ -43,21 +43,60 @@ pub(super) struct Network {
     pub(super) handoffs: Vec<Vec<Handoff>>,
     /// Packets in flight on workers this one absorbed.
     pub(super) absorbed_in_flight: usize,
-    /// Whether each pipe is tapped (`set_tap`).
-    pub(super) taps: Vec<bool>,
-    /// What tapped pipes saw since the last `drain_tapped`.
-    pub(super) tapped: Vec<Tapped>,
+    pub(super) taps: Taps,
     /// Whether each node (by `NodeId`) is a router: routers take one off a packet's TTL.
     router: Vec<bool>,
     /// Packets whose TTL ran out at each node (by `NodeId`; only routers count any).
     pub(super) expired: Vec<u64>,
+    deferred: Deferred,
+}
+
+/// Which pipes are tapped (`Engine::set_tap`), and what they saw since the last
+/// `Engine::drain_tapped`.
+pub(super) struct Taps {
+    pub(super) on: Vec<bool>,
+    pub(super) seen: Vec<Tapped>,
+}
+
+/// The deferred pipes' (FQ-CoDel) pending dequeues, and what their calls fill, kept to reuse
+/// the allocations.
+#[derive(Default)]
+struct Deferred {
     /// For each deferred pipe, the time of its pending `Dequeue` event (earlier ones are
     /// stale); `None` when none is pending.
-    dequeue_at: Vec<Option<Instant>>,
-    /// What a deferred pipe's `dequeue` reports, kept to reuse its allocation.
+    due: Vec<Option<Instant>>,
+    /// What a deferred pipe's `dequeue` reports.
     dequeued: Vec<Dequeued>,
-    /// The packets a deferred pipe's `hold` dropped to make room, kept likewise.
+    /// The packets a deferred pipe's `hold` dropped to make room.
     evicted: Vec<u32>,
+}
+
+impl Deferred {
+    /// Whether `pipe`, one of `pipes`, is to get a `Dequeue` event at `at`: none no later is
+    /// pending. If so, that one is pending from now on.
+    fn arm(&mut self, pipe: PipeId, at: Instant, pipes: usize) -> bool {
+        if self.due.len() <= pipe as usize {
+            self.due.resize(pipes, None);
+        }
+        let pending = &mut self.due[pipe as usize];
+        let arm = pending.is_none_or(|t| t > at);
+        if arm {
+            *pending = Some(at);
+        }
+        arm
+    }
+
+    /// Whether the `Dequeue` event of `pipe` due at `at` is the pending one, which it then no
+    /// longer is; false for one superseded by an earlier one.
+    fn fire(&mut self, pipe: PipeId, at: Instant) -> bool {
+        match self.due.get_mut(pipe as usize) {
+            Some(pending) if *pending == Some(at) => {
+                *pending = None;
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// How a packet meets the pipe it enters: a super-packet's segments at their first pipe are
@@ -117,7 +156,10 @@ impl Network {
                 }
             })
             .collect();
-        let taps = vec![false; topo.pipes.len()];
+        let taps = Taps {
+            on: vec![false; topo.pipes.len()],
+            seen: Vec::new(),
+        };
         let router: Vec<bool> = topo
             .nodes
             .iter()
@@ -125,7 +167,6 @@ impl Network {
             .collect();
         let mut net = Network {
             taps,
-            tapped: Vec::new(),
             topo,
             routes,
             reroutes: 0,
@@ -143,9 +184,7 @@ impl Network {
             absorbed_in_flight: 0,
             expired: vec![0; router.len()],
             router,
-            dequeue_at: Vec::new(),
-            dequeued: Vec::new(),
-            evicted: Vec::new(),
+            deferred: Deferred::default(),
         };
         net.start_plans(seed);
         net
@@ -275,7 +314,7 @@ impl Network {
 
     /// Reports `p` to the tap of `pipe`, if there is one.
     fn tap(&mut self, pipe: PipeId, p: &Packet, seen: Seen) {
-        if !self.taps[pipe as usize] {
+        if !self.taps.on[pipe as usize] {
             return;
         }
         let carried = match p.body {
@@ -286,7 +325,7 @@ impl Network {
                 next: ack.next,
             },
         };
-        self.tapped.push(Tapped {
+        self.taps.seen.push(Tapped {
             pipe,
             at: self.now,
             seen,
@@ -298,7 +337,7 @@ impl Network {
     /// `tap` for a packet still in flight, copied out only when `pipe` is tapped.
     #[inline]
     fn tap_held(&mut self, pipe: PipeId, pkt: PacketId, seen: Seen) {
-        if self.taps[pipe as usize] {
+        if self.taps.on[pipe as usize] {
             let p = *self.packets.get(pkt);
             self.tap(pipe, &p, seen);
         }
@@ -449,7 +488,7 @@ impl Network {
         let link = &mut self.pipes[pipe as usize];
         if link.is_deferred() {
             // Each segment of a super-packet is a packet of its own to the flow queues.
-            let mut evicted = std::mem::take(&mut self.evicted);
+            let mut evicted = std::mem::take(&mut self.deferred.evicted);
             let held = match link.hold(self.now, bytes, meta, pkt, &mut evicted) {
                 Hold::Dropped(cause) => {
                     let p = self.packets.remove(pkt);
@@ -469,7 +508,7 @@ impl Network {
                     held
                 }
             };
-            self.evicted = evicted;
+            self.deferred.evicted = evicted;
             return held;
         }
         let admission = match arrival {
@@ -540,12 +579,7 @@ impl Network {
             return;
         };
         let at = at.max(self.now);
-        if self.dequeue_at.len() <= pipe as usize {
-            self.dequeue_at.resize(self.pipes.len(), None);
-        }
-        let pending = &mut self.dequeue_at[pipe as usize];
-        if pending.is_none_or(|t| t > at) {
-            *pending = Some(at);
+        if self.deferred.arm(pipe, at, self.pipes.len()) {
             self.sched.push(at, Event::Dequeue { pipe });
         }
     }
@@ -554,11 +588,10 @@ impl Network {
     /// is on its way as if just scheduled by `offer`.
     #[inline]
     pub(super) fn on_dequeue(&mut self, pipe: PipeId, at: Instant, flows: &mut Flows) {
-        if self.dequeue_at.get(pipe as usize).copied().flatten() != Some(at) {
-            return; // superseded by an earlier one
+        if !self.deferred.fire(pipe, at) {
+            return;
         }
-        self.dequeue_at[pipe as usize] = None;
-        let mut out = std::mem::take(&mut self.dequeued);
+        let mut out = std::mem::take(&mut self.deferred.dequeued);
         self.pipes[pipe as usize].dequeue(self.now, &mut out);
         for d in out.drain(..) {
             match d {
@@ -574,7 +607,7 @@ impl Network {
                 }
             }
         }
-        self.dequeued = out;
+        self.deferred.dequeued = out;
         self.arm_dequeue(pipe);
     }
 
