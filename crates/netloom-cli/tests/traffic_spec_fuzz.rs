@@ -298,7 +298,7 @@ fn random_and_mutated_traffic_specs_never_panic() {
             };
             let mut engine = Engine::new(topo.clone(), 1);
             for flow in flows {
-                let _ = engine.add_flow(flow, 1);
+                let _ = engine.add_flow(netloom_time::Instant::ZERO, flow, 1);
             }
             (true, true)
         }));

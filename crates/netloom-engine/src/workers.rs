@@ -133,7 +133,7 @@ fn with_flows(
 ) -> Result<Engine, EngineError> {
     engine.count_hops(counting);
     for flow in flows {
-        engine.add_flow(*flow, seed)?;
+        engine.add_flow(Instant::ZERO, *flow, seed)?;
     }
     Ok(engine)
 }

@@ -4,7 +4,7 @@
 use crate::sim::SimOptions;
 use crate::traffic::{expand, parse_spec, TrafficError};
 use crate::{Engine, EngineError};
-use netloom_time::Duration;
+use netloom_time::{Duration, Instant};
 use netloom_topo::gen::{self, DumbbellParams, GenError, GenKind, InetParams, TreeMeshParams};
 use netloom_topo::{TopoError, Topology};
 
@@ -48,7 +48,7 @@ impl Case {
         let flows = expand(&spec.pattern, spec.kind, spec.cap, &self.topo, SEED)?;
         let mut engine = Engine::new(self.topo.clone(), SEED);
         for flow in flows {
-            engine.add_flow(flow, SEED)?;
+            engine.add_flow(Instant::ZERO, flow, SEED)?;
         }
         Ok(engine)
     }

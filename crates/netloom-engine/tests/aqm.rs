@@ -58,7 +58,7 @@ b = "h3"
             start: Instant(i as u64 * 1_000_000),
             stop: None,
         };
-        e.add_flow(spec, 5).unwrap();
+        e.add_flow(Instant::ZERO, spec, 5).unwrap();
     }
     sim::run(&mut e, SimOptions::new(Duration::from_secs(20), 5))
 }

@@ -28,7 +28,7 @@ fn switching_engine(topo: &Topology) -> Engine {
     let flows = traffic::expand(&spec.pattern, spec.kind, spec.cap, topo, SEED).unwrap();
     let mut engine = Engine::new(topo.clone(), SEED);
     for flow in flows {
-        engine.add_flow(flow, SEED).unwrap();
+        engine.add_flow(Instant::ZERO, flow, SEED).unwrap();
     }
     engine
 }
@@ -98,6 +98,7 @@ fn a_flow_sends_nothing_from_its_stop_on() {
     // 1000 packets per second, stopped at 1.5 s.
     engine
         .add_flow(
+            Instant::ZERO,
             FlowSpec {
                 src: a,
                 dst: b,

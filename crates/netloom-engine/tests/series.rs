@@ -38,7 +38,7 @@ fn run(series: Option<Duration>) -> Report {
         start: Instant::ZERO,
         stop: None,
     };
-    e.add_flow(flow, 3).unwrap();
+    e.add_flow(Instant::ZERO, flow, 3).unwrap();
     sim::run(
         &mut e,
         SimOptions {

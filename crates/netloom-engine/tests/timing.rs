@@ -111,6 +111,7 @@ fn cbr_through_bottleneck(rate_bps: u64) -> (Report, u64) {
         size: 1250,
     };
     e.add_flow(
+        Instant::ZERO,
         FlowSpec {
             src: h1,
             dst: h2,
@@ -233,6 +234,7 @@ fn aimd_run(n: usize, loss: f64, seed: u64) -> Report {
         let start = Instant(i as u64 * 1_000_000);
         let kind = SourceKind::Aimd { mss: 1460 };
         e.add_flow(
+            Instant::ZERO,
             FlowSpec {
                 src: a,
                 dst: b,
@@ -433,10 +435,8 @@ fn a_super_packet_enters_its_first_pipe_whole() {
     t.add_link(r, h2, None, core, Some(core));
     let mut e = Engine::new(t, 3);
     for base in [0u64, 100] {
-        for k in 0..45u16 {
-            let token = base + u64::from(k);
-            assert!(e.inject_segment(Instant(0), h1, h2, Injected::plain(1500, token), k));
-        }
+        let segments = (base..base + 45).map(|token| Injected::plain(1500, token));
+        assert!(e.inject_segments(Instant(0), h1, h2, segments));
     }
     while let Some(at) = e.poll_at() {
         e.advance(at);
@@ -592,13 +592,16 @@ fn a_synthetic_flow_too_big_for_a_link_of_its_path_is_refused_at_start() {
         start: Instant::ZERO,
         stop: None,
     };
-    let err = e.add_flow(cbr(1401, h1, h2), 1).unwrap_err().to_string();
+    let err = e
+        .add_flow(Instant::ZERO, cbr(1401, h1, h2), 1)
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         err,
         "flow h1 -> h2: its 1401-byte packets do not fit link r2 -- r3 (mtu 1400); use packets of at most 1400 bytes (size= on the flow) or a larger mtu on the link"
     );
-    e.add_flow(cbr(1400, h1, h2), 1).unwrap();
-    e.add_flow(cbr(1500, h2, h1), 1).unwrap();
+    e.add_flow(Instant::ZERO, cbr(1400, h1, h2), 1).unwrap();
+    e.add_flow(Instant::ZERO, cbr(1500, h2, h1), 1).unwrap();
 }
 
 #[test]
@@ -619,7 +622,7 @@ fn synthetic_packets_start_with_the_default_ttl() {
             start: Instant::ZERO,
             stop: None,
         };
-        e.add_flow(cbr, 1).unwrap();
+        e.add_flow(Instant::ZERO, cbr, 1).unwrap();
         let r = run(&mut e, 1, 1);
         let sent = r.flows[0].sent;
         assert!(sent > 1000, "{sent}");
@@ -630,4 +633,30 @@ fn synthetic_packets_start_with_the_default_ttl() {
             "{routers} routers"
         );
     }
+}
+
+/// A flow added at 1 s to an engine that has run that long starts then, whatever its spec says:
+/// 1250-byte packets at 1 Mbit/s leave every 10 ms, so 11 by 1.1 s, where one that owed the
+/// past its packets would have sent 111.
+#[test]
+fn a_flow_added_to_a_running_engine_starts_when_added() {
+    let (t, h1, h2) = three_routers();
+    let mut e = Engine::new(t, 1);
+    let second = Instant(1_000_000_000);
+    e.advance(second);
+    let cbr = FlowSpec {
+        src: h1,
+        dst: h2,
+        kind: SourceKind::Cbr {
+            rate: Rate::bps(1_000_000),
+            size: 1250,
+        },
+        cap: None,
+        start: Instant::ZERO,
+        stop: None,
+    };
+    e.add_flow(second, cbr, 1).unwrap();
+    e.advance(Instant(1_100_000_000));
+    let (spec, _, _, stats) = e.flows().next().unwrap();
+    assert_eq!((spec.start, stats.sent), (second, 11));
 }

@@ -67,7 +67,7 @@ fn table4_tcp_throughput_falls_with_collisions() {
         let t = access_point(collision);
         let spec = flow(&t, "server", "sta", SourceKind::Aimd { mss: 1460 });
         let mut e = Engine::new(t, 1);
-        e.add_flow(spec, 1).unwrap();
+        e.add_flow(Instant::ZERO, spec, 1).unwrap();
         let r = run(&mut e, Duration::from_secs(20), 1);
         let kbps = r.flows[0].throughput_bps as f64 / 1e3;
         println!(
@@ -108,7 +108,7 @@ schedule = { events = [
     };
     let spec = flow(&t, "h1", "h2", kind);
     let mut e = Engine::new(t, 1);
-    e.add_flow(spec, 1).unwrap();
+    e.add_flow(Instant::ZERO, spec, 1).unwrap();
     let r = run(&mut e, Duration::from_secs(6), 1);
     // Sent from 1.99 s (in flight at 2 s: 0.8 ms on the wire + 10 ms) up to 2.99 s: 101 packets.
     // The one in flight is dropped by the pipe; the others find no route while it is down.
@@ -148,7 +148,7 @@ states.gone = { dwell = "100ms", next = { near = 1 }, set = { up = false } }
         let kind = SourceKind::Aimd { mss: 1460 };
         let spec = flow(&t, "server", "sta", kind);
         let mut e = Engine::new(t, seed);
-        e.add_flow(spec, seed).unwrap();
+        e.add_flow(Instant::ZERO, spec, seed).unwrap();
         serde_json::to_string(&run(&mut e, Duration::from_secs(5), seed)).unwrap()
     };
     assert_eq!(json(3), json(3));
@@ -186,7 +186,7 @@ b_to_a = { bw = "100Mbit" }
     };
     let spec = flow(&t, "phone", "server", kind);
     let mut e = Engine::new(t, 1);
-    e.add_flow(spec, 1).unwrap();
+    e.add_flow(Instant::ZERO, spec, 1).unwrap();
     let end = Duration::from_millis(1000);
     let r = run(&mut e, end, 1);
     // Every opportunity carries one packet, which arrives 20 ms later; arrivals at or after

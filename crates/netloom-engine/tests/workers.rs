@@ -6,7 +6,7 @@ use netloom_engine::traffic::{self, parse_spec};
 use netloom_engine::workers::{self, ParallelReport};
 use netloom_engine::{Engine, HopCounting, Ownership, OwnershipError, Payload, Report};
 use netloom_route::Routes;
-use netloom_time::Duration;
+use netloom_time::{Duration, Instant};
 use netloom_topo::{load_str, Format, Topology};
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
@@ -42,7 +42,7 @@ fn engine(ownership: Option<(&Arc<Ownership>, usize)>) -> Engine {
     };
     engine.enable_transition_counts();
     for flow in flows {
-        engine.add_flow(flow, SEED).unwrap();
+        engine.add_flow(Instant::ZERO, flow, SEED).unwrap();
     }
     engine
 }
@@ -394,7 +394,7 @@ b = "h3"
             None => Engine::new(topo.clone(), 1),
         };
         for f in &flows {
-            e.add_flow(*f, 1).unwrap();
+            e.add_flow(Instant::ZERO, *f, 1).unwrap();
         }
         e
     };

@@ -769,38 +769,33 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 self.host_nodes[dst as usize],
             );
             let me = self.payloads.me();
-            for k in 0..segments {
-                let token = token(me, id, k);
-                let injected = match gso {
-                    None => self.engine.inject(
-                        now,
-                        src_node,
-                        dst_node,
-                        Injected {
-                            bytes: single,
-                            token,
-                            meta,
-                            ttl,
-                        },
-                    ),
-                    Some(g) => {
-                        let bytes = g.wire_len(k);
-                        self.engine.inject_segment(
-                            now,
-                            src_node,
-                            dst_node,
-                            Injected {
-                                bytes,
-                                token,
-                                meta,
-                                ttl,
-                            },
-                            k,
-                        )
-                    }
-                };
-                if !injected {
-                    self.counters[host as usize].unknown_destination += 1;
+            let injected = match gso {
+                None => self.engine.inject(
+                    now,
+                    src_node,
+                    dst_node,
+                    Injected {
+                        bytes: single,
+                        token: token(me, id, 0),
+                        meta,
+                        ttl,
+                    },
+                ),
+                Some(g) => self.engine.inject_segments(
+                    now,
+                    src_node,
+                    dst_node,
+                    (0..segments).map(|k| Injected {
+                        bytes: g.wire_len(k),
+                        token: token(me, id, k),
+                        meta,
+                        ttl,
+                    }),
+                ),
+            };
+            if !injected {
+                self.counters[host as usize].unknown_destination += u64::from(segments);
+                for _ in 0..segments {
                     self.payloads.pool().release(id);
                 }
             }

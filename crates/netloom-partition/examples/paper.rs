@@ -50,7 +50,9 @@ fn observe(topo: &Topology, duration: netloom_time::Duration) -> Observation {
     let mut engine = Engine::new(topo.clone(), SEED);
     engine.enable_transition_counts();
     for flow in flows {
-        engine.add_flow(flow, SEED).unwrap();
+        engine
+            .add_flow(netloom_time::Instant::ZERO, flow, SEED)
+            .unwrap();
     }
     sim::run(&mut engine, SimOptions::new(duration, SEED));
     let (packets, transitions) = engine.hop_counts();

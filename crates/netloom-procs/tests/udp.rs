@@ -114,7 +114,7 @@ fn workers_over_udp_give_the_single_engines_run() {
     let mut single = Engine::new(topo.clone(), SEED);
     single.enable_transition_counts();
     for f in flows(&topo) {
-        single.add_flow(f, SEED).unwrap();
+        single.add_flow(Instant::ZERO, f, SEED).unwrap();
     }
     let reference = sim::run(&mut single, SimOptions::new(duration, SEED));
     assert!(

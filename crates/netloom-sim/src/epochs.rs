@@ -7,7 +7,7 @@ use crate::report::EpochRow;
 use netloom_engine::epoch::EpochCounts;
 use netloom_engine::{Engine, Report};
 use netloom_partition::{Assignment, Observation, PartitionError, Repartitioning};
-use netloom_time::Duration;
+use netloom_time::{Duration, Instant};
 use netloom_topo::Topology;
 
 /// Runs `plan` on one engine in epochs of `epoch`, starting from `initial`.
@@ -19,7 +19,7 @@ pub(crate) fn run(
     let seed = plan.options.seed;
     let mut engine = Engine::with_routes(plan.topo.clone(), plan.routes.clone(), seed);
     for flow in &plan.flows {
-        engine.add_flow(*flow, seed)?;
+        engine.add_flow(Instant::ZERO, *flow, seed)?;
     }
     let mut dynamic = Repartitioning::new(initial.clone(), plan.partitioner(initial.cores));
     let mut rows = Vec::new();

@@ -8,6 +8,7 @@ use crate::Ran;
 use netloom_engine::sim;
 use netloom_engine::tap::Tapped;
 use netloom_engine::Engine;
+use netloom_time::Instant;
 use std::io::BufWriter;
 
 /// Runs `plan` on one engine.
@@ -22,7 +23,7 @@ pub(crate) fn run(
         engine.enable_transition_counts();
     }
     for flow in &plan.flows {
-        engine.add_flow(*flow, seed)?;
+        engine.add_flow(Instant::ZERO, *flow, seed)?;
     }
     let mut files = Vec::with_capacity(plan.options.captures.len());
     for capture in &plan.options.captures {

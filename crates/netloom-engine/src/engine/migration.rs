@@ -12,12 +12,12 @@
 //! - a host's flows: the sender (its window, timers, pending wake-up) where the host is the
 //!   source, the receiver (its reassembly state, latency histogram) where it is the destination.
 
-use super::{Engine, Event, Flow, FlowStats, Latencies, Worker};
+use super::flows::{ReceiverPart, SenderPart};
+use super::worker::Worker;
+use super::{Engine, Event};
 use crate::ownership::Ownership;
 use crate::packet::Handoff;
-use crate::traffic::{Receiver, Sender};
 use netloom_link::PipeState;
-use netloom_time::Instant;
 use netloom_topo::PipeId;
 use serde::{Deserialize, Serialize, Serializer};
 use std::sync::Arc;
@@ -56,19 +56,6 @@ fn in_process_only<S: Serializer, T>(parts: &[T], _: S) -> Result<S::Ok, S::Erro
     )))
 }
 
-/// A flow's sending side.
-struct SenderPart {
-    sender: Sender,
-    sent: u64,
-    wake: Option<Instant>,
-}
-
-/// A flow's receiving side.
-struct ReceiverPart {
-    receiver: Receiver,
-    latency_ns: Latencies,
-}
-
 impl Migration {
     /// Whether there is nothing to hand over.
     pub fn is_empty(&self) -> bool {
@@ -99,7 +86,7 @@ impl Engine {
     /// Panics on a pipe that holds packets in flow queues (FQ-CoDel) and changes owner: its
     /// queues refer to this engine's packets (`movable` says which topologies can repartition).
     pub fn migrate_out(&mut self, next: Arc<Ownership>) -> Vec<Migration> {
-        let w = self.worker.as_ref().expect("only a worker migrates");
+        let w = self.net.worker.as_ref().expect("only a worker migrates");
         let (me, old) = (w.me, w.ownership.clone());
         assert_eq!(
             next.workers(),
@@ -107,7 +94,7 @@ impl Engine {
             "repartitioning keeps the workers"
         );
         let mut out: Vec<Migration> = (0..old.workers()).map(|_| Migration::default()).collect();
-        for p in 0..self.pipes.len() as PipeId {
+        for p in 0..self.net.pipes.len() as PipeId {
             let (was, now) = (old.pipe_owner(p), next.pipe_owner(p));
             // The owner sends its state to the new one, which sends back its replica.
             let to = match (was == me, now == me) {
@@ -115,50 +102,39 @@ impl Engine {
                 (false, true) if was != now => was,
                 _ => continue,
             };
-            let pipe = &mut self.pipes[p as usize];
+            let pipe = &mut self.net.pipes[p as usize];
             assert!(
                 !(pipe.is_deferred() && was == me),
                 "pipe {p} holds its packets in flow queues and cannot move"
             );
             out[usize::from(to)].pipes.push((p, pipe.take_state()));
         }
-        for (f, flow) in self.flows.iter_mut().enumerate() {
-            let f = f as u32;
-            let (src, dst) = (flow.src_host, flow.dst_host);
+        let ends: Vec<(u32, u32)> = self.flows.ends().collect();
+        for (f, (src, dst)) in (0..).zip(ends) {
             if old.host_owner(src) == me && next.host_owner(src) != me {
-                out[usize::from(next.host_owner(src))].senders.push((
-                    f,
-                    SenderPart {
-                        sender: flow.sender.clone(),
-                        sent: flow.stats.sent,
-                        wake: flow.wake.take(),
-                    },
-                ));
+                let part = self.flows.take_sender(f);
+                out[usize::from(next.host_owner(src))]
+                    .senders
+                    .push((f, part));
             }
             if old.host_owner(dst) == me && next.host_owner(dst) != me {
-                let latency_ns = std::mem::replace(&mut flow.stats.latency_ns, Latencies::new());
-                out[usize::from(next.host_owner(dst))].receivers.push((
-                    f,
-                    ReceiverPart {
-                        receiver: flow.receiver.clone(),
-                        latency_ns,
-                    },
-                ));
+                let part = self.flows.take_receiver(f);
+                out[usize::from(next.host_owner(dst))]
+                    .receivers
+                    .push((f, part));
             }
         }
         let w = Worker::new(me, next);
         let handler = |engine: &Engine, event: &Event| -> Option<u16> {
             let owner = match *event {
-                Event::Exit { pkt, .. } => w.exit_handler(engine.packets.get(pkt)),
+                Event::Exit { pkt, .. } => w.exit_handler(engine.net.packets.get(pkt)),
                 Event::Enter { pipe, .. } => w.ownership.pipe_owner(pipe),
-                Event::Wake { flow } => {
-                    w.ownership.host_owner(engine.flows[flow as usize].src_host)
-                }
+                Event::Wake { flow } => w.ownership.host_owner(engine.flows.src_host(flow)),
                 Event::Reconfigure { .. } | Event::Dequeue { .. } => me,
             };
             (owner != me).then_some(owner)
         };
-        let mut sched = std::mem::take(&mut self.sched);
+        let mut sched = std::mem::take(&mut self.net.sched);
         let leaving = sched.extract(|event| handler(self, event).is_some());
         for (at, event) in leaving {
             let to = usize::from(handler(self, &event).expect("extracted for leaving"));
@@ -166,12 +142,12 @@ impl Engine {
                 Event::Exit { pkt, pipe, ticket } => out[to].packets.push(Handoff {
                     at,
                     exit: Some((pipe, ticket)),
-                    packet: self.packets.remove(pkt),
+                    packet: self.net.packets.remove(pkt),
                 }),
                 Event::Enter { pkt, .. } => out[to].packets.push(Handoff {
                     at,
                     exit: None,
-                    packet: self.packets.remove(pkt),
+                    packet: self.net.packets.remove(pkt),
                 }),
                 // The flow's pending wake-up travels with its sender (`SenderPart::wake`).
                 Event::Wake { .. } => {}
@@ -180,8 +156,8 @@ impl Engine {
                 }
             }
         }
-        self.sched = sched;
-        self.worker = Some(w);
+        self.net.sched = sched;
+        self.net.worker = Some(w);
         out
     }
 
@@ -190,7 +166,11 @@ impl Engine {
     /// ownership may arrive after the change, for a pipe or host another worker has now: the
     /// driver passes it on there instead of taking it in (`accept`).
     pub fn handler_of(&self, handoff: &Handoff) -> u16 {
-        let w = self.worker.as_ref().expect("only a worker takes hand-offs");
+        let w = self
+            .net
+            .worker
+            .as_ref()
+            .expect("only a worker takes hand-offs");
         match handoff.exit {
             Some(_) => w.exit_handler(&handoff.packet),
             None => w.ownership.pipe_owner(handoff.packet.next),
@@ -200,25 +180,18 @@ impl Engine {
     /// Takes in what another worker handed over at an ownership change (`migrate_out`).
     pub fn migrate_in(&mut self, m: Migration) {
         for (p, state) in m.pipes {
-            self.pipes[p as usize].resume(state);
+            self.net.pipes[p as usize].resume(state);
         }
         for handoff in m.packets {
             self.accept(handoff);
         }
         for (f, part) in m.senders {
-            let flow: &mut Flow = &mut self.flows[f as usize];
-            flow.sender = part.sender;
-            flow.stats.sent = part.sent;
-            flow.wake = part.wake;
-            if let Some(at) = part.wake {
-                self.sched.push(at, Event::Wake { flow: f });
+            if let Some(at) = self.flows.put_sender(f, part) {
+                self.net.wake(at, f);
             }
         }
         for (f, part) in m.receivers {
-            let flow = &mut self.flows[f as usize];
-            flow.receiver = part.receiver;
-            let stats: &mut FlowStats = &mut flow.stats;
-            stats.latency_ns = part.latency_ns;
+            self.flows.put_receiver(f, part);
         }
     }
 }

@@ -42,12 +42,13 @@ impl Remains {
 impl Engine {
     /// What this worker leaves for the merge of a run that ended at `end`.
     pub fn remains(&self, end: Instant) -> Remains {
-        let worker = self.worker.as_ref().map_or(0, |w| w.me);
+        let worker = self.net.worker.as_ref().map_or(0, |w| w.me);
         let c = self.counters();
         let report = Report::build(self, 0, end, None);
         Remains {
             worker,
             pipes: self
+                .net
                 .pipes
                 .iter()
                 .map(|p| pipe_fields(p.counters()))
@@ -63,10 +64,10 @@ impl Engine {
                 c.cross_core_bytes,
                 c.changes_skipped,
             ],
-            expired: self.expired.clone(),
-            transitions: self.hops.pairs(),
-            crossings: self.hops.crossings().cloned(),
-            in_flight: self.packets.live(),
+            expired: self.net.expired.clone(),
+            transitions: self.net.hops.pairs(),
+            crossings: self.net.hops.crossings().cloned(),
+            in_flight: self.net.packets.live(),
             flows: report.flows,
         }
     }
@@ -75,32 +76,34 @@ impl Engine {
     /// counts add up (counts add, high-water marks take the larger, whoever owns the pipe), and
     /// so do the engine's counts. The flows are left alone: `merge_flows` reports them.
     pub fn absorb_remains(&mut self, r: &Remains) {
-        for (pipe, fields) in self.pipes.iter_mut().zip(&r.pipes) {
+        for (pipe, fields) in self.net.pipes.iter_mut().zip(&r.pipes) {
             pipe.absorb_counters(&pipe_counters(fields));
         }
-        let [hops, events, unroutable, ttl_expired, too_big, in_flight, cross_hops, cross_bytes, skipped] =
+        let [packet_hops, events, unroutable, ttl_expired, too_big, max_in_flight, cross_core_hops, cross_core_bytes, changes_skipped] =
             r.counters;
-        let mine: &mut EngineCounters = &mut self.counters;
-        mine.packet_hops += hops;
-        mine.events += events;
-        mine.unroutable += unroutable;
-        mine.ttl_expired += ttl_expired;
-        mine.too_big += too_big;
-        mine.max_in_flight += in_flight;
-        mine.cross_core_hops += cross_hops;
-        mine.cross_core_bytes += cross_bytes;
-        mine.changes_skipped += skipped;
-        for (mine, theirs) in self.expired.iter_mut().zip(&r.expired) {
+        self.net.counters.add(&EngineCounters {
+            packet_hops,
+            events,
+            unroutable,
+            ttl_expired,
+            too_big,
+            max_in_flight,
+            cross_core_hops,
+            cross_core_bytes,
+            changes_skipped,
+        });
+        for (mine, theirs) in self.net.expired.iter_mut().zip(&r.expired) {
             *mine += theirs;
         }
         if let Some(theirs) = &r.transitions {
-            self.hops
+            self.net
+                .hops
                 .add_pairs(theirs.iter().map(|&(p, q, n)| ((p, q), n)));
         }
-        if let (HopCounts::Crossings(mine), Some(theirs)) = (&mut self.hops, &r.crossings) {
+        if let (HopCounts::Crossings(mine), Some(theirs)) = (&mut self.net.hops, &r.crossings) {
             mine.add(theirs);
         }
-        self.absorbed_in_flight += r.in_flight;
+        self.net.absorbed_in_flight += r.in_flight;
     }
 
     /// The flows' report rows of a partitioned run from every worker's remains (`parts[k]` is
@@ -109,7 +112,7 @@ impl Engine {
     /// delivered) from the worker of the destination, and losses added up, as `absorb` merges
     /// them.
     pub fn merge_flows(&self, parts: &[Remains]) -> Vec<FlowReport> {
-        let Some(w) = &self.worker else {
+        let Some(w) = &self.net.worker else {
             panic!("only workers of a partitioned run merge flows");
         };
         let of = |worker: u16| {
@@ -119,11 +122,11 @@ impl Engine {
                 .expect("remains of every worker")
         };
         self.flows
-            .iter()
+            .ends()
             .enumerate()
-            .map(|(i, f)| {
-                let src = &of(w.ownership.host_owner(f.src_host)).flows[i];
-                let dst = &of(w.ownership.host_owner(f.dst_host)).flows[i];
+            .map(|(i, (src_host, dst_host))| {
+                let src = &of(w.ownership.host_owner(src_host)).flows[i];
+                let dst = &of(w.ownership.host_owner(dst_host)).flows[i];
                 FlowReport {
                     throughput_bps: dst.throughput_bps,
                     latency_ns: dst.latency_ns.clone(),
