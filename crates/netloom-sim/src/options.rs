@@ -67,6 +67,23 @@ impl Options {
     }
 }
 
+impl Options {
+    /// The cluster whose machines run the workers, if any.
+    pub(crate) fn cluster(&self) -> Option<&Cluster> {
+        self.processes.as_ref().and_then(|p| p.cluster.as_ref())
+    }
+
+    /// How the workers count their hops: per pair of pipes when the pairs are observed or weigh
+    /// the next partition (repartitioning); otherwise only what measures the run's own
+    /// partition (its `partition` section), which costs nothing per hop.
+    pub(crate) fn hop_counting(&self) -> netloom_engine::HopCounting {
+        match self.observe || self.repartition.is_some() {
+            true => netloom_engine::HopCounting::Pairs,
+            false => netloom_engine::HopCounting::Crossings,
+        }
+    }
+}
+
 /// The pipes of a capture and the file they are written to, as pcapng.
 pub struct Capture {
     /// Each pipe, with the interface its packets are recorded on.

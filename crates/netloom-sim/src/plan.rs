@@ -42,8 +42,8 @@ impl SimPlan {
         mut options: Options,
     ) -> Result<SimPlan, SimError> {
         // A cluster's machines are the workers, one each, as processes.
-        if let Some(cluster) = options.processes.as_ref().and_then(|p| p.cluster.as_ref()) {
-            options.workers = cluster.machines.len() as u32;
+        if let Some(machines) = options.cluster().map(|c| c.machines.len()) {
+            options.workers = machines as u32;
         }
         check(&options)?;
         let flows = traffic::expand(
@@ -66,7 +66,7 @@ impl SimPlan {
         // run (each flow at its max-min fair share), which crosses workers about a quarter
         // less often on inet (docs/partition.md).
         let by_traffic = options.cores.is_none();
-        let cluster = options.processes.as_ref().and_then(|p| p.cluster.as_ref());
+        let cluster = options.cluster();
         let splits = cluster.is_some_and(|c| !c.placed());
         if partitioned || splits || (cores.is_some() && options.assignment.is_none()) {
             FlowGraph::check_size(&topology, !by_traffic)
@@ -112,12 +112,7 @@ impl SimPlan {
         if let Some(a) = &self.options.assignment {
             return Ok(Some(a.clone()));
         }
-        if let Some(cluster) = self
-            .options
-            .processes
-            .as_ref()
-            .and_then(|p| p.cluster.as_ref())
-        {
+        if let Some(cluster) = self.options.cluster() {
             // The file's placement, or METIS with the machines' CPUs as shares over the
             // traffic (`run`, which does not know its traffic, splits over the static weights).
             let cpus: Vec<u32> = cluster

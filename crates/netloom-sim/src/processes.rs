@@ -5,7 +5,6 @@
 use crate::error::SimError;
 use crate::options::Options;
 use crate::plan::SimPlan;
-use crate::threads::{hop_counting, hop_counting_for};
 use netloom_engine::sim::SimOptions;
 use netloom_engine::traffic::{self, TrafficSpec};
 use netloom_engine::workers::{self, ParallelReport};
@@ -39,9 +38,9 @@ pub(crate) fn run(
         ownership,
         &plan.flows,
         0,
-        hop_counting(plan),
+        plan.options.hop_counting(),
     )?;
-    let machines = processes.cluster.as_ref().map(|c| &c.machines);
+    let machines = plan.options.cluster().map(|c| &c.machines);
     let (addresses, max_datagram) = match machines {
         None => (
             vec![std::net::Ipv4Addr::LOCALHOST.into(); n],
@@ -113,7 +112,7 @@ pub fn serve_worker(me: u16, traffic: &TrafficSpec, options: &Options) -> Result
             &ownership,
             &flows,
             usize::from(me),
-            hop_counting_for(options),
+            options.hop_counting(),
         )
         .map_err(|e| e.to_string())?;
         Ok((engine, ownership.lookahead()))

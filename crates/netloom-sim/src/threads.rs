@@ -8,7 +8,7 @@ use crate::report::WorkersReport;
 use crate::Ran;
 use netloom_engine::sim::SimOptions;
 use netloom_engine::workers::{self, ParallelReport};
-use netloom_engine::{Engine, HopCounting, Ownership, OwnershipError};
+use netloom_engine::{Engine, Ownership, OwnershipError};
 use netloom_partition::{Assignment, Repartitioning};
 use std::sync::Arc;
 
@@ -60,7 +60,7 @@ pub(crate) fn run(
         seed,
         &ownership,
         &plan.flows,
-        hop_counting(plan),
+        plan.options.hop_counting(),
     )?;
     let pin = |k: usize| {
         if let Some(cpus) = &cpus {
@@ -134,21 +134,6 @@ pub(crate) fn run(
         assignment: Some(run_assignment),
         repartition,
     })
-}
-
-/// How the workers count their hops: per pair of pipes when the pairs are observed or weigh
-/// the next partition (repartitioning); otherwise only what measures the run's own partition
-/// (its `partition` section), which costs nothing per hop.
-pub(crate) fn hop_counting(plan: &SimPlan) -> HopCounting {
-    hop_counting_for(&plan.options)
-}
-
-/// `hop_counting` for a run's options (a worker process has no plan).
-pub(crate) fn hop_counting_for(options: &crate::Options) -> HopCounting {
-    match options.observe || options.repartition.is_some() {
-        true => HopCounting::Pairs,
-        false => HopCounting::Crossings,
-    }
 }
 
 /// The `workers` section of a run over workers, from its merged engine.
