@@ -14,8 +14,8 @@
 mod live_common;
 
 use live_common::{
-    iperf3_client, median, phase, pipe_drops, print_losses, received_mbps, trimmed_mean,
-    where_lost, Lab, TWO_SUBTREES,
+    iperf3_client, phase, pipe_drops, print_losses, received_mbps, trimmed_mean, where_lost, Lab,
+    TWO_SUBTREES,
 };
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -1262,8 +1262,9 @@ fn a_sim_over_two_machines_reports_what_one_engine_does() {
 /// pings into one subtree (h2, on m2), then into the other (h3, on m2), so the observed traffic
 /// moves and the routers' pipes move between the machines after it (hosts stay on theirs).
 /// Against the same traffic on the same machines without `--repartition`, just before: moves
-/// happen, no datagram is lost beyond the pipes' drops or reordered beyond that run, the round
-/// trips' median stays within 0.5 ms, and nothing is left on either machine.
+/// happen, no datagram is lost beyond the pipes' drops or reordered beyond that run, the path is
+/// the same and the echoes of epochs that began with a move are as fast as the others (within
+/// 0.5 ms), and nothing is left on either machine.
 #[test]
 fn repartitioning_moves_routers_pipes_between_machines_without_losing_or_reordering() {
     require_live!("ping", "iperf3", "nsenter");
@@ -1336,12 +1337,8 @@ fn repartitioning_moves_routers_pipes_between_machines_without_losing_or_reorder
         );
         assert_eq!(p.rtts.len(), 150, "phase {k}: every echo answered");
     }
-    let rtts = |phases: &[live_common::Phase]| -> Vec<f64> {
-        phases.iter().flat_map(|p| p.rtts.iter().copied()).collect()
-    };
-    let (m0, m1) = (median(rtts(&fixed)), median(rtts(&moving)));
-    eprintln!("measured: RTT median {m0:.3} ms without moves, {m1:.3} with");
-    assert!((m1 - m0).abs() <= 0.5, "medians {m0} and {m1} ms");
+    // Machines add hand-offs' wake-ups to a move's epoch: 0.5 ms of slack.
+    live_common::assert_moves_did_not_delay(&fixed, &moving, &report, 0.5);
 }
 
 #[test]

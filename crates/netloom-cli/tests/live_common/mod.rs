@@ -292,6 +292,24 @@ pub fn ping_rtts(out: &Output) -> Vec<f64> {
         .collect()
 }
 
+/// When each answered echo of a `ping -D` came back, s since the Unix epoch (the stamp ping
+/// prints before each answer), in the order of `ping_rtts`.
+pub fn ping_answered_at(out: &Output) -> Vec<f64> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("time="))
+        .filter_map(|l| l.strip_prefix('[')?.split(']').next()?.parse().ok())
+        .collect()
+}
+
+/// Now on the wall clock, s since the Unix epoch (the clock of `ping -D`).
+pub fn wall_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -375,6 +393,18 @@ impl Lab {
         )
     }
 
+    /// When the run started on the wall clock, s since the Unix epoch: now less the uptime
+    /// `netloom stats` reports, to within the time the query takes (milliseconds), which
+    /// places ping's echoes in the run's epochs.
+    pub fn started_at(&self) -> f64 {
+        let before = wall_now();
+        let out = self.control(&["stats", "--json"]);
+        let after = wall_now();
+        let stats: Value = serde_json::from_slice(&out.stdout).expect("stats --json");
+        let uptime = stats["uptime_ns"].as_u64().expect("uptime_ns in stats") as f64;
+        (before + after) / 2.0 - uptime / 1e9
+    }
+
     /// The least of `count` exact RTTs (`exact_rtts`) in ms: what the emulated path takes when
     /// nothing else on the machine delays the hosts' programs (a probe's time can only gain
     /// from the machine's other work). A mean of single pings moved by 0.2 ms between two
@@ -417,10 +447,13 @@ pub fn received_mbps(report: &Value) -> f64 {
         / 1e6
 }
 
-/// What one phase of traffic measured: ping's round trips (ms), and iperf3's datagrams, lost
-/// and out of order.
+/// What one phase of traffic measured: ping's round trips (ms) and when each echo was sent, and
+/// iperf3's datagrams, lost and out of order.
 pub struct Phase {
     pub rtts: Vec<f64>,
+    /// When each echo of `rtts` was sent, ns since the run started (the run's own clock, which
+    /// its report's epochs and moves use), to a few milliseconds (`Lab::started_at`).
+    pub sent_ns: Vec<u64>,
     pub packets: u64,
     pub lost: u64,
     pub out_of_order: u64,
@@ -551,14 +584,82 @@ pub fn print_losses(moving: &[Phase], report: &Value, fixed: &[Phase], baseline:
     }
 }
 
+/// Checks that a repartitioned run's moves did not delay its round trips, against the run
+/// itself: the echoes sent in epochs that began with a move against those sent in the others,
+/// which alternate with them second by second, so a machine whose load changes between two runs
+/// (a loaded CI VM moved a median by 0.3 ms between the run without moves and the one with)
+/// moves both sides alike. A move stalls the workers for its `stall_ns` (a few hundred
+/// microseconds) once, at its epoch's start: the median of the epoch's 50 echoes stays within
+/// `slack_ms` of the others' unless the move slowed the path for the epoch. The path itself is
+/// the one the run without moves (`fixed`) took: the least echo of each, which the machine's
+/// load cannot lower, within 0.5 ms (a wrong path adds a link's 1 ms each way).
+pub fn assert_moves_did_not_delay(
+    fixed: &[Phase],
+    moving: &[Phase],
+    report: &Value,
+    slack_ms: f64,
+) {
+    let epochs = report["repartition"]["epochs"].as_array().unwrap();
+    let moved_at = |sent: u64| {
+        epochs.iter().find_map(|e| {
+            let (start, end) = (e["start_ns"].as_u64()?, e["end_ns"].as_u64()?);
+            (start..end).contains(&sent).then(|| e["moved"] == true)
+        })
+    };
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for p in moving {
+        for (&rtt, &sent) in p.rtts.iter().zip(&p.sent_ns) {
+            match moved_at(sent) {
+                Some(true) => with.push(rtt),
+                Some(false) => without.push(rtt),
+                None => {}
+            }
+        }
+    }
+    let all = |phases: &[Phase]| {
+        phases
+            .iter()
+            .flat_map(|p| p.rtts.clone())
+            .collect::<Vec<_>>()
+    };
+    let (least_fixed, least_moving) = (least(all(fixed)), least(all(moving)));
+    eprintln!(
+        "measured: least RTT {least_fixed:.3} ms without moves, {least_moving:.3} with; \
+         {} echoes in epochs that began with a move, {} in the others",
+        with.len(),
+        without.len()
+    );
+    assert!(
+        (least_moving - least_fixed).abs() <= 0.5,
+        "the least round trip was {least_moving} ms with moves and {least_fixed} ms without: \
+         not the same path"
+    );
+    // An epoch holds about 50 echoes; fewer on a side (the phases' 6 s fell in epochs of one
+    // kind) leave nothing to compare.
+    if with.len() < 20 || without.len() < 20 {
+        eprintln!("measured: too few echoes on one side to compare medians");
+        return;
+    }
+    let (m_with, m_without) = (median(with), median(without));
+    eprintln!(
+        "measured: RTT median {m_with:.3} ms in epochs with a move, {m_without:.3} in the others"
+    );
+    assert!(
+        m_with <= m_without + slack_ms,
+        "the round trips' median was {m_with} ms in epochs that began with a move and \
+         {m_without} ms in the others"
+    );
+}
+
 /// 3 s of UDP at 5 Mbit/s (1000-byte datagrams) from h1 to `to`, with a ping every 20 ms
 /// beside it.
 pub fn phase(lab: &mut Lab, to: &str) -> Phase {
     let before = snmp(lab, to);
+    let started = lab.started_at();
     lab.spawn(to, &["iperf3", "-s", "-1"]);
     lab.wait_listening(to, 5201);
     let ping = lab
-        .exec_cmd("h1", &["ping", "-i", "0.02", "-c", "150", to])
+        .exec_cmd("h1", &["ping", "-D", "-i", "0.02", "-c", "150", to])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -568,13 +669,20 @@ pub fn phase(lab: &mut Lab, to: &str) -> Phase {
         "h1",
         &["-c", to, "-u", "-b", "5M", "-l", "1000", "-t", "3"],
     );
-    let rtts = ping_rtts(&ping.wait_with_output().unwrap());
+    let echoes = ping.wait_with_output().unwrap();
+    let rtts = ping_rtts(&echoes);
+    let sent_ns = ping_answered_at(&echoes)
+        .iter()
+        .zip(&rtts)
+        .map(|(at, rtt)| ((at - rtt / 1e3 - started) * 1e9).max(0.0) as u64)
+        .collect();
     let sum = &udp["end"]["sum"];
     let count = |v: &Value| v.as_u64().unwrap_or_else(|| panic!("iperf3: {udp}"));
     let after = snmp(lab, to);
     let delta = |name: &&str| after[*name] - before[*name];
     Phase {
         rtts,
+        sent_ns,
         packets: count(&sum["packets"]),
         lost: count(&sum["lost_packets"]),
         out_of_order: count(&udp["end"]["streams"][0]["udp"]["out_of_order"]),
