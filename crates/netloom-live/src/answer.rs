@@ -1,15 +1,33 @@
 //! A worker's answers to the experiment's orders: a change applied to its engine at the time
-//! the change was made, and a snapshot of what it owns. No I/O, no mailbox: the driver takes
+//! the change was made, a snapshot of what it owns, and the traffic of an epoch. No I/O, no mailbox: the driver takes
 //! the order from its inbox and sends back what these return.
 
 use crate::accuracy::Accuracy;
 use crate::message::{Change, ChangeKind, ChangeRefusal, HostCounters, PipeState, Snapshot};
+use crate::traffic::{lateness_histogram, Traffic};
+use hdrhistogram::Histogram;
 use netloom_engine::report::PipeReport;
 use netloom_engine::Engine;
 use netloom_link::{Aqm, PipeCounters};
 use netloom_time::Instant;
 use netloom_topo::doc::LinkParams;
 use netloom_topo::PipeId;
+
+/// What `engine` carried since the last call (packets per pipe and per pair of consecutive
+/// pipes), and the lateness of the releases `epoch_lateness` recorded meanwhile, which starts
+/// afresh.
+pub(crate) fn traffic(engine: &mut Engine, epoch_lateness: Option<&mut Histogram<u64>>) -> Traffic {
+    let (packets, transitions) = engine.hop_counts();
+    let lateness_ns = match epoch_lateness {
+        Some(h) => std::mem::replace(h, lateness_histogram()),
+        None => lateness_histogram(),
+    };
+    Traffic {
+        packets,
+        transitions,
+        lateness_ns,
+    }
+}
 
 /// Applies `change` to `engine`: everything due before the change's time happens first, then
 /// the change, so the next packet meets it from that instant on (or from the engine's time, if

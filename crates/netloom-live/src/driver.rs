@@ -12,32 +12,32 @@
 use crate::accuracy::{Accuracy, AccuracyReport, Thresholds};
 use crate::answer;
 use crate::clock::Clock;
+use crate::intake::Intake;
 use crate::io::{Framing, PacketIo};
 use crate::kernel::{Entries, KernelRouters};
 use crate::mailbox::{Inbox, Message, Post};
 use crate::message::{Answer, HostCounters, Order, Snapshot};
 use crate::meta::meta;
-use crate::moved::{MovePhases, Moved, Stamps};
+use crate::moving::{Move, Parts as MoveParts};
 use crate::payload::{token, untoken, Payloads};
-use crate::pool::{Pool, Size};
+use crate::pool::Pool;
 use crate::ration::Ration;
 use crate::repartition::Handover;
-use crate::tap::{Record, Tap};
-use crate::traffic::{lateness_histogram, Traffic};
+use crate::routers::{Parts, Routers};
+use crate::taps::Taps;
+use crate::traffic::lateness_histogram;
 use crate::wait::{Precision, Waiter, LONG_SPIN};
 use hdrhistogram::Histogram;
-use netloom_engine::tap::{Carried, Seen};
-use netloom_engine::{Engine, Handoff, Injected, Output, Ownership, Refusal};
-use netloom_packet::fragment;
-use netloom_packet::icmp::{self, Bucket};
-use netloom_packet::ip::{endpoints, Malformed};
-use netloom_packet::segment::{self, Frame, MAX_HEAD, VNET_HDR_LEN};
+
+use netloom_engine::{Engine, Handoff, Injected, Output};
+use netloom_packet::icmp;
+use netloom_packet::ip::Malformed;
+use netloom_packet::segment::{MAX_HEAD, VNET_HDR_LEN};
 use netloom_time::Instant;
-use netloom_topo::{NodeId, NodeKind, PipeId};
+use netloom_topo::NodeId;
 use std::collections::HashMap;
 use std::io::{self, IoSlice};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
 /// Frames read from one host in one go before the others get a turn.
@@ -84,8 +84,8 @@ pub struct Driver<I: PacketIo, C: Clock> {
     ready: Vec<u32>,
     outbox: Vec<Output>,
     framing: Framing,
-    /// Read buffer for packets that arrive when every pool buffer is in flight.
-    overflow: Box<[u8]>,
+    /// Reads frames from the hosts into payload buffers.
+    intake: Intake,
     /// Where the headers of a run of segments are built before writing.
     head: [u8; MAX_HEAD],
     /// Hand-offs, payload news and orders from the other threads, once connected.
@@ -103,18 +103,9 @@ pub struct Driver<I: PacketIo, C: Clock> {
     /// Deliver spoofed packets instead of dropping them (`DriverConfig::allow_spoofing`).
     allow_spoofing: bool,
     /// The captures running on this worker's pipes.
-    taps: Vec<Tap>,
-    /// Each router's addresses, the sources of its ICMP errors (`add_router`).
-    routers: HashMap<NodeId, (Ipv4Addr, Ipv6Addr)>,
-    /// The router of each router address.
-    routers_by_addr: HashMap<IpAddr, NodeId>,
-    /// How a host's packets reach a router (`way_to`), found when first asked.
-    ways: HashMap<(u32, NodeId), Option<(u32, u8)>>,
-    /// The rate limit of errors from each router to each host address (by host index, and
-    /// whether IPv6), as Linux limits them per destination address.
-    buckets: HashMap<(NodeId, u32, bool), Bucket>,
-    /// Where an ICMP error is built.
-    error: Box<[u8]>,
+    taps: Taps,
+    /// What engine routers send of their own (ICMP errors, echo replies, fragments).
+    routers: Routers,
     /// With kernel routers: where packets enter the engine (`add_kernel_routers`).
     entries: Option<Entries>,
     /// When repartitioning (and only then): the lateness of the releases since the last
@@ -124,26 +115,6 @@ pub struct Driver<I: PacketIo, C: Clock> {
     moving: Option<Move>,
     /// Other workers' hand-overs that came before this one handed over its own.
     early: Vec<Handover>,
-}
-
-/// A move to another ownership under way on one worker.
-struct Move {
-    next: Arc<Ownership>,
-    /// The instant of the move: the engine processes everything before it under the old
-    /// ownership, then hands over.
-    at: Instant,
-    reply: Sender<Answer>,
-    /// Whether this worker has handed over; it then waits for the others' hand-overs.
-    handed: bool,
-    /// Hand-overs still to come.
-    expected: usize,
-    /// Hand-offs taken during the move that another worker handles: passed on after it.
-    held: Vec<Handoff>,
-    moved: Moved,
-    /// When the order reached this worker.
-    ordered: Instant,
-    /// The last hand-over taken in: its stamps, and when it was installed.
-    last: Option<(Stamps, Instant)>,
 }
 
 impl<I: PacketIo, C: Clock> Driver<I, C> {
@@ -188,19 +159,15 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             ready: Vec::new(),
             outbox: Vec::new(),
             framing,
-            overflow: vec![0; small.max(large)].into_boxed_slice(),
+            intake: Intake::new(framing, small.max(large)),
             head: [0; MAX_HEAD],
             inbox: None,
             priority: None,
             realtime: true,
             reads,
             skipped_changes: 0,
-            taps: Vec::new(),
-            routers: HashMap::new(),
-            routers_by_addr: HashMap::new(),
-            ways: HashMap::new(),
-            buckets: HashMap::new(),
-            error: vec![0; icmp::MAX_ERROR].into_boxed_slice(),
+            taps: Taps::new(),
+            routers: Routers::new(),
             entries: None,
             epoch_lateness: None,
             moving: None,
@@ -216,55 +183,27 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         self.entries = Some(Entries::new(routers));
     }
 
-    /// The engine node a packet from engine node `from` to `host` is injected for: the host
-    /// itself, or with kernel routers the end of the engine's part of the way there.
-    fn toward_host(&mut self, from: NodeId, host: u32) -> Option<NodeId> {
-        let node = self.host_nodes[host as usize];
-        match &mut self.entries {
-            Some(entries) => entries.toward(&self.engine, from, node),
-            None => Some(node),
-        }
-    }
-
     /// Gives router `node` its addresses: it answers from them with ICMP errors about the
     /// packets it refuses (docs/live.md, "Routers"); a router without is silent.
     pub fn add_router(&mut self, node: NodeId, ipv4: Ipv4Addr, ipv6: Ipv6Addr) {
-        self.routers.insert(node, (ipv4, ipv6));
-        self.routers_by_addr.insert(ipv4.into(), node);
-        self.routers_by_addr.insert(ipv6.into(), node);
+        self.routers.add(node, ipv4, ipv6);
     }
 
-    /// How a packet from `host` reaches `router`, whose address it is sent to: routing tables
-    /// lead to hosts only, so it is sent towards a host whose path from `host` (by the routes
-    /// when first asked since the last change ordered) crosses the router, with a TTL that runs out there, where the router answers
-    /// it (`refused`). Returns that host and the TTL (the router's place among the routers on
-    /// the way); `None` when no path crosses the router.
-    fn way_to(&mut self, host: u32, router: NodeId) -> Option<(u32, u8)> {
-        if let Some(&way) = self.ways.get(&(host, router)) {
-            return way;
-        }
-        let topo = self.engine.topology();
-        let src = self.host_nodes[host as usize];
-        let way = (0..self.host_nodes.len() as u32).find_map(|via| {
-            let path = self
-                .engine
-                .routes()
-                .path(topo, src, self.host_nodes[via as usize])?;
-            let mut at = src;
-            let mut routers = 0u8;
-            for pipe in path {
-                at = topo.far_end(pipe, at);
-                if topo.node(at).kind == NodeKind::Router {
-                    routers = routers.checked_add(1)?;
-                }
-                if at == router {
-                    return Some((via, routers));
-                }
-            }
-            None
-        });
-        self.ways.insert((host, router), way);
-        way
+    /// The routers' answers, with the parts of the driver they are made with for one call at
+    /// `now`.
+    fn routers(&mut self, now: Instant) -> (&mut Routers, Parts<'_>) {
+        let parts = Parts {
+            engine: &mut self.engine,
+            payloads: &mut self.payloads,
+            accuracy: &mut self.accuracy,
+            counters: &mut self.counters,
+            hosts_by_addr: &self.hosts_by_addr,
+            host_nodes: &self.host_nodes,
+            entries: &mut self.entries,
+            framing: self.framing,
+            now,
+        };
+        (&mut self.routers, parts)
     }
 
     /// Calls `set(true)` when the driver wants real-time priority from now on and `set(false)`
@@ -398,112 +337,54 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         Ok(())
     }
 
-    /// At a move's instant, with everything before it processed and every hand-off of the old
-    /// ownership posted: takes on the new ownership, and posts each other worker what it
-    /// handles from now on (pipes, pending exits, hosts with their buckets), empty or not, so
-    /// that each knows when it has everything. Stops reading the hosts that moved; their
-    /// packets not read yet wait in their TUN queues for their new reader.
+    /// The move under way, and the parts of the driver it changes and its clock, for one call.
+    fn move_parts(&mut self) -> (Option<&mut Move>, MoveParts<'_, I>, &C) {
+        let parts = MoveParts {
+            engine: &mut self.engine,
+            payloads: &mut self.payloads,
+            accuracy: &mut self.accuracy,
+            io: &mut self.io,
+            reads: &mut self.reads,
+            ration: &mut self.ration,
+        };
+        (self.moving.as_mut(), parts, &self.clock)
+    }
+
+    /// At a move's instant, with everything before it processed: hands over (`Move::hand_over`),
+    /// then takes in the hand-overs that came before.
     fn hand_over(&mut self) -> io::Result<()> {
-        let m = self.moving.as_mut().expect("a move is under way");
-        let paused = self.clock.now().as_nanos();
-        let out = self.engine.migrate_out(m.next.clone());
-        let mut hosts: Vec<Vec<_>> = vec![Vec::new(); out.len()];
-        for h in 0..self.reads.len() as u32 {
-            if self.reads[h as usize] && !self.engine.owns_host(h) {
-                self.reads[h as usize] = false;
-                self.io.read_host(h, false)?;
-                hosts[usize::from(m.next.host_owner(h))].push((h, self.ration.bucket(h)));
-            }
-        }
-        let (me, ship) = (self.engine.worker(), self.engine.ships_payloads());
-        for ((to, mut migration), hosts) in out.into_iter().enumerate().zip(hosts) {
-            if to != me {
-                m.moved.packets += migration.counts().1 as u64;
-                let payloads = match ship {
-                    true => self.payloads.pack(migration.packets_mut()),
-                    false => Vec::new(),
-                };
-                let stamps = Stamps {
-                    paused,
-                    extracted: self.clock.now().as_nanos(),
-                    ..Stamps::default()
-                };
-                let handover = Box::new(Handover {
-                    migration,
-                    hosts,
-                    payloads,
-                    stamps,
-                });
-                self.payloads.post(to as u16, Message::Handover(handover));
-            }
-        }
-        m.handed = true;
+        let (m, parts, clock) = self.move_parts();
+        m.expect("a move is under way").hand_over(parts, clock)?;
         for handover in std::mem::take(&mut self.early) {
             self.take_handover(handover)?;
         }
-        if self.moving.as_ref().is_some_and(|m| m.expected == 0) {
-            self.finish_move();
-        }
+        self.finish_move_if_complete();
         Ok(())
     }
 
     /// Takes in another worker's hand-over: before this worker handed over its own, it waits.
-    /// Shipped packets come into this worker's pool (one that finds no room is lost outside
-    /// the model, as a shipped hand-off would be).
     fn take_handover(&mut self, handover: Handover) -> io::Result<()> {
-        let Some(m) = self.moving.as_mut().filter(|m| m.handed) else {
-            self.early.push(handover);
-            return Ok(());
-        };
-        m.expected -= 1;
-        let Handover {
-            mut migration,
-            hosts,
-            payloads,
-            stamps,
-        } = handover;
-        if !payloads.is_empty() {
-            let packets = migration.packets_mut();
-            let arrived = std::mem::take(packets);
-            for (handoff, bytes) in arrived.into_iter().zip(payloads) {
-                match self.payloads.take_shipped(handoff, &bytes) {
-                    Some(handoff) => packets.push(handoff),
-                    None => self.accuracy.record_physical_drop(),
-                }
-            }
+        let now = self.clock.now();
+        match self.move_parts() {
+            (Some(m), parts, _) if m.handed => m.take_in(parts, handover, now)?,
+            _ => self.early.push(handover),
         }
-        self.engine.migrate_in(migration);
-        for (h, bucket) in hosts {
-            self.reads[h as usize] = true;
-            self.ration.set_bucket(h, bucket);
-            self.io.read_host(h, true)?;
-        }
-        m.last = Some((stamps, self.clock.now()));
-        if m.expected == 0 {
-            self.finish_move();
-        }
+        self.finish_move_if_complete();
         Ok(())
     }
 
-    /// Every hand-over is in: passes on the hand-offs held for other workers, taps the pipes
-    /// this worker owns now, and answers the order.
-    fn finish_move(&mut self) {
+    /// Once every hand-over is in: passes on the hand-offs held for other workers, taps the
+    /// pipes this worker owns now, and answers the order.
+    fn finish_move_if_complete(&mut self) {
+        if !self.moving.as_ref().is_some_and(Move::is_complete) {
+            return;
+        }
         let m = self.moving.take().expect("a move is under way");
         self.waiter.end_hold();
-        for handoff in m.held {
+        for handoff in m.finish(self.clock.now()) {
             self.take_over(handoff);
         }
-        self.retap();
-        let now = self.clock.now();
-        let phases = m
-            .last
-            .map(|(stamps, installed)| MovePhases::of(m.at, m.ordered, &stamps, [installed, now]));
-        let moved = Moved {
-            stall_ns: now.saturating_since(m.at).as_nanos(),
-            phases,
-            ..m.moved
-        };
-        let _ = m.reply.send(Answer::Moved(moved));
+        self.taps.retap(&mut self.engine);
     }
 
     /// Takes in what other workers and the experiment posted: hand-offs (measuring how late
@@ -529,24 +410,16 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                     node,
                     why,
                     ttl,
-                } => self.refused(token, node, why, ttl),
+                } => {
+                    let (routers, mut parts) = self.routers(self.clock.now());
+                    routers.refused(&mut parts, token, node, why, ttl);
+                }
                 Message::Order(Order::Move(next, at), reply) => {
-                    let expected = next.workers() - 1;
                     // The instant is every worker's deadline: a program on this CPU must not
                     // hold this worker off it, however long it has spun (`hold_realtime`).
                     let before = Instant(at.as_nanos().saturating_sub(LONG_SPIN.as_nanos()));
                     self.waiter.hold_realtime(before..at + LONG_SPIN);
-                    self.moving = Some(Move {
-                        next,
-                        at,
-                        reply,
-                        handed: false,
-                        expected,
-                        held: Vec::new(),
-                        moved: Moved::default(),
-                        ordered: self.clock.now(),
-                        last: None,
-                    });
+                    self.moving = Some(Move::new(next, at, reply, self.clock.now()));
                 }
                 Message::Order(order, reply) => {
                     // The asker may have given up waiting; nothing is owed to it then.
@@ -597,33 +470,20 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         match order {
             Order::Apply(change) => {
                 // A link taken down or up may change the paths that cross each router.
-                self.ways.clear();
+                self.routers.forget_ways();
                 let movable = self.epoch_lateness.is_some();
                 Answer::Applied(answer::apply(&mut self.engine, &change, movable))
             }
             Order::Snapshot => Answer::Snapshot(Box::new(self.snapshot())),
             Order::Accuracy => Answer::Accuracy(self.accuracy.report()),
             Order::Capture(tap) => {
-                for &pipe in &tap.pipes {
-                    if self.engine.owns_pipe(pipe) {
-                        self.engine.set_tap(pipe, true);
-                    }
-                }
-                self.taps.push(tap);
+                self.taps.add(tap, &mut self.engine);
                 Answer::Applied(Ok(()))
             }
-            Order::Traffic => {
-                let (packets, transitions) = self.engine.hop_counts();
-                let lateness_ns = match &mut self.epoch_lateness {
-                    Some(h) => std::mem::replace(h, lateness_histogram()),
-                    None => lateness_histogram(),
-                };
-                Answer::Traffic(Box::new(Traffic {
-                    packets,
-                    transitions,
-                    lateness_ns,
-                }))
-            }
+            Order::Traffic => Answer::Traffic(Box::new(answer::traffic(
+                &mut self.engine,
+                self.epoch_lateness.as_mut(),
+            ))),
             Order::Move(..) => unreachable!("a move is taken by `read_inbox`"),
         }
     }
@@ -638,22 +498,9 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     /// workers handed it but it never took counts as inside the network too (and is dropped
     /// with it), as does every packet its engine still holds.
     pub fn final_snapshot(&mut self) -> Snapshot {
-        let moved = |h: &Handover| h.migration.counts().1 as u64;
-        let mut unread = self.early.iter().map(moved).sum::<u64>()
-            + self.moving.as_ref().map_or(0, |m| m.held.len() as u64);
-        if let Some(inbox) = &mut self.inbox {
-            while let Some(message) = inbox.take() {
-                match message {
-                    Message::Handoff(_) | Message::Shipped(..) => unread += 1,
-                    Message::Handover(h) => unread += moved(&h),
-                    Message::Order(order, reply) => drop((order, reply)),
-                    Message::Hold(_)
-                    | Message::Release(_)
-                    | Message::Refused { .. }
-                    | Message::Unreadable { .. } => {}
-                }
-            }
-        }
+        let unread = self.early.iter().map(Handover::packets).sum::<u64>()
+            + self.moving.as_ref().map_or(0, |m| m.held.len() as u64)
+            + self.inbox.as_mut().map_or(0, Inbox::drain_packets);
         let mut snapshot = self.snapshot();
         snapshot.in_flight += unread;
         snapshot
@@ -696,22 +543,19 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             if moving || !self.reads[host as usize] || !self.ration.may_take(host, now) {
                 return Ok(());
             }
-            let Some((id, len)) = self.read_frame(host)? else {
+            let read =
+                self.intake
+                    .read(&mut self.io, host, self.payloads.pool(), &mut self.accuracy);
+            let Some((id, len)) = read? else {
                 return Ok(());
             };
             let now = self.clock.now();
             self.waiter.packet(now);
             let pool = self.payloads.pool();
             let frame = &pool.space(id)[..len];
-            let parsed = match self.framing {
-                Framing::Plain => Ok(Frame::Single),
-                Framing::Vnet { .. } => segment::parse(frame),
-            }
-            .and_then(|kind| Ok((kind, endpoints(&frame[offset..])?)));
             let c = &mut self.counters[host as usize];
-            let (gso, (src, addr)) = match parsed {
-                Ok((Frame::Single, ends)) => (None, ends),
-                Ok((Frame::Super(g), ends)) => (Some(g), ends),
+            let (gso, (src, addr)) = match self.intake.parse(frame) {
+                Ok(parsed) => parsed,
                 Err(why) => {
                     c.packets_in += 1;
                     c.bytes_in += len.saturating_sub(offset) as u64;
@@ -735,8 +579,10 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             }
             .map(|dst| (dst, ttl));
             let way = to_host.or_else(|| {
-                let router = *self.routers_by_addr.get(&addr)?;
-                let (via, hops) = self.way_to(host, router)?;
+                let router = self.routers.at(&addr)?;
+                let (via, hops) =
+                    self.routers
+                        .way_to(&self.engine, &self.host_nodes, host, router)?;
                 Some((via, ttl.min(hops)))
             });
             let Some((dst, ttl)) = way else {
@@ -745,7 +591,8 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 if let Some(gateway) = self.engine.router_for(src_node) {
                     // No copy of it is in flight: the error quotes it, then it goes back.
                     self.payloads.pool().fill(id, len, gso, 0);
-                    self.send_error(now, id, offset, gateway, icmp::Error::NoSuchHost);
+                    let (routers, mut parts) = self.routers(now);
+                    routers.send_error(&mut parts, id, gateway, icmp::Error::NoSuchHost);
                 }
                 self.payloads.pool().put_back(id);
                 continue;
@@ -803,287 +650,6 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         Ok(())
     }
 
-    /// Copies what tapped pipes saw into their captures' queues; forgets captures whose client
-    /// is gone, and stops tapping pipes no capture wants any more.
-    fn capture(&mut self) {
-        let mut ended = false;
-        for t in self.engine.drain_tapped() {
-            let Carried::External { token } = t.carried else {
-                continue;
-            };
-            for tap in &mut self.taps {
-                let Some(iface) = tap.wants(&t) else {
-                    continue;
-                };
-                let (_, id, k) = untoken(token);
-                let pool = self.payloads.pool_ref();
-                let frame = pool.frame(id);
-                let mut data = Vec::with_capacity((t.bytes.min(tap.snaplen)) as usize);
-                match pool.gso(id) {
-                    None => data.extend_from_slice(&frame[self.framing.header_len()..]),
-                    Some(g) => {
-                        let (head, payload) = g.build(frame, k..k + 1, &mut self.head);
-                        data.extend_from_slice(&self.head[VNET_HDR_LEN..head]);
-                        data.extend_from_slice(&frame[payload]);
-                    }
-                }
-                data.truncate(tap.snaplen as usize);
-                ended |= !tap.offer(Record {
-                    iface,
-                    at: t.at,
-                    original_len: t.bytes,
-                    data,
-                    dropped: match t.seen {
-                        Seen::Dropped(cause) => Some(cause),
-                        Seen::Entered | Seen::Left => None,
-                    },
-                });
-            }
-        }
-        if ended {
-            self.taps.retain(|tap| !tap.gone);
-            self.retap();
-        }
-    }
-
-    /// Taps the pipes that this worker owns and some capture wants, and only those.
-    fn retap(&mut self) {
-        for pipe in 0..self.engine.topology().pipes.len() as PipeId {
-            let wanted = self.taps.iter().any(|tap| tap.pipes.contains(&pipe));
-            self.engine
-                .set_tap(pipe, wanted && self.engine.owns_pipe(pipe));
-        }
-    }
-
-    /// What router `node` does with the segment `token` names, which it refused with `ttl` left
-    /// (its payload is in this worker's pool, even when the router's pipe is another worker's):
-    /// an IPv4 packet
-    /// too big for the next link but allowed to be fragmented goes on as fragments (a
-    /// super-packet, always TCP with DF from Linux, never does); everything else is answered
-    /// with the matching ICMP error.
-    fn refused(&mut self, token: u64, node: NodeId, why: Refusal, ttl: u8) {
-        let id = untoken(token).1;
-        let now = self.clock.now();
-        let offset = self.framing.header_len();
-        let why = match why {
-            Refusal::TimeExceeded if self.is_for(id, node) => {
-                self.answer_for_router(now, id, node);
-                return;
-            }
-            Refusal::TimeExceeded => icmp::Error::TimeExceeded,
-            Refusal::NoRoute => icmp::Error::NoRoute,
-            Refusal::TooBig { mtu } => {
-                let pool = self.payloads.pool_ref();
-                if pool.gso(id).is_none() && fragment::allowed(&pool.frame(id)[offset..]) {
-                    self.fragment(now, id, node, mtu, ttl);
-                    return;
-                }
-                icmp::Error::TooBig { mtu }
-            }
-        };
-        self.send_error(now, id, offset, node, why);
-    }
-
-    /// Whether the packet in buffer `id` is addressed to router `node`.
-    fn is_for(&self, id: u32, node: NodeId) -> bool {
-        let offset = self.framing.header_len();
-        endpoints(&self.payloads.pool_ref().frame(id)[offset..])
-            .is_ok_and(|(_, dst)| self.routers_by_addr.get(&dst) == Some(&node))
-    }
-
-    /// Router `node` answers the packet in buffer `id` addressed to it: an echo request with
-    /// its reply, a UDP datagram with port unreachable, anything else with nothing.
-    fn answer_for_router(&mut self, now: Instant, id: u32, node: NodeId) {
-        let offset = self.framing.header_len();
-        let request = &self.payloads.pool_ref().frame(id)[offset..];
-        match icmp::to_router(request, &mut self.error) {
-            icmp::ToRouter::Echo(len) => {
-                let src = endpoints(request).map(|(src, _)| src);
-                if let Some(&host) = src.ok().and_then(|s| self.hosts_by_addr.get(&s)) {
-                    self.send_from(now, node, host, len);
-                }
-            }
-            icmp::ToRouter::Udp => {
-                self.send_error(now, id, offset, node, icmp::Error::PortUnreachable)
-            }
-            icmp::ToRouter::Other => {}
-        }
-    }
-
-    /// Sends the IPv4 packet in buffer `id` on from router `node` as fragments of at most `mtu`
-    /// bytes, each a packet of its own from there (`Engine::inject` at the router) with `ttl`.
-    /// Fragments that find no buffer are physical drops.
-    fn fragment(&mut self, now: Instant, id: u32, node: NodeId, mtu: u32, ttl: u8) {
-        let offset = self.framing.header_len();
-        if matches!(self.framing, Framing::Vnet { .. }) {
-            segment::finish_checksum(self.payloads.pool().space(id));
-        }
-        let frame = self.payloads.pool_ref().frame(id);
-        let Ok((_, dst)) = endpoints(&frame[offset..]) else {
-            return;
-        };
-        let Some(&dst) = self.hosts_by_addr.get(&dst) else {
-            return;
-        };
-        let Some(dst) = self.toward_host(node, dst) else {
-            return;
-        };
-        let frame = self.payloads.pool_ref().frame(id);
-        let mut pieces: Vec<Vec<u8>> = Vec::new();
-        fragment::split(&frame[offset..], mtu, |f| {
-            pieces.push([&frame[..offset], f].concat());
-        });
-        let me = self.payloads.me();
-        for piece in pieces {
-            let pool = self.payloads.pool();
-            let Some(part) = pool.take(Size::Small) else {
-                self.accuracy.record_physical_drop();
-                continue;
-            };
-            pool.space(part)[..piece.len()].copy_from_slice(&piece);
-            pool.fill(part, piece.len(), None, 1);
-            let packet = Injected {
-                bytes: (piece.len() - offset) as u32,
-                token: token(me, part, 0),
-                meta: meta(&piece[offset..]),
-                ttl,
-            };
-            if !self.engine.inject(now, node, dst, packet) {
-                self.payloads.pool().release(part);
-            }
-        }
-    }
-
-    /// Router `router` answers the packet in buffer `id` (its IP header at `offset`) with the
-    /// ICMP error `why`, if it has addresses, its rate limit allows, and the packet may be
-    /// answered (`icmp::error`): the error goes into the network at the router, bound for the
-    /// packet's source host, so it comes back over the emulated links. Counted per source host
-    /// (`HostCounters::icmp_errors`, `icmp_limited`).
-    fn send_error(
-        &mut self,
-        now: Instant,
-        id: u32,
-        offset: usize,
-        router: NodeId,
-        why: icmp::Error,
-    ) {
-        let Some(&(v4, v6)) = self.routers.get(&router) else {
-            return;
-        };
-        let original = &self.payloads.pool_ref().frame(id)[offset..];
-        let Ok((src, _)) = endpoints(original) else {
-            return;
-        };
-        let Some(&host) = self.hosts_by_addr.get(&src) else {
-            return;
-        };
-        let from = if src.is_ipv4() { v4.into() } else { v6.into() };
-        let Some(len) = icmp::error(original, from, why, &mut self.error) else {
-            return;
-        };
-        let c = &mut self.counters[host as usize];
-        let bucket = self
-            .buckets
-            .entry((router, host, src.is_ipv6()))
-            .or_insert_with(|| Bucket::new(now));
-        if why.is_limited() && !bucket.allow(now) {
-            c.icmp_limited += 1;
-            return;
-        }
-        c.icmp_errors += 1;
-        self.send_from(now, router, host, len);
-    }
-
-    /// Sends the `len` bytes built in `self.error` from `router` to `host`: into the network at
-    /// the router, so they come back over the emulated links. Without a free buffer, a physical
-    /// drop.
-    fn send_from(&mut self, now: Instant, router: NodeId, host: u32, len: usize) {
-        let offset = self.framing.header_len();
-        let pool = self.payloads.pool();
-        let Some(reply) = pool.take(Size::Small) else {
-            self.accuracy.record_physical_drop();
-            return;
-        };
-        let space = pool.space(reply);
-        space[..offset].fill(0);
-        space[offset..offset + len].copy_from_slice(&self.error[..len]);
-        pool.fill(reply, offset + len, None, 1);
-        let packet = Injected {
-            bytes: len as u32,
-            token: token(self.payloads.me(), reply, 0),
-            meta: meta(&self.error[..len]),
-            ttl: icmp::ERROR_TTL,
-        };
-        let injected = self
-            .toward_host(router, host)
-            .is_some_and(|dst| self.engine.inject(now, router, dst, packet));
-        if !injected {
-            self.payloads.pool().release(reply);
-        }
-    }
-
-    /// Reads one frame from `host` into a pool buffer and returns the buffer and the frame's
-    /// length; `None` when the host has nothing queued, or when a frame was dropped for want of
-    /// a buffer (the others then get their turn).
-    fn read_frame(&mut self, host: u32) -> io::Result<Option<(u32, usize)>> {
-        // The size of a frame is known only once it is read, so with GSO it is read into a
-        // large buffer; one that fits a small buffer moves there (a copy of at most the MTU), so
-        // a small packet in flight never pins 64 KB.
-        let pool = self.payloads.pool();
-        let size = if pool.bytes(Size::Large) > 0 {
-            Size::Large
-        } else {
-            Size::Small
-        };
-        let Some(id) = pool.take(size) else {
-            return self.read_without_buffer(host);
-        };
-        let len = match self.io.recv(host, pool.space(id)) {
-            Ok(len) => len,
-            Err(e) => {
-                pool.put_back(id);
-                return match e.kind() {
-                    io::ErrorKind::WouldBlock => Ok(None),
-                    _ => Err(e),
-                };
-            }
-        };
-        if size == Size::Large && len <= pool.bytes(Size::Small) {
-            if let Some(small) = pool.take(Size::Small) {
-                pool.copy(id, small, len);
-                pool.put_back(id);
-                return Ok(Some((small, len)));
-            }
-        }
-        Ok(Some((id, len)))
-    }
-
-    /// Every buffer of the size a read needs is in flight: reads the frame anyway, so the host
-    /// is not stalled, and keeps it if a small buffer is free and holds it; otherwise it is lost
-    /// outside the model's say, each of its segments a physical drop.
-    fn read_without_buffer(&mut self, host: u32) -> io::Result<Option<(u32, usize)>> {
-        let len = match self.io.recv(host, &mut self.overflow) {
-            Ok(len) => len,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let pool = self.payloads.pool();
-        if len <= pool.bytes(Size::Small) {
-            if let Some(id) = pool.take(Size::Small) {
-                pool.space(id)[..len].copy_from_slice(&self.overflow[..len]);
-                return Ok(Some((id, len)));
-            }
-        }
-        let segments = match (self.framing, segment::parse(&self.overflow[..len])) {
-            (Framing::Vnet { .. }, Ok(Frame::Super(g))) => g.segments(),
-            _ => 1,
-        };
-        for _ in 0..segments {
-            self.accuracy.record_physical_drop();
-        }
-        Ok(None)
-    }
-
     /// Writes every packet the engine released, measuring how late each is, settles the
     /// payloads of copies that were duplicated or dropped, and posts hand-offs. Consecutive
     /// segments of one super-packet released together (all of them due by now) go out in one
@@ -1091,7 +657,9 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     fn flush(&mut self) -> io::Result<()> {
         // Before the outputs: a packet dropped or delivered gives its buffer back there.
         if !self.taps.is_empty() {
-            self.capture();
+            let header_len = self.framing.header_len();
+            self.taps
+                .copy(&mut self.engine, self.payloads.pool_ref(), header_len);
         }
         self.outbox.extend(self.engine.drain_outputs());
         let mut i = 0;
@@ -1112,7 +680,10 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                     let (home, _, segment) = untoken(token);
                     match (home == self.payloads.me(), segment) {
                         (_, 1..) => {}
-                        (true, 0) => self.refused(token, node, why, ttl),
+                        (true, 0) => {
+                            let (routers, mut parts) = self.routers(self.clock.now());
+                            routers.refused(&mut parts, token, node, why, ttl);
+                        }
                         (false, 0) => self.payloads.refer_home(token, node, why, ttl),
                     }
                     i += 1;

@@ -5,7 +5,9 @@
 //! and its control are tested in memory with a `TestClock`, without root and without sleeping.
 //!
 //! Modules, by what they own: `calibration` (what this machine costs a live run, `netloom
-//! calibrate`), `driver` (the loop), `payload` (packets' bytes and the hand-off
+//! calibrate`), `driver` (the loop, which calls on the owners beside it: `intake` for reads
+//! into payload buffers, `routers` for what engine routers send of their own, `taps` for the
+//! captures on its pipes, `moving` for its side of a live move), `payload` (packets' bytes and the hand-off
 //! protocol between workers), `answer` (a worker's answers to orders), `control` (the
 //! experiment's side of those orders), `wait` (the precision modes' waiting policy), `message`
 //! (the leaf of requests, orders, answers and figures; the other leaves it takes are `accuracy`,
@@ -27,6 +29,7 @@ mod control;
 mod driver;
 mod event;
 mod experiment;
+mod intake;
 mod io;
 mod kernel;
 mod mailbox;
@@ -34,6 +37,7 @@ mod message;
 mod meta;
 mod monitor;
 mod moved;
+mod moving;
 mod payload;
 mod plan;
 mod pool;
@@ -41,8 +45,10 @@ pub mod protocol;
 mod ration;
 mod repartition;
 mod report;
+mod routers;
 mod server;
 mod tap;
+mod taps;
 mod traffic;
 mod tun_drops;
 mod tun_io;

@@ -105,6 +105,25 @@ pub(crate) struct Inbox {
 }
 
 impl Inbox {
+    /// Empties the inbox once its worker has stopped, and returns how many packets were in it
+    /// (hand-offs, and those of hand-overs), never taken: they count as inside the network when
+    /// the run stopped. Orders waiting in it go unanswered.
+    pub fn drain_packets(&mut self) -> u64 {
+        let mut unread = 0;
+        while let Some(message) = self.take() {
+            match message {
+                Message::Handoff(_) | Message::Shipped(..) => unread += 1,
+                Message::Handover(h) => unread += h.packets(),
+                Message::Order(..)
+                | Message::Hold(_)
+                | Message::Release(_)
+                | Message::Refused { .. }
+                | Message::Unreadable { .. } => {}
+            }
+        }
+        unread
+    }
+
     /// The read end of the waker: the worker's poller watches a copy of it and drains it.
     pub fn waker(&self) -> io::Result<UnixStream> {
         self.woken.try_clone()

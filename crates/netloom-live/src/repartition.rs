@@ -42,6 +42,13 @@ pub(crate) struct Handover {
     pub stamps: Stamps,
 }
 
+impl Handover {
+    /// The packets it carries (pending exits and entries of the migration).
+    pub fn packets(&self) -> u64 {
+        self.migration.counts().1 as u64
+    }
+}
+
 impl std::fmt::Debug for Handover {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (pipes, packets) = self.migration.counts();
