@@ -264,3 +264,31 @@ def test_a_host_subclass_in_a_script_is_a_host():
     assert isinstance(net.addHost("h1"), Named)
     with pytest.raises(Unsupported, match="addSwitch"):
         net.addSwitch("s1", cls=Link)
+
+
+def test_calls_netloom_cannot_honour_are_refused_by_name():
+    with pytest.raises(Unsupported, match=r"Mininet\(xterms=True\) is not supported"):
+        Mininet(xterms=True)
+    with pytest.raises(Unsupported, match=r"Mininet\(autoPinCpus=True\) is not supported"):
+        Mininet(autoPinCpus=True)
+    net = Mininet(topo=SingleSwitchTopo(k=2))
+    with pytest.raises(Unsupported, match="addNAT is not supported"):
+        net.addNAT()
+    with pytest.raises(Unsupported, match="h1.setIP is not supported"):
+        net["h1"].setIP("10.0.0.9")
+    with pytest.raises(Unsupported, match="s1.dpctl is not supported"):
+        net["s1"].dpctl("dump-flows")
+    with pytest.raises(Unsupported, match=r"sched='rt'\) is not supported"):
+        CPULimitedHost("h9").config(cpu=0.5, sched="rt")
+
+
+@pytest.mark.parametrize(
+    "fraction, message",
+    [(0, r"must be a fraction .* in \(0, 1\]"), (1.5, "must be a fraction"), (0.001, "below")],
+)
+def test_cpu_limits_out_of_range_are_refused(fraction, message):
+    from netloom.mininet._cgroup import CpuLimit, CpuLimitError
+
+    # 0.001 of the machine is under Linux's smallest quota (1000 us per 100 ms) on up to 9 CPUs.
+    with pytest.raises(CpuLimitError, match=message):
+        CpuLimit("mn-test", "h1", fraction)
