@@ -133,6 +133,8 @@ def test_nodes_sort_naturally_and_options_carry_through():
 def test_a_net_becomes_a_netloom_topology(binary):
     net = Mininet(topo=SingleSwitchTopo(k=2), link=custom(TCLink, bw=10, delay="5ms"))
     assert [h.name for h in net.hosts] == ["h1", "h2"] and net["s1"] in net.switches
+    # The addresses netloom's plan will give, in Mininet's order; a switch has none.
+    assert (net["h1"].IP(), net["h2"].IP(), net["s1"].IP()) == ("198.18.0.1", "198.18.0.2", None)
     assert [str(link) for link in net.links] == ["h1-eth0<->s1-eth1", "h2-eth0<->s1-eth2"]
     doc = net.topology().to_dict()
     assert doc["hosts"] == ["h1", "h2"] and doc["routers"] == ["s1"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import runpy
+import signal
 import sys
 from typing import Any, Callable, Dict, List, Optional
 
@@ -108,8 +109,16 @@ def run_mn(argv: List[str]) -> Optional[int]:
     return 1 if args.test.startswith("ping") and isinstance(result, float) and result else 0
 
 
+def _exit_on_signal(signum: int, _frame: Any) -> None:
+    # SystemExit unwinds the script (its finally blocks run) and then the exit handlers stop
+    # the networks it left running; the default action would end Python without either.
+    sys.exit(128 + signum)
+
+
 def main(argv: Optional[List[str]] = None) -> Optional[int]:
     argv = sys.argv[1:] if argv is None else argv
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _exit_on_signal)
     if not argv or argv[0].startswith("-"):
         return run_mn(argv)
     run_script(argv)

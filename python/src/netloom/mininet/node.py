@@ -3,6 +3,7 @@ it), switches are netloom's routers, controllers are accepted and have nothing t
 
 from __future__ import annotations
 
+import ipaddress
 import shlex
 import subprocess
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -16,6 +17,10 @@ from .log import debug, info
 if TYPE_CHECKING:
     from .link import Intf
     from .net import Mininet
+
+
+#: The start of netloom's host address plan: host i (from 0) gets this + i + 1.
+_PLAN_BASE = ipaddress.IPv4Address("198.18.0.0")
 
 
 class Unsupported(NetloomError, NotImplementedError):
@@ -265,7 +270,10 @@ class Host(Node):
 
     def IP(self, intf: Any = None) -> Optional[str]:  # noqa: N802
         """The host's IPv4 address: netloom's plan numbers hosts from 198.18.0.1 in the order
-        Mininet numbers them from 10.0.0.1 (the same for every interface)."""
+        Mininet numbers them from 10.0.0.1 (the same for every interface). Before start, the
+        address the plan will give it (docs/live.md#addresses); the run's own once started."""
+        if self._ip is None and self.mn is not None and self in self.mn.hosts:
+            return str(_PLAN_BASE + self.mn.hosts.index(self) + 1)
         return self._ip
 
     def config(self, **params: Any) -> Dict[str, Any]:
