@@ -294,3 +294,16 @@ def test_cpu_limits_out_of_range_are_refused(fraction, message):
     # 0.001 of the machine is under Linux's smallest quota (1000 us per 100 ms) on up to 9 CPUs.
     with pytest.raises(CpuLimitError, match=message):
         CpuLimit("mn-test", "h1", fraction)
+
+
+def test_an_old_style_topo_built_in_its_constructor_works():
+    # Mininet 2.0's style: nodes added in __init__ after Topo.__init__, no build().
+    class OldStyle(Topo):
+        def __init__(self, **opts):
+            Topo.__init__(self, **opts)
+            left, right, switch = self.addHost("h1"), self.addHost("h2"), self.addSwitch("s1")
+            self.addLink(left, switch, bw=5)
+            self.addLink(right, switch)
+
+    net = Mininet(topo=OldStyle(), link=TCLink)
+    assert [link["bw"] for link in net.topology().to_dict()["link"]] == ["5Mbit", "10Gbit"]
