@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO
 from netloom.mininet.link import TCLink
 from netloom.mininet.net import Mininet
-from netloom.errors import RunError
+from netloom.errors import ControlError, RunError
 from netloom.mininet.node import CPULimitedHost, Unsupported
 from netloom.mininet.topo import SingleSwitchTopo
 from netloom.mininet.util import custom
@@ -91,6 +91,12 @@ def test_config_changes_a_link_while_it_runs(live):
         assert time.monotonic() - started < 2
         assert h1.pexec("echo", "out")[0] == "out\n"
         assert h1.cmd("ip -4 -o addr show nl0").split()[3] == f"{h1.IP()}/15"
+        # A command that runs until interrupted, as Mininet's sendCmd/sendInt/waitOutput.
+        h1.sendCmd(f"ping -i 0.1 {h2.IP()}")
+        time.sleep(0.5)
+        assert h1.waiting
+        h1.sendInt()
+        assert "packets transmitted" in h1.waitOutput() and not h1.waiting
         # One command at a time; nodes and links are fixed once the run started.
         h1.sendCmd("sleep 0.2")
         with pytest.raises(RunError, match="h1 is still running a command"):
@@ -185,6 +191,17 @@ def test_a_cpu_limit_holds_a_busy_loop(live):
         limited = float(net["h1"].cmd(busy))
         path = net["h1"].cgroupPath()
         throttled = throttled_periods(path)
+        # What popen starts is held too.
+        sleeper = net["h1"].popen(["sleep", "30"])
+        # The wrapper enters the cgroup, then becomes the program: look once it has.
+        deadline = time.monotonic() + 5
+        while Path(f"/proc/{sleeper.pid}/comm").read_text().strip() != "sleep":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        with open(f"/proc/{sleeper.pid}/cgroup", encoding="ascii") as cgroups:
+            assert "/".join(path.split("/")[-2:]) in cgroups.read()
+        sleeper.kill()
+        sleeper.wait()
         unlimited = float(net["h2"].cmd(busy))
     finally:
         net.stop()
@@ -262,3 +279,18 @@ def test_a_script_ended_by_sigterm_leaves_nothing_behind(live, tmp_path):
         proc.communicate()
     assert [p.name for p in Path("/run/netns").glob(f"nl-{name}-*")] == []
     assert list(live.glob(f"{name}*")) == []
+
+
+def test_parallel_links_run_and_refuse_a_live_change_by_name(live):
+    net = Mininet(link=TCLink)
+    h1, h2, s1 = net.addHost("h1"), net.addHost("h2"), net.addSwitch("s1")
+    net.addLink(h1, s1)
+    net.addLink(h1, s1, delay="7ms")
+    net.addLink(h2, s1)
+    net.start()
+    try:
+        assert " 0% packet loss" in h1.cmd(f"ping -c 1 -W 2 {h2.IP()}")
+        with pytest.raises(ControlError, match="several links join h1 and s1"):
+            net.linksBetween(h1, s1)[1].intf1.config(delay="20ms")
+    finally:
+        net.stop()
