@@ -233,12 +233,18 @@ def Host_with_limit():  # noqa: N802
 def test_a_script_that_raises_midway_leaves_nothing_behind(live, tmp_path):
     script = tmp_path / "raises.py"
     script.write_text(
+        "import gc\n"
         "from mininet.net import Mininet\n"
         "from mininet.topo import SingleSwitchTopo\n"
-        "net = Mininet(topo=SingleSwitchTopo(k=2))\n"
-        "net.start()\n"
-        "net.get('h1').cmd('sleep 317 &')\n"
-        "print('started', net.experiment, flush=True)\n"
+        "def experiment():\n"
+        "    net = Mininet(topo=SingleSwitchTopo(k=2))\n"
+        "    net.start()\n"
+        "    net.get('h1').cmd('sleep 317 &')\n"
+        "    print('started', net.experiment, flush=True)\n"
+        "try:\n"
+        "    experiment()\n"
+        "finally:\n"
+        "    gc.collect()  # the script holds the net no more\n"
         "raise RuntimeError('the experiment failed midway')\n"
     )
     done = runner(script)

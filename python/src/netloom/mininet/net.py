@@ -12,8 +12,7 @@ import select
 import shutil
 import subprocess
 import time
-import weakref
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from .. import live as _live
 from ..errors import NetloomError, RunError
@@ -30,8 +29,9 @@ NodeRef = Union[str, Node]
 
 #: Nets started and not yet stopped, stopped when the interpreter exits: a script that raises
 #: midway (or forgets ``net.stop()``) leaves no namespaces behind, which Mininet needs
-#: ``mn -c`` for.
-_RUNNING: "weakref.WeakSet[Mininet]" = weakref.WeakSet()
+#: ``mn -c`` for. Strong references: a running net the script no longer holds must still be
+#: found at exit.
+_RUNNING: "Set[Mininet]" = set()
 
 
 @atexit.register
