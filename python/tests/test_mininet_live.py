@@ -300,3 +300,15 @@ def test_parallel_links_run_and_refuse_a_live_change_by_name(live):
             net.linksBetween(h1, s1)[1].intf1.config(delay="20ms")
     finally:
         net.stop()
+
+
+def test_cleanup_stops_this_process_networks(live):
+    from netloom.mininet.clean import cleanup
+
+    net = Mininet(topo=SingleSwitchTopo(k=2))
+    net.start()
+    name = net.experiment
+    assert list(Path("/run/netns").glob(f"nl-{name}-*"))
+    cleanup()
+    assert not net.started
+    assert [p.name for p in Path("/run/netns").glob(f"nl-{name}-*")] == []

@@ -23,26 +23,8 @@ LEVELS = {
 LOGLEVELDEFAULT = OUTPUT
 
 
-class _NoNewline(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes each message as it is: Mininet's messages carry their own newlines."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            # The stream is looked up at each message, so a test's capture of stderr sees it.
-            stream = self.stream if self.stream is not None else sys.stderr
-            stream.write(self.format(record))
-            self.flush()
-        except Exception:  # noqa: BLE001 (logging's own rule: a bad message never raises)
-            self.handleError(record)
-
-    def flush(self) -> None:
-        stream = self.stream if self.stream is not None else sys.stderr
-        if hasattr(stream, "flush"):
-            stream.flush()
-
-
 class _Stderr:
-    """``sys.stderr`` as it is at the time of each write (pytest and scripts replace it)."""
+    """``sys.stderr`` as it is at each write (pytest and scripts replace it)."""
 
     def write(self, text: str) -> int:
         return sys.stderr.write(text)
@@ -53,7 +35,9 @@ class _Stderr:
 
 lg = logging.getLogger("netloom.mininet")
 lg.propagate = False
-_handler = _NoNewline(_Stderr())  # type: ignore[arg-type]
+_handler = logging.StreamHandler(_Stderr())  # type: ignore[arg-type]
+# Mininet's messages carry their own newlines (``info('h1 ')`` continues the line).
+_handler.terminator = ""
 _handler.setFormatter(logging.Formatter("%(message)s"))
 lg.addHandler(_handler)
 lg.setLevel(LOGLEVELDEFAULT)
