@@ -146,8 +146,12 @@ def link_params(options: Dict[str, Any], *, full: bool = True) -> Tuple[Dict[str
     jitter = options.get("jitter")
     if jitter is not None:
         params["jitter"] = duration("jitter", jitter)
+        # netem gives each packet its own delay and sends them in time order, so under jitter a
+        # packet overtakes the one before it; netloom keeps the order unless told to reorder.
+        params["reorder"] = params["jitter"] != "0"
     elif full:
         params["jitter"] = "0"
+        params["reorder"] = False
     lost = options.get("loss")
     if lost is not None:
         params["loss"] = loss(lost)
