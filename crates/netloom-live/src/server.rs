@@ -8,6 +8,7 @@
 use crate::message::Request;
 use crate::protocol::{parse_request, Reply, MAX_REQUEST};
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -64,6 +65,8 @@ pub(crate) type Handler = Arc<dyn Fn(Request) -> Response + Send + Sync>;
 /// A listening control socket; `stop` (or dropping it) closes it and removes the socket file.
 pub(crate) struct Server {
     path: PathBuf,
+    /// The listening socket, to shut down at `stop`, which ends the blocking accept.
+    listener: UnixListener,
     stopping: Arc<AtomicBool>,
     /// Clients being served, streams included.
     busy: Arc<AtomicUsize>,
@@ -79,14 +82,16 @@ impl Server {
         std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
         let stopping = Arc::new(AtomicBool::new(false));
         let busy = Arc::new(AtomicUsize::new(0));
+        let accepting = listener.try_clone()?;
         let thread = {
             let (stopping, busy) = (stopping.clone(), busy.clone());
             std::thread::Builder::new()
                 .name("netloom-control".into())
-                .spawn(move || accept(listener, handler, &stopping, busy))?
+                .spawn(move || accept(accepting, handler, &stopping, busy))?
         };
         Ok(Server {
             path: path.to_path_buf(),
+            listener,
             stopping,
             busy,
             thread: Some(thread),
@@ -98,8 +103,12 @@ impl Server {
     pub fn stop(&mut self) {
         if let Some(thread) = self.thread.take() {
             self.stopping.store(true, Ordering::SeqCst);
-            // Wakes the blocking accept; it sees `stopping` and ends.
-            let _ = UnixStream::connect(&self.path);
+            // Ends the blocking accept; it sees `stopping` and returns. Not by connecting to the
+            // socket file: with the run's directory removed under it, that found nothing and
+            // the run never stopped.
+            if netloom_os::shut_down_listener(self.listener.as_fd()).is_err() {
+                let _ = UnixStream::connect(&self.path);
+            }
             let _ = thread.join();
             let _ = std::fs::remove_file(&self.path);
         }
@@ -274,6 +283,24 @@ mod tests {
         assert!(!path.exists(), "the socket file is removed");
         drop(stuck);
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_server_stops_even_when_its_directory_was_removed_under_it() {
+        let d = dir("gone");
+        let handler: Handler = Arc::new(|_| Reply::error("nothing here").into());
+        let mut server = Server::start(&d.join("control.sock"), handler).unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
+        let (done, stopped) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            server.stop();
+            let _ = done.send(());
+        });
+        // It used to wake its accepting thread by connecting to the socket file, and hung.
+        assert!(
+            stopped.recv_timeout(Duration::from_secs(2)).is_ok(),
+            "the server stopped"
+        );
     }
 
     /// A stream of `left` numbered lines, then its end; idle in between.

@@ -12,6 +12,7 @@ mod cpu;
 mod error;
 mod exec;
 mod interface;
+mod listener;
 mod netlink;
 mod netns;
 mod nfqueue;
@@ -41,6 +42,7 @@ pub use exec::{
     close_inherited_fds, command, command_with_bind, exec, exec_with_bind, wait_in_foreground,
 };
 pub use interface::DeviceCounters;
+pub use listener::shut_down_listener;
 pub use netns::{enter as enter_namespace, enter_file as enter_namespace_file};
 pub use nfqueue::{NfQueue, QueuedPacket, Verdict, VerdictStats};
 pub use peer::{effective_uid, peer_credentials, primary_group, PeerCredentials};
