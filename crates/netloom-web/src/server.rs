@@ -113,7 +113,8 @@ impl Bound {
             let cpus = cpus.clone();
             threads.push(
                 std::thread::Builder::new()
-                    .name(format!("netloom-http-{n}"))
+                    // Named by port (at most 15 bytes): `top -H` tells the servers apart.
+                    .name(format!("http:{}/{n}", self.addr.port()))
                     .spawn(move || {
                         place(&cpus);
                         handler.run()
@@ -123,7 +124,7 @@ impl Bound {
         let poll = {
             let stopping = stopping.clone();
             std::thread::Builder::new()
-                .name("netloom-http".into())
+                .name(format!("http:{}", self.addr.port()))
                 .spawn(move || {
                     place(&cpus);
                     poll.run(&stopping)
@@ -533,5 +534,50 @@ mod tests {
             .sentence()
             .unwrap()
             .contains("1 refused at the connection cap"));
+    }
+
+    /// The CPUs each thread of this process named `http:PORT` or `http:PORT/N` may run on.
+    fn server_threads_cpus(port: u16) -> Vec<(String, Vec<usize>)> {
+        let mine = |name: &str| {
+            name == format!("http:{port}") || name.starts_with(&format!("http:{port}/"))
+        };
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .flatten()
+            .filter_map(|task| {
+                let name = std::fs::read_to_string(task.path().join("comm")).ok()?;
+                let name = name.trim().to_string();
+                let status = std::fs::read_to_string(task.path().join("status")).ok()?;
+                let list = status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+                mine(&name).then(|| (name, netloom_os::parse_cpu_list(list).unwrap()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_servers_threads_keep_off_the_workers_cpus() {
+        let allowed = netloom_os::allowed_cpus().unwrap();
+        if allowed.len() < 2 {
+            eprintln!("SKIPPED: one CPU: nothing to keep off");
+            return;
+        }
+        let worker = allowed[0];
+        let server = Bound::bind("127.0.0.1:0")
+            .unwrap()
+            .serve(Arc::new(Fake::default()), Routes::default(), &[worker])
+            .unwrap();
+        // The threads place themselves as they start.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let threads = server_threads_cpus(server.addr().port());
+        assert_eq!(
+            threads.len(),
+            3,
+            "a poll loop and two handlers: {threads:?}"
+        );
+        for (name, cpus) in &threads {
+            assert_eq!(cpus, &allowed[1..], "{name}");
+        }
     }
 }
