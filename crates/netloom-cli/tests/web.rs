@@ -683,7 +683,6 @@ fn late_and_released(lab: &Lab) -> (u64, u64) {
 }
 
 /// One turn of the bystander's measure, before and under the load.
-#[derive(Debug)]
 struct Turn {
     /// Its round trip before the load and under it, ms.
     baseline: f64,
@@ -728,6 +727,23 @@ impl Turn {
         }
     }
 
+    /// What the turn measured, in one line.
+    fn line(&self) -> String {
+        format!(
+            "round trip {:.3} ms before, {:.3} ms under the load; late {} before, {} of {} \
+             under it; engine threads {} -> {}; scrapes {} answered, {} failed",
+            self.baseline,
+            self.loaded,
+            self.late_before,
+            self.late_loaded,
+            self.released_loaded,
+            self.threads_before,
+            self.threads_loaded,
+            self.scraped.ok,
+            self.scraped.failed
+        )
+    }
+
     /// Whether the load left the engine and the bystander as they were.
     fn undisturbed(&self) -> bool {
         self.late_loaded == 0 && self.loaded < self.baseline + 1.0
@@ -766,11 +782,12 @@ fn scrapes_and_a_thousand_idle_connections_leave_the_run_accurate() {
         let turn = Turn::measure(&lab, port);
         assert!(
             turn.threads_loaded <= turn.threads_before,
-            "the engine gained threads under the load: {turn:?}"
+            "the engine gained threads under the load: {}",
+            turn.line()
         );
         // Scrapes are answered, idle connections or not (those of the first second may find
         // every place taken by connections still in their grace).
-        assert!(turn.scraped.ok >= 20, "{turn:?}");
+        assert!(turn.scraped.ok >= 20, "{}", turn.line());
         let undisturbed = turn.undisturbed();
         turns.push(turn);
         if undisturbed {
@@ -779,11 +796,12 @@ fn scrapes_and_a_thousand_idle_connections_leave_the_run_accurate() {
     }
     let report = lab.stop();
     let last = turns.last().unwrap();
+    let lines: Vec<String> = turns.iter().map(Turn::line).collect();
     assert!(
         last.undisturbed() && last.released_loaded > 0,
-        "under the load, late releases or a slower bystander in every turn \
-         (the run: {}): {turns:#?}",
-        report["accuracy"]
+        "under the load, late releases or a slower bystander in every turn (the run: {}):\n{}",
+        report["accuracy"],
+        lines.join("\n")
     );
     assert_eq!(report["accuracy"]["physical_drops"], 0);
 }
