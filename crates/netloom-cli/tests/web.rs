@@ -544,11 +544,15 @@ fn idle_connections(port: u16, count: usize) -> Vec<TcpStream> {
         .collect()
 }
 
-/// One GET of `path` on localhost:`port` with `Host: host`: the status code and the body.
+/// One HTTP/1.1 GET of `path` on localhost:`port` with `Host: host` (the connection closed after
+/// it, as a browser's need not be): the status code and the body.
 fn get_as(port: u16, path: &str, host: &str) -> std::io::Result<(u16, String)> {
     let mut conn = TcpStream::connect(("127.0.0.1", port))?;
     conn.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(conn, "GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n")?;
+    write!(
+        conn,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )?;
     let mut reply = String::new();
     conn.read_to_string(&mut reply)?;
     let status = reply
