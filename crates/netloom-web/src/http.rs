@@ -139,10 +139,12 @@ impl Response {
         }
     }
 
-    /// The bytes on the wire: status line, headers, body.
-    pub fn bytes(&self) -> Vec<u8> {
+    /// The bytes on the wire for a request of HTTP/1.`minor`: status line (in the request's
+    /// version, as clients of HTTP/1.0 expect), headers, body.
+    pub fn bytes(&self, minor: u8) -> Vec<u8> {
         let mut out = format!(
-            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n",
+            "HTTP/1.{} {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n",
+            minor.min(1),
             self.status,
             reason(self.status),
             self.content_type,
@@ -153,10 +155,10 @@ impl Response {
         out
     }
 
-    /// Writes the response to `conn` and closes it, giving up at `deadline`: a client that does
-    /// not read holds the thread that writes no longer than that.
-    pub fn send(&self, mut conn: TcpStream, deadline: Instant) {
-        let bytes = self.bytes();
+    /// Writes the response to a request of HTTP/1.`minor` to `conn` and closes it, giving up at
+    /// `deadline`: a client that does not read holds the thread that writes no longer than that.
+    pub fn send(&self, mut conn: TcpStream, minor: u8, deadline: Instant) {
+        let bytes = self.bytes(minor);
         let mut rest = bytes.as_slice();
         while !rest.is_empty() {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -195,6 +197,25 @@ mod tests {
         assert_eq!(request.authorization.as_deref(), Some("Bearer t"));
         assert_eq!(request.body, b"body");
         assert_eq!(request.minor_version, 1);
+    }
+
+    #[test]
+    fn a_response_closes_its_connection_in_the_requests_version() {
+        let response = Response::new(421, "text/plain", "why");
+        let text = String::from_utf8(response.bytes(0)).unwrap();
+        assert!(
+            text.starts_with("HTTP/1.0 421 Misdirected Request\r\n"),
+            "{text}"
+        );
+        assert!(text.contains("\r\nConnection: close\r\n"), "{text}");
+        assert!(
+            text.ends_with(
+                "Content-Length: 3\r\nConnection: close\r\nCache-Control: no-store\r\n\r\nwhy"
+            ),
+            "{text}"
+        );
+        let text = String::from_utf8(response.bytes(1)).unwrap();
+        assert!(text.starts_with("HTTP/1.1 421 "), "{text}");
     }
 
     #[test]

@@ -181,8 +181,8 @@ impl Handler {
             let Ok(job) = job else {
                 return;
             };
-            let (conn, response) = match job {
-                Job::Refuse(conn, response) => (conn, response),
+            let (conn, minor, response) = match job {
+                Job::Refuse(conn, response) => (conn, 1, response),
                 Job::Serve(conn, request) => {
                     let response = match crate::host::check(
                         request.host.as_deref(),
@@ -198,10 +198,10 @@ impl Handler {
                             Response::new(refusal.status, "text/plain; charset=utf-8", refusal.why)
                         }
                     };
-                    (conn, response)
+                    (conn, request.minor_version, response)
                 }
             };
-            response.send(conn, Instant::now() + WRITE_TIMEOUT);
+            response.send(conn, minor, Instant::now() + WRITE_TIMEOUT);
         }
     }
 }
