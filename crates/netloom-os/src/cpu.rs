@@ -352,6 +352,23 @@ mod tests {
     }
 
     #[test]
+    fn a_thread_kept_to_a_set_of_cpus_runs_only_there() {
+        std::thread::spawn(|| {
+            let cpus = allowed_cpus().unwrap();
+            let rest = match cpus.len() {
+                1 => cpus.clone(),
+                _ => cpus[1..].to_vec(),
+            };
+            pin_current_thread_to(&rest).unwrap();
+            assert_eq!(allowed_cpus().unwrap(), rest);
+            assert!(pin_current_thread_to(&[]).is_err());
+            assert!(pin_current_thread_to(&[100_000]).is_err());
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
     fn realtime_priority_is_granted_to_root() {
         // SAFETY: geteuid has no preconditions and cannot fail.
         if unsafe { libc::geteuid() } != 0 {
