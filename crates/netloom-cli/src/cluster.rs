@@ -69,14 +69,15 @@ pub fn run(c: Coordinate) -> Result<()> {
         started.elapsed().as_secs_f64(),
     ));
     let socket = socket_path(&netloom_os::registry_dir(), &name);
-    let servers = crate::web::serve(c.listeners, Arc::new(netloom_web::Socket::new(socket)))?;
+    // The workers are processes of their own (`netloom worker`), placed by their machines.
+    let servers = crate::web::serve(c.listeners, Arc::new(netloom_web::Socket::new(socket)), &[])?;
     if let Some(ready) = c.ready_file {
         std::fs::write(ready, b"up\n").with_context(|| format!("writing {}", ready.display()))?;
     }
     let ending = run.wait(signal, c.stop_after.map(|d| std::time::Instant::now() + d));
     let clocks = run.clocks();
     let drifted = run.drift_warnings();
-    drop(servers);
+    crate::web::stop(servers);
     let report = run.stop(&ending)?;
     for clock in &clocks {
         say(format_args!(

@@ -219,18 +219,19 @@ pub fn run(args: RunArgs) -> Result<()> {
     let started = std::time::Instant::now();
     let hosts = plan.topology().hosts.len();
     let precision = plan.precision_name();
+    let worker_cpus = plan.worker_cpus();
     let experiment = Experiment::start_with(plan, routing)?;
     say(format_args!(
         "netloom: experiment {name} is up: {hosts} hosts in {:.2} s ({precision} precision); Ctrl-C or `netloom stop --name {name}` ends it",
         started.elapsed().as_secs_f64(),
     ));
-    let servers = crate::web::serve(listeners, Arc::new(experiment.handle()))?;
+    let servers = crate::web::serve(listeners, Arc::new(experiment.handle()), &worker_cpus)?;
     // Up means answering: the control socket listens and the workers run.
     if let Some(ready) = &args.ready_file {
         std::fs::write(ready, b"up\n").with_context(|| format!("writing {}", ready.display()))?;
     }
     let ending = experiment.wait(signal, stop_after.map(|d| std::time::Instant::now() + d));
-    drop(servers);
+    crate::web::stop(servers);
     let report = experiment.stop(&ending)?;
     let text = match args.json {
         true => serde_json::to_string_pretty(&report)? + "\n",

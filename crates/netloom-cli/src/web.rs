@@ -1,12 +1,13 @@
 //! `netloom web`, and the `--metrics` and `--web` servers of `netloom run`: binds the addresses
-//! (one server when both are the same), serves them from a `netloom_web::Source`, and prints
-//! where, with the token that changes need. Glue only: the server is netloom-web's.
+//! (one server when both are the same), serves them from one `netloom_web::Source` whose
+//! snapshots they share, off the workers' CPUs, and prints where, with the token that changes
+//! need, and at the end what the servers refused. Glue only: the server is netloom-web's.
 
 use anyhow::{Context, Result};
 use clap::Args;
 use netloom_live::protocol::{call, socket_path};
 use netloom_live::Request;
-use netloom_web::{Bound, Routes, Socket, Source, SourceError, WebServer};
+use netloom_web::{Bound, Routes, Snapshots, Socket, Source, SourceError, WebServer};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,8 +61,18 @@ pub fn bind(metrics: Option<&str>, web: Option<&str>) -> Result<Vec<Listener>> {
     Ok(listeners)
 }
 
-/// Serves every listener from `source` and says where.
-pub fn serve(listeners: Vec<Listener>, source: Arc<dyn Source>) -> Result<Vec<WebServer>> {
+/// Serves every listener from `source` (one snapshot shared by all their readers for
+/// `SNAPSHOT_EVERY`), their threads off `worker_cpus`, and says where.
+pub fn serve(
+    listeners: Vec<Listener>,
+    source: Arc<dyn Source>,
+    worker_cpus: &[usize],
+) -> Result<Vec<WebServer>> {
+    let source: Arc<dyn Source> = Arc::new(Snapshots::new(
+        source,
+        netloom_time::SystemClock::start(),
+        netloom_web::SNAPSHOT_EVERY,
+    ));
     listeners
         .into_iter()
         .map(|Listener { bound, routes }| {
@@ -75,10 +86,22 @@ pub fn serve(listeners: Vec<Listener>, source: Arc<dyn Source>) -> Result<Vec<We
                 ));
             }
             bound
-                .serve(source.clone(), routes)
-                .context("starting the HTTP server's thread")
+                .serve(source.clone(), routes, worker_cpus)
+                .context("starting the HTTP server's threads")
         })
         .collect()
+}
+
+/// Stops the servers, saying what each closed unserved (the connection cap, timeouts,
+/// malformed or misdirected requests), if anything.
+pub fn stop(servers: Vec<WebServer>) {
+    for server in servers {
+        let (addr, count) = (server.addr(), server.count());
+        drop(server);
+        if let Some(sentence) = count.sentence() {
+            crate::run::say(format_args!("netloom: http://{addr}/: {sentence}"));
+        }
+    }
 }
 
 /// How often `netloom web` looks whether it was interrupted or the run ended.
@@ -118,14 +141,16 @@ pub fn run(args: WebArgs) -> Result<()> {
     };
     let bound = Bound::bind(&args.listen).context("--listen")?;
     let signal = netloom_os::install_stop_handler()?;
-    let _server = serve(vec![Listener { bound, routes }], source)?;
+    // The run's workers are in another process: nothing here to keep off.
+    let servers = serve(vec![Listener { bound, routes }], source, &[])?;
     while !signal.load(std::sync::atomic::Ordering::Relaxed) {
         if watched.as_ref().is_some_and(|path| !path.exists()) {
             println!("netloom: the experiment has stopped");
-            return Ok(());
+            break;
         }
         std::thread::sleep(LOOK);
     }
+    stop(servers);
     Ok(())
 }
 

@@ -341,6 +341,15 @@ impl Plan {
         &self.warnings
     }
 
+    /// The CPUs the workers are pinned to (none unless `--cpu` or `--pin`): what helper threads
+    /// such as the metrics server keep off.
+    pub fn worker_cpus(&self) -> Vec<usize> {
+        let mut cpus: Vec<usize> = self.cpus.iter().flatten().copied().collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        cpus
+    }
+
     /// The topology to run.
     pub fn topology(&self) -> &Topology {
         &self.topology

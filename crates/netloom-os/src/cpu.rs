@@ -33,20 +33,34 @@ pub fn prefetch<T>(item: &T) {
 
 /// Pins the calling thread to CPU `cpu` (sched_setaffinity).
 pub fn pin_current_thread(cpu: usize) -> Result<(), OsError> {
-    if cpu >= libc::CPU_SETSIZE as usize {
+    pin_current_thread_to(&[cpu])
+}
+
+/// Lets the calling thread run only on `cpus` (sched_setaffinity): a helper thread kept off the
+/// CPUs the workers are pinned to.
+pub fn pin_current_thread_to(cpus: &[usize]) -> Result<(), OsError> {
+    let what = || match cpus {
+        [cpu] => format!("pin a thread to CPU {cpu}"),
+        _ => format!("pin a thread to CPUs {}", format_cpu_list(cpus)),
+    };
+    if cpus.is_empty() || cpus.iter().any(|&c| c >= libc::CPU_SETSIZE as usize) {
         return Err(OsError::io(
-            format!("pin a thread to CPU {cpu}"),
+            what(),
             std::io::Error::from_raw_os_error(libc::EINVAL),
         ));
     }
     // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu` is below CPU_SETSIZE, checked above.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
+    for &cpu in cpus {
+        // SAFETY: `cpu` is below CPU_SETSIZE, checked above.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
     // SAFETY: `set` is a live cpu_set_t of the size passed; pid 0 means the calling thread.
     if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
         return Err(OsError::last(format!(
-            "pin a thread to CPU {cpu} (does this machine have it?)"
+            "{} (does this machine have {}?)",
+            what(),
+            if cpus.len() == 1 { "it" } else { "them" }
         )));
     }
     Ok(())
@@ -332,6 +346,23 @@ mod tests {
             pin_current_thread(0).unwrap();
             assert!(pin_current_thread(100_000).is_err());
             set_timer_slack_ns(1000);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_thread_kept_to_a_set_of_cpus_runs_only_there() {
+        std::thread::spawn(|| {
+            let cpus = allowed_cpus().unwrap();
+            let rest = match cpus.len() {
+                1 => cpus.clone(),
+                _ => cpus[1..].to_vec(),
+            };
+            pin_current_thread_to(&rest).unwrap();
+            assert_eq!(allowed_cpus().unwrap(), rest);
+            assert!(pin_current_thread_to(&[]).is_err());
+            assert!(pin_current_thread_to(&[100_000]).is_err());
         })
         .join()
         .unwrap();

@@ -35,7 +35,8 @@ pub use child::{die_with_parent, set_receive_buffer};
 pub use cleanup::{clean, stop, terminate, CleanReport};
 pub use cpu::{
     allowed_cpus, cpu_caches, format_cpu_list, machine_cpus, parse_cpu_list, pin_current_thread,
-    prefetch, set_normal_priority, set_realtime_priority, set_timer_slack_ns, CpuCache,
+    pin_current_thread_to, prefetch, set_normal_priority, set_realtime_priority,
+    set_timer_slack_ns, CpuCache,
 };
 pub use error::OsError;
 pub use exec::{

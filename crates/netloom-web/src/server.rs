@@ -1,21 +1,23 @@
 //! The HTTP server of a live run: binds first (so a port in use is refused before the run
-//! starts), then serves on one thread of its own: `/metrics` (Prometheus), the web view's page,
-//! its JSON (`/api/info` once, `/api/stats` every second), link changes (`POST /api/link`, with the token printed at start)
-//! and a `netloom sim --json` report to view (`/api/report`). It reads the run only through its
-//! `Source`, so a scrape or a page costs the workers one snapshot, as `netloom stats` does.
+//! starts), then serves from a fixed set of threads, whatever the clients do: one poll loop
+//! (`listen`) that holds the connections, and a few handlers that answer whole requests
+//! (`routes`) after the Host check (`host`). Its threads run at normal priority and off the
+//! CPUs the workers are pinned to, so a scrape is never on the engine's CPU; the run is read
+//! through a `Source` (share one `Snapshots` between servers so readers share snapshots).
 
-use crate::metrics::{exposition, CONTENT_TYPE};
-use crate::page;
+use crate::counters::{Count, Counters};
+use crate::http::{Response, WRITE_TIMEOUT};
+use crate::listen::{Job, Limits, Loop};
+use crate::routes::{respond, Routes};
 use crate::source::Source;
-use netloom_live::Direction;
-use serde::Deserialize;
+use netloom_time::SystemClock;
 use std::io::Read;
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::Arc;
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-
-/// The largest request body accepted (a link change is a few hundred bytes).
-const MAX_BODY: u64 = 64 * 1024;
+use std::time::Instant;
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -36,20 +38,9 @@ pub enum WebError {
     },
 }
 
-/// What the server serves.
-#[derive(Clone, Debug, Default)]
-pub struct Routes {
-    /// `/metrics`.
-    pub metrics: bool,
-    /// The web view: the page, `/api/info`, `/api/stats`, and `/api/link` with this token.
-    pub web: Option<String>,
-    /// A `netloom sim --json` report the page shows (`/api/report`).
-    pub report: Option<String>,
-}
-
 /// A bound listener, not serving yet.
 pub struct Bound {
-    server: tiny_http::Server,
+    listener: TcpListener,
     addr: SocketAddr,
 }
 
@@ -66,12 +57,12 @@ impl Bound {
             .map_err(|_| bad())?
             .next()
             .ok_or_else(bad)?;
-        let server = tiny_http::Server::http(addr).map_err(|e| WebError::Bind {
+        let listener = TcpListener::bind(addr).map_err(|e| WebError::Bind {
             addr,
             reason: e.to_string(),
         })?;
-        let addr = server.server_addr().to_ip().unwrap_or(addr);
-        Ok(Bound { server, addr })
+        let addr = listener.local_addr().unwrap_or(addr);
+        Ok(Bound { listener, addr })
     }
 
     /// The address bound (with the port the system chose, for port 0).
@@ -79,32 +70,148 @@ impl Bound {
         self.addr
     }
 
-    /// Serves `routes` from `source` on a thread of its own until the server is dropped.
-    pub fn serve(self, source: Arc<dyn Source>, routes: Routes) -> std::io::Result<WebServer> {
-        let server = Arc::new(self.server);
-        let thread = {
-            let server = server.clone();
+    /// Serves `routes` from `source` with the default limits, its threads kept off `off_cpus`
+    /// (the CPUs the workers are pinned to), until the server is dropped.
+    pub fn serve(
+        self,
+        source: Arc<dyn Source>,
+        routes: Routes,
+        off_cpus: &[usize],
+    ) -> std::io::Result<WebServer> {
+        self.serve_within(source, routes, off_cpus, Limits::default())
+    }
+
+    /// `serve` within `limits`.
+    pub fn serve_within(
+        self,
+        source: Arc<dyn Source>,
+        routes: Routes,
+        off_cpus: &[usize],
+        limits: Limits,
+    ) -> std::io::Result<WebServer> {
+        let cpus = cpus_off(off_cpus);
+        let counters = Arc::new(Counters::default());
+        let stopping = Arc::new(AtomicBool::new(false));
+        let (jobs, queue) = std::sync::mpsc::sync_channel(limits.queue);
+        let poll = Loop::new(
+            self.listener,
+            limits,
+            counters.clone(),
+            jobs,
+            SystemClock::start(),
+        )?;
+        let queue = Arc::new(Mutex::new(queue));
+        let mut threads = Vec::new();
+        for n in 0..limits.handlers.max(1) {
+            let handler = Handler {
+                queue: queue.clone(),
+                source: source.clone(),
+                routes: routes.clone(),
+                counters: counters.clone(),
+                addr: self.addr,
+            };
+            let cpus = cpus.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    // Named by port (at most 15 bytes): `top -H` tells the servers apart.
+                    .name(format!("http:{}/{n}", self.addr.port()))
+                    .spawn(move || {
+                        place(&cpus);
+                        handler.run()
+                    })?,
+            );
+        }
+        let poll = {
+            let stopping = stopping.clone();
             std::thread::Builder::new()
-                .name("netloom-http".into())
+                .name(format!("http:{}", self.addr.port()))
                 .spawn(move || {
-                    for request in server.incoming_requests() {
-                        respond(request, source.as_ref(), &routes);
-                    }
+                    place(&cpus);
+                    poll.run(&stopping)
                 })?
         };
+        // The poll loop first: when it ends, the queue's sender goes and the handlers end.
+        threads.insert(0, poll);
         Ok(WebServer {
-            server,
             addr: self.addr,
-            thread: Some(thread),
+            counters,
+            stopping,
+            threads,
         })
+    }
+}
+
+/// This thread's CPUs but `off` (none if that leaves none: then anywhere).
+fn cpus_off(off: &[usize]) -> Vec<usize> {
+    let allowed = netloom_os::allowed_cpus().unwrap_or_default();
+    let left: Vec<usize> = allowed.into_iter().filter(|c| !off.contains(c)).collect();
+    match off.is_empty() {
+        true => Vec::new(),
+        false => left,
+    }
+}
+
+/// Puts the calling server thread at normal priority (it may have been started from a
+/// real-time thread) and on `cpus` (if any): a request is never served ahead of, or on the CPU
+/// of, a worker. Failing either only means the scheduler places it, so it is not an error.
+fn place(cpus: &[usize]) {
+    let _ = netloom_os::set_normal_priority();
+    if !cpus.is_empty() {
+        let _ = netloom_os::pin_current_thread_to(cpus);
+    }
+}
+
+/// One of the threads that answer requests.
+struct Handler {
+    queue: Arc<Mutex<Receiver<Job>>>,
+    source: Arc<dyn Source>,
+    routes: Routes,
+    counters: Arc<Counters>,
+    addr: SocketAddr,
+}
+
+impl Handler {
+    fn run(self) {
+        loop {
+            // The lock is held only to take a job, so the handlers answer in parallel.
+            let job = match self.queue.lock() {
+                Ok(queue) => queue.recv(),
+                Err(_) => return,
+            };
+            let Ok(job) = job else {
+                return;
+            };
+            let (conn, minor, response) = match job {
+                Job::Refuse(conn, response) => (conn, 1, response),
+                Job::Serve(conn, request) => {
+                    let response = match crate::host::check(
+                        request.host.as_deref(),
+                        request.minor_version,
+                        self.addr,
+                    ) {
+                        Ok(()) => {
+                            Counters::add(&self.counters.served);
+                            respond(&request, self.source.as_ref(), &self.routes, &self.counters)
+                        }
+                        Err(refusal) => {
+                            Counters::add(&self.counters.misdirected);
+                            Response::new(refusal.status, "text/plain; charset=utf-8", refusal.why)
+                        }
+                    };
+                    (conn, request.minor_version, response)
+                }
+            };
+            response.send(conn, minor, Instant::now() + WRITE_TIMEOUT);
+        }
     }
 }
 
 /// A serving HTTP server; dropping it stops it.
 pub struct WebServer {
-    server: Arc<tiny_http::Server>,
     addr: SocketAddr,
-    thread: Option<JoinHandle<()>>,
+    counters: Arc<Counters>,
+    stopping: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 impl WebServer {
@@ -112,12 +219,17 @@ impl WebServer {
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
+
+    /// What it did with its connections so far.
+    pub fn count(&self) -> Count {
+        self.counters.count()
+    }
 }
 
 impl Drop for WebServer {
     fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(thread) = self.thread.take() {
+        self.stopping.store(true, Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
     }
@@ -130,140 +242,14 @@ pub fn token() -> std::io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// A link change as the page posts it.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LinkSet {
-    a: String,
-    b: String,
-    #[serde(default)]
-    direction: Direction,
-    set: serde_json::Map<String, serde_json::Value>,
-}
-
-type Reply = tiny_http::Response<std::io::Cursor<Vec<u8>>>;
-
-fn reply(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Reply {
-    let header = tiny_http::Header::from_bytes("Content-Type", content_type)
-        .expect("content types are valid headers");
-    tiny_http::Response::from_data(body.into())
-        .with_status_code(status)
-        .with_header(header)
-}
-
-fn json(status: u16, body: &serde_json::Value) -> Reply {
-    reply(status, "application/json", body.to_string())
-}
-
-fn refusal(status: u16, error: impl std::fmt::Display) -> Reply {
-    json(status, &serde_json::json!({ "error": error.to_string() }))
-}
-
-fn respond(mut request: tiny_http::Request, source: &dyn Source, routes: &Routes) {
-    let path = request.url().split('?').next().unwrap_or("").to_string();
-    let method = request.method().clone();
-    use tiny_http::Method::{Get, Post};
-    let response = match (&method, path.as_str(), routes) {
-        (Get, "/metrics", Routes { metrics: true, .. }) => match source.stats() {
-            Ok(report) => reply(200, CONTENT_TYPE, exposition(&report)),
-            Err(e) => reply(503, "text/plain", e.to_string()),
-        },
-        (Get, "/api/info", Routes { web: Some(_), .. }) => match source.info() {
-            Ok(info) => reply(
-                200,
-                "application/json",
-                serde_json::to_vec(&info).expect("infos serialize"),
-            ),
-            Err(e) => refusal(503, e),
-        },
-        (Get, "/api/stats", Routes { web: Some(_), .. }) => match source.stats() {
-            Ok(report) => reply(
-                200,
-                "application/json",
-                serde_json::to_vec(&report).expect("reports serialize"),
-            ),
-            Err(e) => refusal(503, e),
-        },
-        (
-            Get,
-            "/api/report",
-            Routes {
-                report: Some(text), ..
-            },
-        ) => reply(200, "application/json", text.clone()),
-        (
-            Post,
-            "/api/link",
-            Routes {
-                web: Some(token), ..
-            },
-        ) => {
-            if bearer(&request).as_deref() != Some(token.as_str()) {
-                refusal(
-                    403,
-                    "changes need the token netloom printed at start (Authorization: Bearer TOKEN)",
-                )
-            } else {
-                link_set(&mut request, source)
-            }
-        }
-        (Get, _, Routes { web: Some(_), .. })
-        | (
-            Get,
-            _,
-            Routes {
-                report: Some(_), ..
-            },
-        ) => match page::asset(&path) {
-            Some((content_type, body)) => reply(200, content_type, body),
-            None => refusal(404, format!("no {path} here")),
-        },
-        _ => refusal(404, format!("no {method} {path} here")),
-    };
-    // A client that went away is no concern of the run's.
-    let _ = request.respond(response);
-}
-
-/// The token of an `Authorization: Bearer` header.
-fn bearer(request: &tiny_http::Request) -> Option<String> {
-    request
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv("Authorization"))
-        .and_then(|h| h.value.as_str().strip_prefix("Bearer ").map(str::to_string))
-}
-
-fn link_set(request: &mut tiny_http::Request, source: &dyn Source) -> Reply {
-    let mut body = String::new();
-    if let Err(e) = request.as_reader().take(MAX_BODY).read_to_string(&mut body) {
-        return refusal(400, format!("reading the request: {e}"));
-    }
-    let change: LinkSet = match serde_json::from_str(&body) {
-        Ok(change) => change,
-        Err(e) => {
-            return refusal(
-                400,
-                format!("a link change is {{\"a\", \"b\", \"direction\", \"set\"}}: {e}"),
-            )
-        }
-    };
-    match source.link_set(&change.a, &change.b, change.direction, &change.set) {
-        Ok(done) => json(
-            200,
-            &serde_json::to_value(&done).expect("changes serialize"),
-        ),
-        Err(e) => refusal(400, e),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::source::SourceError;
-    use netloom_live::{ControlError, LinkChange, Report};
+    use netloom_live::{ControlError, Direction, LinkChange, Report};
+    use netloom_time::Duration;
     use std::io::{BufRead, BufReader, Write};
     use std::net::TcpStream;
-    use std::sync::Mutex;
 
     /// A change as the fake run received it: the ends and the parameters.
     type Received = (String, String, serde_json::Map<String, serde_json::Value>);
@@ -345,7 +331,7 @@ mod tests {
         let fake = Arc::new(Fake::default());
         let server = Bound::bind("127.0.0.1:0")
             .unwrap()
-            .serve(fake.clone(), routes)
+            .serve(fake.clone(), routes, &[])
             .unwrap();
         (server, fake)
     }
@@ -442,5 +428,156 @@ mod tests {
         // A port alone means localhost.
         let port = Bound::bind("0").unwrap();
         assert!(port.addr().ip().is_loopback());
+    }
+
+    /// One exchange of `raw` bytes: the status code and the body.
+    fn exchange(addr: SocketAddr, raw: &str) -> (u16, String) {
+        let mut conn = TcpStream::connect(addr).unwrap();
+        conn.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        conn.write_all(raw.as_bytes()).unwrap();
+        let mut reply = String::new();
+        conn.read_to_string(&mut reply).unwrap();
+        let status = reply.split(' ').nth(1).and_then(|s| s.parse().ok());
+        let body = reply.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        (status.unwrap_or(0), body.to_string())
+    }
+
+    #[test]
+    fn a_request_addressed_to_another_host_is_refused_and_says_why() {
+        let (server, _) = serve(Routes {
+            metrics: true,
+            ..Routes::default()
+        });
+        let addr = server.addr();
+        let port = addr.port();
+        let (status, body) = exchange(
+            addr,
+            &format!("GET /metrics HTTP/1.1\r\nHost: rebound.example:{port}\r\n\r\n"),
+        );
+        assert_eq!(status, 421, "{body}");
+        assert!(body.contains("DNS rebinding"), "{body}");
+        assert!(!body.contains("netloom_pipe"), "{body}");
+        for host in [format!("127.0.0.1:{port}"), format!("localhost:{port}")] {
+            let (status, body) = exchange(
+                addr,
+                &format!("GET /metrics HTTP/1.1\r\nHost: {host}\r\n\r\n"),
+            );
+            assert_eq!(status, 200, "{host}: {body}");
+            assert!(
+                body.contains("netloom_http_closed_total{cause=\"host\"} 1"),
+                "{body}"
+            );
+        }
+        assert_eq!(server.count().misdirected, 1);
+    }
+
+    /// Whether the server closed `conn` (end of file or reset) within a second.
+    fn closed(conn: &mut TcpStream) -> bool {
+        conn.set_read_timeout(Some(std::time::Duration::from_secs(1)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        match conn.read(&mut byte) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        }
+    }
+
+    #[test]
+    fn past_the_cap_a_connection_is_closed_at_once_the_oldest_gives_way_and_silence_times_out() {
+        let limits = Limits {
+            connections: 4,
+            request_timeout: Duration::from_millis(1500),
+            grace: Duration::from_millis(300),
+            handlers: 1,
+            queue: 4,
+        };
+        let server = Bound::bind("127.0.0.1:0")
+            .unwrap()
+            .serve_within(
+                Arc::new(Fake::default()),
+                Routes {
+                    metrics: true,
+                    ..Routes::default()
+                },
+                &[],
+                limits,
+            )
+            .unwrap();
+        let addr = server.addr();
+        let mut silent: Vec<TcpStream> =
+            (0..4).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        // Every place taken, none past its grace: the fifth is closed at once.
+        let mut fifth = TcpStream::connect(addr).unwrap();
+        assert!(closed(&mut fifth), "the fifth connection is closed");
+        assert_eq!(server.count().refused, 1);
+        // Past the grace, a new client takes the oldest one's place and is served.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let (status, _) = exchange(addr, "GET /metrics HTTP/1.0\r\n\r\n");
+        assert_eq!(status, 200);
+        assert_eq!(server.count().evicted, 1);
+        assert!(closed(&mut silent[0]), "the oldest made room");
+        // The others never sent a request: closed when their time is up.
+        std::thread::sleep(std::time::Duration::from_millis(1300));
+        for conn in &mut silent[1..] {
+            assert!(closed(conn), "a silent connection times out");
+        }
+        let count = server.count();
+        assert_eq!(
+            (count.timed_out, count.accepted, count.served),
+            (3, 6, 1),
+            "{count:?}"
+        );
+        assert!(count
+            .sentence()
+            .unwrap()
+            .contains("1 refused at the connection cap"));
+    }
+
+    /// The CPUs each thread of this process named `http:PORT` or `http:PORT/N` may run on.
+    fn server_threads_cpus(port: u16) -> Vec<(String, Vec<usize>)> {
+        let mine = |name: &str| {
+            name == format!("http:{port}") || name.starts_with(&format!("http:{port}/"))
+        };
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .flatten()
+            .filter_map(|task| {
+                let name = std::fs::read_to_string(task.path().join("comm")).ok()?;
+                let name = name.trim().to_string();
+                let status = std::fs::read_to_string(task.path().join("status")).ok()?;
+                let list = status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+                mine(&name).then(|| (name, netloom_os::parse_cpu_list(list).unwrap()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_servers_threads_keep_off_the_workers_cpus() {
+        let allowed = netloom_os::allowed_cpus().unwrap();
+        if allowed.len() < 2 {
+            eprintln!("SKIPPED: one CPU: nothing to keep off");
+            return;
+        }
+        let worker = allowed[0];
+        let server = Bound::bind("127.0.0.1:0")
+            .unwrap()
+            .serve(Arc::new(Fake::default()), Routes::default(), &[worker])
+            .unwrap();
+        // The threads place themselves as they start.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let threads = server_threads_cpus(server.addr().port());
+        assert_eq!(
+            threads.len(),
+            3,
+            "a poll loop and two handlers: {threads:?}"
+        );
+        for (name, cpus) in &threads {
+            assert_eq!(cpus, &allowed[1..], "{name}");
+        }
     }
 }

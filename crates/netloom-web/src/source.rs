@@ -28,6 +28,9 @@ pub enum SourceError {
     /// There is no run to read or change: the server shows a report only.
     #[error("no run: this server shows a sim report")]
     NoRun,
+    /// Why the snapshot every reader shares could not be taken (`Snapshots`).
+    #[error("{0}")]
+    Shared(String),
 }
 
 /// A running experiment as the server sees it; errors are the one line to show.
