@@ -1325,9 +1325,12 @@ fn repartitioning_moves_routers_pipes_between_machines_without_losing_or_reorder
         assert!(p.packets > 1_000, "phase {k}: {} datagrams", p.packets);
         // Nothing vanishes at a move: a datagram lost at all was dropped by a pipe's model (h1's
         // first pipe's queue, when a starved worker reads h1's TUN late and its datagrams enter
-        // in a burst: a loaded VM's doing, with or without moves, docs/live.md).
+        // in a burst: a loaded VM's doing, with or without moves, docs/live.md), or past netloom
+        // by the receiver's socket buffer (a starved iperf3 server: 17 of 159 in a run beside
+        // five builds).
         assert!(
-            p.lost <= pipe_drops(&report) && p.out_of_order <= base.out_of_order,
+            p.lost <= pipe_drops(&report) + p.receive_buffer_drops
+                && p.out_of_order <= base.out_of_order,
             "phase {k}: {} lost and {} reordered of {}, against {} reordered without moves; {}",
             p.lost,
             p.out_of_order,

@@ -51,9 +51,10 @@ fn repartitioning_follows_moving_traffic_without_losing_reordering_or_delaying()
             // Nothing vanishes at a move: a datagram lost at all was dropped by the model, by
             // the first pipe's queue (a BDP, 25 datagrams) when a starved worker read h1's TUN
             // queue late and its datagrams entered in a burst. Under two CPU hogs, runs without
-            // moves lost 94 and 62 of 1,875 that way, runs with moves 22 and 6.
+            // moves lost 94 and 62 of 1,875 that way, runs with moves 22 and 6. Or past netloom,
+            // by the receiver's socket buffer when the iperf3 server was starved.
             assert!(
-                p.lost <= pipe_drops(&report) && p.out_of_order == 0,
+                p.lost <= pipe_drops(&report) + p.receive_buffer_drops && p.out_of_order == 0,
                 "phase {k}: {} lost, {} reordered, of {}; {}",
                 p.lost,
                 p.out_of_order,
