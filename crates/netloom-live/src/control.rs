@@ -20,6 +20,9 @@ use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How long a request waits for the workers' answers.
+pub const ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Why a request to a running experiment was refused or not answered.
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {

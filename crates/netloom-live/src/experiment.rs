@@ -6,15 +6,16 @@
 
 use crate::clock::{Clock, SystemClock};
 use crate::cluster::channel::PartError;
-use crate::control::{ControlError, Controller};
+use crate::control::{ControlError, Controller, ANSWER_TIMEOUT};
 use crate::driver::{Driver, DriverConfig};
 use crate::event::{Event, EventLines, Events, Subscription};
 use crate::mailbox::{Outbound, Post};
 use crate::message::{Direction, LinkChange, Request, Snapshot};
 use crate::monitor::Monitor;
+use crate::moved::RepartitionReport;
 use crate::plan::{Placement, Plan, PlanError};
 use crate::protocol::{socket_path, Reply, VERSION};
-use crate::repartition::{self, RepartitionReport, Repartitioner};
+use crate::repartition::{self, Repartitioner};
 use crate::report::{CaptureReport, Report, RunInfo};
 use crate::server::{Handler, Response, Server};
 use crate::tap::{CaptureStats, When};
@@ -31,8 +32,6 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-/// How long a request waits for the workers' answers.
-pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often `wait` looks at the signal flag.
 const SIGNAL_LOOK: Duration = Duration::from_millis(100);
 
@@ -86,6 +85,13 @@ pub enum LiveError {
         /// A suggestion, or nothing.
         hint: String,
     },
+}
+
+// Here, not beside `PartError`: the control channel's messages import nothing of the run.
+impl From<LiveError> for PartError {
+    fn from(e: LiveError) -> PartError {
+        PartError::Part(e.to_string())
+    }
 }
 
 fn io_error(what: &str) -> impl FnOnce(std::io::Error) -> LiveError + '_ {

@@ -56,20 +56,18 @@ mod wait;
 mod worker;
 
 pub use accuracy::{Accuracy, AccuracyReport, LatenessBucket, Thresholds, LATENESS_BUCKETS_NS};
-pub use control::{capture_pipes, ControlError, Controller, Pending};
+pub use control::{capture_pipes, ControlError, Controller, Pending, ANSWER_TIMEOUT};
 pub use driver::{Driver, DriverConfig};
 pub use event::{Event, Subscription};
-pub use experiment::{
-    Ending, Experiment, Handle, LiveError, RouterControl, RouterControlError, ANSWER_TIMEOUT,
-};
+pub use experiment::{Ending, Experiment, Handle, LiveError, RouterControl, RouterControlError};
 pub use io::{Framing, PacketIo};
 pub use message::{
     ChangeRefusal, Direction, HostCounters, LinkChange, PipeState, Request, Snapshot,
 };
+pub use moved::{EpochReport, MoveReport, RepartitionReport, MIN_EPOCH, MOVE_AHEAD};
 pub use moved::{MovePhases, Moved};
 pub use netloom_time::{Clock, SystemClock, TestClock};
 pub use plan::{this_machine, Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};
-pub use repartition::{EpochReport, MoveReport, RepartitionReport, MIN_EPOCH, MOVE_AHEAD};
 pub use report::{
     CaptureReport, HostInfo, HostReport, LostHandoffs, RefusedHandoffs, Report, RunInfo,
     WorkersInfo, WorkersReport,

@@ -6,7 +6,7 @@
 //! another machine is posted to through an `Outbound` instead (a UDP socket, `cluster`).
 
 use crate::message::{Answer, Order};
-use crate::repartition::Handover;
+use crate::moved::Handover;
 use netloom_engine::{Handoff, Refusal};
 use netloom_topo::NodeId;
 use std::io::{self, Write};

@@ -6,7 +6,7 @@
 
 use crate::accuracy::Thresholds;
 use crate::kernel::KernelRouters;
-use crate::repartition::{self, MIN_EPOCH};
+use crate::moved::MIN_EPOCH;
 use crate::report::{HostInfo, WorkersInfo};
 use crate::wait::{Hybrid, Precision};
 use netloom_engine::{Ownership, OwnershipError, Payload};
@@ -184,7 +184,7 @@ pub(crate) fn repartitioning(
     workers: usize,
     epoch: netloom_time::Duration,
 ) -> Result<(), PlanError> {
-    if let Some(why) = repartition::refusal(topology, workers) {
+    if let Some(why) = refusal(topology, workers) {
         return Err(PlanError::Options(why));
     }
     if epoch < MIN_EPOCH {
@@ -462,6 +462,29 @@ impl Plan {
             Precision::Sleep => "sleep",
         }
     }
+}
+
+/// Why a run cannot repartition, or `None` if it can: it needs workers to move pipes between,
+/// no kernel router (whose kernel forwards between its devices, which one worker reads: such
+/// runs have one worker), and no pipe that holds its packets in flow queues.
+fn refusal(topology: &Topology, workers: usize) -> Option<String> {
+    if let Some(router) = topology.nodes.iter().find(|n| n.kernel) {
+        return Some(format!(
+            "--repartition: router {} is a kernel router, and runs with kernel routers have one \
+             worker on one machine (docs/live.md, \"Kernel routers\"); leave out --repartition \
+             or make it an engine router (kernel = false)",
+            router.name
+        ));
+    }
+    if workers < 2 {
+        return Some("--repartition moves pipes between workers: give --workers 2 or more".into());
+    }
+    netloom_engine::repartition::immovable_pipe(topology).map(|pipe| {
+        format!(
+            "--repartition: pipe {pipe} holds its packets in flow queues (fq_codel), which \
+             cannot move between workers yet; use another aqm"
+        )
+    })
 }
 
 #[cfg(test)]

@@ -9,117 +9,16 @@
 
 use crate::clock::Clock;
 use crate::control::{ControlError, Controller};
-use crate::moved::{Moved, Stamps};
-use crate::ration::Bucket;
+use crate::moved::{EpochReport, MoveReport, Moved, RepartitionReport, MOVE_AHEAD};
 use crate::traffic::Traffic;
 use netloom_engine::epoch::EpochCounter;
-use netloom_engine::{Migration, Ownership};
+use netloom_engine::Ownership;
 use netloom_partition::{Assignment, Observation, Repartitioning};
 use netloom_time::{Duration, Instant};
 use netloom_topo::{PipeId, Topology};
-use serde::{Deserialize, Serialize};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-
-/// The shortest epoch: gathering the counts and partitioning take a few milliseconds, and a
-/// move stalls every worker briefly, so shorter epochs would spend the run moving.
-pub const MIN_EPOCH: Duration = Duration::from_millis(100);
-/// How far ahead of the order a move is set: long enough for every worker, woken by the order,
-/// to take it before the instant comes (a turn is microseconds; a sleeping worker's wake-up up
-/// to a few hundred on this VM).
-pub const MOVE_AHEAD: Duration = Duration::from_millis(2);
-
-/// What one worker hands another at a move: the engine's part, the hosts the other reads
-/// from now on, each with its ration's bucket, and, when payloads are shipped, the packet of
-/// each pending exit or entry of the migration (in its order; empty when payloads are cached).
-/// A worker on another machine is sent it in binary (`cluster::handover`).
-pub(crate) struct Handover {
-    pub migration: Migration,
-    pub hosts: Vec<(u32, Bucket)>,
-    pub payloads: Vec<Box<[u8]>>,
-    /// When it passed each step of its way, for `MovePhases`.
-    pub stamps: Stamps,
-}
-
-impl Handover {
-    /// The packets it carries (pending exits and entries of the migration).
-    pub fn packets(&self) -> u64 {
-        self.migration.counts().1 as u64
-    }
-}
-
-impl std::fmt::Debug for Handover {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (pipes, packets) = self.migration.counts();
-        f.debug_struct("Handover")
-            .field("pipes", &pipes)
-            .field("packets", &packets)
-            .field("hosts", &self.hosts.len())
-            .finish()
-    }
-}
-
-/// One move of a repartitioned live run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MoveReport {
-    /// Its instant, ns since the run started.
-    pub at_ns: u64,
-    /// What changed hands, its stall and where the stall's time went.
-    #[serde(flatten)]
-    pub moved: Moved,
-}
-
-/// One epoch of a repartitioned live run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EpochReport {
-    /// When it started and ended, ns since the run started.
-    pub start_ns: u64,
-    /// (see `start_ns`)
-    pub end_ns: u64,
-    /// Efficiency of the partition that ran in it (`netloom partition`); none without traffic.
-    pub efficiency: Option<f64>,
-    /// Efficiency the first partition would have had.
-    pub static_efficiency: Option<f64>,
-    /// Whether a move happened at its start.
-    pub moved: bool,
-    /// Packets released in it, and the 99th percentile of their lateness.
-    pub releases: u64,
-    /// (see `releases`)
-    pub lateness_p99_ns: u64,
-}
-
-/// A repartitioned live run's moves so far.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct RepartitionReport {
-    /// The epoch, ns.
-    pub epoch_ns: u64,
-    /// Moves made (epochs after which the partition changed).
-    pub moves: u64,
-    /// Over all moves: what changed hands, and the longest stall.
-    #[serde(flatten)]
-    pub moved: Moved,
-    /// Every epoch closed so far.
-    pub epochs: Vec<EpochReport>,
-    /// Every move so far.
-    #[serde(default)]
-    pub each_move: Vec<MoveReport>,
-    /// Why repartitioning stopped before the run did, if it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped: Option<String>,
-}
-
-impl RepartitionReport {
-    /// The 99th percentile of lateness in the epochs with a move (`true`) or without, the worst
-    /// of those epochs; none when there is no such epoch with releases.
-    pub fn worst_p99_ns(&self, moved: bool) -> Option<u64> {
-        self.epochs
-            .iter()
-            .filter(|e| e.moved == moved && e.releases > 0)
-            .map(|e| e.lateness_p99_ns)
-            .max()
-    }
-}
 
 /// The workers a repartitioning observes and moves: threads of this process (`Controller`),
 /// or machines (the cluster's coordinator).
@@ -142,11 +41,11 @@ impl<C: Clock> Workers for Controller<C> {
     }
 
     fn traffic(&self) -> Result<Traffic, ControlError> {
-        Controller::traffic(self).wait(crate::experiment::ANSWER_TIMEOUT)
+        Controller::traffic(self).wait(crate::control::ANSWER_TIMEOUT)
     }
 
     fn repartition(&self, next: Arc<Ownership>, at: Instant) -> Result<Moved, ControlError> {
-        Controller::repartition(self, next, at).wait(crate::experiment::ANSWER_TIMEOUT)
+        Controller::repartition(self, next, at).wait(crate::control::ANSWER_TIMEOUT)
     }
 }
 
@@ -358,29 +257,6 @@ impl<'c, W: Workers> Epochs<'c, W> {
         });
         Ok(())
     }
-}
-
-/// Why a run cannot repartition, or `None` if it can: it needs workers to move pipes between,
-/// no kernel router (whose kernel forwards between its devices, which one worker reads: such
-/// runs have one worker), and no pipe that holds its packets in flow queues.
-pub fn refusal(topology: &Topology, workers: usize) -> Option<String> {
-    if let Some(router) = topology.nodes.iter().find(|n| n.kernel) {
-        return Some(format!(
-            "--repartition: router {} is a kernel router, and runs with kernel routers have one \
-             worker on one machine (docs/live.md, \"Kernel routers\"); leave out --repartition \
-             or make it an engine router (kernel = false)",
-            router.name
-        ));
-    }
-    if workers < 2 {
-        return Some("--repartition moves pipes between workers: give --workers 2 or more".into());
-    }
-    netloom_engine::repartition::immovable_pipe(topology).map(|pipe| {
-        format!(
-            "--repartition: pipe {pipe} holds its packets in flow queues (fq_codel), which \
-             cannot move between workers yet; use another aqm"
-        )
-    })
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use crate::accuracy::AccuracyReport;
 use crate::message::{HostCounters, PipeState, Snapshot};
-use crate::repartition::RepartitionReport;
+use crate::moved::RepartitionReport;
 use netloom_topo::Position;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -5,7 +5,6 @@
 
 use crate::control::ControlError;
 use crate::event::Event;
-use crate::experiment::LiveError;
 use crate::message::{Request, Snapshot};
 use crate::moved::Moved;
 use crate::traffic::Traffic;
@@ -58,12 +57,6 @@ pub(crate) enum PartError {
     /// Its part refused or failed: the error's message.
     #[error("{0}")]
     Part(String),
-}
-
-impl From<LiveError> for PartError {
-    fn from(e: LiveError) -> PartError {
-        PartError::Part(e.to_string())
-    }
 }
 
 impl From<ControlError> for PartError {

@@ -2,9 +2,9 @@
 //! 40-byte header with the sender's stamps, the hosts' buckets and the shipped packets in a
 //! fixed layout, then the engine's migration (pipes' state, pending exits) in bincode.
 
+use crate::moved::Handover;
 use crate::moved::Stamps;
 use crate::ration::Bucket;
-use crate::repartition::Handover;
 use netloom_engine::Migration;
 use netloom_time::Instant;
 

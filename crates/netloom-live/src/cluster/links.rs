@@ -7,7 +7,7 @@
 use super::handover::{self, Malformed, Route, HEADER_LEN, MAGIC};
 use crate::clock::{Clock, SystemClock};
 use crate::mailbox::{Message, Post};
-use crate::repartition::Handover;
+use crate::moved::Handover;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::Mutex;

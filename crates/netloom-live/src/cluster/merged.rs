@@ -3,7 +3,7 @@
 
 use super::channel::Figures;
 use crate::message::Snapshot;
-use crate::repartition::RepartitionReport;
+use crate::moved::RepartitionReport;
 use crate::report::{LostHandoffs, Report, RunInfo};
 
 /// Every machine's figures, added up as they come, by machine in worker order.
