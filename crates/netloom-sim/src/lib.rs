@@ -10,7 +10,7 @@
 //! ```text
 //!  cli (flags -> Options, printing)
 //!   |
-//!  sim: plan -> runner: one engine | epochs | threads | processes (procs)
+//!  sim: plan <- run -> runner: one engine | epochs | threads | processes (procs)
 //!   |
 //!  partition (the split) · engine (the network, the traffic) · route · topo · time
 //! ```
@@ -22,6 +22,7 @@ mod options;
 mod plan;
 mod processes;
 mod report;
+mod run;
 mod single;
 pub mod split;
 mod threads;
@@ -31,14 +32,3 @@ pub use options::{Capture, Options, Processes};
 pub use plan::{Observer, SimPlan};
 pub use processes::{serve_worker, this_machine_first};
 pub use report::{EpochRow, RepartitionReport, SimReport, WorkersReport};
-
-/// What a runner hands back: the engine (merged, for workers), its report, and the sections
-/// the run adds.
-struct Ran {
-    engine: netloom_engine::Engine,
-    report: netloom_engine::Report,
-    workers: Option<WorkersReport>,
-    /// The partition the run measured, as it ran (host pipes moved to their host's worker).
-    assignment: Option<netloom_partition::Assignment>,
-    repartition: Option<RepartitionReport>,
-}

@@ -3,7 +3,7 @@
 
 use crate::error::{PlanError, SimError};
 use crate::options::Options;
-use crate::report::{RepartitionReport, SimReport};
+use crate::report::RepartitionReport;
 use crate::split;
 use netloom_engine::sim::{Progress, SimOptions};
 use netloom_engine::traffic::{self, FlowSpec, TrafficSpec};
@@ -169,31 +169,6 @@ impl SimPlan {
         self.assignment.as_ref()
     }
 
-    /// Runs the plan, calling `progress` about every `every` of wall time, and reports.
-    pub fn run(
-        self,
-        progress: Option<Observer<'_>>,
-        every: std::time::Duration,
-    ) -> Result<SimReport, SimError> {
-        let partitioned = self.workers > 1;
-        let ran = match (&self.assignment, self.options.repartition) {
-            (Some(a), Some(epoch)) if !partitioned => {
-                crate::epochs::run(&self, a, epoch).map(|(engine, report, rows)| crate::Ran {
-                    engine,
-                    report,
-                    workers: None,
-                    assignment: Some(a.clone()),
-                    repartition: Some(self.repartition_report(a.cores, epoch, rows)),
-                })?
-            }
-            (Some(a), _) if partitioned => {
-                crate::threads::run(&self, a, self.engine_options(progress, every))?
-            }
-            _ => crate::single::run(&self, progress, every)?,
-        };
-        self.report(ran)
-    }
-
     /// The engine's options for this run, with `progress` called about every `every`.
     pub(crate) fn engine_options<'a>(
         &self,
@@ -225,24 +200,6 @@ impl SimPlan {
             imbalance: partitioner.imbalance,
             epochs,
         }
-    }
-
-    /// The report of a finished run: the engine's, the partition measured on the run's
-    /// counts, the workers' figures and the epochs'.
-    fn report(&self, ran: crate::Ran) -> Result<SimReport, SimError> {
-        let observation = split::observation(&ran.engine);
-        let partition = match (&ran.assignment, ran.engine.crossings()) {
-            (Some(a), Some(crossings)) => Some(split::measure_crossings(a, crossings)),
-            (Some(a), None) => Some(split::measure(ran.engine.topology(), &observation, a)?),
-            (None, _) => None,
-        };
-        Ok(SimReport {
-            report: ran.report,
-            partition,
-            workers: ran.workers,
-            repartition: ran.repartition,
-            observation,
-        })
     }
 
     /// Whether the engines count transitions between pipes: to measure a partition or for the

@@ -71,3 +71,14 @@ pub struct WorkersReport {
     /// The CPU of each worker, when pinned.
     pub cpus: Option<Vec<usize>>,
 }
+
+/// What a runner hands back: the engine (merged, for workers), its report, and the sections
+/// the run adds.
+pub(crate) struct Ran {
+    pub(crate) engine: netloom_engine::Engine,
+    pub(crate) report: netloom_engine::Report,
+    pub(crate) workers: Option<WorkersReport>,
+    /// The partition the run measured, as it ran (host pipes moved to their host's worker).
+    pub(crate) assignment: Option<netloom_partition::Assignment>,
+    pub(crate) repartition: Option<RepartitionReport>,
+}

@@ -4,7 +4,7 @@
 use crate::capture::SimCapture;
 use crate::error::SimError;
 use crate::plan::{Observer, SimPlan};
-use crate::Ran;
+use crate::report::Ran;
 use netloom_engine::sim;
 use netloom_engine::tap::Tapped;
 use netloom_engine::Engine;

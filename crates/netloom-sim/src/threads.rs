@@ -4,8 +4,8 @@
 use crate::epochs::close_epoch;
 use crate::error::SimError;
 use crate::plan::SimPlan;
+use crate::report::Ran;
 use crate::report::WorkersReport;
-use crate::Ran;
 use netloom_engine::sim::SimOptions;
 use netloom_engine::workers::{self, ParallelReport};
 use netloom_engine::{Engine, Ownership, OwnershipError};
