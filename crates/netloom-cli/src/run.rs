@@ -199,12 +199,20 @@ pub fn run(args: RunArgs) -> Result<()> {
     // that is not installed, a configuration it refuses.
     let routing =
         netloom_routing::RoutingControl::new(plan.topology(), &plan.kernel_routers(), &name)?;
+    // Opened now, held for the run and written below without following a link: a user's
+    // directory swapped for a symbolic link is refused before anything starts.
+    let router_logs = args
+        .router_logs
+        .as_deref()
+        .map(netloom_os::OutputDir::open)
+        .transpose()
+        .context("--router-logs")?;
     if args.detach {
         return detach(&name, args.name.is_none());
     }
     let routing = routing.map(|control| {
-        let control = match &args.router_logs {
-            Some(dir) => control.keep_logs(dir.clone()),
+        let control = match router_logs {
+            Some(dir) => control.keep_logs(dir),
             None => control,
         };
         Box::new(control) as Box<dyn RouterControl>

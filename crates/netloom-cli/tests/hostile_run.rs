@@ -484,3 +484,162 @@ fn a_demo_whose_reader_went_away_tears_down_without_a_panic() {
         "demo left namespaces"
     );
 }
+
+/// A tmpfs of `size` mounted at `dir` (made), unmounted and removed on drop.
+struct SmallDisk {
+    dir: PathBuf,
+}
+
+impl SmallDisk {
+    fn mount(dir: PathBuf, size: &str) -> SmallDisk {
+        std::fs::create_dir_all(&dir).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(
+            mounted.success(),
+            "mount a {size} tmpfs at {}",
+            dir.display()
+        );
+        SmallDisk { dir }
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.dir).status();
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// `netloom capture h1 h2 -w FILE` against `lab` while h1 pings h2 `pings` times (`-s 1400`,
+/// every 10 ms); waits for the capture to end (at most 30 s after the pings).
+fn capture_while_pinging(lab: &Lab, file: &Path, pings: &str) -> Output {
+    let capture = lab
+        .cmd()
+        .args(["capture", "h1", "h2", "--name", &lab.name, "-w"])
+        .arg(file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // As many as the capture lets through before it ends: some may be lost to a stopped capture.
+    let _ = lab.exec(
+        "h1",
+        &[
+            "ping", "-4", "-q", "-c", pings, "-i", "0.01", "-s", "1400", "-W", "1", "h2",
+        ],
+    );
+    let pid = capture.id();
+    let give_up = Instant::now() + Duration::from_secs(30);
+    let waiter = std::thread::spawn(move || capture.wait_with_output().unwrap());
+    while !waiter.is_finished() {
+        if Instant::now() > give_up {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    waiter.join().unwrap()
+}
+
+#[test]
+fn capture_never_writes_through_a_planted_link_and_a_full_disk_is_an_error() {
+    require_live!("ping", "mount");
+    let mut lab = Lab::new("cw", &live_common::two_hosts("1ms"));
+    lab.start(&[]);
+    // Root's file, and a user's links to it where the capture is to go.
+    let precious = lab.dir.join("precious");
+    std::fs::write(&precious, "precious\n").unwrap();
+    let link = lab.dir.join("link.pcapng");
+    std::os::unix::fs::symlink(&precious, &link).unwrap();
+    let hard = lab.dir.join("hard.pcapng");
+    std::fs::hard_link(&precious, &hard).unwrap();
+    for (file, why) in [(&link, "is a symbolic link"), (&hard, "has 2 hard links")] {
+        let out = lab
+            .cmd()
+            .args(["capture", "h1", "h2", "--name", &lab.name, "-w"])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(why), "{}", stderr(&out));
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious\n");
+    }
+
+    // A capture the run refuses (no such node) leaves a file that was there as it was: it
+    // removed it, even /dev/null.
+    let mine = lab.dir.join("mine.pcapng");
+    std::fs::write(&mine, "mine\n").unwrap();
+    let out = lab
+        .cmd()
+        .args(["capture", "h9", "--name", &lab.name, "-w"])
+        .arg(&mine)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "mine\n");
+
+    // /dev/full: not one byte can be written.
+    let out = capture_while_pinging(&lab, Path::new("/dev/full"), "3");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("capturing to /dev/full: cannot write: No space left"),
+        "{err}"
+    );
+    assert!(err.contains("0 packets were written before it"), "{err}");
+
+    // A disk that fills during the capture: the error says what was written, and the file
+    // holds exactly that, whole blocks.
+    let disk = SmallDisk::mount(lab.dir.join("small"), "64k");
+    let file = disk.dir.join("c.pcapng");
+    let out = capture_while_pinging(&lab, &file, "200");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("No space left"), "{err}");
+    let written: u64 = err
+        .split(" packets were written before it (")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no byte count in {err}"));
+    assert!(written > 0, "{err}");
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), written, "{err}");
+    drop(disk);
+    let report = lab.stop();
+    assert_eq!(report["accuracy"]["physical_drops"], 0, "the run untouched");
+}
+
+#[test]
+fn router_logs_refuses_a_linked_directory_before_anything_starts() {
+    require_live!("ip");
+    let lab = Lab::new("rl", &live_common::two_hosts("1ms"));
+    let precious = lab.dir.join("etc");
+    std::fs::create_dir_all(&precious).unwrap();
+    let link = lab.dir.join("logs");
+    std::os::unix::fs::symlink(&precious, &link).unwrap();
+    let out = lab
+        .cmd()
+        .args([
+            "run",
+            "--name",
+            &lab.name,
+            "--duration",
+            "1s",
+            "--router-logs",
+        ])
+        .arg(&link)
+        .arg(lab.dir.join("topo.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is a symbolic link"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_dir(&precious).unwrap().count(), 0);
+    assert_nothing_left(&lab);
+}

@@ -147,6 +147,17 @@ pub enum OsError {
         seconds: u64,
     },
 
+    /// A file or directory netloom was asked to write (`capture -w`, `--router-logs`) is a
+    /// symbolic link, or a file there has other hard links: running as root, netloom writes
+    /// through neither, since either could lead to any file on the machine.
+    #[error("{}: {reason}; netloom does not write through it (it could lead to any file on the machine): remove it or give another path", path.display())]
+    Planted {
+        /// The link, or the file with several names.
+        path: PathBuf,
+        /// "is a symbolic link", "has 2 hard links".
+        reason: String,
+    },
+
     /// A system call or file operation failed for a reason none of the variants above covers.
     #[error("{what}: {source}")]
     Io {
