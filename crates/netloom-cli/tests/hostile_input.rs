@@ -829,3 +829,45 @@ fn generated_hostile_flag_values_get_a_clear_error_and_no_panic() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Echoes and outputs
+
+#[test]
+fn a_huge_node_name_is_quoted_by_a_bounded_prefix_in_every_error() {
+    let dir = TempDir::new("hostile-names");
+    let d = dir.path();
+    let name = "h".repeat(1 << 20);
+    // Each case names the node in several errors: its link's end that is no node, the missing
+    // bandwidth and delay of that link, a name used twice.
+    let cases = [
+        format!("hosts = [\"{name}\", \"h2\"]\n\n[[link]]\na = \"{name}\"\nb = \"hx\"\n"),
+        format!("hosts = [\"{name}\", \"{name}\"]\n"),
+        format!(
+            "hosts = [\"{name}\", \"h2\"]\n\n[[link]]\na = \"{name}\"\nb = \"h2\"\n\n[[link]]\na = \"{name}\"\nb = \"h2\"\n"
+        ),
+    ];
+    for (i, text) in cases.iter().enumerate() {
+        let file = format!("long{i}.toml");
+        dir.write(&file, text);
+        let ran = run_in(d, &["check", &file]);
+        assert_eq!(
+            ran.code,
+            Some(2),
+            "{}",
+            &ran.stderr[..ran.stderr.len().min(500)]
+        );
+        assert!(
+            ran.stderr.len() < 4096,
+            "case {i}: {} bytes of errors for a {} byte name",
+            ran.stderr.len(),
+            name.len()
+        );
+        assert!(
+            ran.stderr
+                .contains(&format!("{}… (1048576 bytes)", "h".repeat(64))),
+            "case {i}: {}",
+            ran.stderr
+        );
+    }
+}

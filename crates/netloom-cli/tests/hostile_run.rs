@@ -643,3 +643,25 @@ fn router_logs_refuses_a_linked_directory_before_anything_starts() {
     assert_eq!(std::fs::read_dir(&precious).unwrap().count(), 0);
     assert_nothing_left(&lab);
 }
+
+#[test]
+fn a_long_node_name_given_to_exec_link_and_capture_is_quoted_by_a_prefix() {
+    require_live!("true");
+    let mut lab = Lab::new("ln", &live_common::two_hosts("1ms"));
+    lab.start(&[]);
+    let name = "x".repeat(3000);
+    let shown = format!("\"{}\"… (3000 bytes)", "x".repeat(64));
+    let cases: [&[&str]; 3] = [
+        &["exec", "--name", &lab.name, &name, "--", "true"],
+        &["link", "set", "--name", &lab.name, "h1", &name, "delay=2ms"],
+        &["capture", "--name", &lab.name, &name, "-w", "-"],
+    ];
+    for args in cases {
+        let out = lab.cmd().args(args).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(&shown), "{err}");
+        assert!(err.len() < 400, "{} bytes: {err}", err.len());
+    }
+    lab.stop();
+}

@@ -24,7 +24,7 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {
     /// A name that no node of the topology has.
-    #[error("no node is named {name:?}{hint}")]
+    #[error("no node is named {:?}{hint}", netloom_topo::shown(name))]
     UnknownNode {
         /// The name asked for.
         name: String,
@@ -32,7 +32,11 @@ pub enum ControlError {
         hint: String,
     },
     /// Two nodes that no link joins.
-    #[error("no link joins {a} and {b}")]
+    #[error(
+        "no link joins {} and {}",
+        netloom_topo::shown(a),
+        netloom_topo::shown(b)
+    )]
     NoLink {
         /// One end.
         a: String,
@@ -40,7 +44,11 @@ pub enum ControlError {
         b: String,
     },
     /// Two nodes joined by several links: which one is meant cannot be told.
-    #[error("several links join {a} and {b}; change them in the topology file")]
+    #[error(
+        "several links join {} and {}; change them in the topology file",
+        netloom_topo::shown(a),
+        netloom_topo::shown(b)
+    )]
     SeveralLinks {
         /// One end.
         a: String,

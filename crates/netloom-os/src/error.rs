@@ -23,7 +23,7 @@ pub enum OsError {
     /// An experiment or host name breaks the naming rules (1 to 63 characters of
     /// `A-Z a-z 0-9 _ . -`, starting with a letter or digit; a host name must not be a number or
     /// an address). Checked before anything is made.
-    #[error("invalid {kind} name {name:?}: {reason}")]
+    #[error("invalid {kind} name {}: {reason}", quoted(name))]
     InvalidName {
         /// `"experiment"` or `"host"`.
         kind: &'static str,
@@ -96,7 +96,11 @@ pub enum OsError {
     NoExperiment,
 
     /// No registry entry has the name asked for.
-    #[error("no experiment named {name:?} is running; running: {}", list(running))]
+    #[error(
+        "no experiment named {} is running; running: {}",
+        quoted(name),
+        list(running)
+    )]
     UnknownExperiment {
         /// The name asked for.
         name: String,
@@ -113,7 +117,8 @@ pub enum OsError {
 
     /// The experiment has no host of the name asked for.
     #[error(
-        "experiment {experiment:?} has no host {host:?}; its hosts are: {}",
+        "experiment {experiment:?} has no host {}; its hosts are: {}",
+        quoted(host),
         list(hosts)
     )]
     UnknownHost {
@@ -181,6 +186,16 @@ impl OsError {
     /// The error of the last failed libc call, with the operation that failed.
     pub(crate) fn last(what: impl Into<String>) -> OsError {
         OsError::io(what, io::Error::last_os_error())
+    }
+}
+
+/// A name as given, quoted: its first 64 characters and its length when longer (as
+/// `netloom_topo::shown` does, which this crate, below the topology, cannot use), so an error
+/// never echoes a huge argument.
+fn quoted(name: &str) -> String {
+    match name.char_indices().nth(64) {
+        Some((cut, _)) => format!("{:?}… ({} bytes)", &name[..cut], name.len()),
+        None => format!("{name:?}"),
     }
 }
 
