@@ -368,11 +368,13 @@ fn detach(name: &str, add_name: bool) -> Result<()> {
     loop {
         if ready.exists() {
             let _ = std::fs::remove_file(&ready);
-            println!(
+            outln!(
                 "netloom: experiment {name} is up (pid {}); log in {}; `netloom stop --name {name}` tears it down",
                 child.id(),
                 log_path.display()
-            );
+            )
+            // It runs either way: the error says so, lest a script take it for a failed start.
+            .with_context(|| format!("experiment {name} is up (pid {}), but", child.id()))?;
             return Ok(());
         }
         if let Some(status) = child.try_wait()? {

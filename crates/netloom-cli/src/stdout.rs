@@ -11,3 +11,20 @@ pub fn write(text: &str) -> Result<()> {
         .and_then(|()| out.flush())
         .context("writing to standard output")
 }
+
+/// `print!` that returns the error of a standard output that cannot be written, for `?`.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::stdout::write(&format!($($arg)*))
+    };
+}
+
+/// `println!` that returns the error of a standard output that cannot be written, for `?`.
+macro_rules! outln {
+    () => {
+        $crate::stdout::write("\n")
+    };
+    ($($arg:tt)*) => {
+        $crate::stdout::write(&(format!($($arg)*) + "\n"))
+    };
+}
