@@ -304,6 +304,9 @@ pub fn format_report(r: &Report, last: bool, top: usize) -> String {
         r.uptime_ns as f64 / 1e9,
         r.precision,
     );
+    if let Some(refused) = r.priority.as_ref().and_then(|p| p.refused.as_ref()) {
+        let _ = writeln!(out, "  normal priority: {refused}");
+    }
     let _ = writeln!(out,
         "  lateness of {} released packets: p50 {} us, p99 {} us, p99.9 {} us, max {} us; {} later than {} us; {}",
         a.released,

@@ -229,6 +229,12 @@ pub fn run(args: RunArgs) -> Result<()> {
     let precision = plan.precision_name();
     let worker_cpus = plan.worker_cpus();
     let experiment = Experiment::start_with(plan, routing)?;
+    let priority = experiment.info().priority.as_ref();
+    if let Some(refused) = priority.and_then(|p| p.refused.as_ref()) {
+        say(format_args!(
+            "netloom: warning: {refused}; the workers run at normal priority instead, where the programs under test can delay them by whole time slices (docs/live.md)"
+        ));
+    }
     say(format_args!(
         "netloom: experiment {name} is up: {hosts} hosts in {:.2} s ({precision} precision); Ctrl-C or `netloom stop --name {name}` ends it",
         started.elapsed().as_secs_f64(),

@@ -644,6 +644,73 @@ fn router_logs_refuses_a_linked_directory_before_anything_starts() {
     assert_nothing_left(&lab);
 }
 
+/// A cgroup v1 `cpu` group made for a test, with no real-time budget (`cpu.rt_runtime_us` 0, as
+/// every new group has); its processes are moved out and it is removed on drop.
+struct NoRealtimeGroup {
+    dir: PathBuf,
+}
+
+impl NoRealtimeGroup {
+    const ROOT: &'static str = "/sys/fs/cgroup/cpu";
+
+    /// `None` where the kernel has no cgroup v1 `cpu` controller with real-time budgets.
+    fn make(tag: &str) -> Option<NoRealtimeGroup> {
+        let root = Path::new(Self::ROOT);
+        if !root.join("cpu.rt_runtime_us").exists() {
+            return None;
+        }
+        let dir = root.join(format!("netloom-test-{tag}-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        let group = NoRealtimeGroup { dir };
+        std::fs::write(group.dir.join("cpu.rt_runtime_us"), "0").unwrap();
+        Some(group)
+    }
+}
+
+impl Drop for NoRealtimeGroup {
+    fn drop(&mut self) {
+        let procs = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.lines() {
+            let _ = std::fs::write(Path::new(Self::ROOT).join("cgroup.procs"), pid);
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[test]
+fn a_cgroup_without_real_time_budget_runs_at_normal_priority_and_says_why() {
+    require_live!("ip");
+    let Some(group) = NoRealtimeGroup::make("rt") else {
+        eprintln!("SKIPPED: no cgroup v1 cpu controller with cpu.rt_runtime_us");
+        return;
+    };
+    let lab = Lab::new("rt", &live_common::two_hosts("1ms"));
+    // The run joins the group before it starts, as it would inside such a container.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("echo $$ > \"$0\" && exec \"$@\"")
+        .arg(group.dir.join("cgroup.procs"))
+        .arg(env!("CARGO_BIN_EXE_netloom"))
+        .args(["run", "--name", &lab.name, "--duration", "1s", "--json"])
+        .arg(lab.dir.join("topo.toml"))
+        .env("NETLOOM_RUN_DIR", lab.dir.join("run"))
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("netloom: warning: real-time priority 40 (SCHED_FIFO) was refused"),
+        "{err}"
+    );
+    assert!(err.contains("cpu.rt_runtime_us is 0"), "{err}");
+    assert!(err.contains("the workers run at normal priority"), "{err}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["priority"]["given"], "normal", "{report}");
+    let refused = report["priority"]["refused"].as_str().unwrap_or_default();
+    assert!(refused.contains("cpu.rt_runtime_us is 0"), "{report}");
+    assert_nothing_left(&lab);
+}
+
 #[test]
 fn a_long_node_name_given_to_exec_link_and_capture_is_quoted_by_a_prefix() {
     require_live!("true");

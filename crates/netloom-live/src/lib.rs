@@ -71,8 +71,8 @@ pub use netloom_time::{Clock, SystemClock, TestClock};
 pub use plan::{this_machine, Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};
 pub use repartition::{EpochReport, MoveReport, RepartitionReport, MIN_EPOCH, MOVE_AHEAD};
 pub use report::{
-    CaptureReport, HostInfo, HostReport, LostHandoffs, RefusedHandoffs, Report, RunInfo,
-    WorkersInfo, WorkersReport,
+    CaptureReport, HostInfo, HostReport, LostHandoffs, PriorityReport, RefusedHandoffs, Report,
+    RunInfo, WorkersInfo, WorkersReport,
 };
 pub use tap::{When, SNAPLEN};
 pub use tun_io::TunIo;

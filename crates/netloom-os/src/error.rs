@@ -163,6 +163,16 @@ pub enum OsError {
         reason: String,
     },
 
+    /// The kernel refused real-time priority (SCHED_FIFO) with EPERM, even to root: `cause` says
+    /// why (no CAP_SYS_NICE, a cgroup without real-time budget).
+    #[error("real-time priority {priority} (SCHED_FIFO) was refused: {cause}")]
+    NoRealtime {
+        /// The priority asked for.
+        priority: u8,
+        /// Why, as a sentence for the user.
+        cause: String,
+    },
+
     /// A system call or file operation failed for a reason none of the variants above covers.
     #[error("{what}: {source}")]
     Io {

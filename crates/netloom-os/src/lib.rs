@@ -21,6 +21,7 @@ mod peer;
 mod plan;
 mod poller;
 mod raw;
+mod realtime;
 mod registry;
 mod router;
 mod signal;
