@@ -126,10 +126,9 @@ pub fn run(args: CaptureArgs) -> Result<()> {
             let copied = copy(reader, &f, stop);
             // A full disk left part of a block: cut the file back to its whole blocks, so what
             // was written reads (a device such as /dev/full cannot be cut, nor needs to be).
-            if let Err(failed) = copied.as_ref().map_err(|e| e.downcast_ref::<WriteFailed>()) {
-                if let Some(failed) = failed {
-                    let _ = f.set_len(failed.bytes);
-                }
+            if let Err(Some(failed)) = copied.as_ref().map_err(|e| e.downcast_ref::<WriteFailed>())
+            {
+                let _ = f.set_len(failed.bytes);
             }
             copied
         }
