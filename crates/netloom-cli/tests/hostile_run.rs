@@ -732,3 +732,47 @@ fn a_long_node_name_given_to_exec_link_and_capture_is_quoted_by_a_prefix() {
     }
     lab.stop();
 }
+
+#[test]
+fn router_logs_never_write_through_a_link_planted_in_the_directory() {
+    require_live!("ip");
+    if !Path::new("/usr/lib/frr/zebra").exists() {
+        eprintln!("SKIPPED: needs FRR (Debian package frr)");
+        return;
+    }
+    let ring = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/ospf-ring.toml");
+    let lab = Lab::new("rf", &std::fs::read_to_string(ring).unwrap());
+    // Root's file and directory; a user's directory for the logs, with links to them in it.
+    let precious = lab.dir.join("precious");
+    std::fs::write(&precious, "precious\n").unwrap();
+    let precious_dir = lab.dir.join("etc");
+    std::fs::create_dir_all(&precious_dir).unwrap();
+    let logs = lab.dir.join("logs");
+    std::fs::create_dir_all(logs.join("r1")).unwrap();
+    std::os::unix::fs::symlink(&precious, logs.join("r1/zebra.log")).unwrap();
+    std::os::unix::fs::symlink(&precious_dir, logs.join("r2")).unwrap();
+    let out = lab
+        .cmd()
+        .args([
+            "run",
+            "--name",
+            &lab.name,
+            "--duration",
+            "2s",
+            "--router-logs",
+        ])
+        .arg(&logs)
+        .arg(lab.dir.join("topo.toml"))
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious\n");
+    assert_eq!(std::fs::read_dir(&precious_dir).unwrap().count(), 0);
+    assert!(err.contains("r1/zebra.log: is a symbolic link"), "{err}");
+    assert!(err.contains("r2: is a symbolic link"), "{err}");
+    // The rest is kept: r1's other files, and every file of the other routers.
+    assert!(logs.join("r1/frr.conf").is_file(), "{err}");
+    assert!(logs.join("r3/zebra.log").is_file(), "{err}");
+    assert_nothing_left(&lab);
+}
