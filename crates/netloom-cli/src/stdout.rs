@@ -1,5 +1,6 @@
 //! Writing a command's result to standard output as an error when it cannot be written (a full
-//! disk, `> /dev/full`), where `print!` panics.
+//! disk, `> /dev/full`), where `print!` panics: `write`, and the `out!` and `outln!` macros that
+//! every command prints with instead of `print!` and `println!`.
 
 use anyhow::{Context, Result};
 use std::io::Write;
