@@ -43,10 +43,10 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     }
     std::fs::write(&output, c.to_json()).with_context(|| format!("-o {}", output.display()))?;
     if args.json {
-        print!("{}", c.to_json());
+        out!("{}", c.to_json())?;
     } else {
-        print!("{}", c.summary());
-        println!("written to {}", output.display());
+        out!("{}", c.summary())?;
+        outln!("written to {}", output.display())?;
     }
     Ok(())
 }
@@ -337,24 +337,27 @@ fn sentence(p: &Prediction, scaling: &[Scaling], needs: Option<u32>, cpus: u32) 
 }
 
 /// Prints a capacity report for people.
-pub fn print(r: &CapacityReport) {
+pub fn print(r: &CapacityReport) -> anyhow::Result<()> {
     let p = &r.prediction;
-    println!(
+    outln!(
         "capacity  {}, {} precision, load: {} (calibration {})",
         workers(p.workers),
         r.precision,
         r.load,
         r.calibration.display()
-    );
-    println!(
+    )?;
+    outln!(
         "load      {:.0} packets/s enter, {:.2} hops each: {:.0} packet-hops/s, {:.0} hand-offs/s",
-        p.edge_packets_per_second, p.path_length, p.packet_hops_per_second, p.handoffs_per_second
-    );
+        p.edge_packets_per_second,
+        p.path_length,
+        p.packet_hops_per_second,
+        p.handoffs_per_second
+    )?;
     for w in &p.per_worker {
         let late = |ns: Option<f64>| {
             ns.map_or("unbounded".to_string(), |ns| format!("{:.1} us", ns / 1e3))
         };
-        println!(
+        outln!(
             "worker {}  {:>5.1} % CPU ({}): {:.0} packet-hops/s, {:.0} TUN reads/s, {:.0} TUN writes/s, {:.0} hand-offs in/s, {:.0} deadlines/s, {:.0} wake-ups/s; lateness p50 {} p99 {}",
             w.worker,
             w.utilization * 100.0,
@@ -367,7 +370,8 @@ pub fn print(r: &CapacityReport) {
             w.wake_ups_per_second,
             late(w.lateness_p50_ns),
             late(w.lateness_p99_ns)
-        );
+        )?;
     }
-    println!("{}", r.sentence);
+    outln!("{}", r.sentence)?;
+    Ok(())
 }

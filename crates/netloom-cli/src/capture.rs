@@ -1,7 +1,9 @@
 //! `netloom capture [--name N] A [B] -w FILE|-`: asks a running experiment for a capture of a
 //! link (or of every link of a node) and copies the pcapng it streams to FILE or stdout, whole
 //! blocks at a time, until the run stops or a signal ends it; then says how many packets were
-//! captured and how many the capture itself lost.
+//! captured and how many the capture itself lost. A file is opened without following a planted
+//! link (`netloom_os::open_output`); one that cannot be written (a full disk) ends the capture
+//! with an error that says how many packets were lost.
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -49,7 +51,33 @@ enum WhenArg {
 struct Tally {
     packets: u64,
     lost: u64,
+    /// Bytes written, all whole blocks.
+    bytes: u64,
 }
+
+/// Why a copy stopped before the stream ended: the output refused a write.
+#[derive(Debug)]
+struct WriteFailed {
+    source: std::io::Error,
+    /// Packets written before the failed write.
+    written: u64,
+    /// Bytes written before it, all whole blocks.
+    bytes: u64,
+    /// Packets in the failed write.
+    unwritten: u64,
+}
+
+impl std::fmt::Display for WriteFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot write: {}; {} packets were written before it ({} bytes, whole blocks), the {} that had arrived since were lost, and the capture stopped",
+            self.source, self.written, self.bytes, self.unwritten
+        )
+    }
+}
+
+impl std::error::Error for WriteFailed {}
 
 pub fn run(args: CaptureArgs) -> Result<()> {
     if args.b.is_none() && args.direction != Direction::Both {
@@ -57,11 +85,12 @@ pub fn run(args: CaptureArgs) -> Result<()> {
     }
     let (socket, label) = crate::live::socket(args.name.as_deref())?;
     let to_stdout = args.write.as_os_str() == "-";
-    // Before the request: a file that cannot be written leaves the run untouched.
+    // Before the request: a file that cannot be written leaves the run untouched. It is
+    // emptied only once the capture runs, so a refused request leaves a user's file as it was.
     let file = match to_stdout {
         true => None,
         false => Some(
-            std::fs::File::create(&args.write)
+            netloom_os::open_output(&args.write)
                 .with_context(|| format!("-w {}", args.write.display()))?,
         ),
     };
@@ -79,19 +108,33 @@ pub fn run(args: CaptureArgs) -> Result<()> {
     let reader = match opened {
         Ok((_, reader)) => reader,
         Err(e) => {
-            if file.is_some() {
-                let _ = std::fs::remove_file(&args.write);
+            // Removes only a file made above: never `-w /dev/null`, never a user's file.
+            if let Some(file) = file {
+                file.abandon();
             }
             return Err(e).context(label);
         }
     };
     // A signal ends the copy between two blocks, so the file stays whole.
     let stop = netloom_os::install_stop_handler()?;
-    let out: Box<dyn Write> = match file {
-        Some(f) => Box::new(f),
-        None => Box::new(std::io::stdout().lock()),
+    let target = match to_stdout {
+        true => "standard output".to_string(),
+        false => args.write.display().to_string(),
     };
-    let tally = copy(reader, out, stop).with_context(|| format!("{label}: capturing"))?;
+    let tally = match file.map(netloom_os::OutputFile::begin).transpose()? {
+        Some(f) => {
+            let copied = copy(reader, &f, stop);
+            // A full disk left part of a block: cut the file back to its whole blocks, so what
+            // was written reads (a device such as /dev/full cannot be cut, nor needs to be).
+            if let Err(Some(failed)) = copied.as_ref().map_err(|e| e.downcast_ref::<WriteFailed>())
+            {
+                let _ = f.set_len(failed.bytes);
+            }
+            copied
+        }
+        None => copy(reader, std::io::stdout().lock(), stop),
+    }
+    .with_context(|| format!("{label}: capturing to {target}"))?;
     eprintln!(
         "netloom: captured {} packets; the capture lost {} (its writer fell behind)",
         tally.packets, tally.lost
@@ -123,14 +166,22 @@ fn copy(
             Err(e) => return Err(e.into()),
         };
         pending.extend_from_slice(&chunk[..n]);
+        let before = tally.packets;
         let whole = blocks(&mut parser, &pending, &mut tally)?;
-        if to
-            .write_all(&pending[..whole])
-            .and_then(|()| to.flush())
-            .is_err()
-        {
+        match to.write_all(&pending[..whole]).and_then(|()| to.flush()) {
+            Ok(()) => tally.bytes += whole as u64,
             // The reader of stdout left (`| head`): nothing more to do.
-            return Ok(tally);
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(tally),
+            // Anything else (a full disk, `-w /dev/full`) loses what arrived: an error.
+            Err(source) => {
+                return Err(WriteFailed {
+                    source,
+                    written: before,
+                    bytes: tally.bytes,
+                    unwritten: tally.packets - before,
+                }
+                .into())
+            }
         }
         pending.drain(..whole);
     }
@@ -223,5 +274,39 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("ended inside a block"));
+    }
+
+    #[test]
+    fn a_write_that_fails_is_an_error_saying_what_was_lost() {
+        let iface = Interface {
+            name: "a->b".into(),
+            description: String::new(),
+            speed_bps: 1,
+        };
+        let mut file = Pcapng::new(Vec::new(), &[iface], 100).unwrap();
+        file.packet(0, 1, 60, &[0x45; 60], None, 0).unwrap();
+        let bytes = file.into_inner();
+        // A disk with room for the header and nothing more, as /dev/full has none at all.
+        struct Full(usize);
+        impl Write for Full {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                match self.0 {
+                    0 => Err(std::io::Error::from_raw_os_error(28)),
+                    room => {
+                        let n = room.min(buf.len());
+                        self.0 -= n;
+                        Ok(n)
+                    }
+                }
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let err = copy(&bytes[..], Full(10), &stop).unwrap_err();
+        let failed = err.downcast_ref::<WriteFailed>().expect("a write failure");
+        assert_eq!((failed.written, failed.unwritten, failed.bytes), (0, 1, 0));
+        assert!(err.to_string().contains("No space left on device"), "{err}");
     }
 }

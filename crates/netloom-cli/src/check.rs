@@ -69,11 +69,11 @@ pub fn run(args: CheckArgs) -> Result<()> {
         routing_table_bytes: routes.memory_bytes(),
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(());
     }
-    println!("{}: ok", args.file.display());
-    println!("{}", report.summary);
+    outln!("{}: ok", args.file.display())?;
+    outln!("{}", report.summary)?;
     if let (Some(h), Some(d)) = (&report.diameter_hops, &report.diameter_delay) {
         let show = |r: &Route| {
             format!(
@@ -84,12 +84,12 @@ pub fn run(args: CheckArgs) -> Result<()> {
                 r.dst
             )
         };
-        println!("diameter  {} by hops; {} by delay", show(h), show(d));
+        outln!("diameter  {} by hops; {} by delay", show(h), show(d))?;
     }
-    println!(
+    outln!(
         "routing   {} bytes of next-hop tables",
         report.routing_table_bytes
-    );
+    )?;
     Ok(())
 }
 
@@ -104,9 +104,9 @@ fn capacity(topo: &Topology, args: &CheckArgs) -> Result<()> {
     let report = crate::calibrate::predict(topo, &args.capacity, &c, &path)
         .with_context(|| args.file.display().to_string())?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        crate::calibrate::print(&report);
+        crate::calibrate::print(&report)?;
     }
     Ok(())
 }

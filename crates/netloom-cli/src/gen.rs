@@ -119,7 +119,7 @@ pub fn run(args: GenArgs) -> Result<()> {
                 file.links.len()
             );
         }
-        None => print!("{}", netloom_topo::write::to_toml(&file)),
+        None => out!("{}", netloom_topo::write::to_toml(&file))?,
     }
     Ok(())
 }

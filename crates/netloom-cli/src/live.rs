@@ -54,9 +54,9 @@ pub fn stop(args: StopArgs) -> Result<()> {
     let log = netloom_os::log_path(&record.name)?;
     if let Ok(text) = std::fs::read_to_string(&log) {
         let _ = std::fs::remove_file(&log);
-        print!("{text}");
+        out!("{text}")?;
     }
-    println!("netloom: stopped experiment {}", record.name);
+    outln!("netloom: stopped experiment {}", record.name)?;
     Ok(())
 }
 
@@ -64,14 +64,14 @@ pub fn clean(args: CleanArgs) -> Result<()> {
     // The shaping process counts as the experiment named "shape".
     if args.name.as_deref().is_none_or(|n| n == "shape") {
         for removed in netloom_shape::daemon::clean() {
-            println!("removed {removed}");
+            outln!("removed {removed}")?;
         }
         if args.name.is_some() {
             return Ok(());
         }
     }
     let report = netloom_os::clean(args.name.as_deref())?;
-    println!("{report}");
+    outln!("{report}")?;
     // The logs of detached runs that no running experiment owns: those of the experiments just
     // cleaned, and those of runs that ended without `netloom stop` to print and remove them (a
     // `stop` request of the control protocol, a crash).
@@ -92,7 +92,7 @@ pub fn clean(args: CleanArgs) -> Result<()> {
         };
         let wanted = args.name.as_deref().is_none_or(|n| n == name);
         if wanted && !running.iter().any(|r| r == name) && std::fs::remove_file(&path).is_ok() {
-            println!("removed {}", path.display());
+            outln!("removed {}", path.display())?;
         }
     }
     Ok(())
@@ -304,6 +304,9 @@ pub fn format_report(r: &Report, last: bool, top: usize) -> String {
         r.uptime_ns as f64 / 1e9,
         r.precision,
     );
+    if let Some(refused) = r.priority.as_ref().and_then(|p| p.refused.as_ref()) {
+        let _ = writeln!(out, "  normal priority: {refused}");
+    }
     let _ = writeln!(out,
         "  lateness of {} released packets: p50 {} us, p99 {} us, p99.9 {} us, max {} us; {} later than {} us; {}",
         a.released,
@@ -527,11 +530,11 @@ pub fn link(args: LinkArgs) -> Result<()> {
             change.direction.name()
         ),
     };
-    println!(
+    outln!(
         "netloom: link {} {what}, applied at {:.6} s (reply in {} us)",
         change.link,
         change.at_ns as f64 / 1e9,
         took.as_micros()
-    );
+    )?;
     Ok(())
 }

@@ -2,6 +2,9 @@
 //! and maps every error to exit code 2 (bad input or usage, as clap does; docs/cli.md); `exec`
 //! and `shell` exit with the code of the program they ran.
 
+// First: its `out!` and `outln!` are for every module below.
+#[macro_use]
+mod stdout;
 mod calibrate;
 mod capture;
 mod check;
@@ -15,7 +18,6 @@ mod partition;
 mod run;
 mod shape;
 mod sim;
-mod stdout;
 mod table;
 mod web;
 

@@ -148,9 +148,9 @@ pub fn run(args: PartitionArgs) -> Result<()> {
         placement,
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print_report(&report);
+        print_report(&report)?;
     }
     Ok(())
 }
@@ -204,50 +204,69 @@ impl From<PayloadArg> for netloom_engine::Payload {
 }
 
 /// The text lines `sim` prints for a measured partition.
-pub fn print_measurement(m: &Measurement) {
+pub fn print_measurement(m: &Measurement) -> anyhow::Result<()> {
     match m.efficiency {
-        Some(e) => print!("efficiency {:.4}", e),
-        None => print!("efficiency -"),
+        Some(e) => out!("efficiency {:.4}", e)?,
+        None => out!("efficiency -")?,
     }
-    println!(
+    outln!(
         " over {} cores: {} edge packets, {} packets processed, {} cross-core hops",
         m.cores.len(),
         m.edge_packets,
         m.packets,
         m.cross_core_hops
-    );
-    println!(
+    )?;
+    outln!(
         "{:>6} {:>8} {:>14} {:>14} {:>14}",
-        "core", "pipes", "hops", "edge packets", "packets"
-    );
+        "core",
+        "pipes",
+        "hops",
+        "edge packets",
+        "packets"
+    )?;
     for c in &m.cores {
-        println!(
+        outln!(
             "{:>6} {:>8} {:>14} {:>14} {:>14}",
-            c.core, c.pipes, c.hops, c.edge_packets, c.packets
-        );
+            c.core,
+            c.pipes,
+            c.hops,
+            c.edge_packets,
+            c.packets
+        )?;
     }
+    Ok(())
 }
 
-fn print_report(r: &PartitionReport) {
-    println!(
+fn print_report(r: &PartitionReport) -> anyhow::Result<()> {
+    outln!(
         "{}: {} pipes over {} cores by {} ({} weights, seed {})",
-        r.topology, r.pipes, r.cores, r.method, r.weights, r.seed
-    );
-    println!(
+        r.topology,
+        r.pipes,
+        r.cores,
+        r.method,
+        r.weights,
+        r.seed
+    )?;
+    outln!(
         "cut {:.6e} ({:.2}% of all flow), imbalance {:.3} (max/mean load), predicted efficiency {}",
         r.cut,
         r.cut_fraction * 100.0,
         r.imbalance,
         r.efficiency.map_or("-".to_string(), |e| format!("{e:.4}"))
-    );
+    )?;
     if let Some(rows) = &r.model {
-        println!();
-        println!(
+        outln!()?;
+        outln!(
             "{:>6} {:>10} {:>10} {:>10} {:>14} {:>16}",
-            "cores", "path len", "crossings", "efficiency", "balanced pps", "busiest-core pps"
-        );
+            "cores",
+            "path len",
+            "crossings",
+            "efficiency",
+            "balanced pps",
+            "busiest-core pps"
+        )?;
         for c in rows {
-            println!(
+            outln!(
                 "{:>6} {:>10.2} {:>10.3} {:>10.4} {:>14.0} {:>16.0}",
                 c.cores,
                 c.path_length,
@@ -255,14 +274,19 @@ fn print_report(r: &PartitionReport) {
                 c.efficiency,
                 c.balanced_pps,
                 c.busiest_core_pps
-            );
+            )?;
         }
     } else {
-        println!();
-        println!(
+        outln!()?;
+        outln!(
             "{:>6} {:>8} {:>14} {:>8} {:>14} {:>14}",
-            "core", "pipes", "load", "load %", "edge", "processed"
-        );
+            "core",
+            "pipes",
+            "load",
+            "load %",
+            "edge",
+            "processed"
+        )?;
         let total: f64 = r
             .per_core
             .iter()
@@ -270,7 +294,7 @@ fn print_report(r: &PartitionReport) {
             .sum::<f64>()
             .max(f64::MIN_POSITIVE);
         for c in r.per_core {
-            println!(
+            outln!(
                 "{:>6} {:>8} {:>14.6e} {:>8.2} {:>14.6e} {:>14.6e}",
                 c.core,
                 c.pipes,
@@ -278,22 +302,23 @@ fn print_report(r: &PartitionReport) {
                 c.load * 100.0 / total,
                 c.edge_packets,
                 c.packets
-            );
+            )?;
         }
     }
     if let Some(p) = &r.placement {
-        println!();
-        print_placement(p);
+        outln!()?;
+        print_placement(p)?;
     }
     if let Some(m) = &r.measured {
-        println!();
-        print!("measured: ");
-        print_measurement(m);
+        outln!()?;
+        out!("measured: ")?;
+        print_measurement(m)?;
     }
+    Ok(())
 }
 
 /// The CPU per core, with each core's busiest partner and the cache their CPUs share.
-fn print_placement(p: &Placement) {
+fn print_placement(p: &Placement) -> anyhow::Result<()> {
     let caches: Vec<String> = p
         .machine
         .shared
@@ -301,7 +326,7 @@ fn print_placement(p: &Placement) {
         .map(|c| format!("L{} {}", c.level, format_cpu_list(&c.cpus)))
         .collect();
     let cpus = |n: usize| format!("{n} CPU{}", if n == 1 { "" } else { "s" });
-    println!(
+    outln!(
         "placement on {} ({}); shared caches: {}",
         cpus(p.machine.cpus.len()),
         format_cpu_list(&p.machine.cpus),
@@ -310,18 +335,22 @@ fn print_placement(p: &Placement) {
         } else {
             caches.join(", ")
         }
-    );
+    )?;
     if p.shared_cpus {
-        println!(
+        outln!(
             "note: {} cores on {}: some CPUs run more than one core",
             p.cpu.len(),
             cpus(p.machine.cpus.len())
-        );
+        )?;
     }
-    println!(
+    outln!(
         "{:>6} {:>6} {:>16} {:>14} {:>8}",
-        "core", "cpu", "busiest partner", "traffic", "cache"
-    );
+        "core",
+        "cpu",
+        "busiest partner",
+        "traffic",
+        "cache"
+    )?;
     for (c, &cpu) in p.cpu.iter().enumerate() {
         let exchange = |k: usize| p.traffic[c][k] + p.traffic[k][c];
         let partner = (0..p.cpu.len())
@@ -334,9 +363,10 @@ fn print_placement(p: &Placement) {
                     Some(level) => format!("L{level}"),
                     None => "none".to_string(),
                 };
-                println!("{c:>6} {cpu:>6} {k:>16} {:>14.6e} {cache:>8}", exchange(k));
+                outln!("{c:>6} {cpu:>6} {k:>16} {:>14.6e} {cache:>8}", exchange(k))?;
             }
-            None => println!("{c:>6} {cpu:>6} {:>16} {:>14} {:>8}", "-", "-", "-"),
+            None => outln!("{c:>6} {cpu:>6} {:>16} {:>14} {:>8}", "-", "-", "-")?,
         }
     }
+    Ok(())
 }

@@ -199,12 +199,20 @@ pub fn run(args: RunArgs) -> Result<()> {
     // that is not installed, a configuration it refuses.
     let routing =
         netloom_routing::RoutingControl::new(plan.topology(), &plan.kernel_routers(), &name)?;
+    // Opened now, held for the run and written below without following a link: a user's
+    // directory swapped for a symbolic link is refused before anything starts.
+    let router_logs = args
+        .router_logs
+        .as_deref()
+        .map(netloom_os::OutputDir::open)
+        .transpose()
+        .context("--router-logs")?;
     if args.detach {
         return detach(&name, args.name.is_none());
     }
     let routing = routing.map(|control| {
-        let control = match &args.router_logs {
-            Some(dir) => control.keep_logs(dir.clone()),
+        let control = match router_logs {
+            Some(dir) => control.keep_logs(dir),
             None => control,
         };
         Box::new(control) as Box<dyn RouterControl>
@@ -221,6 +229,12 @@ pub fn run(args: RunArgs) -> Result<()> {
     let precision = plan.precision_name();
     let worker_cpus = plan.worker_cpus();
     let experiment = Experiment::start_with(plan, routing)?;
+    let priority = experiment.info().priority.as_ref();
+    if let Some(refused) = priority.and_then(|p| p.refused.as_ref()) {
+        say(format_args!(
+            "netloom: warning: {refused}; the workers run at normal priority instead, where the programs under test can delay them by whole time slices (docs/live.md)"
+        ));
+    }
     say(format_args!(
         "netloom: experiment {name} is up: {hosts} hosts in {:.2} s ({precision} precision); Ctrl-C or `netloom stop --name {name}` ends it",
         started.elapsed().as_secs_f64(),
@@ -360,11 +374,13 @@ fn detach(name: &str, add_name: bool) -> Result<()> {
     loop {
         if ready.exists() {
             let _ = std::fs::remove_file(&ready);
-            println!(
+            outln!(
                 "netloom: experiment {name} is up (pid {}); log in {}; `netloom stop --name {name}` tears it down",
                 child.id(),
                 log_path.display()
-            );
+            )
+            // It runs either way: the error says so, lest a script take it for a failed start.
+            .with_context(|| format!("experiment {name} is up (pid {}), but", child.id()))?;
             return Ok(());
         }
         if let Some(status) = child.try_wait()? {

@@ -94,19 +94,24 @@ fn show(ns: &Netns, json: bool) -> Result<()> {
     // No process running means no link.
     let reply = daemon::request(ns, &Request::Show).unwrap_or_default();
     if json {
-        println!("{}", serde_json::to_string_pretty(&reply.links)?);
+        outln!("{}", serde_json::to_string_pretty(&reply.links)?)?;
         return Ok(());
     }
     if reply.links.is_empty() {
-        println!("no link is shaped");
+        outln!("no link is shaped")?;
     }
     for link in &reply.links {
-        println!("link {} (uid {}): {}", link.id, link.owner, link.text);
+        outln!("link {} (uid {}): {}", link.id, link.owner, link.text)?;
         for p in &link.pipes {
-            println!(
+            outln!(
                 "  {:<6} {:>10} packets {:>14} bytes {:>8} drops   queue {} packets, {} bytes",
-                p.direction, p.packets, p.bytes, p.drops, p.queue_packets, p.queue_bytes
-            );
+                p.direction,
+                p.packets,
+                p.bytes,
+                p.drops,
+                p.queue_packets,
+                p.queue_bytes
+            )?;
         }
     }
     Ok(())
@@ -127,7 +132,7 @@ fn print_message(reply: Reply) -> Result<()> {
         bail!(error);
     }
     if let Some(message) = reply.message {
-        println!("{message}");
+        outln!("{message}")?;
     }
     Ok(())
 }

@@ -143,15 +143,17 @@ pub fn run(args: WebArgs) -> Result<()> {
     let signal = netloom_os::install_stop_handler()?;
     // The run's workers are in another process: nothing here to keep off.
     let servers = serve(vec![Listener { bound, routes }], source, &[])?;
+    let mut said = Ok(());
     while !signal.load(std::sync::atomic::Ordering::Relaxed) {
         if watched.as_ref().is_some_and(|path| !path.exists()) {
-            println!("netloom: the experiment has stopped");
+            // Its error is returned once the servers have stopped.
+            said = outln!("netloom: the experiment has stopped");
             break;
         }
         std::thread::sleep(LOOK);
     }
     stop(servers);
-    Ok(())
+    said
 }
 
 /// The source of a report viewer: there is no run to read or change.

@@ -829,3 +829,101 @@ fn generated_hostile_flag_values_get_a_clear_error_and_no_panic() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Echoes and outputs
+
+#[test]
+fn a_huge_node_name_is_quoted_by_a_bounded_prefix_in_every_error() {
+    let dir = TempDir::new("hostile-names");
+    let d = dir.path();
+    let name = "h".repeat(1 << 20);
+    // Each case names the node in several errors: its link's end that is no node, the missing
+    // bandwidth and delay of that link, a name used twice.
+    let cases = [
+        format!("hosts = [\"{name}\", \"h2\"]\n\n[[link]]\na = \"{name}\"\nb = \"hx\"\n"),
+        format!("hosts = [\"{name}\", \"{name}\"]\n"),
+        format!(
+            "hosts = [\"{name}\", \"h2\"]\n\n[[link]]\na = \"{name}\"\nb = \"h2\"\n\n[[link]]\na = \"{name}\"\nb = \"h2\"\n"
+        ),
+    ];
+    for (i, text) in cases.iter().enumerate() {
+        let file = format!("long{i}.toml");
+        dir.write(&file, text);
+        let ran = run_in(d, &["check", &file]);
+        assert_eq!(
+            ran.code,
+            Some(2),
+            "{}",
+            &ran.stderr[..ran.stderr.len().min(500)]
+        );
+        assert!(
+            ran.stderr.len() < 4096,
+            "case {i}: {} bytes of errors for a {} byte name",
+            ran.stderr.len(),
+            name.len()
+        );
+        assert!(
+            ran.stderr
+                .contains(&format!("{}… (1048576 bytes)", "h".repeat(64))),
+            "case {i}: {}",
+            ran.stderr
+        );
+    }
+}
+
+/// Runs `args` with standard output on `/dev/full`, as `netloom ARGS > /dev/full` does.
+fn to_full_disk(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn commands_whose_output_cannot_be_written_say_so_and_exit_2() {
+    let dir = TempDir::new("hostile-full");
+    let d = dir.path();
+    dir.write("two.toml", &format!("{TWO_HOSTS}delay = \"1ms\"\n"));
+    let cases: [&[&str]; 5] = [
+        &["gen", "chain"],
+        &["check", "two.toml"],
+        &["check", "two.toml", "--json"],
+        &["partition", "two.toml", "--cores", "2"],
+        &[
+            "sim",
+            "two.toml",
+            "--traffic",
+            "k=1 source=cbr rate=1Mbit",
+            "--duration",
+            "10ms",
+        ],
+    ];
+    for args in cases {
+        let (code, err) = to_full_disk(d, args);
+        assert_eq!(code, Some(2), "netloom {}: {err}", args.join(" "));
+        assert!(
+            !err.contains("panicked"),
+            "netloom {}: {err}",
+            args.join(" ")
+        );
+        assert!(
+            err.contains("writing to standard output") && err.contains("No space left"),
+            "netloom {}: {err}",
+            args.join(" ")
+        );
+    }
+}

@@ -484,3 +484,295 @@ fn a_demo_whose_reader_went_away_tears_down_without_a_panic() {
         "demo left namespaces"
     );
 }
+
+/// A tmpfs of `size` mounted at `dir` (made), unmounted and removed on drop.
+struct SmallDisk {
+    dir: PathBuf,
+}
+
+impl SmallDisk {
+    fn mount(dir: PathBuf, size: &str) -> SmallDisk {
+        std::fs::create_dir_all(&dir).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(
+            mounted.success(),
+            "mount a {size} tmpfs at {}",
+            dir.display()
+        );
+        SmallDisk { dir }
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.dir).status();
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// `netloom capture h1 h2 -w FILE` against `lab` while h1 pings h2 `pings` times (`-s 1400`,
+/// every 10 ms); waits for the capture to end (at most 30 s after the pings).
+fn capture_while_pinging(lab: &Lab, file: &Path, pings: &str) -> Output {
+    let capture = lab
+        .cmd()
+        .args(["capture", "h1", "h2", "--name", &lab.name, "-w"])
+        .arg(file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // As many as the capture lets through before it ends: some may be lost to a stopped capture.
+    let _ = lab.exec(
+        "h1",
+        &[
+            "ping", "-4", "-q", "-c", pings, "-i", "0.01", "-s", "1400", "-W", "1", "h2",
+        ],
+    );
+    let pid = capture.id();
+    let give_up = Instant::now() + Duration::from_secs(30);
+    let waiter = std::thread::spawn(move || capture.wait_with_output().unwrap());
+    while !waiter.is_finished() {
+        if Instant::now() > give_up {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    waiter.join().unwrap()
+}
+
+#[test]
+fn capture_never_writes_through_a_planted_link_and_a_full_disk_is_an_error() {
+    require_live!("ping", "mount");
+    let mut lab = Lab::new("cw", &live_common::two_hosts("1ms"));
+    lab.start(&[]);
+    // Root's file, and a user's links to it where the capture is to go.
+    let precious = lab.dir.join("precious");
+    std::fs::write(&precious, "precious\n").unwrap();
+    let link = lab.dir.join("link.pcapng");
+    std::os::unix::fs::symlink(&precious, &link).unwrap();
+    let hard = lab.dir.join("hard.pcapng");
+    std::fs::hard_link(&precious, &hard).unwrap();
+    for (file, why) in [(&link, "is a symbolic link"), (&hard, "has 2 hard links")] {
+        let out = lab
+            .cmd()
+            .args(["capture", "h1", "h2", "--name", &lab.name, "-w"])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(why), "{}", stderr(&out));
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious\n");
+    }
+
+    // A capture the run refuses (no such node) leaves a file that was there as it was: it
+    // removed it, even /dev/null.
+    let mine = lab.dir.join("mine.pcapng");
+    std::fs::write(&mine, "mine\n").unwrap();
+    let out = lab
+        .cmd()
+        .args(["capture", "h9", "--name", &lab.name, "-w"])
+        .arg(&mine)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "mine\n");
+
+    // /dev/full: not one byte can be written.
+    let out = capture_while_pinging(&lab, Path::new("/dev/full"), "3");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("capturing to /dev/full: cannot write: No space left"),
+        "{err}"
+    );
+    assert!(err.contains("0 packets were written before it"), "{err}");
+
+    // A disk that fills during the capture: the error says what was written, and the file
+    // holds exactly that, whole blocks.
+    let disk = SmallDisk::mount(lab.dir.join("small"), "64k");
+    let file = disk.dir.join("c.pcapng");
+    let out = capture_while_pinging(&lab, &file, "200");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("No space left"), "{err}");
+    let written: u64 = err
+        .split(" packets were written before it (")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no byte count in {err}"));
+    assert!(written > 0, "{err}");
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), written, "{err}");
+    drop(disk);
+    let report = lab.stop();
+    assert_eq!(report["accuracy"]["physical_drops"], 0, "the run untouched");
+}
+
+#[test]
+fn router_logs_refuses_a_linked_directory_before_anything_starts() {
+    require_live!("ip");
+    let lab = Lab::new("rl", &live_common::two_hosts("1ms"));
+    let precious = lab.dir.join("etc");
+    std::fs::create_dir_all(&precious).unwrap();
+    let link = lab.dir.join("logs");
+    std::os::unix::fs::symlink(&precious, &link).unwrap();
+    let out = lab
+        .cmd()
+        .args([
+            "run",
+            "--name",
+            &lab.name,
+            "--duration",
+            "1s",
+            "--router-logs",
+        ])
+        .arg(&link)
+        .arg(lab.dir.join("topo.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is a symbolic link"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_dir(&precious).unwrap().count(), 0);
+    assert_nothing_left(&lab);
+}
+
+/// A cgroup v1 `cpu` group made for a test, with no real-time budget (`cpu.rt_runtime_us` 0, as
+/// every new group has); its processes are moved out and it is removed on drop.
+struct NoRealtimeGroup {
+    dir: PathBuf,
+}
+
+impl NoRealtimeGroup {
+    const ROOT: &'static str = "/sys/fs/cgroup/cpu";
+
+    /// `None` where the kernel has no cgroup v1 `cpu` controller with real-time budgets.
+    fn make(tag: &str) -> Option<NoRealtimeGroup> {
+        let root = Path::new(Self::ROOT);
+        if !root.join("cpu.rt_runtime_us").exists() {
+            return None;
+        }
+        let dir = root.join(format!("netloom-test-{tag}-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        let group = NoRealtimeGroup { dir };
+        std::fs::write(group.dir.join("cpu.rt_runtime_us"), "0").unwrap();
+        Some(group)
+    }
+}
+
+impl Drop for NoRealtimeGroup {
+    fn drop(&mut self) {
+        let procs = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.lines() {
+            let _ = std::fs::write(Path::new(Self::ROOT).join("cgroup.procs"), pid);
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[test]
+fn a_cgroup_without_real_time_budget_runs_at_normal_priority_and_says_why() {
+    require_live!("ip");
+    let Some(group) = NoRealtimeGroup::make("rt") else {
+        eprintln!("SKIPPED: no cgroup v1 cpu controller with cpu.rt_runtime_us");
+        return;
+    };
+    let lab = Lab::new("rt", &live_common::two_hosts("1ms"));
+    // The run joins the group before it starts, as it would inside such a container.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("echo $$ > \"$0\" && exec \"$@\"")
+        .arg(group.dir.join("cgroup.procs"))
+        .arg(env!("CARGO_BIN_EXE_netloom"))
+        .args(["run", "--name", &lab.name, "--duration", "1s", "--json"])
+        .arg(lab.dir.join("topo.toml"))
+        .env("NETLOOM_RUN_DIR", lab.dir.join("run"))
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("netloom: warning: real-time priority 40 (SCHED_FIFO) was refused"),
+        "{err}"
+    );
+    assert!(err.contains("cpu.rt_runtime_us is 0"), "{err}");
+    assert!(err.contains("the workers run at normal priority"), "{err}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["priority"]["given"], "normal", "{report}");
+    let refused = report["priority"]["refused"].as_str().unwrap_or_default();
+    assert!(refused.contains("cpu.rt_runtime_us is 0"), "{report}");
+    assert_nothing_left(&lab);
+}
+
+#[test]
+fn a_long_node_name_given_to_exec_link_and_capture_is_quoted_by_a_prefix() {
+    require_live!("true");
+    let mut lab = Lab::new("ln", &live_common::two_hosts("1ms"));
+    lab.start(&[]);
+    let name = "x".repeat(3000);
+    let shown = format!("\"{}\"… (3000 bytes)", "x".repeat(64));
+    let cases: [&[&str]; 3] = [
+        &["exec", "--name", &lab.name, &name, "--", "true"],
+        &["link", "set", "--name", &lab.name, "h1", &name, "delay=2ms"],
+        &["capture", "--name", &lab.name, &name, "-w", "-"],
+    ];
+    for args in cases {
+        let out = lab.cmd().args(args).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(&shown), "{err}");
+        assert!(err.len() < 400, "{} bytes: {err}", err.len());
+    }
+    lab.stop();
+}
+
+#[test]
+fn router_logs_never_write_through_a_link_planted_in_the_directory() {
+    require_live!("ip");
+    if !Path::new("/usr/lib/frr/zebra").exists() {
+        eprintln!("SKIPPED: needs FRR (Debian package frr)");
+        return;
+    }
+    let ring = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/ospf-ring.toml");
+    let lab = Lab::new("rf", &std::fs::read_to_string(ring).unwrap());
+    // Root's file and directory; a user's directory for the logs, with links to them in it.
+    let precious = lab.dir.join("precious");
+    std::fs::write(&precious, "precious\n").unwrap();
+    let precious_dir = lab.dir.join("etc");
+    std::fs::create_dir_all(&precious_dir).unwrap();
+    let logs = lab.dir.join("logs");
+    std::fs::create_dir_all(logs.join("r1")).unwrap();
+    std::os::unix::fs::symlink(&precious, logs.join("r1/zebra.log")).unwrap();
+    std::os::unix::fs::symlink(&precious_dir, logs.join("r2")).unwrap();
+    let out = lab
+        .cmd()
+        .args([
+            "run",
+            "--name",
+            &lab.name,
+            "--duration",
+            "2s",
+            "--router-logs",
+        ])
+        .arg(&logs)
+        .arg(lab.dir.join("topo.toml"))
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious\n");
+    assert_eq!(std::fs::read_dir(&precious_dir).unwrap().count(), 0);
+    assert!(err.contains("r1/zebra.log: is a symbolic link"), "{err}");
+    assert!(err.contains("r2: is a symbolic link"), "{err}");
+    // The rest is kept: r1's other files, and every file of the other routers.
+    assert!(logs.join("r1/frr.conf").is_file(), "{err}");
+    assert!(logs.join("r3/zebra.log").is_file(), "{err}");
+    assert_nothing_left(&lab);
+}

@@ -27,7 +27,7 @@ pub const ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {
     /// A name that no node of the topology has.
-    #[error("no node is named {name:?}{hint}")]
+    #[error("no node is named {:?}{hint}", netloom_topo::shown(name))]
     UnknownNode {
         /// The name asked for.
         name: String,
@@ -35,7 +35,11 @@ pub enum ControlError {
         hint: String,
     },
     /// Two nodes that no link joins.
-    #[error("no link joins {a} and {b}")]
+    #[error(
+        "no link joins {} and {}",
+        netloom_topo::shown(a),
+        netloom_topo::shown(b)
+    )]
     NoLink {
         /// One end.
         a: String,
@@ -43,7 +47,11 @@ pub enum ControlError {
         b: String,
     },
     /// Two nodes joined by several links: which one is meant cannot be told.
-    #[error("several links join {a} and {b}; change them in the topology file")]
+    #[error(
+        "several links join {} and {}; change them in the topology file",
+        netloom_topo::shown(a),
+        netloom_topo::shown(b)
+    )]
     SeveralLinks {
         /// One end.
         a: String,

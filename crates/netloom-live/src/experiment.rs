@@ -486,11 +486,17 @@ impl Experiment {
         };
         let testbed = Testbed::create(&spec)?;
         let tun_drops = TunDrops::start(testbed.counter_reader())?;
+        // A spinning worker never sleeps, so it never asks for real-time priority.
+        let asked = options.realtime && options.precision != crate::wait::Precision::Busy;
+        let (realtime, priority) = crate::worker::priority(asked, || {
+            netloom_os::set_realtime_priority(crate::plan::REALTIME_PRIORITY)
+        })?;
         let info = RunInfo {
             experiment: options.name.clone(),
             version: env!("CARGO_PKG_VERSION").to_string(),
             protocol: VERSION,
             precision: plan.precision_name().to_string(),
+            priority: Some(priority),
             hosts,
             links: (0..plan.topology.links.len() as u32)
                 .map(|l| plan.topology.link_label(l))
@@ -620,7 +626,6 @@ impl Experiment {
             testbed: Some(testbed),
         };
         // From here on, an error drops `experiment`, which stops what started and tears down.
-        let realtime = options.realtime && options.precision != crate::wait::Precision::Busy;
         for (k, driver) in (first..).zip(drivers) {
             let halt = experiment.halt.clone();
             let worker = Worker::spawn(k, driver, cpus[k], realtime, halt, bell.clone())

@@ -69,8 +69,8 @@ pub use moved::{MovePhases, Moved};
 pub use netloom_time::{Clock, SystemClock, TestClock};
 pub use plan::{this_machine, Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};
 pub use report::{
-    CaptureReport, HostInfo, HostReport, LostHandoffs, RefusedHandoffs, Report, RunInfo,
-    WorkersInfo, WorkersReport,
+    CaptureReport, HostInfo, HostReport, LostHandoffs, PriorityReport, RefusedHandoffs, Report,
+    RunInfo, WorkersInfo, WorkersReport,
 };
 pub use tap::{When, SNAPLEN};
 pub use tun_io::TunIo;

@@ -38,6 +38,19 @@ pub struct WorkersInfo {
     pub payload: String,
 }
 
+/// The scheduling the workers got: real-time priority while they sleep, or normal priority
+/// (asked for with `--no-realtime` or `--precision busy`, or because the kernel refused
+/// real-time priority, which `refused` then says).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PriorityReport {
+    /// `realtime` (SCHED_FIFO while they sleep) or `normal`.
+    pub given: String,
+    /// Why real-time priority was asked for and refused (the workers then run at normal
+    /// priority); absent when it was not refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+}
+
 /// What a running experiment is, as the control protocol's `info` request answers it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
@@ -49,6 +62,9 @@ pub struct RunInfo {
     pub protocol: u32,
     /// `busy`, `hybrid` or `sleep`.
     pub precision: String,
+    /// The workers' priority; absent where the machines' workers decide it (several machines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<PriorityReport>,
     /// Every host, in the topology's order.
     pub hosts: Vec<HostInfo>,
     /// Every link, as "a-b".
@@ -103,6 +119,9 @@ pub struct Report {
     pub experiment: String,
     /// `busy`, `hybrid` or `sleep`.
     pub precision: String,
+    /// The workers' priority, as in `RunInfo`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<PriorityReport>,
     /// Time since the run started, ns.
     pub uptime_ns: u64,
     /// Packets inside the emulated network now; in the final report, those the stop dropped
@@ -212,6 +231,7 @@ impl Report {
         Report {
             experiment: info.experiment.clone(),
             precision: info.precision.clone(),
+            priority: info.priority.clone(),
             uptime_ns: snapshot.at.as_nanos(),
             in_flight: snapshot.in_flight,
             accuracy,
@@ -319,6 +339,7 @@ mod tests {
             version: "0".into(),
             protocol: 1,
             precision: "hybrid".into(),
+            priority: None,
             hosts: vec![host("h1", 1), host("h2", 2)],
             links: vec!["h1-h2".into()],
             workers: workers.then(|| WorkersInfo {

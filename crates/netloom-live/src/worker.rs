@@ -7,6 +7,7 @@ use crate::clock::Clock;
 use crate::driver::Driver;
 use crate::io::PacketIo;
 use crate::plan::REALTIME_PRIORITY;
+use crate::report::PriorityReport;
 use netloom_os::OsError;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
@@ -87,6 +88,31 @@ impl<I: PacketIo + Send + 'static, C: Clock> Worker<I, C> {
     }
 }
 
+/// Whether the workers run at real-time priority, as the report says it: `asked` for, and
+/// granted by `probe` (run on a thread of its own, which then ends). Refused by the kernel (no
+/// CAP_SYS_NICE, a cgroup without real-time budget), the run goes on at normal priority and
+/// the report says why; any other failure of `probe` is an error.
+pub(crate) fn priority(
+    asked: bool,
+    probe: impl FnOnce() -> Result<(), OsError> + Send,
+) -> Result<(bool, PriorityReport), OsError> {
+    let report = |given: &str, refused: Option<String>| PriorityReport {
+        given: given.to_string(),
+        refused,
+    };
+    if !asked {
+        return Ok((false, report("normal", None)));
+    }
+    let probed = std::thread::scope(|s| s.spawn(probe).join());
+    match probed.unwrap_or_else(|panic| std::panic::resume_unwind(panic)) {
+        Ok(()) => Ok((true, report("realtime", None))),
+        Err(refused @ OsError::NoRealtime { .. }) => {
+            Ok((false, report("normal", Some(refused.to_string()))))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Gets the calling thread ready to drive.
 pub(crate) fn prepare(cpu: Option<usize>, realtime: bool) -> Result<(), OsError> {
     if let Some(cpu) = cpu {
@@ -97,4 +123,30 @@ pub(crate) fn prepare(cpu: Option<usize>, realtime: bool) -> Result<(), OsError>
         netloom_os::set_realtime_priority(REALTIME_PRIORITY)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_real_time_priority_falls_back_to_normal_and_says_why() {
+        let refused = || {
+            Err(OsError::NoRealtime {
+                priority: REALTIME_PRIORITY,
+                cause: "no budget".into(),
+            })
+        };
+        let (realtime, report) = priority(true, refused).unwrap();
+        assert!(!realtime);
+        assert_eq!(report.given, "normal");
+        assert!(report.refused.unwrap().contains("no budget"));
+        let (realtime, report) = priority(true, || Ok(())).unwrap();
+        assert!(realtime);
+        assert_eq!((report.given.as_str(), report.refused), ("realtime", None));
+        assert!(!priority(false, refused).unwrap().0);
+        // Anything but a refusal stops the run, as before.
+        let broken = || Err(OsError::NoTun);
+        assert!(priority(true, broken).is_err());
+    }
 }

@@ -77,9 +77,18 @@ pub fn set_realtime_priority(priority: u8) -> Result<(), OsError> {
     };
     // SAFETY: `param` is a live sched_param; pid 0 means the calling thread.
     if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
-        return Err(OsError::last(format!(
-            "give the driver real-time priority {priority} (SCHED_FIFO needs root)"
-        )));
+        let error = std::io::Error::last_os_error();
+        // Root is refused too, and "needs root" would mislead: say what refused it.
+        if error.raw_os_error() == Some(libc::EPERM) {
+            return Err(OsError::NoRealtime {
+                priority,
+                cause: crate::realtime::refusal_cause(),
+            });
+        }
+        return Err(OsError::io(
+            format!("give the driver real-time priority {priority} (SCHED_FIFO)"),
+            error,
+        ));
     }
     Ok(())
 }

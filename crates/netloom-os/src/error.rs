@@ -23,7 +23,7 @@ pub enum OsError {
     /// An experiment or host name breaks the naming rules (1 to 63 characters of
     /// `A-Z a-z 0-9 _ . -`, starting with a letter or digit; a host name must not be a number or
     /// an address). Checked before anything is made.
-    #[error("invalid {kind} name {name:?}: {reason}")]
+    #[error("invalid {kind} name {}: {reason}", quoted(name))]
     InvalidName {
         /// `"experiment"` or `"host"`.
         kind: &'static str,
@@ -96,7 +96,11 @@ pub enum OsError {
     NoExperiment,
 
     /// No registry entry has the name asked for.
-    #[error("no experiment named {name:?} is running; running: {}", list(running))]
+    #[error(
+        "no experiment named {} is running; running: {}",
+        quoted(name),
+        list(running)
+    )]
     UnknownExperiment {
         /// The name asked for.
         name: String,
@@ -113,7 +117,8 @@ pub enum OsError {
 
     /// The experiment has no host of the name asked for.
     #[error(
-        "experiment {experiment:?} has no host {host:?}; its hosts are: {}",
+        "experiment {experiment:?} has no host {}; its hosts are: {}",
+        quoted(host),
         list(hosts)
     )]
     UnknownHost {
@@ -147,6 +152,27 @@ pub enum OsError {
         seconds: u64,
     },
 
+    /// A file or directory netloom was asked to write (`capture -w`, `--router-logs`) is a
+    /// symbolic link, or a file there has other hard links: running as root, netloom writes
+    /// through neither, since either could lead to any file on the machine.
+    #[error("{}: {reason}; netloom does not write through it (it could lead to any file on the machine): remove it or give another path", path.display())]
+    Planted {
+        /// The link, or the file with several names.
+        path: PathBuf,
+        /// "is a symbolic link", "has 2 hard links".
+        reason: String,
+    },
+
+    /// The kernel refused real-time priority (SCHED_FIFO) with EPERM, even to root: `cause` says
+    /// why (no CAP_SYS_NICE, a cgroup without real-time budget).
+    #[error("real-time priority {priority} (SCHED_FIFO) was refused: {cause}")]
+    NoRealtime {
+        /// The priority asked for.
+        priority: u8,
+        /// Why, as a sentence for the user.
+        cause: String,
+    },
+
     /// A system call or file operation failed for a reason none of the variants above covers.
     #[error("{what}: {source}")]
     Io {
@@ -170,6 +196,16 @@ impl OsError {
     /// The error of the last failed libc call, with the operation that failed.
     pub(crate) fn last(what: impl Into<String>) -> OsError {
         OsError::io(what, io::Error::last_os_error())
+    }
+}
+
+/// A name as given, quoted: its first 64 characters and its length when longer (as
+/// `netloom_topo::shown` does, which this crate, below the topology, cannot use), so an error
+/// never echoes a huge argument.
+fn quoted(name: &str) -> String {
+    match name.char_indices().nth(64) {
+        Some((cut, _)) => format!("{:?}… ({} bytes)", &name[..cut], name.len()),
+        None => format!("{name:?}"),
     }
 }
 

@@ -16,10 +16,12 @@ mod listener;
 mod netlink;
 mod netns;
 mod nfqueue;
+mod output;
 mod peer;
 mod plan;
 mod poller;
 mod raw;
+mod realtime;
 mod registry;
 mod router;
 mod signal;
@@ -46,6 +48,7 @@ pub use interface::DeviceCounters;
 pub use listener::shut_down_listener;
 pub use netns::{enter as enter_namespace, enter_file as enter_namespace_file};
 pub use nfqueue::{NfQueue, QueuedPacket, Verdict, VerdictStats};
+pub use output::{open_output, OutputDir, OutputFile};
 pub use peer::{effective_uid, peer_credentials, primary_group, PeerCredentials};
 pub use plan::{
     address_plan, check_experiment_name, check_host_name, namespace_name, router_address,

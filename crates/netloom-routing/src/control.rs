@@ -6,10 +6,10 @@ use crate::{
     RouterDaemons, RouterSpec, RoutingError,
 };
 use netloom_live::RouterControlError;
-use netloom_os::KernelRouterSpec;
+use netloom_os::{KernelRouterSpec, OutputDir};
 use netloom_time::Duration;
 use netloom_topo::{RoutingDaemon, RoutingProtocol, Topology};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// How long daemons get to exit after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(2);
@@ -21,7 +21,7 @@ pub struct RoutingControl {
     /// `<experiment's registry directory>/routers`, one directory per router below.
     dir: PathBuf,
     /// Where each router's logs are copied when the daemons stop, if anywhere.
-    keep_logs: Option<PathBuf>,
+    keep_logs: Option<OutputDir>,
     running: Vec<RouterDaemons>,
 }
 
@@ -73,8 +73,9 @@ impl RoutingControl {
     }
 
     /// Copies each router's logs to `<dir>/<router>/` when the daemons stop (the run's own
-    /// directory goes with the run).
-    pub fn keep_logs(mut self, dir: PathBuf) -> RoutingControl {
+    /// directory goes with the run). `dir` is held open and written below without following a
+    /// symbolic link (`OutputDir`): netloom runs as root, and `dir` may be a user's.
+    pub fn keep_logs(mut self, dir: OutputDir) -> RoutingControl {
         self.keep_logs = Some(dir);
         self
     }
@@ -84,21 +85,37 @@ impl RoutingControl {
         &self.specs
     }
 
-    fn copy_logs(&self, daemons: &RouterDaemons, to: &Path) -> std::io::Result<()> {
+    /// Copies `daemons`' logs and configurations to `<to>/<router>/`. A file planted there as a
+    /// symbolic link is refused and the copy goes on with the others; the first error is
+    /// returned.
+    fn copy_logs(daemons: &RouterDaemons, to: &OutputDir) -> Result<(), String> {
         let router = daemons
             .dir()
             .file_name()
             .expect("a router's directory is named after it");
-        let target = to.join(router);
-        std::fs::create_dir_all(&target)?;
-        for entry in std::fs::read_dir(daemons.dir())?.flatten() {
+        let target = to.subdir(router).map_err(|e| e.to_string())?;
+        let entries = std::fs::read_dir(daemons.dir())
+            .map_err(|e| format!("{}: {e}", daemons.dir().display()))?;
+        let mut first = None;
+        for entry in entries.flatten() {
             let path = entry.path();
             let keep = path.extension().is_some_and(|e| e == "log" || e == "conf");
-            if keep {
-                std::fs::copy(&path, target.join(entry.file_name()))?;
+            if !keep {
+                continue;
+            }
+            let copied = target
+                .create(&entry.file_name())
+                .map_err(|e| e.to_string())
+                .and_then(|mut out| {
+                    std::fs::File::open(&path)
+                        .and_then(|mut from| std::io::copy(&mut from, &mut out))
+                        .map_err(|e| format!("{}: {e}", path.display()))
+                });
+            if let Err(e) = copied {
+                first.get_or_insert(e);
             }
         }
-        Ok(())
+        first.map_or(Ok(()), Err)
     }
 }
 
@@ -125,11 +142,11 @@ impl netloom_live::RouterControl for RoutingControl {
         for mut daemons in std::mem::take(&mut self.running) {
             daemons.stop(STOP_GRACE);
             if let Some(to) = &self.keep_logs {
-                if let Err(e) = self.copy_logs(&daemons, to) {
+                if let Err(e) = Self::copy_logs(&daemons, to) {
                     eprintln!(
-                        "netloom: could not keep {}'s logs in {}: {e}",
+                        "netloom: could not keep all of {}'s logs in {}: {e}",
                         daemons.dir().display(),
-                        to.display()
+                        to.path().display()
                     );
                 }
             }

@@ -22,6 +22,7 @@ use crate::model::{
 use crate::patch::LinkPatch;
 use crate::plan::resolve_plan;
 use crate::schema::{self, did_you_mean};
+use crate::shown::shown;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
@@ -214,9 +215,9 @@ impl Namer {
             Subject::Text(t) => Some(t.clone()),
             Subject::Link(i) => Some(match self.ends.get(*i).cloned().flatten() {
                 Some((a, b)) if self.pairs.get(&pair(&a, &b)) == Some(&1) => {
-                    format!("link {a}-{b}")
+                    format!("link {}-{}", shown(&a), shown(&b))
                 }
-                Some((a, b)) => format!("link #{} ({a}-{b})", i + 1),
+                Some((a, b)) => format!("link #{} ({}-{})", i + 1, shown(&a), shown(&b)),
                 None => format!("link #{}", i + 1),
             }),
         }
@@ -351,7 +352,7 @@ pub(crate) fn resolve_with(
                 NodeEntry::Full(t) => (&t.name, t.group.clone()),
             };
             let path = vec![Seg::Key(key.into()), Seg::Index(i)];
-            let subject = Subject::Text(format!("{} {name}", kind_word(kind)));
+            let subject = Subject::Text(format!("{} {}", kind_word(kind), shown(name)));
             let position = match entry {
                 NodeEntry::Name(_) => None,
                 NodeEntry::Full(t) => position(t).unwrap_or_else(|(k, message)| {
@@ -441,7 +442,7 @@ pub(crate) fn resolve_with(
                 files,
                 p,
                 key_path(&[], &["classes", name]),
-                Subject::Text(format!("class \"{name}\"")),
+                Subject::Text(format!("class {:?}", shown(name))),
                 "",
             );
             if issues.len() > before {
@@ -471,7 +472,8 @@ pub(crate) fn resolve_with(
                     ErrorKind::UnknownName,
                     &[key],
                     format!(
-                        "{key} = \"{name}\" is not a node{}; declare it in hosts or routers",
+                        "{key} = {:?} is not a node{}; declare it in hosts or routers",
+                        shown(name),
                         did_you_mean(name, &names)
                     ),
                 );
@@ -485,8 +487,8 @@ pub(crate) fn resolve_with(
                 ErrorKind::SelfLoop,
                 &["b"],
                 format!(
-                    "a and b are both \"{}\"; a link joins two different nodes",
-                    link.a
+                    "a and b are both {:?}; a link joins two different nodes",
+                    shown(&link.a)
                 ),
             );
         }
@@ -629,7 +631,7 @@ pub(crate) fn resolve_with(
 
 /// Every host has a link, and the links that are up connect every pair of hosts.
 fn check_connected(topo: &Topology, node_paths: &[Vec<Seg>], issues: &mut Vec<Issue>) {
-    let host_subject = |id: NodeId| Subject::Text(format!("host {}", topo.node(id).name));
+    let host_subject = |id: NodeId| Subject::Text(format!("host {}", shown(&topo.node(id).name)));
     if topo.hosts.is_empty() {
         issues.push(Issue {
             kind: ErrorKind::Missing,
@@ -674,8 +676,8 @@ fn check_connected(topo: &Topology, node_paths: &[Vec<Seg>], issues: &mut Vec<Is
                 path: node_paths[h as usize].clone(),
                 subject: host_subject(h),
                 message: format!(
-                    "has no link; connect it with a [[link]] (a = \"{}\", b = \"r1\")",
-                    topo.node(h).name
+                    "has no link; connect it with a [[link]] (a = {:?}, b = \"r1\")",
+                    shown(&topo.node(h).name)
                 ),
             });
         }

@@ -313,7 +313,10 @@ impl Checker<'_> {
     ) -> KernelRouting {
         let (path, subject) = match at {
             Some(at) => (at.path.clone(), at.subject.clone()),
-            None => (Vec::new(), Subject::Text(format!("router {name}"))),
+            None => (
+                Vec::new(),
+                Subject::Text(format!("router {}", crate::shown(name))),
+            ),
         };
         // A problem of the layers together is told at the router's key if it set it.
         let key = |k: &str| {

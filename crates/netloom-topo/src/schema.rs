@@ -114,7 +114,7 @@ pub(crate) fn suggest<'a>(word: &str, valid: &[&'a str]) -> Option<&'a str> {
 /// ' (did you mean "x"?)' or nothing.
 pub fn did_you_mean(word: &str, valid: &[&str]) -> String {
     suggest(word, valid)
-        .map(|s| format!(" (did you mean \"{s}\"?)"))
+        .map(|s| format!(" (did you mean {:?}?)", crate::shown(s)))
         .unwrap_or_default()
 }
 
@@ -207,7 +207,7 @@ impl Reader {
                     &at.key(key),
                     format!(
                         "unknown key \"{}\"{}{}; valid keys: {}",
-                        at.name(key),
+                        crate::shown(&at.name(key)),
                         // A dotted key already says where it is.
                         if at.prefix.is_empty() {
                             format!(" in {what}")

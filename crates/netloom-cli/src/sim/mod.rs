@@ -193,7 +193,7 @@ pub fn run(args: SimArgs) -> Result<()> {
     }
     match args.json {
         true => crate::stdout::write(&(serde_json::to_string_pretty(&report)? + "\n"))?,
-        false => text::print(&report, args.top),
+        false => text::print(&report, args.top)?,
     }
     Ok(())
 }

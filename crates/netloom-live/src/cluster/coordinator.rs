@@ -371,6 +371,8 @@ impl ClusterRun {
             version: env!("CARGO_PKG_VERSION").to_string(),
             protocol: VERSION,
             precision: plan.precision_name().to_string(),
+            // Each machine's worker decides its own, as on one machine.
+            priority: None,
             hosts: plan.hosts(),
             links: (0..plan.topology().links.len() as u32)
                 .map(|l| plan.topology().link_label(l))
