@@ -114,8 +114,8 @@ pub(super) fn serve_loop(
                     duplicate: Some(_), ..
                 } => duplicated.push(id),
                 Arrival::Held { .. } | Arrival::Waiting { .. } => {}
-                Arrival::Unmatched => out.push((id, true)),
-                Arrival::Dropped(_) => out.push((id, false)),
+                Arrival::Unmatched | Arrival::Passed => out.push((id, true)),
+                Arrival::Dropped(_) | Arrival::OverLimit => out.push((id, false)),
             }
         }
         shaper.due(clock.now(), &mut out);
