@@ -358,6 +358,39 @@ impl<H: Copy> Shaper<H> {
         (links + 1, pipes + layout(&spec.pipes).pipes.len())
     }
 
+    /// The iptables rules (as `count` counts a rule's) `spec`'s link would make for `owner`,
+    /// and all of `owner`'s links would once it is set: what the limits are checked against.
+    pub fn kernel_usage_with(
+        &self,
+        owner: u32,
+        spec: &LinkSpec,
+        count: impl Fn(&Rule) -> usize,
+    ) -> (usize, usize) {
+        let layout = layout(&spec.pipes);
+        let new: usize = Rule::from_selector(
+            &spec.selector,
+            0,
+            &directions(layout.inbound.is_some(), layout.outbound.is_some()),
+        )
+        .iter()
+        .map(&count)
+        .fold(0, usize::saturating_add);
+        let others = self
+            .links
+            .iter()
+            .filter(|l| l.owner == owner && l.selector != spec.selector)
+            .flat_map(|l| {
+                Rule::from_selector(
+                    &l.selector,
+                    l.id,
+                    &directions(l.inbound.is_some(), l.outbound.is_some()),
+                )
+            })
+            .map(|r| count(&r))
+            .fold(0, usize::saturating_add);
+        (new, new.saturating_add(others))
+    }
+
     /// Removes the link `target` names among `owner`'s (every owner's if `None`). Packets it
     /// holds go on at once (the next `due`), their copies are forgotten: what a link held
     /// stops counting against its owner and stops occupying the kernel's queue as it goes.
@@ -412,13 +445,7 @@ impl<H: Copy> Shaper<H> {
     fn rebuild(&mut self) {
         let mut tenants: Vec<(u32, Vec<Rule>)> = Vec::new();
         for link in &self.links {
-            let mut directions = Vec::new();
-            if link.inbound.is_some() {
-                directions.push(Direction::In);
-            }
-            if link.outbound.is_some() {
-                directions.push(Direction::Out);
-            }
+            let directions = directions(link.inbound.is_some(), link.outbound.is_some());
             let mut rules = Rule::from_selector(&link.selector, link.id, &directions);
             // A user's rules match only that user's sockets, whatever the request said (the
             // kernel's OUT rules get `--uid-owner` from this).
@@ -800,6 +827,14 @@ impl<H: Copy> Shaper<H> {
     pub fn is_empty(&self) -> bool {
         self.links.is_empty()
     }
+}
+
+/// The directions a link with these pipes shapes.
+fn directions(inbound: bool, outbound: bool) -> Vec<Direction> {
+    [(inbound, Direction::In), (outbound, Direction::Out)]
+        .into_iter()
+        .filter_map(|(shaped, d)| shaped.then_some(d))
+        .collect()
 }
 
 /// Takes a held packet or copy off its owner's count and the shaper's.

@@ -1,4 +1,4 @@
-//! The daemon's `LoopIo`: NFQUEUE, sock_diag, iptables and epoll.
+//! The daemon's `LoopIo`: NFQUEUE, sock_diag, epoll, and iptables on a thread of its own.
 
 use super::packet_loop::{Handle, LoopIo, Queued};
 use super::DaemonError;
@@ -7,9 +7,11 @@ use crate::kernel::{self, KernelError, QUEUES};
 use crate::spec::Cgroup;
 use netloom_os::{NfQueue, Poller, RawSender, SocketOwner, SocketTable, Verdict};
 use std::collections::HashMap;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::SocketAddr;
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
+use std::sync::mpsc;
 
 /// Packets read from the queue before they are classified together (`Shaper::arrive_batch`);
 /// fewer when the queue holds fewer. They share one arrival time, that of the wake-up.
@@ -20,6 +22,9 @@ pub(super) const HOOK_OUTPUT: u8 = 3;
 
 /// The daemon's `LoopIo`: NFQUEUE, sock_diag, iptables and epoll.
 pub(super) struct KernelIo {
+    /// Where installations go, how they ended, a byte on `installed_woken` for each, and
+    /// whether one is under way.
+    pub(super) installer: Installer,
     pub(super) queue: NfQueue,
     pub(super) sockets: SocketTable,
     pub(super) poller: Poller,
@@ -45,15 +50,18 @@ pub(super) struct KernelIo {
 }
 
 impl LoopIo for KernelIo {
-    fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, DaemonError> {
+    fn wait(&mut self, timeout: std::time::Duration) -> Result<(), DaemonError> {
         self.poller.wait(Some(timeout), &mut self.ready)?;
-        if !self.ready.contains(&1) {
-            return Ok(false);
-        }
-        // Drain the waker's bytes; each stands for a request in the channel.
+        // Drain the wakers' bytes; each stands for a request in the channel or an installation
+        // that ended, which the loop looks for every turn.
         let mut drained = [0u8; 64];
-        while matches!((&self.woken).read(&mut drained), Ok(n) if n > 0) {}
-        Ok(true)
+        if self.ready.contains(&TOKEN_REQUESTS) {
+            while matches!((&self.woken).read(&mut drained), Ok(n) if n > 0) {}
+        }
+        if self.ready.contains(&TOKEN_INSTALLED) {
+            while matches!((&self.installer.woken).read(&mut drained), Ok(n) if n > 0) {}
+        }
+        Ok(())
     }
 
     fn recv(&mut self, out: &mut Vec<Queued>) -> Result<(), DaemonError> {
@@ -180,11 +188,75 @@ impl LoopIo for KernelIo {
         }
     }
 
-    fn install(&mut self, rules: &[Rule]) -> Result<(), KernelError> {
-        kernel::install(rules, QUEUES)
+    fn install(&mut self, rules: Option<Vec<Rule>>) {
+        self.installer.busy = self.installer.jobs.send(rules).is_ok();
+    }
+
+    fn installed(&mut self) -> Option<Result<(), KernelError>> {
+        let result = self.installer.results.try_recv().ok()?;
+        self.installer.busy = false;
+        Some(result)
     }
 
     fn remove(&mut self) {
+        // After the installation under way, which would otherwise put rules back.
+        if std::mem::take(&mut self.installer.busy) {
+            let _ = self.installer.results.recv();
+        }
         kernel::remove();
+    }
+}
+
+/// The poller's token for the requests' waker.
+pub(super) const TOKEN_REQUESTS: u32 = 1;
+/// The poller's token for the installer's waker.
+pub(super) const TOKEN_INSTALLED: u32 = 2;
+
+/// The thread that writes the kernel's rules, and the loop's ends of it.
+pub(super) struct Installer {
+    jobs: mpsc::Sender<Option<Vec<Rule>>>,
+    results: mpsc::Receiver<Result<(), KernelError>>,
+    /// A byte arrives here as each installation ends.
+    pub(super) woken: UnixStream,
+    busy: bool,
+}
+
+impl Installer {
+    /// Starts the thread, in the namespace of the calling thread (it inherits it).
+    pub(super) fn start() -> Result<Installer, DaemonError> {
+        let io = |e: std::io::Error| DaemonError::Io(format!("start the installing thread: {e}"));
+        let (waker, woken) = UnixStream::pair().map_err(io)?;
+        woken.set_nonblocking(true).map_err(io)?;
+        let (jobs, todo) = mpsc::channel::<Option<Vec<Rule>>>();
+        let (done, results) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("shape-install".to_string())
+            .spawn(move || {
+                for rules in todo {
+                    let result = match rules {
+                        Some(rules) => kernel::install(&rules, QUEUES),
+                        None => {
+                            kernel::remove();
+                            Ok(())
+                        }
+                    };
+                    if done.send(result).is_err() {
+                        return;
+                    }
+                    let _ = (&waker).write_all(&[1]);
+                }
+            })
+            .map_err(io)?;
+        Ok(Installer {
+            jobs,
+            results,
+            woken,
+            busy: false,
+        })
+    }
+
+    /// What the poller watches for the end of an installation.
+    pub(super) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.woken.as_fd()
     }
 }

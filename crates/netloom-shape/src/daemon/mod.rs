@@ -15,9 +15,9 @@ pub use housekeeping::{clean, sweep_dead};
 
 use crate::kernel::{DUPLICATE_MARK, QUEUES};
 use crate::limits::{config_path, LimitsError, Tenancy};
-use crate::shaper::LinkReport;
+use crate::shaper::{LinkReport, UserReport};
 use housekeeping::sweeper;
-use kernel_io::KernelIo;
+use kernel_io::{Installer, KernelIo, TOKEN_INSTALLED, TOKEN_REQUESTS};
 use netloom_os::{NfQueue, OsError, Poller, RawSender, SocketTable};
 use netloom_time::SystemClock;
 use packet_loop::serve_loop;
@@ -37,6 +37,11 @@ const COPY: u32 = 128;
 const COPY_WHOLE: u32 = 0xffff;
 /// Packets the kernel holds for netloom at most; beyond, it drops.
 const MAX_HELD: u32 = 65536;
+/// Packets the daemon's pipes hold at most, over all users: past it, arriving packets go on
+/// unshaped (counted for their link's owner), so the kernel's queue always has room for what
+/// it has queued but the daemon has not read yet (a few batches) and never drops a packet for
+/// want of room. With the queue's fail-open flag, this is the second of two guards.
+const CAPACITY: u64 = MAX_HELD as u64 - 4096;
 
 /// A request to the shaping process.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -69,6 +74,10 @@ pub struct Reply {
     pub message: Option<String>,
     /// The links, for `show`.
     pub links: Vec<LinkReport>,
+    /// What each user's pipes hold and what their limits turned away, for `show` (the
+    /// caller's own; root: everyone's).
+    #[serde(default)]
+    pub users: Vec<UserReport>,
 }
 
 /// The network namespace a shaping process shapes: one process per namespace, which enters it
@@ -197,6 +206,9 @@ pub enum DaemonError {
     /// The control socket.
     #[error("{0}")]
     Io(String),
+    /// Started by a first request (`--until-empty`), which failed: nothing is left to shape.
+    #[error("the first request failed, so the shaping process it started ends: {0}")]
+    FirstRequest(String),
 }
 
 /// Runs the shaping process of `ns` until `stop` or SIGTERM, or, if `until_empty` (started by
@@ -230,10 +242,13 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     let stopping = netloom_os::install_stop_handler()?;
     sweeper()?;
     let (woken, requests) = reader(listener)?;
+    let installer = Installer::start()?;
     let mut poller = Poller::new()?;
     poller.add(queue.as_fd(), 0)?;
-    poller.add(woken.as_fd(), 1)?;
+    poller.add(woken.as_fd(), TOKEN_REQUESTS)?;
+    poller.add(installer.fd(), TOKEN_INSTALLED)?;
     let mut io = KernelIo {
+        installer,
         queue,
         sockets,
         poller,
@@ -254,6 +269,7 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
         stopping,
         until_empty,
         &mut tenancy,
+        CAPACITY,
     );
     let _ = std::fs::remove_file(&socket_path);
     let _ = std::fs::remove_file(&pid_path);
@@ -262,5 +278,8 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
         "netloom shape: {} packets given verdicts in {} messages and {} sendto calls; {} duplicates not sent",
         sent.packets, sent.messages, sent.sends, io.unsent
     );
+    if let Err(e) = &result {
+        eprintln!("netloom shape: {e}");
+    }
     result
 }

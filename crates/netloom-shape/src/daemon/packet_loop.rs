@@ -1,12 +1,14 @@
 //! The packet loop: queued packets through the shaper at the clock's time, verdicts at their
-//! exits, and requests answered between turns, all through `LoopIo`.
+//! exits, and requests answered between turns, all through `LoopIo`; the kernel's rules are
+//! made off the packet path, and a request's reply waits for them, not the packets.
 
-use super::requests::serve;
+use super::requests::{error_reply, kernel_rules, serve, Outcome, Undo};
 use super::socket::Asked;
-use super::DaemonError;
-use crate::classifier::{Direction, Packet, Rule};
+use super::{DaemonError, Reply, Request};
+use crate::classifier::{Direction, Packet, Rule, ROOT};
 use crate::kernel::KernelError;
 use crate::limits::Tenancy;
+use crate::shaper::Target;
 use crate::shaper::{Arrival, Shaper};
 use crate::spec::Cgroup;
 use netloom_os::SocketOwner;
@@ -38,9 +40,9 @@ pub(super) struct Queued {
 /// and waiting. The daemon's is `KernelIo`; a test's plays packets against a `TestClock`, so
 /// the loop (and its timing) runs the same against either.
 pub(super) trait LoopIo {
-    /// Waits until a packet or a request may be ready, or `timeout` has passed; true if
-    /// requests may be waiting.
-    fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, DaemonError>;
+    /// Waits until a packet, a request or the end of an installation may be ready, or
+    /// `timeout` has passed.
+    fn wait(&mut self, timeout: std::time::Duration) -> Result<(), DaemonError>;
     /// Appends what the kernel has queued since the last call, up to about `BATCH` packets.
     fn recv(&mut self, out: &mut Vec<Queued>) -> Result<(), DaemonError>;
     /// The local socket a TCP or UDP packet between `local` and `remote` belongs to.
@@ -58,16 +60,148 @@ pub(super) trait LoopIo {
     fn send_copies(&mut self, copies: &[(Handle, bool)]);
     /// Gives the verdicts (packet, accept) on held packets.
     fn verdicts(&mut self, decided: &[(Handle, bool)]);
-    /// Makes the kernel's rules `rules`.
-    fn install(&mut self, rules: &[Rule]) -> Result<(), KernelError>;
-    /// Removes the kernel's rules.
+    /// Starts making the kernel's rules `rules` (`None`: removing them) elsewhere than the
+    /// packet loop, which goes on meanwhile: iptables takes seconds over a large set, and no
+    /// packet may wait for it. One at a time: the loop waits for `installed` before the next.
+    fn install(&mut self, rules: Option<Vec<Rule>>);
+    /// How the installation started last ended, once it has (given once).
+    fn installed(&mut self) -> Option<Result<(), KernelError>>;
+    /// Removes the kernel's rules now, once an installation under way has ended: the process
+    /// is ending.
     fn remove(&mut self);
 }
 
-/// The packet loop: takes queued packets through the shaper at `clock`'s time, gives each its
-/// verdict at its exit, answers requests, and ends on `stopping`, on `stop`, or (if
-/// `until_empty`) when its last link is gone; then lets every held packet go and removes the
-/// rules.
+/// A request whose rules are being installed: its reply waits for them.
+struct Pending {
+    /// Where its reply goes (none for the undoing of a failed request).
+    answer: Option<mpsc::Sender<Reply>>,
+    /// Its reply once the rules are in.
+    reply: Reply,
+    /// What to take back if they cannot be.
+    undo: Option<Undo>,
+    /// The first link of a process a first request started: if it fails, the process ends.
+    first: bool,
+}
+
+/// Whether the loop goes on after answering requests.
+enum Then {
+    Go,
+    End(Result<(), DaemonError>),
+}
+
+/// The requests' half of the loop: finishes the request whose rules were being installed, if
+/// they now are, then, while no installation is under way, answers waiting requests, up to the
+/// first that needs one.
+struct Answering<'a> {
+    requests: &'a mpsc::Receiver<Asked>,
+    tenancy: &'a mut Tenancy,
+    until_empty: bool,
+    pending: Option<Pending>,
+    /// Has a link's rules been in the kernel yet?
+    had_links: bool,
+}
+
+impl Answering<'_> {
+    fn turn(
+        &mut self,
+        io: &mut impl LoopIo,
+        shaper: &mut Shaper<Handle>,
+        now: netloom_time::Instant,
+    ) -> Then {
+        if self.pending.is_some() {
+            let Some(result) = io.installed() else {
+                return Then::Go;
+            };
+            let done = self.pending.take().expect("pending");
+            if let Then::End(e) = self.finish(io, shaper, done, result) {
+                return Then::End(e);
+            }
+        }
+        while self.pending.is_none() {
+            let Ok(asked) = self.requests.try_recv() else {
+                break;
+            };
+            // Root's first link, in a process a first request started (only root starts one).
+            let first = self.until_empty
+                && !self.had_links
+                && asked.uid == ROOT
+                && matches!(asked.request, Ok(Request::Set { .. }));
+            // The reader may have given up on a caller that went away: nothing to tell.
+            match serve(asked.uid, asked.request, shaper, self.tenancy, now) {
+                Outcome::Reply(reply) => {
+                    let failed = reply.error.clone().filter(|_| first);
+                    let _ = asked.answer.send(reply);
+                    if let Some(why) = failed {
+                        return Then::End(Err(DaemonError::FirstRequest(why)));
+                    }
+                }
+                Outcome::Stop(reply) => {
+                    // The rules go before the answer, so the caller finds them gone.
+                    io.remove();
+                    let _ = asked.answer.send(reply);
+                    return Then::End(Ok(()));
+                }
+                Outcome::Install { rules, reply, undo } => {
+                    io.install(rules);
+                    self.pending = Some(Pending {
+                        answer: Some(asked.answer),
+                        reply,
+                        undo,
+                        first,
+                    });
+                }
+            }
+        }
+        self.had_links |= self.pending.is_none() && !shaper.is_empty();
+        match self.until_empty && self.had_links && shaper.is_empty() && self.pending.is_none() {
+            true => Then::End(Ok(())),
+            false => Then::Go,
+        }
+    }
+
+    /// Replies to the request whose rules were being installed; if the kernel refused them,
+    /// its link is taken back (and the rules before it installed again).
+    fn finish(
+        &mut self,
+        io: &mut impl LoopIo,
+        shaper: &mut Shaper<Handle>,
+        done: Pending,
+        result: Result<(), KernelError>,
+    ) -> Then {
+        let e = match result {
+            Ok(()) => {
+                if let Some(answer) = done.answer {
+                    let _ = answer.send(done.reply);
+                }
+                return Then::Go;
+            }
+            Err(e) => e,
+        };
+        eprintln!("netloom shape: {e}");
+        if let Some(undo) = done.undo {
+            let _ = shaper.delete(Some(undo.uid), &Target::Selector(undo.selector));
+            io.install(kernel_rules(shaper));
+            self.pending = Some(Pending {
+                answer: None,
+                reply: Reply::default(),
+                undo: None,
+                first: false,
+            });
+        }
+        if let Some(answer) = done.answer {
+            let _ = answer.send(error_reply(e.to_string()));
+        }
+        match done.first {
+            true => Then::End(Err(DaemonError::FirstRequest(e.to_string()))),
+            false => Then::Go,
+        }
+    }
+}
+
+/// The packet loop: takes queued packets through the shaper at `clock`'s time (holding at most
+/// `capacity` packets over all pipes), gives each its verdict at its exit, answers requests,
+/// and ends on `stopping`, on `stop`, or (if `until_empty`) when its last link is gone or its
+/// first request failed; then lets every held packet go and removes the rules.
 pub(super) fn serve_loop(
     io: &mut impl LoopIo,
     clock: &impl Clock,
@@ -75,13 +209,20 @@ pub(super) fn serve_loop(
     stopping: &AtomicBool,
     until_empty: bool,
     tenancy: &mut Tenancy,
+    capacity: u64,
 ) -> Result<(), DaemonError> {
-    let mut shaper: Shaper<Handle> = Shaper::new(std::process::id().into());
+    let mut shaper: Shaper<Handle> = Shaper::new(std::process::id().into()).with_capacity(capacity);
     let (mut marked, mut duplicated, mut copies) = (Vec::new(), Vec::new(), Vec::new());
     let mut queued = Vec::new();
     let (mut batch, mut fates) = (Vec::new(), Vec::new());
     let mut out = Vec::new();
-    let mut had_links = false;
+    let mut answering = Answering {
+        requests,
+        tenancy,
+        until_empty,
+        pending: None,
+        had_links: false,
+    };
     let result = loop {
         if stopping.load(Ordering::Relaxed) {
             break Ok(());
@@ -91,10 +232,9 @@ pub(super) fn serve_loop(
         let timeout = shaper.next_due().map_or(cap, |at| {
             std::time::Duration::from_nanos(at.0.saturating_sub(clock.now().0)).min(cap)
         });
-        let asked = match io.wait(timeout) {
-            Ok(asked) => asked,
-            Err(e) => break Err(e),
-        };
+        if let Err(e) = io.wait(timeout) {
+            break Err(e);
+        }
         if let Err(e) = io.recv(&mut queued) {
             break Err(e);
         }
@@ -131,25 +271,8 @@ pub(super) fn serve_loop(
         shaper.take_copies(&mut copies);
         io.send_copies(&copies);
         copies.clear();
-        if asked {
-            let mut stop = false;
-            while let Ok(asked) = requests.try_recv() {
-                let (reply, stopped) = serve(
-                    io,
-                    asked.uid,
-                    asked.request,
-                    &mut shaper,
-                    tenancy,
-                    clock.now(),
-                );
-                // The reader may have given up on a caller that went away: nothing to tell.
-                let _ = asked.answer.send(reply);
-                stop |= stopped;
-            }
-            had_links |= !shaper.is_empty();
-            if stop || (until_empty && had_links && shaper.is_empty()) {
-                break Ok(());
-            }
+        if let Then::End(result) = answering.turn(io, &mut shaper, clock.now()) {
+            break result;
         }
     };
     // Let held packets go before the queue closes, then take the rules away.
@@ -220,8 +343,13 @@ mod tests {
         /// Copies kept, then sent (with the time) or forgotten.
         duplicated: Vec<u32>,
         sent: Vec<(Instant, u32, bool)>,
+        /// Rules installed (removals not counted), and whether the rules were removed at last.
         installs: usize,
         removed: bool,
+        /// How long each installation takes on the clock (none: at once), and whether each
+        /// fails; the one under way ends at the time given.
+        install_takes: VecDeque<(Duration, bool)>,
+        installing: Option<(Instant, bool)>,
         /// The socket every lookup finds, and the cgroup ids whose place was asked for.
         socket: Option<SocketOwner>,
         placed: Vec<u64>,
@@ -247,6 +375,8 @@ mod tests {
                 sent: Vec::new(),
                 installs: 0,
                 removed: false,
+                install_takes: VecDeque::new(),
+                installing: None,
                 socket: None,
                 placed: Vec::new(),
             }
@@ -254,18 +384,18 @@ mod tests {
     }
 
     impl LoopIo for TestIo {
-        fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, DaemonError> {
+        fn wait(&mut self, timeout: std::time::Duration) -> Result<(), DaemonError> {
             let now = self.clock.now();
             let next = [
                 self.packets.front().map(|p| p.0),
                 self.requests.front().map(|r| r.0),
+                self.installing.map(|i| i.0),
             ];
             let until = next
                 .into_iter()
                 .flatten()
                 .fold(now + Duration(timeout.as_nanos() as u64), Instant::min);
             self.clock.set(until);
-            let mut asked = false;
             while self.requests.front().is_some_and(|r| r.0 <= until) {
                 let (_, request) = self.requests.pop_front().expect("a request");
                 let (answer, reply) = mpsc::channel();
@@ -279,9 +409,8 @@ mod tests {
                     })
                     .expect("the loop");
                 self.replies.push(reply);
-                asked = true;
             }
-            Ok(asked)
+            Ok(())
         }
 
         fn recv(&mut self, out: &mut Vec<Queued>) -> Result<(), DaemonError> {
@@ -329,9 +458,22 @@ mod tests {
                 .extend(decided.iter().map(|&(h, accept)| (now, h.id, accept)));
         }
 
-        fn install(&mut self, _: &[Rule]) -> Result<(), KernelError> {
-            self.installs += 1;
-            Ok(())
+        fn install(&mut self, rules: Option<Vec<Rule>>) {
+            self.installs += usize::from(rules.is_some());
+            let (takes, fails) = self.install_takes.pop_front().unwrap_or_default();
+            self.installing = Some((self.clock.now() + takes, fails));
+        }
+
+        fn installed(&mut self) -> Option<Result<(), KernelError>> {
+            let (_, fails) = self.installing.filter(|i| i.0 <= self.clock.now())?;
+            self.installing = None;
+            match fails {
+                true => Some(Err(KernelError::new(
+                    "iptables-legacy-restore",
+                    "No such file or directory",
+                ))),
+                false => Some(Ok(())),
+            }
         }
 
         fn remove(&mut self) {
@@ -384,7 +526,137 @@ mod tests {
     ) {
         let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
         let stopping = AtomicBool::new(false);
-        serve_loop(io, clock, requests, &stopping, until_empty, &mut tenancy).unwrap();
+        let result = serve_loop(
+            io,
+            clock,
+            requests,
+            &stopping,
+            until_empty,
+            &mut tenancy,
+            u64::MAX,
+        );
+        result.unwrap();
+    }
+
+    /// The replies given so far: their messages, or their errors.
+    fn answers(io: &TestIo) -> Vec<String> {
+        io.replies
+            .iter()
+            .map(|r| match r.try_recv() {
+                Ok(Reply { error: Some(e), .. }) => format!("error: {e}"),
+                Ok(reply) => reply.message.unwrap_or_default(),
+                Err(_) => "no answer".to_string(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_request_whose_rules_take_seconds_to_install_delays_no_packet() {
+        let clock = TestClock::new();
+        let (post, requests) = mpsc::channel();
+        let mut io = TestIo::new(
+            &clock,
+            vec![
+                (Instant(20 * MS), to_port(1, 81)),
+                (Instant(1000 * MS), to_port(2, 81)),
+                (Instant(2500 * MS), to_port(3, 81)),
+            ],
+            vec![
+                (Instant(0), set("client 81@127.0.0.1 OUT delay=1ms")),
+                // Many iptables rules: iptables-restore takes 3 s over them.
+                (
+                    Instant(10 * MS),
+                    set("client 1-300@127.0.0.1 OUT delay=1ms"),
+                ),
+                (Instant(20 * MS), Request::Show),
+                (Instant(4000 * MS), Request::Stop),
+            ],
+            post,
+        );
+        io.install_takes = [(Duration(0), false), (Duration::from_secs(3), false)].into();
+        serve(&mut io, &clock, &requests, false);
+        // Root's 1 ms pipe: each packet leaves 1 ms after it came, while the rules go in.
+        let one_ns = crate::spec::UNLIMITED.tx_time(60).0;
+        assert_eq!(
+            io.verdicts,
+            vec![
+                (Instant(21 * MS + one_ns), 1, true),
+                (Instant(1001 * MS + one_ns), 2, true),
+                (Instant(2501 * MS + one_ns), 3, true),
+            ]
+        );
+        // The request is answered once its rules are in; the next one after it.
+        assert_eq!(io.installs, 2);
+        assert_eq!(
+            answers(&io)[..2],
+            ["link 1 made".to_string(), "link 2 made".to_string()]
+        );
+    }
+
+    #[test]
+    fn a_first_request_that_fails_ends_the_process_it_started_with_its_reason() {
+        let clock = TestClock::new();
+        let (post, requests) = mpsc::channel();
+        let mut io = TestIo::new(
+            &clock,
+            Vec::new(),
+            vec![
+                (Instant(0), Request::Show),
+                (Instant(MS), set("client 81@127.0.0.1 OUT delay=1ms")),
+            ],
+            post,
+        );
+        io.install_takes = [(Duration(MS), true)].into();
+        let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
+        let stopping = AtomicBool::new(false);
+        let result = serve_loop(
+            &mut io,
+            &clock,
+            &requests,
+            &stopping,
+            true,
+            &mut tenancy,
+            u64::MAX,
+        );
+        let e = result.unwrap_err().to_string();
+        assert!(
+            e.contains("the first request failed") && e.contains("iptables-legacy-restore"),
+            "{e}"
+        );
+        let said = answers(&io);
+        assert!(
+            said[1].starts_with("error: iptables-legacy-restore"),
+            "{said:?}"
+        );
+        assert!(io.removed);
+        // Within a moment, not never: the loop ended when the install failed.
+        assert_eq!(clock.now(), Instant(2 * MS));
+    }
+
+    #[test]
+    fn a_later_request_that_fails_is_undone_and_the_process_stays() {
+        let clock = TestClock::new();
+        let (post, requests) = mpsc::channel();
+        let mut io = TestIo::new(
+            &clock,
+            Vec::new(),
+            vec![
+                (Instant(0), set("client 81@127.0.0.1 OUT delay=1ms")),
+                (Instant(MS), set("client 82@127.0.0.1 OUT delay=1ms")),
+                (Instant(10 * MS), Request::Show),
+                (Instant(20 * MS), delete("1")),
+            ],
+            post,
+        );
+        io.install_takes = [(Duration(0), false), (Duration(MS), true)].into();
+        serve(&mut io, &clock, &requests, true);
+        let said = answers(&io);
+        assert_eq!(said[0], "link 1 made");
+        assert!(said[1].starts_with("error: iptables"), "{said:?}");
+        // Link 2 is gone again and its rules with it (installed anew without them).
+        assert_eq!(io.installs, 3);
+        assert_eq!(said[3], "link 1 deleted");
+        assert_eq!(clock.now(), Instant(20 * MS));
     }
 
     #[test]

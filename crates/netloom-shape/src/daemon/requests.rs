@@ -1,69 +1,97 @@
 //! Answering requests against the shaper: set, delete, show and stop, within each caller's
 //! rights and limits.
 
-use super::packet_loop::{Handle, LoopIo};
+use super::packet_loop::Handle;
 use super::{Reply, Request};
-use crate::classifier::ROOT;
-use crate::limits::Tenancy;
+use crate::classifier::{Rule, ROOT};
+use crate::kernel;
+use crate::limits::{Tenancy, Usage};
 use crate::shaper::{Shaper, Target};
-use crate::spec::{parse_selector, Cgroup, LinkSpec, SYSTEM_PROFILES};
+use crate::spec::{parse_selector, Cgroup, LinkSpec, Selector, SYSTEM_PROFILES};
 use netloom_time::Instant;
 use std::path::PathBuf;
 
-/// Answers one request from `uid` (a line that did not parse is its error); true with it if it
-/// was `stop`.
+/// What a request comes to.
+#[derive(Debug)]
+pub(super) enum Outcome {
+    /// Its reply, now.
+    Reply(Reply),
+    /// The kernel's rules must change first: the loop has them made off the packet path
+    /// (`None`: removed) and then gives `reply`, or, if the kernel refuses, undoes `undo` and
+    /// replies with the kernel's error.
+    Install {
+        /// The rules the kernel must have.
+        rules: Option<Vec<Rule>>,
+        /// The reply once it has them.
+        reply: Reply,
+        /// The link made for this request, removed again if its rules cannot be installed.
+        undo: Option<Undo>,
+    },
+    /// `stop`: the loop removes the rules, replies and ends.
+    Stop(Reply),
+}
+
+/// A link to remove again: its owner and selector.
+#[derive(Debug)]
+pub(super) struct Undo {
+    /// Its owner.
+    pub(super) uid: u32,
+    /// Its selector.
+    pub(super) selector: Selector,
+}
+
+/// The rules the kernel must have for `shaper`'s links: none at all once it has none.
+pub(super) fn kernel_rules(shaper: &Shaper<Handle>) -> Option<Vec<Rule>> {
+    (!shaper.is_empty()).then(|| shaper.classifier().rules().to_vec())
+}
+
+/// Answers one request from `uid` (a line that did not parse is its error).
 pub(super) fn serve(
-    io: &mut impl LoopIo,
     uid: u32,
     request: Result<Request, serde_json::Error>,
     shaper: &mut Shaper<Handle>,
     tenancy: &mut Tenancy,
     now: Instant,
-) -> (Reply, bool) {
+) -> Outcome {
     // What the caller may see and change: root everything, a user their own links.
     let mine = (uid != ROOT).then_some(uid);
-    // An edited limits file applies from this request on; a broken one is logged and the
-    // limits read before stay.
-    if let Err(e) = tenancy.reload_if_changed() {
-        eprintln!("netloom shape: {e}");
+    // An edited limits file applies from this request on (the quotas of packets held too); a
+    // broken one is logged and the limits read before stay.
+    match tenancy.reload_if_changed() {
+        Ok(true) => {
+            for user in shaper.users(None) {
+                shaper.set_quota(user.uid, tenancy.quota(user.uid));
+            }
+        }
+        Ok(false) => {}
+        Err(e) => eprintln!("netloom shape: {e}"),
     }
     // A line that did not parse does not count against the user's rate.
     let request = match request {
         Ok(request) => tenancy.admit(uid, now).map(|()| request),
-        Err(e) => return (error_reply(format!("bad request: {e}")), false),
+        Err(e) => return Outcome::Reply(error_reply(format!("bad request: {e}"))),
     };
     match request {
-        Err(e) => (error_reply(e.to_string()), false),
-        Ok(Request::Stop) if mine.is_some() => (
-            error_reply(format!(
-                "only root may stop the shaping process (you are uid {uid}); `netloom shape delete ID` removes one of your links"
-            )),
-            false,
-        ),
+        Err(e) => Outcome::Reply(error_reply(e.to_string())),
+        Ok(Request::Stop) if mine.is_some() => Outcome::Reply(error_reply(format!(
+            "only root may stop the shaping process (you are uid {uid}); `netloom shape delete ID` removes one of your links"
+        ))),
         Ok(Request::Stop) => {
-            // The rules go before the answer, so the caller finds them gone.
-            io.remove();
             let n = shaper.report(now, None).len();
-            let message = Some(format!("stopped; removed {n} link(s)"));
-            (
-                Reply {
-                    message,
-                    ..Reply::default()
-                },
-                true,
-            )
-        }
-        Ok(Request::Show) => (
-            Reply {
-                links: shaper.report(now, mine),
+            Outcome::Stop(Reply {
+                message: Some(format!("stopped; removed {n} link(s)")),
                 ..Reply::default()
-            },
-            false,
-        ),
-        Ok(Request::Set { words, profiles }) => {
-            (set(io, shaper, tenancy, uid, now, &words, &profiles), false)
+            })
         }
-        Ok(Request::Delete { words }) => (delete(io, shaper, mine, &words), false),
+        Ok(Request::Show) => Outcome::Reply(Reply {
+            links: shaper.report(now, mine),
+            users: shaper.users(mine),
+            ..Reply::default()
+        }),
+        Ok(Request::Set { words, profiles }) => {
+            set(shaper, tenancy, uid, now, &words, &profiles)
+        }
+        Ok(Request::Delete { words }) => delete(shaper, mine, &words),
     }
 }
 
@@ -75,14 +103,13 @@ pub(super) fn error_reply(error: String) -> Reply {
 }
 
 pub(super) fn set(
-    io: &mut impl LoopIo,
     shaper: &mut Shaper<Handle>,
     tenancy: &Tenancy,
     uid: u32,
     now: Instant,
     words: &[String],
     profiles: &[PathBuf],
-) -> Reply {
+) -> Outcome {
     // The daemon reads profiles as root: a user's come from the system directory only, by name.
     let system = [PathBuf::from(SYSTEM_PROFILES)];
     let profiles = match uid {
@@ -92,52 +119,59 @@ pub(super) fn set(
                 .iter()
                 .find(|w| w.starts_with("profile=") && w.contains('/'))
             {
-                return error_reply(format!(
+                return Outcome::Reply(error_reply(format!(
                     "{w}: a user's profile is a name in {SYSTEM_PROFILES}, not a path (the shaping process reads it as root)"
-                ));
+                )));
             }
             &system[..]
         }
     };
     let spec = match LinkSpec::parse(words, profiles) {
         Ok(spec) => spec,
-        Err(e) => return error_reply(e.to_string()),
+        Err(e) => return Outcome::Reply(error_reply(e.to_string())),
     };
     if uid != ROOT {
         if let Some(other) = spec.selector.uid.filter(|&u| u != uid) {
-            return error_reply(format!(
+            return Outcome::Reply(error_reply(format!(
                 "uid={other}: a user shapes only their own traffic (you are uid {uid}; your links match your sockets without uid=)"
-            ));
+            )));
         }
         if let Some(c) = &spec.cgroup {
             if let Err(e) = may_name(uid, c) {
-                return error_reply(e.to_string());
+                return Outcome::Reply(error_reply(e.to_string()));
             }
         }
         let (rules, pipes) = shaper.usage_with(uid, &spec);
-        if let Err(e) = tenancy.allow(uid, rules, pipes) {
-            return error_reply(e.to_string());
+        let (request, all) = shaper.kernel_usage_with(uid, &spec, kernel::lines);
+        let usage = Usage {
+            rules,
+            pipes,
+            kernel_rules_per_request: request,
+            kernel_rules: all,
+        };
+        if let Err(e) = tenancy.allow_all(uid, usage) {
+            return Outcome::Reply(error_reply(e.to_string()));
         }
     }
+    shaper.set_quota(uid, tenancy.quota(uid));
     let selector = spec.selector.clone();
     let before = shaper.classifier().rules().to_vec();
     let (id, replaced) = shaper.set(now, uid, spec, words.join(" "));
-    // A change of parameters leaves the rules as they were: the kernel is not asked.
-    if shaper.classifier().rules() != before.as_slice() {
-        if let Err(e) = io.install(shaper.classifier().rules()) {
-            if !replaced {
-                let _ = shaper.delete(Some(uid), &Target::Selector(selector));
-                let _ = io.install(shaper.classifier().rules());
-            }
-            return error_reply(e.to_string());
-        }
-    }
-    Reply {
+    let reply = Reply {
         message: Some(match replaced {
             true => format!("link {id} changed"),
             false => format!("link {id} made"),
         }),
         ..Reply::default()
+    };
+    // A change of parameters leaves the rules as they were: the kernel is not asked.
+    if shaper.classifier().rules() == before.as_slice() {
+        return Outcome::Reply(reply);
+    }
+    Outcome::Install {
+        rules: kernel_rules(shaper),
+        reply,
+        undo: (!replaced).then_some(Undo { uid, selector }),
     }
 }
 
@@ -167,12 +201,7 @@ pub(super) fn may_name(uid: u32, c: &Cgroup) -> Result<(), NotTheirCgroup> {
     }
 }
 
-pub(super) fn delete(
-    io: &mut impl LoopIo,
-    shaper: &mut Shaper<Handle>,
-    mine: Option<u32>,
-    words: &[String],
-) -> Reply {
+pub(super) fn delete(shaper: &mut Shaper<Handle>, mine: Option<u32>, words: &[String]) -> Outcome {
     let target = match words {
         [one] if one.parse::<u32>().is_ok() => Target::Id(one.parse().expect("a number")),
         _ => {
@@ -180,29 +209,27 @@ pub(super) fn delete(
             match parse_selector(&words) {
                 Ok((selector, [])) => Target::Selector(selector),
                 Ok((_, rest)) => {
-                    return error_reply(format!(
+                    return Outcome::Reply(error_reply(format!(
                         "delete takes a link's id or its selector, not its pipes ({:?} ...)",
                         rest[0]
-                    ))
+                    )))
                 }
-                Err(e) => return error_reply(e.to_string()),
+                Err(e) => return Outcome::Reply(error_reply(e.to_string())),
             }
         }
     };
     match shaper.delete(mine, &target) {
-        Ok(id) => {
-            // The last link gone, the process ends: its chains go before the answer.
-            if shaper.is_empty() {
-                io.remove();
-            } else if let Err(e) = io.install(shaper.classifier().rules()) {
-                return error_reply(e.to_string());
-            }
-            Reply {
+        // The answer waits for the rules (removed with the last link), so the caller finds
+        // them gone.
+        Ok(id) => Outcome::Install {
+            rules: kernel_rules(shaper),
+            reply: Reply {
                 message: Some(format!("link {id} deleted")),
                 ..Reply::default()
-            }
-        }
-        Err(e) => error_reply(e.to_string()),
+            },
+            undo: None,
+        },
+        Err(e) => Outcome::Reply(error_reply(e.to_string())),
     }
 }
 
