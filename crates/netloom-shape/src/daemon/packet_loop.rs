@@ -279,6 +279,15 @@ pub(super) fn serve_loop(
     shaper.drain(&mut out);
     io.verdicts(&out);
     io.remove();
+    // What the limits turned away, per user, for the log.
+    for u in shaper.users(None) {
+        if u.dropped_over_limit + u.passed_when_full > 0 {
+            eprintln!(
+                "netloom shape: uid {}: {} packets dropped over its limits, {} passed unshaped with the queue full",
+                u.uid, u.dropped_over_limit, u.passed_when_full
+            );
+        }
+    }
     result
 }
 
