@@ -232,11 +232,17 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     let mut queue = NfQueue::open()?;
     queue.bind(QUEUES.header, COPY, MAX_HELD)?;
     queue.bind(QUEUES.whole, COPY_WHOLE, MAX_HELD)?;
-    let _ = std::fs::remove_file(&socket_path);
-    let listener = UnixListener::bind(&socket_path)
-        .map_err(|e| DaemonError::Io(format!("{}: {e}", socket_path.display())))?;
-    std::fs::set_permissions(&socket_path, std::fs::Permissions::from_mode(0o666))
-        .map_err(|e| DaemonError::Io(format!("{}: {e}", socket_path.display())))?;
+    // Bound under another name and opened to users before it takes its own, so no user finds
+    // the socket while it is still root's alone (their request would be refused by its mode).
+    let fresh = socket_path.with_extension("sock.new");
+    let io = |path: &std::path::Path, e: std::io::Error| {
+        DaemonError::Io(format!("{}: {e}", path.display()))
+    };
+    let _ = std::fs::remove_file(&fresh);
+    let listener = UnixListener::bind(&fresh).map_err(|e| io(&fresh, e))?;
+    std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o666))
+        .map_err(|e| io(&fresh, e))?;
+    std::fs::rename(&fresh, &socket_path).map_err(|e| io(&socket_path, e))?;
     std::fs::write(&pid_path, format!("{}\n", std::process::id()))
         .map_err(|e| DaemonError::Io(format!("{}: {e}", pid_path.display())))?;
     let stopping = netloom_os::install_stop_handler()?;
