@@ -34,6 +34,9 @@ const NFQA_CFG_FLAGS: u16 = 5;
 const NFQNL_CFG_CMD_BIND: u8 = 1;
 const NFQNL_COPY_PACKET: u8 = 2;
 const NFQA_CFG_F_UID_GID: u32 = 8;
+/// The queue lets a packet go on (accepted) instead of dropping it when it is full or the
+/// socket cannot take the packet's message.
+const NFQA_CFG_F_FAIL_OPEN: u32 = 1;
 
 const NF_DROP: u32 = 0;
 const NF_ACCEPT: u32 = 1;
@@ -190,9 +193,10 @@ impl NfQueue {
     }
 
     /// Binds `queue`: copy the first `copy` bytes of each packet, hold at most `max_len`
-    /// packets (the kernel drops beyond, or lets them pass with the rule's bypass when nobody
-    /// is bound), and report each packet's socket owner. Fails if another process holds the
-    /// queue.
+    /// packets (beyond, or when this socket's buffer is full, the kernel lets a packet go on
+    /// unqueued: fail-open, not the drop a full queue gives by default; with the rule's bypass
+    /// they pass too when nobody is bound), and report each packet's socket owner. Fails if
+    /// another process holds the queue.
     pub fn bind(&mut self, queue: u16, copy: u32, max_len: u32) -> Result<(), OsError> {
         let what = || format!("bind netfilter queue {queue}");
         self.config(queue, |m| {
@@ -204,8 +208,9 @@ impl NfQueue {
             params.push(NFQNL_COPY_PACKET);
             put_attr(m, NFQA_CFG_PARAMS, &params);
             put_attr(m, NFQA_CFG_QUEUE_MAXLEN, &max_len.to_be_bytes());
-            put_attr(m, NFQA_CFG_MASK, &NFQA_CFG_F_UID_GID.to_be_bytes());
-            put_attr(m, NFQA_CFG_FLAGS, &NFQA_CFG_F_UID_GID.to_be_bytes());
+            let flags = NFQA_CFG_F_UID_GID | NFQA_CFG_F_FAIL_OPEN;
+            put_attr(m, NFQA_CFG_MASK, &flags.to_be_bytes());
+            put_attr(m, NFQA_CFG_FLAGS, &flags.to_be_bytes());
         })
         .map_err(|e| OsError::io(what(), e))?;
         self.held.push((queue, Held::default()));

@@ -166,12 +166,37 @@ fn rule_lines(family: Family, rule: &Rule, queue: u16) -> Vec<String> {
     lines
 }
 
+/// How many iptables rules `rule` makes over both families (`rule_lines`), counted without
+/// writing them: what a user's `kernel_rules` limits count.
+pub fn lines(rule: &Rule) -> usize {
+    let protos = if rule.proto.is_some() { 1 } else { 2 };
+    let nets = match rule.remote.len() {
+        0 => Family::ALL.len(),
+        n => n,
+    };
+    let ports = |r: &[PortRange]| r.len().max(1);
+    [nets, ports(&rule.local_ports), ports(&rule.remote_ports)]
+        .into_iter()
+        .fold(protos, usize::saturating_mul)
+}
+
 /// Why the kernel's rules could not be changed.
 #[derive(Debug, thiserror::Error)]
 #[error("{what}: {why}")]
 pub struct KernelError {
     what: String,
     why: String,
+}
+
+impl KernelError {
+    /// An error of running `what`, for tests of what uses the rules.
+    #[cfg(test)]
+    pub(crate) fn new(what: &str, why: &str) -> KernelError {
+        KernelError {
+            what: what.to_string(),
+            why: why.to_string(),
+        }
+    }
 }
 
 /// Replaces netloom's chains with `rules` in both families and makes sure each is jumped to.
@@ -312,6 +337,24 @@ mod tests {
             "-A NETLOOM-SHAPE-OUT -p tcp --sport 8000:8099 -m owner --uid-owner 1000 -j NFQUEUE --queue-num 9 --queue-bypass"
         );
         assert!(lines[2].contains("-p udp --sport 80:80"));
+    }
+
+    #[test]
+    fn lines_counts_the_rules_both_families_make_without_writing_them() {
+        for words in [
+            "client 18080@127.0.0.1 proto=tcp IN delay=20ms OUT delay=20ms",
+            "server 80,8000-8099 uid=1000 OUT bw=1Mbit",
+            "service 1,2,3@10.0.0.0/8,::1,192.0.2.0/24 SHARED delay=1ms",
+            "server 5 IN delay=1ms",
+        ] {
+            for rule in rules(words) {
+                let written: usize = Family::ALL
+                    .iter()
+                    .map(|&f| rule_lines(f, &rule, 9).len())
+                    .sum();
+                assert_eq!(lines(&rule), written, "{words}");
+            }
+        }
     }
 
     #[test]

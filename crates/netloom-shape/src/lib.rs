@@ -14,5 +14,5 @@ pub mod shaper;
 pub mod spec;
 
 pub use classifier::{Classifier, Direction, Packet, Rule};
-pub use shaper::{Arrival, LinkReport, PipeReport, Shaper, Target};
+pub use shaper::{Arrival, LinkReport, PipeReport, Quota, Shaper, Target, UserReport};
 pub use spec::{Cgroup, LinkSpec, PipeSpec, Pipes, Selector, SpecError};

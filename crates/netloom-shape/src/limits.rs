@@ -1,6 +1,8 @@
-//! What each unprivileged user may ask of the shaping daemon (rules, pipes, requests per
-//! second), read from a TOML file; root has no limit (docs/shape.md).
+//! What each unprivileged user may ask of the shaping daemon (links, pipes, requests per second,
+//! kernel rules, and the packets and memory it holds for them), read from a TOML file; root has
+//! no limit (docs/shape.md, docs/limits.md).
 
+use crate::shaper::Quota;
 use netloom_time::{Duration, Instant};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
@@ -16,6 +18,20 @@ pub struct Limits {
     pub pipes: usize,
     /// Requests of any kind (set, delete, show) per second.
     pub requests_per_second: u32,
+    /// iptables rules one link may make (`kernel::lines`: protocols × addresses × port ranges
+    /// × directions), so no request makes the kernel's tables (and the daemon's copy of them)
+    /// large.
+    pub kernel_rules_per_request: usize,
+    /// iptables rules over all of the user's links.
+    pub kernel_rules: usize,
+    /// Packets the user's pipes hold at once: each stays in the kernel's queue, which all
+    /// users share, until its exit.
+    pub held_packets: u64,
+    /// Bytes of those packets (the kernel's memory).
+    pub held_bytes: u64,
+    /// Bytes of the user's packets the daemon keeps a copy of (the whole packets of pipes that
+    /// mark CE or duplicate, and the duplicates until they are sent).
+    pub memory: u64,
 }
 
 impl Default for Limits {
@@ -24,6 +40,22 @@ impl Default for Limits {
             rules: 16,
             pipes: 32,
             requests_per_second: 20,
+            kernel_rules_per_request: 256,
+            kernel_rules: 1024,
+            held_packets: 4096,
+            held_bytes: 16 << 20,
+            memory: 16 << 20,
+        }
+    }
+}
+
+impl Limits {
+    /// What the user's pipes may hold at once.
+    pub fn quota(&self) -> Quota {
+        Quota {
+            packets: self.held_packets,
+            bytes: self.held_bytes,
+            memory: self.memory,
         }
     }
 }
@@ -52,7 +84,7 @@ pub enum LimitsError {
     },
     /// The file is not TOML of the limits' tables and keys.
     #[error(
-        "{}: {} (valid: [default] and [users.UID] with rules, pipes, requests_per_second)",
+        "{}: {} (valid: [default] and [users.UID] with rules, pipes, requests_per_second, kernel_rules_per_request, kernel_rules, held_packets, held_bytes, memory)",
         path.display(),
         error.message()
     )]
@@ -88,7 +120,8 @@ pub struct ReloadError(#[source] pub LimitsError);
 pub struct LimitExceeded {
     /// The user.
     pub uid: u32,
-    /// What they have too much of: "rules", "pipes" or "requests per second".
+    /// What they have too much of: "rules", "pipes", "requests per second", "kernel rules per
+    /// request" or "kernel rules" (its key is the same with underscores).
     pub what: &'static str,
     /// Their limit of it.
     pub limit: u64,
@@ -105,6 +138,20 @@ pub struct Tenancy {
     modified: Option<std::time::SystemTime>,
     /// Per user: the start of the current one-second window and the requests made in it.
     windows: HashMap<u32, (Instant, u32)>,
+}
+
+/// What a user would hold once a request is done, checked against their limits before anything
+/// changes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Links.
+    pub rules: usize,
+    /// Pipes over all links.
+    pub pipes: usize,
+    /// iptables rules the request's link makes.
+    pub kernel_rules_per_request: usize,
+    /// iptables rules over all links.
+    pub kernel_rules: usize,
 }
 
 /// The limits file: `$NETLOOM_SHAPE_CONFIG`, else `/etc/netloom/shape.toml`.
@@ -163,6 +210,11 @@ impl Tenancy {
         Ok(true)
     }
 
+    /// What the pipes of `uid` may hold at once; root has no quota.
+    pub fn quota(&self, uid: u32) -> Option<Quota> {
+        (uid != crate::classifier::ROOT).then(|| self.limits(uid).quota())
+    }
+
     fn limits(&self, uid: u32) -> Limits {
         *self
             .file
@@ -199,17 +251,36 @@ impl Tenancy {
 
     /// Whether `uid` may hold `rules` links with `pipes` pipes in all.
     pub fn allow(&self, uid: u32, rules: usize, pipes: usize) -> Result<(), LimitExceeded> {
+        self.allow_all(
+            uid,
+            Usage {
+                rules,
+                pipes,
+                ..Usage::default()
+            },
+        )
+    }
+
+    /// Whether `uid` may hold what `usage` counts.
+    pub fn allow_all(&self, uid: u32, usage: Usage) -> Result<(), LimitExceeded> {
         if uid == crate::classifier::ROOT {
             return Ok(());
         }
         let limits = self.limits(uid);
-        if rules > limits.rules {
-            return Err(self.exceeded(uid, "rules", limits.rules as u64));
+        let checks = [
+            ("rules", usage.rules, limits.rules),
+            ("pipes", usage.pipes, limits.pipes),
+            (
+                "kernel rules per request",
+                usage.kernel_rules_per_request,
+                limits.kernel_rules_per_request,
+            ),
+            ("kernel rules", usage.kernel_rules, limits.kernel_rules),
+        ];
+        match checks.into_iter().find(|(_, have, limit)| have > limit) {
+            Some((what, _, limit)) => Err(self.exceeded(uid, what, limit as u64)),
+            None => Ok(()),
         }
-        if pipes > limits.pipes {
-            return Err(self.exceeded(uid, "pipes", limits.pipes as u64));
-        }
-        Ok(())
     }
 }
 
@@ -245,6 +316,39 @@ mod tests {
             .to_string()
             .contains("at most 6 pipes"));
         assert!(t.allow(0, 1000, 1000).is_ok());
+    }
+
+    #[test]
+    fn kernel_rules_are_limited_per_request_and_in_all_and_the_quota_is_read() {
+        let t = tenancy(
+            "[default]\nkernel_rules_per_request = 10\nkernel_rules = 15\nheld_packets = 7\nheld_bytes = 8\nmemory = 9\n",
+        )
+        .unwrap();
+        let usage = |request, all| Usage {
+            rules: 1,
+            pipes: 1,
+            kernel_rules_per_request: request,
+            kernel_rules: all,
+        };
+        assert!(t.allow_all(1001, usage(10, 15)).is_ok());
+        let e = t.allow_all(1001, usage(11, 11)).unwrap_err().to_string();
+        assert!(
+            e.contains("at most 10 kernel rules per request")
+                && e.contains("`kernel_rules_per_request`"),
+            "{e}"
+        );
+        let e = t.allow_all(1001, usage(8, 16)).unwrap_err().to_string();
+        assert!(e.contains("at most 15 kernel rules;"), "{e}");
+        assert!(t.allow_all(0, usage(180_000, 180_000)).is_ok());
+        assert_eq!(
+            t.quota(1001),
+            Some(Quota {
+                packets: 7,
+                bytes: 8,
+                memory: 9
+            })
+        );
+        assert_eq!(t.quota(0), None);
     }
 
     #[test]

@@ -5,6 +5,8 @@
 //! shaper until its scheduler picks them, and `next_due` includes when it next must be asked.
 //! A pipe that duplicates a packet schedules its copy as a second packet behind it (as in a
 //! run); `take_copies` gives back, at the copy's exit, the handle whose packet is to be sent again.
+//! What each owner's pipes hold is counted against their `Quota`, and all pipes together against
+//! the shaper's capacity (`Usage`, `UserReport`), so no owner can fill the queue all share.
 
 use crate::classifier::{Classifier, Direction, Packet, Rule, ROOT};
 use crate::spec::{Cgroup, LinkSpec, PipeSpec, Pipes, Selector};
@@ -14,7 +16,7 @@ use netloom_link::{
 use netloom_time::Instant;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 /// One emulated link: its selector, the words that configured it, and its pipes.
 struct Link {
@@ -46,6 +48,9 @@ struct Waiting<H> {
     handle: H,
     serial: u64,
     bytes: u32,
+    /// The link's owner, whose quota it counts against, and what it costs them.
+    owner: u32,
+    cost: Cost,
 }
 
 /// A packet held until its exit, or the duplicate a pipe made of one.
@@ -56,6 +61,51 @@ struct Held<H> {
     bytes: u32,
     /// The pipe's copy of `handle`'s packet: at its exit it is sent, not given a verdict.
     copy: bool,
+    owner: u32,
+    cost: Cost,
+}
+
+/// What one held packet (or kept copy) counts against its owner's quota.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Cost {
+    /// Packets in the kernel's queue: 1 for a packet, 0 for a copy the daemon keeps.
+    packets: u64,
+    /// Their bytes.
+    bytes: u64,
+    /// Bytes the daemon keeps a copy of: the packet's, when its pipe marks or duplicates (its
+    /// queue copies it whole), or the duplicate's.
+    memory: u64,
+}
+
+/// What an owner's pipes may hold at once (`limits::Limits`); an owner without one (root) is
+/// held only to the shaper's capacity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quota {
+    /// Packets held (each one in the kernel's queue).
+    pub packets: u64,
+    /// Bytes of those packets.
+    pub bytes: u64,
+    /// Bytes of packets the daemon keeps copies of.
+    pub memory: u64,
+}
+
+/// What an owner's pipes hold now, and the packets their limits turned away since the shaper
+/// started, as `show` reports it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserReport {
+    /// The owner.
+    pub uid: u32,
+    /// Packets held now.
+    pub held_packets: u64,
+    /// Their bytes.
+    pub held_bytes: u64,
+    /// Bytes of packets whose copies the daemon keeps now.
+    pub memory: u64,
+    /// Packets dropped at arrival because the owner's quota (packets, bytes or memory) was full.
+    pub dropped_over_limit: u64,
+    /// Packets let go unshaped at arrival because every pipe together held the shaper's
+    /// capacity (the queue all owners share fails open rather than fill).
+    pub passed_when_full: u64,
 }
 
 /// What became of an arriving packet.
@@ -81,6 +131,11 @@ pub enum Arrival {
         /// The link that holds it.
         link: u32,
     },
+    /// Its link's owner holds their quota already: drop it at once (counted for them).
+    OverLimit,
+    /// Every pipe together holds the shaper's capacity: let it go at once, unshaped (counted
+    /// for its link's owner).
+    Passed,
 }
 
 /// A link as `show` lists it.
@@ -152,6 +207,13 @@ pub struct Shaper<H> {
     /// if their pipe dropped them at the exit (it went down).
     copies: Vec<(H, bool)>,
     dequeued: Vec<Dequeued>,
+    /// Each owner's quota, if they have one.
+    quotas: HashMap<u32, Quota>,
+    /// What each owner's pipes hold and what their limits turned away.
+    users: BTreeMap<u32, UserReport>,
+    /// Packets every pipe together may hold (`with_capacity`), and how many they hold.
+    capacity: u64,
+    held_packets: u64,
 }
 
 impl<H: Copy> Shaper<H> {
@@ -172,7 +234,69 @@ impl<H: Copy> Shaper<H> {
             marked: Vec::new(),
             copies: Vec::new(),
             dequeued: Vec::new(),
+            quotas: HashMap::new(),
+            users: BTreeMap::new(),
+            capacity: u64::MAX,
+            held_packets: 0,
         }
+    }
+
+    /// This shaper, holding at most `capacity` packets over all pipes: past it, arriving
+    /// packets go on unshaped (`Arrival::Passed`).
+    pub fn with_capacity(mut self, capacity: u64) -> Shaper<H> {
+        self.capacity = capacity;
+        self
+    }
+
+    /// Holds `owner`'s pipes to `quota` from the next arrival on (`None`: no quota).
+    pub fn set_quota(&mut self, owner: u32, quota: Option<Quota>) {
+        match quota {
+            Some(q) => self.quotas.insert(owner, q),
+            None => self.quotas.remove(&owner),
+        };
+    }
+
+    /// What the pipes of `owner` (of every owner with a link or a count, if `None`) hold, and
+    /// what their limits turned away.
+    pub fn users(&self, owner: Option<u32>) -> Vec<UserReport> {
+        self.users
+            .values()
+            .filter(|u| owner.is_none_or(|o| o == u.uid))
+            .copied()
+            .collect()
+    }
+
+    fn user(&mut self, owner: u32) -> &mut UserReport {
+        self.users.entry(owner).or_insert(UserReport {
+            uid: owner,
+            ..UserReport::default()
+        })
+    }
+
+    /// Counts a held packet or copy against its owner.
+    fn charge(&mut self, owner: u32, cost: Cost) {
+        self.held_packets += cost.packets;
+        let u = self.user(owner);
+        u.held_packets += cost.packets;
+        u.held_bytes += cost.bytes;
+        u.memory += cost.memory;
+    }
+
+    /// Takes a held packet or copy off its owner's count.
+    fn refund(&mut self, owner: u32, cost: Cost) {
+        refund(&mut self.users, &mut self.held_packets, owner, cost);
+    }
+
+    /// Would holding `cost` (and `copy` more memory, for a duplicate) take `owner` past their
+    /// quota?
+    fn over_quota(&self, owner: u32, cost: Cost, copy: u64) -> bool {
+        let Some(q) = self.quotas.get(&owner) else {
+            return false;
+        };
+        let u = self.users.get(&owner).copied().unwrap_or_default();
+        u.held_packets + cost.packets > q.packets
+            || u.held_bytes + cost.bytes > q.bytes
+            || u.memory + cost.memory + copy > q.memory
     }
 
     /// Makes `owner`'s link, or changes the one with the same selector: its pipes take the new
@@ -234,8 +358,42 @@ impl<H: Copy> Shaper<H> {
         (links + 1, pipes + layout(&spec.pipes).pipes.len())
     }
 
+    /// The iptables rules (as `count` counts a rule's) `spec`'s link would make for `owner`,
+    /// and all of `owner`'s links would once it is set: what the limits are checked against.
+    pub fn kernel_usage_with(
+        &self,
+        owner: u32,
+        spec: &LinkSpec,
+        count: impl Fn(&Rule) -> usize,
+    ) -> (usize, usize) {
+        let layout = layout(&spec.pipes);
+        let new: usize = Rule::from_selector(
+            &spec.selector,
+            0,
+            &directions(layout.inbound.is_some(), layout.outbound.is_some()),
+        )
+        .iter()
+        .map(&count)
+        .fold(0, usize::saturating_add);
+        let others = self
+            .links
+            .iter()
+            .filter(|l| l.owner == owner && l.selector != spec.selector)
+            .flat_map(|l| {
+                Rule::from_selector(
+                    &l.selector,
+                    l.id,
+                    &directions(l.inbound.is_some(), l.outbound.is_some()),
+                )
+            })
+            .map(|r| count(&r))
+            .fold(0, usize::saturating_add);
+        (new, new.saturating_add(others))
+    }
+
     /// Removes the link `target` names among `owner`'s (every owner's if `None`). Packets it
-    /// holds go on at their exits, unshaped from then on.
+    /// holds go on at once (the next `due`), their copies are forgotten: what a link held
+    /// stops counting against its owner and stops occupying the kernel's queue as it goes.
     pub fn delete(&mut self, owner: Option<u32>, target: &Target) -> Result<u32, ShapeError> {
         let visible = |l: &Link| owner.is_none_or(|o| o == l.owner);
         let found = self.links.iter().position(|l| {
@@ -251,10 +409,25 @@ impl<H: Copy> Shaper<H> {
                 Target::Selector(s) => s.to_string(),
             }));
         };
-        let id = self.links.remove(i).id;
+        let link = self.links.remove(i);
+        let serials: std::collections::HashSet<u64> = link.pipes.iter().map(|s| s.serial).collect();
+        let gone: Vec<u64> = self
+            .held
+            .iter()
+            .filter(|(_, h)| serials.contains(&h.serial))
+            .map(|(&k, _)| k)
+            .collect();
+        for key in gone {
+            let h = self.held.remove(&key).expect("listed");
+            self.refund(h.owner, h.cost);
+            match h.copy {
+                true => self.copies.push((h.handle, false)),
+                false => self.decided.push((h.handle, true)),
+            }
+        }
         self.rebuild();
         self.let_orphans_go();
-        Ok(id)
+        Ok(link.id)
     }
 
     /// The classifier's rules, grouped by tenant (the links' owners), in the order the links
@@ -272,13 +445,7 @@ impl<H: Copy> Shaper<H> {
     fn rebuild(&mut self) {
         let mut tenants: Vec<(u32, Vec<Rule>)> = Vec::new();
         for link in &self.links {
-            let mut directions = Vec::new();
-            if link.inbound.is_some() {
-                directions.push(Direction::In);
-            }
-            if link.outbound.is_some() {
-                directions.push(Direction::Out);
-            }
+            let directions = directions(link.inbound.is_some(), link.outbound.is_some());
             let mut rules = Rule::from_selector(&link.selector, link.id, &directions);
             // A user's rules match only that user's sockets, whatever the request said (the
             // kernel's OUT rules get `--uid-owner` from this).
@@ -346,9 +513,38 @@ impl<H: Copy> Shaper<H> {
             Direction::In => link.inbound,
             Direction::Out => link.outbound,
         };
+        let owner = link.owner;
         let Some(slot) = index.map(|i| &mut link.pipes[i]) else {
             return Arrival::Unmatched;
         };
+        let config = slot.pipe.config();
+        let whole = config.ecn || config.duplicate > 0.0;
+        let cost = Cost {
+            packets: 1,
+            bytes: bytes.into(),
+            memory: if whole { bytes.into() } else { 0 },
+        };
+        // A copy, if the pipe makes one, is kept as long again.
+        let copy = if config.duplicate > 0.0 {
+            u64::from(bytes)
+        } else {
+            0
+        };
+        if self.held_packets >= self.capacity {
+            self.user(owner).passed_when_full += 1;
+            return Arrival::Passed;
+        }
+        if self.over_quota(owner, cost, copy) {
+            self.user(owner).dropped_over_limit += 1;
+            return Arrival::OverLimit;
+        }
+        // Borrowed again: the checks above needed all of `self`.
+        let link = self
+            .links
+            .iter_mut()
+            .find(|l| l.id == link_id)
+            .expect("found above");
+        let slot = &mut link.pipes[index.expect("found above")];
         if slot.pipe.is_deferred() {
             let key = self.next_waiting;
             self.next_waiting = self.next_waiting.wrapping_add(1);
@@ -367,11 +563,15 @@ impl<H: Copy> Shaper<H> {
                     handle,
                     serial,
                     bytes,
+                    owner,
+                    cost,
                 },
             );
+            self.charge(owner, cost);
             let mut this_one = false;
             for victim in evicted {
                 if let Some(w) = self.waiting.remove(&victim) {
+                    self.refund(w.owner, w.cost);
                     match victim == key {
                         true => this_one = true,
                         false => self.decided.push((w.handle, false)),
@@ -405,6 +605,14 @@ impl<H: Copy> Shaper<H> {
                     self.next_key += 1;
                     self.exits.push(Reverse((departure.exit, key)));
                     let ticket = departure.ticket;
+                    // A copy is in no kernel queue: only its bytes, which the daemon keeps.
+                    let cost = match copy {
+                        true => Cost {
+                            memory: bytes.into(),
+                            ..Cost::default()
+                        },
+                        false => cost,
+                    };
                     self.held.insert(
                         key,
                         Held {
@@ -413,8 +621,11 @@ impl<H: Copy> Shaper<H> {
                             ticket,
                             bytes,
                             copy,
+                            owner,
+                            cost,
                         },
                     );
+                    self.charge(owner, cost);
                 }
                 Arrival::Held {
                     exit: first.exit,
@@ -456,7 +667,11 @@ impl<H: Copy> Shaper<H> {
                 return;
             }
             self.exits.pop();
-            let held = self.held.remove(&key).expect("every exit has its packet");
+            // Gone already: its link was deleted and it went on then.
+            let Some(held) = self.held.remove(&key) else {
+                continue;
+            };
+            self.refund(held.owner, held.cost);
             let slot = self
                 .links
                 .iter_mut()
@@ -508,11 +723,15 @@ impl<H: Copy> Shaper<H> {
                                 ticket: departure.ticket,
                                 bytes: w.bytes,
                                 copy: false,
+                                owner: w.owner,
+                                cost: w.cost,
                             },
                         );
                     }
                     Dequeued::Dropped { handle, .. } => {
                         if let Some(w) = self.waiting.remove(&handle) {
+                            // The free function: `self.links` is borrowed by the loop.
+                            refund(&mut self.users, &mut self.held_packets, w.owner, w.cost);
                             out.push((w.handle, false));
                         }
                     }
@@ -537,6 +756,7 @@ impl<H: Copy> Shaper<H> {
             .collect();
         for k in gone {
             let w = self.waiting.remove(&k).expect("listed");
+            self.refund(w.owner, w.cost);
             self.decided.push((w.handle, true));
         }
     }
@@ -563,6 +783,10 @@ impl<H: Copy> Shaper<H> {
         self.copies.clear();
         let held = self.held.drain().map(|(_, h)| h).filter(|h| !h.copy);
         out.extend(held.map(|h| (h.handle, true)));
+        self.held_packets = 0;
+        for u in self.users.values_mut() {
+            (u.held_packets, u.held_bytes, u.memory) = (0, 0, 0);
+        }
     }
 
     /// Links `owner` may see (all if `None`), with their counters at `now`.
@@ -602,6 +826,24 @@ impl<H: Copy> Shaper<H> {
     /// Is there no link left?
     pub fn is_empty(&self) -> bool {
         self.links.is_empty()
+    }
+}
+
+/// The directions a link with these pipes shapes.
+fn directions(inbound: bool, outbound: bool) -> Vec<Direction> {
+    [(inbound, Direction::In), (outbound, Direction::Out)]
+        .into_iter()
+        .filter_map(|(shaped, d)| shaped.then_some(d))
+        .collect()
+}
+
+/// Takes a held packet or copy off its owner's count and the shaper's.
+fn refund(users: &mut BTreeMap<u32, UserReport>, total: &mut u64, owner: u32, cost: Cost) {
+    *total = total.saturating_sub(cost.packets);
+    if let Some(u) = users.get_mut(&owner) {
+        u.held_packets = u.held_packets.saturating_sub(cost.packets);
+        u.held_bytes = u.held_bytes.saturating_sub(cost.bytes);
+        u.memory = u.memory.saturating_sub(cost.memory);
     }
 }
 
@@ -847,7 +1089,7 @@ mod tests {
     }
 
     #[test]
-    fn a_bandwidth_spaces_packets_and_a_deleted_link_lets_its_packets_go() {
+    fn a_bandwidth_spaces_packets_and_a_deleted_link_lets_its_packets_go_at_once() {
         let mut s: Shaper<u32> = Shaper::new(1);
         s.set(
             Instant(0),
@@ -876,10 +1118,144 @@ mod tests {
             s.arrive(Instant(0), &request(80), 1500, 9),
             Arrival::Unmatched
         );
+        // At once, not at their exits: what a deleted link held leaves the kernel's queue.
+        assert_eq!(s.next_due(), Some(Instant::ZERO));
         let mut out = Vec::new();
-        s.due(Instant(Duration::from_secs(1).0), &mut out);
+        s.due(Instant(0), &mut out);
         assert_eq!(out.len(), 3);
         assert!(out.iter().all(|(_, accept)| *accept));
+        // Their stale exits give nothing later.
+        s.due(Instant(Duration::from_secs(1).0), &mut out);
+        assert_eq!(out.len(), 3);
+    }
+
+    /// A user's packet of `bytes` bytes, leaving.
+    fn users(uid: u32, dport: u16) -> Packet {
+        Packet {
+            owner: Some((uid, uid)),
+            ..request(dport)
+        }
+    }
+
+    #[test]
+    fn an_owner_at_their_quota_has_packets_dropped_and_counted_others_untouched() {
+        let mut s: Shaper<u32> = Shaper::new(1);
+        s.set_quota(
+            1001,
+            Some(Quota {
+                packets: 3,
+                bytes: 1_000_000,
+                memory: 1_000_000,
+            }),
+        );
+        s.set(
+            Instant(0),
+            1001,
+            spec("client 80@127.0.0.1 OUT delay=60s queue=1000"),
+            String::new(),
+        );
+        s.set(
+            Instant(0),
+            0,
+            spec("client 81@127.0.0.1 OUT delay=1ms queue=1000"),
+            String::new(),
+        );
+        let fates: Vec<Arrival> = (0..5)
+            .map(|i| s.arrive(Instant(0), &users(1001, 80), 100, i))
+            .collect();
+        assert!(matches!(fates[2], Arrival::Held { .. }), "{fates:?}");
+        assert_eq!(fates[3..], [Arrival::OverLimit, Arrival::OverLimit]);
+        // Root has no quota: its link holds what its queue takes.
+        for i in 10..20 {
+            assert!(matches!(
+                s.arrive(Instant(0), &request(81), 100, i),
+                Arrival::Held { .. }
+            ));
+        }
+        let user = s.users(Some(1001));
+        assert_eq!(
+            user,
+            vec![UserReport {
+                uid: 1001,
+                held_packets: 3,
+                held_bytes: 300,
+                memory: 0,
+                dropped_over_limit: 2,
+                passed_when_full: 0,
+            }]
+        );
+        // Deleting the link frees the quota at once.
+        s.delete(Some(1001), &Target::Id(1)).unwrap();
+        let mut out = Vec::new();
+        s.due(Instant(0), &mut out);
+        assert_eq!(out.len(), 3);
+        assert_eq!(s.users(Some(1001))[0].held_packets, 0);
+    }
+
+    #[test]
+    fn bytes_and_the_copies_of_marking_or_duplicating_pipes_count_against_a_quota() {
+        let mut s: Shaper<u32> = Shaper::new(1);
+        s.set_quota(
+            1001,
+            Some(Quota {
+                packets: 100,
+                bytes: 100_000,
+                memory: 250_000,
+            }),
+        );
+        s.set(
+            Instant(0),
+            1001,
+            spec("client 80@127.0.0.1 OUT delay=60s queue=1000 duplicate=100%"),
+            String::new(),
+        );
+        // Each 60 KB packet costs its whole copy and its duplicate: 120 KB of memory.
+        let fates: Vec<Arrival> = (0..3)
+            .map(|i| s.arrive(Instant(0), &users(1001, 80), 60_000, i))
+            .collect();
+        assert!(
+            matches!(
+                fates[0],
+                Arrival::Held {
+                    duplicate: Some(_),
+                    ..
+                }
+            ),
+            "{fates:?}"
+        );
+        assert_eq!(fates[1], Arrival::OverLimit, "bytes: 120,000 > 100,000");
+        let u = s.users(Some(1001))[0];
+        assert_eq!(
+            (u.held_packets, u.held_bytes, u.memory),
+            (1, 60_000, 120_000)
+        );
+        assert_eq!(u.dropped_over_limit, 2);
+    }
+
+    #[test]
+    fn past_the_shapers_capacity_packets_pass_unshaped_and_are_counted_for_their_owner() {
+        let mut s: Shaper<u32> = Shaper::new(1).with_capacity(4);
+        s.set(
+            Instant(0),
+            0,
+            spec("client 81@127.0.0.1 OUT delay=60s queue=1000"),
+            String::new(),
+        );
+        let fates: Vec<Arrival> = (0..6)
+            .map(|i| s.arrive(Instant(0), &request(81), 100, i))
+            .collect();
+        assert!(matches!(fates[3], Arrival::Held { .. }), "{fates:?}");
+        assert_eq!(fates[4..], [Arrival::Passed, Arrival::Passed]);
+        assert_eq!(s.users(None)[0].passed_when_full, 2);
+        assert_eq!(s.users(None)[0].held_packets, 4);
+        let mut out = Vec::new();
+        s.due(Instant(Duration::from_secs(61).0), &mut out);
+        assert_eq!(out.len(), 4);
+        assert_eq!(s.users(None)[0].held_packets, 0);
+        assert!(matches!(
+            s.arrive(Instant(Duration::from_secs(61).0), &request(81), 100, 9),
+            Arrival::Held { .. }
+        ));
     }
 
     #[test]
