@@ -2,7 +2,9 @@
 //! and maps every error to exit code 2 (bad input or usage, as clap does; docs/cli.md); `exec`
 //! and `shell` exit with the code of the program they ran.
 
-// First: its `out!` and `outln!` are for every module below.
+// `print!` panics when standard output cannot be written: every command prints with `out!` and
+// `outln!` (first: they are for every module below), and clippy refuses a `print!` that slips in.
+#![deny(clippy::print_stdout)]
 #[macro_use]
 mod stdout;
 mod calibrate;

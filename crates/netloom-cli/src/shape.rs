@@ -116,10 +116,10 @@ fn show(ns: &Netns, json: bool) -> Result<()> {
     }
     // What each user's pipes hold, and what their limits (or a full queue) turned away.
     for u in &reply.users {
-        println!(
+        outln!(
             "uid {}: holds {} packets, {} bytes ({} bytes copied); dropped over its limits {}, passed unshaped with the queue full {}",
             u.uid, u.held_packets, u.held_bytes, u.memory, u.dropped_over_limit, u.passed_when_full
-        );
+        )?;
     }
     Ok(())
 }
