@@ -2,7 +2,7 @@
 //! `netloom worker`, what it starts on each machine (docs/cluster.md). Glue only: the run is
 //! netloom-live's `cluster`.
 
-use crate::run::say;
+use crate::stdout::say;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use netloom_live::cluster::{Cluster, ClusterRun, Setup};

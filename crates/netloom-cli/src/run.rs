@@ -5,6 +5,7 @@
 //! netloom-live's.
 
 use crate::input::number_in;
+use crate::stdout::say;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use netloom_live::{
@@ -286,12 +287,6 @@ fn predict(args: &RunArgs, topo: &netloom_topo::Topology) -> Result<()> {
     let report = crate::calibrate::predict(topo, &capacity, &calibration, &path)?;
     say(format_args!("netloom: capacity: {}", report.sentence()));
     Ok(())
-}
-
-/// Writes a line to stderr, ignoring a failure: while hosts are up, a closed stderr must not
-/// end the run (eprintln! would panic) before its teardown.
-pub fn say(line: std::fmt::Arguments) {
-    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// The run's options from the flags: how many workers and how they split and run, the

@@ -1,6 +1,7 @@
 //! Writing a command's result to standard output as an error when it cannot be written (a full
 //! disk, `> /dev/full`), where `print!` panics: `write`, and the `out!` and `outln!` macros that
-//! every command prints with instead of `print!` and `println!`.
+//! every command prints with instead of `print!` and `println!`; and `say`, a line of news on
+//! standard error that a closed stderr never turns into an error.
 
 use anyhow::{Context, Result};
 use std::io::Write;
@@ -11,6 +12,12 @@ pub fn write(text: &str) -> Result<()> {
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .context("writing to standard output")
+}
+
+/// Writes a line to stderr, ignoring a failure: while hosts are up, a closed stderr must not
+/// end the run (eprintln! would panic) before its teardown.
+pub fn say(line: std::fmt::Arguments) {
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// `print!` that returns the error of a standard output that cannot be written, for `?`.

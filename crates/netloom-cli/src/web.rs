@@ -78,10 +78,10 @@ pub fn serve(
         .map(|Listener { bound, routes }| {
             let addr = bound.addr();
             if routes.metrics {
-                crate::run::say(format_args!("netloom: metrics at http://{addr}/metrics"));
+                crate::stdout::say(format_args!("netloom: metrics at http://{addr}/metrics"));
             }
             if let Some(token) = &routes.web {
-                crate::run::say(format_args!(
+                crate::stdout::say(format_args!(
                     "netloom: web view at http://{addr}/?token={token} (changes need the token)"
                 ));
             }
@@ -99,7 +99,7 @@ pub fn stop(servers: Vec<WebServer>) {
         let (addr, count) = (server.addr(), server.count());
         drop(server);
         if let Some(sentence) = count.sentence() {
-            crate::run::say(format_args!("netloom: http://{addr}/: {sentence}"));
+            crate::stdout::say(format_args!("netloom: http://{addr}/: {sentence}"));
         }
     }
 }

@@ -7,6 +7,7 @@ mod data;
 pub mod doc;
 pub mod error;
 pub mod export;
+mod format;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gen;

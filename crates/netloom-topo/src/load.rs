@@ -10,6 +10,7 @@
 use crate::data::DataFiles;
 use crate::doc::{LinkParams, NodeEntry, NodeTable, TopologyFile};
 use crate::error::{Diagnostic, ErrorKind, Issue, Seg, Subject, TopoError};
+pub use crate::format::Format;
 use crate::import::{self, ImportOptions, InputFormat};
 use crate::layer::{finish, key_path, parse_layer};
 pub use crate::layer::{
@@ -25,26 +26,6 @@ use crate::schema::{self, did_you_mean};
 use crate::shown::shown;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-
-/// The two spellings of the one schema.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// TOML, the native format (`.toml`).
-    Toml,
-    /// JSON with the same schema (`.json`); the links are the array `link`.
-    Json,
-}
-
-impl Format {
-    /// The format a file name's extension announces (`.toml` or `.json`).
-    pub fn from_path(path: &Path) -> Option<Format> {
-        match path.extension()?.to_str()? {
-            "toml" => Some(Format::Toml),
-            "json" => Some(Format::Json),
-            _ => None,
-        }
-    }
-}
 
 /// Reads, checks and resolves a topology file; the format comes from the extension (any format
 /// `import` reads, with its default options).

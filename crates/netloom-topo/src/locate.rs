@@ -4,7 +4,7 @@
 //! one pass over its text, not one pass per error.
 
 use crate::error::Seg;
-use crate::load::Format;
+use crate::format::Format;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
