@@ -6,103 +6,33 @@
 
 use crate::clock::{Clock, SystemClock};
 use crate::cluster::channel::PartError;
-use crate::control::{ControlError, Controller, ANSWER_TIMEOUT};
+use crate::control::{Controller, ANSWER_TIMEOUT};
 use crate::driver::{Driver, DriverConfig};
-use crate::event::{Event, EventLines, Events, Subscription};
+use crate::error::{io_error, LiveError, RouterControlError};
+use crate::event::{Event, Events, Subscription};
+use crate::handle::{to_value, Handle, Shared};
 use crate::mailbox::{Outbound, Post};
 use crate::message::{Direction, LinkChange, Request, Snapshot};
 use crate::monitor::Monitor;
 use crate::moved::RepartitionReport;
-use crate::plan::{Placement, Plan, PlanError};
-use crate::protocol::{socket_path, Reply, VERSION};
+use crate::plan::{Placement, Plan};
+use crate::protocol::{socket_path, VERSION};
 use crate::repartition::{self, Repartitioner};
-use crate::report::{CaptureReport, Report, RunInfo};
-use crate::server::{Handler, Response, Server};
-use crate::tap::{CaptureStats, When};
+use crate::report::{Report, RunInfo};
+use crate::server::{Handler, Server};
 use crate::tun_drops::TunDrops;
 use crate::tun_io::TunIo;
 use crate::worker::{Worker, WorkerError};
 use netloom_engine::Engine;
-use netloom_os::{
-    HostSpec, KeepAwake, KernelRouterSpec, OsError, RouterSpec, Testbed, TestbedSpec,
-};
+use netloom_os::{HostSpec, KeepAwake, KernelRouterSpec, RouterSpec, Testbed, TestbedSpec};
 use serde_json::{Map, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How often `wait` looks at the signal flag.
 const SIGNAL_LOOK: Duration = Duration::from_millis(100);
-
-/// Why a live run could not start, answer or stop cleanly.
-#[derive(Debug, thiserror::Error)]
-pub enum LiveError {
-    /// The plan does not fit.
-    #[error(transparent)]
-    Plan(#[from] PlanError),
-    /// The OS refused something (namespaces, TUN devices, priorities, the registry).
-    #[error(transparent)]
-    Os(#[from] OsError),
-    /// A control request was refused or not answered.
-    #[error(transparent)]
-    Control(#[from] ControlError),
-    /// An I/O error of the run's own machinery (the control socket, a thread).
-    #[error("{what}: {source}")]
-    Io {
-        /// What was being done.
-        what: String,
-        /// The error.
-        source: std::io::Error,
-    },
-    /// A machine of a run over several machines could not be reached, started or kept
-    /// running (its name and why are in the message).
-    #[error("{0}")]
-    Machine(String),
-    /// A worker stopped with an error.
-    #[error("worker {worker}: {error}")]
-    Worker {
-        /// Which.
-        worker: usize,
-        /// What went wrong (in the message whole, so not also a source, which would print it
-        /// twice in a chain).
-        error: WorkerError,
-    },
-    /// A capture that cannot be made.
-    #[error("{0}")]
-    Capture(String),
-    /// The `RouterControl` refused or failed; the message is its error's, whole (which is why
-    /// that error is not also given as the source, which would print it twice in a chain).
-    #[error("{0}")]
-    Routers(RouterControlError),
-    /// A host name the experiment does not have.
-    #[error("experiment {experiment} has no host {host:?}{hint}")]
-    UnknownHost {
-        /// The experiment.
-        experiment: String,
-        /// The name asked for.
-        host: String,
-        /// A suggestion, or nothing.
-        hint: String,
-    },
-}
-
-// Here, not beside `PartError`: the control channel's messages import nothing of the run.
-impl From<LiveError> for PartError {
-    fn from(e: LiveError) -> PartError {
-        PartError::Part(e.to_string())
-    }
-}
-
-fn io_error(what: &str) -> impl FnOnce(std::io::Error) -> LiveError + '_ {
-    move |source| LiveError::Io {
-        what: what.to_string(),
-        source,
-    }
-}
-
-/// The error of a `RouterControl`, whatever its implementation's type.
-pub type RouterControlError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What runs inside kernel routers besides their kernels (routing daemons): told when the
 /// routers are made and when they go. `Experiment::start_with` takes one.
@@ -179,213 +109,6 @@ impl Ending {
             Ending::WorkerFailed => "worker failed",
             Ending::Done => "done",
         }
-    }
-}
-
-/// What the experiment's handle and its control socket's threads share.
-struct Shared {
-    info: RunInfo,
-    controller: Controller<SystemClock>,
-    events: Events,
-    stop_requested: AtomicBool,
-    /// Rung when a client asks to stop, so `wait` need not poll for it.
-    bell: Mutex<Sender<()>>,
-    /// What the hosts' TUN queues dropped, which no worker sees.
-    tun_drops: TunDrops,
-    /// The captures started, each with what it captures; those whose tap and stream are both
-    /// gone are left out of reports.
-    captures: Mutex<Vec<(String, Weak<CaptureStats>)>>,
-    /// How many workers run.
-    workers: usize,
-    /// With `--repartition`: what it did so far.
-    repartition: Option<Arc<Mutex<RepartitionReport>>>,
-    /// The run's instant zero on the wall clock, ns since 1970: captures date packets with it,
-    /// so that tools show dates, and all captures of a run agree to the nanosecond.
-    epoch_ns: u64,
-}
-
-impl Shared {
-    /// What repartitioning did so far, if the run repartitions.
-    fn repartition_report(&self) -> Option<RepartitionReport> {
-        self.repartition
-            .as_ref()
-            .map(|r| repartition::lock(r).clone())
-    }
-
-    fn stats(&self) -> Result<Report, LiveError> {
-        let snapshot = self.controller.snapshot().wait(ANSWER_TIMEOUT)?;
-        let mut report = Report::new(&self.info, snapshot, &self.tun_drops.per_host()?);
-        report.repartition = self.repartition_report();
-        let mut captures = self
-            .captures
-            .lock()
-            .expect("no capture panics holding the lock");
-        captures.retain(|(_, stats)| stats.strong_count() > 0);
-        report.captures = captures
-            .iter()
-            .filter_map(|(target, stats)| {
-                let stats = stats.upgrade()?;
-                Some(CaptureReport {
-                    target: target.clone(),
-                    captured: stats.captured.load(Ordering::Relaxed),
-                    dropped: stats.dropped.load(Ordering::Relaxed),
-                })
-            })
-            .collect();
-        Ok(report)
-    }
-
-    /// Starts a capture (`Request::Capture`): its reply names the interfaces, its stream is
-    /// the pcapng file.
-    fn capture(
-        &self,
-        a: &str,
-        b: Option<&str>,
-        direction: Direction,
-        when: When,
-        snaplen: u32,
-    ) -> Result<Response, LiveError> {
-        if self.workers > 1 {
-            return Err(LiveError::Capture(format!(
-                "capture needs a run of one worker; this one has {}",
-                self.workers
-            )));
-        }
-        if snaplen == 0 {
-            return Err(LiveError::Capture(
-                "snaplen 0 keeps nothing; give at least 1 byte".into(),
-            ));
-        }
-        let pipes = crate::control::capture_pipes(self.controller.topology(), a, b, direction)?;
-        if pipes.is_empty() {
-            return Err(LiveError::Capture(format!("node {a} has no links")));
-        }
-        let names: Vec<String> = pipes.iter().map(|(_, i)| i.name.clone()).collect();
-        let (tap, stream) = crate::capture::capture(pipes, when, snaplen, self.epoch_ns);
-        let target = match b {
-            Some(b) => format!("{a} {b} ({})", direction.name()),
-            None => a.to_string(),
-        };
-        self.captures
-            .lock()
-            .expect("no capture panics holding the lock")
-            .push((target, Arc::downgrade(&stream.stats())));
-        self.controller.capture(tap).wait(ANSWER_TIMEOUT)?;
-        Ok(Response {
-            reply: Reply::ok(serde_json::json!({
-                "experiment": self.info.experiment,
-                "interfaces": names,
-                "when": when,
-                "snaplen": snaplen,
-            })),
-            stream: Some(Box::new(stream)),
-        })
-    }
-
-    fn link_set(
-        &self,
-        a: &str,
-        b: &str,
-        direction: Direction,
-        set: &Map<String, Value>,
-    ) -> Result<LinkChange, LiveError> {
-        let change = self
-            .controller
-            .link_set(a, b, direction, set)?
-            .wait(ANSWER_TIMEOUT)?;
-        self.events.publish(Event::LinkChanged(change.clone()));
-        Ok(change)
-    }
-
-    fn link_state(&self, a: &str, b: &str, up: bool) -> Result<LinkChange, LiveError> {
-        let change = self.controller.link_state(a, b, up)?.wait(ANSWER_TIMEOUT)?;
-        self.events.publish(Event::LinkChanged(change.clone()));
-        // Every worker applied the change, and with it recomputed its routes.
-        self.events.publish(Event::RoutesRecomputed {
-            at_ns: change.at_ns,
-            link: change.link.clone(),
-            up,
-        });
-        Ok(change)
-    }
-
-    /// Nanoseconds since the run started, for events.
-    fn now_ns(&self) -> u64 {
-        self.controller.clock().now().as_nanos()
-    }
-
-    /// Serves one request of the control protocol.
-    fn handle(&self, request: Request) -> Response {
-        let body = match request {
-            Request::Info => Ok(to_value(&self.info)),
-            Request::Stats => self.stats().map(|r| to_value(&r)),
-            Request::LinkSet {
-                a,
-                b,
-                direction,
-                set,
-            } => self.link_set(&a, &b, direction, &set).map(|c| to_value(&c)),
-            Request::LinkState { a, b, up } => self.link_state(&a, &b, up).map(|c| to_value(&c)),
-            Request::Stop => {
-                self.stop_requested.store(true, Ordering::SeqCst);
-                let _ = self.bell.lock().expect("no ringer panics").send(());
-                Ok(serde_json::json!({ "stopping": self.info.experiment }))
-            }
-            Request::Capture {
-                a,
-                b,
-                direction,
-                when,
-                snaplen,
-            } => {
-                return match self.capture(&a, b.as_deref(), direction, when, snaplen) {
-                    Ok(response) => response,
-                    Err(e) => Reply::error(e.to_string()).into(),
-                }
-            }
-            Request::Events => {
-                return Response {
-                    reply: Reply::ok(serde_json::json!({ "experiment": self.info.experiment })),
-                    stream: Some(Box::new(EventLines::new(self.events.subscribe()))),
-                }
-            }
-        };
-        match body {
-            Ok(body) => Reply::ok(body).into(),
-            Err(e) => Reply::error(e.to_string()).into(),
-        }
-    }
-}
-
-fn to_value<T: serde::Serialize>(t: &T) -> Value {
-    serde_json::to_value(t).expect("reports serialize")
-}
-
-/// What other threads of the caller hold of a running experiment (`Experiment::handle`): its
-/// description, its figures, and link changes; it cannot stop the run.
-#[derive(Clone)]
-pub struct Handle(Arc<Shared>);
-
-impl Handle {
-    /// As `Experiment::info`.
-    pub fn info(&self) -> &RunInfo {
-        &self.0.info
-    }
-
-    /// As `Experiment::stats`.
-    pub fn stats(&self) -> Result<Report, LiveError> {
-        self.0.stats()
-    }
-
-    /// As `Experiment::link_set`.
-    pub fn link_set(
-        &self,
-        a: &str,
-        b: &str,
-        direction: Direction,
-        set: &Map<String, Value>,
-    ) -> Result<LinkChange, LiveError> {
-        self.0.link_set(a, b, direction, set)
     }
 }
 

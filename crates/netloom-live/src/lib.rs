@@ -15,7 +15,7 @@
 //! `report`, `event`, `monitor` (accuracy alarms while a run goes on), `kernel` (kernel routers'
 //! ports and where packets enter the engine), `capture` (packet capture: the driver's `tap`,
 //! the stream written with netloom_packet's `pcapng`; virtual-time runs' are netloom-sim's),
-//! `repartition` (its epochs' thread; the figures are `traffic` and `moved`), `plan`, `experiment`, and `tun_io`, `meta`, `pool` for the packets themselves (their bytes,
+//! `repartition` (its epochs' thread; the figures are `traffic` and `moved`), `plan`, `experiment` (with `handle`, what its clients share of it, and `error`), and `tun_io`, `meta`, `pool` for the packets themselves (their bytes,
 //! parsed, segmented, answered with ICMP errors and fragmented, are netloom-packet's).
 
 mod accuracy;
@@ -27,8 +27,10 @@ use netloom_time::clock;
 pub mod cluster;
 mod control;
 mod driver;
+mod error;
 mod event;
 mod experiment;
+mod handle;
 mod intake;
 mod io;
 mod kernel;
@@ -58,8 +60,10 @@ mod worker;
 pub use accuracy::{Accuracy, AccuracyReport, LatenessBucket, Thresholds, LATENESS_BUCKETS_NS};
 pub use control::{capture_pipes, ControlError, Controller, Pending, ANSWER_TIMEOUT};
 pub use driver::{Driver, DriverConfig};
+pub use error::{LiveError, RouterControlError};
 pub use event::{Event, Subscription};
-pub use experiment::{Ending, Experiment, Handle, LiveError, RouterControl, RouterControlError};
+pub use experiment::{Ending, Experiment, RouterControl};
+pub use handle::Handle;
 pub use io::{Framing, PacketIo};
 pub use message::{
     ChangeRefusal, Direction, HostCounters, LinkChange, PipeState, Request, Snapshot,
