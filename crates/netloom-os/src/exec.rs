@@ -151,12 +151,15 @@ pub fn close_inherited_fds(command: &mut Command) {
     // SAFETY: the closure runs between fork and exec and makes one async-signal-safe system
     // call. Marking (CLOEXEC) rather than closing keeps open the pipe through which the
     // standard library reports a failed exec; the kernel closes everything at the exec itself.
+    // The raw system call, not glibc's wrapper (2.34): the packages' binary links against glibc
+    // 2.17 (manylinux2014), which has none.
     unsafe {
         command.pre_exec(|| {
-            if libc::close_range(
-                3,
-                libc::c_uint::MAX,
-                libc::CLOSE_RANGE_CLOEXEC as libc::c_int,
+            if libc::syscall(
+                libc::SYS_close_range,
+                3 as libc::c_long,
+                libc::c_uint::MAX as libc::c_long,
+                libc::CLOSE_RANGE_CLOEXEC as libc::c_long,
             ) != 0
             {
                 return Err(std::io::Error::last_os_error());

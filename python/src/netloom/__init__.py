@@ -4,10 +4,12 @@ Build a :class:`Topology` in code or load a file; run it live with :func:`run` (
 manager returning a :class:`Net`: commands in hosts, link changes, stats, events over the run's
 control protocol); run it in virtual time with :func:`sim` (the ``--json`` report as
 dataclasses). The package runs the ``netloom`` program, found by :func:`find_binary`:
-``binary=``, then ``$NETLOOM``, then ``PATH``. docs/python.md is the guide.
+``binary=``, then ``$NETLOOM``, then the one the wheel installed beside the package, then
+``PATH``. docs/python.md is the guide.
 """
 
 from ._binary import find_binary, version
+from ._version import installed as _installed_version
 from .errors import (
     BinaryNotFound,
     CommandError,
@@ -24,7 +26,7 @@ from .live import CmdResult, Host, Link, Net, run
 from .sim import DropsByCause, Flow, Latency, Pipe, SimReport, Totals, sim
 from .topology import Topology
 
-__version__ = "0.1.0"
+__version__ = _installed_version()
 
 __all__ = [
     "BinaryNotFound",

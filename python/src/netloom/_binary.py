@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sysconfig
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Type, Union
 
@@ -17,21 +18,46 @@ ENV_VAR = "NETLOOM"
 
 
 def find_binary(binary: Optional[PathLike] = None) -> str:
-    """The ``netloom`` program to run: ``binary`` if given, else ``$NETLOOM``, else ``netloom``
-    on ``PATH``. Raises :class:`BinaryNotFound` naming all three when none is found."""
+    """The ``netloom`` program to run: ``binary`` if given, else ``$NETLOOM``, else the one the
+    wheel installed into this environment's scripts directory, else ``netloom`` on ``PATH``.
+    Raises :class:`BinaryNotFound` naming all four when none is found."""
     if binary is not None:
         return _executable(str(binary), "the binary= argument")
     from_env = os.environ.get(ENV_VAR)
     if from_env:
         return _executable(from_env, f"${ENV_VAR}")
+    # Before PATH: a venv's python run without activating the venv has its scripts directory off
+    # PATH, and a netloom found there is the one installed with this package, of its version,
+    # where PATH may hold another (docs/python.md, "Finding the netloom program").
+    beside = _beside_package()
+    if beside:
+        return beside
     on_path = shutil.which("netloom")
     if on_path:
         return on_path
+    scripts = scripts_dir() or "the environment's scripts directory"
     raise BinaryNotFound(
         "netloom: the netloom program was not found: pass binary='/path/to/netloom', "
-        f"set ${ENV_VAR}=/path/to/netloom, or put netloom on PATH "
+        f"set ${ENV_VAR}=/path/to/netloom, install the netloom wheel (its binary goes to "
+        f"{scripts}), or put netloom on PATH "
         "(build it with `cargo build --release -p netloom`; it is target/release/netloom)"
     )
+
+
+def scripts_dir() -> Optional[str]:
+    """The scripts directory of the running interpreter's environment (a venv's ``bin``), where
+    installing the wheel puts its ``netloom``."""
+    return sysconfig.get_path("scripts")
+
+
+def _beside_package() -> Optional[str]:
+    directory = scripts_dir()
+    if not directory:
+        return None
+    candidate = os.path.join(directory, "netloom")
+    if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+        return candidate
+    return None
 
 
 def _executable(path: str, where: str) -> str:
@@ -40,7 +66,7 @@ def _executable(path: str, where: str) -> str:
         return found
     raise BinaryNotFound(
         f"netloom: {where} names {path!r}, which is not an executable file; pass binary=..., "
-        f"set ${ENV_VAR}, or put netloom on PATH"
+        f"set ${ENV_VAR}, install the netloom wheel, or put netloom on PATH"
     )
 
 
