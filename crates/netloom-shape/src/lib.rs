@@ -9,6 +9,7 @@
 pub mod classifier;
 pub mod daemon;
 pub mod kernel;
+mod ledger;
 pub mod limits;
 pub mod shaper;
 pub mod spec;

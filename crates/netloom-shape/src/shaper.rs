@@ -6,17 +6,19 @@
 //! A pipe that duplicates a packet schedules its copy as a second packet behind it (as in a
 //! run); `take_copies` gives back, at the copy's exit, the handle whose packet is to be sent again.
 //! What each owner's pipes hold is counted against their `Quota`, and all pipes together against
-//! the shaper's capacity (`Usage`, `UserReport`), so no owner can fill the queue all share.
+//! the shaper's capacity, in its `ledger` (`UserReport`), so no owner can fill the queue all share.
 
 use crate::classifier::{Classifier, Direction, Packet, Rule, ROOT};
-use crate::spec::{Cgroup, LinkSpec, PipeSpec, Pipes, Selector};
+use crate::ledger::{Cost, Ledger};
+pub use crate::ledger::{Quota, UserReport};
+use crate::spec::{layout, Cgroup, LinkSpec, PipeSpec, Selector};
 use netloom_link::{
     Admission, Aqm, Dequeued, DropCause, Hold, PacketMeta, Pipe, PipeConfig, PipeData, Ticket,
 };
 use netloom_time::Instant;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap};
 
 /// One emulated link: its selector, the words that configured it, and its pipes.
 struct Link {
@@ -63,49 +65,6 @@ struct Held<H> {
     copy: bool,
     owner: u32,
     cost: Cost,
-}
-
-/// What one held packet (or kept copy) counts against its owner's quota.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Cost {
-    /// Packets in the kernel's queue: 1 for a packet, 0 for a copy the daemon keeps.
-    packets: u64,
-    /// Their bytes.
-    bytes: u64,
-    /// Bytes the daemon keeps a copy of: the packet's, when its pipe marks or duplicates (its
-    /// queue copies it whole), or the duplicate's.
-    memory: u64,
-}
-
-/// What an owner's pipes may hold at once (`limits::Limits`); an owner without one (root) is
-/// held only to the shaper's capacity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Quota {
-    /// Packets held (each one in the kernel's queue).
-    pub packets: u64,
-    /// Bytes of those packets.
-    pub bytes: u64,
-    /// Bytes of packets the daemon keeps copies of.
-    pub memory: u64,
-}
-
-/// What an owner's pipes hold now, and the packets their limits turned away since the shaper
-/// started, as `show` reports it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UserReport {
-    /// The owner.
-    pub uid: u32,
-    /// Packets held now.
-    pub held_packets: u64,
-    /// Their bytes.
-    pub held_bytes: u64,
-    /// Bytes of packets whose copies the daemon keeps now.
-    pub memory: u64,
-    /// Packets dropped at arrival because the owner's quota (packets, bytes or memory) was full.
-    pub dropped_over_limit: u64,
-    /// Packets let go unshaped at arrival because every pipe together held the shaper's
-    /// capacity (the queue all owners share fails open rather than fill).
-    pub passed_when_full: u64,
 }
 
 /// What became of an arriving packet.
@@ -207,13 +166,8 @@ pub struct Shaper<H> {
     /// if their pipe dropped them at the exit (it went down).
     copies: Vec<(H, bool)>,
     dequeued: Vec<Dequeued>,
-    /// Each owner's quota, if they have one.
-    quotas: HashMap<u32, Quota>,
-    /// What each owner's pipes hold and what their limits turned away.
-    users: BTreeMap<u32, UserReport>,
-    /// Packets every pipe together may hold (`with_capacity`), and how many they hold.
-    capacity: u64,
-    held_packets: u64,
+    /// What each owner's pipes hold against their quota, and all pipes against the capacity.
+    ledger: Ledger,
 }
 
 impl<H: Copy> Shaper<H> {
@@ -234,69 +188,26 @@ impl<H: Copy> Shaper<H> {
             marked: Vec::new(),
             copies: Vec::new(),
             dequeued: Vec::new(),
-            quotas: HashMap::new(),
-            users: BTreeMap::new(),
-            capacity: u64::MAX,
-            held_packets: 0,
+            ledger: Ledger::new(),
         }
-    }
-
-    /// This shaper, holding at most `capacity` packets over all pipes: past it, arriving
-    /// packets go on unshaped (`Arrival::Passed`).
-    pub fn with_capacity(mut self, capacity: u64) -> Shaper<H> {
-        self.capacity = capacity;
-        self
     }
 
     /// Holds `owner`'s pipes to `quota` from the next arrival on (`None`: no quota).
     pub fn set_quota(&mut self, owner: u32, quota: Option<Quota>) {
-        match quota {
-            Some(q) => self.quotas.insert(owner, q),
-            None => self.quotas.remove(&owner),
-        };
+        self.ledger.set_quota(owner, quota);
     }
 
     /// What the pipes of `owner` (of every owner with a link or a count, if `None`) hold, and
     /// what their limits turned away.
     pub fn users(&self, owner: Option<u32>) -> Vec<UserReport> {
-        self.users
-            .values()
-            .filter(|u| owner.is_none_or(|o| o == u.uid))
-            .copied()
-            .collect()
+        self.ledger.users(owner)
     }
 
-    fn user(&mut self, owner: u32) -> &mut UserReport {
-        self.users.entry(owner).or_insert(UserReport {
-            uid: owner,
-            ..UserReport::default()
-        })
-    }
-
-    /// Counts a held packet or copy against its owner.
-    fn charge(&mut self, owner: u32, cost: Cost) {
-        self.held_packets += cost.packets;
-        let u = self.user(owner);
-        u.held_packets += cost.packets;
-        u.held_bytes += cost.bytes;
-        u.memory += cost.memory;
-    }
-
-    /// Takes a held packet or copy off its owner's count.
-    fn refund(&mut self, owner: u32, cost: Cost) {
-        refund(&mut self.users, &mut self.held_packets, owner, cost);
-    }
-
-    /// Would holding `cost` (and `copy` more memory, for a duplicate) take `owner` past their
-    /// quota?
-    fn over_quota(&self, owner: u32, cost: Cost, copy: u64) -> bool {
-        let Some(q) = self.quotas.get(&owner) else {
-            return false;
-        };
-        let u = self.users.get(&owner).copied().unwrap_or_default();
-        u.held_packets + cost.packets > q.packets
-            || u.held_bytes + cost.bytes > q.bytes
-            || u.memory + cost.memory + copy > q.memory
+    /// This shaper, holding at most `capacity` packets over all pipes: past it, arriving
+    /// packets go on unshaped (`Arrival::Passed`).
+    pub fn with_capacity(mut self, capacity: u64) -> Shaper<H> {
+        self.ledger.set_capacity(capacity);
+        self
     }
 
     /// Makes `owner`'s link, or changes the one with the same selector: its pipes take the new
@@ -347,13 +258,17 @@ impl<H: Copy> Shaper<H> {
         (id, false)
     }
 
+    /// `owner`'s links but the one `spec` would replace (with the same selector).
+    fn others<'a>(&'a self, owner: u32, spec: &'a LinkSpec) -> impl Iterator<Item = &'a Link> {
+        let kept = move |l: &&Link| l.owner == owner && l.selector != spec.selector;
+        self.links.iter().filter(kept)
+    }
+
     /// The links and pipes `owner` would have once `spec` is set (it replaces the link with its
     /// selector, if any): what the limits are checked against before anything changes.
     pub fn usage_with(&self, owner: u32, spec: &LinkSpec) -> (usize, usize) {
         let (links, pipes) = self
-            .links
-            .iter()
-            .filter(|l| l.owner == owner && l.selector != spec.selector)
+            .others(owner, spec)
             .fold((0, 0), |(n, p), l| (n + 1, p + l.pipes.len()));
         (links + 1, pipes + layout(&spec.pipes).pipes.len())
     }
@@ -376,9 +291,7 @@ impl<H: Copy> Shaper<H> {
         .map(&count)
         .fold(0, usize::saturating_add);
         let others = self
-            .links
-            .iter()
-            .filter(|l| l.owner == owner && l.selector != spec.selector)
+            .others(owner, spec)
             .flat_map(|l| {
                 Rule::from_selector(
                     &l.selector,
@@ -419,7 +332,7 @@ impl<H: Copy> Shaper<H> {
             .collect();
         for key in gone {
             let h = self.held.remove(&key).expect("listed");
-            self.refund(h.owner, h.cost);
+            self.ledger.refund(h.owner, h.cost);
             match h.copy {
                 true => self.copies.push((h.handle, false)),
                 false => self.decided.push((h.handle, true)),
@@ -530,12 +443,12 @@ impl<H: Copy> Shaper<H> {
         } else {
             0
         };
-        if self.held_packets >= self.capacity {
-            self.user(owner).passed_when_full += 1;
+        if self.ledger.is_full() {
+            self.ledger.user(owner).passed_when_full += 1;
             return Arrival::Passed;
         }
-        if self.over_quota(owner, cost, copy) {
-            self.user(owner).dropped_over_limit += 1;
+        if self.ledger.over_quota(owner, cost, copy) {
+            self.ledger.user(owner).dropped_over_limit += 1;
             return Arrival::OverLimit;
         }
         // Borrowed again: the checks above needed all of `self`.
@@ -567,11 +480,11 @@ impl<H: Copy> Shaper<H> {
                     cost,
                 },
             );
-            self.charge(owner, cost);
+            self.ledger.charge(owner, cost);
             let mut this_one = false;
             for victim in evicted {
                 if let Some(w) = self.waiting.remove(&victim) {
-                    self.refund(w.owner, w.cost);
+                    self.ledger.refund(w.owner, w.cost);
                     match victim == key {
                         true => this_one = true,
                         false => self.decided.push((w.handle, false)),
@@ -625,7 +538,7 @@ impl<H: Copy> Shaper<H> {
                             cost,
                         },
                     );
-                    self.charge(owner, cost);
+                    self.ledger.charge(owner, cost);
                 }
                 Arrival::Held {
                     exit: first.exit,
@@ -671,7 +584,7 @@ impl<H: Copy> Shaper<H> {
             let Some(held) = self.held.remove(&key) else {
                 continue;
             };
-            self.refund(held.owner, held.cost);
+            self.ledger.refund(held.owner, held.cost);
             let slot = self
                 .links
                 .iter_mut()
@@ -731,7 +644,7 @@ impl<H: Copy> Shaper<H> {
                     Dequeued::Dropped { handle, .. } => {
                         if let Some(w) = self.waiting.remove(&handle) {
                             // The free function: `self.links` is borrowed by the loop.
-                            refund(&mut self.users, &mut self.held_packets, w.owner, w.cost);
+                            self.ledger.refund(w.owner, w.cost);
                             out.push((w.handle, false));
                         }
                     }
@@ -756,7 +669,7 @@ impl<H: Copy> Shaper<H> {
             .collect();
         for k in gone {
             let w = self.waiting.remove(&k).expect("listed");
-            self.refund(w.owner, w.cost);
+            self.ledger.refund(w.owner, w.cost);
             self.decided.push((w.handle, true));
         }
     }
@@ -783,10 +696,7 @@ impl<H: Copy> Shaper<H> {
         self.copies.clear();
         let held = self.held.drain().map(|(_, h)| h).filter(|h| !h.copy);
         out.extend(held.map(|h| (h.handle, true)));
-        self.held_packets = 0;
-        for u in self.users.values_mut() {
-            (u.held_packets, u.held_bytes, u.memory) = (0, 0, 0);
-        }
+        self.ledger.release_all();
     }
 
     /// Links `owner` may see (all if `None`), with their counters at `now`.
@@ -837,52 +747,9 @@ fn directions(inbound: bool, outbound: bool) -> Vec<Direction> {
         .collect()
 }
 
-/// Takes a held packet or copy off its owner's count and the shaper's.
-fn refund(users: &mut BTreeMap<u32, UserReport>, total: &mut u64, owner: u32, cost: Cost) {
-    *total = total.saturating_sub(cost.packets);
-    if let Some(u) = users.get_mut(&owner) {
-        u.held_packets = u.held_packets.saturating_sub(cost.packets);
-        u.held_bytes = u.held_bytes.saturating_sub(cost.bytes);
-        u.memory = u.memory.saturating_sub(cost.memory);
-    }
-}
-
 /// Does a pipe of this configuration decide departures later than arrival?
 fn deferred(config: &PipeConfig) -> bool {
     matches!(config.aqm, Aqm::FqCodel(_))
-}
-
-/// A link's pipes in order, with the index of each direction's.
-struct Layout {
-    pipes: Vec<(&'static str, PipeSpec)>,
-    inbound: Option<usize>,
-    outbound: Option<usize>,
-}
-
-fn layout(pipes: &Pipes) -> Layout {
-    match pipes {
-        Pipes::Shared(pipe) => Layout {
-            pipes: vec![("SHARED", pipe.clone())],
-            inbound: Some(0),
-            outbound: Some(0),
-        },
-        Pipes::Split { inbound, outbound } => {
-            let mut layout = Layout {
-                pipes: Vec::new(),
-                inbound: None,
-                outbound: None,
-            };
-            if let Some(c) = inbound {
-                layout.inbound = Some(layout.pipes.len());
-                layout.pipes.push(("IN", c.clone()));
-            }
-            if let Some(c) = outbound {
-                layout.outbound = Some(layout.pipes.len());
-                layout.pipes.push(("OUT", c.clone()));
-            }
-            layout
-        }
-    }
 }
 
 fn make_slots(pipes: Vec<(&'static str, PipeSpec)>, next: &mut u64, seed: u64) -> Vec<Slot> {
@@ -904,6 +771,7 @@ fn make_slots(pipes: Vec<(&'static str, PipeSpec)>, next: &mut u64, seed: u64) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::Pipes;
     use netloom_link::Ecn;
     use netloom_time::{Duration, Rate};
 

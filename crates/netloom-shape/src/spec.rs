@@ -693,5 +693,40 @@ fn display(path: &Path) -> String {
     path.display().to_string()
 }
 
+/// A link's pipes in order, with the index of each direction's.
+pub(crate) struct Layout {
+    pub(crate) pipes: Vec<(&'static str, PipeSpec)>,
+    pub(crate) inbound: Option<usize>,
+    pub(crate) outbound: Option<usize>,
+}
+
+/// `pipes` as a link holds them: one shared pipe, or an inbound and an outbound one, named as
+/// iptables rules and reports name them.
+pub(crate) fn layout(pipes: &Pipes) -> Layout {
+    match pipes {
+        Pipes::Shared(pipe) => Layout {
+            pipes: vec![("SHARED", pipe.clone())],
+            inbound: Some(0),
+            outbound: Some(0),
+        },
+        Pipes::Split { inbound, outbound } => {
+            let mut layout = Layout {
+                pipes: Vec::new(),
+                inbound: None,
+                outbound: None,
+            };
+            if let Some(c) = inbound {
+                layout.inbound = Some(layout.pipes.len());
+                layout.pipes.push(("IN", c.clone()));
+            }
+            if let Some(c) = outbound {
+                layout.outbound = Some(layout.pipes.len());
+                layout.pipes.push(("OUT", c.clone()));
+            }
+            layout
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;
