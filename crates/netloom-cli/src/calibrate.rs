@@ -41,7 +41,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("-o {}", output.display()))?;
     }
-    std::fs::write(&output, c.to_json()).with_context(|| format!("-o {}", output.display()))?;
+    netloom_os::write_output(&output, c.to_json().as_bytes()).context("-o")?;
     if args.json {
         out!("{}", c.to_json())?;
     } else {

@@ -72,7 +72,7 @@ pub fn run(c: Coordinate) -> Result<()> {
     // The workers are processes of their own (`netloom worker`), placed by their machines.
     let servers = crate::web::serve(c.listeners, Arc::new(netloom_web::Socket::new(socket)), &[])?;
     if let Some(ready) = c.ready_file {
-        std::fs::write(ready, b"up\n").with_context(|| format!("writing {}", ready.display()))?;
+        netloom_os::write_output(ready, b"up\n").context("--ready-file")?;
     }
     let ending = run.wait(signal, c.stop_after.map(|d| std::time::Instant::now() + d));
     let clocks = run.clocks();

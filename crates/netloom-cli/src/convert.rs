@@ -116,8 +116,7 @@ pub fn run(args: ConvertArgs) -> Result<()> {
             method: Some("modelnet .model".into()),
         };
         let path = args.output.with_extension("assignment.json");
-        std::fs::write(&path, a.to_json() + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        netloom_os::write_output(&path, (a.to_json() + "\n").as_bytes())?;
         let names: Vec<String> = map
             .cores
             .iter()
@@ -149,8 +148,7 @@ pub fn run(args: ConvertArgs) -> Result<()> {
         Output::Dot => to_dot(file, &name, cores.as_deref()),
         Output::GraphMl => to_graphml(file, &name, cores.as_deref()),
     };
-    std::fs::write(&args.output, text)
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    netloom_os::write_output(&args.output, text.as_bytes())?;
     eprintln!(
         "netloom: wrote {} ({} hosts, {} routers, {} links)",
         args.output.display(),

@@ -110,7 +110,7 @@ pub fn run(args: GenArgs) -> Result<()> {
                 Some(Format::Json) => netloom_topo::write::to_json(&file),
                 _ => netloom_topo::write::to_toml(&file),
             };
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+            netloom_os::write_output(path, text.as_bytes()).context("-o")?;
             eprintln!(
                 "wrote {}: {} hosts, {} routers, {} links",
                 path.display(),

@@ -99,8 +99,7 @@ pub fn run(args: PartitionArgs) -> Result<()> {
     let assignment = netloom_sim::split::assign(&topo, &graph, &options(args.cores))?;
     let eval = Evaluation::of(&graph, &assignment);
     if let Some(path) = &args.output {
-        std::fs::write(path, assignment.to_json() + "\n")
-            .with_context(|| format!("-o {}", path.display()))?;
+        netloom_os::write_output(path, (assignment.to_json() + "\n").as_bytes()).context("-o")?;
     }
     let measured = match &args.measure {
         Some(path) => Some(netloom_sim::split::measure(

@@ -927,3 +927,55 @@ fn commands_whose_output_cannot_be_written_say_so_and_exit_2() {
         );
     }
 }
+
+/// Every file a command writes where a user said (`-o`, `--observe`, `--capture`) is opened as
+/// `capture -w` opens its file: a symbolic link planted there is refused (exit 2, the error says
+/// why), and the file it points to is left as it was.
+#[test]
+fn outputs_named_by_a_user_refuse_a_planted_link() {
+    let dir = TempDir::new("hostile-links");
+    let d = dir.path();
+    dir.write("two.toml", &format!("{TWO_HOSTS}delay = \"1ms\"\n"));
+    dir.write("precious", "precious\n");
+    let sim = |extra: &[&'static str]| {
+        let mut args = vec!["sim", "two.toml", "--traffic", "k=1 source=cbr rate=1Mbit"];
+        args.extend(["--duration", "10ms"]);
+        args.extend(extra);
+        args
+    };
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        ("out.toml", vec!["gen", "chain", "-o", "out.toml"]),
+        ("out.json", vec!["convert", "two.toml", "-o", "out.json"]),
+        (
+            "a.json",
+            vec!["partition", "two.toml", "--cores", "2", "-o", "a.json"],
+        ),
+        ("obs.json", sim(&["--observe", "obs.json"])),
+        ("c.pcapng", sim(&["--capture", "h1:h2=c.pcapng"])),
+    ];
+    for (name, args) in cases {
+        let link = d.join(name);
+        std::os::unix::fs::symlink(d.join("precious"), &link).unwrap();
+        refused(d, &args, &[name, "does not write through it"]);
+        assert_eq!(
+            std::fs::read_to_string(d.join("precious")).unwrap(),
+            "precious\n",
+            "netloom {} wrote through the link",
+            args.join(" ")
+        );
+        std::fs::remove_file(&link).unwrap();
+        // The same command writes a plain file there.
+        let ran = run_in(d, &args);
+        assert_eq!(
+            ran.code,
+            Some(0),
+            "netloom {}: {}",
+            args.join(" "),
+            ran.stderr
+        );
+        assert!(
+            std::fs::metadata(&link).unwrap().len() > 0,
+            "{name} is empty"
+        );
+    }
+}

@@ -48,7 +48,7 @@ pub use interface::DeviceCounters;
 pub use listener::shut_down_listener;
 pub use netns::{enter as enter_namespace, enter_file as enter_namespace_file};
 pub use nfqueue::{NfQueue, QueuedPacket, Verdict, VerdictStats};
-pub use output::{open_output, OutputDir, OutputFile};
+pub use output::{open_output, write_output, OutputDir, OutputFile};
 pub use peer::{effective_uid, peer_credentials, primary_group, PeerCredentials};
 pub use plan::{
     address_plan, check_experiment_name, check_host_name, namespace_name, router_address,

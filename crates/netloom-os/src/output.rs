@@ -49,6 +49,24 @@ pub fn open_output(path: &Path) -> Result<OutputFile, OsError> {
     })
 }
 
+/// Writes `bytes` to `path` as `open_output` opens it (a planted link refused, a regular file
+/// replaced in place); a file it made is removed again if the write fails (a full disk), so a
+/// half-written report is never left behind.
+pub fn write_output(path: &Path, bytes: &[u8]) -> Result<(), OsError> {
+    use std::io::Write;
+    let output = open_output(path)?;
+    let created = output.created;
+    let written = output.begin().and_then(|mut file| {
+        file.write_all(bytes)
+            .and_then(|()| file.flush())
+            .map_err(|e| OsError::io(format!("write {}", path.display()), e))
+    });
+    if written.is_err() && created {
+        let _ = std::fs::remove_file(path);
+    }
+    written
+}
+
 /// A file `open_output` opened, not yet written.
 #[derive(Debug)]
 pub struct OutputFile {
@@ -286,6 +304,29 @@ mod tests {
         // A device is written as it is, and never removed.
         open_output(Path::new("/dev/null")).unwrap().abandon();
         assert!(Path::new("/dev/null").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn write_output_refuses_links_and_leaves_no_half_file() {
+        let dir = scratch("write");
+        let precious = dir.join("precious");
+        std::fs::write(&precious, "precious\n").unwrap();
+        let link = dir.join("report.json");
+        std::os::unix::fs::symlink(&precious, &link).unwrap();
+        let err = write_output(&link, b"{}").unwrap_err().to_string();
+        assert!(err.contains("does not write through it"), "{err}");
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious\n");
+        // A shorter text replaces a longer one whole.
+        let mine = dir.join("mine");
+        std::fs::write(&mine, "a much longer old text").unwrap();
+        write_output(&mine, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&mine).unwrap(), "new");
+        // A full disk: the error names the file, and nothing is written through /dev/full.
+        let err = write_output(Path::new("/dev/full"), b"x")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/dev/full"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

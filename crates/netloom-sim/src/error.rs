@@ -93,7 +93,10 @@ pub enum SimError {
         /// What is wrong.
         reason: String,
     },
-    /// A capture file could not be created or written.
+    /// A capture file could not be opened (a planted link: `netloom_os::open_output`).
+    #[error(transparent)]
+    CaptureFile(#[from] netloom_os::OsError),
+    /// A capture file could not be written.
     #[error("{}: {error}", path.display())]
     Capture {
         /// The file.

@@ -31,7 +31,7 @@ pub(crate) fn run(
             path: capture.path.clone(),
             error,
         };
-        let out = std::fs::File::create(&capture.path).map_err(failed)?;
+        let out = netloom_os::open_output(&capture.path)?.begin()?;
         let file = SimCapture::new(BufWriter::new(out), &mut engine, capture.pipes.clone())
             .map_err(failed)?;
         files.push((file, &capture.path));

@@ -106,7 +106,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let servers = crate::web::serve(listeners, Arc::new(experiment.handle()), &worker_cpus)?;
     // Up means answering: the control socket listens and the workers run.
     if let Some(ready) = &args.ready_file {
-        std::fs::write(ready, b"up\n").with_context(|| format!("writing {}", ready.display()))?;
+        netloom_os::write_output(ready, b"up\n").context("--ready-file")?;
     }
     let ending = experiment.wait(signal, stop_after.map(|d| std::time::Instant::now() + d));
     crate::web::stop(servers);

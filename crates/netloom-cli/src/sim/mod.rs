@@ -188,8 +188,8 @@ pub fn run(args: SimArgs) -> Result<()> {
         eprint!("\r{:90}\r", "");
     }
     if let Some(path) = &args.observe {
-        std::fs::write(path, report.observation.to_json() + "\n")
-            .with_context(|| format!("--observe {}", path.display()))?;
+        let text = report.observation.to_json() + "\n";
+        netloom_os::write_output(path, text.as_bytes()).context("--observe")?;
     }
     match args.json {
         true => crate::stdout::write(&(serde_json::to_string_pretty(&report)? + "\n"))?,
