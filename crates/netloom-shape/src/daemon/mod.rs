@@ -209,6 +209,9 @@ pub enum DaemonError {
     /// Started by a first request (`--until-empty`), which failed: nothing is left to shape.
     #[error("the first request failed, so the shaping process it started ends: {0}")]
     FirstRequest(String),
+    /// Started by a first request (`--until-empty`) that never came: its caller went away.
+    #[error("started for a first request that did not come within {}, so the shaping process ends", .0)]
+    NoFirstRequest(netloom_time::Duration),
 }
 
 /// Runs the shaping process of `ns` until `stop` or SIGTERM, or, if `until_empty` (started by

@@ -99,7 +99,15 @@ struct Answering<'a> {
     pending: Option<Pending>,
     /// Has a link's rules been in the kernel yet?
     had_links: bool,
+    /// With `until_empty`: when the loop began, for `FIRST_REQUEST_WAIT`.
+    began: netloom_time::Instant,
 }
+
+/// How long a process a first request started (`--until-empty`) waits for that request: the
+/// caller that started it sends it within milliseconds, so a process still without a link
+/// after this was started by a caller that went away (killed between the start and its
+/// request) and would otherwise wait for ever.
+pub(super) const FIRST_REQUEST_WAIT: netloom_time::Duration = netloom_time::Duration::from_secs(30);
 
 impl Answering<'_> {
     fn turn(
@@ -153,9 +161,13 @@ impl Answering<'_> {
             }
         }
         self.had_links |= self.pending.is_none() && !shaper.is_empty();
-        match self.until_empty && self.had_links && shaper.is_empty() && self.pending.is_none() {
-            true => Then::End(Ok(())),
-            false => Then::Go,
+        let idle = self.until_empty && shaper.is_empty() && self.pending.is_none();
+        match (idle, self.had_links) {
+            (true, true) => Then::End(Ok(())),
+            (true, false) if now >= self.began + FIRST_REQUEST_WAIT => {
+                Then::End(Err(DaemonError::NoFirstRequest(FIRST_REQUEST_WAIT)))
+            }
+            _ => Then::Go,
         }
     }
 
@@ -222,6 +234,7 @@ pub(super) fn serve_loop(
         until_empty,
         pending: None,
         had_links: false,
+        began: clock.now(),
     };
     let result = loop {
         if stopping.load(Ordering::Relaxed) {
@@ -640,6 +653,40 @@ mod tests {
         assert!(io.removed);
         // Within a moment, not never: the loop ended when the install failed.
         assert_eq!(clock.now(), Instant(2 * MS));
+    }
+
+    #[test]
+    fn a_process_started_for_a_first_request_that_never_comes_ends_after_the_wait() {
+        // A show (no link) at 1 s, then nothing: the caller that started it went away.
+        let clock = TestClock::new();
+        let (post, requests) = mpsc::channel();
+        let mut io = TestIo::new(
+            &clock,
+            Vec::new(),
+            vec![(Instant(1000 * MS), Request::Show)],
+            post,
+        );
+        let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
+        let stopping = AtomicBool::new(false);
+        let result = serve_loop(
+            &mut io,
+            &clock,
+            &requests,
+            &stopping,
+            true,
+            &mut tenancy,
+            u64::MAX,
+        );
+        let e = result.unwrap_err().to_string();
+        assert!(e.contains("did not come within 30s"), "{e}");
+        assert_eq!(answers(&io).len(), 1, "the show was answered");
+        // Within a turn (100 ms) of the wait, not for ever.
+        let ended = clock.now();
+        assert!(ended >= Instant(0) + FIRST_REQUEST_WAIT, "{ended:?}");
+        assert!(
+            ended <= Instant(0) + FIRST_REQUEST_WAIT + Duration(100 * MS),
+            "{ended:?}"
+        );
     }
 
     #[test]
