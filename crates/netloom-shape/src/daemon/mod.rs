@@ -250,7 +250,7 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
         .map_err(|e| DaemonError::Io(format!("{}: {e}", pid_path.display())))?;
     let stopping = netloom_os::install_stop_handler()?;
     sweeper()?;
-    let (woken, requests) = reader(listener)?;
+    let (woken, requests, answering) = reader(listener)?;
     let installer = Installer::start()?;
     let mut poller = Poller::new()?;
     poller.add(queue.as_fd(), 0)?;
@@ -282,6 +282,10 @@ pub fn run(ns: &Netns, until_empty: bool) -> Result<(), DaemonError> {
     );
     let _ = std::fs::remove_file(&socket_path);
     let _ = std::fs::remove_file(&pid_path);
+    // The last replies (the delete that ended the loop) reach their callers before the process
+    // ends; requests the loop never took are abandoned (their callers see the socket close).
+    drop(requests);
+    answering.wait(socket::CALLER_PATIENCE);
     let sent = io.queue.stats();
     eprintln!(
         "netloom shape: {} packets given verdicts in {} messages and {} sendto calls; {} duplicates not sent",

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 
 /// A request read off the socket, for the packet loop to answer.
 pub(super) struct Asked {
@@ -72,13 +72,41 @@ impl Callers {
     }
 }
 
+/// The callers whose request was posted and whose reply is not yet written back. The process
+/// waits for them before it ends: the request that deletes the last link ends the packet loop
+/// as it is answered, and a process that exited then cut its caller off before the reply was
+/// written (under load the caller saw EOF instead of "deleted").
+#[derive(Clone, Default)]
+pub(super) struct Answering(Arc<(Mutex<usize>, Condvar)>);
+
+impl Answering {
+    fn begin(&self) {
+        *self.0 .0.lock().expect("answering") += 1;
+    }
+
+    fn end(&self) {
+        let (count, changed) = &*self.0;
+        *count.lock().expect("answering") -= 1;
+        changed.notify_all();
+    }
+
+    /// Waits until every posted request's reply is written or abandoned, at most `limit` (a
+    /// caller that does not read is given up on after `CALLER_PATIENCE` anyway). The packet
+    /// loop's receiver must be gone first, so a request it never took is abandoned.
+    pub(super) fn wait(&self, limit: std::time::Duration) {
+        let (count, changed) = &*self.0;
+        let count = count.lock().expect("answering");
+        let _ = changed.wait_timeout_while(count, limit, |n| *n > 0);
+    }
+}
+
 /// Starts the thread that accepts callers, each served on a thread of its own, so that a
 /// caller who connects and sends nothing (or reads nothing) delays neither a held packet nor
 /// another caller: the packet loop gets whole requests through the channel, woken by a byte on
-/// the returned socket. The threads end with the process.
+/// the returned socket. The threads end with the process, after `Answering::wait`.
 pub(super) fn reader(
     listener: UnixListener,
-) -> Result<(UnixStream, mpsc::Receiver<Asked>), DaemonError> {
+) -> Result<(UnixStream, mpsc::Receiver<Asked>, Answering), DaemonError> {
     let (waker, woken) = UnixStream::pair().map_err(|e| DaemonError::Io(e.to_string()))?;
     woken
         .set_nonblocking(true)
@@ -86,6 +114,8 @@ pub(super) fn reader(
     let (post, requests) = mpsc::channel();
     let waker = Arc::new(waker);
     let callers = Arc::new(Mutex::new(Callers::default()));
+    let answering = Answering::default();
+    let writing = answering.clone();
     std::thread::Builder::new()
         .name("shape-accept".to_string())
         .spawn(move || {
@@ -100,10 +130,11 @@ pub(super) fn reader(
                     continue;
                 }
                 let (post, waker, left) = (post.clone(), waker.clone(), callers.clone());
+                let writing = writing.clone();
                 let spawned = std::thread::Builder::new()
                     .name("shape-caller".to_string())
                     .spawn(move || {
-                        serve_caller(&stream, uid, &post, &waker);
+                        serve_caller(&stream, uid, &post, &waker, &writing);
                         left.lock().expect("callers").leave(uid);
                     });
                 if spawned.is_err() {
@@ -112,7 +143,7 @@ pub(super) fn reader(
             }
         })
         .map_err(|e| DaemonError::Io(format!("start the request thread: {e}")))?;
-    Ok((woken, requests))
+    Ok((woken, requests, answering))
 }
 
 /// Tells a caller there is no place for them, without waiting on them.
@@ -129,27 +160,34 @@ fn refuse(stream: &UnixStream, why: String) {
 }
 
 /// Reads one caller's request, posts it to the packet loop and writes back its reply.
-fn serve_caller(stream: &UnixStream, uid: u32, post: &mpsc::Sender<Asked>, waker: &UnixStream) {
+fn serve_caller(
+    stream: &UnixStream,
+    uid: u32,
+    post: &mpsc::Sender<Asked>,
+    waker: &UnixStream,
+    answering: &Answering,
+) {
     let Some(request) = read_request(stream) else {
         return;
     };
     let (answer, reply) = mpsc::channel();
-    if post
-        .send(Asked {
-            uid,
-            request,
-            answer,
-        })
-        .is_err()
-    {
-        return; // the packet loop has ended
+    // Counted before it is posted, so the process cannot end between the two.
+    answering.begin();
+    let asked = Asked {
+        uid,
+        request,
+        answer,
+    };
+    if post.send(asked).is_ok() {
+        let _ = (&*waker).write_all(&[1]);
+        // Err: the packet loop ended without taking the request.
+        if let Ok(reply) = reply.recv() {
+            let mut text = serde_json::to_string(&reply).expect("a reply serializes");
+            text.push('\n');
+            let _ = (&*stream).write_all(text.as_bytes());
+        }
     }
-    let _ = (&*waker).write_all(&[1]);
-    if let Ok(reply) = reply.recv() {
-        let mut text = serde_json::to_string(&reply).expect("a reply serializes");
-        text.push('\n');
-        let _ = (&*stream).write_all(text.as_bytes());
-    }
+    answering.end();
 }
 
 /// The caller's request line, or None when they sent no line in time (they are dropped without
@@ -167,6 +205,33 @@ fn read_request(stream: &UnixStream) -> Option<Result<Request, serde_json::Error
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reply_that_ends_the_loop_is_written_before_the_process_may_end() {
+        let dir = std::env::temp_dir().join(format!("netloom-answering-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("shape.sock");
+        let (_woken, requests, answering) = reader(UnixListener::bind(&path).unwrap()).unwrap();
+        let mut caller = UnixStream::connect(&path).unwrap();
+        let line = serde_json::to_string(&Request::Show).unwrap() + "\n";
+        caller.write_all(line.as_bytes()).unwrap();
+        // The packet loop's side: it answers, then ends (the caller's thread has not written yet).
+        let asked = requests.recv().unwrap();
+        let reply = Reply {
+            message: Some("deleted".into()),
+            ..Reply::default()
+        };
+        asked.answer.send(reply).unwrap();
+        drop(requests);
+        answering.wait(CALLER_PATIENCE);
+        // Once the wait returns, the reply is in the caller's socket: nothing is left to write.
+        caller.set_nonblocking(true).unwrap();
+        let mut got = String::new();
+        let read = BufReader::new(&caller).read_line(&mut got);
+        assert!(read.is_ok() && got.contains("deleted"), "{read:?} {got:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn a_user_holds_a_few_places_and_root_always_finds_one() {
