@@ -61,6 +61,7 @@ pub fn run(c: Coordinate) -> Result<()> {
     for warning in run.warnings() {
         say(format_args!("netloom: warning: {warning}"));
     }
+    crate::run::warn_of_priority(run.info());
     let machines = run.clocks();
     say(format_args!(
         "netloom: experiment {name} is up: {} hosts on {} machines in {:.2} s; Ctrl-C or `netloom stop --name {name}` ends it",

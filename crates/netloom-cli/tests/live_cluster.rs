@@ -15,7 +15,7 @@ mod live_common;
 
 use live_common::{
     iperf3_client, phase, pipe_drops, print_losses, received_mbps, trimmed_mean, where_lost, Lab,
-    TWO_SUBTREES,
+    NoRealtimeGroup, TWO_SUBTREES,
 };
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -912,6 +912,45 @@ fn strict_fails_a_run_whose_machines_clock_moved_more_than_the_lookahead() {
     // The report came first: the run itself went to its end.
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["workers"]["workers"], 2, "{report}");
+    machines.assert_nothing_left();
+}
+
+#[test]
+fn a_machine_without_real_time_budget_runs_at_normal_priority_and_the_report_names_it() {
+    require_live!("nsenter");
+    let Some(group) = NoRealtimeGroup::make("cluster-rt") else {
+        eprintln!("SKIPPED: no cgroup v1 cpu controller with cpu.rt_runtime_us");
+        return;
+    };
+    let (lab, machines) = cluster_lab("cr", "");
+    // m2's worker joins a group with no real-time budget before it starts, as inside a
+    // container that has none; m1's does not.
+    let ns = &machines.names[1];
+    let launcher = format!(
+        "launcher = [\"sh\", \"-c\", \"echo $$ > {} && exec nsenter --net=/run/netns/{ns} -- \\\"$@\\\"\", \"sh\"]\n",
+        group.dir.join("cgroup.procs").display()
+    );
+    std::fs::write(
+        lab.dir.join("cluster.toml"),
+        machines.cluster_file(&launcher),
+    )
+    .unwrap();
+    let out = run_to_end_with(&lab, &["--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("netloom: warning: on m2: real-time priority 40 (SCHED_FIFO) was refused")
+            && stderr.contains("the workers run at normal priority")
+            && !stderr.contains("on m1:"),
+        "{stderr}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["priority"]["given"], "normal", "{report}");
+    let refused = report["priority"]["refused"].as_str().unwrap_or_default();
+    assert!(
+        refused.starts_with("on m2: ") && refused.contains("cpu.rt_runtime_us is 0"),
+        "{report}"
+    );
     machines.assert_nothing_left();
 }
 

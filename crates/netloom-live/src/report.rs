@@ -51,6 +51,30 @@ pub struct PriorityReport {
     pub refused: Option<String>,
 }
 
+impl PriorityReport {
+    /// A run over several machines, whose workers each got their own: real-time only if every
+    /// machine's did (the run keeps time no better than its worst machine), and each refusal
+    /// named by its machine. `None` if no machine said.
+    pub fn of_machines(machines: &[(String, Option<PriorityReport>)]) -> Option<PriorityReport> {
+        let said: Vec<(&String, &PriorityReport)> = machines
+            .iter()
+            .filter_map(|(name, p)| Some((name, p.as_ref()?)))
+            .collect();
+        if said.is_empty() {
+            return None;
+        }
+        let realtime = said.iter().all(|(_, p)| p.given == "realtime");
+        let refused: Vec<String> = said
+            .iter()
+            .filter_map(|(name, p)| Some(format!("on {name}: {}", p.refused.as_ref()?)))
+            .collect();
+        Some(PriorityReport {
+            given: if realtime { "realtime" } else { "normal" }.to_string(),
+            refused: (!refused.is_empty()).then(|| refused.join("; ")),
+        })
+    }
+}
+
 /// What a running experiment is, as the control protocol's `info` request answers it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
@@ -62,7 +86,7 @@ pub struct RunInfo {
     pub protocol: u32,
     /// `busy`, `hybrid` or `sleep`.
     pub precision: String,
-    /// The workers' priority; absent where the machines' workers decide it (several machines).
+    /// The workers' priority (over several machines, `PriorityReport::of_machines`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<PriorityReport>,
     /// Every host, in the topology's order.
@@ -274,6 +298,43 @@ mod tests {
     use netloom_engine::report::{Drops, PipeReport};
     use netloom_time::Instant;
     use std::time::Duration;
+
+    #[test]
+    fn a_run_over_machines_is_realtime_only_if_every_machine_is_and_names_each_refusal() {
+        let got = |given: &str, refused: Option<&str>| PriorityReport {
+            given: given.into(),
+            refused: refused.map(String::from),
+        };
+        let machines = |list: Vec<(&str, Option<PriorityReport>)>| -> Vec<_> {
+            list.into_iter().map(|(m, p)| (m.to_string(), p)).collect()
+        };
+        let all = machines(vec![
+            ("a", Some(got("realtime", None))),
+            ("b", Some(got("realtime", None))),
+        ]);
+        assert_eq!(
+            PriorityReport::of_machines(&all),
+            Some(got("realtime", None))
+        );
+        let one_refused = machines(vec![
+            ("a", Some(got("realtime", None))),
+            (
+                "b",
+                Some(got("normal", Some("no real-time budget in cgroup /pod"))),
+            ),
+        ]);
+        assert_eq!(
+            PriorityReport::of_machines(&one_refused),
+            Some(got(
+                "normal",
+                Some("on b: no real-time budget in cgroup /pod")
+            ))
+        );
+        assert_eq!(
+            PriorityReport::of_machines(&machines(vec![("a", None)])),
+            None
+        );
+    }
 
     fn pipe(p: usize) -> PipeState {
         PipeState {

@@ -93,12 +93,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let precision = plan.precision_name();
     let worker_cpus = plan.worker_cpus();
     let experiment = Experiment::start_with(plan, routing)?;
-    let priority = experiment.info().priority.as_ref();
-    if let Some(refused) = priority.and_then(|p| p.refused.as_ref()) {
-        say(format_args!(
-            "netloom: warning: {refused}; the workers run at normal priority instead, where the programs under test can delay them by whole time slices (docs/live.md)"
-        ));
-    }
+    warn_of_priority(experiment.info());
     say(format_args!(
         "netloom: experiment {name} is up: {hosts} hosts in {:.2} s ({precision} precision); Ctrl-C or `netloom stop --name {name}` ends it",
         started.elapsed().as_secs_f64(),
@@ -123,6 +118,16 @@ pub fn run(args: RunArgs) -> Result<()> {
 /// The capacity prediction before a start: from `--calibration` (refused if foreign, unless
 /// `--force-calibration`), or from the default file when there is one (a foreign one is then
 /// noted and ignored). Says the prediction's sentence; never stops the run.
+/// Says so when the kernel refused the workers real-time priority (on one machine, or on some
+/// machines of a cluster): the run goes on, at normal priority.
+pub(crate) fn warn_of_priority(info: &netloom_live::RunInfo) {
+    if let Some(refused) = info.priority.as_ref().and_then(|p| p.refused.as_ref()) {
+        say(format_args!(
+            "netloom: warning: {refused}; the workers run at normal priority instead, where the programs under test can delay them by whole time slices (docs/live.md)"
+        ));
+    }
+}
+
 fn predict(args: &RunArgs, topo: &netloom_topo::Topology) -> Result<()> {
     let default = PathBuf::from(netloom_live::calibration::DEFAULT_PATH);
     let path = match &args.calibration {

@@ -79,8 +79,11 @@ pub(crate) enum FromWorker {
     Hello { version: String, cpus: u32 },
     /// The answer to `Time`: the worker's wall clock as it answered.
     Time { sent_ns: u64, here_ns: u64 },
-    /// Its hosts are up and its worker runs.
-    Ready,
+    /// Its hosts are up and its worker runs, at the priority it got (real-time may be refused
+    /// on one machine and not on another: a container without real-time budget).
+    Ready {
+        priority: Option<crate::report::PriorityReport>,
+    },
     /// The answer to a `Request`: the reply's body, or why not.
     Answer(Result<serde_json::Value, PartError>),
     /// The answer to `Figures`, and to `Stop` (the last ones).

@@ -22,7 +22,7 @@ use crate::moved::{merge_moved, Moved};
 use crate::plan::{Options, Plan, Split};
 use crate::protocol::{socket_path, Reply, VERSION};
 use crate::repartition::{self, Moving, Repartitioner, Workers};
-use crate::report::{Report, RunInfo};
+use crate::report::{PriorityReport, Report, RunInfo};
 use crate::server::{Handler, Response, Server};
 use crate::traffic::Traffic;
 use crate::wait::Precision;
@@ -372,7 +372,7 @@ impl ClusterRun {
             version: env!("CARGO_PKG_VERSION").to_string(),
             protocol: VERSION,
             precision: plan.precision_name().to_string(),
-            // Each machine's worker decides its own, as on one machine.
+            // Each machine's worker decides its own, as on one machine: known once they are up.
             priority: None,
             hosts: plan.hosts(),
             links: (0..plan.topology().links.len() as u32)
@@ -436,6 +436,7 @@ impl ClusterRun {
                 errors.push(e);
             }
         }
+        let mut priorities = Vec::with_capacity(remotes.len());
         for remote in &remotes {
             let ready = remote
                 .answers
@@ -444,7 +445,7 @@ impl ClusterRun {
                 .recv_timeout(READY_WAIT);
             let machine = remote.machine.name.clone();
             match ready {
-                Ok(FromWorker::Ready) => {}
+                Ok(FromWorker::Ready { priority }) => priorities.push((machine, priority)),
                 Ok(FromWorker::Failed(why)) => errors.push(MachineError::Failed { machine, why }),
                 Ok(other) => errors.push(MachineError::SaidInstead {
                     machine,
@@ -458,6 +459,10 @@ impl ClusterRun {
                 Err(RecvTimeoutError::Disconnected) => errors.push(remote.why_dead()),
             }
         }
+        let info = RunInfo {
+            priority: PriorityReport::of_machines(&priorities),
+            ..info
+        };
         let shared = Arc::new(Shared {
             info,
             remotes,

@@ -96,7 +96,8 @@ pub fn serve(
         match rx.recv() {
             Ok(ToWorker::Start(start)) => match start_part(*start, wall) {
                 Ok(running) => {
-                    say(&output, &FromWorker::Ready)?;
+                    let priority = running.experiment.info().priority.clone();
+                    say(&output, &FromWorker::Ready { priority })?;
                     forward_alarms(&running.experiment, output.clone())?;
                     break running;
                 }
