@@ -410,37 +410,7 @@ pub fn format_report(r: &Report, last: bool, top: usize) -> String {
         );
     }
     out.push('\n');
-    let _ = writeln!(
-        out,
-        "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10} {:>10} {:>10}",
-        "host",
-        "address",
-        "pkts in",
-        "pkts out",
-        "malformed",
-        "unknown",
-        "gso refused",
-        "spoofed",
-        "tun drops",
-        "MB in"
-    );
-    for h in &r.hosts {
-        let c = &h.counters;
-        let _ = writeln!(
-            out,
-            "{:<12} {:<16} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10} {:>10} {:>10.3}",
-            h.host.name,
-            h.host.ipv4.to_string(),
-            c.packets_in,
-            c.packets_out,
-            c.malformed,
-            c.unknown_destination,
-            c.refused_gso,
-            c.spoofed,
-            h.tun_queue_drops,
-            c.bytes_in as f64 / 1e6
-        );
-    }
+    out += &crate::table::format_hosts(&r.hosts);
     out.push('\n');
     let pipes: Vec<_> = r.pipes.iter().map(|p| p.report.clone()).collect();
     let queued: Vec<u64> = r.pipes.iter().map(|p| p.queue_packets).collect();
