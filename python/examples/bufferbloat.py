@@ -16,6 +16,7 @@ import argparse
 import re
 import statistics
 import subprocess
+import sys
 import time
 
 import netloom
@@ -39,6 +40,16 @@ def ping_rtts(host: netloom.Host, seconds: float) -> list:
     return [float(x) for x in re.findall(r"time=([\d.]+) ms", out)]
 
 
+def wait_listening(host: netloom.Host, port: int) -> None:
+    """Until a server listens on `port` in `host`: iperf3's client fails at once if it comes
+    first, and on a busy machine starting the server can take longer than any fixed pause."""
+    for _ in range(200):
+        if f":{port} " in host.cmd(f"ss -Hltn sport = :{port}").stdout + " ":
+            return
+        time.sleep(0.05)
+    sys.exit(f"nothing listens on port {port} in {host.name} after 10 s")
+
+
 def measure(net: netloom.Net, seconds: float) -> tuple:
     h1 = net["h1"]
     idle = ping_rtts(h1, 2)
@@ -60,7 +71,7 @@ def main() -> None:
     results = {}
     with netloom.run(topology()) as net:
         server = net["h2"].popen("iperf3 -s", stdout=subprocess.DEVNULL)
-        time.sleep(0.3)
+        wait_listening(net["h2"], 5201)
         for aqm in ("droptail", "codel"):
             net.link("r1", "r2").set(aqm=aqm)
             results[aqm] = measure(net, args.seconds)

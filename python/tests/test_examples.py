@@ -56,6 +56,7 @@ def test_redis_replication_lag_follows_the_wan(live):
     if not shutil.which("redis-server"):
         pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
     out = example("redis_wan.py", "--writes", "3")
-    lag = {int(a): float(b) for a, b in re.findall(r"(\d+) ms each way: median ([\d.]+) ms", out)}
-    # The lag is one way across the WAN, and grows with it by the 30 ms the change added.
-    assert 15 < lag[20] < 30 and 25 < lag[50] - lag[20] < 35, out
+    lag = {int(a): float(b) for a, b in re.findall(r"(\d+) ms each way: .* least ([\d.]+) ms", out)}
+    # The least lag is one way across the WAN (the value cannot arrive sooner; programs delayed
+    # by a busy machine only add), and grows with it by the 30 ms the change added.
+    assert 20 <= lag[20] < 30 and 25 < lag[50] - lag[20] < 35, out
