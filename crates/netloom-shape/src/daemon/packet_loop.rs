@@ -546,9 +546,19 @@ mod tests {
         requests: &mpsc::Receiver<Asked>,
         until_empty: bool,
     ) {
+        served(io, clock, requests, until_empty).unwrap();
+    }
+
+    /// `serve`, giving back how the loop ended.
+    fn served(
+        io: &mut TestIo,
+        clock: &TestClock,
+        requests: &mpsc::Receiver<Asked>,
+        until_empty: bool,
+    ) -> Result<(), DaemonError> {
         let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
         let stopping = AtomicBool::new(false);
-        let result = serve_loop(
+        serve_loop(
             io,
             clock,
             requests,
@@ -556,8 +566,7 @@ mod tests {
             until_empty,
             &mut tenancy,
             u64::MAX,
-        );
-        result.unwrap();
+        )
     }
 
     /// The replies given so far: their messages, or their errors.
@@ -629,17 +638,7 @@ mod tests {
             post,
         );
         io.install_takes = [(Duration(MS), true)].into();
-        let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
-        let stopping = AtomicBool::new(false);
-        let result = serve_loop(
-            &mut io,
-            &clock,
-            &requests,
-            &stopping,
-            true,
-            &mut tenancy,
-            u64::MAX,
-        );
+        let result = served(&mut io, &clock, &requests, true);
         let e = result.unwrap_err().to_string();
         assert!(
             e.contains("the first request failed") && e.contains("iptables-legacy-restore"),
@@ -666,17 +665,7 @@ mod tests {
             vec![(Instant(1000 * MS), Request::Show)],
             post,
         );
-        let mut tenancy = Tenancy::load(std::path::Path::new("/nonexistent")).unwrap();
-        let stopping = AtomicBool::new(false);
-        let result = serve_loop(
-            &mut io,
-            &clock,
-            &requests,
-            &stopping,
-            true,
-            &mut tenancy,
-            u64::MAX,
-        );
+        let result = served(&mut io, &clock, &requests, true);
         let e = result.unwrap_err().to_string();
         assert!(e.contains("did not come within 30s"), "{e}");
         assert_eq!(answers(&io).len(), 1, "the show was answered");
