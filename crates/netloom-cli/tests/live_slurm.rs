@@ -308,10 +308,12 @@ fn start_up_through_srun_and_through_ssh() {
         return;
     }
     let repeat: usize = std::env::var("REPEAT").map_or(5, |r| r.parse().unwrap());
+    // The build measured: NETLOOM_BIN (bench/lib.sh's release build), else this test's.
+    let bin = std::env::var("NETLOOM_BIN");
+    let netloom = bin.as_deref().unwrap_or(env!("CARGO_BIN_EXE_netloom"));
     let lab = Lab::new("sb", STAR);
     let slurm = SlurmLab::new(&lab.name, &lab.dir.join("run"));
     let servers = ssh_lab::Servers::new(&lab.dir, &slurm.addresses, Some(&slurm.netns));
-    let netloom = env!("CARGO_BIN_EXE_netloom");
     let mut file = String::new();
     for (node, address) in NODES.iter().zip(&slurm.addresses) {
         let launcher: Vec<String> = servers
@@ -360,7 +362,7 @@ fn start_up_through_srun_and_through_ssh() {
     }
     let median = |v: &[f64]| live_common::median(v.to_vec());
     println!(
-        "start-up of `run --detach` of 4 hosts on two nodes, ms, {repeat} runs each, load {}",
+        "start-up of `run --detach` of 4 hosts on two nodes, ms, {repeat} runs each, {netloom}, load at the end {}",
         std::fs::read_to_string("/proc/loadavg").unwrap().trim()
     );
     println!("srun: {srun:?}, median {}", median(&srun));
