@@ -5,7 +5,7 @@
 use crate::stdout::say;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use netloom_live::cluster::{Cluster, ClusterRun, Setup};
+use netloom_live::cluster::{slurm, Cluster, ClusterRun, Setup};
 use netloom_live::protocol::socket_path;
 use netloom_live::{Ending, Options};
 use netloom_topo::{Bundle, Topology};
@@ -40,10 +40,24 @@ pub struct Coordinate<'a> {
     pub strict: bool,
 }
 
+/// The cluster `--cluster` names: the word `slurm`, the Slurm job this runs in (its nodes
+/// listed on stderr, so that what was made can be seen and written as a file), else a file.
+pub fn read(arg: &Path) -> Result<Cluster> {
+    if arg != Path::new(slurm::SLURM) {
+        return Ok(Cluster::read(arg)?);
+    }
+    // Workers run the program this is, by its path: the same on every node (a shared file
+    // system, or the same installation), as a Slurm job's programs usually are.
+    let netloom = std::env::current_exe().context("--cluster slurm: finding this program")?;
+    let cluster = slurm::this_job(&netloom.to_string_lossy())?;
+    say(format_args!("netloom: {}", slurm::summary(&cluster)));
+    Ok(cluster)
+}
+
 /// Starts the run on every machine, waits for its end, stops it everywhere and prints the
 /// merged report.
 pub fn run(c: Coordinate) -> Result<()> {
-    let cluster = Cluster::read(c.cluster)?;
+    let cluster = read(c.cluster)?;
     let name = c.options.name.clone();
     let signal = netloom_os::install_stop_handler()?;
     let started = std::time::Instant::now();

@@ -132,7 +132,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub(super) router_logs: Option<PathBuf>,
     /// Run over the machines of this cluster file: a worker on each (started over SSH), each
-    /// machine emulating its part (docs/cluster.md).
+    /// machine emulating its part (docs/cluster.md). `slurm`: the nodes of the Slurm job this
+    /// runs in (salloc, sbatch), workers started with srun.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["workers", "assignment", "method", "pin", "cpu", "payload", "keep_cpus_awake", "router_logs"])]
     pub(super) cluster: Option<PathBuf>,
     /// With --cluster: refuse the run (exit 2, every machine stopped) when the least delay of

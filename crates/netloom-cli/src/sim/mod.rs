@@ -75,7 +75,8 @@ pub struct SimArgs {
     process_worker: Option<u16>,
     /// Run over the machines of this cluster file (docs/cluster.md): --workers --processes
     /// with a worker on each machine (started through its launcher), this process being the
-    /// worker of the machine it runs on. The results are the same as with one engine.
+    /// worker of the machine it runs on. The results are the same as with one engine. `slurm`:
+    /// the nodes of the Slurm job this runs in, workers started with srun.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["workers", "cores", "assignment", "method", "pin", "processes", "series", "capture", "repartition"])]
     cluster: Option<PathBuf>,
     /// Add per-interval series of this length to the JSON report (flow throughput, pipe
@@ -131,7 +132,7 @@ pub fn run(args: SimArgs) -> Result<()> {
     }
     let cluster = match &args.cluster {
         Some(path) => {
-            let cluster = netloom_live::cluster::Cluster::read(path)?;
+            let cluster = crate::cluster::read(path)?;
             Some(netloom_sim::this_machine_first(cluster).map_err(|e| flag_error(e, &args.file))?)
         }
         None => None,

@@ -5,7 +5,7 @@
 //! and the coordinator that starts, answers for and stops them all (`coordinator`): it holds
 //! each machine's worker as a `remote`, splits the pipes between machines (`split`), watches
 //! their `clocks`, and adds up their figures (`merged`); with the map that forwards `netloom
-//! exec` to a host's machine (`forward`).
+//! exec` to a host's machine (`forward`), and the cluster of a Slurm job (`slurm`).
 
 pub(crate) mod channel;
 mod clocks;
@@ -17,6 +17,7 @@ mod handover;
 mod links;
 mod merged;
 mod remote;
+pub mod slurm;
 mod split;
 mod worker;
 
