@@ -31,6 +31,7 @@ function drawLegend(box) {
   box.innerHTML =
     `<span class="swatch" style="background:${IDLE_COLOUR}"></span>idle ` +
     `<span class="ramp" style="background:linear-gradient(to right, ${stops})"></span>100 % ` +
-    `<span class="note" title="a link's load over the last second, in its busier direction; thicker: ` +
-    `busier, or packets queued; opaque: it dropped packets">load, last second</span>`;
+    `<span class="note">load</span>`;
+  box.title = "a link's load over the last second, in its busier direction; thicker: busier, " +
+    "or packets queued; opaque: it dropped packets";
 }
