@@ -1,8 +1,10 @@
 // netloom's web view: reads /api/info once and polls /api/stats once a second, draws the
-// topology (where its nodes are when the file says, else by a force layout; links coloured by
-// their utilization over the last poll, widened by their queue), shows a link's parameters and
-// counters and a chart of its last minutes, changes a link through /api/link (the same change as
-// `netloom link set`), and plots a `netloom sim --json` report. Plain JS and SVG, no library.
+// topology (where its nodes are when the file says, else by a force layout; links coloured and
+// widened by their utilization over the last poll, heat.js), pans and zooms it (view.js) with
+// labels where there is room (labels.js) and a tooltip per node (tooltip.js), shows a link's
+// parameters and counters and a chart of its last minutes, changes a link through /api/link (the
+// same change as `netloom link set`), or shows a `netloom sim --json` report (sim.js). Plain JS
+// and SVG, no library.
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -39,10 +41,16 @@ function topology(report) {
     l.pipes.push(i);
   });
   for (const h of hosts) if (!nodes.has(h)) nodes.set(h, { host: true });
+  for (const [name, v] of nodes) { v.name = name; v.links = []; }
+  for (const [label, l] of links) { nodes.get(l.a).links.push(label); nodes.get(l.b).links.push(label); }
   const geographic = place(nodes, links, state.positions);
   if (!geographic) layout(nodes, links);
   document.body.dataset.layout = geographic ? "geographic" : "force";
-  return { nodes, links };
+  // Whose label gets room first: hosts (what a user runs programs on), then the best connected
+  // routers, then by name, so the same view always shows the same labels.
+  const ranked = [...nodes.values()].sort((u, v) =>
+    (v.host - u.host) || (v.links.length - u.links.length) || (u.name < v.name ? -1 : u.name > v.name ? 1 : 0));
+  return { nodes, links, ranked };
 }
 
 // The geographic layout, when the topology file places at least half the routers (or, without
@@ -141,30 +149,76 @@ function layout(nodes, links) {
   }
 }
 
+// Draws links, dots and labels once per topology, in layout units; the view (view.js) then only
+// moves the viewBox, and `redraw` keeps dots and labels their size on screen.
 function draw(graph) {
   const svg = document.getElementById("graph");
   svg.textContent = "";
-  const xs = [...graph.nodes.values()].map((v) => v.x), ys = [...graph.nodes.values()].map((v) => v.y);
-  const pad = 30, x0 = Math.min(...xs) - pad, y0 = Math.min(...ys) - pad;
-  // At least 500 units across, so a handful of nodes is not drawn huge.
-  const w = Math.max(500, Math.max(...xs) - x0 + pad), h = Math.max(300, Math.max(...ys) - y0 + pad);
-  svg.setAttribute("viewBox", `${x0 - (w - (Math.max(...xs) - x0 + pad)) / 2} ${y0 - (h - (Math.max(...ys) - y0 + pad)) / 2} ${w} ${h}`);
-  const big = graph.nodes.size > 300; // hundreds of nodes: routers as dots, no labels, thin links
-  graph.width = big ? 0.6 : 2;
-  const linkLayer = el("g", {}, svg), nodeLayer = el("g", {}, svg);
+  graph.big = graph.nodes.size > 300; // hundreds of nodes: smaller dots, thinner idle links
+  const linkLayer = el("g", {}, svg), nodeLayer = el("g", {}, svg), labelLayer = el("g", { class: "labels" }, svg);
+  graph.labelLayer = labelLayer;
   for (const [label, l] of graph.links) {
     const a = graph.nodes.get(l.a), b = graph.nodes.get(l.b);
-    l.line = el("line", { x1: a.x, y1: a.y, x2: b.x, y2: b.y, stroke: "#bbb", "stroke-width": graph.width, "data-link": label }, linkLayer);
+    l.line = el("line", { x1: a.x, y1: a.y, x2: b.x, y2: b.y, stroke: heatColour(0), "stroke-width": heatWidth(0, 0, graph.big),
+      "vector-effect": "non-scaling-stroke", "data-link": label }, linkLayer);
     l.line.addEventListener("mouseenter", () => { state.hovered = label; detail(); });
     l.line.addEventListener("mouseleave", () => { state.hovered = null; detail(); });
     l.line.addEventListener("click", () => select(label));
   }
   for (const [name, v] of graph.nodes) {
-    el("circle", { cx: v.x, cy: v.y, r: v.host ? 6 : big ? 2 : 5, class: v.host ? "host" : "router", "data-node": name }, nodeLayer);
-    if (!big || v.host) el("text", { x: v.x + 7, y: v.y - 7 }, nodeLayer).textContent = name;
+    v.dot = el("circle", { cx: v.x, cy: v.y, r: 1, class: v.host ? "host" : "router", "data-node": name, tabindex: 0 }, nodeLayer);
+    const enter = (x, y) => { showTip(name, x, y); state.pointed = name; redraw(); };
+    const leave = () => { hideTip(name); if (state.pointed === name) { state.pointed = null; redraw(); } };
+    v.dot.addEventListener("mouseenter", (e) => { const r = svg.getBoundingClientRect(); enter(e.clientX - r.left, e.clientY - r.top); });
+    v.dot.addEventListener("mouseleave", leave);
+    v.dot.addEventListener("focus", () => enter(...toScreen(v.x, v.y)));
+    v.dot.addEventListener("blur", leave);
+    v.label = el("text", {}, labelLayer);
+    v.label.textContent = name;
   }
+  measureLabels(graph, labelLayer);
+  const xs = [...graph.nodes.values()].map((v) => v.x), ys = [...graph.nodes.values()].map((v) => v.y);
+  fitView({ x0: Math.min(...xs), y0: Math.min(...ys), x1: Math.max(...xs), y1: Math.max(...ys) });
+  // `?zoom=K&at=NODE`: start K times closer than fit, centred on NODE (a view to share, and the
+  // headless tests' zoomed view).
+  const at = graph.nodes.get(params.get("at"));
+  if (params.get("zoom")) zoomTo(at ? at.x : view.x, at ? at.y : view.y, Number(params.get("zoom")) || 1);
   document.body.dataset.nodes = graph.nodes.size;
   document.body.dataset.links = graph.links.size;
+}
+
+// A dot's radius on screen, pixels: a few nodes get bigger dots, hundreds smaller ones.
+function radius(v) {
+  const n = state.graph.nodes.size;
+  return (v.host ? 5 : n > 300 ? 2.5 : 4) + (n <= 30 ? 2 : 0);
+}
+
+// After every change of the view: dots keep their size on screen, labels are placed anew (those
+// of the node under the pointer and of the selected link's ends first), and, once the view has
+// settled, the page says what it shows (`data-labels`, `data-label-overlaps`, `data-zoom` and
+// `data-graph-box`, the graph's place in the window, and `data-viewport`, the window's size, for
+// the headless tests and anyone curious).
+function redraw() {
+  const graph = state.graph;
+  if (!graph) return;
+  for (const v of graph.nodes.values()) v.dot.setAttribute("r", radius(v) / view.k);
+  graph.labelLayer.setAttribute("font-size", LABEL_PX / view.k);
+  const first = new Set();
+  if (state.pointed) first.add(state.pointed);
+  const sel = state.selected && graph.links.get(state.selected);
+  if (sel) { first.add(sel.a); first.add(sel.b); }
+  const shown = placeLabels(graph, first, radius);
+  clearTimeout(state.settle);
+  state.settle = setTimeout(() => {
+    const b = document.getElementById("graph").getBoundingClientRect();
+    Object.assign(document.body.dataset, {
+      labels: shown.length,
+      labelOverlaps: labelOverlaps(shown),
+      zoom: (view.k / view.fitK).toFixed(2),
+      graphBox: [b.left, b.top, b.width, b.height].map(Math.round).join(","),
+      viewport: `${innerWidth}x${innerHeight}`,
+    });
+  }, 150);
 }
 
 // --- live figures ------------------------------------------------------------------------------
@@ -174,12 +228,6 @@ function draw(graph) {
 function recent(p, q, dt) {
   if (!q || dt <= 0) return p.utilization;
   return Math.max(0, (p.utilization * state.uptime - q.utilization * state.lastUptime) / dt);
-}
-
-function colour(u) {
-  const t = Math.min(1, Math.max(0, u));
-  const hue = 120 * (1 - t); // green, idle, to red, saturated
-  return `hsl(${hue}, 75%, 45%)`;
 }
 
 function update(report) {
@@ -196,16 +244,25 @@ function update(report) {
   const before = state.last;
   for (const [label, l] of state.graph.links) {
     let util = 0, drops = 0, queue = 0;
+    l.now = [];
     for (const i of l.pipes) {
       const p = report.pipes[i], q = before && before.pipes[i];
-      util = Math.max(util, recent(p, q, dt));
-      drops += p.drops - (q ? q.drops : 0);
-      queue += p.queue_packets;
+      const d = { from: p.from, to: p.to, util: recent(p, q, dt), drops: p.drops - (q ? q.drops : 0), queue: p.queue_packets,
+        bps: q && dt > 0 ? ((p.bytes_out - q.bytes_out) * 8) / dt : 0 };
+      l.now.push(d);
+      util = Math.max(util, d.util);
+      drops += d.drops;
+      queue += d.queue;
     }
-    l.line.setAttribute("stroke", colour(util));
-    l.line.setAttribute("stroke-width", state.graph.width * (1 + Math.log2(1 + queue)));
+    l.line.setAttribute("stroke", heatColour(util));
+    l.line.setAttribute("stroke-width", heatWidth(util, queue, state.graph.big));
     l.line.setAttribute("stroke-opacity", drops > 0 ? 1 : 0.8);
     l.line.classList.toggle("selected", label === state.selected);
+    // A link that warms up is drawn over the idle ones (last in its layer), so a hot path
+    // through a dense mesh is not hidden under grey lines.
+    const hot = util >= IDLE_BELOW;
+    if (hot && !l.hot) l.line.parentNode.appendChild(l.line);
+    l.hot = hot;
     const h = state.history.get(label) || state.history.set(label, []).get(label);
     h.push({ t: state.uptime, util, drops, queue });
     if (h.length > HISTORY) h.shift();
@@ -220,6 +277,7 @@ function update(report) {
     `${a.late} late, ${a.physical_drops} physical drops`;
   v.className = a.accurate ? "ok" : "bad";
   detail();
+  renderTip();
 }
 
 function row(k, v) {
@@ -281,6 +339,7 @@ function select(label) {
   document.getElementById("change-link").textContent = label;
   for (const [name, l] of state.graph.links) l.line.classList.toggle("selected", name === label);
   detail();
+  redraw(); // the link's ends get their labels
 }
 
 // Posts the form's change: the same request as `netloom link set A B key=value...`.
@@ -327,78 +386,9 @@ async function selftest() {
   document.body.dataset.selftest = "done";
 }
 
-// --- a `netloom sim --json` report ---------------------------------------------------------------
-
-const PALETTE = ["#2a6fdb", "#d33", "#2a2", "#e90", "#93c", "#0aa", "#a52", "#888"];
-
-// A line chart of `series` ([{name, points: [[x, y]]}]), or with `bars`, one bar per point.
-function plot(title, series, xLabel, yLabel, xs, bars) {
-  const w = 640, h = 220, left = 50, bottom = 30;
-  const section = document.createElement("div");
-  section.innerHTML = `<h2>${title}</h2>`;
-  const svg = el("svg", { width: w, height: h }, section);
-  const all = series.flatMap((s) => s.points);
-  if (!all.length) return section;
-  const xMax = Math.max(...all.map((p) => p[0])) || 1, yMax = Math.max(...all.map((p) => p[1])) || 1;
-  const X = (x) => left + (x / xMax) * (w - left - 10), Y = (y) => h - bottom - (y / yMax) * (h - bottom - 10);
-  el("line", { x1: left, y1: h - bottom, x2: w - 10, y2: h - bottom, stroke: "#333" }, svg);
-  el("line", { x1: left, y1: 10, x2: left, y2: h - bottom, stroke: "#333" }, svg);
-  el("text", { x: w / 2, y: h - 5, "font-size": 11 }, svg).textContent = `${xLabel} (max ${xs(xMax)})`;
-  el("text", { x: 4, y: 12, "font-size": 11 }, svg).textContent = `${yLabel} (max ${yMax.toPrecision(3)})`;
-  series.forEach((s, k) => {
-    const colour = PALETTE[k % PALETTE.length];
-    if (!bars) {
-      el("polyline", { fill: "none", stroke: colour, "stroke-width": 1.5, "data-series": s.name,
-        points: s.points.map(([x, y]) => `${X(x)},${Y(y)}`).join(" ") }, svg);
-      return;
-    }
-    const group = el("g", { fill: colour, "data-series": s.name }, svg);
-    const width = (w - left - 10) / (xMax + 1);
-    for (const [x, y] of s.points)
-      el("rect", { x: left + x * width + 1, y: Y(y), width: Math.max(1, width - 2), height: h - bottom - Y(y) }, group);
-  });
-  const legend = document.createElement("p");
-  legend.className = "legend";
-  legend.innerHTML = series.map((s, k) => `<span style="color:${PALETTE[k % PALETTE.length]}">■ ${s.name}</span>`).join("");
-  section.appendChild(legend);
-  return section;
-}
-
-function showSim(report) {
-  const box = document.getElementById("sim");
-  box.hidden = false;
-  document.querySelector("main").hidden = true;
-  box.textContent = "";
-  const flows = report.flows || [], pipes = report.pipes || [];
-  const name = (f, k) => `${k}: ${f.src}→${f.dst} (${f.kind})`;
-  const series = report.series;
-  if (series) {
-    const s = series.interval_ns / 1e9;
-    box.appendChild(plot("Throughput of each flow over time",
-      series.flows.map((f, k) => ({ name: name(flows[k], k), points: f.throughput_bps.map((v, i) => [(i + 1) * s, v / 1e6]) })),
-      "time, s", "Mbit/s", (x) => x.toFixed(1) + " s"));
-    box.appendChild(plot("Link utilization over time",
-      series.pipes.map((p, k) => ({ name: `${pipes[k].link} ${pipes[k].direction}`, points: p.utilization.map((v, i) => [(i + 1) * s, v]) })),
-      "time, s", "utilization", (x) => x.toFixed(1) + " s"));
-  } else {
-    box.appendChild(plot("Throughput of each flow (whole run; no series in this report: `netloom sim --series 1s`)",
-      flows.map((f, k) => ({ name: name(f, k), points: [[0, f.throughput_bps / 1e6], [1, f.throughput_bps / 1e6]] })),
-      "run", "Mbit/s", () => "end"));
-  }
-  // A flow's latency CDF from its percentiles: the fraction of packets at most so late.
-  box.appendChild(plot("Latency CDF of each flow (from its percentiles)",
-    flows.map((f, k) => {
-      const l = f.latency_ns;
-      return { name: name(f, k), points: [[l.p50 / 1e6, 0.5], [l.p90 / 1e6, 0.9], [l.p99 / 1e6, 0.99], [l.max / 1e6, 1]] };
-    }),
-    "latency, ms", "fraction of packets", (x) => x.toFixed(2) + " ms"));
-  box.appendChild(plot("Utilization of each pipe (whole run)",
-    [{ name: "utilization by pipe, in report order", points: pipes.map((p, k) => [k, p.utilization]) }],
-    "pipe, in report order", "utilization", (x) => String(x), true));
-  document.body.dataset.sim = `${flows.length} flows, ${pipes.length} pipes, ${series ? "series" : "totals"}`;
-}
-
 document.getElementById("change").addEventListener("submit", apply);
+initView(document.getElementById("graph"), redraw);
+drawLegend(document.getElementById("legend"));
 document.getElementById("open").addEventListener("change", (e) => {
   const file = e.target.files[0];
   if (file) file.text().then((t) => showSim(JSON.parse(t)));
