@@ -238,8 +238,13 @@ impl Lab {
 
     /// Stops the foreground run (as Ctrl-C would) and returns its JSON report.
     pub fn stop(&mut self) -> serde_json::Value {
+        // Its output is read while it stops, not after: a large run's report fills the pipe,
+        // and a run blocked writing it never ends, so `netloom stop` (which waits for the end)
+        // timed out on a 200-node topology.
+        let child = self.child.take().unwrap();
+        let reading = std::thread::spawn(move || child.wait_with_output().unwrap());
         self.stop_command();
-        let out = self.child.take().unwrap().wait_with_output().unwrap();
+        let out = reading.join().unwrap();
         assert!(
             out.status.success(),
             "run: {}",
