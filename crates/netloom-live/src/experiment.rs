@@ -174,6 +174,7 @@ impl Experiment {
         let made = |i: usize| here.as_ref().is_none_or(|h| h.contains(&(i as u32)));
         let spec = TestbedSpec {
             name: options.name.clone(),
+            addresses: plan.topology.addresses,
             hosts: hosts
                 .iter()
                 .zip(&mtus)

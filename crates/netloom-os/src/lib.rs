@@ -4,6 +4,7 @@
 //!
 //! Linux only, and most of it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN).
 
+mod address;
 mod awake;
 mod cgroup;
 mod child;
@@ -31,6 +32,9 @@ mod tcp;
 mod testbed;
 mod tun;
 
+pub use address::{
+    AddressError, AddressPlan, IPV6_PREFIX_LEN, MAX_IPV4_PREFIX_LEN, MIN_IPV4_PREFIX_LEN,
+};
 pub use awake::KeepAwake;
 pub use cgroup::{cgroup2_mount, cgroup_of, cgroup_tree};
 pub use child::{die_with_parent, set_receive_buffer};
@@ -51,8 +55,7 @@ pub use nfqueue::{NfQueue, QueuedPacket, Verdict, VerdictStats};
 pub use output::{open_output, write_output, OutputDir, OutputFile};
 pub use peer::{effective_uid, peer_credentials, primary_group, PeerCredentials};
 pub use plan::{
-    address_plan, check_experiment_name, check_host_name, namespace_name, router_address,
-    DEFAULT_MTU, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU,
+    check_experiment_name, check_host_name, namespace_name, DEFAULT_MTU, MAX_MTU, MIN_MTU,
 };
 pub use poller::Poller;
 pub use raw::RawSender;

@@ -3,8 +3,9 @@
 //! packets (the driver reads and writes the `Tun`s) and does not deal with other processes'
 //! experiments (`cleanup` does).
 
+use crate::address::{AddressPlan, IPV6_PREFIX_LEN};
 use crate::interface::DeviceCounters;
-use crate::plan::{self, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU};
+use crate::plan::{self, MAX_MTU, MIN_MTU};
 use crate::registry::{self, Claim, Record, RecordHost};
 use crate::router::{self, KernelRouterSpec};
 use crate::sysctl::Sysctls;
@@ -25,7 +26,8 @@ pub struct HostSpec {
     /// The host's name: 1 to 63 characters of `A-Z a-z 0-9 _ . -` starting with a letter or a
     /// digit, not a number or an address; its namespace is `nl-<experiment>-<name>`.
     pub name: String,
-    /// Its IPv4 address on `nl0`: inside 198.18.0.0/15, not the network or broadcast address.
+    /// Its IPv4 address on `nl0`: inside `TestbedSpec::addresses`, not the network or broadcast
+    /// address.
     pub ipv4: Ipv4Addr,
     /// Its IPv6 address on `nl0`: inside fd6e:6c00::/64, not fd6e:6c00::.
     pub ipv6: Ipv6Addr,
@@ -40,9 +42,9 @@ pub struct HostSpec {
 pub struct RouterSpec {
     /// Its name, by the rules of `HostSpec::name`.
     pub name: String,
-    /// Its IPv4 address (`plan::router_address`).
+    /// Its IPv4 address (`AddressPlan::router`).
     pub ipv4: Ipv4Addr,
-    /// Its IPv6 address (`plan::router_address`).
+    /// Its IPv6 address (`AddressPlan::router`).
     pub ipv6: Ipv6Addr,
 }
 
@@ -52,15 +54,18 @@ pub struct TestbedSpec {
     /// The experiment's name: 1 to 63 characters of `A-Z a-z 0-9 _ . -` starting with a letter
     /// or a digit. It names the registry entry and is part of every namespace's name.
     pub name: String,
+    /// The range the hosts' and routers' addresses come from; each host's `nl0` gets its
+    /// prefix length.
+    pub addresses: AddressPlan,
     /// The hosts, in topology order (host `i` is the `i`-th TUN of `Testbed::tuns`); 1 to
-    /// `MAX_HOSTS`, with distinct names and addresses.
+    /// `addresses.capacity()` with the routers, with distinct names and addresses.
     pub hosts: Vec<HostSpec>,
     /// The TCP congestion control every host starts with (`net.ipv4.tcp_congestion_control` in
     /// its namespace), one of the machine's available algorithms; programs in the host may change
     /// it, as on any machine.
     pub congestion_control: String,
     /// The routers, which have no namespace but a name and addresses every host resolves
-    /// (`plan::router_address`); names and addresses distinct from the hosts' and each other's.
+    /// (`AddressPlan::router`); names and addresses distinct from the hosts' and each other's.
     /// Kernel routers are among them too.
     pub routers: Vec<RouterSpec>,
     /// The kernel routers: a namespace each, with one TUN device per link (their devices follow
@@ -69,8 +74,8 @@ pub struct TestbedSpec {
 }
 
 impl TestbedSpec {
-    /// An experiment whose hosts take their addresses from the address plan, in order, the
-    /// default MTU and the default congestion control.
+    /// An experiment whose hosts take their addresses from the default address plan, in order,
+    /// the default MTU and the default congestion control.
     pub fn planned<S: Into<String>>(name: &str, hosts: impl IntoIterator<Item = S>) -> Self {
         let hosts = hosts
             .into_iter()
@@ -78,7 +83,8 @@ impl TestbedSpec {
             .map(|(i, host)| {
                 // Past the plan's end (which `create` refuses) the last address repeats rather
                 // than panicking here.
-                let (ipv4, ipv6) = plan::address_plan(i.min(MAX_HOSTS - 1));
+                let plan = AddressPlan::DEFAULT;
+                let (ipv4, ipv6) = plan.host(i.min(plan.capacity() - 1));
                 HostSpec {
                     name: host.into(),
                     ipv4,
@@ -89,6 +95,7 @@ impl TestbedSpec {
             .collect();
         TestbedSpec {
             name: name.to_string(),
+            addresses: AddressPlan::DEFAULT,
             hosts,
             congestion_control: tcp::DEFAULT_CONGESTION_CONTROL.to_string(),
             routers: Vec::new(),
@@ -112,11 +119,13 @@ impl TestbedSpec {
         if self.hosts.is_empty() {
             return Err(invalid("it has no hosts".to_string()));
         }
-        if self.hosts.len() + self.routers.len() > MAX_HOSTS {
+        if self.hosts.len() + self.routers.len() > self.addresses.capacity() {
             return Err(invalid(format!(
-                "it has {} hosts and {} routers; the address plan has room for {MAX_HOSTS}",
+                "it has {} hosts and {} routers; the address plan {} has room for {}",
                 self.hosts.len(),
-                self.routers.len()
+                self.routers.len(),
+                self.addresses,
+                self.addresses.capacity()
             )));
         }
         let (mut names, mut v4, mut v6) = (HashSet::new(), HashSet::new(), HashSet::new());
@@ -133,13 +142,13 @@ impl TestbedSpec {
             if !names.insert(host.name.clone()) {
                 return Err(invalid(format!("host {:?} appears twice", host.name)));
             }
-            if !plan::is_plan_ipv4(host.ipv4) {
+            if !self.addresses.contains(host.ipv4) {
                 return Err(invalid(format!(
-                    "host {}: {} is outside 198.18.0.0/{IPV4_PREFIX_LEN} (or is its network or broadcast address); netloom's hosts only use that range",
-                    host.name, host.ipv4
+                    "host {}: {} is outside {} (or is its network or broadcast address); the run's hosts only use that range",
+                    host.name, host.ipv4, self.addresses
                 )));
             }
-            if !plan::is_plan_ipv6(host.ipv6) {
+            if !self.addresses.contains_ipv6(host.ipv6) {
                 return Err(invalid(format!(
                     "host {}: {} is outside fd6e:6c00::/{IPV6_PREFIX_LEN} (or is its ::0); netloom's hosts only use that range",
                     host.name, host.ipv6
@@ -514,7 +523,7 @@ fn bring_up(
                         interface::configure(
                             TUN_NAME_C,
                             host.mtu,
-                            (host.ipv4, IPV4_PREFIX_LEN),
+                            (host.ipv4, spec.addresses.prefix_len()),
                             (host.ipv6, IPV6_PREFIX_LEN),
                         )?;
                         let inherits = *inherited.get_or_init(|| {
@@ -705,9 +714,29 @@ mod tests {
     }
 
     #[test]
+    fn hosts_are_checked_against_the_spec_s_own_address_plan() {
+        let mut ten = TestbedSpec::planned("lab", ["h1", "h2"]);
+        ten.addresses = "10.0.0.0/8".parse().unwrap();
+        let err = ten.check().unwrap_err().to_string();
+        assert!(err.contains("198.18.0.1 is outside 10.0.0.0/8"), "{err}");
+        ten.hosts[0].ipv4 = Ipv4Addr::new(10, 0, 0, 1);
+        ten.hosts[1].ipv4 = Ipv4Addr::new(10, 0, 0, 100);
+        assert!(ten.check().is_ok());
+        ten.addresses = "10.0.0.0/30".parse().unwrap();
+        let err = ten.check().unwrap_err().to_string();
+        assert!(err.contains("10.0.0.100 is outside 10.0.0.0/30"), "{err}");
+        ten.hosts.push(ten.hosts[0].clone());
+        let err = ten.check().unwrap_err().to_string();
+        assert!(
+            err.contains("the address plan 10.0.0.0/30 has room for 2"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn hosts_file_names_every_host_with_both_addresses() {
         let mut spec = TestbedSpec::planned("lab", ["h1", "h2"]);
-        let (ipv4, ipv6) = plan::router_address(0);
+        let (ipv4, ipv6) = AddressPlan::DEFAULT.router(0);
         spec.routers.push(RouterSpec {
             name: "r1".into(),
             ipv4,
