@@ -12,12 +12,14 @@ mod cleanup;
 mod cpu;
 mod error;
 mod exec;
+mod host_cpu;
 mod interface;
 mod listener;
 mod netlink;
 mod netns;
 mod nfqueue;
 mod output;
+mod parallel;
 mod peer;
 mod plan;
 mod poller;
@@ -48,6 +50,7 @@ pub use error::OsError;
 pub use exec::{
     close_inherited_fds, command, command_with_bind, exec, exec_with_bind, wait_in_foreground,
 };
+pub use host_cpu::{host_cgroup, CPU_PERIOD_US};
 pub use interface::DeviceCounters;
 pub use listener::shut_down_listener;
 pub use netns::{enter as enter_namespace, enter_file as enter_namespace_file};

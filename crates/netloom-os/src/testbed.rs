@@ -5,12 +5,13 @@
 
 use crate::address::{AddressPlan, IPV6_PREFIX_LEN};
 use crate::interface::DeviceCounters;
+use crate::parallel::remove_in_parallel;
 use crate::plan::{self, MAX_MTU, MIN_MTU};
 use crate::registry::{self, Claim, Record, RecordHost};
 use crate::router::{self, KernelRouterSpec};
 use crate::sysctl::Sysctls;
 use crate::tun::{TUN_NAME, TUN_NAME_C};
-use crate::{cleanup, interface, netns, tcp, OsError, Tun};
+use crate::{cleanup, host_cpu, interface, netns, tcp, OsError, Tun};
 use std::collections::HashSet;
 use std::io::Write;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -21,7 +22,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// One host: its name (also its name in every hosts file) and its addresses.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct HostSpec {
     /// The host's name: 1 to 63 characters of `A-Z a-z 0-9 _ . -` starting with a letter or a
     /// digit, not a number or an address; its namespace is `nl-<experiment>-<name>`.
@@ -34,6 +35,9 @@ pub struct HostSpec {
     /// The MTU of its `nl0`, 1280 to 65535: a live run gives it the MTU of the host's links
     /// unless `netloom run --mtu` sets one for every host.
     pub mtu: u32,
+    /// The CPUs its programs may use together (0.25: a quarter of one), through a cgroup every
+    /// program started in it joins; `None`: no limit.
+    pub cpu: Option<f64>,
 }
 
 /// One emulated router: no namespace, but a name and addresses every host resolves, the source
@@ -49,7 +53,7 @@ pub struct RouterSpec {
 }
 
 /// What to bring up.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TestbedSpec {
     /// The experiment's name: 1 to 63 characters of `A-Z a-z 0-9 _ . -` starting with a letter
     /// or a digit. It names the registry entry and is part of every namespace's name.
@@ -90,6 +94,7 @@ impl TestbedSpec {
                     ipv4,
                     ipv6,
                     mtu: plan::DEFAULT_MTU,
+                    cpu: None,
                 }
             })
             .collect();
@@ -237,6 +242,8 @@ pub struct Testbed {
     /// directory. Each list shrinks as teardown removes things, so teardown can be retried.
     namespaces: Vec<String>,
     etc_dirs: Vec<String>,
+    /// The namespaces of the hosts with a CPU limit, whose cgroups teardown removes.
+    cgroups: Vec<String>,
     registry: Option<PathBuf>,
     /// The registry directory, held open while the experiment lives: how `stop` and `clean`
     /// tell its owner from another process a record might name.
@@ -317,6 +324,7 @@ impl Testbed {
             tuns: Arc::default(),
             namespaces: Vec::new(),
             etc_dirs: Vec::new(),
+            cgroups: Vec::new(),
             registry: Some(path),
             _owner: owner,
         };
@@ -335,7 +343,7 @@ impl Testbed {
         let spec = &self.spec;
         let namespaces = spec.namespaces();
         let own = std::process::id();
-        let record = Record {
+        let mut record = Record {
             name: spec.name.clone(),
             pid: own,
             pid_start: netns::start_ticks(own),
@@ -351,6 +359,7 @@ impl Testbed {
                     ns: ns.clone(),
                     ipv4: h.ipv4,
                     ipv6: h.ipv6,
+                    cgroup: None,
                 })
                 .collect(),
             routers: spec
@@ -361,6 +370,7 @@ impl Testbed {
                     ns: r.namespace.clone(),
                     ipv4: r.ipv4,
                     ipv6: r.ipv6,
+                    cgroup: None,
                 })
                 .collect(),
             alive: true,
@@ -381,6 +391,17 @@ impl Testbed {
         let (made, tuns) = bring_up(spec, &namespaces, registry);
         self.namespaces = made;
         let mut tuns = tuns?;
+        // Each limited host's cgroup, made before any program can start in the host, and named
+        // in the record for the programs started without netloom (the Python API's).
+        for ((host, ns), entry) in spec.hosts.iter().zip(&namespaces).zip(&mut record.hosts) {
+            if let Some(cpus) = host.cpu {
+                self.cgroups.push(ns.clone());
+                entry.cgroup = Some(host_cpu::create(ns, &host.name, cpus)?);
+            }
+        }
+        if !self.cgroups.is_empty() {
+            registry::write(registry, &record)?;
+        }
         for r in &spec.kernel_routers {
             let mut made = false;
             let result = router::bring_up(r, registry, &mut made);
@@ -455,7 +476,7 @@ impl Testbed {
     }
 
     /// Kills the processes left in the namespaces, closes the TUN devices, removes the namespaces,
-    /// `/etc/netns` directories and the registry entry. Idempotent; after an error it can be
+    /// the hosts' cgroups, `/etc/netns` directories and the registry entry. Idempotent; after an error it can be
     /// called again and continues where it stopped.
     pub fn teardown(&mut self) -> Result<(), OsError> {
         let mut first_error = None;
@@ -467,6 +488,7 @@ impl Testbed {
         // them, they close when the last holder drops them.
         drop(std::mem::take(&mut self.tuns));
         remove_in_parallel(&mut self.namespaces, netns::remove, &mut first_error);
+        remove_in_parallel(&mut self.cgroups, host_cpu::remove, &mut first_error);
         remove_in_parallel(&mut self.etc_dirs, netns::remove_etc, &mut first_error);
         if first_error.is_none() {
             if let Some(path) = self.registry.take() {
@@ -558,62 +580,6 @@ fn bring_up(
         .map(|tun| tun.expect("every host succeeded"))
         .collect();
     (made, Ok(tuns))
-}
-
-/// Threads that remove namespaces or `/etc/netns` directories at once. An unmount waits for an
-/// RCU grace period after it, and removing a directory of `/etc` waits for its file system;
-/// done from many threads the waits overlap (2,000 hosts: `netloom stop` 5.7 s before, 2.3 s
-/// after; docs/performance.md, "10,000 hosts").
-const REMOVERS: usize = 64;
-
-/// Runs `each` on every item from up to `threads` threads at once and collects what it returns,
-/// in no particular order. The calling thread is one of them, so every item is done even where
-/// no thread can be made.
-fn in_parallel<T: Send, R: Send>(
-    items: Vec<T>,
-    threads: usize,
-    each: impl Fn(T) -> Option<R> + Sync,
-) -> Vec<R> {
-    let helpers = threads.min(items.len()).saturating_sub(1);
-    let queue = Mutex::new(items);
-    let results = Mutex::new(Vec::new());
-    let work = || loop {
-        let Some(item) = queue.lock().expect("no panics while held").pop() else {
-            break;
-        };
-        if let Some(result) = each(item) {
-            results.lock().expect("no panics while held").push(result);
-        }
-    };
-    std::thread::scope(|scope| {
-        for _ in 0..helpers {
-            // Where no thread can be made, the others do its share.
-            let _ = std::thread::Builder::new()
-                .stack_size(64 * 1024)
-                .spawn_scoped(scope, work);
-        }
-        work();
-    });
-    results.into_inner().expect("workers have ended")
-}
-
-/// Removes every name of `names` with `remove`, many at once, keeping those that failed (to
-/// retry) in their order; the error of the first of them goes to `first_error` unless it holds
-/// one already.
-fn remove_in_parallel(
-    names: &mut Vec<String>,
-    remove: fn(&str) -> Result<bool, OsError>,
-    first_error: &mut Option<OsError>,
-) {
-    let items: Vec<_> = std::mem::take(names).into_iter().enumerate().collect();
-    let mut failed = in_parallel(items, REMOVERS, |(i, name)| {
-        remove(&name).err().map(|err| (i, name, err))
-    });
-    failed.sort_by_key(|(i, _, _)| *i);
-    for (_, name, err) in failed {
-        first_error.get_or_insert(err);
-        names.push(name);
-    }
 }
 
 impl Drop for Testbed {
