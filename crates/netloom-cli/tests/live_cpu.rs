@@ -102,6 +102,31 @@ fn a_limited_host_s_busy_loop_gets_a_quarter_of_a_cpu_beside_an_unlimited_one() 
     assert!(!dir.exists(), "{} outlived the run", dir.display());
 }
 
+#[test]
+fn clean_removes_the_cgroup_of_a_run_that_died() {
+    require_live!("sh");
+    let mut lab = Lab::new("cpuclean", TOPOLOGY);
+    lab.start(&[]);
+    let dir = netloom_cgroup(&format!("nl-{}-h1", lab.name));
+    assert!(dir.is_dir(), "{}", dir.display());
+    // The run dies without tearing down (SIGKILL): its cgroup stays until clean.
+    let mut run = lab.child.take().unwrap();
+    run.kill().unwrap();
+    run.wait().unwrap();
+    assert!(dir.is_dir(), "{}", dir.display());
+    let out = lab
+        .cmd()
+        .args(["clean", "--name", &lab.name])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!dir.exists(), "{} outlived netloom clean", dir.display());
+}
+
 /// Where the run makes the cgroup of the host of namespace `ns`: under v2's mount when it has
 /// the cpu controller, else under v1's cpu controller.
 fn netloom_cgroup(ns: &str) -> std::path::PathBuf {
