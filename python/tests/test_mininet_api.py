@@ -3,12 +3,14 @@ built as Mininet builds them, the topology file a net becomes (checked by netloo
 that name the call, and the runner serving ``import mininet`` from netloom."""
 
 import functools
+import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
+from netloom.errors import NetloomError
 from netloom.mininet import log, tcparams
 from netloom.mininet.link import Link, TCLink
 from netloom.mininet.net import Mininet
@@ -135,10 +137,11 @@ def test_nodes_sort_naturally_and_options_carry_through():
 def test_a_net_becomes_a_netloom_topology(binary):
     net = Mininet(topo=SingleSwitchTopo(k=2), link=custom(TCLink, bw=10, delay="5ms"))
     assert [h.name for h in net.hosts] == ["h1", "h2"] and net["s1"] in net.switches
-    # The addresses netloom's plan will give, in Mininet's order; a switch has none.
-    assert (net["h1"].IP(), net["h2"].IP(), net["s1"].IP()) == ("198.18.0.1", "198.18.0.2", None)
+    # Mininet's addresses, in the order hosts were added; a switch has none.
+    assert (net["h1"].IP(), net["h2"].IP(), net["s1"].IP()) == ("10.0.0.1", "10.0.0.2", None)
     assert [str(link) for link in net.links] == ["h1-eth0<->s1-eth1", "h2-eth0<->s1-eth2"]
     doc = net.topology().to_dict()
+    assert doc["topology"]["addresses"] == "10.0.0.0/8"
     assert doc["hosts"] == ["h1", "h2"] and doc["routers"] == ["s1"]
     assert doc["link"][0] == {
         "a": "h1",
@@ -292,11 +295,35 @@ def test_calls_netloom_cannot_honour_are_refused_by_name():
     [(0, r"must be a fraction .* in \(0, 1\]"), (1.5, "must be a fraction"), (0.001, "below")],
 )
 def test_cpu_limits_out_of_range_are_refused(fraction, message):
-    from netloom.mininet._cgroup import CpuLimit, CpuLimitError
-
     # 0.001 of the machine is under Linux's smallest quota (1000 us per 100 ms) on up to 9 CPUs.
-    with pytest.raises(CpuLimitError, match=message):
-        CpuLimit("mn-test", "h1", fraction)
+    with pytest.raises(NetloomError, match=message):
+        CPULimitedHost("h1", cpu=fraction)
+
+
+def test_addresses_and_cpu_limits_go_into_the_topology(binary):
+    net = Mininet(ipBase="192.168.7.0/24", host=CPULimitedHost)
+    net.addHost("h1", cpu=0.25)
+    net.addHost("h2", ip="192.168.7.50/24")
+    net.addHost("h3")
+    net.addSwitch("s1")
+    for h in ("h1", "h2", "h3"):
+        net.addLink(h, "s1")
+    # Mininet's numbers: by the order hosts were added, h2's own address in its place.
+    assert [h.IP() for h in net.hosts] == ["192.168.7.1", "192.168.7.50", "192.168.7.3"]
+    doc = net.topology().to_dict()
+    assert doc["topology"]["addresses"] == "192.168.7.0/24"
+    cpus = round(0.25 * os.cpu_count(), 6)
+    assert doc["hosts"] == [
+        {"name": "h1", "cpu": cpus},
+        {"name": "h2", "ipv4": "192.168.7.50"},
+        "h3",
+    ]
+    net.topology().check(binary=binary)
+    # An address outside ipBase is netloom's error, naming the host.
+    net.addHost("h4", ip="10.0.0.4")
+    net.addLink("h4", "s1")
+    with pytest.raises(NetloomError, match=r"host h4: ipv4 10.0.0.4 is outside .*192.168.7.0/24"):
+        net.topology().check(binary=binary)
 
 
 def test_an_old_style_topo_built_in_its_constructor_works():

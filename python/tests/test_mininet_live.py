@@ -90,7 +90,7 @@ def test_config_changes_a_link_while_it_runs(live):
         h2.cmd("sleep 30 &")
         assert time.monotonic() - started < 2
         assert h1.pexec("echo", "out")[0] == "out\n"
-        assert h1.cmd("ip -4 -o addr show nl0").split()[3] == f"{h1.IP()}/15"
+        assert h1.cmd("ip -4 -o addr show nl0").split()[3] == f"{h1.IP()}/8"
         # A command that runs until interrupted, as Mininet's sendCmd/sendInt/waitOutput.
         h1.sendCmd(f"ping -i 0.1 {h2.IP()}")
         time.sleep(0.5)
@@ -132,9 +132,49 @@ def test_the_cli_runs_commands_piped_into_it(live):
     # h3 replaced by its address, as Mininet's CLI does; one answer, then none with s1-s2 down.
     pings = re.findall(r"PING (\S+) .*?(\d+) received", out, re.S)
     assert [count for _, count in pings] == ["1", "0"], out
-    assert pings[0][0].startswith("198.18.")
+    assert pings[0][0] == "10.0.0.3"
     assert "*** Results: 0% dropped (6/6 received)" in out
-    assert "198.18.0.1\n" in out
+    assert "10.0.0.1\n" in out
+
+
+def test_a_script_that_hard_codes_mininet_s_addresses_reaches_them(live, tmp_path):
+    # As Mininet's own scripts do: no IP() anywhere, 10.0.0.2 written out.
+    script = tmp_path / "hardcoded.py"
+    script.write_text(
+        "from mininet.net import Mininet\n"
+        "from mininet.topo import SingleSwitchTopo\n"
+        "net = Mininet(topo=SingleSwitchTopo(k=3))\n"
+        "net.start()\n"
+        "h1 = net.get('h1')\n"
+        "print(h1.cmd('ping -n -c 1 -W 2 10.0.0.2'))\n"
+        "print(h1.cmd('ping -4 -n -c 1 -W 2 h3'))\n"
+        "print('ADDRESSES', h1.cmd('ip -4 -o addr show nl0').split()[3], net['h3'].IP())\n"
+        "net.stop()\n"
+    )
+    done = runner(script)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "64 bytes from 10.0.0.2" in out and "64 bytes from 10.0.0.3" in out, out
+    assert "ADDRESSES 10.0.0.1/8 10.0.0.3" in out, out
+    assert "198.18." not in out, out
+
+
+def test_a_host_s_own_ip_is_its_address(live):
+    net = Mininet(topo=SingleSwitchTopo(k=2))
+    net.addHost("h3", ip="10.0.0.100/8")
+    net.addLink("h3", "s1")
+    assert net["h3"].IP() == "10.0.0.100"
+    net.start()
+    try:
+        h1, h3 = net["h1"], net["h3"]
+        assert h3.IP() == "10.0.0.100"
+        assert h3.cmd("ip -4 -o addr show nl0").split()[3] == "10.0.0.100/8"
+        assert " 0% packet loss" in h1.cmd("ping -n -c 1 -W 2 10.0.0.100")
+        assert "from 10.0.0.100" in h1.cmd("ping -4 -n -c 1 -W 2 h3")
+        # The hosts around it keep Mininet's numbers.
+        assert (h1.IP(), net["h2"].IP()) == ("10.0.0.1", "10.0.0.2")
+    finally:
+        net.stop()
 
 
 def read_until(fd, marker, timeout=60):

@@ -168,22 +168,26 @@ impl Experiment {
         }
         let hosts = plan.hosts();
         let mtus = plan.host_mtus();
+        let topology = &plan.topology;
+        let cpus = topology.hosts.iter().map(|&n| topology.node(n).cpu);
         let routers = plan.routers();
         // The hosts made here: all, or on one machine of a cluster its worker's.
         let here: Option<Vec<u32>> = part.as_ref().map(|p| plan.hosts[p.worker].clone());
         let made = |i: usize| here.as_ref().is_none_or(|h| h.contains(&(i as u32)));
         let spec = TestbedSpec {
             name: options.name.clone(),
+            addresses: plan.topology.addresses,
             hosts: hosts
                 .iter()
-                .zip(&mtus)
+                .zip(mtus.iter().zip(cpus))
                 .enumerate()
                 .filter(|&(i, _)| made(i))
-                .map(|(_, (h, &mtu))| HostSpec {
+                .map(|(_, (h, (&mtu, cpu)))| HostSpec {
                     name: h.name.clone(),
                     ipv4: h.ipv4,
                     ipv6: h.ipv6,
                     mtu,
+                    cpu,
                 })
                 .collect(),
             congestion_control: options.congestion_control.clone(),

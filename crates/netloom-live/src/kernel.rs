@@ -157,8 +157,8 @@ impl KernelRouters {
     }
 }
 
-/// The plan's addresses of every node of a topology: host i has `address_plan(i)`, router j
-/// (in node order among the routers, kernel or not) `router_address(j)`.
+/// The addresses of every node of a topology: host i has `Topology::host_address(i)`, router j
+/// (in node order among the routers, kernel or not) `Topology::router_address(j)`.
 struct Addresses {
     by_node: Vec<(std::net::Ipv4Addr, std::net::Ipv6Addr)>,
 }
@@ -172,11 +172,11 @@ impl Addresses {
             .map(|n| match n.kind {
                 NodeKind::Host => {
                     hosts += 1;
-                    netloom_os::address_plan(hosts - 1)
+                    topo.host_address(hosts - 1)
                 }
                 NodeKind::Router => {
                     routers += 1;
-                    netloom_os::router_address(routers - 1)
+                    topo.router_address(routers - 1)
                 }
             })
             .collect();
@@ -447,15 +447,39 @@ mod tests {
             k2.interfaces[r.interface].device.as_str()
         };
         // h1 over the 1 ms way through e, not the 10 ms one through k3; k3 directly.
-        assert_eq!(via(netloom_os::address_plan(0).0.into()), "e");
-        assert_eq!(via(netloom_os::address_plan(1).1.into()), "h2");
-        assert_eq!(via(netloom_os::router_address(3).0.into()), "k3");
+        assert_eq!(via(netloom_os::AddressPlan::DEFAULT.host(0).0.into()), "e");
+        assert_eq!(via(netloom_os::AddressPlan::DEFAULT.host(1).1.into()), "h2");
+        assert_eq!(
+            via(netloom_os::AddressPlan::DEFAULT.router(3).0.into()),
+            "k3"
+        );
         assert!(!k2
             .routes
             .iter()
             .any(|r| r.destination == IpAddr::from(k2.ipv4)));
-        assert_eq!(k2.interfaces[1].peer_ipv4, netloom_os::address_plan(1).0);
+        assert_eq!(
+            k2.interfaces[1].peer_ipv4,
+            netloom_os::AddressPlan::DEFAULT.host(1).0
+        );
         assert!(k2.interfaces[1].peer_is_host && !k2.interfaces[0].peer_is_host);
+    }
+
+    #[test]
+    fn kernel_routers_take_the_topology_s_addresses() {
+        let mut t = mixed();
+        t.addresses = "10.0.0.0/8".parse().unwrap();
+        t.nodes[1].ipv4 = Some("10.0.0.100".parse().unwrap());
+        let specs = KernelRouters::new(&t).unwrap().specs("lab");
+        let k2 = &specs[1];
+        // k2 is the third router (k1, e, k2), from the top of 10.0.0.0/8 down.
+        assert_eq!(k2.ipv4.to_string(), "10.255.255.252");
+        assert_eq!(k2.interfaces[1].peer_ipv4.to_string(), "10.0.0.100");
+        let h1: IpAddr = "10.0.0.1".parse().unwrap();
+        assert!(k2.routes.iter().any(|r| r.destination == h1));
+        assert!(!k2
+            .routes
+            .iter()
+            .any(|r| r.destination.to_string().starts_with("198.")));
     }
 
     #[test]
@@ -463,7 +487,7 @@ mod tests {
         let k = Arc::new(KernelRouters::new(&mixed()).unwrap());
         let engine = Engine::new(k.engine.clone(), 1);
         let mut entries = Entries::new(k.clone());
-        let h2 = IpAddr::from(netloom_os::address_plan(1).0);
+        let h2 = IpAddr::from(netloom_os::AddressPlan::DEFAULT.host(1).0);
         // Engine hosts: h1, h2, then the ports k1:h1, k1:e, k2:e, k2:h2, k2:k3, k3:e, k3:k2.
         // h1 reaches anything through k1's port; k1's port toward e reaches h2 at k2's port
         // on e's link; a port whose peer is a port or a host goes there whatever the address.

@@ -141,18 +141,21 @@ pub enum PlanError {
     /// The routing tables would be too large.
     #[error(transparent)]
     Routes(#[from] TablesTooLarge),
-    /// More hosts than the address plan can number.
+    /// More hosts and routers than the address plan can number.
     #[error(
-        "the topology has {hosts} hosts; a live run gives each host an address from \
-         198.18.0.0/{ipv4_prefix} and fd6e:6c00::/{ipv6_prefix}, which has room for {max} hosts \
-         (netloom sim runs larger topologies)",
-        ipv4_prefix = netloom_os::IPV4_PREFIX_LEN,
+        "the topology has {hosts} hosts and {routers} routers; a live run gives each an address \
+         from {plan} and fd6e:6c00::/{ipv6_prefix}, which has room for {max} hosts and routers \
+         (netloom sim runs larger topologies; [topology] addresses can choose a larger range)",
         ipv6_prefix = netloom_os::IPV6_PREFIX_LEN,
-        max = netloom_os::MAX_HOSTS
+        max = plan.capacity()
     )]
     TooManyHosts {
         /// Hosts in the topology.
         hosts: usize,
+        /// Routers in the topology.
+        routers: usize,
+        /// The topology's address plan.
+        plan: netloom_os::AddressPlan,
     },
 }
 
@@ -211,9 +214,11 @@ impl Plan {
         }
         // Refused before routing, so nothing is computed (or created) for a run that cannot
         // number its hosts.
-        if topology.hosts.len() > netloom_os::MAX_HOSTS {
+        if topology.nodes.len() > topology.addresses.capacity() {
             return Err(PlanError::TooManyHosts {
                 hosts: topology.hosts.len(),
+                routers: topology.nodes.len() - topology.hosts.len(),
+                plan: topology.addresses,
             });
         }
         if let Some(epoch) = options.repartition {
@@ -365,14 +370,15 @@ impl Plan {
         &self.options
     }
 
-    /// Every host with its addresses (the address plan, docs/live.md), in the topology's order.
+    /// Every host with its addresses (its own or the topology's address plan's, docs/live.md),
+    /// in the topology's order.
     pub fn hosts(&self) -> Vec<HostInfo> {
         self.topology
             .hosts
             .iter()
             .enumerate()
             .map(|(i, &node)| {
-                let (ipv4, ipv6) = netloom_os::address_plan(i);
+                let (ipv4, ipv6) = self.topology.host_address(i);
                 HostInfo {
                     name: self.topology.node(node).name.clone(),
                     ipv4,
@@ -403,7 +409,7 @@ impl Plan {
             .collect()
     }
 
-    /// Every router with its node and addresses (one per router, `netloom_os::router_address`),
+    /// Every router with its node and addresses (one per router, `Topology::router_address`),
     /// in the topology's order.
     pub fn routers(&self) -> Vec<(NodeId, HostInfo)> {
         let nodes = self.topology.nodes.iter().enumerate();
@@ -411,7 +417,7 @@ impl Plan {
             .filter(|(_, n)| n.kind == NodeKind::Router)
             .enumerate()
             .map(|(j, (node, n))| {
-                let (ipv4, ipv6) = netloom_os::router_address(j);
+                let (ipv4, ipv6) = self.topology.router_address(j);
                 let name = n.name.clone();
                 (node as NodeId, HostInfo { name, ipv4, ipv6 })
             })
@@ -548,17 +554,17 @@ mod tests {
 
     #[test]
     fn more_hosts_than_the_address_plan_are_refused_not_a_panic() {
-        // A star just past the plan: one router, MAX_HOSTS + 1 hosts.
+        // A star just past the plan: one router, as many hosts as the plan has addresses.
         let mut t = Topology::new("big", RoutingMetric::Delay);
         let r = t.add_node("r", NodeKind::Router, None);
         let c = PipeConfig::new(Rate::bps(10_000_000), Duration::from_millis(1));
-        for i in 0..=netloom_os::MAX_HOSTS {
+        for i in 0..netloom_os::AddressPlan::DEFAULT.capacity() {
             let h = t.add_node(format!("h{i}"), NodeKind::Host, None);
             t.add_link(h, r, None, c, Some(c));
         }
         let err = Plan::new(t, options(1), 2).unwrap_err().to_string();
         assert!(
-            err.contains("131071 hosts") && err.contains("room for 131070"),
+            err.contains("131070 hosts and 1 routers") && err.contains("room for 131070"),
             "{err}"
         );
     }

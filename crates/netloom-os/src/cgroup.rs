@@ -1,5 +1,6 @@
-//! Where cgroup v2 lives on this machine: its mount (on a hybrid layout, such as this VM's,
-//! `/sys/fs/cgroup/unified`; on a unified one, `/sys/fs/cgroup`) and a process's cgroup in it.
+//! Where cgroups live on this machine: v2's mount (on a hybrid layout, such as this VM's,
+//! `/sys/fs/cgroup/unified`; on a unified one, `/sys/fs/cgroup`), v1's `cpu` controller's, and
+//! a process's cgroup in v2.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -11,12 +12,28 @@ pub fn cgroup2_mount() -> Option<PathBuf> {
     mount_of(&text, "cgroup2")
 }
 
+/// The mount point of cgroup v1's `cpu` controller (alone or with others, as `cpu,cpuacct`);
+/// `None` where it is not mounted.
+pub(crate) fn cgroup1_cpu_mount() -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    mount_with(&text, "cgroup", Some("cpu"))
+}
+
 /// The mount point of the first file system of type `fstype` in a mountinfo text: the fifth
 /// field of a line whose type (the first word after ` - `) is `fstype`.
 fn mount_of(mountinfo: &str, fstype: &str) -> Option<PathBuf> {
+    mount_with(mountinfo, fstype, None)
+}
+
+/// `mount_of`, of a mount whose super options (the third word after ` - `) include `option`
+/// when one is given.
+fn mount_with(mountinfo: &str, fstype: &str, option: Option<&str>) -> Option<PathBuf> {
     mountinfo.lines().find_map(|line| {
         let (mount, fs) = line.split_once(" - ")?;
-        (fs.split_whitespace().next()? == fstype)
+        let mut words = fs.split_whitespace();
+        let matches = words.next()? == fstype
+            && option.is_none_or(|o| words.nth(1).is_some_and(|s| s.split(',').any(|w| w == o)));
+        matches
             .then(|| mount.split_whitespace().nth(4).map(unescape))
             .flatten()
     })
@@ -110,5 +127,21 @@ mod tests {
             Some(PathBuf::from("/mnt/cg two"))
         );
         assert_eq!(mount_of(hybrid, "cgroup3"), None);
+    }
+
+    #[test]
+    fn cgroup1_s_cpu_controller_is_found_alone_or_with_cpuacct() {
+        let v1 = "33 30 0:29 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset\n\
+                  34 30 0:30 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n";
+        assert_eq!(
+            mount_with(v1, "cgroup", Some("cpu")),
+            Some(PathBuf::from("/sys/fs/cgroup/cpu,cpuacct"))
+        );
+        let alone = "35 30 0:31 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n";
+        assert_eq!(
+            mount_with(alone, "cgroup", Some("cpu")),
+            Some(PathBuf::from("/sys/fs/cgroup/cpu"))
+        );
+        assert_eq!(mount_with(v1, "cgroup", Some("memory")), None);
     }
 }

@@ -18,6 +18,8 @@ pub struct CleanReport {
     pub namespaces: Vec<String>,
     /// `/etc/netns/<ns>` directories (the hosts' hosts files) deleted.
     pub etc_dirs: Vec<PathBuf>,
+    /// The namespaces of hosts whose CPU limit's cgroup was removed.
+    pub cgroups: Vec<String>,
     /// Processes killed because they were still inside a namespace being removed.
     pub processes: Vec<u32>,
     /// Registry directories deleted: one per cleaned experiment, plus those of creations that
@@ -60,7 +62,8 @@ impl fmt::Display for CleanReport {
 }
 
 /// Removes the leftovers of every dead experiment (its owner is gone), or of the named one:
-/// processes inside its namespaces, the namespaces, `/etc/netns` directories, the registry entry.
+/// processes inside its namespaces, the namespaces, their CPU limits' cgroups, `/etc/netns`
+/// directories, the registry entry.
 /// Only namespaces listed in a registry entry and marked as made by it are touched; a record
 /// netloom could not have written, and a listed namespace without the mark, are reported in
 /// `refused` and left alone. Cleaning a running experiment is an error (`stop` it instead); cleaning a name that
@@ -112,6 +115,10 @@ pub(crate) fn clean_in(dir: &Path, experiment: Option<&str>) -> Result<CleanRepo
                     }
                     if netns::remove_etc(ns)? {
                         report.etc_dirs.push(netns::etc_dir(ns));
+                    }
+                    // Found by the namespace's name, never by a path the record gives.
+                    if crate::host_cpu::remove(ns)? {
+                        report.cgroups.push(ns.clone());
                     }
                 }
                 registry::remove(&path)?;

@@ -33,9 +33,10 @@ pub enum OsError {
         reason: String,
     },
 
-    /// A `TestbedSpec` that cannot be brought up (no hosts, more than `MAX_HOSTS`, an MTU out of
-    /// range, a host or address given twice, an address outside the plan), found before anything
-    /// is made; `command` and `exec` also return it for an empty command line.
+    /// A `TestbedSpec` that cannot be brought up (no hosts, more hosts and routers than its
+    /// address plan numbers, an MTU out of range, a host or address given twice, an address
+    /// outside the plan), found before anything is made; `command` and `exec` also return it for
+    /// an empty command line.
     #[error("invalid experiment {experiment:?}: {reason}")]
     InvalidSpec {
         /// The experiment's name; from `command` and `exec`, the namespace's name instead.

@@ -9,7 +9,8 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
 
 /// A `Command` that runs `argv` inside namespace `ns` (for callers that want to capture output or
-/// run in the background). Processes started this way are killed when the experiment goes down.
+/// run in the background), inside the host's CPU limit if it has one. Processes started this way
+/// are killed when the experiment goes down.
 pub fn command(ns: &str, argv: &[String]) -> Result<Command, OsError> {
     if argv.is_empty() {
         return Err(OsError::InvalidSpec {
@@ -22,6 +23,7 @@ pub fn command(ns: &str, argv: &[String]) -> Result<Command, OsError> {
     }
     let mut command = Command::new(ip_binary());
     command.args(["netns", "exec", ns]).args(argv);
+    crate::host_cpu::join_at_exec(&mut command, ns)?;
     Ok(command)
 }
 

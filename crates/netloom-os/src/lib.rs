@@ -4,6 +4,7 @@
 //!
 //! Linux only, and most of it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN).
 
+mod address;
 mod awake;
 mod cgroup;
 mod child;
@@ -11,12 +12,14 @@ mod cleanup;
 mod cpu;
 mod error;
 mod exec;
+mod host_cpu;
 mod interface;
 mod listener;
 mod netlink;
 mod netns;
 mod nfqueue;
 mod output;
+mod parallel;
 mod peer;
 mod plan;
 mod poller;
@@ -31,6 +34,9 @@ mod tcp;
 mod testbed;
 mod tun;
 
+pub use address::{
+    AddressError, AddressPlan, IPV6_PREFIX_LEN, MAX_IPV4_PREFIX_LEN, MIN_IPV4_PREFIX_LEN,
+};
 pub use awake::KeepAwake;
 pub use cgroup::{cgroup2_mount, cgroup_of, cgroup_tree};
 pub use child::{die_with_parent, set_receive_buffer};
@@ -44,6 +50,7 @@ pub use error::OsError;
 pub use exec::{
     close_inherited_fds, command, command_with_bind, exec, exec_with_bind, wait_in_foreground,
 };
+pub use host_cpu::{host_cgroup, CPU_PERIOD_US};
 pub use interface::DeviceCounters;
 pub use listener::shut_down_listener;
 pub use netns::{enter as enter_namespace, enter_file as enter_namespace_file};
@@ -51,8 +58,7 @@ pub use nfqueue::{NfQueue, QueuedPacket, Verdict, VerdictStats};
 pub use output::{open_output, write_output, OutputDir, OutputFile};
 pub use peer::{effective_uid, peer_credentials, primary_group, PeerCredentials};
 pub use plan::{
-    address_plan, check_experiment_name, check_host_name, namespace_name, router_address,
-    DEFAULT_MTU, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU,
+    check_experiment_name, check_host_name, namespace_name, DEFAULT_MTU, MAX_MTU, MIN_MTU,
 };
 pub use poller::Poller;
 pub use raw::RawSender;

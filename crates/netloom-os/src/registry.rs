@@ -57,10 +57,13 @@ pub struct RecordHost {
     pub name: String,
     /// Its network namespace (`/run/netns/<ns>`).
     pub ns: String,
-    /// Its IPv4 address on `nl0`, in 198.18.0.0/15.
+    /// Its IPv4 address on `nl0`, in the run's address plan.
     pub ipv4: Ipv4Addr,
     /// Its IPv6 address on `nl0`, in fd6e:6c00::/64.
     pub ipv6: Ipv6Addr,
+    /// The cgroup of its CPU limit, which programs started in it join; `None` without a limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<std::path::PathBuf>,
 }
 
 impl Record {
@@ -399,6 +402,7 @@ mod tests {
                 ns: format!("nl-{name}-h1"),
                 ipv4: Ipv4Addr::new(198, 18, 0, 1),
                 ipv6: "fd6e:6c00::1".parse().unwrap(),
+                cgroup: None,
             }],
             routers: Vec::new(),
             alive: false,

@@ -54,7 +54,7 @@ pub struct KernelRouterSpec {
     pub name: String,
     /// Its namespace, `nl-<experiment>-<name>` (`namespace_name`).
     pub namespace: String,
-    /// Its IPv4 plan address (`router_address`), on `lo` and every device.
+    /// Its IPv4 plan address (`AddressPlan::router`), on `lo` and every device.
     pub ipv4: Ipv4Addr,
     /// Its IPv6 plan address, on `lo` and every device.
     pub ipv6: Ipv6Addr,
@@ -227,7 +227,7 @@ mod tests {
 
     #[test]
     fn link_local_keeps_the_plan_interface_id() {
-        let (_, v6) = crate::router_address(0);
+        let (_, v6) = crate::AddressPlan::DEFAULT.router(0);
         assert_eq!(
             link_local(v6),
             "fe80::ff00:0:0:1".parse::<Ipv6Addr>().unwrap()
@@ -236,8 +236,8 @@ mod tests {
 
     #[test]
     fn commands_address_every_device_and_route_by_it() {
-        let (ipv4, ipv6) = crate::router_address(0);
-        let (peer_ipv4, peer_ipv6) = crate::address_plan(0);
+        let (ipv4, ipv6) = crate::AddressPlan::DEFAULT.router(0);
+        let (peer_ipv4, peer_ipv6) = crate::AddressPlan::DEFAULT.host(0);
         let spec = KernelRouterSpec {
             name: "r1".into(),
             namespace: "nl-lab-r1".into(),
@@ -255,7 +255,7 @@ mod tests {
                 bandwidth_bps: 1_000_000,
             }],
             routes: vec![StaticRoute {
-                destination: crate::address_plan(1).0.into(),
+                destination: crate::AddressPlan::DEFAULT.host(1).0.into(),
                 interface: 0,
             }],
         };

@@ -3,13 +3,15 @@
 //! packets (the driver reads and writes the `Tun`s) and does not deal with other processes'
 //! experiments (`cleanup` does).
 
+use crate::address::{AddressPlan, IPV6_PREFIX_LEN};
 use crate::interface::DeviceCounters;
-use crate::plan::{self, IPV4_PREFIX_LEN, IPV6_PREFIX_LEN, MAX_HOSTS, MAX_MTU, MIN_MTU};
+use crate::parallel::remove_in_parallel;
+use crate::plan::{self, MAX_MTU, MIN_MTU};
 use crate::registry::{self, Claim, Record, RecordHost};
 use crate::router::{self, KernelRouterSpec};
 use crate::sysctl::Sysctls;
 use crate::tun::{TUN_NAME, TUN_NAME_C};
-use crate::{cleanup, interface, netns, tcp, OsError, Tun};
+use crate::{cleanup, host_cpu, interface, netns, tcp, OsError, Tun};
 use std::collections::HashSet;
 use std::io::Write;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -20,18 +22,22 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// One host: its name (also its name in every hosts file) and its addresses.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct HostSpec {
     /// The host's name: 1 to 63 characters of `A-Z a-z 0-9 _ . -` starting with a letter or a
     /// digit, not a number or an address; its namespace is `nl-<experiment>-<name>`.
     pub name: String,
-    /// Its IPv4 address on `nl0`: inside 198.18.0.0/15, not the network or broadcast address.
+    /// Its IPv4 address on `nl0`: inside `TestbedSpec::addresses`, not the network or broadcast
+    /// address.
     pub ipv4: Ipv4Addr,
     /// Its IPv6 address on `nl0`: inside fd6e:6c00::/64, not fd6e:6c00::.
     pub ipv6: Ipv6Addr,
     /// The MTU of its `nl0`, 1280 to 65535: a live run gives it the MTU of the host's links
     /// unless `netloom run --mtu` sets one for every host.
     pub mtu: u32,
+    /// The CPUs its programs may use together (0.25: a quarter of one), through a cgroup every
+    /// program started in it joins; `None`: no limit.
+    pub cpu: Option<f64>,
 }
 
 /// One emulated router: no namespace, but a name and addresses every host resolves, the source
@@ -40,27 +46,30 @@ pub struct HostSpec {
 pub struct RouterSpec {
     /// Its name, by the rules of `HostSpec::name`.
     pub name: String,
-    /// Its IPv4 address (`plan::router_address`).
+    /// Its IPv4 address (`AddressPlan::router`).
     pub ipv4: Ipv4Addr,
-    /// Its IPv6 address (`plan::router_address`).
+    /// Its IPv6 address (`AddressPlan::router`).
     pub ipv6: Ipv6Addr,
 }
 
 /// What to bring up.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TestbedSpec {
     /// The experiment's name: 1 to 63 characters of `A-Z a-z 0-9 _ . -` starting with a letter
     /// or a digit. It names the registry entry and is part of every namespace's name.
     pub name: String,
+    /// The range the hosts' and routers' addresses come from; each host's `nl0` gets its
+    /// prefix length.
+    pub addresses: AddressPlan,
     /// The hosts, in topology order (host `i` is the `i`-th TUN of `Testbed::tuns`); 1 to
-    /// `MAX_HOSTS`, with distinct names and addresses.
+    /// `addresses.capacity()` with the routers, with distinct names and addresses.
     pub hosts: Vec<HostSpec>,
     /// The TCP congestion control every host starts with (`net.ipv4.tcp_congestion_control` in
     /// its namespace), one of the machine's available algorithms; programs in the host may change
     /// it, as on any machine.
     pub congestion_control: String,
     /// The routers, which have no namespace but a name and addresses every host resolves
-    /// (`plan::router_address`); names and addresses distinct from the hosts' and each other's.
+    /// (`AddressPlan::router`); names and addresses distinct from the hosts' and each other's.
     /// Kernel routers are among them too.
     pub routers: Vec<RouterSpec>,
     /// The kernel routers: a namespace each, with one TUN device per link (their devices follow
@@ -69,8 +78,8 @@ pub struct TestbedSpec {
 }
 
 impl TestbedSpec {
-    /// An experiment whose hosts take their addresses from the address plan, in order, the
-    /// default MTU and the default congestion control.
+    /// An experiment whose hosts take their addresses from the default address plan, in order,
+    /// the default MTU and the default congestion control.
     pub fn planned<S: Into<String>>(name: &str, hosts: impl IntoIterator<Item = S>) -> Self {
         let hosts = hosts
             .into_iter()
@@ -78,17 +87,20 @@ impl TestbedSpec {
             .map(|(i, host)| {
                 // Past the plan's end (which `create` refuses) the last address repeats rather
                 // than panicking here.
-                let (ipv4, ipv6) = plan::address_plan(i.min(MAX_HOSTS - 1));
+                let plan = AddressPlan::DEFAULT;
+                let (ipv4, ipv6) = plan.host(i.min(plan.capacity() - 1));
                 HostSpec {
                     name: host.into(),
                     ipv4,
                     ipv6,
                     mtu: plan::DEFAULT_MTU,
+                    cpu: None,
                 }
             })
             .collect();
         TestbedSpec {
             name: name.to_string(),
+            addresses: AddressPlan::DEFAULT,
             hosts,
             congestion_control: tcp::DEFAULT_CONGESTION_CONTROL.to_string(),
             routers: Vec::new(),
@@ -112,11 +124,13 @@ impl TestbedSpec {
         if self.hosts.is_empty() {
             return Err(invalid("it has no hosts".to_string()));
         }
-        if self.hosts.len() + self.routers.len() > MAX_HOSTS {
+        if self.hosts.len() + self.routers.len() > self.addresses.capacity() {
             return Err(invalid(format!(
-                "it has {} hosts and {} routers; the address plan has room for {MAX_HOSTS}",
+                "it has {} hosts and {} routers; the address plan {} has room for {}",
                 self.hosts.len(),
-                self.routers.len()
+                self.routers.len(),
+                self.addresses,
+                self.addresses.capacity()
             )));
         }
         let (mut names, mut v4, mut v6) = (HashSet::new(), HashSet::new(), HashSet::new());
@@ -133,13 +147,13 @@ impl TestbedSpec {
             if !names.insert(host.name.clone()) {
                 return Err(invalid(format!("host {:?} appears twice", host.name)));
             }
-            if !plan::is_plan_ipv4(host.ipv4) {
+            if !self.addresses.contains(host.ipv4) {
                 return Err(invalid(format!(
-                    "host {}: {} is outside 198.18.0.0/{IPV4_PREFIX_LEN} (or is its network or broadcast address); netloom's hosts only use that range",
-                    host.name, host.ipv4
+                    "host {}: {} is outside {} (or is its network or broadcast address); the run's hosts only use that range",
+                    host.name, host.ipv4, self.addresses
                 )));
             }
-            if !plan::is_plan_ipv6(host.ipv6) {
+            if !self.addresses.contains_ipv6(host.ipv6) {
                 return Err(invalid(format!(
                     "host {}: {} is outside fd6e:6c00::/{IPV6_PREFIX_LEN} (or is its ::0); netloom's hosts only use that range",
                     host.name, host.ipv6
@@ -228,6 +242,8 @@ pub struct Testbed {
     /// directory. Each list shrinks as teardown removes things, so teardown can be retried.
     namespaces: Vec<String>,
     etc_dirs: Vec<String>,
+    /// The namespaces of the hosts with a CPU limit, whose cgroups teardown removes.
+    cgroups: Vec<String>,
     registry: Option<PathBuf>,
     /// The registry directory, held open while the experiment lives: how `stop` and `clean`
     /// tell its owner from another process a record might name.
@@ -308,6 +324,7 @@ impl Testbed {
             tuns: Arc::default(),
             namespaces: Vec::new(),
             etc_dirs: Vec::new(),
+            cgroups: Vec::new(),
             registry: Some(path),
             _owner: owner,
         };
@@ -326,7 +343,7 @@ impl Testbed {
         let spec = &self.spec;
         let namespaces = spec.namespaces();
         let own = std::process::id();
-        let record = Record {
+        let mut record = Record {
             name: spec.name.clone(),
             pid: own,
             pid_start: netns::start_ticks(own),
@@ -342,6 +359,7 @@ impl Testbed {
                     ns: ns.clone(),
                     ipv4: h.ipv4,
                     ipv6: h.ipv6,
+                    cgroup: None,
                 })
                 .collect(),
             routers: spec
@@ -352,6 +370,7 @@ impl Testbed {
                     ns: r.namespace.clone(),
                     ipv4: r.ipv4,
                     ipv6: r.ipv6,
+                    cgroup: None,
                 })
                 .collect(),
             alive: true,
@@ -372,6 +391,17 @@ impl Testbed {
         let (made, tuns) = bring_up(spec, &namespaces, registry);
         self.namespaces = made;
         let mut tuns = tuns?;
+        // Each limited host's cgroup, made before any program can start in the host, and named
+        // in the record for the programs started without netloom (the Python API's).
+        for ((host, ns), entry) in spec.hosts.iter().zip(&namespaces).zip(&mut record.hosts) {
+            if let Some(cpus) = host.cpu {
+                self.cgroups.push(ns.clone());
+                entry.cgroup = Some(host_cpu::create(ns, &host.name, cpus)?);
+            }
+        }
+        if !self.cgroups.is_empty() {
+            registry::write(registry, &record)?;
+        }
         for r in &spec.kernel_routers {
             let mut made = false;
             let result = router::bring_up(r, registry, &mut made);
@@ -446,7 +476,7 @@ impl Testbed {
     }
 
     /// Kills the processes left in the namespaces, closes the TUN devices, removes the namespaces,
-    /// `/etc/netns` directories and the registry entry. Idempotent; after an error it can be
+    /// the hosts' cgroups, `/etc/netns` directories and the registry entry. Idempotent; after an error it can be
     /// called again and continues where it stopped.
     pub fn teardown(&mut self) -> Result<(), OsError> {
         let mut first_error = None;
@@ -458,6 +488,7 @@ impl Testbed {
         // them, they close when the last holder drops them.
         drop(std::mem::take(&mut self.tuns));
         remove_in_parallel(&mut self.namespaces, netns::remove, &mut first_error);
+        remove_in_parallel(&mut self.cgroups, host_cpu::remove, &mut first_error);
         remove_in_parallel(&mut self.etc_dirs, netns::remove_etc, &mut first_error);
         if first_error.is_none() {
             if let Some(path) = self.registry.take() {
@@ -514,7 +545,7 @@ fn bring_up(
                         interface::configure(
                             TUN_NAME_C,
                             host.mtu,
-                            (host.ipv4, IPV4_PREFIX_LEN),
+                            (host.ipv4, spec.addresses.prefix_len()),
                             (host.ipv6, IPV6_PREFIX_LEN),
                         )?;
                         let inherits = *inherited.get_or_init(|| {
@@ -549,62 +580,6 @@ fn bring_up(
         .map(|tun| tun.expect("every host succeeded"))
         .collect();
     (made, Ok(tuns))
-}
-
-/// Threads that remove namespaces or `/etc/netns` directories at once. An unmount waits for an
-/// RCU grace period after it, and removing a directory of `/etc` waits for its file system;
-/// done from many threads the waits overlap (2,000 hosts: `netloom stop` 5.7 s before, 2.3 s
-/// after; docs/performance.md, "10,000 hosts").
-const REMOVERS: usize = 64;
-
-/// Runs `each` on every item from up to `threads` threads at once and collects what it returns,
-/// in no particular order. The calling thread is one of them, so every item is done even where
-/// no thread can be made.
-fn in_parallel<T: Send, R: Send>(
-    items: Vec<T>,
-    threads: usize,
-    each: impl Fn(T) -> Option<R> + Sync,
-) -> Vec<R> {
-    let helpers = threads.min(items.len()).saturating_sub(1);
-    let queue = Mutex::new(items);
-    let results = Mutex::new(Vec::new());
-    let work = || loop {
-        let Some(item) = queue.lock().expect("no panics while held").pop() else {
-            break;
-        };
-        if let Some(result) = each(item) {
-            results.lock().expect("no panics while held").push(result);
-        }
-    };
-    std::thread::scope(|scope| {
-        for _ in 0..helpers {
-            // Where no thread can be made, the others do its share.
-            let _ = std::thread::Builder::new()
-                .stack_size(64 * 1024)
-                .spawn_scoped(scope, work);
-        }
-        work();
-    });
-    results.into_inner().expect("workers have ended")
-}
-
-/// Removes every name of `names` with `remove`, many at once, keeping those that failed (to
-/// retry) in their order; the error of the first of them goes to `first_error` unless it holds
-/// one already.
-fn remove_in_parallel(
-    names: &mut Vec<String>,
-    remove: fn(&str) -> Result<bool, OsError>,
-    first_error: &mut Option<OsError>,
-) {
-    let items: Vec<_> = std::mem::take(names).into_iter().enumerate().collect();
-    let mut failed = in_parallel(items, REMOVERS, |(i, name)| {
-        remove(&name).err().map(|err| (i, name, err))
-    });
-    failed.sort_by_key(|(i, _, _)| *i);
-    for (_, name, err) in failed {
-        first_error.get_or_insert(err);
-        names.push(name);
-    }
 }
 
 impl Drop for Testbed {
@@ -705,9 +680,29 @@ mod tests {
     }
 
     #[test]
+    fn hosts_are_checked_against_the_spec_s_own_address_plan() {
+        let mut ten = TestbedSpec::planned("lab", ["h1", "h2"]);
+        ten.addresses = "10.0.0.0/8".parse().unwrap();
+        let err = ten.check().unwrap_err().to_string();
+        assert!(err.contains("198.18.0.1 is outside 10.0.0.0/8"), "{err}");
+        ten.hosts[0].ipv4 = Ipv4Addr::new(10, 0, 0, 1);
+        ten.hosts[1].ipv4 = Ipv4Addr::new(10, 0, 0, 100);
+        assert!(ten.check().is_ok());
+        ten.addresses = "10.0.0.0/30".parse().unwrap();
+        let err = ten.check().unwrap_err().to_string();
+        assert!(err.contains("10.0.0.100 is outside 10.0.0.0/30"), "{err}");
+        ten.hosts.push(ten.hosts[0].clone());
+        let err = ten.check().unwrap_err().to_string();
+        assert!(
+            err.contains("the address plan 10.0.0.0/30 has room for 2"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn hosts_file_names_every_host_with_both_addresses() {
         let mut spec = TestbedSpec::planned("lab", ["h1", "h2"]);
-        let (ipv4, ipv6) = plan::router_address(0);
+        let (ipv4, ipv6) = AddressPlan::DEFAULT.router(0);
         spec.routers.push(RouterSpec {
             name: "r1".into(),
             ipv4,

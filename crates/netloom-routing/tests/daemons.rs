@@ -76,7 +76,7 @@ fn ospf_carries_host_and_router_addresses_along_a_chain() {
 
     // The host's address reaches the far router through OSPFv2 and OSPFv3 (redistributed as
     // connected at r0); the far router's own address comes back.
-    let (host4, host6) = netloom_os::address_plan(0);
+    let (host4, host6) = netloom_os::AddressPlan::DEFAULT.host(0);
     let learned = Lab::wait(30, || {
         lab.has_route("r2", false, &format!("{host4}/32"), "ospf")
             && lab.has_route("r2", true, &format!("{host6}/128"), "ospf")
@@ -148,7 +148,7 @@ fn ebgp_joins_two_ases_with_ospf_inside() {
     let daemons = start(&lab, &specs);
     assert_eq!(daemons[1].programs(), ["zebra", "ospfd", "ospf6d", "bgpd"]);
     assert_eq!(daemons[2].programs(), ["zebra", "bgpd"]);
-    let (host4, host6) = netloom_os::address_plan(0);
+    let (host4, host6) = netloom_os::AddressPlan::DEFAULT.host(0);
     let (r2_v4, r2_v6) = address(2);
     // The host's addresses cross OSPF then eBGP; r2's come back over eBGP then OSPF (as
     // externals redistributed at the border).
@@ -176,7 +176,7 @@ fn bird_runs_ospf_along_a_chain() {
     let (lab, specs) = chain("i", (0..3).map(routing).collect());
     let daemons = start(&lab, &specs);
     assert_eq!(daemons[0].programs(), ["bird"]);
-    let (host4, host6) = netloom_os::address_plan(0);
+    let (host4, host6) = netloom_os::AddressPlan::DEFAULT.host(0);
     let learned = Lab::wait(30, || {
         lab.has_route("r2", false, &format!("{host4}/32"), "bird")
             && lab.has_route("r2", true, &format!("{host6}/128"), "bird")

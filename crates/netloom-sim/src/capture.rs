@@ -2,7 +2,7 @@
 //!
 //! Captures of virtual-time runs (`netloom sim --capture`): the engine's synthetic packets
 //! written as pcapng with real headers, IPv4 from and to the addresses the hosts would have live
-//! (`netloom_os::address_plan`), TCP for AIMD flows (sequence and acknowledgement numbers from
+//! (`Topology::host_address`: their own, or the topology's address plan's), TCP for AIMD flows (sequence and acknowledgement numbers from
 //! the segment numbers) and UDP for the others, ports from the flow's number, checksums right,
 //! payload zeros. Timestamps are virtual time since the Unix epoch, so the same seed gives the
 //! same bytes.
@@ -56,7 +56,7 @@ impl<W: Write> SimCapture<W> {
         }
         let address = |node| {
             let host = engine.routes().host_index(node).expect("flows join hosts");
-            netloom_os::address_plan(host as usize).0
+            engine.topology().host_address(host as usize).0
         };
         let flows = engine
             .flows()

@@ -111,4 +111,32 @@ mod tests {
             "{e}"
         );
     }
+
+    #[test]
+    fn a_bundle_carries_the_addresses_and_cpu_limits() {
+        // A cluster's workers number their hosts from what the coordinator sends.
+        let dir = std::env::temp_dir().join(format!("netloom-bundle-addr-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("topo.toml");
+        std::fs::write(
+            &path,
+            "hosts = [\"a\", { name = \"b\", ipv4 = \"10.0.0.100\", cpu = 0.5 }]\n\
+             [topology]\naddresses = \"10.0.0.0/8\"\n\
+             [[link]]\na = \"a\"\nb = \"b\"\nbw = \"10Mbit\"\ndelay = \"3ms\"\n",
+        )
+        .unwrap();
+        let (here, _, bundle) = Bundle::read(&path, None, &ImportOptions::default()).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let sent: Bundle = serde_json::from_str(&serde_json::to_string(&bundle).unwrap()).unwrap();
+        let there = sent.load().unwrap();
+        assert_eq!(there.addresses.to_string(), "10.0.0.0/8");
+        let addresses = |t: &Topology| {
+            (0..2)
+                .map(|i| t.host_address(i).0.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(addresses(&there), ["10.0.0.1", "10.0.0.100"]);
+        assert_eq!(addresses(&there), addresses(&here));
+        assert_eq!(there.node(1).cpu, Some(0.5));
+    }
 }

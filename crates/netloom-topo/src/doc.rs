@@ -52,6 +52,10 @@ pub struct Meta {
     /// table says `kernel = false`; default false (engine routers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_routers: Option<bool>,
+    /// The IPv4 network hosts and routers take their addresses from in a live run, like
+    /// "10.0.0.0/8"; default "198.18.0.0/15".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addresses: Option<String>,
 }
 
 /// A host or router: a bare name, or a table with a name and optional attributes.
@@ -138,6 +142,14 @@ pub struct NodeTable {
     /// Kernel routers only: the OSPF dead interval, "40s".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dead: Option<String>,
+    /// Hosts only: its IPv4 address in a live run, like "10.0.0.7", inside `[topology]
+    /// addresses`; without it, the plan's for its place among the hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv4: Option<String>,
+    /// Hosts only: the CPU time its programs may use in a live run, in CPUs (0.25: a quarter of
+    /// one CPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<f64>,
 }
 
 /// The `[routing]` section: how kernel routers route unless their own table says otherwise.

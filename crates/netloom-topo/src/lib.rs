@@ -2,6 +2,7 @@
 //! validation, writing, summaries and generators. It knows nothing of time passing, routing or
 //! packets.
 
+mod addressing;
 pub mod bundle;
 mod data;
 pub mod doc;
@@ -26,6 +27,7 @@ pub mod summary;
 pub mod units;
 pub mod write;
 
+pub use addressing::{MAX_CPU, MIN_CPU};
 pub use bundle::Bundle;
 pub use error::{Diagnostic, ErrorKind, TopoError};
 pub use import::{

@@ -393,6 +393,7 @@ pub(crate) fn resolve_with(
         }
     }
     crate::routing::resolve(file, label, &mut topo, &mut issues);
+    crate::addressing::resolve(file, &mut topo, &mut issues);
 
     let before_defaults = issues.len();
     let defaults = file

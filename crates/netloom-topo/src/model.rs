@@ -2,7 +2,9 @@
 //! parameter parsed and validated. The engine, routing and partitioning read only this.
 
 use netloom_link::{PipeConfig, PipeData, Plan};
+use netloom_os::AddressPlan;
 use std::collections::HashMap;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 /// The most nodes (hosts and routers) a topology may have: what loads, routes and simulates in
@@ -51,6 +53,12 @@ pub struct Node {
     /// A kernel router's routing (`routing`, `asn`, ... over `[routing]`); `None` for hosts
     /// and engine routers.
     pub routing: Option<crate::KernelRouting>,
+    /// A host's own IPv4 address (`ipv4`), checked against `Topology::addresses` and every
+    /// other node's; `None` for routers and for hosts that take the plan's.
+    pub ipv4: Option<Ipv4Addr>,
+    /// A host's CPU limit (`cpu`) in CPUs, in (0, number of CPUs]; `None` for routers and
+    /// unlimited hosts.
+    pub cpu: Option<f64>,
 }
 
 /// A node's position, in the coordinates its file uses.
@@ -157,6 +165,9 @@ pub struct Topology {
     pub hosts: Vec<NodeId>,
     /// Links that change over time, in link order.
     pub plans: Vec<LinkPlan>,
+    /// Where hosts' and routers' addresses come from in a live run (`[topology] addresses`,
+    /// default 198.18.0.0/15); `host_address` and `router_address` number them.
+    pub addresses: AddressPlan,
     by_name: HashMap<String, NodeId>,
 }
 
@@ -190,6 +201,8 @@ impl Topology {
             position: None,
             kernel: false,
             routing: None,
+            ipv4: None,
+            cpu: None,
         });
         id
     }
@@ -287,6 +300,21 @@ impl Topology {
     pub fn link_label(&self, link: LinkId) -> String {
         let l = &self.links[link as usize];
         format!("{}-{}", self.node(l.a).name, self.node(l.b).name)
+    }
+
+    /// The addresses of host `i` (by position in `hosts`): its own `ipv4` or the plan's for its
+    /// place, and the plan's IPv6.
+    ///
+    /// # Panics
+    /// When `i` is not below the plan's capacity (a live run refuses such topologies first).
+    pub fn host_address(&self, i: usize) -> (Ipv4Addr, Ipv6Addr) {
+        let (v4, v6) = self.addresses.host(i);
+        (self.node(self.hosts[i]).ipv4.unwrap_or(v4), v6)
+    }
+
+    /// The addresses of router `j` (in node order among the routers): the plan's.
+    pub fn router_address(&self, j: usize) -> (Ipv4Addr, Ipv6Addr) {
+        self.addresses.router(j)
     }
 
     /// Outgoing adjacency: for each node, the (pipe, neighbour) pairs leaving it, in link order.

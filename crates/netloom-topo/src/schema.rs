@@ -62,10 +62,10 @@ const STATE_KEYS: &[&str] = &["dwell", "next", "set"];
 const TOP_KEYS: &[&str] = &[
     "topology", "defaults", "classes", "hosts", "routers", "link", "routing",
 ];
-const META_KEYS: &[&str] = &["name", "routing", "kernel_routers"];
+const META_KEYS: &[&str] = &["name", "routing", "kernel_routers", "addresses"];
 const NODE_KEYS: &[&str] = &[
     "name", "group", "lat", "lon", "x", "y", "kernel", "routing", "asn", "area", "daemon",
-    "config", "hello", "dead",
+    "config", "hello", "dead", "ipv4", "cpu",
 ];
 /// The keys of `[routing]`: what kernel routers run unless their own tables say otherwise.
 const ROUTING_KEYS: &[&str] = &["protocol", "daemon", "area", "hello", "dead", "asn"];
@@ -398,6 +398,8 @@ impl Reader {
                     config: self.string(map, "config", at),
                     hello: self.with_unit(map, "hello", at),
                     dead: self.with_unit(map, "dead", at),
+                    ipv4: self.string(map, "ipv4", at),
+                    cpu: self.number(map, "cpu", at),
                 })))
             }
             v => {
@@ -488,6 +490,7 @@ impl Reader {
                 name: self.string(m, "name", &at),
                 routing: self.string(m, "routing", &at),
                 kernel_routers: self.boolean(m, "kernel_routers", &at),
+                addresses: self.string(m, "addresses", &at),
             })
         });
         let defaults = Self::get(map, "defaults").and_then(|v| {

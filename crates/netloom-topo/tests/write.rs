@@ -53,6 +53,7 @@ fn everything() -> TopologyFile {
             name: Some("everything".into()),
             routing: Some("hops".into()),
             kernel_routers: Some(true),
+            addresses: Some("10.0.0.0/8".into()),
         }),
         defaults: Some(all.clone()),
         classes: [(
@@ -71,6 +72,8 @@ fn everything() -> TopologyFile {
                 group: Some("east".into()),
                 lat: Some(52.52),
                 lon: Some(13.4),
+                ipv4: Some("10.0.0.7".into()),
+                cpu: Some(0.5),
                 ..NodeTable::default()
             })),
         ],

@@ -43,6 +43,16 @@ def unique_name(base: str) -> str:
     return base[: 40 - len(suffix)] + suffix
 
 
+def _in_cgroup(argv: List[str], cgroup: Optional[str]) -> List[str]:
+    """``argv`` started inside ``cgroup`` (a host's CPU limit, which netloom made and names in
+    the run's record), or as it is without one: the shell joins it, then becomes ``argv``, so
+    everything the program starts is held too."""
+    if not cgroup:
+        return argv
+    procs = os.path.join(cgroup, "cgroup.procs")
+    return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', procs, *argv]
+
+
 def _argv(command: Command) -> List[str]:
     """A shell command line runs under ``sh -c``; a list is the program and its arguments."""
     return ["sh", "-c", command] if isinstance(command, str) else [str(c) for c in command]
@@ -90,13 +100,21 @@ class Host:
         self.ipv4: str = info["ipv4"]
         self.ipv6: str = info["ipv6"]
 
+    def _record(self) -> Dict[str, Any]:
+        for host in record(self.net.name)["hosts"]:
+            if host["name"] == self.name:
+                return dict(host)
+        raise RunError(f"netloom: experiment {self.net.name} has no host {self.name}")
+
     @property
     def namespace(self) -> str:
         """The host's network namespace, from the experiment's registry record."""
-        for host in record(self.net.name)["hosts"]:
-            if host["name"] == self.name:
-                return str(host["ns"])
-        raise RunError(f"netloom: experiment {self.net.name} has no host {self.name}")
+        return str(self._record()["ns"])
+
+    @property
+    def cgroup(self) -> Optional[str]:
+        """The cgroup of the host's CPU limit (``cpu =`` in the topology), or None."""
+        return self._record().get("cgroup")
 
     def popen(self, command: Command, **kwargs: Any) -> "subprocess.Popen[Any]":
         """Starts ``command`` in the host and returns its :class:`subprocess.Popen`; keywords go to
@@ -105,15 +123,14 @@ class Host:
         still runs when the experiment stops is killed by netloom's teardown."""
         kwargs.setdefault("stdin", subprocess.DEVNULL)
         try:
-            namespace = self.namespace
+            entry = self._record()
         except OSError as err:
             raise RunError(
                 f"netloom: experiment {self.net.name} is not registered any more ({err})",
                 log_tail(self.net.name),
             ) from err
-        return subprocess.Popen(
-            [_ip_binary(), "netns", "exec", namespace, *_argv(command)], **kwargs
-        )
+        argv = [_ip_binary(), "netns", "exec", entry["ns"], *_argv(command)]
+        return subprocess.Popen(_in_cgroup(argv, entry.get("cgroup")), **kwargs)
 
     def cmd(
         self,

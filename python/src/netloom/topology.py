@@ -42,9 +42,13 @@ class Topology:
         routing: Optional[str] = None,
         defaults: Optional[Dict[str, Any]] = None,
         classes: Optional[Dict[str, Dict[str, Any]]] = None,
+        addresses: Optional[str] = None,
     ) -> None:
         self.name = name
         self.routing = routing
+        #: ``[topology] addresses``: the IPv4 network hosts are numbered from in a live run
+        #: (``"10.0.0.0/8"``); None for netloom's 198.18.0.0/15.
+        self.addresses = addresses
         self.defaults: Dict[str, Any] = dict(defaults or {})
         self.classes: Dict[str, Dict[str, Any]] = {k: dict(v) for k, v in (classes or {}).items()}
         self.hosts: List[Union[str, Dict[str, Any]]] = []
@@ -55,10 +59,11 @@ class Topology:
 
     # Building.
 
-    def add_host(self, name: str, *, group: Optional[str] = None, **position: Any) -> str:
+    def add_host(self, name: str, *, group: Optional[str] = None, **attrs: Any) -> str:
         """Adds a host (``group`` labels it for traffic patterns; ``lat``/``lon`` or ``x``/``y``
-        place it) and returns its name."""
-        attrs = dict(position)
+        place it; ``ipv4="10.0.0.7"`` gives its own address, ``cpu=0.25`` limits its programs to
+        a quarter of one CPU) and returns its name."""
+        attrs = dict(attrs)
         if group is not None:
             attrs["group"] = group
         self.hosts.append({"name": name, **attrs} if attrs else name)
@@ -112,7 +117,13 @@ class Topology:
         """The native document (the shape of ``netloom convert -o x.json``)."""
         doc: Dict[str, Any] = {}
         section = {
-            k: v for k, v in (("name", self.name), ("routing", self.routing)) if v is not None
+            k: v
+            for k, v in (
+                ("name", self.name),
+                ("routing", self.routing),
+                ("addresses", self.addresses),
+            )
+            if v is not None
         }
         if section:
             doc["topology"] = section
@@ -170,7 +181,11 @@ class Topology:
         """A topology from a native document (as :meth:`to_dict` makes)."""
         doc = dict(doc)
         section = doc.pop("topology", {}) or {}
-        topo = cls(section.get("name"), routing=section.get("routing"))
+        topo = cls(
+            section.get("name"),
+            routing=section.get("routing"),
+            addresses=section.get("addresses"),
+        )
         topo.defaults = dict(doc.pop("defaults", {}) or {})
         topo.classes = {k: dict(v) for k, v in (doc.pop("classes", {}) or {}).items()}
         topo.hosts = list(doc.pop("hosts", []))

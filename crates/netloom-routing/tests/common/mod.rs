@@ -30,9 +30,9 @@ pub fn can_run(test: &str) -> bool {
     reason.is_none()
 }
 
-/// Router `j`'s addresses, as `netloom_os::router_address` numbers them.
+/// Router `j`'s addresses, as the default `AddressPlan` numbers them.
 pub fn address(j: usize) -> (Ipv4Addr, Ipv6Addr) {
-    netloom_os::router_address(j)
+    netloom_os::AddressPlan::DEFAULT.router(j)
 }
 
 /// Namespaces joined by veth pairs, and the directory of their routers' daemons.
@@ -190,7 +190,7 @@ impl Lab {
 /// each router's description.
 pub fn chain(tag: &str, routings: Vec<Routing>) -> (Lab, Vec<RouterSpec>) {
     let mut lab = Lab::new(tag);
-    let host = netloom_os::address_plan(0);
+    let host = netloom_os::AddressPlan::DEFAULT.host(0);
     lab.node("h", host.0, host.1);
     let name = |j: usize| format!("r{j}");
     for j in 0..routings.len() {

@@ -210,8 +210,7 @@ impl Builder {
         let file = TopologyFile {
             topology: Some(Meta {
                 name: Some(name),
-                routing: None,
-                kernel_routers: None,
+                ..Meta::default()
             }),
             classes: classes
                 .iter()

@@ -347,7 +347,7 @@ impl Graph {
                         .map(|s| s.to_string_lossy().into_owned())
                 }),
                 routing: self.routing.clone(),
-                kernel_routers: None,
+                ..Meta::default()
             }),
             classes: self.classes.clone(),
             ..TopologyFile::default()

@@ -5,6 +5,7 @@ script) tears it all down."""
 from __future__ import annotations
 
 import atexit
+import ipaddress
 import json
 import os
 import re
@@ -18,8 +19,8 @@ from .. import live as _live
 from ..errors import NetloomError, RunError
 from ..topology import Topology
 from .link import Intf, Link
-from .log import debug, error, info, output, warning
-from .node import Controller, CPULimitedHost, DefaultController, Host, Node, OVSKernelSwitch
+from .log import debug, error, info, output
+from .node import Controller, DefaultController, Host, Node, OVSKernelSwitch
 from .node import Switch, unsupported
 from .topo import Topo
 from .tcparams import IGNORED
@@ -84,6 +85,11 @@ class Mininet:
             intf,
         )
         self.ipBase = ipBase
+        try:
+            # Mininet numbers hosts inside ipBase's network, whatever bits past its prefix say.
+            self._network = ipaddress.IPv4Network(ipBase, strict=False)
+        except ValueError as err:
+            raise NetloomError(f"netloom.mininet: ipBase={ipBase!r}: {err}") from err
         self.waitConn = waitConnected
         self.binary = binary
         self.run_options = dict(run_options or {})
@@ -236,11 +242,26 @@ class Mininet:
             self.buildFromTopo(self.topo)
         self.built = True
 
+    def address_of(self, host: Host) -> str:
+        """The IPv4 address ``host`` gets, as Mininet gives it: its own ``ip=`` (without a
+        prefix), else ``ipBase``'s network + its place among the hosts + 1."""
+        given = host.params.get("ip")
+        if given:
+            return str(given).split("/")[0]
+        return str(self._network.network_address + self.hosts.index(host) + 1)
+
     def topology(self) -> Topology:
-        """The netloom topology the network runs as (netloom's addition)."""
-        t = Topology("mn")
+        """The netloom topology the network runs as (netloom's addition): hosts numbered from
+        ``ipBase`` in the order they were added, each ``ip=`` and CPU limit its host's own."""
+        t = Topology("mn", addresses=str(self._network))
         for host in self.hosts:
-            t.add_host(host.name)
+            attrs: Dict[str, Any] = {}
+            if host.params.get("ip"):
+                attrs["ipv4"] = self.address_of(host)
+            cpus = getattr(host, "cpus", None)
+            if cpus is not None:
+                attrs["cpu"] = cpus
+            t.add_host(host.name, **attrs)
         for switch in self.switches:
             t.add_router(switch.name)
         for link in self.links:
@@ -260,11 +281,6 @@ class Mininet:
             raise NetloomError("netloom.mininet: the network has no hosts; add one before start")
         for key in sorted({k for link in self.links for k in link.ignored}):
             self._say_once(key, f"*** netloom: {key} ignored: {IGNORED[key]}\n")
-        self._say_once(
-            "addresses",
-            "*** netloom: hosts are numbered from 198.18.0.1 in Mininet's order (not from "
-            f"{self.ipBase}); h.IP() and host names give each one's address\n",
-        )
         info(f"*** Starting {len(self.switches)} switches as netloom routers\n")
         options = dict(self.run_options)
         self.live = _live.run(
@@ -279,13 +295,6 @@ class Mininet:
             addresses = {h["name"]: h["ipv4"] for h in self.live.info()["hosts"]}
             for host in self.hosts:
                 host._ip = addresses[host.name]
-                given = host.params.get("ip")
-                if given and str(given).split("/")[0] != host._ip:
-                    self._say_once(
-                        f"ip-{host.name}",
-                        f"*** netloom: {host.name}: ip={given} not used; it is {host._ip}\n",
-                        warning,
-                    )
                 host.config(**{k: v for k, v in host.params.items() if k not in _HOST_KEYS})
             for link in self.links:
                 if not link.is_up:
@@ -296,20 +305,15 @@ class Mininet:
         info("*** netloom run", self.live.name, "started\n")
 
     def stop(self) -> None:
-        """Ends every host's programs and the run, and removes the CPU limits' cgroups."""
+        """Ends every host's programs and the run (which removes the CPU limits' cgroups)."""
         if not self.started:
             return
         info("*** Stopping", len(self.hosts), "hosts\n")
         self.started = False
         _RUNNING.discard(self)
-        try:
-            for host in self.hosts:
-                host.terminate()
-            self.live.stop()
-        finally:
-            for host in self.hosts:
-                if isinstance(host, CPULimitedHost):
-                    host.remove_limit()
+        for host in self.hosts:
+            host.terminate()
+        self.live.stop()
         info("*** Done\n")
 
     def run(self, test: Any, *args: Any, **kwargs: Any) -> Any:

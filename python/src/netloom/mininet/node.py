@@ -3,14 +3,13 @@ it), switches are netloom's routers, controllers are accepted and have nothing t
 
 from __future__ import annotations
 
-import ipaddress
+import os
 import shlex
 import subprocess
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import NetloomError, RunError
-from ..live import _ip_binary
-from ._cgroup import CpuLimit
+from ..live import _in_cgroup, _ip_binary
 from ._shell import Shell
 from .log import debug, info
 
@@ -19,8 +18,8 @@ if TYPE_CHECKING:
     from .net import Mininet
 
 
-#: The start of netloom's host address plan: host i (from 0) gets this + i + 1.
-_PLAN_BASE = ipaddress.IPv4Address("198.18.0.0")
+#: The smallest CPU limit netloom's topology takes (``cpu =``, docs/limits.md).
+_MIN_CPUS = 0.01
 
 
 class Unsupported(NetloomError, NotImplementedError):
@@ -151,6 +150,7 @@ class Host(Node):
         super().__init__(name, inNamespace, **params)
         self._shell: Optional[Shell] = None
         self._namespace: Optional[str] = None
+        self._cgroup: Optional[str] = None
         #: The host's IPv4 address, once the net has started (or as the address plan gives it).
         self._ip: Optional[str] = None
 
@@ -169,12 +169,14 @@ class Host(Node):
         """The host's network namespace (from the run's registry record)."""
         if self._namespace is None:
             net = self._require_started("namespace")
-            self._namespace = net.live[self.name].namespace
+            entry = net.live[self.name]._record()
+            self._namespace, self._cgroup = entry["ns"], entry.get("cgroup")
         return self._namespace
 
     def _in_host(self, argv: List[str]) -> List[str]:
         """``argv`` run in the host's namespace (and in its CPU limit, if it has one)."""
-        return [_ip_binary(), "netns", "exec", self.namespace, *argv]
+        inner = [_ip_binary(), "netns", "exec", self.namespace, *argv]
+        return _in_cgroup(inner, self._cgroup)
 
     @property
     def shell(self) -> Shell:
@@ -269,11 +271,11 @@ class Host(Node):
     # Addresses.
 
     def IP(self, intf: Any = None) -> Optional[str]:  # noqa: N802
-        """The host's IPv4 address: netloom's plan numbers hosts from 198.18.0.1 in the order
-        Mininet numbers them from 10.0.0.1 (the same for every interface). Before start, the
-        address the plan will give it (docs/live.md#addresses); the run's own once started."""
+        """The host's IPv4 address, as Mininet gives it: its ``ip=``, else the net's ``ipBase``
+        numbered in the order hosts were added (10.0.0.1, .2, ...), the same for every interface.
+        Before start, the address the run will give it; the run's own once started."""
         if self._ip is None and self.mn is not None and self in self.mn.hosts:
-            return str(_PLAN_BASE + self.mn.hosts.index(self) + 1)
+            return self.mn.address_of(self)
         return self._ip
 
     def config(self, **params: Any) -> Dict[str, Any]:
@@ -295,17 +297,19 @@ class Host(Node):
 
 class CPULimitedHost(Host):
     """A host whose programs share ``cpu`` of the machine's CPU time (a fraction of all CPUs
-    together, as Mininet's ``cpu=``), through a cgroup: its shell, and what :meth:`popen` starts,
-    run inside it."""
+    together, as Mininet's ``cpu=``): netloom's topology gets the host's ``cpu =`` (in CPUs), and
+    netloom makes the cgroup its shell, and what :meth:`popen` starts, run in."""
 
     def __init__(self, name: str, **params: Any) -> None:
         self.cpu: Optional[float] = None
-        self.period_us = 100_000
-        self._limit: Optional[CpuLimit] = None
         super().__init__(name, **params)
+        cpu = params.get("cpu")
+        if cpu is not None and cpu >= 0:
+            self.setCPUFrac(cpu)
 
     def config(self, cpu: float = -1, cores: Any = None, **params: Any) -> Dict[str, Any]:
-        """Sets the CPU fraction (``cpu``, -1: none); ``cores`` (CPU pinning) is refused."""
+        """Checks the CPU options (``cpu``, -1: none; ``cores``, CPU pinning, is refused); the
+        limit itself is the topology's, set when the net starts."""
         if cores is not None:
             raise unsupported(
                 f"{self.name}: CPULimitedHost(cores=...)", "netloom does not pin hosts to CPUs"
@@ -316,43 +320,43 @@ class CPULimitedHost(Host):
                 f"{self.name}: CPULimitedHost(sched={sched!r})",
                 "netloom limits CPU with the CFS quota only",
             )
-        self.period_us = int(params.pop("period_us", self.period_us))
         if cpu is not None and cpu >= 0:
             self.setCPUFrac(cpu)
         return {}
 
     def setCPUFrac(self, f: float, sched: Optional[str] = None) -> None:  # noqa: N802
-        """Limits the host to fraction ``f`` of the machine's CPU time (before or after start;
-        programs already started keep the limit they had)."""
+        """Limits the host to fraction ``f`` of the machine's CPU time, before the net starts
+        (a running net's limits are fixed; asking for the same one again is fine)."""
+        if not 0 < f <= 1:
+            raise NetloomError(
+                f"netloom.mininet: {self.name}: cpu={f!r} must be a fraction of the machine's "
+                "CPU time in (0, 1]"
+            )
+        cpus = f * (os.cpu_count() or 1)
+        if cpus < _MIN_CPUS:
+            raise NetloomError(
+                f"netloom.mininet: {self.name}: cpu={f} is {cpus:g} of a CPU, below Linux's "
+                f"smallest quota ({_MIN_CPUS:g} of a CPU: 1 ms per 100 ms period)"
+            )
+        if self.mn is not None and self.mn.started and f != self.cpu:
+            raise unsupported(
+                f"{self.name}.setCPUFrac({f}) on a running network",
+                "a netloom run's CPU limits are fixed when it starts; set cpu= before net.start()",
+            )
         self.cpu = f
-        if self.mn is not None and self.mn.started:
-            self._apply_limit()
 
-    def _apply_limit(self) -> None:
-        if self.cpu is None or self._limit is not None:
-            return
-        assert self.mn is not None
-        self._limit = CpuLimit(self.mn.experiment, self.name, self.cpu, self.period_us)
-        info(f"({self.name}: cpu {self.cpu:g}) ")
-
-    def _in_host(self, argv: List[str]) -> List[str]:
-        self._apply_limit()
-        inner = super()._in_host(argv)
-        return self._limit.wrap(inner) if self._limit is not None else inner
+    @property
+    def cpus(self) -> Optional[float]:
+        """The limit in CPUs, as netloom's topology writes it (``cpu`` × the machine's CPUs)."""
+        return None if self.cpu is None else round(self.cpu * (os.cpu_count() or 1), 6)
 
     def cgroupPath(self) -> Optional[str]:  # noqa: N802
-        """The host's cgroup directory (netloom's addition), or None without a limit."""
-        return self._limit.path if self._limit is not None else None
-
-    def cleanup(self) -> None:
-        """Ends the shell, and removes the cgroup once the run has ended its programs."""
-        self.terminate()
-
-    def remove_limit(self) -> None:
-        """Removes the host's cgroup (after the run's teardown ended its processes)."""
-        if self._limit is not None:
-            self._limit.remove()
-            self._limit = None
+        """The host's cgroup directory, which netloom made (netloom's addition), or None
+        without a limit or before start."""
+        if self.mn is None or not self.mn.started:
+            return None
+        _ = self.namespace
+        return self._cgroup
 
 
 class Switch(Node):
