@@ -156,7 +156,7 @@ fn a_bad_capture_target_is_one_clear_error() {
         ("ra:rb", "write LINK=FILE"),
         (
             "ra:rb=/nonexistent/x.pcapng",
-            "--capture /nonexistent/x.pcapng",
+            "--capture: open /nonexistent/x.pcapng: No such file",
         ),
     ] {
         let run = sim(&dir, "1", TRAFFIC, &[capture]).expect_code(2);

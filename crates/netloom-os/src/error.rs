@@ -175,13 +175,14 @@ pub enum OsError {
     },
 
     /// A system call or file operation failed for a reason none of the variants above covers.
-    #[error("{what}: {source}")]
+    /// The OS's error is in the message and is not also the error's source, which an error
+    /// chain (`{:#}`) would print a second time.
+    #[error("{what}: {error}")]
     Io {
         /// The operation that failed, with what it acted on ("create namespace nl-x-h1").
         what: String,
         /// The error the OS returned.
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
 }
 
@@ -190,7 +191,7 @@ impl OsError {
     pub(crate) fn io(what: impl Into<String>, source: io::Error) -> OsError {
         OsError::Io {
             what: what.into(),
-            source,
+            error: source,
         }
     }
 

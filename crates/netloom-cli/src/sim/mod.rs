@@ -275,6 +275,7 @@ fn flag_error(e: SimError, file: &Path) -> anyhow::Error {
         SimError::Capture { path, error } => {
             anyhow::Error::new(error).context(format!("--capture {}", path.display()))
         }
+        SimError::CaptureFile(e) => anyhow::Error::new(e).context("--capture"),
         e => e.into(),
     }
 }
