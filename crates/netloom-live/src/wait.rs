@@ -10,9 +10,9 @@
 //! that much before each deadline: as late as nine in ten of the recent ones, not the latest,
 //! since it pays the spin at every deadline and a wake-up a little later than that is still
 //! far from late (spinning for the latest cost a tenth of a CPU at 5 Mbit/s on a loaded VM);
-//! (2) keeps spinning for a while after a packet when that
-//! host's next packet (a reply, the next of a stream) lately came soon enough to be worth it
-//! (`linger`: a fixed spin after every packet cost half a CPU at 5 Mbit/s); (3)
+//! (2) keeps spinning for a while after a packet when that host's next packet (a reply, the
+//! next of a stream) lately came soon enough to be worth it (`crate::linger`: a fixed spin after
+//! every packet cost half a CPU at 5 Mbit/s); (3)
 //! while traffic is recent, never sleeps longer than a millisecond at a time, which keeps the
 //! wake-up path warm at a cost of about a thousand short turns a second; (4) treats a packet that
 //! another worker will deliver to a host this driver reads as a deadline of its own (`expect`):
@@ -65,10 +65,10 @@ impl Default for Hybrid {
 }
 
 /// The default bound of the linger: the reply of an exchange (from a kernel, or a program's
-/// answer) comes within this. Longer lingers also catch the next request of a fast ping-pong, but keep the
-/// vCPU busy without a break: the hypervisor then takes it away now and then, and a spin past
-/// `LONG_SPIN` runs at normal priority, where a kernel thread on the same CPU costs a whole
-/// scheduler tick (measured here: ping every 2 ms, p99 3.9 ms with a 2 ms linger, 0.12–0.21 ms
+/// answer) comes within this. Longer lingers also catch the next request of a fast ping-pong,
+/// but keep the vCPU busy without a break: the hypervisor then takes it away now and then, and
+/// a spin past `LONG_SPIN` runs at normal priority, where a kernel thread on the same CPU costs
+/// a whole scheduler tick (measured here: ping every 2 ms, p99 3.9 ms with a 2 ms linger, 0.12–0.21 ms
 /// with 500 us; docs/performance.md).
 pub const DEFAULT_LINGER: Duration = Duration::from_micros(500);
 /// The longest single sleep, so a stop request or a change is noticed promptly even when
