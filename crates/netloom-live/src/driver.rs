@@ -550,7 +550,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 return Ok(());
             };
             let now = self.clock.now();
-            self.waiter.packet(now);
+            self.waiter.read(now, host);
             let pool = self.payloads.pool();
             let frame = &pool.space(id)[..len];
             let c = &mut self.counters[host as usize];
@@ -726,7 +726,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 .host_index(dst)
                 .expect("the engine delivers only to hosts");
             let now = self.clock.now();
-            self.waiter.packet(now);
+            self.waiter.wrote(now, host);
             let mut ce = false;
             for output in &self.outbox[i..end] {
                 if let Output::Delivered { at, ce: marked, .. } = output {
@@ -788,8 +788,8 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
         // made within that write, should find this driver awake.
         let (reads, waiter) = (&self.reads, &mut self.waiter);
         self.payloads.post_handoffs(&mut self.engine, |handoff| {
-            if handoff.delivers_to().is_some_and(|h| reads[h as usize]) {
-                waiter.expect(handoff.at());
+            if let Some(h) = handoff.delivers_to().filter(|&h| reads[h as usize]) {
+                waiter.expect(handoff.at(), h);
             }
         });
         Ok(())

@@ -34,6 +34,7 @@ mod handle;
 mod intake;
 mod io;
 mod kernel;
+mod linger;
 mod mailbox;
 mod message;
 mod meta;

@@ -7,8 +7,12 @@
 //! thread's timer fires 15–60 µs late and the thread runs up to 100 µs after that, and every code
 //! path idle for milliseconds (the wake-up itself, the TUN write) runs several times slower
 //! than a warm one. So hybrid (1) learns how late its own timed wake-ups are and starts spinning
-//! that much before each deadline; (2) keeps spinning for a while after each packet, because
-//! replies and the next packets of an exchange come within microseconds to milliseconds; (3)
+//! that much before each deadline: as late as nine in ten of the recent ones, not the latest,
+//! since it pays the spin at every deadline and a wake-up a little later than that is still
+//! far from late (spinning for the latest cost a tenth of a CPU at 5 Mbit/s on a loaded VM);
+//! (2) keeps spinning for a while after a packet when that host's next packet (a reply, the
+//! next of a stream) lately came soon enough to be worth it (`crate::linger`: a fixed spin after
+//! every packet cost half a CPU at 5 Mbit/s); (3)
 //! while traffic is recent, never sleeps longer than a millisecond at a time, which keeps the
 //! wake-up path warm at a cost of about a thousand short turns a second; (4) treats a packet that
 //! another worker will deliver to a host this driver reads as a deadline of its own (`expect`):
@@ -22,6 +26,7 @@
 //! move's instant, which every worker waits on, it keeps real-time priority however long it
 //! has spun (`hold_realtime`).
 
+use crate::linger::Lingers;
 use netloom_time::{Duration, Instant};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -33,7 +38,7 @@ pub enum Precision {
     /// are met within microseconds; one CPU is always busy.
     Busy,
     /// Sleeps between deadlines and packets, spinning just before each deadline and for a
-    /// while after each packet (see `Hybrid`).
+    /// while after a packet whose host is likely to send again soon (see `Hybrid`).
     Hybrid(Hybrid),
     /// Sleeps until each deadline or packet: least CPU, releases late by the timer's lateness.
     Sleep,
@@ -45,7 +50,8 @@ pub struct Hybrid {
     /// How long before a deadline to stop sleeping and spin; `None`: learned from how late this
     /// machine's timed wake-ups are (the default).
     pub spin: Option<Duration>,
-    /// How long to keep spinning after the last packet read or written before sleeping again.
+    /// The longest spin after a packet read or written before sleeping again: each host's is
+    /// learned within it (`crate::linger`); zero turns lingering off.
     pub linger: Duration,
 }
 
@@ -58,11 +64,11 @@ impl Default for Hybrid {
     }
 }
 
-/// The default linger: the reply of an exchange (from a kernel, or a program's answer) comes
-/// within this. Longer lingers also catch the next request of a fast ping-pong, but keep the
-/// vCPU busy without a break: the hypervisor then takes it away now and then, and a spin past
-/// `LONG_SPIN` runs at normal priority, where a kernel thread on the same CPU costs a whole
-/// scheduler tick (measured here: ping every 2 ms, p99 3.9 ms with a 2 ms linger, 0.12–0.21 ms
+/// The default bound of the linger: the reply of an exchange (from a kernel, or a program's
+/// answer) comes within this. Longer lingers also catch the next request of a fast ping-pong,
+/// but keep the vCPU busy without a break: the hypervisor then takes it away now and then, and
+/// a spin past `LONG_SPIN` runs at normal priority, where a kernel thread on the same CPU costs
+/// a whole scheduler tick (measured here: ping every 2 ms, p99 3.9 ms with a 2 ms linger, 0.12–0.21 ms
 /// with 500 us; docs/performance.md).
 pub const DEFAULT_LINGER: Duration = Duration::from_micros(500);
 /// The longest single sleep, so a stop request or a change is noticed promptly even when
@@ -74,8 +80,10 @@ pub const WARM_SLEEP: Duration = Duration::from_millis(1);
 pub const WARM_FOR: Duration = Duration::from_secs(1);
 /// The learned spin: never under this (timer slack and the cost of the wake-up itself) ...
 pub const MIN_SPIN: Duration = Duration::from_micros(20);
-/// ... nor over this, whatever one wild wake-up said (then the run's lateness shows it).
+/// ... nor over this, whatever wild wake-ups said (then the run's lateness shows it).
 pub const MAX_SPIN: Duration = Duration::from_millis(1);
+/// The learned spin covers the wake-up as late as this many tenths of the recent ones.
+const COVERED_TENTHS: usize = 9;
 /// The learned spin before any wake-up was measured.
 pub const INITIAL_SPIN: Duration = Duration::from_micros(100);
 /// How many recent timed wake-ups the learned spin covers.
@@ -93,15 +101,22 @@ pub struct Waiter {
     precision: Precision,
     /// When a packet was last read or written.
     last_packet: Option<Instant>,
+    /// Until when the last packets' lingers keep the driver spinning.
+    linger_until: Instant,
+    /// What each host's packets were followed by, which sets the linger (hybrid only).
+    lingers: Option<Lingers>,
     /// Lateness of recent timed wake-ups, ns, a ring.
     lateness: [u64; SAMPLES],
     samples: usize,
+    /// The spin they call for (`spin`), kept as they come.
+    learned: Duration,
     /// The sleep in progress: when it was asked for, and until when.
     asleep: Option<(Instant, Instant)>,
     /// When the driver last ended a sleep (or started): the start of the current spin run.
     spinning_since: Instant,
-    /// Deliveries another worker will make to hosts this driver reads, earliest first.
-    expected: BinaryHeap<Reverse<Instant>>,
+    /// Deliveries another worker will make to hosts this driver reads, earliest first, with
+    /// the host.
+    expected: BinaryHeap<Reverse<(Instant, u32)>>,
     /// Real-time priority is kept over this span, however long the spin (`hold_realtime`).
     held: std::ops::Range<Instant>,
 }
@@ -109,11 +124,18 @@ pub struct Waiter {
 impl Waiter {
     /// A waiter for `precision` that has seen nothing yet.
     pub fn new(precision: Precision) -> Waiter {
+        let lingers = match precision {
+            Precision::Hybrid(h) => Some(Lingers::new(h.linger)),
+            Precision::Busy | Precision::Sleep => None,
+        };
         Waiter {
             precision,
             last_packet: None,
+            linger_until: Instant::ZERO,
+            lingers,
             lateness: [0; SAMPLES],
             samples: 0,
+            learned: INITIAL_SPIN,
             asleep: None,
             spinning_since: Instant::ZERO,
             expected: BinaryHeap::new(),
@@ -121,11 +143,11 @@ impl Waiter {
         }
     }
 
-    /// Another worker will write a packet at `at` into a host this driver reads: wake as before
-    /// a deadline, and linger after it as after a packet of its own.
-    pub fn expect(&mut self, at: Instant) {
+    /// Another worker will write a packet at `at` into `host`, which this driver reads: wake as
+    /// before a deadline, and linger after it as after a packet this driver wrote.
+    pub fn expect(&mut self, at: Instant, host: u32) {
         if self.expected.len() < MAX_EXPECTED {
-            self.expected.push(Reverse(at));
+            self.expected.push(Reverse((at, host)));
         }
     }
 
@@ -134,9 +156,20 @@ impl Waiter {
         self.precision
     }
 
-    /// A packet was read or written at `now`.
-    pub fn packet(&mut self, now: Instant) {
+    /// A packet of `host` was read at `now`.
+    pub fn read(&mut self, now: Instant, host: u32) {
         self.last_packet = Some(now);
+        if let Some(l) = &mut self.lingers {
+            self.linger_until = self.linger_until.max(now + l.read(now, host));
+        }
+    }
+
+    /// A packet was written to `host` at `now`.
+    pub fn wrote(&mut self, now: Instant, host: u32) {
+        self.last_packet = self.last_packet.max(Some(now));
+        if let Some(l) = &mut self.lingers {
+            self.linger_until = self.linger_until.max(now + l.wrote(now, host));
+        }
     }
 
     /// How long the driver may sleep from `now` with its next deadline at `deadline`: zero means
@@ -144,13 +177,15 @@ impl Waiter {
     pub fn budget(&mut self, now: Instant, deadline: Option<Instant>) -> Duration {
         // An expected delivery that has come is a packet for the linger; the next one is a
         // deadline.
-        while let Some(&Reverse(at)) = self.expected.peek().filter(|Reverse(at)| *at <= now) {
+        while let Some(&Reverse((at, host))) =
+            self.expected.peek().filter(|Reverse((at, _))| *at <= now)
+        {
             self.expected.pop();
-            self.last_packet = self.last_packet.max(Some(at));
+            self.wrote(at, host);
         }
         let deadline = match (deadline, self.expected.peek()) {
-            (Some(d), Some(&Reverse(e))) => Some(d.min(e)),
-            (d, e) => d.or(e.map(|Reverse(e)| *e)),
+            (Some(d), Some(&Reverse((e, _)))) => Some(d.min(e)),
+            (d, e) => d.or(e.map(|Reverse((e, _))| *e)),
         };
         let since_packet = self.last_packet.map(|t| now.saturating_since(t));
         let longest = match since_packet {
@@ -164,7 +199,7 @@ impl Waiter {
         let sleep = match self.precision {
             Precision::Busy => Duration::ZERO,
             Precision::Sleep => until(Duration::ZERO),
-            Precision::Hybrid(h) if since_packet.is_some_and(|d| d < h.linger) => Duration::ZERO,
+            Precision::Hybrid(_) if now < self.linger_until => Duration::ZERO,
             Precision::Hybrid(_) => until(self.spin()),
         };
         self.asleep = (!sleep.is_zero()).then(|| (now, now + sleep));
@@ -194,6 +229,7 @@ impl Waiter {
             if by_timer {
                 self.lateness[self.samples % SAMPLES] = now.saturating_since(until).as_nanos();
                 self.samples += 1;
+                self.learned = self.learn();
             }
         }
     }
@@ -221,24 +257,29 @@ impl Waiter {
         self.held = Instant::ZERO..Instant::ZERO;
     }
 
-    /// How long before a deadline hybrid precision starts spinning: as configured, or learned:
-    /// the latest of the recent timed wake-ups, plus half again, within [`MIN_SPIN`,
-    /// `MAX_SPIN`].
+    /// How long before a deadline hybrid precision starts spinning: as configured, or learned
+    /// (`learn`).
     pub fn spin(&self) -> Duration {
         match self.precision {
             Precision::Hybrid(Hybrid {
                 spin: Some(spin), ..
             }) => spin,
-            Precision::Hybrid(_) if self.samples == 0 => INITIAL_SPIN,
-            Precision::Hybrid(_) => {
-                let seen = self.samples.min(SAMPLES);
-                let latest = self.lateness[..seen].iter().copied().max().unwrap_or(0);
-                Duration::from_nanos(latest.saturating_add(latest / 2))
-                    .max(MIN_SPIN)
-                    .min(MAX_SPIN)
-            }
+            Precision::Hybrid(_) => self.learned,
             Precision::Busy | Precision::Sleep => Duration::ZERO,
         }
+    }
+
+    /// The learned spin: the lateness of the recent timed wake-up that nine in ten of them were
+    /// no later than, plus half again, within [`MIN_SPIN`, `MAX_SPIN`].
+    fn learn(&self) -> Duration {
+        let seen = self.samples.min(SAMPLES);
+        let mut sorted = self.lateness;
+        let sorted = &mut sorted[..seen];
+        sorted.sort_unstable();
+        let covered = sorted[(seen * COVERED_TENTHS).div_ceil(10).max(1) - 1];
+        Duration::from_nanos(covered.saturating_add(covered / 2))
+            .max(MIN_SPIN)
+            .min(MAX_SPIN)
     }
 }
 
@@ -280,7 +321,7 @@ mod tests {
         // A sleep cut short by a packet teaches nothing.
         w.woke(at_us(1_200), false);
         assert_eq!(w.spin(), us(60));
-        // A wild wake-up is capped; a prompt one still counts the latest of the recent ones.
+        // A wild wake-up among two is capped.
         w.budget(at_us(2_000), Some(at_us(10_000)));
         w.woke(at_us(12_000), true);
         assert_eq!(w.spin(), MAX_SPIN);
@@ -294,7 +335,7 @@ mod tests {
     #[test]
     fn a_driver_awaiting_a_post_sleeps_even_while_lingering_and_at_real_time_priority() {
         let mut w = hybrid();
-        w.packet(at_us(0));
+        w.read(at_us(0), 0);
         assert_eq!(w.budget(at_us(10), None), Duration::ZERO, "lingering");
         let sleep = w.awaiting(at_us(10));
         assert_eq!(sleep, MAX_SLEEP);
@@ -322,8 +363,9 @@ mod tests {
 
     #[test]
     fn hybrid_lingers_after_a_packet_then_keeps_sleeps_short_for_a_while() {
+        // A host it knows nothing of yet: the whole linger.
         let mut w = hybrid();
-        w.packet(at_us(0));
+        w.read(at_us(0), 0);
         let linger = DEFAULT_LINGER.as_nanos();
         assert_eq!(
             w.budget(Instant(linger - 1), None),
@@ -338,7 +380,7 @@ mod tests {
             spin: Some(us(60)),
             linger: Duration::ZERO,
         }));
-        eager.packet(at_us(0));
+        eager.wrote(at_us(0), 0);
         assert_eq!(eager.budget(at_us(0), Some(at_us(560))), us(500));
     }
 
@@ -349,7 +391,7 @@ mod tests {
             linger: us(500),
         }));
         // Nothing else to do: without the expectation it would sleep 20 ms.
-        w.expect(at_us(3_000));
+        w.expect(at_us(3_000), 1);
         assert_eq!(
             w.budget(at_us(0), None),
             us(2_900),
@@ -366,16 +408,16 @@ mod tests {
         // ...then sleeps, short while traffic is recent.
         assert_eq!(w.budget(at_us(3_500), None), WARM_SLEEP);
         // An engine deadline earlier than the expectation still comes first.
-        w.expect(at_us(9_000));
+        w.expect(at_us(9_000), 1);
         assert_eq!(w.budget(at_us(4_000), Some(at_us(4_500))), us(400));
     }
 
     #[test]
     fn a_long_spin_gives_up_real_time_priority_until_the_next_sleep() {
         let mut w = hybrid();
-        // Packets keep coming: the driver spins from 0 on.
-        for t in (0..10_000).step_by(500) {
-            w.packet(at_us(t));
+        // Packets keep coming, 50 us apart: the driver spins from 0 on.
+        for t in (0..10_000).step_by(50) {
+            w.read(at_us(t), 0);
             assert_eq!(w.budget(at_us(t), None), Duration::ZERO);
             assert_eq!(
                 w.wants_realtime(at_us(t), false),
@@ -400,5 +442,54 @@ mod tests {
         assert!(w.wants_realtime(at_us(22_000), false));
         w.end_hold();
         assert!(!w.wants_realtime(at_us(22_001), false));
+    }
+
+    #[test]
+    fn hybrid_sleeps_after_the_packets_of_a_host_that_sends_only_every_2_ms() {
+        // A TCP sender at 5 Mbit/s: a segment every 2.4 ms, nothing in between. A fixed linger
+        // spun 500 us after each; once the host's gaps are known, the driver sleeps at once.
+        let mut w = hybrid();
+        for k in 0..10 {
+            w.read(at_us(k * 2_400), 1);
+        }
+        let now = at_us(9 * 2_400);
+        assert_eq!(w.budget(now, Some(now + us(800))), us(700));
+    }
+
+    #[test]
+    fn hybrid_lingers_after_a_write_as_long_as_the_answer_takes() {
+        // A server that answers each request 60 us after it is written: the driver spins 90 us
+        // (the answer and half again) after each write, then sleeps; not the whole 500 us.
+        let mut w = hybrid();
+        for k in 0..10 {
+            w.wrote(at_us(k * 1_000), 1);
+            w.read(at_us(k * 1_000 + 60), 1);
+        }
+        w.wrote(at_us(10_000), 1);
+        assert_eq!(
+            w.budget(at_us(10_089), None),
+            Duration::ZERO,
+            "awaits the answer"
+        );
+        assert_eq!(w.budget(at_us(10_090), None), WARM_SLEEP);
+    }
+
+    #[test]
+    fn a_few_wild_wake_ups_in_ten_do_not_set_the_spin() {
+        // 29 of the last 32 wake-ups 20 us late, 3 of them 400 us: the spin covers the 20 us
+        // ones (and half again); the latest one set 600 us before, spun at every deadline.
+        let mut w = hybrid();
+        for k in 0..SAMPLES as u64 {
+            let now = at_us(k * 10_000);
+            let sleep = w.budget(now, Some(now + us(5_000)));
+            let late = if k % 10 == 9 { us(400) } else { us(20) };
+            w.woke(now + sleep + late, true);
+        }
+        assert_eq!(w.spin(), us(30));
+        // A fourth one in 32 is more than one in ten: it counts.
+        let now = at_us(400_000);
+        let sleep = w.budget(now, Some(now + us(5_000)));
+        w.woke(now + sleep + us(400), true);
+        assert_eq!(w.spin(), us(600));
     }
 }

@@ -144,6 +144,43 @@ fn hybrid_spins_only_near_deadlines_and_after_packets() {
 }
 
 #[test]
+fn hybrid_stops_lingering_after_packets_nothing_follows_soon() {
+    // A packet from h0 every 2.4 ms (TCP at 5 Mbit/s), which h1 never answers. A fixed linger
+    // spun 500 us after each read and each write; the learned one, once the gaps are known,
+    // leaves only the spin before each deadline (20 us here, where wake-ups are on time), and
+    // every packet still leaves on time.
+    let (mut d, clock) = driver(Precision::Hybrid(Hybrid::default()), |_| {});
+    d.io_mut().turn = us(1);
+    const PACKETS: u64 = 12;
+    for k in 0..PACKETS {
+        d.io_mut()
+            .send_at(0, at_us(k * 2_400), ipv4([198, 18, 0, 2], 1000, k as u8));
+    }
+    let mut spun = Duration::ZERO;
+    while (d.io().delivered.len() as u64) < PACKETS {
+        let before = clock.now();
+        d.step().unwrap();
+        // From the fifth packet on (each host's record has seen a few gaps by then).
+        if clock.now().saturating_since(before) == us(1) && before >= at_us(4 * 2_400) {
+            spun += us(1);
+        }
+        assert!(clock.now() < at_us(100_000), "not delivered");
+    }
+    let per_packet = spun.as_nanos() / (PACKETS - 4);
+    assert!(
+        per_packet <= us(100).as_nanos(),
+        "spun {per_packet} ns a packet"
+    );
+    for (k, (_, at, _)) in d.io().delivered.iter().enumerate() {
+        let due = at_us(k as u64 * 2_400 + 5_600);
+        assert!(
+            *at >= due && at.saturating_since(due) <= us(1),
+            "{k}: {at:?}"
+        );
+    }
+}
+
+#[test]
 fn bad_and_unroutable_packets_are_counted_and_dropped() {
     let (mut d, clock) = driver(Precision::Busy, |_| {});
     d.io_mut().send(0, vec![0x99; 30]);

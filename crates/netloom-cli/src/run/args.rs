@@ -32,8 +32,9 @@ pub struct RunArgs {
     /// learns it from how late this machine's timed wake-ups are.
     #[arg(long, default_value = "auto")]
     pub(super) spin: String,
-    /// With --precision hybrid: how long to keep spinning after a packet before sleeping, so
-    /// the reply of an exchange finds the engine awake (default 500us; docs/live.md).
+    /// With --precision hybrid: the longest spin after a packet before sleeping, so the reply
+    /// of an exchange finds the engine awake; each host's is learned within it from how soon
+    /// its next packets came (default 500us; docs/live.md).
     #[arg(long)]
     pub(super) linger: Option<String>,
     /// Stop by itself after this long (for scripts and tests).
