@@ -234,6 +234,19 @@ impl Pipe {
         self.counters.packets_in ^ self.busy_until.0 ^ u64::from(self.essentials.mtu)
     }
 
+    /// As `touch`, for a deferred pipe about to `hold` a packet of flow `meta.flow` (its flow
+    /// queue's lines), or to `dequeue` when `flow` is `None` (the queue it serves next): on a
+    /// large topology FQ-CoDel's queues miss the cache as the pipes do. Nothing on other pipes.
+    pub fn touch_held(&self, flow: Option<u32>) -> u64 {
+        if !self.essentials.deferred {
+            return 0;
+        }
+        self.fq.as_ref().map_or(0, |fq| match flow {
+            Some(flow) => fq.queues.touch_push(flow),
+            None => fq.queues.touch_serve(),
+        })
+    }
+
     /// Offer a packet of `bytes` arriving at `now`. `now` never goes backwards between calls.
     pub fn offer(&mut self, now: Instant, bytes: u32, meta: PacketMeta) -> Admission {
         self.admit(now, bytes, meta, Queueing::Decide)
