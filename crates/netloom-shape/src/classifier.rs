@@ -3,9 +3,12 @@
 //! within the tenant (first match wins).
 
 use crate::spec::{Cgroup, PortRange, Prefix, Proto, Role, Selector};
+use dispatch::Dispatch;
 use netloom_link::Ecn;
 use netloom_packet::Layout;
 use rustc_hash::FxHashMap;
+
+mod dispatch;
 use std::net::IpAddr;
 
 /// Which way a packet crosses this machine's stack.
@@ -147,8 +150,8 @@ impl Rule {
 /// packet with 65,536 tenants: docs/performance.md).
 #[derive(Clone, Debug, Default)]
 pub struct Classifier {
-    /// Each tenant's entries, reached through one hash lookup.
-    dispatch: FxHashMap<u32, (u32, u32)>,
+    /// Each tenant's entries, reached through one read of a table.
+    dispatch: Dispatch,
     entries: Vec<Entry>,
     /// What an entry with `EXTRA` compares besides its ports: kept apart, so the entries of the
     /// common case (an IPv4 prefix, no owner) stay small.
@@ -221,6 +224,10 @@ struct Block {
 /// prefetches: enough to cover the time a read from memory takes, few enough that the lines
 /// stay in L1.
 const BATCH: usize = 16;
+
+/// The entries of a block `classify_owned` prefetches for one packet: a batch's lines come
+/// from 16 packets at once, one packet's from its own block only.
+const ALONE: usize = 32;
 
 /// A cache line's bytes.
 const LINE: usize = 64;
@@ -384,6 +391,7 @@ impl Classifier {
     pub fn new(mut tenants: Vec<(u32, Vec<Rule>)>) -> Classifier {
         tenants.sort_by_key(|(t, _)| *t);
         let mut classifier = Classifier::default();
+        let mut ranges = Vec::with_capacity(tenants.len());
         for (tenant, rules) in tenants {
             let start = classifier.entries.len() as u32;
             for rule in &rules {
@@ -400,9 +408,9 @@ impl Classifier {
                     .any(|r| r.direction == Direction::In && (r.uid.is_some() || r.gid.is_some()));
             classifier.cgrouped |= rules.iter().any(|r| r.cgroup.is_some());
             classifier.rules.extend(rules);
-            let end = classifier.entries.len() as u32;
-            classifier.dispatch.entry(tenant).or_insert((start, end)).1 = end;
+            ranges.push((tenant, start, classifier.entries.len() as u32));
         }
+        classifier.dispatch = Dispatch::new(&ranges);
         classifier
     }
 
@@ -416,9 +424,14 @@ impl Classifier {
     /// owns, so nothing a user writes reaches another user's traffic, and a packet whose socket
     /// the kernel did not report belongs to no user. Root's links come first.
     pub fn classify_owned(&self, packet: &Packet) -> Option<u32> {
+        // Every line of the user's entries is asked for at once, before root's are scanned:
+        // with tenants at random they come from memory, and the scan alone waited for each in
+        // turn (docs/performance.md, "The classifier").
+        let block = self.user_block(packet);
+        self.prefetch(block, ALONE);
         let flat = self.flat(packet);
         self.scan(self.block(ROOT), &flat)
-            .or_else(|| self.scan(self.user_block(packet), &flat))
+            .or_else(|| self.scan(block, &flat))
     }
 
     /// `classify_owned` of each packet, in order, appended to `links`. The packets' users'
@@ -436,7 +449,7 @@ impl Classifier {
             let batch: [Option<(&Packet, Block)>; BATCH] = std::array::from_fn(|_| {
                 let packet = packets.next()?;
                 let block = self.user_block(packet);
-                self.prefetch(block);
+                self.prefetch(block, BATCH);
                 Some((packet, block))
             });
             for (packet, block) in batch.into_iter().flatten() {
@@ -479,7 +492,7 @@ impl Classifier {
 
     /// The range of `entries` that is `tenant`'s (empty if it has none).
     fn block(&self, tenant: u32) -> Block {
-        let (start, end) = self.dispatch.get(&tenant).copied().unwrap_or_default();
+        let (start, end) = self.dispatch.get(tenant);
         Block { tenant, start, end }
     }
 
@@ -492,9 +505,9 @@ impl Classifier {
         }
     }
 
-    /// Starts loading the cache lines of a block's first `BATCH` entries.
-    fn prefetch(&self, block: Block) {
-        let end = block.end.min(block.start + BATCH as u32);
+    /// Starts loading the cache lines of a block's first `entries` entries.
+    fn prefetch(&self, block: Block, entries: usize) {
+        let end = block.end.min(block.start + entries as u32);
         let first = &self.entries[block.start as usize..end as usize];
         // A line per `LINE` bytes of entries, and the one the last entry starts in.
         let lines = first.iter().step_by(LINE / std::mem::size_of::<Entry>());
@@ -513,7 +526,7 @@ impl Classifier {
 
     /// Has any user other than root a rule?
     pub fn has_users(&self) -> bool {
-        self.dispatch.keys().any(|tenant| *tenant != ROOT)
+        self.dispatch.has_users()
     }
 
     /// Must an arriving packet's owner be found (a user has a rule, or an `IN` rule names an
