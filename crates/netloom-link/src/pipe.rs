@@ -230,6 +230,7 @@ impl Pipe {
     /// A word of each cache line that `offer` and `release` read, for a caller that loads a
     /// pipe ahead of its packets (the engine does, a timer slot at a time): its value means
     /// nothing.
+    #[inline]
     pub fn touch(&self) -> u64 {
         self.counters.packets_in ^ self.busy_until.0 ^ u64::from(self.essentials.mtu)
     }
@@ -431,6 +432,7 @@ impl Pipe {
     /// Does this pipe hold its packets (`hold`, `poll_at`, `dequeue`) instead of fixing their
     /// exit on arrival (`offer`)? True under FQ-CoDel, whose service order depends on later
     /// arrivals. Offer a packet to such a pipe with `hold`.
+    #[inline]
     pub fn is_deferred(&self) -> bool {
         self.essentials.deferred
     }

@@ -25,7 +25,7 @@ impl Index {
     /// small consecutive numbers (a flow number modulo the queue count).
     #[inline]
     fn home(&self, bucket: u32) -> usize {
-        (u64::from(bucket.wrapping_mul(0x9E37_79B9)) * self.slots.len() as u64 >> 32) as usize
+        ((u64::from(bucket.wrapping_mul(0x9E37_79B9)) * self.slots.len() as u64) >> 32) as usize
     }
 
     /// The queue of `bucket`, if made.
