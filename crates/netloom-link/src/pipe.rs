@@ -230,8 +230,22 @@ impl Pipe {
     /// A word of each cache line that `offer` and `release` read, for a caller that loads a
     /// pipe ahead of its packets (the engine does, a timer slot at a time): its value means
     /// nothing.
+    #[inline]
     pub fn touch(&self) -> u64 {
         self.counters.packets_in ^ self.busy_until.0 ^ u64::from(self.essentials.mtu)
+    }
+
+    /// As `touch`, for a deferred pipe about to `hold` a packet of flow `meta.flow` (its flow
+    /// queue's lines), or to `dequeue` when `flow` is `None` (the queue it serves next): on a
+    /// large topology FQ-CoDel's queues miss the cache as the pipes do. Nothing on other pipes.
+    pub fn touch_held(&self, flow: Option<u32>) -> u64 {
+        if !self.essentials.deferred {
+            return 0;
+        }
+        self.fq.as_ref().map_or(0, |fq| match flow {
+            Some(flow) => fq.queues.touch_push(flow),
+            None => fq.queues.touch_serve(),
+        })
     }
 
     /// Offer a packet of `bytes` arriving at `now`. `now` never goes backwards between calls.
@@ -418,6 +432,7 @@ impl Pipe {
     /// Does this pipe hold its packets (`hold`, `poll_at`, `dequeue`) instead of fixing their
     /// exit on arrival (`offer`)? True under FQ-CoDel, whose service order depends on later
     /// arrivals. Offer a packet to such a pipe with `hold`.
+    #[inline]
     pub fn is_deferred(&self) -> bool {
         self.essentials.deferred
     }

@@ -112,18 +112,29 @@ pub(super) enum Arrival {
 }
 
 /// Loads what firing `events` reads first and waits on longest: each leaving packet's
-/// descriptor, the pipe it leaves and the pipe it goes on to. On a large topology each is a cache
+/// descriptor, the pipe it leaves and the pipe it goes on to (and that pipe's flow queue, under
+/// FQ-CoDel), and the flow queue a deferred pipe's dequeue serves. On a large topology each is a cache
 /// miss (inet's pipes and packets in flight take megabytes), and one after another they stall
 /// every event; loaded here in one pass, a slot's misses overlap (docs/performance.md).
 fn warm(events: &[(u64, Event)], packets: &Slab, pipes: &[Pipe]) {
     let mut kept = 0u64;
     for &(_, event) in events {
-        if let Event::Exit { pkt, pipe, .. } = event {
-            let p = packets.get(pkt);
-            let next = p.next;
-            kept ^= u64::from(matches!(p.body, Body::Data { .. }));
-            kept ^= pipes[pipe as usize].counters().packets_out;
-            kept ^= pipes.get(next as usize).map_or(0, Pipe::touch);
+        match event {
+            Event::Exit { pkt, pipe, .. } => {
+                let p = packets.get(pkt);
+                let next = p.next;
+                kept ^= u64::from(matches!(p.body, Body::Data { .. }));
+                kept ^= pipes[pipe as usize].counters().packets_out;
+                if let Some(next) = pipes.get(next as usize) {
+                    kept ^= next.touch();
+                    // Drop-tail pipes, the common case, pay one test of a line just loaded.
+                    if next.is_deferred() {
+                        kept ^= next.touch_held(Some(p.body.meta().flow));
+                    }
+                }
+            }
+            Event::Dequeue { pipe } => kept ^= pipes[pipe as usize].touch_held(None),
+            _ => {}
         }
     }
     std::hint::black_box(kept);
