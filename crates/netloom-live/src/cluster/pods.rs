@@ -481,7 +481,7 @@ fn quoted(s: &str) -> String {
 
 fn cluster_text(machines: &[PodMachine], choice: &PodChoice) -> String {
     let mut text = format!(
-        "# netloom's cluster file (docs/cluster.md), made by `netloom cluster from-pods` from the\n# running pods {}: each machine is a pod, its worker started by `kubectl exec`.\n",
+        "# netloom's cluster file (docs/cluster.md), made by `netloom cluster from-pods`: each\n# machine is a running pod, its worker started through `kubectl exec`.\n# Pods {}.\n",
         describe(choice)
     );
     for m in machines {
