@@ -51,6 +51,10 @@ struct FromPodsArgs {
     /// The netloom program in the container, if not `netloom` on its PATH.
     #[arg(long)]
     netloom: Option<String>,
+    /// The machines' hand-off port (UDP), if not 6081: where the cluster's own network uses
+    /// GENEVE on 6081 (Antrea, OVN-Kubernetes).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    port: Option<u16>,
     /// Write the cluster file here instead of to standard output.
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -91,6 +95,7 @@ fn pods(args: FromPodsArgs) -> Result<()> {
         container: args.container,
         kubectl,
         netloom: args.netloom,
+        port: args.port,
     };
     let source = match from_stdin {
         true => "standard input".to_string(),

@@ -60,7 +60,7 @@ fn kubectl_s_pod_list_on_standard_input_becomes_a_cluster_file_of_the_running_po
 }
 
 #[test]
-fn a_named_list_and_kubectl_s_context_go_to_a_file() {
+fn a_named_list_with_kubectl_s_context_and_a_port_goes_to_a_file() {
     let dir = TempDir::new("from-pods");
     let file = dir.path().join("cluster.toml");
     let fixture = fixture();
@@ -74,6 +74,8 @@ fn a_named_list_and_kubectl_s_context_go_to_a_file() {
         "kind-kind",
         "--netloom",
         "/usr/bin/netloom",
+        "--port",
+        "7081",
         "-o",
         file.to_str().unwrap(),
     ])
@@ -86,7 +88,7 @@ fn a_named_list_and_kubectl_s_context_go_to_a_file() {
             m.launcher[..4],
             ["kubectl", "--context", "kind-kind", "exec"]
         );
-        assert_eq!(m.netloom, "/usr/bin/netloom");
+        assert_eq!((m.netloom.as_str(), m.port), ("/usr/bin/netloom", 7081));
     }
 }
 

@@ -26,6 +26,8 @@ pub struct PodChoice {
     pub kubectl: Vec<String>,
     /// The netloom program in the container, when it is not `netloom` on its PATH.
     pub netloom: Option<String>,
+    /// The machines' hand-off port, when not GENEVE's (a cluster network of GENEVE has it).
+    pub port: Option<u16>,
 }
 
 impl Default for PodChoice {
@@ -36,6 +38,7 @@ impl Default for PodChoice {
             container: None,
             kubectl: vec!["kubectl".into()],
             netloom: None,
+            port: None,
         }
     }
 }
@@ -510,6 +513,9 @@ fn cluster_text(machines: &[PodMachine], choice: &PodChoice) -> String {
         if let Some(netloom) = &choice.netloom {
             let _ = writeln!(text, "netloom = {}", quoted(netloom));
         }
+        if let Some(port) = choice.port {
+            let _ = writeln!(text, "port = {port}");
+        }
     }
     text
 }
@@ -640,6 +646,7 @@ mod tests {
                 .map(String::from)
                 .to_vec(),
             netloom: Some("/usr/bin/netloom".into()),
+            port: Some(7081),
             ..PodChoice::default()
         };
         let out = from_pods(DAEMONSET, &choice).unwrap();
@@ -650,6 +657,7 @@ mod tests {
             ["kubectl", "--context", "lab \"east\"", "exec"]
         );
         assert_eq!(m.netloom, "/usr/bin/netloom");
+        assert!(cluster.machines.iter().all(|m| m.port == 7081));
     }
 
     #[test]
