@@ -68,19 +68,28 @@ pub fn run(args: ClusterArgs) -> Result<()> {
 
 fn pods(args: FromPodsArgs) -> Result<()> {
     let from_stdin = args.input.as_os_str() == "-";
+    // kubectl writes about 8 KB a pod: the limit of a JSON input file is 8,000 pods.
+    let limit = netloom_topo::read::SIDE_JSON.limit;
     let json = match from_stdin {
         true => {
             if std::io::stdin().is_terminal() {
                 bail!("cluster from-pods reads `kubectl get pods -o json` on standard input: pipe it in (kubectl get pods -n netloom -o json | netloom cluster from-pods) or name a file");
             }
-            let mut text = String::new();
+            let mut bytes = Vec::new();
             std::io::stdin()
-                .read_to_string(&mut text)
+                .take(limit + 1)
+                .read_to_end(&mut bytes)
                 .context("reading standard input")?;
-            text
+            if bytes.len() as u64 > limit {
+                bail!(
+                    "standard input: more than {} MiB, the most read of a JSON input file",
+                    limit >> 20
+                );
+            }
+            String::from_utf8(bytes).context("standard input is not UTF-8 text")?
         }
-        false => std::fs::read_to_string(&args.input)
-            .with_context(|| format!("reading {}", args.input.display()))?,
+        false => netloom_topo::read::read_text(&args.input, netloom_topo::read::SIDE_JSON)
+            .with_context(|| args.input.display().to_string())?,
     };
     let mut kubectl = vec![args.kubectl];
     if let Some(context) = args.context {

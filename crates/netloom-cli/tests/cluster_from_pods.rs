@@ -111,3 +111,37 @@ fn what_cannot_make_a_cluster_is_refused_with_exit_2_saying_why() {
     );
     assert_eq!(out.stdout, "");
 }
+
+#[test]
+fn input_past_the_json_limit_is_refused_not_read_whole() {
+    let out = run(&["cluster", "from-pods", "/dev/zero"]).expect_code(2);
+    assert!(
+        out.stderr.starts_with("netloom: /dev/zero: ") && out.stderr.contains("device"),
+        "{}",
+        out.stderr
+    );
+    let mut child = Command::new(common::bin())
+        .args(["cluster", "from-pods"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // 65 MiB of blanks (JSON allows them): more than the limit; the writer stops when refused.
+    let blanks = vec![b' '; 1 << 20];
+    let writer = std::thread::spawn(move || {
+        for _ in 0..65 {
+            if stdin.write_all(&blanks).is_err() {
+                break;
+            }
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "netloom: standard input: more than 64 MiB, the most read of a JSON input file\n"
+    );
+}
