@@ -11,6 +11,7 @@ mod calibrate;
 mod capture;
 mod check;
 mod cluster;
+mod clusterfile;
 mod convert;
 mod demo;
 mod gen;
@@ -61,6 +62,9 @@ enum Command {
     /// the machine's launcher (SSH), it speaks to the coordinator on its standard input and
     /// output (docs/cluster.md). Needs root.
     Worker(cluster::WorkerArgs),
+    /// Write cluster files for `run --cluster` and `sim --cluster`: `cluster from-pods` makes
+    /// one of the pods of netloom's Kubernetes DaemonSet (docs/cluster.md).
+    Cluster(clusterfile::ClusterArgs),
     /// Stop a running (detached) experiment and tear it down.
     Stop(live::StopArgs),
     /// Remove what a crashed or killed experiment left behind.
@@ -102,6 +106,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Run(args) => run::run(*args),
         Command::Worker(args) => cluster::worker(args),
+        Command::Cluster(args) => clusterfile::run(args),
         Command::Stop(args) => live::stop(args),
         Command::Clean(args) => live::clean(args),
         Command::Exec(args) => live::exec(args).map(|code| std::process::exit(code.into())),

@@ -5,7 +5,8 @@
 //! and the coordinator that starts, answers for and stops them all (`coordinator`): it holds
 //! each machine's worker as a `remote`, splits the pipes between machines (`split`), watches
 //! their `clocks`, and adds up their figures (`merged`); with the map that forwards `netloom
-//! exec` to a host's machine (`forward`), and the cluster of a Slurm job (`slurm`).
+//! exec` to a host's machine (`forward`), the cluster of a Slurm job (`slurm`), and a cluster
+//! file made from Kubernetes pods (`pods`, picked by a label `selector`).
 
 pub(crate) mod channel;
 mod clocks;
@@ -16,7 +17,9 @@ mod handoff;
 mod handover;
 mod links;
 mod merged;
+mod pods;
 mod remote;
+mod selector;
 pub mod slurm;
 mod split;
 mod worker;
@@ -25,5 +28,8 @@ pub use clocks::{ClockSample, MachineClock};
 pub use coordinator::{ClusterRun, Setup};
 pub use file::{Cluster, ClusterError, Machine, GENEVE_PORT};
 pub use forward::{Forwarding, UnknownHost};
+pub use pods::{
+    from_pods, FromPods, PodChoice, PodMachine, PodsError, DEFAULT_CONTAINER, DEFAULT_SELECTOR,
+};
 pub use split::{split, SplitError};
 pub use worker::serve as serve_worker;
