@@ -342,33 +342,40 @@ mod tests {
     #[test]
     fn a_hand_over_goes_straight_to_the_other_worker_stamped_in_order() {
         let peers = addresses();
-        // Worker 0 waits for worker 1 to listen; a stranger that reaches worker 1 first is not
-        // taken for worker 0.
-        let stranger = std::thread::spawn({
-            let to = peers[1];
-            move || loop {
-                if let Ok(mut s) = TcpStream::connect(to) {
-                    let _ = s.write_all(b"GET / HTTP/1.0\r\n\r\n");
-                    return s;
-                }
-                std::thread::sleep(RETRY);
-            }
+        // Worker 1 first: it listens, then tries to reach worker 0, which starts only once a
+        // stranger and an impostor have connected to worker 1 (they wait in its backlog), so
+        // both come before worker 0's hello however slow the machine. (Started in the other
+        // order, a stranger the scheduler kept off the CPU until worker 1 had met worker 0
+        // found its listener gone and retried for ever: the test hung at load.)
+        let one = std::thread::spawn({
+            let peers = peers.clone();
+            move || Links::open(1, &peers, (77, key())).unwrap()
         });
-        // One that knows the run's network identifier (a hash of its name) and says it is
-        // worker 0, without the secret: not taken for worker 0 either.
-        let impostor = std::thread::spawn({
-            let to = peers[1];
-            move || loop {
-                if let Ok(mut s) = TcpStream::connect(to) {
-                    let _ = s.write_all(&hello(77, 0, &netloom_wire::Key::random()));
-                    return s;
+        let knock = |to: SocketAddr, says: Vec<u8>| {
+            std::thread::spawn(move || {
+                let give_up = Instant::now() + MEET;
+                loop {
+                    if let Ok(mut s) = TcpStream::connect(to) {
+                        let _ = s.write_all(&says);
+                        return s;
+                    }
+                    assert!(Instant::now() < give_up, "worker 1 never listened");
+                    std::thread::sleep(RETRY);
                 }
-                std::thread::sleep(RETRY);
-            }
-        });
-        let (zero, one) = meet(&peers);
-        drop(stranger.join().unwrap());
-        drop(impostor.join().unwrap());
+            })
+        };
+        // One that sends something else, and one that knows the run's network identifier (a
+        // hash of its name) and says it is worker 0, without the secret: neither is taken for
+        // worker 0.
+        let stranger = knock(peers[1], b"GET / HTTP/1.0\r\n\r\n".to_vec());
+        let impostor = knock(
+            peers[1],
+            hello(77, 0, &netloom_wire::Key::random()).to_vec(),
+        );
+        let (stranger, impostor) = (stranger.join().unwrap(), impostor.join().unwrap());
+        let zero = Links::open(0, &peers, (77, key())).unwrap();
+        let one = one.join().unwrap();
+        drop((stranger, impostor));
         let (mut inboxes, posts) = mailboxes(2).unwrap();
         let clock = SystemClock::start();
         let _readers = one.start_reading(posts[1].clone(), clock, false).unwrap();
