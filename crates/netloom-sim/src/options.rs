@@ -35,7 +35,7 @@ pub struct Options {
     pub payload: Payload,
     /// Pin each worker thread to a CPU, communicating workers on CPUs that share a cache (MX).
     pub pin: bool,
-    /// Run workers 1 to N-1 as processes of their own, in lock-step over UDP.
+    /// Run workers 1 to N-1 as processes of their own, in lock-step over TCP.
     pub processes: Option<Processes>,
     /// Count packets per pipe and per pair of consecutive pipes (what `partition --weights
     /// observed:FILE` reads), even where no partition needs them.

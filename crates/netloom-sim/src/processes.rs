@@ -1,6 +1,6 @@
 //! The runner of worker processes: this process is worker 0 and the coordinator; workers 1 to
 //! N-1 are processes of their own (`serve_worker`), on this machine over the loopback or on a
-//! cluster's machines, in lock-step over UDP (hand-offs as GENEVE batches, docs/wire.md).
+//! cluster's machines, in lock-step over TCP (hand-offs as sealed GENEVE batches, docs/wire.md).
 
 use crate::error::SimError;
 use crate::options::Options;
@@ -41,22 +41,15 @@ pub(crate) fn run(
         plan.options.hop_counting(),
     )?;
     let machines = plan.options.cluster().map(|c| &c.machines);
-    let (addresses, max_datagram) = match machines {
-        None => (
-            vec![std::net::Ipv4Addr::LOCALHOST.into(); n],
-            netloom_procs::LOOPBACK_DATAGRAM,
-        ),
-        Some(machines) => (
-            machines.iter().map(|m| m.address).collect(),
-            netloom_procs::NETWORK_DATAGRAM,
-        ),
+    let addresses = match machines {
+        None => vec![std::net::Ipv4Addr::LOCALHOST.into(); n],
+        Some(machines) => machines.iter().map(|m| m.address).collect(),
     };
     let setup = netloom_procs::Setup {
         workers: n,
         assignment: assignment.pipes.clone(),
         vni: std::process::id() & netloom_wire::MAX_VNI,
         key: netloom_wire::Key::random().to_hex(),
-        max_datagram,
         addresses,
         topology: processes.topology.clone(),
     };
@@ -125,7 +118,7 @@ pub fn this_machine_first(mut cluster: Cluster) -> Result<Cluster, SimError> {
     let here = cluster
         .machines
         .iter()
-        .position(|m| std::net::UdpSocket::bind((m.address, 0)).is_ok());
+        .position(|m| std::net::TcpListener::bind((m.address, 0)).is_ok());
     let Some(here) = here else {
         let addresses: Vec<String> = cluster
             .machines

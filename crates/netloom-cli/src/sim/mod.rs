@@ -66,7 +66,7 @@ pub struct SimArgs {
     /// Pin each worker to a CPU, communicating workers on CPUs that share a cache (MX).
     #[arg(long, conflicts_with = "processes")]
     pin: bool,
-    /// Run workers 1 to N-1 of --workers N as processes of their own, in lock-step over UDP
+    /// Run workers 1 to N-1 of --workers N as processes of their own, in lock-step over TCP
     /// (hand-offs as GENEVE batches, docs/wire.md). The results are the same as with threads.
     #[arg(long)]
     processes: bool,
