@@ -146,6 +146,30 @@ fn processes_need_workers_and_do_not_pin() {
     );
 }
 
+/// The default build has no MPI: `--mpi` says how to get it (sim_mpi.rs tests the feature).
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn mpi_without_the_feature_says_how_to_build_it() {
+    let dir = TempDir::new("sim-no-mpi");
+    let topo = topology(&dir);
+    let err = run_in(
+        Some(dir.path()),
+        &[
+            "sim",
+            topo.to_str().unwrap(),
+            "--traffic",
+            "pattern=random-k k=3",
+            "--mpi",
+        ],
+    )
+    .expect_code(2)
+    .stderr;
+    assert!(
+        err.contains("--mpi: this netloom was built without MPI; build with --features mpi"),
+        "{err}"
+    );
+}
+
 /// The processes whose parent is `pid`.
 fn children(pid: u32) -> Vec<u32> {
     let mut kids: Vec<u32> = std::fs::read_dir("/proc")

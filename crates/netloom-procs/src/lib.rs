@@ -8,6 +8,8 @@
 
 mod exchange;
 mod frames;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 mod spawn;
 pub mod tcp;
 

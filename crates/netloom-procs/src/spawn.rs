@@ -20,7 +20,7 @@ pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// A worker's message on its stdout.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum Message {
+pub(crate) enum Message {
     /// The first line, before the set-up: which netloom the worker is.
     Hello { version: String },
     /// Bound, at this address.
@@ -246,7 +246,7 @@ fn listen(setup: &Setup, me: u16) -> Result<Listener, ProcError> {
 }
 
 /// The run `setup` describes, as `engine` takes hand-offs.
-fn run(setup: &Setup, engine: &Engine) -> Result<Run, ProcError> {
+pub(crate) fn run(setup: &Setup, engine: &Engine) -> Result<Run, ProcError> {
     Ok(Run {
         vni: setup.vni,
         key: key(setup)?,
