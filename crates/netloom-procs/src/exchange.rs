@@ -24,6 +24,14 @@ pub enum ExchangeError {
         /// What failed.
         error: std::io::Error,
     },
+    /// Waiting for the peers failed (its listening socket, or epoll).
+    #[error("worker {me}: waiting for its peers: {error}")]
+    Wait {
+        /// This worker.
+        me: u16,
+        /// What failed.
+        error: String,
+    },
     /// This worker cannot reach a peer's address.
     #[error("worker {me} cannot connect to worker {peer} at {address}: {error}")]
     Connect {

@@ -183,11 +183,7 @@ impl Listener {
         watch: &mut Watch,
     ) -> Result<(), ExchangeError> {
         let me = self.me;
-        let io = |error| ExchangeError::Io {
-            me,
-            peer: me,
-            error,
-        };
+        let io = |error: std::io::Error| poll_error(me, error);
         self.listener.set_nonblocking(true).map_err(io)?;
         let mut poller = Poller::new().map_err(|e| poll_error(me, e))?;
         poller
@@ -279,11 +275,10 @@ fn frame_error(me: u16, peer: u16, e: netloom_wire::WireError) -> ExchangeError 
     }
 }
 
-fn poll_error(me: u16, e: netloom_os::OsError) -> ExchangeError {
-    ExchangeError::Io {
+fn poll_error(me: u16, e: impl std::fmt::Display) -> ExchangeError {
+    ExchangeError::Wait {
         me,
-        peer: me,
-        error: std::io::Error::other(e.to_string()),
+        error: e.to_string(),
     }
 }
 
