@@ -307,7 +307,7 @@ impl Peer {
         Ok(true)
     }
 
-    /// Reads all the socket has, through `scratch`; an end that closed is marked so.
+    /// Reads what the socket has, through `scratch`; an end that closed is marked so.
     fn read(&mut self, me: u16, peer: u16, scratch: &mut [u8]) -> Result<(), ExchangeError> {
         loop {
             match self.stream.read(scratch) {
@@ -315,7 +315,15 @@ impl Peer {
                     self.closed = true;
                     return Ok(());
                 }
-                Ok(n) => self.input.extend_from_slice(&scratch[..n]),
+                Ok(n) => {
+                    self.input.extend_from_slice(&scratch[..n]);
+                    // Short of the buffer: most likely all there was, and a read that would
+                    // only say so costs a system call a round; the poller (level-triggered)
+                    // wakes again if more is there.
+                    if n < scratch.len() {
+                        return Ok(());
+                    }
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) if gone(&e) => {
