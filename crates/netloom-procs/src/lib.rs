@@ -4,7 +4,8 @@
 //! `frames`), and send their remains back for the merge. Control (the worker's version, the
 //! set-up with the topology itself, the peers' addresses, the remains) goes over each child's
 //! stdin and stdout as JSON lines, so a worker on another machine needs none of the
-//! coordinator's files.
+//! coordinator's files. With the feature `mpi`, the workers are instead the ranks `mpirun`
+//! started (`mpi`): the same frames, carried as MPI messages.
 
 mod exchange;
 mod frames;
