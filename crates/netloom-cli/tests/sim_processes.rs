@@ -1,5 +1,6 @@
-//! `sim --workers N --processes`: the report of threads and of one engine, byte for byte, and a
-//! worker's death (or the coordinator's) stops the run with nothing left behind.
+//! `sim --workers N --processes`: the report of threads and of one engine, byte for byte, also
+//! when the network between the workers loses packets, and a worker's death (or the
+//! coordinator's) stops the run with nothing left behind.
 
 mod common;
 
@@ -59,6 +60,66 @@ fn processes_report_byte_for_byte_what_threads_and_one_engine_do() {
     }
 }
 
+/// Drops one packet of every 10,000 that reach the loopback (from the 5,000th on), runs `sim`
+/// with `args`, and prints the rule's counter on stderr: in a network namespace of the run's
+/// own (`unshare --net`), which goes with it, rule and all, however the run ends.
+const LOSSY: &str = r#"set -e
+ip link set lo up
+nft add table inet lossy
+nft add chain inet lossy in '{ type filter hook input priority 0; }'
+nft add rule inet lossy in iif lo numgen inc mod 10000 == 5000 counter drop
+set +e
+"$@"
+status=$?
+nft list table inet lossy >&2
+exit $status
+"#;
+
+#[test]
+fn packets_lost_between_worker_processes_neither_stop_nor_change_the_run() {
+    let usable = Command::new("unshare")
+        .args(["--net", "nft", "list", "tables"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !usable {
+        eprintln!("SKIPPED: needs root, unshare and nft for a network namespace that loses");
+        return;
+    }
+    let dir = TempDir::new("sim-processes-lossy");
+    let topo = topology(&dir);
+    let threads = sim(&dir, &["--json", "--workers", "3"]);
+    let out = Command::new("unshare")
+        .args(["--net", "sh", "-c", LOSSY, "sh", bin(), "sim"])
+        .arg(&topo)
+        .args(["--traffic", "pattern=random-k k=3 source=aimd"])
+        .args([
+            "--duration",
+            "2s",
+            "--seed",
+            "7",
+            "--no-wall-clock",
+            "--json",
+        ])
+        .args(["--workers", "3", "--processes"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // The rule dropped packets of the run: before TCP carried the batches, the first datagram
+    // lost stopped the run after 10 s ("worker 1: round 835: nothing came for 10.0 s, so
+    // datagrams were lost ...").
+    let dropped: u64 = err
+        .split("counter packets ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no counter in: {err}"));
+    assert!(out.status.success(), "{err}");
+    assert!(dropped > 0, "{err}");
+    eprintln!("measured: {dropped} packets dropped between the workers");
+    assert_eq!(threads, String::from_utf8_lossy(&out.stdout), "the report");
+}
+
 #[test]
 fn processes_need_workers_and_do_not_pin() {
     let dir = TempDir::new("sim-processes-bad");
@@ -81,6 +142,30 @@ fn processes_need_workers_and_do_not_pin() {
     let err = run(&["--processes", "--workers", "2", "--pin"]);
     assert!(
         err.contains("--pin") && err.contains("--processes"),
+        "{err}"
+    );
+}
+
+/// The default build has no MPI: `--mpi` says how to get it (sim_mpi.rs tests the feature).
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn mpi_without_the_feature_says_how_to_build_it() {
+    let dir = TempDir::new("sim-no-mpi");
+    let topo = topology(&dir);
+    let err = run_in(
+        Some(dir.path()),
+        &[
+            "sim",
+            topo.to_str().unwrap(),
+            "--traffic",
+            "pattern=random-k k=3",
+            "--mpi",
+        ],
+    )
+    .expect_code(2)
+    .stderr;
+    assert!(
+        err.contains("--mpi: this netloom was built without MPI; build with --features mpi"),
         "{err}"
     );
 }

@@ -28,7 +28,9 @@ pub mod split;
 mod threads;
 
 pub use error::{PlanError, SimError};
-pub use options::{Capture, Options, Processes};
+pub use options::{Capture, Launch, Options, Processes};
 pub use plan::{Observer, SimPlan};
+#[cfg(feature = "mpi")]
+pub use processes::serve_rank;
 pub use processes::{serve_worker, this_machine_first};
 pub use report::{EpochRow, RepartitionReport, SimReport, WorkersReport};

@@ -35,7 +35,7 @@ pub struct Options {
     pub payload: Payload,
     /// Pin each worker thread to a CPU, communicating workers on CPUs that share a cache (MX).
     pub pin: bool,
-    /// Run workers 1 to N-1 as processes of their own, in lock-step over UDP.
+    /// Run workers 1 to N-1 as processes of their own, in lock-step over TCP (or MPI).
     pub processes: Option<Processes>,
     /// Count packets per pipe and per pair of consecutive pipes (what `partition --weights
     /// observed:FILE` reads), even where no partition needs them.
@@ -94,13 +94,23 @@ pub struct Capture {
 
 /// How worker processes are started, and where.
 pub struct Processes {
-    /// The command that starts worker k (1 ≤ k < workers): a program that calls `serve_worker`
-    /// with k and the same options (this program again, as a rule).
-    pub command: Box<dyn Fn(usize) -> Command>,
+    /// Who starts workers 1 to N−1.
+    pub launch: Launch,
     /// The topology as the workers load it (sent to them with the assignment).
     pub topology: netloom_topo::Bundle,
     /// A cluster whose machine k runs worker k, this process being worker 0 on the first
     /// (`this_machine_first`); the run has as many workers. None: processes on this machine,
     /// over the loopback.
     pub cluster: Option<Cluster>,
+}
+
+/// Who starts the workers of a run over processes.
+pub enum Launch {
+    /// This process, with the command that starts worker k (1 ≤ k < workers): a program that
+    /// calls `serve_worker` with k and the same options (this program again, as a rule).
+    Spawn(Box<dyn Fn(usize) -> Command>),
+    /// `mpirun`, which started every rank: this process is rank 0, the others call
+    /// `serve_rank`. The workers are the ranks.
+    #[cfg(feature = "mpi")]
+    Mpi(std::rc::Rc<netloom_procs::mpi::Mpi>),
 }

@@ -1,9 +1,9 @@
 //! The runner of worker processes: this process is worker 0 and the coordinator; workers 1 to
 //! N-1 are processes of their own (`serve_worker`), on this machine over the loopback or on a
-//! cluster's machines, in lock-step over UDP (hand-offs as GENEVE batches, docs/wire.md).
+//! cluster's machines, in lock-step over TCP (hand-offs as sealed GENEVE batches, docs/wire.md).
 
 use crate::error::SimError;
-use crate::options::Options;
+use crate::options::{Launch, Options};
 use crate::plan::SimPlan;
 use netloom_engine::sim::SimOptions;
 use netloom_engine::traffic::{self, TrafficSpec};
@@ -41,36 +41,32 @@ pub(crate) fn run(
         plan.options.hop_counting(),
     )?;
     let machines = plan.options.cluster().map(|c| &c.machines);
-    let (addresses, max_datagram) = match machines {
-        None => (
-            vec![std::net::Ipv4Addr::LOCALHOST.into(); n],
-            netloom_procs::LOOPBACK_DATAGRAM,
-        ),
-        Some(machines) => (
-            machines.iter().map(|m| m.address).collect(),
-            netloom_procs::NETWORK_DATAGRAM,
-        ),
+    let addresses = match machines {
+        None => vec![std::net::Ipv4Addr::LOCALHOST.into(); n],
+        Some(machines) => machines.iter().map(|m| m.address).collect(),
     };
     let setup = netloom_procs::Setup {
         workers: n,
         assignment: assignment.pipes.clone(),
         vni: std::process::id() & netloom_wire::MAX_VNI,
         key: netloom_wire::Key::random().to_hex(),
-        max_datagram,
         addresses,
         topology: processes.topology.clone(),
     };
-    let spawned = netloom_procs::Workers::spawn(n, &processes.command)?;
-    let started = std::time::Instant::now();
-    let outcome = spawned
-        .run(&mut engine, &setup, end, ownership.lookahead())
-        .map_err(|e| match (e, machines) {
-            (ProcError::Version { worker, version }, Some(machines)) => SimError::Version {
-                machine: machines[worker].name.clone(),
-                version,
-            },
-            (e, _) => e.into(),
-        })?;
+    let (lookahead, started) = (ownership.lookahead(), std::time::Instant::now());
+    let outcome = match &processes.launch {
+        Launch::Spawn(command) => netloom_procs::Workers::spawn(n, command)
+            .and_then(|workers| workers.run(&mut engine, &setup, end, lookahead)),
+        #[cfg(feature = "mpi")]
+        Launch::Mpi(mpi) => mpi.run(&mut engine, &setup, end, lookahead),
+    };
+    let outcome = outcome.map_err(|e| match (e, machines) {
+        (ProcError::Version { worker, version }, Some(machines)) => SimError::Version {
+            machine: machines[worker].name.clone(),
+            version,
+        },
+        (e, _) => e.into(),
+    })?;
     let wall = options.wall_clock.then(|| started.elapsed());
     let (report, remains) = netloom_procs::merge(&mut engine, outcome.remains, seed, end, wall);
     let parallel = ParallelReport {
@@ -95,8 +91,30 @@ pub(crate) fn run(
 /// printed on stdout but what the coordinator reads.
 pub fn serve_worker(me: u16, traffic: &TrafficSpec, options: &Options) -> Result<(), ProcError> {
     let end = netloom_time::Instant::ZERO + options.duration;
+    netloom_procs::serve(me, end, builder(me, traffic, options))
+}
+
+/// A rank other than 0 of a run under `mpirun` (`sim --mpi`): as `serve_worker`, the set-up
+/// coming from rank 0 over MPI.
+#[cfg(feature = "mpi")]
+pub fn serve_rank(
+    mpi: &netloom_procs::mpi::Mpi,
+    traffic: &TrafficSpec,
+    options: &Options,
+) -> Result<(), ProcError> {
+    let end = netloom_time::Instant::ZERO + options.duration;
+    mpi.serve(end, builder(mpi.rank(), traffic, options))
+}
+
+/// How worker `me` builds its engine from the coordinator's set-up: the topology and
+/// assignment it sends, with `traffic` and `options` (the command's own).
+fn builder<'a>(
+    me: u16,
+    traffic: &'a TrafficSpec,
+    options: &'a Options,
+) -> impl FnOnce(&netloom_procs::Setup) -> Result<(Engine, netloom_time::Duration), String> + 'a {
     let seed = options.seed;
-    netloom_procs::serve(me, end, |setup| {
+    move |setup| {
         let topo = setup.topology.load().map_err(|e| e.to_string())?;
         let flows = traffic::expand(&traffic.pattern, traffic.kind, traffic.cap, &topo, seed)
             .map_err(|e| format!("the traffic: {e}"))?;
@@ -116,7 +134,7 @@ pub fn serve_worker(me: u16, traffic: &TrafficSpec, options: &Options) -> Result
         )
         .map_err(|e| e.to_string())?;
         Ok((engine, ownership.lookahead()))
-    })
+    }
 }
 
 /// `cluster` with the machine this process runs on first (the first of the file's machines
@@ -125,7 +143,7 @@ pub fn this_machine_first(mut cluster: Cluster) -> Result<Cluster, SimError> {
     let here = cluster
         .machines
         .iter()
-        .position(|m| std::net::UdpSocket::bind((m.address, 0)).is_ok());
+        .position(|m| std::net::TcpListener::bind((m.address, 0)).is_ok());
     let Some(here) = here else {
         let addresses: Vec<String> = cluster
             .machines

@@ -6,12 +6,13 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use netloom_engine::sim::Progress;
 use netloom_engine::traffic::parse_spec;
-use netloom_sim::{Capture, Options, PlanError, Processes, SimError, SimPlan};
+use netloom_sim::{Capture, Launch, Options, PlanError, Processes, SimError, SimPlan};
 use netloom_time::Duration;
 use netloom_topo::Topology;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
+mod mpi;
 mod text;
 
 #[derive(Args)]
@@ -66,18 +67,22 @@ pub struct SimArgs {
     /// Pin each worker to a CPU, communicating workers on CPUs that share a cache (MX).
     #[arg(long, conflicts_with = "processes")]
     pin: bool,
-    /// Run workers 1 to N-1 of --workers N as processes of their own, in lock-step over UDP
+    /// Run workers 1 to N-1 of --workers N as processes of their own, in lock-step over TCP
     /// (hand-offs as GENEVE batches, docs/wire.md). The results are the same as with threads.
     #[arg(long)]
     processes: bool,
     /// Be worker K of a coordinator's run over processes (set by the coordinator).
     #[arg(long, hide = true)]
     process_worker: Option<u16>,
+    /// Be one rank of `mpirun -np N netloom sim ...`: the workers are the N ranks (rank 0
+    /// reports), in lock-step over MPI. Needs a netloom built with --features mpi.
+    #[arg(long, conflicts_with_all = ["processes", "pin", "series", "capture", "repartition"])]
+    mpi: bool,
     /// Run over the machines of this cluster file (docs/cluster.md): --workers --processes
     /// with a worker on each machine (started through its launcher), this process being the
     /// worker of the machine it runs on. The results are the same as with one engine. `slurm`:
     /// the nodes of the Slurm job this runs in, workers started with srun.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["workers", "cores", "assignment", "method", "pin", "processes", "series", "capture", "repartition"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["workers", "cores", "assignment", "method", "pin", "processes", "mpi", "series", "capture", "repartition"])]
     cluster: Option<PathBuf>,
     /// Add per-interval series of this length to the JSON report (flow throughput, pipe
     /// utilization, drops and queue length; docs/json.md), e.g. 1s or 100ms. One worker only.
@@ -100,6 +105,21 @@ pub struct SimArgs {
 }
 
 pub fn run(args: SimArgs) -> Result<()> {
+    if args.mpi {
+        return mpi::run(args);
+    }
+    let options = options(&args)?;
+    // A worker process takes the topology from the coordinator: no file of its own.
+    if let Some(me) = args.process_worker {
+        let spec = parse_spec(&args.traffic).context("--traffic")?;
+        return netloom_sim::serve_worker(me, &spec, &options)
+            .with_context(|| format!("worker {me}"));
+    }
+    coordinate(args, options, None)
+}
+
+/// The run's options from the flags.
+fn options(args: &SimArgs) -> Result<Options> {
     let duration = positive(&args.duration, "--duration", "simulates nothing", "30s")?;
     let series = args
         .series
@@ -111,7 +131,7 @@ pub fn run(args: SimArgs) -> Result<()> {
         .as_deref()
         .map(|text| positive(text, "--repartition", "is no epoch", "30s"))
         .transpose()?;
-    let mut options = Options {
+    Ok(Options {
         wall_clock: !args.no_wall_clock,
         series,
         imbalance: args.imbalance,
@@ -123,13 +143,12 @@ pub fn run(args: SimArgs) -> Result<()> {
         observe: args.observe.is_some(),
         repartition,
         ..Options::new(duration, args.seed)
-    };
-    // A worker process takes the topology from the coordinator: no file of its own.
-    if let Some(me) = args.process_worker {
-        let spec = parse_spec(&args.traffic).context("--traffic")?;
-        return netloom_sim::serve_worker(me, &spec, &options)
-            .with_context(|| format!("worker {me}"));
-    }
+    })
+}
+
+/// Plans and runs the sim, this process being the coordinator (worker 0 when processes run
+/// the workers, started by `launch`, or here if none is given), and prints the report.
+fn coordinate(args: SimArgs, mut options: Options, launch: Option<Launch>) -> Result<()> {
     let cluster = match &args.cluster {
         Some(path) => {
             let cluster = crate::cluster::read(path)?;
@@ -137,7 +156,7 @@ pub fn run(args: SimArgs) -> Result<()> {
         }
         None => None,
     };
-    let processes = args.processes || cluster.is_some();
+    let processes = args.processes || cluster.is_some() || launch.is_some();
     let (topo, bundle) = match processes {
         true => {
             let (topo, bundle) = args.input.load_bundled(&args.file)?;
@@ -156,8 +175,12 @@ pub fn run(args: SimArgs) -> Result<()> {
         None => None,
     };
     if let Some(topology) = bundle {
+        let launch = match launch {
+            Some(launch) => launch,
+            None => Launch::Spawn(worker_command(&cluster)?),
+        };
         options.processes = Some(Processes {
-            command: worker_command(&cluster)?,
+            launch,
             topology,
             cluster,
         });

@@ -1,12 +1,12 @@
-//! Workers trading over UDP (threads here, each with its own socket, as processes would) give
-//! the single engine's run: the lock-step loop, the GENEVE batches split to a datagram size, and
-//! the merge of the remains.
+//! Workers trading over TCP (threads here, each with its own connections, as processes would)
+//! give the single engine's run: the lock-step loop, the framed GENEVE batches, and the merge of
+//! the remains.
 
 use netloom_engine::lockstep;
 use netloom_engine::sim::{self, SimOptions};
 use netloom_engine::traffic::{self, parse_spec, FlowSpec};
 use netloom_engine::{workers, Engine, HopCounting, Ownership, Payload, Remains};
-use netloom_procs::{merge, UdpExchange};
+use netloom_procs::{merge, Listener, Run};
 use netloom_route::Routes;
 use netloom_time::{Duration, Instant};
 use netloom_topo::{load_str, Format, Topology};
@@ -34,12 +34,10 @@ fn flows(topo: &Topology) -> Vec<FlowSpec> {
     flows
 }
 
-/// The run over `workers` workers trading datagrams of at most `max_datagram` bytes, merged;
-/// with its windows.
-fn over_udp(
+/// The run over `workers` workers trading over TCP, merged; with its windows.
+fn over_tcp(
     assignment: &[u32],
     workers: usize,
-    max_datagram: usize,
     end: Instant,
 ) -> (Engine, netloom_engine::Report, u64) {
     let topo = topology();
@@ -67,16 +65,15 @@ fn over_udp(
         .unwrap();
         let addr_tx = addr_tx.clone();
         threads.push(std::thread::spawn(move || -> (Engine, u64) {
-            let mut exchange = UdpExchange::bind(localhost, k as u16).unwrap();
-            addr_tx.send((k, exchange.local_addr().unwrap())).unwrap();
+            let listener = Listener::bind(localhost, k as u16).unwrap();
+            addr_tx.send((k, listener.local_addr().unwrap())).unwrap();
             let peers = peers_rx.recv().unwrap();
-            let bounds = engine.handoff_bounds();
-            exchange.connect(
-                peers,
-                (0x4E4C, key),
-                (max_datagram, bounds),
-                Box::new(|| Ok(())),
-            );
+            let run = Run {
+                vni: 0x4E4C,
+                key,
+                bounds: engine.handoff_bounds(),
+            };
+            let mut exchange = listener.connect(&peers, run, Box::new(|| Ok(()))).unwrap();
             let windows =
                 lockstep::run(&mut engine, &mut exchange, (k, workers), end, lookahead).unwrap();
             (engine, windows)
@@ -107,7 +104,7 @@ fn json<T: serde::Serialize>(value: &T) -> String {
 }
 
 #[test]
-fn workers_over_udp_give_the_single_engines_run() {
+fn workers_over_tcp_give_the_single_engines_run() {
     let topo = topology();
     let duration = Duration::from_secs(2);
     let end = Instant::ZERO + duration;
@@ -124,13 +121,11 @@ fn workers_over_udp_give_the_single_engines_run() {
     let pipes = topo.pipes.len() as u32;
     let round_robin: Vec<u32> = (0..pipes).map(|p| p % 2).collect();
     let thirds: Vec<u32> = (0..pipes).map(|p| p * 3 / pipes).collect();
-    // 65,507 bytes: a whole window's batch in one datagram; 200: two hand-offs a datagram, so
-    // batches are split into many parts and put back together.
-    for (what, assignment, workers, max) in [
-        ("round robin over 2", &round_robin, 2, 65_507),
-        ("thirds over 3, small datagrams", &thirds, 3, 200),
+    for (what, assignment, workers) in [
+        ("round robin over 2", &round_robin, 2),
+        ("thirds over 3", &thirds, 3),
     ] {
-        let (engine, report, windows) = over_udp(assignment, workers, max, end);
+        let (engine, report, windows) = over_tcp(assignment, workers, end);
         assert!(windows > 100, "{what}: lock-step windows");
         assert!(
             engine.counters().cross_core_hops > 1000,
