@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import runpy
 import signal
 import sys
@@ -62,7 +63,10 @@ def _host(spec: str) -> Any:
 
 def run_mn(argv: List[str]) -> Optional[int]:
     """``mn``'s everyday options: build the network, run one test (or the CLI), stop."""
-    parser = argparse.ArgumentParser(prog="python -m netloom.mininet", description=__doc__)
+    # Named as it was typed: the console script `netloom-mn`, or the module.
+    typed = os.path.basename(sys.argv[0]) if sys.argv else ""
+    prog = "netloom-mn" if typed == "netloom-mn" else "python -m netloom.mininet"
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument(
         "--topo",
         default="minimal",
