@@ -92,9 +92,29 @@ impl SlurmLab {
         lab.daemon(Command::new("/usr/sbin/slurmd").args(["-D", "-f", &conf, "-N", NODES[0]]));
         // nl2: its own network and, by a bind mount in its own mount namespace, its own /tmp;
         // `slave` so that nothing it mounts reaches this namespace.
+        // A build under /tmp (a clone there, as CI's may be) stays visible to nl2 at its own
+        // path: its directory is held by a bind mount before /tmp is covered, then bound back
+        // in place inside the private /tmp (nl2 found no netloom to run otherwise).
+        let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_netloom"))
+            .parent()
+            .unwrap();
+        let keep_build = match bin_dir.starts_with("/tmp") {
+            true => {
+                let hold = lab.dir.join("build");
+                std::fs::create_dir_all(&hold).unwrap();
+                let (hold, bin) = (hold.display(), bin_dir.display());
+                (
+                    format!("mount --bind {bin} {hold} && "),
+                    format!(" && mkdir -p {bin} && mount --bind {hold} {bin}"),
+                )
+            }
+            false => (String::new(), String::new()),
+        };
         let private_tmp = format!(
-            "mount --bind {} /tmp && exec /usr/sbin/slurmd -D -f {conf} -N {}",
+            "{}mount --bind {} /tmp{} && exec /usr/sbin/slurmd -D -f {conf} -N {}",
+            keep_build.0,
             lab.dir.join("tmp2").display(),
+            keep_build.1,
             NODES[1]
         );
         lab.daemon(
