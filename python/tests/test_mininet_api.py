@@ -338,14 +338,3 @@ def test_an_old_style_topo_built_in_its_constructor_works():
     net = Mininet(topo=OldStyle(), link=TCLink)
     assert [link["bw"] for link in net.topology().to_dict()["link"]] == ["5Mbit", "10Gbit"]
 
-
-def test_netloom_mn_is_installed_beside_the_interpreter_and_speaks_mns_options():
-    # The console script pip puts in the environment's bin (pyproject.toml's [project.scripts]).
-    script = os.path.join(os.path.dirname(sys.executable), "netloom-mn")
-    if not os.path.exists(script):
-        pytest.skip("netloom-mn is not installed in this environment (pip install ./python)")
-    out = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=30)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("usage: netloom-mn"), out.stdout
-    for option in ("--topo", "--link", "--test"):
-        assert option in out.stdout, out.stdout
