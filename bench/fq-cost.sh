@@ -11,7 +11,8 @@
 #   bench/fq-cost.sh 5 /tmp/main/target/release/netloom target/release/netloom
 # TOPOLOGY (a file) replaces h5; DURATION (3s) the virtual time.
 set -euo pipefail
-[ $# -ge 2 ] || { sed -n '2,13p' "$0"; exit 2; }
+. "$(dirname "$0")/lib.sh"
+[ $# -ge 2 ] || { sed -n '2,12p' "$0"; exit 2; }
 rounds=$1
 shift
 dir=$(mktemp -d)
@@ -29,26 +30,6 @@ user() { # user BINARY AQM: user CPU seconds of one run
         --seed 1 --json >/dev/null
     cat "$dir/time"
 }
-rows=()
-for round in $(seq "$rounds"); do
-    line="round $round:"
-    for bin in "$@"; do
-        drop=$(user "$bin" droptail)
-        fq=$(user "$bin" fq_codel)
-        rows+=("$bin $drop $fq")
-        line="$line  $bin $drop / $fq s"
-    done
-    echo "$line"
-done
-printf '%s\n' "${rows[@]}" | python3 -c '
-import statistics, sys
-runs = {}
-for line in sys.stdin:
-    binary, drop, fq = line.split()
-    runs.setdefault(binary, []).append((float(drop), float(fq)))
-for binary, pairs in runs.items():
-    drop = statistics.median(p[0] for p in pairs)
-    fq = statistics.median(p[1] for p in pairs)
-    ratio = statistics.median(p[1] / p[0] for p in pairs)
-    print(f"{binary}: drop-tail {drop:.2f} s, fq_codel {fq:.2f} s user CPU (median of {len(pairs)}); fq_codel costs {ratio:.2f}x (median of the rounds)")
-'
+in_turn "$rounds" user droptail fq_codel s \
+    '{binary}: drop-tail {first:.2f} s, fq_codel {second:.2f} s user CPU (median of {n}); fq_codel costs {ratio:.2f}x (median of the rounds)' \
+    "$@"

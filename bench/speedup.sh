@@ -14,6 +14,7 @@
 # The workload is the paper's (random-k, k=4, AIMD capped at 3 Mbit/s), 5 s of virtual time,
 # seed 1, METIS over the workers; set TRAFFIC or DURATION to change it.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 [ $# -ge 3 ] || { sed -n '2,15p' "$0"; exit 2; }
 topo=$1 rounds=$2
 shift 2
@@ -23,26 +24,6 @@ rate() { # rate BINARY WORKERS: M packet-hops/s of one run
   "$1" sim "$topo" --traffic "$traffic" --duration "$duration" --seed 1 --workers "$2" --json \
     | python3 -c 'import json, sys; print("%.2f" % (json.load(sys.stdin)["totals"]["packet_hops_per_second"] / 1e6))'
 }
-rows=()
-for round in $(seq "$rounds"); do
-  line="round $round:"
-  for bin in "$@"; do
-    one=$(rate "$bin" 1)
-    two=$(rate "$bin" 2)
-    rows+=("$bin $one $two")
-    line="$line  $bin $one / $two"
-  done
-  echo "$line"
-done
-printf '%s\n' "${rows[@]}" | python3 -c '
-import statistics, sys
-runs = {}
-for line in sys.stdin:
-    binary, one, two = line.split()
-    runs.setdefault(binary, []).append((float(one), float(two)))
-for binary, pairs in runs.items():
-    one = statistics.median(p[0] for p in pairs)
-    two = statistics.median(p[1] for p in pairs)
-    ratio = statistics.median(p[1] / p[0] for p in pairs)
-    print(f"{binary}: 1 worker {one:.2f}, 2 workers {two:.2f} M packet-hops/s (median of {len(pairs)}); speed-up {ratio:.2f}x (median of the rounds)")
-'
+in_turn "$rounds" rate 1 2 '' \
+  '{binary}: 1 worker {first:.2f}, 2 workers {second:.2f} M packet-hops/s (median of {n}); speed-up {ratio:.2f}x (median of the rounds)' \
+  "$@"
