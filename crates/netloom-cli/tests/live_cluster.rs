@@ -12,6 +12,7 @@
 
 #[macro_use]
 mod live_common;
+mod ssh_lab;
 
 use live_common::{
     iperf3_client, phase, pipe_drops, print_losses, received_mbps, trimmed_mean, where_lost, Lab,
@@ -1068,45 +1069,10 @@ fn machines_that_cannot_run_their_part_are_refused_before_the_run_starts() {
     machines.assert_nothing_left();
 }
 
-/// An SSH server in machine m2's namespace, with keys of its own, stopped on drop.
-struct Sshd {
-    child: std::process::Child,
-    /// Made for it (sshd's privilege separation directory), removed after.
-    made_run_dir: bool,
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if self.made_run_dir {
-            let _ = std::fs::remove_dir("/run/sshd");
-        }
-    }
-}
-
-/// SSH from m1 to `address` with `lab`'s key, as a command line.
-fn ssh_command(lab: &Lab, machines: &Machines, address: &str) -> Vec<String> {
-    let key = lab.dir.join("id").display().to_string();
-    let net = format!("--net=/run/netns/{}", machines.names[0]);
-    let mut argv = vec!["nsenter", &net, "--", "ssh", "-i", &key];
-    for option in [
-        "StrictHostKeyChecking=no",
-        "UserKnownHostsFile=/dev/null",
-        "BatchMode=yes",
-        "ConnectTimeout=3",
-        "LogLevel=ERROR",
-    ] {
-        argv.extend(["-o", option]);
-    }
-    let dest = format!("root@{address}");
-    argv.push(&dest);
-    argv.into_iter().map(String::from).collect()
-}
-
-/// m2's keys for a worker started over SSH (to `address`), its registry the lab's.
-fn over_ssh(lab: &Lab, machines: &Machines, address: &str) -> String {
-    let launcher: Vec<String> = ssh_command(lab, machines, address)
+/// m2's keys for a worker started over SSH from m1 (to `address`), its registry the lab's.
+fn over_ssh(servers: &ssh_lab::Servers, machines: &Machines, address: &str) -> String {
+    let launcher: Vec<String> = servers
+        .ssh(address)
         .iter()
         .map(|w| format!("{w:?}"))
         .collect();
@@ -1118,62 +1084,18 @@ fn over_ssh(lab: &Lab, machines: &Machines, address: &str) -> String {
     )
 }
 
-fn sshd(lab: &Lab, machines: &Machines) -> Sshd {
-    let keygen = |name: &str| {
-        let path = lab.dir.join(name);
-        let made = Command::new("ssh-keygen")
-            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-            .arg(&path)
-            .status()
-            .unwrap();
-        assert!(made.success());
-        path
-    };
-    let (host_key, id) = (keygen("host_key"), keygen("id"));
-    let authorized = lab.dir.join("authorized_keys");
-    std::fs::copy(id.with_extension("pub"), &authorized).unwrap();
-    let made_run_dir = std::fs::create_dir("/run/sshd").is_ok();
-    let mut command = Command::new("nsenter");
-    command
-        .arg(format!("--net=/run/netns/{}", machines.names[1]))
-        .args(["--", "/usr/sbin/sshd", "-D", "-e", "-f", "/dev/null"]);
-    for option in [
-        format!("HostKey={}", host_key.display()),
-        format!("AuthorizedKeysFile={}", authorized.display()),
-        "ListenAddress=10.251.0.2".into(),
-        "PidFile=none".into(),
-        "StrictModes=no".into(),
-        "UsePAM=no".into(),
-        "PermitRootLogin=prohibit-password".into(),
-    ] {
-        command.args(["-o", &option]);
-    }
-    command.stdout(Stdio::null()).stderr(Stdio::null());
-    let server = Sshd {
-        child: command.spawn().unwrap(),
-        made_run_dir,
-    };
-    let ssh = ssh_command(lab, machines, "10.251.0.2");
-    let give_up = Instant::now() + Duration::from_secs(10);
-    while !Command::new(&ssh[0])
-        .args(&ssh[1..])
-        .arg("true")
-        .status()
-        .unwrap()
-        .success()
-    {
-        assert!(Instant::now() < give_up, "sshd does not answer");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    server
-}
-
 #[test]
 fn a_worker_started_over_ssh_runs_its_part_and_an_unreachable_machine_is_refused() {
     require_live!("ping", "nsenter", "ssh", "ssh-keygen", "/usr/sbin/sshd");
     let (mut lab, machines) = cluster_lab("cs", "");
-    let _server = sshd(&lab, &machines);
-    let file = machines.cluster_file(&over_ssh(&lab, &machines, "10.251.0.2"));
+    // An sshd in m2's namespace, logged in to from m1's.
+    let servers = ssh_lab::Servers::for_clients_in(
+        &lab.dir,
+        &["10.251.0.2".into()],
+        Some(&machines.names[1]),
+        Some(&machines.names[0]),
+    );
+    let file = machines.cluster_file(&over_ssh(&servers, &machines, "10.251.0.2"));
     std::fs::write(lab.dir.join("cluster.toml"), file).unwrap();
     let cluster = cluster_arg(&lab);
     lab.start(&[&cluster[0], &cluster[1]]);
@@ -1184,16 +1106,15 @@ fn a_worker_started_over_ssh_runs_its_part_and_an_unreachable_machine_is_refused
     machines.assert_nothing_left();
 
     // A machine SSH cannot reach: refused, and m1 (already started) left clean.
-    let file = machines.cluster_file(&over_ssh(&lab, &machines, "10.251.0.9"));
+    let file = machines.cluster_file(&over_ssh(&servers, &machines, "10.251.0.9"));
     std::fs::write(lab.dir.join("cluster.toml"), file).unwrap();
     let out = run_to_end(&lab);
     let stderr = refused(&out);
-    assert!(
-        stderr.contains(
-            "machine m2: worker ended (exit status: 255): ssh: connect to host 10.251.0.9 port 22"
-        ),
-        "{stderr}"
+    let said = format!(
+        "machine m2: worker ended (exit status: 255): ssh: connect to host 10.251.0.9 port {}",
+        servers.port()
     );
+    assert!(stderr.contains(&said), "{stderr}");
     machines.assert_nothing_left();
 }
 

@@ -1,6 +1,6 @@
-//! SSH servers with throwaway keys on a lab's nodes, for comparing workers started over SSH
-//! with workers started otherwise: one sshd on each node's address (the first in this network
-//! namespace, the second in a namespace of its own, if given), stopped on drop.
+//! SSH servers with throwaway keys on a lab's nodes, for workers started over SSH: one sshd on
+//! each node's address (the last in a network namespace of its own, if given), and the command
+//! line that logs in to one, from this namespace or a given one; stopped on drop.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -12,6 +12,8 @@ pub struct Servers {
     children: Vec<Child>,
     key: PathBuf,
     port: u16,
+    /// The network namespace the clients run in (`None`: this one).
+    clients: Option<String>,
     /// sshd's privilege separation directory, made for it and removed after.
     made_run_dir: bool,
 }
@@ -32,6 +34,17 @@ impl Servers {
     /// An sshd at each of `addresses` (the last in network namespace `netns`, if given), with
     /// keys made in `dir`, on a port of their own; waits until each lets the key in.
     pub fn new(dir: &Path, addresses: &[String], netns: Option<&str>) -> Servers {
+        Servers::for_clients_in(dir, addresses, netns, None)
+    }
+
+    /// As `new`, for clients in network namespace `clients` (`None`: this one): `ssh` runs
+    /// there, so the addresses need only be reachable from there.
+    pub fn for_clients_in(
+        dir: &Path,
+        addresses: &[String],
+        netns: Option<&str>,
+        clients: Option<&str>,
+    ) -> Servers {
         let keygen = |name: &str| {
             let path = dir.join(name);
             let made = Command::new("ssh-keygen")
@@ -54,6 +67,7 @@ impl Servers {
             children: Vec::new(),
             key,
             port,
+            clients: clients.map(String::from),
             made_run_dir: std::fs::create_dir("/run/sshd").is_ok(),
         };
         for (k, address) in addresses.iter().enumerate() {
@@ -84,9 +98,11 @@ impl Servers {
         for address in addresses {
             let ssh = servers.ssh(address);
             let give_up = Instant::now() + Duration::from_secs(10);
+            // Quietly: "connection refused" is expected until the server listens.
             while !Command::new(&ssh[0])
                 .args(&ssh[1..])
                 .arg("true")
+                .stderr(Stdio::null())
                 .status()
                 .unwrap()
                 .success()
@@ -101,15 +117,29 @@ impl Servers {
         servers
     }
 
-    /// SSH to root at `address` with the key, as a command line (a launcher).
+    /// The port every server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// SSH to root at `address` with the key, from the clients' namespace, as a command line
+    /// (a launcher).
     pub fn ssh(&self, address: &str) -> Vec<String> {
-        let mut argv = vec![
+        let mut argv = Vec::new();
+        if let Some(ns) = &self.clients {
+            argv.extend([
+                "nsenter".into(),
+                format!("--net=/run/netns/{ns}"),
+                "--".into(),
+            ]);
+        }
+        argv.extend([
             "ssh".to_string(),
             "-i".into(),
             self.key.display().to_string(),
             "-p".into(),
             self.port.to_string(),
-        ];
+        ]);
         for option in [
             "StrictHostKeyChecking=no",
             "UserKnownHostsFile=/dev/null",
