@@ -7,6 +7,7 @@
 
 #[macro_use]
 mod live_common;
+mod web_common;
 
 use live_common::{trimmed_mean, Lab};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -14,6 +15,7 @@ use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use web_common::{attributes, chromium, free_port};
 
 /// h1 - r1 - r2 - h2, 1 ms a link: a round trip of 6 ms.
 const CHAIN: &str = r#"hosts = ["h1", "h2"]
@@ -33,15 +35,6 @@ a = "r2"
 b = "h2"
 delay = "1ms"
 "#;
-
-/// A port nothing listens on now (the system's pick for a socket just closed).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// One HTTP/1.0 GET of `path` on localhost:`port`: the status code and the body.
 fn get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
@@ -178,33 +171,6 @@ fn rtt(lab: &Lab) -> f64 {
     trimmed_mean(lab.exact_rtts("h1", "h2", 10))
 }
 
-/// Loads `url` in headless Chromium, lets its scripts run for `budget` of virtual time, and
-/// returns the page's DOM then.
-fn chromium_dom(url: &str, budget: Duration) -> String {
-    let out = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            &format!("--virtual-time-budget={}", budget.as_millis()),
-            "--dump-dom",
-            url,
-        ])
-        .stderr(Stdio::null())
-        .output()
-        .expect("chromium runs");
-    assert!(out.status.success(), "chromium failed");
-    String::from_utf8_lossy(&out.stdout).to_string()
-}
-
-/// The values of attribute `attr` on every element that has it.
-fn attributes(dom: &str, attr: &str) -> Vec<String> {
-    dom.split(&format!(" {attr}=\""))
-        .skip(1)
-        .map(|rest| rest.split('"').next().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn headless_chromium_draws_the_topology_and_changes_a_link_from_the_page() {
     require_live!("chromium", "ping");
@@ -224,14 +190,14 @@ fn headless_chromium_draws_the_topology_and_changes_a_link_from_the_page() {
     let url = |token: &str| {
         format!("http://127.0.0.1:{port}/?token={token}&link=r1-r2&delay=11ms#selftest")
     };
-    let dom = chromium_dom(&url("wrong"), Duration::from_secs(5));
+    let dom = chromium(&url("wrong"), Duration::from_secs(5), &["--dump-dom"]);
     assert!(dom.contains("data-change=\"refused 403\""), "{dom}");
     let before = rtt(&lab);
     assert!(
         before < first + 10.0,
         "a refused change changed nothing: {before} ms, first {first} ms"
     );
-    let dom = chromium_dom(&url(token), Duration::from_secs(5));
+    let dom = chromium(&url(token), Duration::from_secs(5), &["--dump-dom"]);
     let mut nodes = attributes(&dom, "data-node");
     nodes.sort();
     assert_eq!(nodes, ["h1", "h2", "r1", "r2"], "every node drawn once");
@@ -385,7 +351,11 @@ fn sim_viewer_dom(file: &std::path::Path) -> String {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    chromium_dom(&format!("http://127.0.0.1:{port}/"), Duration::from_secs(3))
+    chromium(
+        &format!("http://127.0.0.1:{port}/"),
+        Duration::from_secs(3),
+        &["--dump-dom"],
+    )
 }
 
 #[test]
@@ -480,7 +450,11 @@ fn a_topology_zoo_network_is_drawn_where_its_cities_are() {
     let info: serde_json::Value = serde_json::from_str(&info).unwrap();
     assert_eq!(info["positions"]["Seattle"]["lat"], 47.60621);
     assert_eq!(info["positions"].as_object().unwrap().len(), 11);
-    let dom = chromium_dom(&format!("http://127.0.0.1:{port}/"), Duration::from_secs(3));
+    let dom = chromium(
+        &format!("http://127.0.0.1:{port}/"),
+        Duration::from_secs(3),
+        &["--dump-dom"],
+    );
     assert!(dom.contains("data-layout=\"geographic\""), "{dom}");
     assert_eq!(
         attributes(&dom, "data-node").len(),

@@ -8,23 +8,15 @@
 
 #[macro_use]
 mod live_common;
+mod web_common;
 
 use live_common::Lab;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
+use web_common::{attributes, free_port};
 
 /// The browser's window: the graph gets what the header and the side panel leave.
 const WINDOW: (u32, u32) = (1400, 900);
-
-/// A port nothing listens on now (the system's pick for a socket just closed).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// Where this test keeps its screenshots: beside the test binary, in the target directory.
 fn artifacts() -> PathBuf {
@@ -41,30 +33,12 @@ fn artifacts() -> PathBuf {
 /// window less its frame) and grows it just before taking the picture; the page refits. So a
 /// DOM to compare with a screenshot is taken in a window taller by the frame (`full_size_dom`).
 fn chromium(url: &str, output: &str, height: u32) -> String {
-    let out = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            &format!("--window-size={},{height}", WINDOW.0),
-            "--virtual-time-budget=4000",
-            output,
-            url,
-        ])
-        .stderr(Stdio::null())
-        .output()
-        .expect("chromium runs");
-    assert!(out.status.success(), "chromium failed on {url}");
-    String::from_utf8_lossy(&out.stdout).to_string()
-}
-
-/// The values of attribute `attr` on every element that has it.
-fn attributes(dom: &str, attr: &str) -> Vec<String> {
-    dom.split(&format!(" {attr}=\""))
-        .skip(1)
-        .map(|rest| rest.split('"').next().unwrap().to_string())
-        .collect()
+    let window = format!("--window-size={},{height}", WINDOW.0);
+    web_common::chromium(
+        url,
+        Duration::from_secs(4),
+        &["--hide-scrollbars", &window, output],
+    )
 }
 
 /// The body's `data-KEY`.
