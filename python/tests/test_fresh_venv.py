@@ -73,3 +73,13 @@ def test_pip_install_in_a_fresh_venv_then_sim(binary, tmp_path):
         )
     )["flows"][0]["throughput_bps"]
     assert printed.stdout == f"{expected}\n{venv / 'bin' / 'netloom'}\n"
+    # The wheel's data script, installed beside the binary and bound to the venv's interpreter.
+    mn = subprocess.run(
+        [str(venv / "bin" / "netloom-mn"), "--help"],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert mn.stdout.startswith("usage: netloom-mn"), mn.stdout
+    assert (venv / "bin" / "netloom-mn").read_text().startswith(f"#!{venv}/bin/python")

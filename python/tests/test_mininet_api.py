@@ -1,6 +1,7 @@
 """netloom.mininet without a run: Mininet's link options as netloom's parameters, topologies
 built as Mininet builds them, the topology file a net becomes (checked by netloom), refusals
-that name the call, and the runner serving ``import mininet`` from netloom."""
+that name the call, and the runner serving ``import mininet`` from netloom and naming its
+examples."""
 
 import functools
 import os
@@ -262,6 +263,18 @@ def test_the_runner_serves_mininet_imports_from_netloom(tmp_path):
     )
     real = subprocess.run([sys.executable, "-c", "import mininet"], capture_output=True)
     assert plain.returncode == real.returncode
+
+
+def test_the_runner_names_the_examples_it_carries():
+    done = subprocess.run(
+        [sys.executable, "-m", "netloom.mininet", "--example", "nosuch"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1
+    assert done.stderr == (
+        "python -m netloom.mininet: no example 'nosuch'; the examples are: cli, tclink\n"
+    )
 
 
 def test_a_host_subclass_in_a_script_is_a_host():

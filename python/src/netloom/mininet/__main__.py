@@ -1,5 +1,6 @@
-"""``python -m netloom.mininet SCRIPT [ARGS]`` runs an unmodified Mininet script on netloom;
-``python -m netloom.mininet --topo single,3 --link tc,bw=10 --test pingall`` works like ``mn``."""
+"""``python -m netloom.mininet SCRIPT [ARGS]`` (or ``netloom-mn SCRIPT [ARGS]``) runs an
+unmodified Mininet script on netloom; ``--topo single,3 --link tc,bw=10 --test pingall`` works
+like ``mn``; ``--example NAME [ARGS]`` runs one of the Mininet-style scripts the package carries."""
 
 from __future__ import annotations
 
@@ -8,9 +9,20 @@ import os
 import runpy
 import signal
 import sys
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
 from . import _alias
+
+#: The Mininet-style example scripts installed with the package, so that a wheel's user can run
+#: one without the source tree (``netloom-mn --example tclink``).
+EXAMPLES = Path(__file__).resolve().with_name("examples")
+
+
+def _prog() -> str:
+    """The runner's name as it was typed: the installed script ``netloom-mn``, or the module."""
+    typed = os.path.basename(sys.argv[0]) if sys.argv else ""
+    return "netloom-mn" if typed == "netloom-mn" else "python -m netloom.mininet"
 
 
 def run_script(argv: List[str]) -> None:
@@ -19,6 +31,16 @@ def run_script(argv: List[str]) -> None:
     _alias.install()
     sys.argv = list(argv)
     runpy.run_path(argv[0], run_name="__main__")
+
+
+def run_example(argv: List[str]) -> None:
+    """Runs the example named ``argv[0]`` (a file of :data:`EXAMPLES` without ``.py``) as
+    :func:`run_script` runs a script, with the rest of ``argv`` as its arguments."""
+    names = sorted(path.stem for path in EXAMPLES.glob("*.py"))
+    if not argv or argv[0] not in names:
+        given = f"no example {argv[0]!r}" if argv else "--example needs a name"
+        raise SystemExit(f"{_prog()}: {given}; the examples are: {', '.join(names)}")
+    run_script([str(EXAMPLES / f"{argv[0]}.py"), *argv[1:]])
 
 
 def _topo(spec: str) -> Any:
@@ -63,10 +85,12 @@ def _host(spec: str) -> Any:
 
 def run_mn(argv: List[str]) -> Optional[int]:
     """``mn``'s everyday options: build the network, run one test (or the CLI), stop."""
-    # Named as it was typed: the console script `netloom-mn`, or the module.
-    typed = os.path.basename(sys.argv[0]) if sys.argv else ""
-    prog = "netloom-mn" if typed == "netloom-mn" else "python -m netloom.mininet"
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog=_prog(),
+        description=__doc__,
+        epilog="--example NAME [ARGS] runs an example the package carries: "
+        + ", ".join(sorted(path.stem for path in EXAMPLES.glob("*.py"))),
+    )
     parser.add_argument(
         "--topo",
         default="minimal",
@@ -123,6 +147,9 @@ def main(argv: Optional[List[str]] = None) -> Optional[int]:
     argv = sys.argv[1:] if argv is None else argv
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _exit_on_signal)
+    if argv and argv[0] == "--example":
+        run_example(argv[1:])
+        return None
     if not argv or argv[0].startswith("-"):
         return run_mn(argv)
     run_script(argv)

@@ -3,7 +3,8 @@
 links (10 Mbit/s, 5 ms each way), reachability, round trip and throughput.
 
 Under Mininet: sudo python3 tclink.py
-On netloom:    sudo python3 -m netloom.mininet tclink.py     (the script is not changed)
+On netloom:    sudo netloom-mn tclink.py                      (the script is not changed)
+               sudo netloom-mn --example tclink               (the copy installed with netloom)
 """
 
 import re

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Mininet's command line on a linear network: three switches in a row, a host on each.
 
-On netloom: sudo python3 -m netloom.mininet cli.py   (then `pingall`, `h1 ping -c 2 h3`,
-`link s1 s2 down`, `exit`; or pipe the commands into it)
+On netloom: sudo netloom-mn cli.py, or the copy installed with netloom: sudo netloom-mn --example
+cli (then `pingall`, `h1 ping -c 2 h3`, `link s1 s2 down`, `exit`; or pipe the commands into it)
 """
 
 from mininet.cli import CLI
