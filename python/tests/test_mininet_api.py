@@ -1,10 +1,11 @@
 """netloom.mininet without a run: Mininet's link options as netloom's parameters, topologies
 built as Mininet builds them, the topology file a net becomes (checked by netloom), refusals
-that name the call, and the runner serving ``import mininet`` from netloom and naming its
-examples."""
+that name the call, the runner serving ``import mininet`` from netloom and naming its examples,
+and which iperf net.iperf runs."""
 
 import functools
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -351,3 +352,20 @@ def test_an_old_style_topo_built_in_its_constructor_works():
     net = Mininet(topo=OldStyle(), link=TCLink)
     assert [link["bw"] for link in net.topology().to_dict()["link"]] == ["5Mbit", "10Gbit"]
 
+
+def test_net_iperf_takes_iperf2_and_not_an_iperf3_named_iperf(monkeypatch):
+    from netloom.mininet import _iperf
+
+    iperf2, iperf3 = shutil.which("iperf"), shutil.which("iperf3")
+    if not iperf2 or not iperf3:
+        pytest.skip("needs iperf (version 2) and iperf3 installed")
+    assert _iperf.iperf2() == iperf2
+    # Where `iperf` is iperf3 under another name, there is no iperf 2.
+    monkeypatch.setattr(_iperf, "_which", lambda name: iperf3)
+    assert _iperf.iperf2() is None
+
+
+def test_net_iperf_refuses_a_transport_other_than_tcp_and_udp():
+    net = Mininet(topo=SingleSwitchTopo(k=2))
+    with pytest.raises(NetloomError, match=r"l4Type is 'TCP' or 'UDP', not 'SCTP'"):
+        net.iperf(l4Type="SCTP")

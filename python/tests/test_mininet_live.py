@@ -56,7 +56,7 @@ def test_an_unchanged_mininet_script_measures_its_links(live):
     # Two links of 5 ms each way: a 20 ms round trip, plus what the host stacks add.
     rtt = float(re.search(r"rtt-min-ms ([\d.]+)", log).group(1))
     assert 20.0 <= rtt < 23.0, log
-    # iperf3's server counts TCP payload: of each 1500-byte packet through the 10 Mbit/s link,
+    # iperf's server counts TCP payload: of each 1500-byte packet through the 10 Mbit/s link,
     # 1448 bytes (20 of IP, 32 of TCP with timestamps), so at most 9.65 Mbit/s; within 5 % of it.
     payload = 10 * 1448 / 1500
     server = re.search(r"iperf-server ([\d.]+) Mbits/sec", log)

@@ -6,20 +6,15 @@ from __future__ import annotations
 
 import atexit
 import ipaddress
-import json
-import os
 import re
-import select
-import shutil
-import subprocess
-import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from .. import live as _live
-from ..errors import NetloomError, RunError
+from ..errors import NetloomError
 from ..topology import Topology
+from . import _iperf
 from .link import Intf, Link
-from .log import debug, error, info, output
+from .log import error, info, output
 from .node import Controller, DefaultController, Host, Node, OVSKernelSwitch
 from .node import Switch, unsupported
 from .topo import Topo
@@ -492,43 +487,18 @@ class Mininet:
         self,
         hosts: Optional[Sequence[Host]] = None,
         l4Type: str = "TCP",  # noqa: N803
-        udpBw: str = "10M",
+        udpBw: str = "10M",  # noqa: N803
         fmt: Optional[str] = None,
-        seconds: int = 5,  # noqa: N803
+        seconds: int = 5,
         port: int = 5001,
     ) -> List[str]:
         """Measures throughput from the first host to the second (default: the first and last
-        hosts) with iperf3, and returns Mininet's ``[server rate, client rate]`` strings
-        (``[udpBw, server, client]`` for UDP), e.g. ``['9.6 Mbits/sec', '9.8 Mbits/sec']``."""
+        hosts) with iperf (version 2, as Mininet does) or, where it is not installed, iperf3, and
+        returns Mininet's ``[server rate, client rate]`` strings (``[udpBw, server, client]`` for
+        UDP), e.g. ``['9.6 Mbits/sec', '9.8 Mbits/sec']``."""
         client, server = hosts or [self.hosts[0], self.hosts[-1]]
-        program = shutil.which("iperf3")
-        if program is None:
-            raise NetloomError(
-                "netloom.mininet: net.iperf runs iperf3, which is not installed "
-                "(apt-get install iperf3)"
-            )
         output("*** Iperf: testing", l4Type, "bandwidth between", client, "and", server, "\n")
-        listener = server.popen([program, "-s", "-1", "--forceflush", "-p", str(port)], bufsize=0)
-        try:
-            _wait_listening(listener, server.name)
-            args = [program, "-c", str(server.IP()), "-p", str(port), "-t", str(seconds), "-J"]
-            if l4Type == "UDP":
-                args += ["-u", "-b", udpBw]
-            out, err, code = client.pexec(args)
-            debug("iperf client output:", out, err)
-            try:
-                report = json.loads(out)
-            except ValueError:
-                report = {}
-            if code != 0 or "end" not in report:
-                raise RunError(
-                    f"netloom.mininet: iperf3 from {client} to {server} failed: "
-                    f"{report.get('error') or err.strip() or out.strip()}"
-                )
-        finally:
-            listener.kill()
-            listener.communicate()
-        sent, received = _iperf_rates(report["end"], l4Type)
+        received, sent = _iperf.measure(client, server, l4Type, udpBw, seconds, port)
         result = [fmtBps(received, fmt or ""), fmtBps(sent, fmt or "")]
         if l4Type == "UDP":
             result.insert(0, udpBw)
@@ -542,38 +512,3 @@ class Mininet:
 
 #: Host parameters the net itself uses (addresses, which netloom assigns; placement).
 _HOST_KEYS = {"ip", "mac", "defaultRoute", "inNamespace", "isSwitch"}
-
-
-def _wait_listening(listener: "subprocess.Popen[bytes]", host: str, timeout: float = 10) -> None:
-    """Waits for iperf3's ``Server listening`` line (a probe connection would be taken for the
-    one client a ``-1`` server serves). Read from the descriptor itself: a buffered reader could
-    hold the line where ``select`` does not see it."""
-    assert listener.stdout is not None
-    fd = listener.stdout.fileno()
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while b"listening" not in seen.lower():
-        left = deadline - time.monotonic()
-        ready, _, _ = select.select([fd], [], [], max(left, 0))
-        chunk = os.read(fd, 4096) if ready else b""
-        if not chunk:
-            raise RunError(
-                f"netloom.mininet: the iperf3 server in {host} did not start listening: "
-                + seen.decode(errors="replace").strip()
-            )
-        seen += chunk
-
-
-def _iperf_rates(end: Dict[str, Any], l4Type: str) -> Tuple[float, float]:  # noqa: N803
-    """``(sent, received)`` bit/s from iperf3's ``end`` report."""
-    if l4Type == "UDP":
-        total = end.get("sum", {})
-        sent = float(total.get("bits_per_second", 0))
-        received = end.get("sum_received", {}).get("bits_per_second")
-        if received is None:
-            received = sent * (1 - float(total.get("lost_percent", 0)) / 100)
-        return sent, float(received)
-    return (
-        float(end["sum_sent"]["bits_per_second"]),
-        float(end["sum_received"]["bits_per_second"]),
-    )
