@@ -95,36 +95,65 @@ struct State {
     subscribers: Vec<(SyncSender<Event>, Arc<AtomicU64>)>,
     /// The run's `Started` event, once published.
     started: Option<Event>,
+    /// Whether the run's last event (`finish`) was published: nothing comes after it.
+    finished: bool,
 }
 
 impl Events {
     /// A new subscriber: it sees the run's `Started` event, then every event from now on.
     pub fn subscribe(&self) -> Subscription {
-        let (tx, rx) = mpsc::sync_channel(QUEUE);
-        let lost = Arc::new(AtomicU64::new(0));
-        let mut state = self
-            .state
+        State::subscribe(&mut self.lock())
+    }
+
+    /// Whether anyone still subscribes: a subscriber gone is known at the next `publish`.
+    pub(crate) fn watched(&self) -> bool {
+        !self.lock().subscribers.is_empty()
+    }
+
+    /// A new subscriber while the run lasts (as `subscribe`); `None` once its last event was
+    /// published, when a subscriber would wait for events that never come. One lock for the
+    /// look and the subscription, so a `finish` is either refused here or seen.
+    pub(crate) fn subscribe_live(&self) -> Option<Subscription> {
+        let mut state = self.lock();
+        (!state.finished).then(|| State::subscribe(&mut state))
+    }
+
+    /// Publishes the run's last event (`Stopped`): `subscribe_live` refuses from now on.
+    pub(crate) fn finish(&self, event: Event) {
+        let mut state = self.lock();
+        state.finished = true;
+        state.publish(event);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
             .lock()
-            .expect("no publisher panics holding the lock");
-        if let Some(started) = &state.started {
-            tx.try_send(started.clone())
-                .expect("an empty queue has room");
-        }
-        state.subscribers.push((tx, lost.clone()));
-        Subscription { rx, lost }
+            .expect("no publisher panics holding the lock")
     }
 
     /// Gives `event` to every subscriber that has room; one that is gone is forgotten.
     pub fn publish(&self, event: Event) {
-        let mut state = self
-            .state
-            .lock()
-            .expect("no publisher panics holding the lock");
-        if matches!(event, Event::Started { .. }) {
-            state.started = Some(event.clone());
+        self.lock().publish(event);
+    }
+}
+
+impl State {
+    fn subscribe(&mut self) -> Subscription {
+        let (tx, rx) = mpsc::sync_channel(QUEUE);
+        let lost = Arc::new(AtomicU64::new(0));
+        if let Some(started) = &self.started {
+            tx.try_send(started.clone())
+                .expect("an empty queue has room");
         }
-        state
-            .subscribers
+        self.subscribers.push((tx, lost.clone()));
+        Subscription { rx, lost }
+    }
+
+    fn publish(&mut self, event: Event) {
+        if matches!(event, Event::Started { .. }) {
+            self.started = Some(event.clone());
+        }
+        self.subscribers
             .retain(|(tx, lost)| match tx.try_send(event.clone()) {
                 Ok(()) => true,
                 Err(TrySendError::Full(_)) => {
@@ -252,6 +281,15 @@ mod tests {
         events.publish(stopped("after"));
         let got: Vec<Event> = late.events().try_iter().collect();
         assert_eq!(got, [started, stopped("after")]);
+    }
+
+    #[test]
+    fn once_the_run_finished_a_live_subscription_is_refused_and_earlier_ones_see_the_end() {
+        let events = Events::default();
+        let early = events.subscribe_live().expect("the run lasts");
+        events.finish(stopped("signal"));
+        assert!(events.subscribe_live().is_none(), "it would wait for ever");
+        assert_eq!(early.events().try_recv().unwrap(), stopped("signal"));
     }
 
     #[test]

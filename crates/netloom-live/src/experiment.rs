@@ -1,8 +1,8 @@
 //! `Experiment`: a live run owned by this library. It starts a `Plan` (hosts brought up as
 //! namespaces with TUN devices, one driver thread per worker, a control socket, an accuracy
-//! monitor), answers `stats`, link changes and `stop` as typed calls and over the socket alike,
-//! publishes what happens to its subscribers, and tears everything down when stopped or dropped.
-//! The CLI, and any other client, only parses, prints and waits.
+//! monitor), answers `stats`, link changes and `stop` as typed calls (a `Run`) and over the
+//! socket alike, publishes what happens to its subscribers, and tears everything down when
+//! stopped or dropped. The CLI, and any other client, only parses, prints and waits.
 
 use crate::clock::{Clock, SystemClock};
 use crate::cluster::channel::PartError;
@@ -19,6 +19,7 @@ use crate::plan::{Placement, Plan};
 use crate::protocol::{socket_path, VERSION};
 use crate::repartition::{self, Repartitioner};
 use crate::report::{Report, RunInfo};
+use crate::run::{Run, RunError, RunView, SharedView};
 use crate::server::{Handler, Server};
 use crate::tun_drops::TunDrops;
 use crate::tun_io::TunIo;
@@ -591,7 +592,7 @@ impl Experiment {
         if let Some(mut control) = self.router_control.take() {
             control.stop();
         }
-        self.shared.events.publish(Event::Stopped {
+        self.shared.events.finish(Event::Stopped {
             at_ns: self.shared.now_ns(),
             reason: reason.to_string(),
         });
@@ -616,5 +617,47 @@ impl Drop for Experiment {
         if self.testbed.is_some() {
             let _ = self.shutdown("dropped");
         }
+    }
+}
+
+impl RunView for Experiment {
+    fn info(&self) -> Result<RunInfo, RunError> {
+        Ok(self.shared.info.clone())
+    }
+
+    fn stats(&self) -> Result<Report, RunError> {
+        Ok(self.shared.stats()?)
+    }
+
+    fn link_set(
+        &self,
+        a: &str,
+        b: &str,
+        direction: Direction,
+        set: &Map<String, Value>,
+    ) -> Result<LinkChange, RunError> {
+        Ok(self.shared.link_set(a, b, direction, set)?)
+    }
+
+    fn link_state(&self, a: &str, b: &str, up: bool) -> Result<LinkChange, RunError> {
+        Ok(self.shared.link_state(a, b, up)?)
+    }
+
+    fn subscribe(&self) -> Result<Subscription, RunError> {
+        Ok(self.shared.subscribe()?)
+    }
+}
+
+impl Run for Experiment {
+    fn view(&self) -> SharedView {
+        Arc::new(self.handle())
+    }
+
+    fn wait(&self, signal: &AtomicBool, deadline: Option<std::time::Instant>) -> Ending {
+        Experiment::wait(self, signal, deadline)
+    }
+
+    fn stop(self: Box<Self>, reason: &Ending) -> Result<Report, RunError> {
+        Ok(Experiment::stop(*self, reason)?)
     }
 }

@@ -1,16 +1,17 @@
 //! What a running experiment's clients share of it (`Handle`, over `Shared`): its description,
-//! its figures, link changes and captures as typed calls, and each control-socket request
-//! answered; not its threads, which the `Experiment` owns and stops.
+//! its figures, link changes, events and captures as typed calls (`RunView`), and each
+//! control-socket request answered; not its threads, which the `Experiment` owns and stops.
 
 use crate::clock::{Clock, SystemClock};
-use crate::control::{Controller, ANSWER_TIMEOUT};
+use crate::control::{ControlError, Controller, ANSWER_TIMEOUT};
 use crate::error::LiveError;
-use crate::event::{Event, EventLines, Events};
+use crate::event::{Event, EventLines, Events, Subscription};
 use crate::message::{Direction, LinkChange, Request};
 use crate::moved::RepartitionReport;
 use crate::protocol::Reply;
 use crate::repartition;
 use crate::report::{CaptureReport, Report, RunInfo};
+use crate::run::{RunError, RunView};
 use crate::server::Response;
 use crate::tap::{CaptureStats, When};
 use crate::tun_drops::TunDrops;
@@ -146,6 +147,13 @@ impl Shared {
         Ok(change)
     }
 
+    /// The run's events from now on; refused once it stopped (`RunView::subscribe`).
+    pub(crate) fn subscribe(&self) -> Result<Subscription, LiveError> {
+        self.events
+            .subscribe_live()
+            .ok_or(LiveError::Control(ControlError::Stopped))
+    }
+
     /// Nanoseconds since the run started, for events.
     pub(crate) fn now_ns(&self) -> u64 {
         self.controller.clock().now().as_nanos()
@@ -199,7 +207,7 @@ pub(crate) fn to_value<T: serde::Serialize>(t: &T) -> Value {
 }
 
 /// What other threads of the caller hold of a running experiment (`Experiment::handle`): its
-/// description, its figures, and link changes; it cannot stop the run.
+/// description, its figures, link changes and events; it cannot stop the run. A `RunView`.
 #[derive(Clone)]
 pub struct Handle(pub(crate) Arc<Shared>);
 
@@ -223,5 +231,43 @@ impl Handle {
         set: &Map<String, Value>,
     ) -> Result<LinkChange, LiveError> {
         self.0.link_set(a, b, direction, set)
+    }
+
+    /// As `Experiment::link_state`.
+    pub fn link_state(&self, a: &str, b: &str, up: bool) -> Result<LinkChange, LiveError> {
+        self.0.link_state(a, b, up)
+    }
+
+    /// As `Experiment::subscribe`; refused once the run stopped.
+    pub fn subscribe(&self) -> Result<Subscription, LiveError> {
+        self.0.subscribe()
+    }
+}
+
+impl RunView for Handle {
+    fn info(&self) -> Result<RunInfo, RunError> {
+        Ok(self.0.info.clone())
+    }
+
+    fn stats(&self) -> Result<Report, RunError> {
+        Ok(self.0.stats()?)
+    }
+
+    fn link_set(
+        &self,
+        a: &str,
+        b: &str,
+        direction: Direction,
+        set: &Map<String, Value>,
+    ) -> Result<LinkChange, RunError> {
+        Ok(self.0.link_set(a, b, direction, set)?)
+    }
+
+    fn link_state(&self, a: &str, b: &str, up: bool) -> Result<LinkChange, RunError> {
+        Ok(self.0.link_state(a, b, up)?)
+    }
+
+    fn subscribe(&self) -> Result<Subscription, RunError> {
+        Ok(self.0.subscribe()?)
     }
 }

@@ -1,6 +1,10 @@
 //! netloom's live runs: the engine against a clock and hosts' packets. `Experiment` owns a run
 //! (hosts brought up, one driver thread per worker, a control socket, events) and is what the
-//! CLI and other clients start and observe; `Plan` says what to start. Beneath it, `Driver` is
+//! CLI and other clients start and observe; `Plan` says what to start. Clients speak to any run
+//! through `run`'s traits: `Run` for its owner (wait, stop), `RunView` for reading it, changing
+//! links and following events from any thread; implemented by `Experiment` (its `Handle` a
+//! view), `cluster::ClusterRun`, and `Client`, a run of another process through its control
+//! socket (a view only: the socket never returns the final report). Beneath it, `Driver` is
 //! one worker's real-time loop, generic over its `Clock` and its hosts' `PacketIo`, so the loop
 //! and its control are tested in memory with a `TestClock`, without root and without sleeping.
 //!
@@ -11,7 +15,7 @@
 //! protocol between workers), `answer` (a worker's answers to orders), `control` (the
 //! experiment's side of those orders), `wait` (the precision modes' waiting policy), `message`
 //! (the leaf of requests, orders, answers and figures; the other leaves it takes are `accuracy`,
-//! `tap`, `traffic` and `moved`), `protocol` and `server` (the control socket, and its streams),
+//! `tap`, `traffic` and `moved`), `protocol` and `server` (the control socket, and its streams; `client` calls it),
 //! `report`, `event`, `monitor` (accuracy alarms while a run goes on), `kernel` (kernel routers'
 //! ports and where packets enter the engine), `capture` (packet capture: the driver's `tap`,
 //! the stream written with netloom_packet's `pcapng`; virtual-time runs' are netloom-sim's),
@@ -22,6 +26,7 @@ mod accuracy;
 mod answer;
 pub mod calibration;
 mod capture;
+mod client;
 // The clock lives with time (the shaping daemon takes one too); `crate::clock` still names it.
 use netloom_time::clock;
 pub mod cluster;
@@ -49,6 +54,7 @@ mod ration;
 mod repartition;
 mod report;
 mod routers;
+mod run;
 mod server;
 mod tap;
 mod taps;
@@ -59,6 +65,7 @@ mod wait;
 mod worker;
 
 pub use accuracy::{Accuracy, AccuracyReport, LatenessBucket, Thresholds, LATENESS_BUCKETS_NS};
+pub use client::Client;
 pub use control::{capture_pipes, ControlError, Controller, Pending, ANSWER_TIMEOUT};
 pub use driver::{Driver, DriverConfig};
 pub use error::{LiveError, RouterControlError};
@@ -77,6 +84,7 @@ pub use report::{
     CaptureReport, HostInfo, HostReport, LostHandoffs, PriorityReport, RefusedHandoffs, Report,
     RunInfo, WorkersInfo, WorkersReport,
 };
+pub use run::{Run, RunError, RunView, SharedView};
 pub use tap::{When, SNAPLEN};
 pub use tun_io::TunIo;
 pub use wait::{Hybrid, Precision, Waiter};

@@ -5,7 +5,8 @@
 //! or METIS with the machines' CPUs as shares), sends each its part, and answers the control
 //! protocol for the whole run by asking every machine, and publishes the run's events (start,
 //! link changes, the machines' accuracy alarms, a machine's failure, stop). Any machine failing stops the others; what a dead
-//! worker left behind is cleaned on its machine.
+//! worker left behind is cleaned on its machine. `ClusterRun` is a `Run`, as the one-machine
+//! `Experiment` is: its warnings, clocks and drift are what it reports through the trait.
 
 use super::channel::{self, FromWorker, Start, ToWorker};
 use super::clocks::{clock_warnings, MachineClock, Moment};
@@ -13,23 +14,25 @@ use super::file::{Cluster, Machine};
 use super::merged::Merged;
 use super::remote::{MachineError, Remote, ANSWER_WAIT};
 use super::split::split;
+use crate::control::ControlError;
 use crate::error::LiveError;
-use crate::event::{Event, EventLines, Events};
+use crate::event::{Event, EventLines, Events, Subscription};
 use crate::experiment::Ending;
-use crate::message::{LinkChange, Request};
+use crate::message::{Direction, LinkChange, Request};
 use crate::moved::RepartitionReport;
 use crate::moved::{merge_moved, Moved};
 use crate::plan::{Options, Plan, Split};
 use crate::protocol::{socket_path, Reply, VERSION};
 use crate::repartition::{self, Moving, Repartitioner, Workers};
 use crate::report::{PriorityReport, Report, RunInfo};
+use crate::run::{Run, RunError, RunView, SharedView};
 use crate::server::{Handler, Response, Server};
 use crate::traffic::Traffic;
 use crate::wait::Precision;
 use netloom_engine::{Ownership, Payload};
 use netloom_time::Instant;
 use netloom_topo::Topology;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex};
@@ -210,6 +213,14 @@ impl Shared {
             first.get_or_insert(answer.map_err(MachineError::Request)?);
         }
         first.ok_or(MachineError::NoMachine)
+    }
+
+    /// A link change, typed (`RunView`): the machines' refusals and silences as one line.
+    fn typed_change(&self, request: &Request) -> Result<LinkChange, RunError> {
+        let answer = self
+            .change_link(request)
+            .map_err(|e| LiveError::Machine(e.to_string()))?;
+        serde_json::from_value(answer).map_err(RunError::Reply)
     }
 
     fn handle(&self, request: Request) -> Response {
@@ -710,7 +721,7 @@ impl ClusterRun {
         for remote in &self.shared.remotes {
             remote.close();
         }
-        self.shared.events.publish(Event::Stopped {
+        self.shared.events.finish(Event::Stopped {
             at_ns: self.shared.now_ns(),
             reason: reason.to_string(),
         });
@@ -739,6 +750,108 @@ impl Drop for ClusterRun {
         if self.registry.is_some() {
             let _ = self.shutdown("dropped");
         }
+    }
+}
+
+/// What other threads hold of a run over several machines (`Run::view`): the coordinator's
+/// answers, as its control socket gives them.
+struct View(Arc<Shared>);
+
+impl RunView for View {
+    fn info(&self) -> Result<RunInfo, RunError> {
+        Ok(self.0.info.clone())
+    }
+
+    fn stats(&self) -> Result<Report, RunError> {
+        self.0
+            .stats()
+            .map_err(|e| LiveError::Machine(e.to_string()).into())
+    }
+
+    fn link_set(
+        &self,
+        a: &str,
+        b: &str,
+        direction: Direction,
+        set: &Map<String, Value>,
+    ) -> Result<LinkChange, RunError> {
+        self.0.typed_change(&Request::LinkSet {
+            a: a.into(),
+            b: b.into(),
+            direction,
+            set: set.clone(),
+        })
+    }
+
+    fn link_state(&self, a: &str, b: &str, up: bool) -> Result<LinkChange, RunError> {
+        self.0.typed_change(&Request::LinkState {
+            a: a.into(),
+            b: b.into(),
+            up,
+        })
+    }
+
+    fn subscribe(&self) -> Result<Subscription, RunError> {
+        self.0
+            .events
+            .subscribe_live()
+            .ok_or(LiveError::Control(ControlError::Stopped).into())
+    }
+}
+
+impl RunView for ClusterRun {
+    fn info(&self) -> Result<RunInfo, RunError> {
+        View(self.shared.clone()).info()
+    }
+
+    fn stats(&self) -> Result<Report, RunError> {
+        View(self.shared.clone()).stats()
+    }
+
+    fn link_set(
+        &self,
+        a: &str,
+        b: &str,
+        direction: Direction,
+        set: &Map<String, Value>,
+    ) -> Result<LinkChange, RunError> {
+        View(self.shared.clone()).link_set(a, b, direction, set)
+    }
+
+    fn link_state(&self, a: &str, b: &str, up: bool) -> Result<LinkChange, RunError> {
+        View(self.shared.clone()).link_state(a, b, up)
+    }
+
+    fn subscribe(&self) -> Result<Subscription, RunError> {
+        View(self.shared.clone()).subscribe()
+    }
+}
+
+/// The cluster's extras (its warnings, the machines' clocks and their drift) are what it
+/// reports through `Run`, so the CLI drives it as any other run.
+impl Run for ClusterRun {
+    fn view(&self) -> SharedView {
+        Arc::new(View(self.shared.clone()))
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    fn wait(&self, signal: &AtomicBool, deadline: Option<std::time::Instant>) -> Ending {
+        ClusterRun::wait(self, signal, deadline)
+    }
+
+    fn clocks(&self) -> Vec<MachineClock> {
+        ClusterRun::clocks(self)
+    }
+
+    fn drift_warnings(&self) -> Vec<String> {
+        ClusterRun::drift_warnings(self)
+    }
+
+    fn stop(self: Box<Self>, reason: &Ending) -> Result<Report, RunError> {
+        Ok(ClusterRun::stop(*self, reason)?)
     }
 }
 
