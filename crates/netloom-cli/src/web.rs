@@ -1,13 +1,13 @@
 //! `netloom web`, and the `--metrics` and `--web` servers of `netloom run`: binds the addresses
-//! (one server when both are the same), serves them from one `netloom_web::Source` whose
+//! (one server when both are the same), serves them from one `netloom_live::RunView` whose
 //! snapshots they share, off the workers' CPUs, and prints where, with the token that changes
 //! need, and at the end what the servers refused. Glue only: the server is netloom-web's.
 
 use anyhow::{Context, Result};
 use clap::Args;
 use netloom_live::protocol::{call, socket_path};
-use netloom_live::Request;
-use netloom_web::{Bound, Routes, Snapshots, Socket, Source, SourceError, WebServer};
+use netloom_live::{Client, Request, RunError, RunView, SharedView, Subscription};
+use netloom_web::{Bound, Routes, Snapshots, WebServer};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,10 +65,10 @@ pub fn bind(metrics: Option<&str>, web: Option<&str>) -> Result<Vec<Listener>> {
 /// `SNAPSHOT_EVERY`), their threads off `worker_cpus`, and says where.
 pub fn serve(
     listeners: Vec<Listener>,
-    source: Arc<dyn Source>,
+    source: SharedView,
     worker_cpus: &[usize],
 ) -> Result<Vec<WebServer>> {
-    let source: Arc<dyn Source> = Arc::new(Snapshots::new(
+    let source: SharedView = Arc::new(Snapshots::new(
         source,
         netloom_time::SystemClock::start(),
         netloom_web::SNAPSHOT_EVERY,
@@ -108,7 +108,7 @@ pub fn stop(servers: Vec<WebServer>) {
 const LOOK: Duration = Duration::from_millis(200);
 
 pub fn run(args: WebArgs) -> Result<()> {
-    let (source, routes, watched): (Arc<dyn Source>, Routes, Option<PathBuf>) = match &args.report {
+    let (source, routes, watched): (SharedView, Routes, Option<PathBuf>) = match &args.report {
         Some(file) => {
             let text = netloom_topo::read::read_text(file, netloom_topo::read::SIM_REPORT)
                 .with_context(|| format!("reading {}", file.display()))?;
@@ -136,7 +136,7 @@ pub fn run(args: WebArgs) -> Result<()> {
                 web: Some(netloom_web::token().context("making the web view's token")?),
                 ..Routes::default()
             };
-            (Arc::new(Socket::new(path.clone())), routes, Some(path))
+            (Arc::new(Client::new(path.clone())), routes, Some(path))
         }
     };
     let bound = Bound::bind(&args.listen).context("--listen")?;
@@ -156,16 +156,16 @@ pub fn run(args: WebArgs) -> Result<()> {
     said
 }
 
-/// The source of a report viewer: there is no run to read or change.
+/// What a report viewer serves: there is no run to read, change or follow.
 struct NoRun;
 
-impl Source for NoRun {
-    fn info(&self) -> Result<netloom_live::RunInfo, SourceError> {
-        Err(SourceError::NoRun)
+impl RunView for NoRun {
+    fn info(&self) -> Result<netloom_live::RunInfo, RunError> {
+        Err(RunError::NoRun)
     }
 
-    fn stats(&self) -> Result<netloom_live::Report, SourceError> {
-        Err(SourceError::NoRun)
+    fn stats(&self) -> Result<netloom_live::Report, RunError> {
+        Err(RunError::NoRun)
     }
 
     fn link_set(
@@ -174,7 +174,15 @@ impl Source for NoRun {
         _: &str,
         _: netloom_live::Direction,
         _: &serde_json::Map<String, serde_json::Value>,
-    ) -> Result<netloom_live::LinkChange, SourceError> {
-        Err(SourceError::NoRun)
+    ) -> Result<netloom_live::LinkChange, RunError> {
+        Err(RunError::NoRun)
+    }
+
+    fn link_state(&self, _: &str, _: &str, _: bool) -> Result<netloom_live::LinkChange, RunError> {
+        Err(RunError::NoRun)
+    }
+
+    fn subscribe(&self) -> Result<Subscription, RunError> {
+        Err(RunError::NoRun)
     }
 }

@@ -1,8 +1,9 @@
 //! netloom's HTTP side of a live run: Prometheus metrics (`metrics`) and the web view (`page`),
 //! served by one small server (`server`) from a fixed set of threads, whatever its clients do,
-//! that reads the run through a `Source`: the experiment in this process, or a running one's
-//! control socket, shared by every reader for a moment (`Snapshots`). It never touches the
-//! workers but through the calls the control socket makes.
+//! that reads the run through any `netloom_live::RunView` (the experiment in this process, a run
+//! over several machines, or a running one's control socket, `netloom_live::Client`), shared by
+//! every reader for a moment (`Snapshots`). It never touches the workers but through the calls
+//! the control socket makes.
 
 mod counters;
 mod host;
@@ -13,7 +14,6 @@ mod page;
 mod routes;
 mod server;
 mod snapshots;
-mod source;
 
 pub use counters::Count;
 pub use listen::Limits;
@@ -21,4 +21,3 @@ pub use metrics::exposition;
 pub use routes::Routes;
 pub use server::{token, Bound, WebError, WebServer};
 pub use snapshots::{Snapshots, SNAPSHOT_EVERY};
-pub use source::{Socket, Source, SourceError};

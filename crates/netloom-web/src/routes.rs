@@ -1,14 +1,13 @@
 //! What each path answers: `/metrics` (Prometheus), the web view's page, its JSON (`/api/info`,
 //! `/api/stats`), link changes (`POST /api/link`, with the token printed at start) and a
-//! `netloom sim --json` report to view (`/api/report`). It reads the run only through its
-//! `Source`.
+//! `netloom sim --json` report to view (`/api/report`). It reads the run only through a
+//! `netloom_live::RunView`.
 
 use crate::counters::Counters;
 use crate::http::{Request, Response};
 use crate::metrics::{exposition, CONTENT_TYPE};
 use crate::page;
-use crate::source::Source;
-use netloom_live::Direction;
+use netloom_live::{Direction, RunView};
 use serde::Deserialize;
 
 /// What the server serves.
@@ -45,7 +44,7 @@ pub fn refusal(status: u16, error: impl std::fmt::Display) -> Response {
 /// The answer to `request`; `counters` are the server's own, appended to `/metrics`.
 pub fn respond(
     request: &Request,
-    source: &dyn Source,
+    source: &dyn RunView,
     routes: &Routes,
     counters: &Counters,
 ) -> Response {
@@ -118,7 +117,7 @@ pub fn respond(
     }
 }
 
-fn link_set(body: &[u8], source: &dyn Source) -> Response {
+fn link_set(body: &[u8], source: &dyn RunView) -> Response {
     let change: LinkSet = match serde_json::from_slice(body) {
         Ok(change) => change,
         Err(e) => {

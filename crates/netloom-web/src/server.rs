@@ -3,13 +3,13 @@
 //! (`listen`) that holds the connections, and a few handlers that answer whole requests
 //! (`routes`) after the Host check (`host`). Its threads run at normal priority and off the
 //! CPUs the workers are pinned to, so a scrape is never on the engine's CPU; the run is read
-//! through a `Source` (share one `Snapshots` between servers so readers share snapshots).
+//! through a `netloom_live::RunView` (share one `Snapshots` between servers so readers share snapshots).
 
 use crate::counters::{Count, Counters};
 use crate::http::{Response, WRITE_TIMEOUT};
 use crate::listen::{Job, Limits, Loop};
 use crate::routes::{respond, Routes};
-use crate::source::Source;
+use netloom_live::SharedView;
 use netloom_time::SystemClock;
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
@@ -74,7 +74,7 @@ impl Bound {
     /// (the CPUs the workers are pinned to), until the server is dropped.
     pub fn serve(
         self,
-        source: Arc<dyn Source>,
+        source: SharedView,
         routes: Routes,
         off_cpus: &[usize],
     ) -> std::io::Result<WebServer> {
@@ -84,7 +84,7 @@ impl Bound {
     /// `serve` within `limits`.
     pub fn serve_within(
         self,
-        source: Arc<dyn Source>,
+        source: SharedView,
         routes: Routes,
         off_cpus: &[usize],
         limits: Limits,
@@ -164,7 +164,7 @@ fn place(cpus: &[usize]) {
 /// One of the threads that answer requests.
 struct Handler {
     queue: Arc<Mutex<Receiver<Job>>>,
-    source: Arc<dyn Source>,
+    source: SharedView,
     routes: Routes,
     counters: Arc<Counters>,
     addr: SocketAddr,
@@ -245,8 +245,8 @@ pub fn token() -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::SourceError;
     use netloom_live::{ControlError, Direction, LinkChange, Report};
+    use netloom_live::{RunError, RunView, Subscription};
     use netloom_time::Duration;
     use std::io::{BufRead, BufReader, Write};
     use std::net::TcpStream;
@@ -260,12 +260,12 @@ mod tests {
         changes: Mutex<Vec<Received>>,
     }
 
-    impl Source for Fake {
-        fn info(&self) -> Result<netloom_live::RunInfo, SourceError> {
-            Err(SourceError::NoRun)
+    impl RunView for Fake {
+        fn info(&self) -> Result<netloom_live::RunInfo, RunError> {
+            Err(RunError::NoRun)
         }
 
-        fn stats(&self) -> Result<Report, SourceError> {
+        fn stats(&self) -> Result<Report, RunError> {
             Ok(crate::metrics::tests::report())
         }
 
@@ -275,13 +275,13 @@ mod tests {
             b: &str,
             direction: Direction,
             set: &serde_json::Map<String, serde_json::Value>,
-        ) -> Result<LinkChange, SourceError> {
+        ) -> Result<LinkChange, RunError> {
             if a == "nowhere" {
                 let unknown = ControlError::UnknownNode {
                     name: a.into(),
                     hint: String::new(),
                 };
-                return Err(SourceError::Live(unknown.into()));
+                return Err(RunError::Live(unknown.into()));
             }
             self.changes
                 .lock()
@@ -294,6 +294,20 @@ mod tests {
                 up: None,
                 at_ns: 42,
             })
+        }
+
+        fn link_state(&self, a: &str, _: &str, _: bool) -> Result<LinkChange, RunError> {
+            Err(RunError::Live(
+                ControlError::UnknownNode {
+                    name: a.into(),
+                    hint: String::new(),
+                }
+                .into(),
+            ))
+        }
+
+        fn subscribe(&self) -> Result<Subscription, RunError> {
+            Err(RunError::NoRun)
         }
     }
 

@@ -4,8 +4,9 @@
 //! first reader after an interval takes the snapshot while the others wait for it; a link change
 //! drops the shared one, so the next read shows it.
 
-use crate::source::{Source, SourceError};
-use netloom_live::{Direction, LinkChange, Report, RunInfo};
+use netloom_live::{
+    Direction, LinkChange, Report, RunError, RunInfo, RunView, SharedView, Subscription,
+};
 use netloom_time::{Clock, Duration, Instant};
 use serde_json::{Map, Value};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -15,11 +16,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub const SNAPSHOT_EVERY: Duration = Duration(250_000_000);
 
 /// The last snapshot: when it was taken and what it was (figures or why there are none).
-type Taken = (Instant, Arc<Result<Report, SourceError>>);
+type Taken = (Instant, Shared);
 
-/// A `Source` whose `stats` is shared by every caller for `every`.
+/// A snapshot as every reader shares it: the figures, or why there are none.
+pub type Shared = Result<Arc<Report>, Arc<RunError>>;
+
+/// A `RunView` whose `stats` is shared by every caller for `every`; its other calls go through.
 pub struct Snapshots<C: Clock> {
-    source: Arc<dyn Source>,
+    source: SharedView,
     clock: C,
     every: Duration,
     last: Mutex<Option<Taken>>,
@@ -29,7 +33,7 @@ pub struct Snapshots<C: Clock> {
 
 impl<C: Clock + Sync> Snapshots<C> {
     /// `source`, its figures shared for `every` as `clock` counts it.
-    pub fn new(source: Arc<dyn Source>, clock: C, every: Duration) -> Snapshots<C> {
+    pub fn new(source: SharedView, clock: C, every: Duration) -> Snapshots<C> {
         Snapshots {
             source,
             clock,
@@ -51,7 +55,7 @@ impl<C: Clock + Sync> Snapshots<C> {
 
     /// The shared snapshot, taken now if the last is `every` old (or there is none). The lock is
     /// held while it is taken, so readers that come meanwhile wait for it instead of asking too.
-    pub fn shared(&self) -> Arc<Result<Report, SourceError>> {
+    pub fn shared(&self) -> Shared {
         let mut last = self.lock();
         let now = self.clock.now();
         if let Some((at, taken)) = last.as_ref() {
@@ -61,21 +65,21 @@ impl<C: Clock + Sync> Snapshots<C> {
         }
         self.taken
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let taken = Arc::new(self.source.stats());
+        let taken = self.source.stats().map(Arc::new).map_err(Arc::new);
         *last = Some((self.clock.now(), taken.clone()));
         taken
     }
 }
 
-impl<C: Clock + Sync> Source for Snapshots<C> {
-    fn info(&self) -> Result<RunInfo, SourceError> {
+impl<C: Clock + Sync> RunView for Snapshots<C> {
+    fn info(&self) -> Result<RunInfo, RunError> {
         self.source.info()
     }
 
-    fn stats(&self) -> Result<Report, SourceError> {
-        match self.shared().as_ref() {
-            Ok(report) => Ok(report.clone()),
-            Err(e) => Err(SourceError::Shared(e.to_string())),
+    fn stats(&self) -> Result<Report, RunError> {
+        match self.shared() {
+            Ok(report) => Ok(Report::clone(&report)),
+            Err(e) => Err(RunError::Shared(e)),
         }
     }
 
@@ -85,11 +89,21 @@ impl<C: Clock + Sync> Source for Snapshots<C> {
         b: &str,
         direction: Direction,
         set: &Map<String, Value>,
-    ) -> Result<LinkChange, SourceError> {
+    ) -> Result<LinkChange, RunError> {
         let done = self.source.link_set(a, b, direction, set)?;
         // The next read shows the change, not a snapshot from before it.
         *self.lock() = None;
         Ok(done)
+    }
+
+    fn link_state(&self, a: &str, b: &str, up: bool) -> Result<LinkChange, RunError> {
+        let done = self.source.link_state(a, b, up)?;
+        *self.lock() = None;
+        Ok(done)
+    }
+
+    fn subscribe(&self) -> Result<Subscription, RunError> {
+        self.source.subscribe()
     }
 }
 
@@ -105,12 +119,12 @@ mod tests {
         asked: AtomicU64,
     }
 
-    impl Source for Counting {
-        fn info(&self) -> Result<RunInfo, SourceError> {
-            Err(SourceError::NoRun)
+    impl RunView for Counting {
+        fn info(&self) -> Result<RunInfo, RunError> {
+            Err(RunError::NoRun)
         }
 
-        fn stats(&self) -> Result<Report, SourceError> {
+        fn stats(&self) -> Result<Report, RunError> {
             let n = self.asked.fetch_add(1, Ordering::SeqCst) + 1;
             // Slow enough that concurrent readers overlap it.
             std::thread::sleep(std::time::Duration::from_millis(20));
@@ -125,7 +139,7 @@ mod tests {
             b: &str,
             direction: Direction,
             set: &Map<String, Value>,
-        ) -> Result<LinkChange, SourceError> {
+        ) -> Result<LinkChange, RunError> {
             Ok(LinkChange {
                 link: format!("{a}-{b}"),
                 direction,
@@ -133,6 +147,20 @@ mod tests {
                 up: None,
                 at_ns: 0,
             })
+        }
+
+        fn link_state(&self, a: &str, b: &str, up: bool) -> Result<LinkChange, RunError> {
+            Ok(LinkChange {
+                link: format!("{a}-{b}"),
+                direction: Direction::Both,
+                set: Map::new(),
+                up: Some(up),
+                at_ns: 0,
+            })
+        }
+
+        fn subscribe(&self) -> Result<Subscription, RunError> {
+            Err(RunError::NoRun)
         }
     }
 
@@ -174,5 +202,66 @@ mod tests {
             .link_set("h1", "r1", Direction::Both, &Map::new())
             .unwrap();
         assert_eq!(snapshots.stats().unwrap().uptime_ns, 2);
+    }
+
+    #[test]
+    fn a_link_going_down_is_seen_by_the_next_read() {
+        let run = Arc::new(Counting::default());
+        let snapshots = Snapshots::new(run.clone(), TestClock::new(), SNAPSHOT_EVERY);
+        assert_eq!(snapshots.stats().unwrap().uptime_ns, 1);
+        let change = snapshots.link_state("h1", "r1", false).unwrap();
+        assert_eq!(change.up, Some(false));
+        assert_eq!(snapshots.stats().unwrap().uptime_ns, 2);
+    }
+
+    /// A run that cannot answer: every snapshot is the same refusal.
+    struct Gone;
+
+    impl RunView for Gone {
+        fn info(&self) -> Result<RunInfo, RunError> {
+            Err(RunError::NoRun)
+        }
+
+        fn stats(&self) -> Result<Report, RunError> {
+            Err(netloom_live::LiveError::from(netloom_live::ControlError::Stopped).into())
+        }
+
+        fn link_set(
+            &self,
+            _: &str,
+            _: &str,
+            _: Direction,
+            _: &Map<String, Value>,
+        ) -> Result<LinkChange, RunError> {
+            Err(RunError::NoRun)
+        }
+
+        fn link_state(&self, _: &str, _: &str, _: bool) -> Result<LinkChange, RunError> {
+            Err(RunError::NoRun)
+        }
+
+        fn subscribe(&self) -> Result<Subscription, RunError> {
+            Err(RunError::NoRun)
+        }
+    }
+
+    #[test]
+    fn a_refusal_is_shared_as_the_error_it_was() {
+        let snapshots = Snapshots::new(Arc::new(Gone), TestClock::new(), SNAPSHOT_EVERY);
+        let (first, second) = (snapshots.stats(), snapshots.stats());
+        assert_eq!(snapshots.taken(), 1);
+        for e in [first, second] {
+            match e.unwrap_err() {
+                RunError::Shared(inner) => assert!(
+                    matches!(*inner, RunError::Live(netloom_live::LiveError::Control(_))),
+                    "{inner:?}"
+                ),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            snapshots.stats().unwrap_err().to_string(),
+            "the emulator has stopped"
+        );
     }
 }

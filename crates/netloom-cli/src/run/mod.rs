@@ -1,19 +1,22 @@
 //! `netloom run FILE`: turns the flags into a plan, starts it as a `netloom_live::Experiment`
-//! (one network namespace and TUN device per host, the engine in real time), waits for Ctrl-C,
-//! SIGTERM, `netloom stop` or `--duration`, stops it and prints its report; with `--detach`,
-//! starts itself in the background and returns once every host is up. Glue only: the run is
-//! netloom-live's.
+//! (one network namespace and TUN device per host, the engine in real time) or, with
+//! `--cluster`, as a `ClusterRun` over several machines, and hands either to the one lifecycle
+//! (`lifecycle`: wait for Ctrl-C, SIGTERM, `netloom stop` or `--duration`, stop, print the
+//! report); with `--detach`, starts itself in the background and returns once every host is
+//! up. Glue only: the run is netloom-live's.
 
 mod args;
+mod lifecycle;
 
 use crate::stdout::say;
 use anyhow::{bail, Context, Result};
 use args::{default_name, options};
 pub use args::{std_duration, RunArgs};
+use lifecycle::{Life, Terminal};
+use netloom_live::cluster::Setup;
 use netloom_live::{Experiment, Plan, RouterControl};
-use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// Runs the topology `args` names live until it is stopped, and prints its report.
@@ -43,18 +46,26 @@ pub fn run(args: RunArgs) -> Result<()> {
         if args.detach {
             return detach(&name, args.name.is_none());
         }
-        return crate::cluster::run(crate::cluster::Coordinate {
+        // Bound before anything is started: an address in use is refused with nothing to undo.
+        let listeners = crate::web::bind(args.metrics.as_deref(), args.web.as_deref())?;
+        let cluster = crate::cluster::read(cluster)?;
+        let signal = netloom_os::install_stop_handler()?;
+        let started = std::time::Instant::now();
+        let setup = Setup {
             cluster,
             topology: topo,
             bundle: bundle.expect("loaded bundled for --cluster"),
             options,
-            stop_after,
-            json: args.json,
-            top: args.top,
-            ready_file: args.ready_file.as_ref(),
-            listeners: crate::web::bind(args.metrics.as_deref(), args.web.as_deref())?,
-            strict: args.strict,
-        });
+        };
+        let run = crate::cluster::start(setup, args.strict)?;
+        let life = life(
+            &args,
+            (name, stop_after),
+            (signal, started),
+            listeners,
+            Vec::new(),
+        );
+        return lifecycle::drive(Box::new(run), life, &mut Terminal);
     }
     predict(&args, &topo)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -89,45 +100,44 @@ pub fn run(args: RunArgs) -> Result<()> {
     // Signals first, so a Ctrl-C during setup still tears down what was made.
     let signal = netloom_os::install_stop_handler()?;
     let started = std::time::Instant::now();
-    let hosts = plan.topology().hosts.len();
-    let precision = plan.precision_name();
     let worker_cpus = plan.worker_cpus();
     let experiment = Experiment::start_with(plan, routing)?;
-    warn_of_priority(experiment.info());
-    say(format_args!(
-        "netloom: experiment {name} is up: {hosts} hosts in {:.2} s ({precision} precision); Ctrl-C or `netloom stop --name {name}` ends it",
-        started.elapsed().as_secs_f64(),
-    ));
-    let servers = crate::web::serve(listeners, Arc::new(experiment.handle()), &worker_cpus)?;
-    // Up means answering: the control socket listens and the workers run.
-    if let Some(ready) = &args.ready_file {
-        netloom_os::write_output(ready, b"up\n").context("--ready-file")?;
+    let life = life(
+        &args,
+        (name, stop_after),
+        (signal, started),
+        listeners,
+        worker_cpus,
+    );
+    lifecycle::drive(Box::new(experiment), life, &mut Terminal)
+}
+
+/// The lifecycle's part of the flags (the name and `--duration` as read), with the signal flag
+/// and the instant the start began.
+fn life<'a>(
+    args: &'a RunArgs,
+    (name, stop_after): (String, Option<Duration>),
+    (signal, started): (&'a AtomicBool, std::time::Instant),
+    listeners: Vec<crate::web::Listener>,
+    worker_cpus: Vec<usize>,
+) -> Life<'a> {
+    Life {
+        name,
+        signal,
+        started,
+        listeners,
+        worker_cpus,
+        ready_file: args.ready_file.as_deref(),
+        stop_after,
+        json: args.json,
+        top: args.top,
+        strict: args.strict,
     }
-    let ending = experiment.wait(signal, stop_after.map(|d| std::time::Instant::now() + d));
-    crate::web::stop(servers);
-    let report = experiment.stop(&ending)?;
-    let text = match args.json {
-        true => serde_json::to_string_pretty(&report)? + "\n",
-        false => crate::live::format_report(&report, true, args.top),
-    };
-    // Nobody may be reading any more (`netloom run ... | head -1`): the run is over either way.
-    let _ = std::io::stdout().write_all(text.as_bytes());
-    Ok(())
 }
 
 /// The capacity prediction before a start: from `--calibration` (refused if foreign, unless
 /// `--force-calibration`), or from the default file when there is one (a foreign one is then
 /// noted and ignored). Says the prediction's sentence; never stops the run.
-/// Says so when the kernel refused the workers real-time priority (on one machine, or on some
-/// machines of a cluster): the run goes on, at normal priority.
-pub(crate) fn warn_of_priority(info: &netloom_live::RunInfo) {
-    if let Some(refused) = info.priority.as_ref().and_then(|p| p.refused.as_ref()) {
-        say(format_args!(
-            "netloom: warning: {refused}; the workers run at normal priority instead, where the programs under test can delay them by whole time slices (docs/live.md)"
-        ));
-    }
-}
-
 fn predict(args: &RunArgs, topo: &netloom_topo::Topology) -> Result<()> {
     let default = PathBuf::from(netloom_live::calibration::DEFAULT_PATH);
     let path = match &args.calibration {
