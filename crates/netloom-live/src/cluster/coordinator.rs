@@ -5,8 +5,7 @@
 //! or METIS with the machines' CPUs as shares), sends each its part, and answers the control
 //! protocol for the whole run by asking every machine, and publishes the run's events (start,
 //! link changes, the machines' accuracy alarms, a machine's failure, stop). Any machine failing stops the others; what a dead
-//! worker left behind is cleaned on its machine. `ClusterRun` is a `Run`, as the one-machine
-//! `Experiment` is: its warnings, clocks and drift are what it reports through the trait.
+//! worker left behind is cleaned on its machine. `ClusterRun` is a `Run` (`run_view`).
 
 use super::channel::{self, FromWorker, Start, ToWorker};
 use super::clocks::{clock_warnings, MachineClock, Moment};
@@ -14,25 +13,24 @@ use super::file::{Cluster, Machine};
 use super::merged::Merged;
 use super::remote::{MachineError, Remote, ANSWER_WAIT};
 use super::split::split;
-use crate::control::ControlError;
 use crate::error::LiveError;
-use crate::event::{Event, EventLines, Events, Subscription};
+use crate::event::{Event, EventLines, Events};
 use crate::experiment::Ending;
-use crate::message::{Direction, LinkChange, Request};
+use crate::message::{LinkChange, Request};
 use crate::moved::RepartitionReport;
 use crate::moved::{merge_moved, Moved};
 use crate::plan::{Options, Plan, Split};
 use crate::protocol::{socket_path, Reply, VERSION};
 use crate::repartition::{self, Moving, Repartitioner, Workers};
 use crate::report::{PriorityReport, Report, RunInfo};
-use crate::run::{Run, RunError, RunView, SharedView};
+use crate::run::RunError;
 use crate::server::{Handler, Response, Server};
 use crate::traffic::Traffic;
 use crate::wait::Precision;
 use netloom_engine::{Ownership, Payload};
 use netloom_time::Instant;
 use netloom_topo::Topology;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex};
@@ -70,14 +68,14 @@ pub struct Setup {
 }
 
 /// What the control socket's threads and the clock thread share.
-struct Shared {
-    info: RunInfo,
+pub(super) struct Shared {
+    pub(super) info: RunInfo,
     remotes: Vec<Remote>,
     stop_requested: AtomicBool,
     /// Set when the run stops, to end the clock thread.
     over: AtomicBool,
     /// The run's events, for `netloom events`.
-    events: Arc<Events>,
+    pub(super) events: Arc<Events>,
     /// The run's instant zero on this machine's wall clock (ns since 1970).
     zero_ns: u64,
     /// With `--repartition`: what it did so far.
@@ -147,7 +145,7 @@ impl Shared {
     }
 
     /// Every machine's figures, merged.
-    fn stats(&self) -> Result<Report, MachineError> {
+    pub(super) fn stats(&self) -> Result<Report, MachineError> {
         let mut merged = Merged::default();
         for (k, remote) in self.remotes.iter().enumerate() {
             let answer = remote.ask(&ToWorker::Figures, ANSWER_WAIT)?;
@@ -216,7 +214,7 @@ impl Shared {
     }
 
     /// A link change, typed (`RunView`): the machines' refusals and silences as one line.
-    fn typed_change(&self, request: &Request) -> Result<LinkChange, RunError> {
+    pub(super) fn typed_change(&self, request: &Request) -> Result<LinkChange, RunError> {
         let answer = self
             .change_link(request)
             .map_err(|e| LiveError::Machine(e.to_string()))?;
@@ -264,13 +262,13 @@ impl Shared {
 
 /// A run over several machines, started. Dropping it stops every machine.
 pub struct ClusterRun {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
     server: Option<Server>,
     clock_thread: Option<std::thread::JoinHandle<()>>,
     /// The run's entry in this machine's registry (no hosts of its own), so `stats`, `link`
     /// and `stop` find it by name; last, so it goes after everything else.
     registry: Option<netloom_os::Testbed>,
-    warnings: Vec<String>,
+    pub(super) warnings: Vec<String>,
     /// With `--repartition`: the thread that moves pipes between the machines.
     repartitioner: Option<Repartitioner>,
     /// Where the warnings of the lookahead against the machines begin in `warnings` (the
@@ -750,108 +748,6 @@ impl Drop for ClusterRun {
         if self.registry.is_some() {
             let _ = self.shutdown("dropped");
         }
-    }
-}
-
-/// What other threads hold of a run over several machines (`Run::view`): the coordinator's
-/// answers, as its control socket gives them.
-struct View(Arc<Shared>);
-
-impl RunView for View {
-    fn info(&self) -> Result<RunInfo, RunError> {
-        Ok(self.0.info.clone())
-    }
-
-    fn stats(&self) -> Result<Report, RunError> {
-        self.0
-            .stats()
-            .map_err(|e| LiveError::Machine(e.to_string()).into())
-    }
-
-    fn link_set(
-        &self,
-        a: &str,
-        b: &str,
-        direction: Direction,
-        set: &Map<String, Value>,
-    ) -> Result<LinkChange, RunError> {
-        self.0.typed_change(&Request::LinkSet {
-            a: a.into(),
-            b: b.into(),
-            direction,
-            set: set.clone(),
-        })
-    }
-
-    fn link_state(&self, a: &str, b: &str, up: bool) -> Result<LinkChange, RunError> {
-        self.0.typed_change(&Request::LinkState {
-            a: a.into(),
-            b: b.into(),
-            up,
-        })
-    }
-
-    fn subscribe(&self) -> Result<Subscription, RunError> {
-        self.0
-            .events
-            .subscribe_live()
-            .ok_or(LiveError::Control(ControlError::Stopped).into())
-    }
-}
-
-impl RunView for ClusterRun {
-    fn info(&self) -> Result<RunInfo, RunError> {
-        View(self.shared.clone()).info()
-    }
-
-    fn stats(&self) -> Result<Report, RunError> {
-        View(self.shared.clone()).stats()
-    }
-
-    fn link_set(
-        &self,
-        a: &str,
-        b: &str,
-        direction: Direction,
-        set: &Map<String, Value>,
-    ) -> Result<LinkChange, RunError> {
-        View(self.shared.clone()).link_set(a, b, direction, set)
-    }
-
-    fn link_state(&self, a: &str, b: &str, up: bool) -> Result<LinkChange, RunError> {
-        View(self.shared.clone()).link_state(a, b, up)
-    }
-
-    fn subscribe(&self) -> Result<Subscription, RunError> {
-        View(self.shared.clone()).subscribe()
-    }
-}
-
-/// The cluster's extras (its warnings, the machines' clocks and their drift) are what it
-/// reports through `Run`, so the CLI drives it as any other run.
-impl Run for ClusterRun {
-    fn view(&self) -> SharedView {
-        Arc::new(View(self.shared.clone()))
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
-    }
-
-    fn wait(&self, signal: &AtomicBool, deadline: Option<std::time::Instant>) -> Ending {
-        ClusterRun::wait(self, signal, deadline)
-    }
-
-    fn clocks(&self) -> Vec<MachineClock> {
-        ClusterRun::clocks(self)
-    }
-
-    fn drift_warnings(&self) -> Vec<String> {
-        ClusterRun::drift_warnings(self)
-    }
-
-    fn stop(self: Box<Self>, reason: &Ending) -> Result<Report, RunError> {
-        Ok(ClusterRun::stop(*self, reason)?)
     }
 }
 

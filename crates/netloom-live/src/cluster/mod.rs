@@ -19,6 +19,7 @@ mod links;
 mod merged;
 mod pods;
 mod remote;
+mod run_view;
 mod selector;
 pub mod slurm;
 mod split;
