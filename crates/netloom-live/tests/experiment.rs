@@ -1,14 +1,17 @@
 //! An `Experiment` through the library alone, as a client other than the CLI would use it (root,
 //! namespaces, TUN; skipped, saying why, elsewhere): it starts from a `Plan`, a subscriber sees
-//! it start, change and stop, typed calls and the control socket answer the same, a program runs
-//! in a host through it, and stopping leaves nothing behind.
+//! it start, change and stop, typed calls, the `Run` traits (its own view, the control-socket
+//! client) and the control socket answer the same, a program runs in a host through it, and
+//! stopping leaves nothing behind.
 
 mod common;
 
 use common::unavailable;
 use netloom_link::PipeConfig;
 use netloom_live::protocol::{call, socket_path};
-use netloom_live::{Direction, Ending, Event, Experiment, LiveError, Options, Plan, Request};
+use netloom_live::{
+    Client, Direction, Ending, Event, Experiment, LiveError, Options, Plan, Request, Run, RunView,
+};
 use netloom_time::{Duration, Rate};
 use netloom_topo::{NodeKind, RoutingMetric, Topology};
 
@@ -99,13 +102,42 @@ fn an_experiment_runs_observed_changed_and_stopped_through_the_library() {
     assert_eq!(info["hosts"][1]["name"], "h2");
     assert_eq!(info["protocol"], 1);
 
-    let report = experiment.stop(&Ending::Done).unwrap();
+    // Through the `Run` traits: the control-socket client and the run's own view answer as the
+    // run does, and their changes reach the subscriber.
+    let client = Client::new(socket.clone());
+    assert_eq!(&client.info().unwrap(), experiment.info());
+    let down = client.link_state("h1", "h2", false).unwrap();
+    assert_eq!(down.up, Some(false));
+    let view = Run::view(&experiment);
+    let up = view.link_state("h1", "h2", true).unwrap();
+    for (change, is_up) in [(down, false), (up, true)] {
+        match next_event(&events) {
+            Ok(Event::LinkChanged(seen)) => assert_eq!(seen, change),
+            other => panic!("expected the change, got {other:?}"),
+        }
+        match next_event(&events) {
+            Ok(Event::RoutesRecomputed { up, .. }) => assert_eq!(up, is_up),
+            other => panic!("expected the routes, got {other:?}"),
+        }
+    }
+    assert!(matches!(
+        client.link_set("h1", "h9", Direction::Both, &set),
+        Err(netloom_live::RunError::Call { .. })
+    ));
+
+    let run: Box<dyn Run> = Box::new(experiment);
+    let report = run.stop(&Ending::Done).unwrap();
     assert!(report.accuracy.physical_drops == 0);
     match next_event(&events) {
         Ok(Event::Stopped { reason, .. }) => assert_eq!(reason, "done"),
         other => panic!("expected the stop, got {other:?}"),
     }
     assert!(!socket.exists(), "the control socket is gone");
+    // A view that outlived the run says so; a subscription is refused, not silent for ever.
+    assert!(view.stats().is_err());
+    let late = view.subscribe().expect_err("the run stopped");
+    assert_eq!(late.to_string(), "the emulator has stopped");
+    assert!(client.subscribe().is_err(), "no socket any more");
     let namespaces = std::process::Command::new("ip")
         .args(["netns", "list"])
         .output()
