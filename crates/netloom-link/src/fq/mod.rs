@@ -259,8 +259,9 @@ impl FqQueues {
     }
 
     /// A word of each cache line `push` of a packet of `flow` reads first (the index's slot,
-    /// the queue, its newest packet's slot), for a caller that loads them ahead (`Pipe::touch`):
-    /// its value means nothing.
+    /// the queue, its newest packet's slot, and the queue at the back of the new-flow list,
+    /// which a queue joining that list writes to), for a caller that loads them ahead
+    /// (`Pipe::touch`): its value means nothing.
     #[inline]
     pub(crate) fn touch_push(&self, flow: u32) -> u64 {
         let Some(i) = flow.checked_rem(self.flows).and_then(|b| self.index.get(b)) else {
@@ -268,11 +269,13 @@ impl FqQueues {
         };
         let q = &self.queues[i as usize];
         let tail = self.store.slots.get(q.tail as usize).map_or(0, |w| w.next);
-        q.bytes ^ u64::from(tail)
+        q.bytes ^ u64::from(tail) ^ self.touch_queue(self.new_flows.tail)
     }
 
     /// As `touch_push`, for what `serve` reads first: the queue at the front of the lists and
-    /// its oldest packet's slot.
+    /// its oldest packet's slot, and, as a queue whose round is spent (with packets of about a
+    /// quantum, every other time) goes to the back of the old list and the next one is served,
+    /// that list's last queue and the queue after the front.
     #[inline]
     pub(crate) fn touch_serve(&self) -> u64 {
         let front = match self.new_flows.head {
@@ -287,7 +290,13 @@ impl FqQueues {
             .slots
             .get(q.head as usize)
             .map_or(0, |w| w.arrival.0);
-        q.bytes ^ head
+        q.bytes ^ head ^ self.touch_queue(self.old_flows.tail) ^ self.touch_queue(q.next_listed)
+    }
+
+    /// A word of queue `i`'s line, 0 when `i` is no queue (`NONE`).
+    #[inline]
+    fn touch_queue(&self, i: u32) -> u64 {
+        self.queues.get(i as usize).map_or(0, |q| q.bytes)
     }
 
     /// Takes the packet at the head of queue `i`, if any.
