@@ -34,8 +34,12 @@ enum AfterDrop {
 /// The RFC's per-queue variables, plus what links one packet's decision to the next.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct Codel {
-    /// When the queue delay first went above target, plus an interval; `None` when below.
-    first_above_time: Option<Instant>,
+    /// When the queue delay first went above target, plus an interval, if `above`. Not an
+    /// `Option`: without its 8 bytes of tag and padding a state is 32 bytes, and FQ-CoDel's
+    /// flow queue with it one cache line (`fq::FlowQueue`).
+    first_above_time: Instant,
+    /// The queue delay is above target (since `first_above_time` less an interval).
+    above: bool,
     /// When the next drop is due while `dropping`.
     drop_next: Instant,
     /// Drops (and marks) since entering the dropping state; sets the control law's spacing.
@@ -50,7 +54,7 @@ impl Codel {
     /// The serializer found the queue empty: the RFC's `dodequeue` with nothing to dequeue
     /// forgets the time above target, and leaves the dropping state (as Linux does at once).
     pub(crate) fn idle(&mut self) {
-        self.first_above_time = None;
+        self.above = false;
         self.dropping = false;
         self.after_drop = None;
     }
@@ -110,16 +114,15 @@ impl Codel {
         short_queue: bool,
     ) -> bool {
         if sojourn < params.target || short_queue {
-            self.first_above_time = None;
+            self.above = false;
             return false;
         }
-        match self.first_above_time {
-            None => {
-                self.first_above_time = Some(head + params.interval);
-                false
-            }
-            Some(t) => head >= t,
+        if !self.above {
+            self.above = true;
+            self.first_above_time = head + params.interval;
+            return false;
         }
+        head >= self.first_above_time
     }
 
     /// Enters the dropping state with the packet at the head, reusing the last cycle's drop
