@@ -32,6 +32,7 @@ use netloom_time::clock;
 pub mod cluster;
 mod control;
 mod driver;
+mod ending;
 mod error;
 mod event;
 mod experiment;
@@ -68,9 +69,10 @@ pub use accuracy::{Accuracy, AccuracyReport, LatenessBucket, Thresholds, LATENES
 pub use client::Client;
 pub use control::{capture_pipes, ControlError, Controller, Pending, ANSWER_TIMEOUT};
 pub use driver::{Driver, DriverConfig};
+pub use ending::Ending;
 pub use error::{LiveError, RouterControlError};
 pub use event::{Event, Subscription};
-pub use experiment::{Ending, Experiment, RouterControl};
+pub use experiment::{Experiment, RouterControl};
 pub use handle::Handle;
 pub use io::{Framing, PacketIo};
 pub use message::{

@@ -20,9 +20,9 @@
 //! viewer), never a subscription that stays silent.
 
 use crate::cluster::MachineClock;
+use crate::ending::Ending;
 use crate::error::LiveError;
 use crate::event::Subscription;
-use crate::experiment::Ending;
 use crate::message::{Direction, LinkChange};
 use crate::protocol::CallError;
 use crate::report::{Report, RunInfo};

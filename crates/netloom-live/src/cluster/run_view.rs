@@ -5,9 +5,9 @@
 use super::clocks::MachineClock;
 use super::coordinator::{ClusterRun, Shared};
 use crate::control::ControlError;
+use crate::ending::Ending;
 use crate::error::LiveError;
 use crate::event::Subscription;
-use crate::experiment::Ending;
 use crate::message::{Direction, LinkChange, Request};
 use crate::report::{Report, RunInfo};
 use crate::run::{Run, RunError, RunView, SharedView};
