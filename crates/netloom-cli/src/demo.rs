@@ -129,27 +129,28 @@ pub fn run(args: DemoArgs) -> Result<()> {
     let measured = measure(&experiment, &from_name, &to_name, args.seconds);
     let accuracy = experiment.stop(&Ending::Done)?.accuracy;
     let (rtt, tcp) = measured?;
-    say!();
-    say!("{:<34} {:>16} {:>16}", "", "configured", "measured");
-    say!(
+    // Torn down: from here the results go out by the one rule (stdout.rs), a full disk an error.
+    outln!()?;
+    outln!("{:<34} {:>16} {:>16}", "", "configured", "measured")?;
+    outln!(
         "{:<34} {:>16} {:>16}",
         format!("ping -4 RTT {from_name} -> {to_name} (mean)"),
         format!("{:.3} ms", want.rtt.as_nanos() as f64 / 1e6),
         format!("{rtt:.3} ms")
-    );
-    say!(
+    )?;
+    outln!(
         "{:<34} {:>16} {:>16}",
         format!("TCP throughput {from_name} -> {to_name}"),
         format!("{:.2} Mbit/s", want.bottleneck.as_bps() as f64 / 1e6),
         format!("{:.2} Mbit/s", tcp / 1e6)
-    );
-    say!();
-    say!(
+    )?;
+    outln!()?;
+    outln!(
         "configured RTT: propagation plus serialization of an 84-byte IPv4 echo both ways, empty\n\
          queues; configured throughput: the slowest link on the way (TCP goodput stays a little\n\
          below it)."
-    );
-    say!(
+    )?;
+    outln!(
         "engine accuracy: {} ({} packets; lateness p50 {:.1} us, p99 {:.1} us, max {:.1} us; {} later than {:.0} us; {})",
         if accuracy.accurate { "ACCURATE" } else { "INACCURATE" },
         accuracy.released,
@@ -159,17 +160,17 @@ pub fn run(args: DemoArgs) -> Result<()> {
         accuracy.late,
         accuracy.late_threshold_ns as f64 / 1e3,
         crate::live::physical_drops(&accuracy)
-    );
+    )?;
     if !accuracy.accurate {
-        say!(
+        outln!(
             "INACCURATE: more packets than the run allows left later than {:.0} us after their time,\n\
              or were lost outside the model. The engine shares this machine's CPUs with iperf3 and,\n\
              on a VM, with the hypervisor, which takes a vCPU away for up to milliseconds now and\n\
              then (docs/performance.md, \"The demo's lateness\"); the figures above include it.",
             accuracy.late_threshold_ns as f64 / 1e3,
-        );
+        )?;
     }
-    say!("torn down: no namespace, device or process left");
+    outln!("torn down: no namespace, device or process left")?;
     Ok(())
 }
 

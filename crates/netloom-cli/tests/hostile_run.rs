@@ -436,6 +436,62 @@ fn a_closed_stderr_does_not_end_the_run_before_its_teardown() {
     assert_nothing_left(&lab);
 }
 
+/// Runs `lab`'s topology for 1 s in the foreground with `extra` arguments and standard output
+/// on `stdout`; waits (30 s at most) for it to end.
+fn run_for_a_second(lab: &Lab, extra: &[&str], stdout: Stdio) -> Output {
+    let child = lab
+        .cmd()
+        .args(["run", "--name", &lab.name, "--duration", "1s"])
+        .args(extra)
+        .arg(lab.dir.join("topo.toml"))
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (done, waited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output().unwrap()));
+    waited
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|_| {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+            panic!("run did not end within 30 s")
+        })
+}
+
+/// `netloom run > /dev/full`, as text or JSON: the report cannot be written, which is an error
+/// (exit 2, one line saying why), not a panic, after the teardown; it exited 0 having lost it.
+/// A reader that went away (`| head -0`) is not one: the run ends quietly, as other tools do.
+#[test]
+fn a_run_whose_report_cannot_be_written_says_so_and_exits_2() {
+    require_live!("ip");
+    let lab = Lab::new("full", &live_common::two_hosts("1ms"));
+    for extra in [&[][..], &["--json"][..]] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = run_for_a_second(&lab, extra, full.into());
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "run {extra:?}: {err}");
+        assert!(
+            err.ends_with(
+                "netloom: writing to standard output: No space left on device (os error 28)\n"
+            ),
+            "run {extra:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "run {extra:?}: {err}");
+        assert_nothing_left(&lab);
+    }
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = run_for_a_second(&lab, &["--json"], writer.into());
+    let err = stderr(&out);
+    assert!(out.status.success(), "run | head -0: {err}");
+    assert!(!err.contains("standard output"), "run | head -0: {err}");
+    assert_nothing_left(&lab);
+}
+
 #[test]
 fn demo_refuses_one_host_twice_and_zero_seconds_before_bringing_anything_up() {
     let s = Scratch::new("demo");

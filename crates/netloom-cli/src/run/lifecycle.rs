@@ -6,7 +6,6 @@
 use crate::stdout::say;
 use anyhow::{bail, Context, Result};
 use netloom_live::{Report, Run, RunInfo};
-use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -39,8 +38,8 @@ pub(crate) struct Life<'a> {
 pub(crate) trait Output {
     /// A line of news (standard error).
     fn say(&mut self, line: &str);
-    /// The final report's text (standard output).
-    fn report(&mut self, text: &str);
+    /// The final report's text (standard output); an error when it cannot be written.
+    fn report(&mut self, text: &str) -> Result<()>;
 }
 
 /// The terminal: news on standard error, the report on standard output.
@@ -51,10 +50,10 @@ impl Output for Terminal {
         say(format_args!("{line}"));
     }
 
-    fn report(&mut self, text: &str) {
-        // Nobody may be reading any more (`netloom run ... | head -1`): the run is over either
-        // way.
-        let _ = std::io::stdout().write_all(text.as_bytes());
+    fn report(&mut self, text: &str) -> Result<()> {
+        // After the teardown: a reader gone (`| head -1`) ends it quietly, a full disk is an
+        // error (stdout.rs's one rule).
+        crate::stdout::write(text)
     }
 }
 
@@ -108,7 +107,7 @@ pub(crate) fn drive(run: Box<dyn Run>, life: Life, out: &mut dyn Output) -> Resu
             out.say(&format!("netloom: warning: {warning}"));
         }
     }
-    out.report(&report_text(&report, life.json, life.top)?);
+    out.report(&report_text(&report, life.json, life.top)?)?;
     if life.strict && !drifted.is_empty() {
         bail!("--strict: {}", drifted.join("; "));
     }
@@ -238,8 +237,9 @@ mod tests {
             self.0.push(line.to_string());
         }
 
-        fn report(&mut self, text: &str) {
+        fn report(&mut self, text: &str) -> Result<()> {
             self.0.push(format!("REPORT {text}"));
+            Ok(())
         }
     }
 
