@@ -260,15 +260,14 @@ fn ask(name: Option<&str>, request: &Request) -> Result<(serde_json::Value, Dura
 
 /// Copies the experiment's event lines to stdout as they come, until the run stops.
 pub fn events(args: EventsArgs) -> Result<()> {
-    use std::io::{BufRead, Write};
+    use std::io::BufRead;
     let (socket, label) = socket(args.name.as_deref())?;
     let (_, reader) = open(&socket, &Request::Events, REPLY_WAIT).context(label.clone())?;
-    let mut out = std::io::stdout().lock();
     for line in reader.lines() {
         let line = line.with_context(|| format!("{label}: reading its events"))?;
-        writeln!(out, "{line}")?;
-        // Each line as it happens, not when a buffer fills: a reader may be `jq` or a person.
-        out.flush()?;
+        // Each line as it happens (written and flushed), not when a buffer fills: a reader may
+        // be `jq` or a person.
+        outln!("{line}")?;
     }
     Ok(())
 }
@@ -393,8 +392,8 @@ pub fn format_report(r: &Report, last: bool, top: usize) -> String {
     if !refused.is_none() {
         let _ = writeln!(
             out,
-            "  datagrams refused at the machines' hand-off ports (none the run's): {} from strangers, {} malformed, {} out of bounds, {} replayed",
-            refused.strangers, refused.malformed, refused.out_of_bounds, refused.replayed
+            "  datagrams and hand-over frames refused at the machines' hand-off ports (none the run's): {} unauthentic, {} from strangers, {} malformed, {} out of bounds, {} replayed",
+            refused.unauthentic, refused.strangers, refused.malformed, refused.out_of_bounds, refused.replayed
         );
     }
     for c in &r.captures {
