@@ -1,31 +1,44 @@
 //! A hand-over between machines as bytes (docs/cluster.md, "Hand-overs between machines"): a
-//! 40-byte header with the sender's stamps, the hosts' buckets and the shipped packets in a
-//! fixed layout, then the engine's migration (pipes' state, pending exits) in bincode.
+//! 48-byte header with the sender's stamps and sequence number, sealed with the run's secret
+//! on its own (so its length is trusted before a byte of the body is read), the hosts' buckets
+//! and the shipped packets in a fixed layout, the engine's migration (pipes' state, pending
+//! exits) in bincode, and the tag of all of it.
 
 use crate::moved::Handover;
 use crate::moved::Stamps;
 use crate::ration::Bucket;
 use netloom_engine::Migration;
 use netloom_time::Instant;
+use netloom_wire::{Key, TAG_LEN};
 
 /// The first bytes of every hand-over, and of every connection that carries them.
 pub(crate) const MAGIC: [u8; 4] = *b"NLHO";
 /// The layout's version: a netloom of another layout is refused at the start anyway (the
 /// coordinator checks every machine's version), so this only guards against strangers.
-const VERSION: u8 = 1;
-/// The fixed part: magic, version, the run's VNI, from and to, the length of the rest, and the
-/// sender's three stamps.
-pub(crate) const HEADER_LEN: usize = 40;
+const VERSION: u8 = 2;
+/// The fixed part: magic, version, the run's VNI, from and to, the length of the body, the
+/// sender's three stamps, and the frame's sequence number on its connection.
+pub(crate) const HEADER_LEN: usize = 48;
+/// The header and its own tag: what is read, and checked, before the body.
+pub(crate) const SEALED_HEADER_LEN: usize = HEADER_LEN + TAG_LEN;
 /// One host's entry: its index, its bucket's credit and when the bucket was last filled.
 const HOST_LEN: usize = 20;
 
 /// Why bytes are not a hand-over of this run for this worker.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Malformed {
+    #[error(
+        "a hand-over frame whose tag is not the run's secret's (forged, or changed on the way)"
+    )]
+    Unauthentic,
+    #[error(
+        "a hand-over frame numbered {got} where {awaited} was due (replayed, or one went missing)"
+    )]
+    OutOfOrder { got: u64, awaited: u64 },
     #[error("not a netloom hand-over (magic {0:02x?}, version {1})")]
     Stranger([u8; 4], u8),
-    #[error("a hand-over of another run (VNI {0:#08x}) or for another worker ({1})")]
-    Elsewhere(u32, u16),
+    #[error("a hand-over of another run (VNI {0:#08x}) or between other workers ({1} to {2})")]
+    Elsewhere(u32, u16, u16),
     #[error("a hand-over cut short ({0} bytes where more were due)")]
     Short(usize),
     #[error("a hand-over's migration: {0}")]
@@ -40,9 +53,14 @@ pub(crate) struct Route {
     pub to: u16,
 }
 
-/// Appends `handover` on `route` to `out`, as one frame.
-pub(crate) fn encode(handover: &Handover, route: Route, out: &mut Vec<u8>) -> bincode::Result<()> {
-    let start = out.len();
+/// `handover` on `route` as one frame, the `seq`th on its connection, sealed with `key`.
+pub(crate) fn encode(
+    handover: &Handover,
+    route: Route,
+    seq: u64,
+    key: &Key,
+) -> bincode::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(SEALED_HEADER_LEN + 256);
     out.extend_from_slice(&MAGIC);
     out.push(VERSION);
     out.extend_from_slice(&route.vni.to_be_bytes()[1..]);
@@ -54,6 +72,9 @@ pub(crate) fn encode(handover: &Handover, route: Route, out: &mut Vec<u8>) -> bi
     for ns in [s.paused, s.extracted, s.sent.unwrap_or(0)] {
         out.extend_from_slice(&ns.to_be_bytes());
     }
+    out.extend_from_slice(&seq.to_be_bytes());
+    // The header's tag, once the length is in.
+    out.extend_from_slice(&[0; TAG_LEN]);
     out.extend_from_slice(&(handover.hosts.len() as u32).to_be_bytes());
     for (host, bucket) in &handover.hosts {
         let (credit, filled) = bucket.parts();
@@ -66,30 +87,60 @@ pub(crate) fn encode(handover: &Handover, route: Route, out: &mut Vec<u8>) -> bi
         out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
         out.extend_from_slice(payload);
     }
-    bincode::serialize_into(&mut *out, &handover.migration)?;
-    let body = (out.len() - start - HEADER_LEN) as u32;
-    out[start + 12..start + 16].copy_from_slice(&body.to_be_bytes());
-    Ok(())
+    bincode::serialize_into(&mut out, &handover.migration)?;
+    let body = (out.len() - SEALED_HEADER_LEN) as u32;
+    out[12..16].copy_from_slice(&body.to_be_bytes());
+    let mut header = out[..HEADER_LEN].to_vec();
+    key.seal(&mut header);
+    out[HEADER_LEN..SEALED_HEADER_LEN].copy_from_slice(&header[HEADER_LEN..]);
+    // The frame's tag covers all before it, the header's tag included.
+    key.seal(&mut out);
+    Ok(out)
 }
 
-/// The length of the body that follows `header`, if it is that of a hand-over on `route`'s
-/// run for `route.to` (from any worker).
-pub(crate) fn body_len(header: &[u8; HEADER_LEN], route: Route) -> Result<usize, Malformed> {
+/// What a sealed header says about the rest of its frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Head {
+    /// The frame's sequence number on its connection.
+    pub seq: u64,
+    /// The bytes after the sealed header: the body and the frame's tag.
+    pub rest: usize,
+}
+
+/// What follows `sealed` (a header and its tag), if its tag is `key`'s and it is a hand-over on
+/// `route` (its run, from `route.from` to `route.to`). Its length is the sender's, so it may be
+/// read; nothing in a header without the tag is looked at.
+pub(crate) fn open_header(
+    sealed: &[u8; SEALED_HEADER_LEN],
+    route: Route,
+    key: &Key,
+) -> Result<Head, Malformed> {
+    let header = key.open(sealed).map_err(|_| Malformed::Unauthentic)?;
     let magic: [u8; 4] = header[..4].try_into().expect("4 bytes");
     if magic != MAGIC || header[4] != VERSION {
         return Err(Malformed::Stranger(magic, header[4]));
     }
     let vni = u32::from_be_bytes([0, header[5], header[6], header[7]]);
+    let from = u16::from_be_bytes([header[8], header[9]]);
     let to = u16::from_be_bytes([header[10], header[11]]);
-    if vni != route.vni || to != route.to {
-        return Err(Malformed::Elsewhere(vni, to));
+    if (vni, from, to) != (route.vni, route.from, route.to) {
+        return Err(Malformed::Elsewhere(vni, from, to));
     }
-    Ok(u32::from_be_bytes(header[12..16].try_into().expect("4 bytes")) as usize)
+    let body = u32::from_be_bytes(header[12..16].try_into().expect("4 bytes")) as usize;
+    Ok(Head {
+        seq: u64::from_be_bytes(header[40..48].try_into().expect("8 bytes")),
+        rest: body + TAG_LEN,
+    })
 }
 
-/// The hand-over `header` (checked by `body_len`) and `body` make, its stamps those of its
-/// sender (`read` and `parsed` are the receiver's to set).
-pub(crate) fn decode(header: &[u8; HEADER_LEN], body: &[u8]) -> Result<Handover, Malformed> {
+/// The hand-over `frame` makes (its header checked by `open_header`, the rest checked here
+/// against the frame's tag), its stamps those of its sender (`read` and `parsed` are the
+/// receiver's to set).
+pub(crate) fn decode(frame: &[u8], key: &Key) -> Result<Handover, Malformed> {
+    let frame = key.open(frame).map_err(|_| Malformed::Unauthentic)?;
+    let (header, body) = frame
+        .split_at_checked(SEALED_HEADER_LEN)
+        .ok_or(Malformed::Short(frame.len()))?;
     let stamp = |at: usize| u64::from_be_bytes(header[at..at + 8].try_into().expect("8 bytes"));
     let stamps = Stamps {
         paused: stamp(16),
@@ -160,6 +211,11 @@ mod tests {
         to: 1,
     };
 
+    /// The run's secret.
+    fn key() -> Key {
+        Key::from_hex(&"3c".repeat(32)).unwrap()
+    }
+
     /// What worker 0 of two hands worker 1 when h0's pipe, holding three packets in its queue,
     /// and h0 move there: a migration with a pipe's state.
     fn migration() -> Migration {
@@ -203,31 +259,63 @@ mod tests {
                 ..Stamps::default()
             },
         };
-        let mut bytes = vec![9];
-        encode(&handover, ROUTE, &mut bytes).unwrap();
-        let frame = &bytes[1..];
-        let header: &[u8; HEADER_LEN] = frame[..HEADER_LEN].try_into().unwrap();
-        assert_eq!(body_len(header, ROUTE).unwrap(), frame.len() - HEADER_LEN);
-        let got = decode(header, &frame[HEADER_LEN..]).unwrap();
+        let frame = encode(&handover, ROUTE, 5, &key()).unwrap();
+        let sealed: &[u8; SEALED_HEADER_LEN] = frame[..SEALED_HEADER_LEN].try_into().unwrap();
+        let head = open_header(sealed, ROUTE, &key()).unwrap();
+        assert_eq!(head.seq, 5);
+        assert_eq!(head.rest, frame.len() - SEALED_HEADER_LEN);
+        let got = decode(&frame, &key()).unwrap();
         assert_eq!(serde_json::to_string(&got.migration).unwrap(), json);
         assert_eq!(got.hosts, handover.hosts);
         assert_eq!(got.payloads, handover.payloads);
         let s = got.stamps;
         assert_eq!((s.paused, s.extracted, s.sent), (5, 6, Some(7)));
         assert_eq!((s.read, s.parsed), (None, None), "the receiver's to set");
-        let cut = &frame[HEADER_LEN..frame.len() - 1];
-        assert!(decode(header, cut).is_err(), "a body cut short");
-        for other in [Route { vni: 7, ..ROUTE }, Route { to: 0, ..ROUTE }] {
+        assert!(
+            decode(&frame[..frame.len() - 1], &key()).is_err(),
+            "cut short"
+        );
+        for other in [
+            Route { vni: 7, ..ROUTE },
+            Route { to: 0, ..ROUTE },
+            Route { from: 2, ..ROUTE },
+        ] {
             assert!(matches!(
-                body_len(header, other),
+                open_header(sealed, other, &key()),
                 Err(Malformed::Elsewhere(..))
             ));
         }
-        let mut stranger = *header;
-        stranger[0] = b'X';
+        // Sealed with another run's secret, or any byte changed: refused, the header before
+        // its length is believed, the body before anything in it is decoded.
+        let stranger = Key::random();
         assert!(matches!(
-            body_len(&stranger, ROUTE),
-            Err(Malformed::Stranger(..))
+            open_header(sealed, ROUTE, &stranger),
+            Err(Malformed::Unauthentic)
+        ));
+        for at in [
+            0,
+            13,
+            40,
+            HEADER_LEN,
+            SEALED_HEADER_LEN + 3,
+            frame.len() - 1,
+        ] {
+            let mut changed = frame.clone();
+            changed[at] ^= 1;
+            let header: &[u8; SEALED_HEADER_LEN] = changed[..SEALED_HEADER_LEN].try_into().unwrap();
+            let refused = match open_header(header, ROUTE, &key()) {
+                Err(e) => e,
+                Ok(_) => decode(&changed, &key()).unwrap_err(),
+            };
+            assert!(matches!(refused, Malformed::Unauthentic), "byte {at}");
+        }
+        // One sealed with the secret but of another layout is no hand-over of this netloom.
+        let mut other = frame[..HEADER_LEN].to_vec();
+        other[4] = 1;
+        key().seal(&mut other);
+        assert!(matches!(
+            open_header(other.as_slice().try_into().unwrap(), ROUTE, &key()),
+            Err(Malformed::Stranger(MAGIC, 1))
         ));
     }
 
@@ -246,10 +334,8 @@ mod tests {
             payloads: Vec::new(),
             stamps: Stamps::default(),
         };
-        let mut bytes = Vec::new();
-        encode(&handover, ROUTE, &mut bytes).unwrap();
-        let header = bytes[..HEADER_LEN].try_into().unwrap();
-        let arrived = decode(header, &bytes[HEADER_LEN..]).unwrap();
+        let frame = encode(&handover, ROUTE, 0, &key()).unwrap();
+        let arrived = decode(&frame, &key()).unwrap();
         let mut new = Ration::new(3);
         for (host, bucket) in arrived.hosts {
             new.set_bucket(host, bucket);

@@ -2,12 +2,16 @@
 //! each machine's worker to each other's, made at the start of a run that repartitions, on the
 //! address and port of its hand-off socket (TCP's, beside GENEVE's UDP). TCP delivers a
 //! hand-over of any size whole and in order, with no retransmission of netloom's own; the
-//! coordinator only orders moves and hears they are done (docs/cluster.md).
+//! coordinator only orders moves and hears they are done (docs/cluster.md). Every frame after
+//! the hello is sealed with the run's secret and numbered on its connection: one that is not
+//! the sender's next is refused and counted with the hand-off datagrams' refusals.
 
-use super::handover::{self, Malformed, Route, HEADER_LEN, MAGIC};
+use super::handoff::Refused;
+use super::handover::{self, Malformed, Route, MAGIC, SEALED_HEADER_LEN};
 use crate::clock::{Clock, SystemClock};
 use crate::mailbox::{Message, Post};
 use crate::moved::Handover;
+use crate::report::RefusedHandoffs;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::Mutex;
@@ -60,12 +64,20 @@ pub(crate) enum LinksError {
     },
 }
 
+/// A connection to another worker, and the sequence number of the next frame on it.
+struct Out {
+    stream: TcpStream,
+    seq: u64,
+}
+
 /// This worker's connections to and from every other worker.
 pub(crate) struct Links {
     me: u16,
     vni: u32,
+    /// The run's secret, which seals every frame.
+    key: netloom_wire::Key,
     /// To each worker, by worker (`None` for this one).
-    to: Vec<Option<Mutex<TcpStream>>>,
+    to: Vec<Option<Mutex<Out>>>,
     /// From each other worker (by the worker it says it is), in the order they connected.
     from: Vec<(u16, TcpStream)>,
 }
@@ -112,7 +124,7 @@ impl Links {
             stream
                 .write_all(&hello(vni, me as u16, &key))
                 .map_err(failed)?;
-            to.push(Some(Mutex::new(stream)));
+            to.push(Some(Mutex::new(Out { stream, seq: 0 })));
         }
         let mut from = Vec::with_capacity(peers.len() - 1);
         listener.set_nonblocking(true).map_err(failed)?;
@@ -145,6 +157,7 @@ impl Links {
         Ok(Links {
             me: me as u16,
             vni,
+            key,
             to,
             from,
         })
@@ -153,7 +166,7 @@ impl Links {
     /// Sends `handover` to worker `to`, stamped `sent` on `clock` as its encoding begins; false
     /// when it cannot go (that worker is gone).
     pub fn send(&self, to: u16, mut handover: Handover, clock: &SystemClock) -> bool {
-        let Some(Some(stream)) = self.to.get(usize::from(to)) else {
+        let Some(Some(out)) = self.to.get(usize::from(to)) else {
             return false;
         };
         handover.stamps.sent = Some(clock.now().as_nanos());
@@ -162,34 +175,41 @@ impl Links {
             from: self.me,
             to,
         };
-        let mut frame = Vec::with_capacity(HEADER_LEN + 256);
-        if handover::encode(&handover, route, &mut frame).is_err() {
+        // Numbered and written under one lock: frames go out in the order of their numbers.
+        let mut out = out.lock().expect("nothing panics holding it");
+        let Ok(frame) = handover::encode(&handover, route, out.seq, &self.key) else {
             return false;
-        }
-        let mut stream = stream.lock().expect("nothing panics holding it");
-        stream.write_all(&frame).is_ok()
+        };
+        out.seq += 1;
+        out.stream.write_all(&frame).is_ok()
     }
 
     /// Starts reading the other workers' hand-overs, posting each to `post` stamped `read` (its
-    /// first bytes in) and `parsed` on `clock`; at real-time priority if `realtime`, as the
-    /// drivers sleep while they wait for them.
+    /// first bytes in) and `parsed` on `clock`, and counting the frames refused in `refused`;
+    /// at real-time priority if `realtime`, as the drivers sleep while they wait for them.
     pub fn start_reading(
         &self,
         post: Post,
         clock: SystemClock,
         realtime: bool,
+        refused: Refused,
     ) -> std::io::Result<Readers> {
-        let route = Route {
-            vni: self.vni,
-            from: 0,
-            to: self.me,
-        };
         let mut readers = Readers {
             streams: Vec::new(),
             threads: Vec::new(),
         };
         for &(from, ref stream) in &self.from {
-            let mut input = stream.try_clone()?;
+            let mut input = Input {
+                stream: stream.try_clone()?,
+                route: Route {
+                    vni: self.vni,
+                    from,
+                    to: self.me,
+                },
+                key: self.key,
+                seq: 0,
+                refused: refused.clone(),
+            };
             readers.streams.push(stream.try_clone()?);
             let post = post.clone();
             let thread = std::thread::Builder::new()
@@ -200,7 +220,7 @@ impl Links {
                         let _ = netloom_os::set_realtime_priority(crate::plan::REALTIME_PRIORITY);
                     }
                     loop {
-                        match read(&mut input, route, &clock) {
+                        match input.read(&clock) {
                             Ok(Some(handover)) => {
                                 if !post.send(Message::Handover(Box::new(handover))) {
                                     return;
@@ -222,27 +242,82 @@ impl Links {
     }
 }
 
-/// The next hand-over on `input`, stamped; `None` once the connection ends (the sender is
-/// gone: its machine's end stops the run), an error when what came is not a hand-over.
-fn read(
-    input: &mut TcpStream,
+/// One other worker's connection, as its reading thread takes it.
+struct Input {
+    stream: TcpStream,
+    /// The run, that worker and this one.
     route: Route,
-    clock: &SystemClock,
-) -> Result<Option<Handover>, Malformed> {
-    let mut header = [0u8; HEADER_LEN];
-    if input.read_exact(&mut header).is_err() {
-        return Ok(None);
+    key: netloom_wire::Key,
+    /// The sequence number of the frame due next.
+    seq: u64,
+    refused: Refused,
+}
+
+impl Input {
+    /// The next hand-over, stamped; `None` once the connection ends (the sender is gone: its
+    /// machine's end stops the run), an error when what came is not the sender's next
+    /// hand-over. A frame of the sender's seen before (replayed into the stream) is refused,
+    /// counted and skipped: its length is the sender's, so the next frame is found. Any other
+    /// is refused, counted and ends the reading, as nothing after it can be found for sure.
+    fn read(&mut self, clock: &SystemClock) -> Result<Option<Handover>, Malformed> {
+        loop {
+            let mut sealed = [0u8; SEALED_HEADER_LEN];
+            if self.stream.read_exact(&mut sealed).is_err() {
+                return Ok(None);
+            }
+            let read = clock.now().as_nanos();
+            let head = handover::open_header(&sealed, self.route, &self.key)
+                .map_err(|e| self.refuse(e))?;
+            if head.seq < self.seq {
+                // Read past, not into memory.
+                let skipped = std::io::copy(
+                    &mut (&mut self.stream).take(head.rest as u64),
+                    &mut std::io::sink(),
+                );
+                self.refuse(Malformed::OutOfOrder {
+                    got: head.seq,
+                    awaited: self.seq,
+                });
+                match skipped {
+                    Ok(n) if n == head.rest as u64 => continue,
+                    _ => return Ok(None),
+                }
+            }
+            if head.seq > self.seq {
+                let awaited = self.seq;
+                return Err(self.refuse(Malformed::OutOfOrder {
+                    got: head.seq,
+                    awaited,
+                }));
+            }
+            // The length is the sender's (the header's tag says so): this much was sent.
+            let mut frame = sealed.to_vec();
+            frame.resize(SEALED_HEADER_LEN + head.rest, 0);
+            if self
+                .stream
+                .read_exact(&mut frame[SEALED_HEADER_LEN..])
+                .is_err()
+            {
+                return Ok(None);
+            }
+            let mut handover = handover::decode(&frame, &self.key).map_err(|e| self.refuse(e))?;
+            self.seq += 1;
+            handover.stamps.read = Some(read);
+            handover.stamps.parsed = Some(clock.now().as_nanos());
+            return Ok(Some(handover));
+        }
     }
-    let read = clock.now().as_nanos();
-    let len = handover::body_len(&header, route)?;
-    let mut body = vec![0u8; len];
-    if input.read_exact(&mut body).is_err() {
-        return Ok(None);
+
+    /// Counts `why` a frame was refused under its cause, and gives it back.
+    fn refuse(&self, why: Malformed) -> Malformed {
+        let count: fn(&mut RefusedHandoffs) = match why {
+            Malformed::Unauthentic => |r| r.unauthentic += 1,
+            Malformed::OutOfOrder { .. } => |r| r.replayed += 1,
+            _ => |r| r.malformed += 1,
+        };
+        count(&mut self.refused.lock().expect("nothing panics holding it"));
+        why
     }
-    let mut handover = handover::decode(&header, &body)?;
-    handover.stamps.read = Some(read);
-    handover.stamps.parsed = Some(clock.now().as_nanos());
-    Ok(Some(handover))
 }
 
 /// A connection's first bytes from worker `from` of run `vni`.
@@ -378,7 +453,9 @@ mod tests {
         drop((stranger, impostor));
         let (mut inboxes, posts) = mailboxes(2).unwrap();
         let clock = SystemClock::start();
-        let _readers = one.start_reading(posts[1].clone(), clock, false).unwrap();
+        let _readers = one
+            .start_reading(posts[1].clone(), clock, false, Refused::default())
+            .unwrap();
         let handover = Handover {
             migration: Migration::default(),
             hosts: Vec::new(),
@@ -408,22 +485,97 @@ mod tests {
     }
 
     /// Bytes that are not a hand-over, where one was due, reach the worker as news that names
-    /// the sender and says what was wrong, so it stops the run instead of waiting for the move.
+    /// the sender and says what was wrong, so it stops the run instead of waiting for the move;
+    /// they are counted as refused.
     #[test]
     fn what_is_not_a_hand_over_is_reported_with_its_sender() {
         let (zero, one) = meet(&addresses());
         let (mut inboxes, posts) = mailboxes(2).unwrap();
+        let refused = Refused::default();
         let _readers = one
-            .start_reading(posts[1].clone(), SystemClock::start(), false)
+            .start_reading(
+                posts[1].clone(),
+                SystemClock::start(),
+                false,
+                refused.clone(),
+            )
             .unwrap();
-        let to_one = zero.to[1].as_ref().unwrap();
-        let garbage = [0x5au8; HEADER_LEN];
-        to_one.lock().unwrap().write_all(&garbage).unwrap();
+        let garbage = [0x5au8; SEALED_HEADER_LEN];
+        inject(&zero, 1, &garbage);
         let Message::Unreadable { from, why } = next(&mut inboxes[1]) else {
             panic!("expected news of an unreadable hand-over");
         };
         assert_eq!(from, 0);
-        assert!(why.contains("not a netloom hand-over"), "{why}");
+        assert!(why.contains("tag is not the run's secret's"), "{why}");
+        assert_eq!(refused.lock().unwrap().unauthentic, 1);
+    }
+
+    /// Writes `bytes` into worker `from`'s established connection to worker `to`, as one on
+    /// the path between them could, between two of its frames.
+    fn inject(from: &Links, to: usize, bytes: &[u8]) {
+        let out = from.to[to].as_ref().unwrap();
+        out.lock().unwrap().stream.write_all(bytes).unwrap();
+    }
+
+    /// A hand-over carrying `byte` in its one shipped packet.
+    fn carrying(byte: u8) -> Handover {
+        Handover {
+            payloads: vec![vec![byte; 100].into()],
+            ..empty()
+        }
+    }
+
+    /// Frames injected into an established hand-over stream after the hello: one of the
+    /// sender's own replayed is refused, counted and skipped (the sender's next still comes);
+    /// one forged without the run's secret, however well made, is refused and counted, and
+    /// never reaches the worker as a hand-over: it hears the stream could not be read instead.
+    /// (Before, frames after the hello carried no tag: both were taken as hand-overs.)
+    #[test]
+    fn a_frame_injected_into_a_hand_over_stream_is_refused_and_counted() {
+        let (zero, one) = meet(&addresses());
+        let (mut inboxes, posts) = mailboxes(2).unwrap();
+        let refused = Refused::default();
+        let clock = SystemClock::start();
+        let _readers = one
+            .start_reading(posts[1].clone(), clock, false, refused.clone())
+            .unwrap();
+        let payload = |m: Message| match m {
+            Message::Handover(h) => h.payloads[0][0],
+            other => panic!("{other:?}"),
+        };
+        assert!(zero.send(1, carrying(1), &clock));
+        assert_eq!(payload(next(&mut inboxes[1])), 1);
+        let route = Route {
+            vni: 77,
+            from: 0,
+            to: 1,
+        };
+        // Frame 0 again, as recorded on the wire (sealed with the run's secret).
+        let replayed = handover::encode(&carrying(6), route, 0, &key()).unwrap();
+        inject(&zero, 1, &replayed);
+        assert!(zero.send(1, carrying(2), &clock));
+        assert_eq!(payload(next(&mut inboxes[1])), 2, "the sender's next");
+        assert_eq!(refused.lock().unwrap().replayed, 1);
+        // Frame 2 as the sender would make it, but sealed without the run's secret.
+        let forged = handover::encode(&carrying(6), route, 2, &netloom_wire::Key::random());
+        inject(&zero, 1, &forged.unwrap());
+        assert!(zero.send(1, carrying(3), &clock));
+        let Message::Unreadable { from, why } = next(&mut inboxes[1]) else {
+            panic!("a forged frame was taken");
+        };
+        assert_eq!(from, 0);
+        assert!(why.contains("forged"), "{why}");
+        let counted = *refused.lock().unwrap();
+        assert_eq!(
+            (counted.unauthentic, counted.replayed, counted.total()),
+            (1, 1, 2)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        inboxes[1].awake();
+        assert!(
+            inboxes[1].take().is_none(),
+            "nothing after the forged frame"
+        );
     }
 
     fn empty() -> Handover {

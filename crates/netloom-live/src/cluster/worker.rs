@@ -492,12 +492,14 @@ fn start_part(start: Start, wall: Wall) -> Result<Running, StartError> {
         let handovers = handovers.clone();
         let socket = socket.clone();
         Box::new(move |post: Post| {
+            let r = Receiver::start(socket, gate, post.clone(), realtime)?;
+            // Hand-over frames refused count with the datagrams refused (the same figures).
+            let refused = r.refused.clone();
+            *receiver.lock().expect("nothing panics holding it") = Some(r);
             if let Some(links) = &links {
-                let readers = links.start_reading(post.clone(), clock, realtime)?;
+                let readers = links.start_reading(post, clock, realtime, refused)?;
                 *handovers.lock().expect("nothing panics holding it") = Some(readers);
             }
-            let r = Receiver::start(socket, gate, post, realtime)?;
-            *receiver.lock().expect("nothing panics holding it") = Some(r);
             Ok(())
         })
     };
