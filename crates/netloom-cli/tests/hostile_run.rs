@@ -518,9 +518,14 @@ fn demo_refuses_one_host_twice_and_zero_seconds_before_bringing_anything_up() {
     assert!(!s.run_dir().exists(), "demo made a registry entry");
 }
 
+/// Live demos run one at a time: each test checks that no demo's namespace is left after its
+/// own, which another demo running beside it would have up.
+static ONE_DEMO: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_demo_whose_reader_went_away_tears_down_without_a_panic() {
     require_live!("ping", "iperf3");
+    let _turn = ONE_DEMO.lock().unwrap_or_else(|e| e.into_inner());
     let s = Scratch::new("dpipe");
     let (reader, writer) = std::io::pipe().unwrap();
     // `netloom demo | head -0`: every line the demo prints meets a closed pipe.
@@ -534,6 +539,39 @@ fn a_demo_whose_reader_went_away_tears_down_without_a_panic() {
         .unwrap();
     assert!(out.status.success(), "demo: {}", stderr(&out));
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    let namespaces = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&namespaces.stdout).contains("-demo"),
+        "demo left namespaces"
+    );
+}
+
+/// `netloom demo > /dev/full`: its results cannot be written once it has torn down, which is an
+/// error (exit 2, saying why), where it exited 0 having printed nothing.
+#[test]
+fn a_demo_whose_results_cannot_be_written_says_so_and_exits_2() {
+    require_live!("ping", "iperf3");
+    let _turn = ONE_DEMO.lock().unwrap_or_else(|e| e.into_inner());
+    let s = Scratch::new("dfull");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = s
+        .cmd()
+        .args(["demo", s.topo().to_str().unwrap(), "--seconds", "1"])
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "demo: {err}");
+    assert!(
+        err.ends_with(
+            "netloom: writing to standard output: No space left on device (os error 28)\n"
+        ),
+        "demo: {err}"
+    );
     let namespaces = Command::new("ip").args(["netns", "list"]).output().unwrap();
     assert!(
         !String::from_utf8_lossy(&namespaces.stdout).contains("-demo"),
