@@ -44,11 +44,15 @@ def test_bufferbloat_codel_keeps_the_rtt_down(live):
             re.M,
         )
     )
-    idle = [float(x) for x in re.findall(r"idle\s+([\d.]+) ms", out)]
-    # The drop-tail queue adds at least a few times the baseline; CoDel keeps it within its
-    # target's order of the baseline.
-    assert float(loaded["droptail"]) > 3 * max(idle), out
-    assert float(loaded["codel"]) < float(loaded["droptail"]) / 3, out
+    idle = dict(re.findall(r"^(\w+)\s+ping RTT median: idle\s+([\d.]+) ms", out, re.M))
+    # What each queue adds to the same run's idle round trip. How far iperf3 fills the drop-tail
+    # queue depends on the CPU it gets (at load 12, 197 and 199 ms added; with four CPU hogs
+    # beside it, 52 to 94), so the test compares what the queues add, not whole round trips
+    # (which failed 2 runs in 4 with hogs: CoDel 25.6 ms against drop-tail 75.1): drop-tail adds
+    # more than the idle round trip, CoDel (5 ms target) less than a third of what drop-tail adds.
+    added = {aqm: float(loaded[aqm]) - float(idle[aqm]) for aqm in ("droptail", "codel")}
+    assert added["droptail"] > max(float(x) for x in idle.values()), out
+    assert added["codel"] < added["droptail"] / 3, out
 
 
 @pytest.mark.live
