@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// has on some link: jitter with reordering, loss and duplication, RED, out-of-order holding,
 /// a link that goes down and up on a schedule (rerouting), a Markov link, and a shared medium.
 /// netloom-procs' tests run it over processes.
-const TOPOLOGY: &str = include_str!("data/impaired.toml");
+const TOPOLOGY: &str = include_str!("../data/impaired.toml");
 
 const SEED: u64 = 7;
 const SECONDS: u64 = 3;
