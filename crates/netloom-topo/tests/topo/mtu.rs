@@ -2,6 +2,7 @@
 //! `netloom link set` does, left at the default by imports, and refused out of range with the
 //! link, the line and the valid range.
 
+use crate::common::load;
 use netloom_link::DEFAULT_MTU;
 use netloom_topo::{
     import_path, load_str, resolve, summarize, Format, HostPlan, ImportOptions, LinkPatch, Topology,
@@ -17,10 +18,6 @@ fn layered(defaults: &str) -> String {
          [[link]]\na = \"h1\"\nb = \"r1\"\nclass = \"access\"\n\n\
          [[link]]\na = \"r1\"\nb = \"h2\"\nb_to_a = {{ mtu = 1400 }}\n"
     )
-}
-
-fn load(text: &str) -> Topology {
-    load_str(text, Format::Toml, "topo.toml").unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The MTUs of link `i`, a to b then b to a.

@@ -1,16 +1,13 @@
 //! What a valid file resolves to: layering order, built-in defaults, per-direction overrides,
 //! shared links, RED and Gilbert-Elliott parameters, JSON ≡ TOML, and the bundled example.
 
+use crate::common::load;
 use netloom_link::{Aqm, LossModel, QueueLimit, RedParams};
 use netloom_time::{Duration, Rate};
 use netloom_topo::{
     load_path, load_str, summarize, Direction, Format, NodeKind, RoutingMetric, Topology,
 };
 use std::path::Path;
-
-fn load(toml: &str) -> Topology {
-    load_str(toml, Format::Toml, "test.toml").unwrap_or_else(|e| panic!("{e}"))
-}
 
 /// The pipe of link `link` in `dir`.
 fn pipe(t: &Topology, link: usize, dir: Direction) -> &netloom_link::PipeConfig {
@@ -90,7 +87,7 @@ fn built_in_defaults() {
         QueueLimit::Bytes(15_000)
     );
     assert_eq!(t.routing, RoutingMetric::Delay);
-    assert_eq!(t.name, "test");
+    assert_eq!(t.name, "topo");
 }
 
 #[test]
@@ -196,7 +193,7 @@ fn json_is_the_same_schema() {
     {"a": "r1", "b": "h2"}
   ]
 }"#;
-    let from_json = load_str(json, Format::Json, "test.json").unwrap();
+    let from_json = load_str(json, Format::Json, "topo.json").unwrap();
     assert_eq!(from_json, load(LAYERED));
 }
 

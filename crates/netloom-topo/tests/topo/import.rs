@@ -63,7 +63,7 @@ fn every_zoo_file_imports_and_resolves_with_hosts() {
     }
 }
 
-/// A file written for a test into a directory of its own (the tests of this file run at once
+/// A file written for a test into a directory of its own (the tests of every module run at once
 /// in one process), both removed when it is dropped.
 struct Scratch {
     dir: PathBuf,

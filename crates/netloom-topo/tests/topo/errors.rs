@@ -1,21 +1,7 @@
 //! Every bad-file case gives one clear error: file, line (TOML), link or node, what is valid.
 
-use netloom_topo::{load_str, ErrorKind, Format, TopoError};
-
-/// Loads TOML that must fail; returns the error.
-fn fail(toml: &str) -> TopoError {
-    match load_str(toml, Format::Toml, "topo.toml") {
-        Ok(_) => panic!("loaded, but should have failed:\n{toml}"),
-        Err(e) => e,
-    }
-}
-
-/// The full message of a TOML text that must fail with exactly one problem.
-fn one(toml: &str) -> String {
-    let e = fail(toml);
-    assert_eq!(e.diagnostics().len(), 1, "expected one error, got:\n{e}");
-    e.to_string()
-}
+use crate::common::{load_err, one_error};
+use netloom_topo::{load_str, ErrorKind, Format};
 
 const NODES: &str = r#"hosts = ["h1", "h2"]
 routers = ["r1", "r2"]
@@ -54,7 +40,7 @@ fn the_base_file_loads() {
 #[test]
 fn ambiguous_bandwidth_names_line_link_and_both_readings() {
     assert_eq!(
-        one(&with_middle(r#"bw = "10 mbps""#)),
+        one_error(&with_middle(r#"bw = "10 mbps""#)),
         "topo.toml:15: link r1-r2: bw \"10 mbps\" is ambiguous: tc reads it as 10 megabytes/s, \
          most people as 10 megabits/s; write \"10Mbit\" or \"10MB/s\""
     );
@@ -62,34 +48,34 @@ fn ambiguous_bandwidth_names_line_link_and_both_readings() {
 
 #[test]
 fn unknown_key_in_a_link_is_an_error_with_a_suggestion() {
-    let e = fail(&with_middle(r#"bandwith = "10Mbit""#));
+    let e = load_err(&with_middle(r#"bandwith = "10Mbit""#));
     assert_eq!(e.kind(), ErrorKind::UnknownKey);
     assert_eq!(e.first().line, Some(15));
     let m = e.to_string();
     assert!(m.starts_with("topo.toml:15: link r1-r2: unknown key \"bandwith\" in [[link]] (did you mean \"bw\"?); valid keys: a, b, class"), "{m}");
-    let m = one(&with_middle(r#"a_to_b = { dealy = "5ms" }"#));
+    let m = one_error(&with_middle(r#"a_to_b = { dealy = "5ms" }"#));
     assert!(
         m.contains("link r1-r2: unknown key \"a_to_b.dealy\" (did you mean \"delay\"?)"),
         "{m}"
     );
-    let m = one(&with_middle("colour = 3"));
+    let m = one_error(&with_middle("colour = 3"));
     assert!(!m.contains("did you mean"), "{m}");
 }
 
 #[test]
 fn unknown_keys_elsewhere() {
-    let m = one(&format!("{NODES}nodes = []\n"));
+    let m = one_error(&format!("{NODES}nodes = []\n"));
     assert!(
         m.starts_with("topo.toml:3: unknown key \"nodes\" in the file"),
         "{m}"
     );
-    let m = one(&with_middle("").replace("[defaults]\n", "[defaults]\nlatency = \"1ms\"\n"));
+    let m = one_error(&with_middle("").replace("[defaults]\n", "[defaults]\nlatency = \"1ms\"\n"));
     assert!(m.starts_with("topo.toml:5: [defaults]: unknown key \"latency\" in [defaults] (did you mean \"delay\"?)"), "{m}");
-    let m = one(&with_middle(
+    let m = one_error(&with_middle(
         r#"loss = { model = "gilbert-elliott", p = "1%", r = "10%", q = 1 }"#,
     ));
     assert!(m.contains("unknown key \"loss.q\""), "{m}");
-    let m = one(&format!(
+    let m = one_error(&format!(
         "{}\n[topology]\nrouting = \"hops\"\nseed = 1\n",
         with_middle("")
     ));
@@ -99,7 +85,7 @@ fn unknown_keys_elsewhere() {
 #[test]
 fn dangling_link_end() {
     let text = with_middle("").replace("b = \"h2\"", "b = \"h3\"");
-    let e = fail(&text);
+    let e = load_err(&text);
     assert_eq!(e.kind(), ErrorKind::UnknownName);
     assert_eq!(
         e.to_string(),
@@ -113,7 +99,7 @@ fn duplicate_names_across_hosts_and_routers() {
         r#"routers = ["r1", "r2"]"#,
         r#"routers = ["r1", "r2", "h1"]"#,
     );
-    let e = fail(&text);
+    let e = load_err(&text);
     assert_eq!(e.kind(), ErrorKind::Duplicate);
     assert_eq!(
         e.to_string(),
@@ -123,7 +109,7 @@ fn duplicate_names_across_hosts_and_routers() {
 
 #[test]
 fn self_loop() {
-    let e = fail(&with_middle("").replace("a = \"r1\"\nb = \"r2\"", "a = \"r1\"\nb = \"r1\""));
+    let e = load_err(&with_middle("").replace("a = \"r1\"\nb = \"r2\"", "a = \"r1\"\nb = \"r1\""));
     assert_eq!(e.kind(), ErrorKind::SelfLoop);
     assert!(e
         .to_string()
@@ -132,19 +118,19 @@ fn self_loop() {
 
 #[test]
 fn zero_negative_and_unitless_rates() {
-    let m = one(&with_middle(r#"bw = "0Mbit""#));
+    let m = one_error(&with_middle(r#"bw = "0Mbit""#));
     assert!(
         m.starts_with("topo.toml:15: link r1-r2: bw \"0Mbit\" is zero; a rate must be positive"),
         "{m}"
     );
-    let m = one(&with_middle(r#"bw = "-10Mbit""#));
+    let m = one_error(&with_middle(r#"bw = "-10Mbit""#));
     assert!(m.contains("bw \"-10Mbit\" is negative"), "{m}");
-    let m = one(&with_middle("bw = 100"));
+    let m = one_error(&with_middle("bw = 100"));
     assert!(
         m.contains("bw \"100\" has no unit; write \"100Mbit\" or \"100bit\""),
         "{m}"
     );
-    let m = one(&with_middle(r#"delay = "5""#));
+    let m = one_error(&with_middle(r#"delay = "5""#));
     assert!(
         m.contains("delay \"5\" has no unit; write \"5ms\" or \"5s\""),
         "{m}"
@@ -157,7 +143,7 @@ fn unknown_class_lists_the_defined_ones() {
         "{}\n[classes.core]\nbw = \"10Gbit\"\n",
         with_middle(r#"class = "cor""#)
     );
-    let m = one(&text);
+    let m = one_error(&text);
     assert_eq!(
         m,
         "topo.toml:15: link r1-r2: class \"cor\" is not defined (did you mean \"core\"?); defined classes: core"
@@ -166,7 +152,7 @@ fn unknown_class_lists_the_defined_ones() {
 
 #[test]
 fn bad_codel_fq_codel_and_ecn() {
-    let m = one(&with_middle("aqm = \"codel\"\ncodel_target = \"0ms\""));
+    let m = one_error(&with_middle("aqm = \"codel\"\ncodel_target = \"0ms\""));
     assert!(
         m.starts_with(
             "topo.toml:12: link r1-r2: codel_target (0s) must be above 0 and below \
@@ -174,33 +160,33 @@ fn bad_codel_fq_codel_and_ecn() {
         ),
         "{m}"
     );
-    let m = one(&with_middle("aqm = \"fq_codel\"\ncodel_interval = \"1ms\""));
+    let m = one_error(&with_middle("aqm = \"fq_codel\"\ncodel_interval = \"1ms\""));
     assert!(
         m.contains("codel_target (5ms) must be above 0 and below codel_interval (1ms)"),
         "{m}"
     );
-    let m = one(&with_middle("aqm = \"fq_codel\"\nfq_quantum = 0"));
+    let m = one_error(&with_middle("aqm = \"fq_codel\"\nfq_quantum = 0"));
     assert!(
         m.contains("fq_quantum 0 must be a number of bytes from 1 to 65536"),
         "{m}"
     );
-    let m = one(&with_middle("fq_flows = 100000"));
+    let m = one_error(&with_middle("fq_flows = 100000"));
     assert!(
         m.contains("fq_flows 100000 must be a number of flow queues from 1 to 65536"),
         "{m}"
     );
-    let m = one(&with_middle("ecn = true"));
+    let m = one_error(&with_middle("ecn = true"));
     assert!(
         m.starts_with("topo.toml:12: link r1-r2: ecn = true needs an AQM"),
         "{m}"
     );
-    let m = one(&with_middle("aqm = \"red\"\necn = \"yes\""));
+    let m = one_error(&with_middle("aqm = \"red\"\necn = \"yes\""));
     assert!(m.contains("ecn"), "{m}");
 }
 
 #[test]
 fn bad_aqm_and_red() {
-    let m = one(&with_middle(r#"aqm = "fq-codel""#));
+    let m = one_error(&with_middle(r#"aqm = "fq-codel""#));
     assert!(
         m.contains(
             "aqm \"fq-codel\" is not known (did you mean \"fq_codel\"?); write \"droptail\", \
@@ -208,19 +194,19 @@ fn bad_aqm_and_red() {
         ),
         "{m}"
     );
-    let m = one(&with_middle(
+    let m = one_error(&with_middle(
         "aqm = \"red\"\nred = { min_th = 30, max_th = 20 }",
     ));
     assert!(
         m.starts_with("topo.toml:12: link r1-r2: red.min_th (30) must be below red.max_th (20)"),
         "{m}"
     );
-    let m = one(&with_middle("aqm = \"red\"\nred = { weight = 2 }"));
+    let m = one_error(&with_middle("aqm = \"red\"\nred = { weight = 2 }"));
     assert!(
         m.contains("red.weight 2 is out of range; valid: (0, 1]"),
         "{m}"
     );
-    let m = one(&with_middle("aqm = \"red\"\nred = { max_p = 0 }"));
+    let m = one_error(&with_middle("aqm = \"red\"\nred = { max_p = 0 }"));
     assert!(
         m.contains("red.max_p 0 is out of range; valid: (0, 1]"),
         "{m}"
@@ -230,7 +216,7 @@ fn bad_aqm_and_red() {
 #[test]
 fn host_without_a_link() {
     let text = with_middle("").replace(r#"hosts = ["h1", "h2"]"#, r#"hosts = ["h1", "h2", "h3"]"#);
-    let e = fail(&text);
+    let e = load_err(&text);
     assert_eq!(e.kind(), ErrorKind::Unconnected);
     assert_eq!(
         e.to_string(),
@@ -240,7 +226,7 @@ fn host_without_a_link() {
 
 #[test]
 fn hosts_that_cannot_reach_each_other() {
-    let m = one(&with_middle("up = false"));
+    let m = one_error(&with_middle("up = false"));
     assert_eq!(
         m,
         "topo.toml:1: host h2: cannot reach host h1 over links that are up (1 link(s) start with up = false and do not count); every pair of hosts must be connected"
@@ -257,14 +243,14 @@ b = "r1"
 a = "h2"
 b = "r2"
 "#;
-    assert!(one(text).contains("host h2: cannot reach host h1 over links that are up;"));
+    assert!(one_error(text).contains("host h2: cannot reach host h1 over links that are up;"));
 }
 
 #[test]
 fn missing_bandwidth_says_where_to_set_it() {
     let text = with_middle(r#"class = "wan""#).replace("bw = \"1Gbit\"\n", "")
         + "\n[classes.wan]\ndelay = \"20ms\"\n";
-    let e = fail(&text);
+    let e = load_err(&text);
     assert_eq!(e.kind(), ErrorKind::Missing);
     // All three links lack a bandwidth; the first is reported at its [[link]] header.
     assert_eq!(e.diagnostics().len(), 3);
@@ -276,7 +262,7 @@ fn missing_bandwidth_says_where_to_set_it() {
 
 #[test]
 fn loss_above_one_suggests_a_percentage() {
-    let m = one(&with_middle("loss = 50"));
+    let m = one_error(&with_middle("loss = 50"));
     assert_eq!(
         m,
         "topo.toml:15: link r1-r2: loss 50 is more than 1; a plain number is a fraction in [0, 1]; did you mean \"50%\"?"
@@ -285,22 +271,22 @@ fn loss_above_one_suggests_a_percentage() {
 
 #[test]
 fn wrong_types_say_what_is_expected() {
-    let m = one(&with_middle(r#"reorder = "yes""#));
+    let m = one_error(&with_middle(r#"reorder = "yes""#));
     assert!(
         m.contains("link r1-r2: reorder must be true or false, not the string \"yes\""),
         "{m}"
     );
-    let m = one(&with_middle("queue = 1.5"));
+    let m = one_error(&with_middle("queue = 1.5"));
     assert!(
         m.contains("queue must be a whole number of packets like 100 or a size like \"64KB\""),
         "{m}"
     );
-    let m = one(&with_middle(r#"queue = "100""#));
+    let m = one_error(&with_middle(r#"queue = "100""#));
     assert!(
         m.contains("queue \"100\" has no unit; write 100 (packets, without quotes) or \"100B\""),
         "{m}"
     );
-    let m = one("link = 3\n");
+    let m = one_error("link = 3\n");
     assert!(
         m.contains("link must be an array of tables ([[link]] in TOML), not the number 3"),
         "{m}"
@@ -309,7 +295,7 @@ fn wrong_types_say_what_is_expected() {
 
 #[test]
 fn shared_links_have_no_directions() {
-    let m = one(&with_middle("shared = true\na_to_b = { delay = \"2ms\" }"));
+    let m = one_error(&with_middle("shared = true\na_to_b = { delay = \"2ms\" }"));
     assert!(
         m.contains("a shared link is one pipe for both directions, so it has no a_to_b"),
         "{m}"
@@ -318,7 +304,7 @@ fn shared_links_have_no_directions() {
 
 #[test]
 fn bad_routing_metric() {
-    let m = one(&format!(
+    let m = one_error(&format!(
         "{}\n[topology]\nrouting = \"hop\"\n",
         with_middle("")
     ));
@@ -328,7 +314,7 @@ fn bad_routing_metric() {
 
 #[test]
 fn missing_link_end() {
-    let m = one(&with_middle("").replace("a = \"h1\"\n", ""));
+    let m = one_error(&with_middle("").replace("a = \"h1\"\n", ""));
     assert!(
         m.starts_with("topo.toml:8: link #1: missing key \"a\""),
         "{m}"
@@ -338,7 +324,7 @@ fn missing_link_end() {
 #[test]
 fn parallel_links_are_numbered() {
     let text = with_middle("") + "\n[[link]]\na = \"r2\"\nb = \"r1\"\ndelay = \"1\"\n";
-    let m = one(&text);
+    let m = one_error(&text);
     assert!(
         m.starts_with("topo.toml:24: link #4 (r2-r1): delay \"1\" has no unit"),
         "{m}"
@@ -347,7 +333,7 @@ fn parallel_links_are_numbered() {
 
 #[test]
 fn syntax_errors_have_lines() {
-    let m = one("hosts = [\"h1\"]\nrouters = [\"r1\"\n[[link]]\n");
+    let m = one_error("hosts = [\"h1\"]\nrouters = [\"r1\"\n[[link]]\n");
     assert!(m.starts_with("topo.toml:3: invalid TOML:"), "{m}");
     let e = load_str("{\n  \"hosts\": [\"h1\",]\n}", Format::Json, "topo.json").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Syntax);
@@ -389,10 +375,10 @@ fn json_errors_have_lines_too() {
 #[test]
 fn several_errors_are_reported_together() {
     let text = with_middle("bw = \"fast\"\ndelay = \"-1ms\"\nspeed = 1");
-    let e = fail(&text);
+    let e = load_err(&text);
     // Schema problems (unknown keys) come first; values are checked once the schema is clean.
     assert_eq!(e.diagnostics().len(), 1, "{e}");
-    let e = fail(&with_middle(
+    let e = load_err(&with_middle(
         "bw = \"fast\"\ndelay = \"-1ms\"\njitter = \"x\"",
     ));
     assert_eq!(e.diagnostics().len(), 3, "{e}");
@@ -402,7 +388,7 @@ fn several_errors_are_reported_together() {
 
 #[test]
 fn no_hosts() {
-    let m = one("routers = [\"r1\"]\n");
+    let m = one_error("routers = [\"r1\"]\n");
     assert!(m.starts_with("topo.toml: no hosts;"), "{m}");
 }
 
@@ -410,7 +396,7 @@ fn no_hosts() {
 fn a_gap_in_one_direction_names_the_direction() {
     let text = with_middle("").replace("bw = \"1Gbit\"\n", "")
         + "\n[[link]]\na = \"h1\"\nb = \"h2\"\na_to_b = { bw = \"1Mbit\" }\n";
-    let e = fail(&text);
+    let e = load_err(&text);
     let last = e.diagnostics().last().unwrap().to_string();
     assert!(
         last.starts_with("topo.toml:20: link h1-h2: b_to_a: no bandwidth;"),
@@ -423,7 +409,7 @@ fn node_errors_do_not_hide_link_errors() {
     let text = with_middle("")
         .replace("[\"h1\", \"h2\"]", "[\"h1\", \"h2\", \"h1\"]")
         .replace("bw = \"1Gbit\"\n", "");
-    let e = fail(&text);
+    let e = load_err(&text);
     assert_eq!(e.kind(), ErrorKind::Duplicate);
     assert!(e.to_string().contains("link r1-r2: no bandwidth"), "{e}");
 }
@@ -451,27 +437,26 @@ fn node_coordinates_are_both_or_neither_and_in_range() {
     );
     assert_eq!(topo.node(topo.node_id("r2").unwrap()).position, None);
     assert_eq!(
-        one(&at(r#"{ name = "r1", lat = 91, lon = 0 }"#)),
+        one_error(&at(r#"{ name = "r1", lat = 91, lon = 0 }"#)),
         "topo.toml:2: router r1: lat = 91 is not in [-90, 90] degrees"
     );
     assert_eq!(
-        one(&at(r#"{ name = "r1", lon = -181, lat = 0 }"#)),
+        one_error(&at(r#"{ name = "r1", lon = -181, lat = 0 }"#)),
         "topo.toml:2: router r1: lon = -181 is not in [-180, 180] degrees"
     );
-    assert!(one(&at(r#"{ name = "r1", lat = 45 }"#))
+    assert!(one_error(&at(r#"{ name = "r1", lat = 45 }"#))
         .starts_with("topo.toml:2: router r1: lat needs lon too: { name = \"r1\", lat = 48.85"));
-    assert!(
-        one(&at(r#"{ name = "r1", y = 4 }"#)).starts_with("topo.toml:2: router r1: y needs x too")
-    );
+    assert!(one_error(&at(r#"{ name = "r1", y = 4 }"#))
+        .starts_with("topo.toml:2: router r1: y needs x too"));
     assert_eq!(
-        one(&at(r#"{ name = "r1", lat = 1, lon = 2, x = 3, y = 4 }"#)),
+        one_error(&at(r#"{ name = "r1", lat = 1, lon = 2, x = 3, y = 4 }"#)),
         "topo.toml:2: router r1: a node is on the Earth (lat, lon) or on a plane (x, y), not both"
     );
     assert_eq!(
-        one(&at(r#"{ name = "r1", x = inf, y = 4 }"#)),
+        one_error(&at(r#"{ name = "r1", x = inf, y = 4 }"#)),
         "topo.toml:2: router r1: x = inf is not a finite number"
     );
-    assert!(one(&at(r#"{ name = "r1", lat = "north", lon = 2 }"#)).contains("lat"));
+    assert!(one_error(&at(r#"{ name = "r1", lat = "north", lon = 2 }"#)).contains("lat"));
 }
 
 #[test]
@@ -509,23 +494,23 @@ fn bad_kernel_keys() {
             1,
         )
     };
-    let m = one(&nodes(r#"{ name = "r1", kernel = "yes" }"#));
+    let m = one_error(&nodes(r#"{ name = "r1", kernel = "yes" }"#));
     assert!(
         m.starts_with("topo.toml:2: ")
             && m.contains("kernel must be true or false, not the string \"yes\""),
         "{m}"
     );
-    let m = one(&nodes(r#"{ name = "r1", kernal = true }"#));
+    let m = one_error(&nodes(r#"{ name = "r1", kernal = true }"#));
     assert!(
         m.contains("unknown key \"routers.kernal\" (did you mean \"kernel\"?)"),
         "{m}"
     );
-    let m = one(&format!(
+    let m = one_error(&format!(
         "{}\n[topology]\nkernel_router = true\n",
         with_middle("")
     ));
     assert!(m.contains("(did you mean \"kernel_routers\"?)"), "{m}");
-    let m = one(&with_middle("").replacen(
+    let m = one_error(&with_middle("").replacen(
         NODES,
         "hosts = [{ name = \"h1\", kernel = true }, \"h2\"]\nrouters = [\"r1\", \"r2\"]\n",
         1,

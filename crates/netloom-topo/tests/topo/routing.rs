@@ -1,6 +1,7 @@
 //! Kernel routers' routing keys: layered from built-in defaults, `[routing]` and the router's
 //! own table; every bad value one clear error with file, line and router.
 
+use crate::common::one_error;
 use netloom_time::Duration;
 use netloom_topo::{load_str, Format, KernelRouting, RoutingDaemon, RoutingProtocol, Topology};
 use std::net::Ipv4Addr;
@@ -51,12 +52,6 @@ fn routing(topo: &Topology, name: &str) -> Option<KernelRouting> {
     topo.node(topo.node_id(name).unwrap()).routing.clone()
 }
 
-fn fail(text: &str) -> String {
-    let e = load_str(text, Format::Toml, "topo.toml").expect_err("should not load");
-    assert_eq!(e.diagnostics().len(), 1, "expected one error, got:\n{e}");
-    e.to_string()
-}
-
 #[test]
 fn two_ases_take_their_numbers_from_their_groups() {
     let topo = load_str(&two_ases(ROUTERS, AS_SECTION), Format::Toml, "topo.toml").unwrap();
@@ -103,7 +98,7 @@ fn a_router_s_own_keys_override_the_section() {
 fn a_protocol_on_an_engine_router_is_refused() {
     let routers =
         r#"routers = [{ name = "a1", kernel = false, routing = "ospf" }, "a2", "b1", "b2"]"#;
-    let m = fail(&two_ases(routers, ""));
+    let m = one_error(&two_ases(routers, ""));
     assert!(
         m.starts_with("topo.toml:2: router a1: `routing` applies to kernel routers only"),
         "{m}"
@@ -113,7 +108,7 @@ fn a_protocol_on_an_engine_router_is_refused() {
         r#"hosts = ["h1", "h2"]"#,
         r#"hosts = [{ name = "h1", asn = 1 }, "h2"]"#,
     );
-    let m = fail(&text);
+    let m = one_error(&text);
     assert!(
         m.contains("host h1: `asn` applies to kernel routers only"),
         "{m}"
@@ -142,12 +137,12 @@ fn bad_values_name_the_router_and_what_is_valid() {
         ("routing = \"bgp\", daemon = \"bird\"", "BGP configurations for daemon = \"frr\" only"),
         ("config = \"no-such-file.conf\"", "config file no-such-file.conf does not exist"),
     ] {
-        let m = fail(&with(keys));
+        let m = one_error(&with(keys));
         assert!(m.starts_with("topo.toml:2: router a1: "), "{keys}: {m}");
         assert!(m.contains(expected), "{keys}: {m}");
     }
     // BGP needs an AS number; without [routing] asn, a1 has none.
-    let m = fail(&two_ases(
+    let m = one_error(&two_ases(
         r#"routers = [{ name = "a1", routing = "bgp" }, "a2", "b1", "b2"]"#,
         "",
     ));
@@ -156,12 +151,12 @@ fn bad_values_name_the_router_and_what_is_valid() {
         "{m}"
     );
     // A group that no router is in.
-    let m = fail(&two_ases(ROUTERS, &AS_SECTION.replace("east =", "eats =")));
+    let m = one_error(&two_ases(ROUTERS, &AS_SECTION.replace("east =", "eats =")));
     assert!(
         m.contains("[routing]: no router is in group \"eats\" (did you mean \"east\"?)"),
         "{m}"
     );
-    let m = fail(&two_ases(ROUTERS, "\n[routing]\nprotocl = \"ospf\"\n"));
+    let m = one_error(&two_ases(ROUTERS, "\n[routing]\nprotocl = \"ospf\"\n"));
     assert!(m.contains("(did you mean \"protocol\"?)"), "{m}");
 }
 

@@ -1,7 +1,7 @@
 //! `[topology] addresses` and a host's `ipv4` and `cpu`: the plan a topology chooses, and every
 //! bad value one clear error with file, line and the node named.
 
-use netloom_topo::{load_str, Format, Topology};
+use crate::common::{load, one_error};
 use std::net::Ipv4Addr;
 
 /// h1 h2 h3 on router r1 (and r2 beyond it); `meta` goes into `[topology]`, `hosts` replaces
@@ -36,16 +36,6 @@ b = "r2"
 
 const HOSTS: &str = r#"hosts = ["h1", "h2", "h3"]"#;
 
-fn load(text: &str) -> Topology {
-    load_str(text, Format::Toml, "topo.toml").unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn fail(text: &str) -> String {
-    let e = load_str(text, Format::Toml, "topo.toml").expect_err("should not load");
-    assert_eq!(e.diagnostics().len(), 1, "expected one error, got:\n{e}");
-    e.to_string()
-}
-
 fn v4(s: &str) -> Ipv4Addr {
     s.parse().unwrap()
 }
@@ -78,17 +68,17 @@ fn a_host_s_own_address_replaces_the_plan_s_and_the_others_keep_their_places() {
 
 #[test]
 fn bad_bases_name_the_line_and_say_why() {
-    let m = fail(&star(r#"addresses = "127.0.0.0/8""#, HOSTS));
+    let m = one_error(&star(r#"addresses = "127.0.0.0/8""#, HOSTS));
     assert!(
         m.starts_with("topo.toml:5: [topology]: ") && m.contains("loopback (127.0.0.0/8)"),
         "{m}"
     );
-    let m = fail(&star(r#"addresses = "10.0.0.0/31""#, HOSTS));
+    let m = one_error(&star(r#"addresses = "10.0.0.0/31""#, HOSTS));
     assert!(m.contains("/31 is out of range; use /8 to /30"), "{m}");
-    let m = fail(&star(r#"addresses = "10.0.0.5/8""#, HOSTS));
+    let m = one_error(&star(r#"addresses = "10.0.0.5/8""#, HOSTS));
     assert!(m.contains("did you mean 10.0.0.0/8?"), "{m}");
     // Three hosts and two routers do not fit a /30's two addresses.
-    let m = fail(&star(r#"addresses = "10.0.0.0/30""#, HOSTS));
+    let m = one_error(&star(r#"addresses = "10.0.0.0/30""#, HOSTS));
     assert!(
         m.contains("room for 2 hosts and routers") && m.contains("3 hosts and 2 routers"),
         "{m}"
@@ -103,7 +93,7 @@ fn bad_host_addresses_name_the_host_and_its_line() {
             &format!("hosts = [\"h1\",\n  {{ name = \"h2\", ipv4 = \"{addr}\" }}, \"h3\"]"),
         )
     };
-    let m = fail(&with("11.0.0.1"));
+    let m = one_error(&with("11.0.0.1"));
     assert!(
         m.starts_with("topo.toml:2: host h2: ")
             && m.contains("outside the address plan 10.0.0.0/8"),
@@ -116,27 +106,27 @@ fn bad_host_addresses_name_the_host_and_its_line() {
         ("0.1.2.3", "\"this network\""),
         ("255.255.255.255", "limited broadcast"),
     ] {
-        let m = fail(&with(addr));
+        let m = one_error(&with(addr));
         assert!(
             m.contains(&format!("ipv4 {addr} is in")) && m.contains(what),
             "{m}"
         );
     }
-    let m = fail(&with("10.255.255.255"));
+    let m = one_error(&with("10.255.255.255"));
     assert!(m.contains("network or broadcast address"), "{m}");
-    let m = fail(&with("10.0.0.7/8"));
+    let m = one_error(&with("10.0.0.7/8"));
     assert!(
         m.contains("write the address alone, ipv4 = \"10.0.0.7\""),
         "{m}"
     );
-    let m = fail(&with("ten"));
+    let m = one_error(&with("ten"));
     assert!(m.contains("like \"10.0.0.7\""), "{m}");
 }
 
 #[test]
 fn two_nodes_with_one_address_are_refused_naming_both() {
     // h2 takes h3's place in the plan.
-    let m = fail(&star(
+    let m = one_error(&star(
         r#"addresses = "10.0.0.0/8""#,
         r#"hosts = ["h1", { name = "h2", ipv4 = "10.0.0.3" }, "h3"]"#,
     ));
@@ -146,7 +136,7 @@ fn two_nodes_with_one_address_are_refused_naming_both() {
         "{m}"
     );
     // A host on the first router's address, with the default plan.
-    let m = fail(&star(
+    let m = one_error(&star(
         "",
         r#"hosts = ["h1", "h2", { name = "h3", ipv4 = "198.19.255.254" }]"#,
     ));
@@ -165,7 +155,7 @@ fn cpu_limits_are_kept_for_hosts_and_refused_out_of_range_or_on_routers() {
     assert_eq!(t.node(t.node_id("h1").unwrap()).cpu, Some(0.25));
     assert_eq!(t.node(t.node_id("h2").unwrap()).cpu, None);
     for bad in ["0", "-1", "0.001", "2000"] {
-        let m = fail(&star(
+        let m = one_error(&star(
             "",
             &format!("hosts = [{{ name = \"h1\", cpu = {bad} }}, \"h2\", \"h3\"]"),
         ));
@@ -182,7 +172,7 @@ fn cpu_limits_are_kept_for_hosts_and_refused_out_of_range_or_on_routers() {
             r#"routers = ["r1", "r2"]"#,
             &format!("routers = [{router}, \"r2\"]"),
         );
-        let m = fail(&text);
+        let m = one_error(&text);
         assert!(
             m.starts_with("topo.toml:2: router r1: ")
                 && m.contains(&format!("`{key}` applies to hosts only")),
