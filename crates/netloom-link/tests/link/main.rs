@@ -1,0 +1,14 @@
+//! netloom-link's integration tests: pipes under traces, variation and wireless, and parsers under fuzzing.
+//!
+//! One test binary per crate: `tests/<crate without "netloom-">/main.rs`, a module per area and
+//! shared set-up in `common`. Each file under `tests/` used to be a binary of its own, linked
+//! against the crate and everything it depends on, and those links made most of a test build.
+//!
+//! The modules' tests run on parallel threads of one process, so none may change what the process
+//! shares (environment, signal handlers, the current directory) or write a path another test
+//! uses: temporary files are named after the test and the process.
+
+mod parse_fuzz;
+mod trace;
+mod variation;
+mod wireless;
