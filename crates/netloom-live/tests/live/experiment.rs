@@ -4,9 +4,7 @@
 //! client) and the control socket answer the same, a program runs in a host through it, and
 //! stopping leaves nothing behind.
 
-mod common;
-
-use common::unavailable;
+use crate::common::{live_registry, unavailable};
 use netloom_link::PipeConfig;
 use netloom_live::protocol::{call, socket_path};
 use netloom_live::{
@@ -47,9 +45,8 @@ fn an_experiment_runs_observed_changed_and_stopped_through_the_library() {
         eprintln!("SKIPPED: needs root and TUN: {why}");
         return;
     }
-    let run_dir = std::env::temp_dir().join(format!("netloom-lib-{}", std::process::id()));
-    // Only this test of the binary uses the registry, so setting it here is safe.
-    std::env::set_var("NETLOOM_RUN_DIR", &run_dir);
+    let registry = live_registry("lib");
+    let run_dir = &registry.dir;
     let name = format!("lib{}", std::process::id() % 100_000);
     let plan = Plan::new(two_hosts(), Options::new(&name), 2).unwrap();
     let experiment = Experiment::start(plan).unwrap();
@@ -94,7 +91,7 @@ fn an_experiment_runs_observed_changed_and_stopped_through_the_library() {
         other => panic!("expected the change, got {other:?}"),
     }
     let typed = experiment.stats().unwrap();
-    let socket = socket_path(&run_dir, &name);
+    let socket = socket_path(run_dir, &name);
     let wire = call(&socket, &Request::Stats, std::time::Duration::from_secs(5)).unwrap();
     assert_eq!(wire["experiment"], typed.experiment);
     assert_eq!(wire["pipes"].as_array().unwrap().len(), typed.pipes.len());
@@ -144,7 +141,6 @@ fn an_experiment_runs_observed_changed_and_stopped_through_the_library() {
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();
     assert!(!namespaces.contains(&name), "left behind: {namespaces}");
-    let left: Vec<_> = std::fs::read_dir(&run_dir).unwrap().flatten().collect();
+    let left: Vec<_> = std::fs::read_dir(run_dir).unwrap().flatten().collect();
     assert!(left.is_empty(), "left in the registry: {left:?}");
-    let _ = std::fs::remove_dir_all(&run_dir);
 }

@@ -6,9 +6,9 @@
 //! super-packets waits for its ration, and a bystander pair's ping keeps its round trip
 //! (docs/limits.md, "Hosts that misbehave").
 
-mod common;
-
-use common::{ipv4, pair, run_until_quiet, tcp_super_frame, unavailable, MemIo};
+use crate::common::{
+    ipv4, live_registry, pair, run_until_quiet, tcp_super_frame, unavailable, MemIo,
+};
 use netloom_engine::Engine;
 use netloom_link::{PipeConfig, Schedule};
 use netloom_live::{
@@ -18,10 +18,6 @@ use netloom_time::{Duration, Instant, Rate};
 use netloom_topo::{LinkPlan, Topology};
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
-
-/// Held by each live test for its whole run: each points `NETLOOM_RUN_DIR` at a registry of its
-/// own, which a process has only one of at a time.
-static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Gives link 0 of `t` the finest schedule there may be: its delay changes every millisecond
 /// (`netloom_link::MIN_STEP`).
@@ -238,9 +234,7 @@ fn a_host_flooding_super_packets_does_not_starve_a_bystander_pair() {
         eprintln!("SKIPPED: needs python3 and ping");
         return;
     }
-    let _live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    let run_dir = std::env::temp_dir().join(format!("netloom-fair-{}", std::process::id()));
-    std::env::set_var("NETLOOM_RUN_DIR", &run_dir);
+    let _registry = live_registry("fair");
     // A star: the flooder f and its sink s, the bystanders a and b, each on a link of its own,
     // so whatever the flood does to a and b is the driver's doing, not the model's.
     let experiment = start_star("hsfair", &["f", "s", "a", "b"], false);
@@ -274,7 +268,6 @@ fn a_host_flooding_super_packets_does_not_starve_a_bystander_pair() {
         ));
     }
     let report = experiment.stop(&Ending::Done).unwrap();
-    let _ = std::fs::remove_dir_all(&run_dir);
     let f_counters = report
         .hosts
         .iter()
@@ -326,9 +319,7 @@ fn a_live_host_spoofing_its_source_is_counted_and_dropped_unless_allowed() {
         eprintln!("SKIPPED: needs root and TUN: {why}");
         return;
     }
-    let _live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    let run_dir = std::env::temp_dir().join(format!("netloom-spoof-{}", std::process::id()));
-    std::env::set_var("NETLOOM_RUN_DIR", &run_dir);
+    let _registry = live_registry("spoof");
     for allow in [false, true] {
         let experiment = start_star("hsspoof", &["a", "b", "c"], allow);
         let c_addr = experiment.info().hosts[2].ipv4.to_string();
@@ -363,5 +354,4 @@ fn a_live_host_spoofing_its_source_is_counted_and_dropped_unless_allowed() {
             assert_eq!(c.packets_out, 0, "{c:?}");
         }
     }
-    let _ = std::fs::remove_dir_all(&run_dir);
 }

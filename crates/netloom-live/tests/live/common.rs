@@ -1,7 +1,5 @@
-//! In-memory hosts, the clocks they run on, and the small topology the driver tests run on.
-//!
-//! Each test binary uses part of it.
-#![allow(dead_code)]
+//! In-memory hosts, the clocks they run on, the small topology the driver tests run on, and what
+//! a live test needs first (root, TUN, a registry of its own).
 
 use netloom_link::PipeConfig;
 use netloom_live::{Clock, Driver, Framing, PacketIo, SystemClock, TestClock};
@@ -10,6 +8,8 @@ use netloom_topo::{NodeKind, RoutingMetric, Topology};
 use std::collections::VecDeque;
 use std::io;
 use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
 
 /// A clock a test can let time pass on: a `TestClock` moves at once, the system's is slept on.
 pub trait TestTime: Clock {
@@ -257,4 +257,32 @@ pub fn unavailable() -> Option<String> {
         return Some("no /dev/net/tun".into());
     }
     None
+}
+
+/// Held by each live test for its whole run: an experiment registers in `NETLOOM_RUN_DIR`, which a
+/// process has only one of at a time, and the tests of every module share the process.
+static LIVE: Mutex<()> = Mutex::new(());
+
+/// A live test's own registry directory, `NETLOOM_RUN_DIR` pointed at it until the guard is
+/// dropped; the directory is removed then, whatever the test did.
+pub struct LiveRegistry {
+    pub dir: PathBuf,
+    _held: MutexGuard<'static, ()>,
+}
+
+/// Waits for every other live test of the process to end, then points `NETLOOM_RUN_DIR` at a
+/// directory named after `tag` and this process.
+pub fn live_registry(tag: &str) -> LiveRegistry {
+    // A test that failed while holding the lock leaves nothing behind for the next (its guard
+    // removed its directory), so a poisoned lock is as good as a free one.
+    let held = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("netloom-{tag}-{}", std::process::id()));
+    std::env::set_var("NETLOOM_RUN_DIR", &dir);
+    LiveRegistry { dir, _held: held }
+}
+
+impl Drop for LiveRegistry {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }

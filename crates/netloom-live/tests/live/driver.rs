@@ -4,9 +4,7 @@
 //! made, and a stop counts what it drops. With GSO, a super-packet is emulated as its wire-size
 //! segments: each timed and lost on its own, and those due together written together.
 
-mod common;
-
-use common::{at_us, ipv4, pair, run_until_quiet, tcp_super_frame, us, MemIo, TCP_HEADERS};
+use crate::common::{at_us, ipv4, pair, run_until_quiet, tcp_super_frame, us, MemIo, TCP_HEADERS};
 use netloom_engine::Engine;
 use netloom_link::{LossModel, PipeConfig, QueueLimit};
 use netloom_live::{

@@ -6,9 +6,7 @@
 //! worker duplicated or dropped its copies. One test runs the workers on threads of their own
 //! and the system's clock, as a run does.
 
-mod common;
-
-use common::{at_us, ipv4, pair, run_until_quiet, MemIo, TestTime};
+use crate::common::{at_us, ipv4, pair, run_until_quiet, MemIo, TestTime};
 use netloom_engine::{Engine, Ownership, Payload};
 use netloom_link::{LossModel, PipeConfig};
 use netloom_live::{
@@ -472,7 +470,7 @@ impl Clock for Ticking {
     }
 }
 
-impl common::TestTime for Ticking {
+impl TestTime for Ticking {
     fn pass(&self, d: Duration) {
         self.0.advance(d);
     }
