@@ -1,6 +1,7 @@
 //! `wait_in_foreground`: a signal another process sends the waiter reaches the program, whose
 //! own exit status comes back, and the waiter's handlers are gone afterwards. No root needed.
 
+use crate::common::SIGNAL_HANDLERS;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -27,10 +28,11 @@ fn wait_for(path: &Path) {
     }
 }
 
-// One test for both signals: the handlers and the process they pass signals on to are the
-// whole process's, so two waits must not overlap.
+// One test for both signals, and the other modules' waits kept out: the handlers and the process
+// they pass signals on to are the whole process's, so two waits must not overlap.
 #[test]
 fn a_signal_sent_to_the_waiter_reaches_the_program_and_its_status_comes_back() {
+    let _handlers = SIGNAL_HANDLERS.lock().unwrap_or_else(|e| e.into_inner());
     let before = caught();
     for (signal, code) in [("TERM", 7), ("INT", 8)] {
         let ready = std::env::temp_dir().join(format!(

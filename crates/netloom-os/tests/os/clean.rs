@@ -1,11 +1,9 @@
 //! Root tests of what happens around an experiment owned by another (or a dead) process: `clean`
 //! after a crash, which must spare namespaces that are not netloom's, and `exec`.
 
-mod support;
-
+use crate::common::{can_run, etc_entry_exists, netns_exists, unique, Leftovers, SIGNAL_HANDLERS};
 use netloom_os::{OsError, Testbed, TestbedSpec};
 use std::process::Command;
-use support::{can_run, etc_entry_exists, netns_exists, unique, Leftovers};
 
 #[test]
 fn clean_after_a_crash_removes_everything_and_spares_foreign_namespaces() {
@@ -129,6 +127,8 @@ fn exec_passes_the_exit_code_through() {
     if !can_run("exec_passes_the_exit_code_through") {
         return;
     }
+    // exec waits in the foreground, holding the process's signal handlers.
+    let _handlers = SIGNAL_HANDLERS.lock().unwrap_or_else(|e| e.into_inner());
     let spec = TestbedSpec::planned(&unique("exec"), ["h1"]);
     let _leftovers = Leftovers(vec![netloom_os::namespace_name(&spec.name, "h1")]);
     let experiment = Testbed::create(&spec).unwrap();

@@ -1,8 +1,7 @@
 //! Root tests of `Testbed`: what a host gets, packets both ways through a TUN, teardown, and
 //! the errors for names in use and invalid names. Each skips (saying so) without root.
 
-mod support;
-
+use crate::common::{can_run, etc_entry_exists, netns_exists, unique, Leftovers};
 use netloom_os::{
     enter_namespace, DeviceCounters, OsError, Poller, Testbed, TestbedSpec, TUN_NAME, VNET_HDR_LEN,
 };
@@ -11,7 +10,6 @@ use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
 use std::os::unix::fs::MetadataExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use support::{can_run, etc_entry_exists, netns_exists, unique, Leftovers};
 
 fn spec(tag: &str, hosts: &[&str]) -> (TestbedSpec, Leftovers) {
     let spec = TestbedSpec::planned(&unique(tag), hosts.iter().copied());
@@ -362,7 +360,7 @@ fn a_name_in_use_is_refused_and_the_running_experiment_survives() {
 #[test]
 fn invalid_names_are_refused_before_anything_is_made() {
     // Needs no root: names are checked first.
-    support::run_dir();
+    crate::common::run_dir();
     for (testbed, host, expected) in [
         (
             "bad name",

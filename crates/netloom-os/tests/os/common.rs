@@ -1,9 +1,14 @@
-//! Shared by the root tests: the skip check, a per-process registry directory, unique names, and
-//! a guard that removes namespaces by name even when a test fails half-way.
+//! Shared by the tests: the skip check, a per-process registry directory, unique names, a guard
+//! that removes namespaces by name even when a test fails half-way, and the signal handlers' lock.
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
+
+/// Held by each test that waits in the foreground (`wait_in_foreground`, `exec`) for the whole
+/// wait: the wait installs the process's handlers for the stop signals and passes what they catch
+/// to its one child, so two waits at once would take each other's handlers and signals.
+pub static SIGNAL_HANDLERS: Mutex<()> = Mutex::new(());
 
 /// Whether these tests can run here; prints why not. Also points NETLOOM_RUN_DIR at a directory
 /// of this test process, so tests never see or touch real experiments' registry entries.
