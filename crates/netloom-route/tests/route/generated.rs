@@ -1,7 +1,7 @@
 //! Routing over the generated topologies: every host reaches every other, and the tree-mesh
 //! diameter is the paper's 2h + 1 hops. The `#[ignore]`d test reports the time to generate,
 //! load and route the default inet and an inet-like topology of about 100,000 links:
-//! `cargo test --release -p netloom-route --test generated -- --ignored --nocapture`.
+//! `cargo test --release -p netloom-route --test route generated:: -- --ignored --nocapture`.
 
 use netloom_route::Routes;
 use netloom_time::Duration;
