@@ -534,7 +534,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
             // enter under an ownership about to change, or a pipe whose state is on its way.
             // Checked after releasing, which hands over once the instant has come: a frame read
             // after that, from a host handed over, would enter an engine that no longer owns
-            // the host (`tests/workers.rs`, `a_host_that_moves_is_never_read_...`).
+            // the host (`tests/live/workers.rs`, `a_host_that_moves_is_never_read_...`).
             let now = self.clock.now();
             let moving = self
                 .moving
