@@ -17,7 +17,9 @@
 #           (ICMP, 20 ms and 2 ms apart): the round trip, where lingering after packets matters.
 # With several binaries (say a before and an after), every case runs each binary in turn, RUNS
 # times, so that the machine's drift hits all alike; figures are medians over the runs (round
-# trips: percentiles of all samples pooled). Without a binary: this tree's release build.
+# trips: percentiles of all samples pooled, and pair by pair: each run's medians, their median
+# over the runs, and the median of each run's difference from binary 0's run of the same round).
+# Without a binary: this tree's release build.
 #
 # Knobs: RUNS (3), SECONDS_RUN (10: the measured window; iperf3 runs 1 s longer and leaves the
 # first second out, the window starts after it), CASES, PRECISION (hybrid), PIN (0; 1 puts netloom
@@ -155,9 +157,9 @@ one() { # one BINARY CASE TAG: one run; appends "cpu sleeps verdict p50 p99 p999
         local t0 w0
         t0=$(ticks "$EMU_PID"); w0=$(date +%s.%N)
         x h1 sockperf pp -i "$H2" -p 11111 -t 5 --mps 1000 --full-rtt \
-            --full-log "$work/$tag-sp-$RANDOM$RANDOM.csv" >/dev/null 2>&1 || true
-        x h1 ping -c "$PING_COUNT" -i 0.02 "$H2" >"$work/$tag-p20-$RANDOM$RANDOM.txt" 2>&1 || true
-        x h1 ping -c "$PING_COUNT" -i 0.002 "$H2" >"$work/$tag-p2-$RANDOM$RANDOM.txt" 2>&1 || true
+            --full-log "$work/$tag-sp-r$RUN.csv" >/dev/null 2>&1 || true
+        x h1 ping -c "$PING_COUNT" -i 0.02 "$H2" >"$work/$tag-p20-r$RUN.txt" 2>&1 || true
+        x h1 ping -c "$PING_COUNT" -i 0.002 "$H2" >"$work/$tag-p2-r$RUN.txt" 2>&1 || true
         figures=$(awk -v t="$(($(ticks "$EMU_PID") - t0))" -v w="$(echo "$(date +%s.%N) - $w0" | bc -l)" \
             -v hz="$hz" 'BEGIN {printf "%.4f -\n", t / hz / w}')
         kill "$server" 2>/dev/null || true
@@ -176,6 +178,7 @@ median() { # median COLUMN FILE
 
 for case in $CASES; do
     for run in $(seq "$RUNS"); do
+        RUN=$run
         for i in "${!binaries[@]}"; do
             one "${binaries[$i]}" "$case" "b$i"
             echo "$case run $run binary $i: $(tail -1 "$work/b$i-$case")" >&2
@@ -223,6 +226,30 @@ out=bench/results/idle-cpu-$(date -u +%F).md
                 # shellcheck disable=SC2086 # one file per run
                 read -r _ p50 p99 _ < <(python3 bench/live/stats.py $kind "$work"/b$i-$tool-*)
                 row="$row $p50 / $p99 |"
+            done
+            echo "$row"
+        done
+        echo
+        echo "The same pair by pair: each run's median (µs) per binary, the median over the runs, and"
+        echo "the median of each run's difference from binary 0 (runs of one round are minutes apart"
+        echo "at most, so the machine's drift hits both alike)."
+        echo
+        echo "| binary | sockperf p50 by run | median | − binary 0 | ping 20 ms | median | − binary 0 | ping 2 ms | median | − binary 0 |"
+        echo "|---|---|---:|---:|---|---:|---:|---|---:|---:|"
+        for i in "${!binaries[@]}"; do
+            row="| $i |"
+            for tool in sp p20 p2; do
+                kind=ping
+                [ "$tool" = sp ] && kind=rtt
+                runs="" diffs=""
+                for run in $(seq "$RUNS"); do
+                    read -r _ p50 _ _ < <(python3 bench/live/stats.py $kind "$work"/b$i-$tool-r$run.*)
+                    read -r _ b50 _ _ < <(python3 bench/live/stats.py $kind "$work"/b0-$tool-r$run.*)
+                    runs="$runs $p50"
+                    diffs="$diffs $(echo "$p50 - $b50" | bc -l)"
+                done
+                # shellcheck disable=SC2086 # one number a word
+                row="$row${runs} | $(printf '%s\n' $runs | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}') | $(printf '%s\n' $diffs | sort -g | awk '{v[NR] = $1} END {printf "%+.1f", v[int((NR + 1) / 2)]}') |"
             done
             echo "$row"
         done
