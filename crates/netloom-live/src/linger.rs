@@ -13,6 +13,13 @@
 //! spun; each caught answer is given half again its time, as jitter. An exchange that answers
 //! within a few tens of microseconds is caught as before; a TCP flow at a few Mbit/s, whose
 //! next segment comes milliseconds later, no longer costs a spin per packet.
+//!
+//! A follow-up is timed by when it came, not when it was read: one that came while the driver
+//! slept is read only after its wake-up, and timing it by the read made a 40 µs answer look
+//! like one of 150 µs or more, not worth a spin; the driver then slept through every answer, so
+//! every later sample was as inflated, and the linger never came back (the zero-delay round
+//! trip got 15–25 µs slower at the median). The driver tells when a packet read after a sleep
+//! likely came (`Lingers::read`'s `came`).
 
 use netloom_time::{Duration, Instant};
 
@@ -144,13 +151,15 @@ impl Lingers {
         &mut self.hosts[i]
     }
 
-    /// A packet of `host` was read at `now`: how long to spin for the host's next one.
-    pub fn read(&mut self, now: Instant, host: u32) -> Duration {
+    /// A packet of `host` that came at `came` was read: how long to spin, from `came`, for
+    /// the host's next one. `came` is when the driver read it, or when it likely came if the
+    /// driver read it after a sleep (the read less the wake-up's usual time).
+    pub fn read(&mut self, came: Instant, host: u32) -> Duration {
         let bound = self.bound;
         let h = self.host(host);
-        h.written.followed(now, bound);
-        h.sent.followed(now, bound);
-        h.sent.start(now, bound);
+        h.written.followed(came, bound);
+        h.sent.followed(came, bound);
+        h.sent.start(came, bound);
         h.sent.linger
     }
 

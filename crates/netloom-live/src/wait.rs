@@ -12,7 +12,8 @@
 //! far from late (spinning for the latest cost a tenth of a CPU at 5 Mbit/s on a loaded VM);
 //! (2) keeps spinning for a while after a packet when that host's next packet (a reply, the
 //! next of a stream) lately came soon enough to be worth it (`crate::linger`: a fixed spin after
-//! every packet cost half a CPU at 5 Mbit/s); (3)
+//! every packet cost half a CPU at 5 Mbit/s), timing a packet read after a sleep by when it
+//! likely came, the read less the usual lateness of a wake-up, not by the read; (3)
 //! while traffic is recent, never sleeps longer than a millisecond at a time, which keeps the
 //! wake-up path warm at a cost of about a thousand short turns a second; (4) treats a packet that
 //! another worker will deliver to a host this driver reads as a deadline of its own (`expect`):
@@ -110,6 +111,12 @@ pub struct Waiter {
     samples: usize,
     /// The spin they call for (`spin`), kept as they come.
     learned: Duration,
+    /// The median of them: how long a wake-up usually takes to run, which a packet that came
+    /// during a sleep waited before it was read.
+    usual_wake: Duration,
+    /// The sleep the current turn ended: from when a packet read in this turn may have come
+    /// (its start, or its end if it ran its course), and when the driver woke.
+    slept: Option<(Instant, Instant)>,
     /// The sleep in progress: when it was asked for, and until when.
     asleep: Option<(Instant, Instant)>,
     /// When the driver last ended a sleep (or started): the start of the current spin run.
@@ -136,6 +143,8 @@ impl Waiter {
             lateness: [0; SAMPLES],
             samples: 0,
             learned: INITIAL_SPIN,
+            usual_wake: Duration::ZERO,
+            slept: None,
             asleep: None,
             spinning_since: Instant::ZERO,
             expected: BinaryHeap::new(),
@@ -156,11 +165,21 @@ impl Waiter {
         self.precision
     }
 
-    /// A packet of `host` was read at `now`.
+    /// A packet of `host` was read at `now`. Read in the turn after a sleep, it came during
+    /// the sleep and waited for the wake-up: its host's record times it by when it likely came,
+    /// the wake less the usual lateness of a wake-up (never before the sleep began), as a
+    /// follow-up read after the wake-up looked too slow to be worth awaiting, and then every
+    /// one was read after a wake-up (`crate::linger`).
     pub fn read(&mut self, now: Instant, host: u32) {
         self.last_packet = Some(now);
         if let Some(l) = &mut self.lingers {
-            self.linger_until = self.linger_until.max(now + l.read(now, host));
+            let came = match self.slept {
+                Some((from, woke)) => Instant(woke.0.saturating_sub(self.usual_wake.as_nanos()))
+                    .max(from)
+                    .min(now),
+                None => now,
+            };
+            self.linger_until = self.linger_until.max(came + l.read(came, host));
         }
     }
 
@@ -175,6 +194,8 @@ impl Waiter {
     /// How long the driver may sleep from `now` with its next deadline at `deadline`: zero means
     /// poll and come back. Records the sleep, so `woke` can tell how late it ended.
     pub fn budget(&mut self, now: Instant, deadline: Option<Instant>) -> Duration {
+        // The turn that followed the last sleep is over.
+        self.slept = None;
         // An expected delivery that has come is a packet for the linger; the next one is a
         // deadline.
         while let Some(&Reverse((at, host))) =
@@ -213,6 +234,7 @@ impl Waiter {
     /// coordinator's and the worker's reading their control channels: measured 7 to 9 ms on 2
     /// vCPUs, until `LONG_SPIN` ended the priority). Records the sleep, as `budget`.
     pub fn awaiting(&mut self, now: Instant) -> Duration {
+        self.slept = None;
         let sleep = match self.precision {
             Precision::Busy => Duration::ZERO,
             Precision::Hybrid(_) | Precision::Sleep => MAX_SLEEP,
@@ -224,12 +246,16 @@ impl Waiter {
     /// The wait that `budget` allowed ended at `now`; `by_timer` when it ran its course (no
     /// packet or message cut it short), in which case how late it ended teaches the spin.
     pub fn woke(&mut self, now: Instant, by_timer: bool) {
-        if let Some((_, until)) = self.asleep.take() {
+        if let Some((from, until)) = self.asleep.take() {
             self.spinning_since = now;
+            // A sleep that ran its course was not cut short by a packet: any read now came
+            // after its end.
+            self.slept = Some((if by_timer { until } else { from }, now));
             if by_timer {
                 self.lateness[self.samples % SAMPLES] = now.saturating_since(until).as_nanos();
                 self.samples += 1;
                 self.learned = self.learn();
+                self.usual_wake = Duration::from_nanos(self.late_as(5));
             }
         }
     }
@@ -272,14 +298,19 @@ impl Waiter {
     /// The learned spin: the lateness of the recent timed wake-up that nine in ten of them were
     /// no later than, plus half again, within [`MIN_SPIN`, `MAX_SPIN`].
     fn learn(&self) -> Duration {
+        let covered = self.late_as(COVERED_TENTHS);
+        Duration::from_nanos(covered.saturating_add(covered / 2))
+            .max(MIN_SPIN)
+            .min(MAX_SPIN)
+    }
+
+    /// The lateness, ns, that `tenths` tenths of the recent timed wake-ups were no later than.
+    fn late_as(&self, tenths: usize) -> u64 {
         let seen = self.samples.min(SAMPLES);
         let mut sorted = self.lateness;
         let sorted = &mut sorted[..seen];
         sorted.sort_unstable();
-        let covered = sorted[(seen * COVERED_TENTHS).div_ceil(10).max(1) - 1];
-        Duration::from_nanos(covered.saturating_add(covered / 2))
-            .max(MIN_SPIN)
-            .min(MAX_SPIN)
+        sorted[(seen * tenths).div_ceil(10).max(1) - 1]
     }
 }
 
@@ -472,6 +503,59 @@ mod tests {
             "awaits the answer"
         );
         assert_eq!(w.budget(at_us(10_090), None), WARM_SLEEP);
+    }
+
+    /// One packet from `host` that comes `after` µs after `at`: the driver takes a turn every
+    /// microsecond while it lingers; once the linger is over it sleeps, and the packet wakes it
+    /// `wake` µs after it came. Returns whether the driver was awake for it, and when it was
+    /// read.
+    fn comes(w: &mut Waiter, at: u64, after: u64, wake: u64, host: u32) -> (bool, u64) {
+        for t in at + 1..at + after {
+            if !w.budget(at_us(t), None).is_zero() {
+                let read = at + after + wake;
+                w.woke(at_us(read), false);
+                w.read(at_us(read), host);
+                return (false, read);
+            }
+        }
+        w.read(at_us(at + after), host);
+        (true, at + after)
+    }
+
+    #[test]
+    fn a_fast_ping_pong_is_caught_again_after_slow_answers() {
+        // Two programs in ping-pong: each answers 20-60 us after the other's message is written
+        // to it. The driver's wake-ups take 100-200 us (its timed ones taught it so). A slow
+        // phase first, every answer 300 us late, leaves each host's linger at zero; then the
+        // answers come fast again, and each is read only after a wake-up. Timed by its read,
+        // each looked 120-260 us late, not worth a spin, so the driver never lingered again:
+        // the old model slept through every one of them for good.
+        let mut w = hybrid();
+        let wakes = [100, 150, 200, 120, 180, 150, 130, 170];
+        let mut t = 0;
+        for &late in &wakes {
+            let sleep = w.budget(at_us(t), None);
+            w.woke(at_us(t) + sleep + us(late), true);
+            t += 2_000;
+        }
+        let mut caught = Vec::new();
+        for k in 0..60u64 {
+            let answer = if k < 16 { 300 } else { 20 + (k * 17) % 41 };
+            let wake = wakes[k as usize % wakes.len()];
+            let to = (k % 2) as u32;
+            w.wrote(at_us(t), to);
+            let (awake, read) = comes(&mut w, t, answer, wake, to);
+            caught.push(awake);
+            t = read + 5;
+        }
+        assert!(
+            !caught[8..16].iter().any(|&c| c),
+            "the slow phase: {caught:?}"
+        );
+        assert!(
+            caught[40..].iter().all(|&c| c),
+            "the fast phase: {caught:?}"
+        );
     }
 
     #[test]
