@@ -17,9 +17,9 @@
 //! A follow-up is timed by when it came, not when it was read: one that came while the driver
 //! slept is read only after its wake-up, and timing it by the read made a 40 µs answer look
 //! like one of 150 µs or more, not worth a spin; the driver then slept through every answer, so
-//! every later sample was as inflated, and the linger never came back (the zero-delay round
-//! trip got 15–25 µs slower at the median). The driver tells when a packet read after a sleep
-//! likely came (`Lingers::read`'s `came`).
+//! every later sample was as inflated, and the linger never came back (wake-ups of 150 µs, the
+//! slow end on the development VM, are enough). The driver tells when a packet read after a
+//! sleep likely came (`Lingers::read`'s `came`).
 
 use netloom_time::{Duration, Instant};
 
