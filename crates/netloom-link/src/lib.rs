@@ -5,7 +5,7 @@
 //! leaves the far end. The caller keeps the packet until then and calls `release`, which counts
 //! it out (or drops it if the link went down meanwhile).
 //!
-//! Time-varying links are plans (`Plan`: a schedule or a Markov graph of states) that a
+//! Time-varying links are variations (`Variation`: a schedule or a Markov graph of states) that a
 //! `Timeline` steps through; the driver applies each state's configuration with `set_config`.
 
 mod backlog;
@@ -31,5 +31,5 @@ pub use pipe::*;
 pub use profile::{DelayProfile, ProfileError, ProfileProblem};
 pub use schedule::{Schedule, ScheduleError, MAX_STEPS, MIN_STEP};
 pub use trace::{Trace, TraceError};
-pub use variation::{Plan, Timeline};
+pub use variation::{Timeline, Variation};
 pub use wireless::MAC_FRAMING_BYTES;

@@ -1,4 +1,4 @@
-//! A link's changes over time: a plan (a schedule or a Markov graph) and the timeline that steps
+//! A link's changes over time: a `Variation` (a schedule or a Markov graph) and the timeline that steps
 //! through it, sans-I/O, so the virtual-time and real-time drivers apply the same changes.
 
 use crate::markov::Markov;
@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 /// How a link's state changes; states are indices into configurations the caller keeps.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Plan {
+pub enum Variation {
     /// Fixed changes at offsets from time 0, once or every period; starts in the state of its
     /// step at offset 0 (state 0, the link's own configuration, if none was given).
     Schedule(Schedule),
@@ -22,7 +22,7 @@ pub enum Plan {
 /// Where a link is in its plan: the current state and when the next change is due. Starts at
 /// time zero; a Markov plan's draws come from its own generator seeded by `seed`.
 pub struct Timeline {
-    plan: Arc<Plan>,
+    plan: Arc<Variation>,
     rng: PipeRng,
     state: u32,
     next_at: Option<Instant>,
@@ -33,7 +33,7 @@ pub struct Timeline {
 impl Timeline {
     /// A timeline at time 0, in the plan's first state: a schedule's step at offset 0, or a
     /// Markov graph's start state with its first dwell time already drawn from `seed`'s stream.
-    pub fn new(plan: Arc<Plan>, seed: u64) -> Timeline {
+    pub fn new(plan: Arc<Variation>, seed: u64) -> Timeline {
         let mut t = Timeline {
             plan,
             rng: PipeRng::seed_from_u64(seed),
@@ -43,8 +43,8 @@ impl Timeline {
         };
         let plan = t.plan.clone();
         match &*plan {
-            Plan::Schedule(s) => t.take_step(s),
-            Plan::Markov(m) => {
+            Variation::Schedule(s) => t.take_step(s),
+            Variation::Markov(m) => {
                 t.state = m.start();
                 let dwell = m.dwell(t.state, &mut t.rng);
                 t.next_at = Some(Instant::ZERO + Duration(dwell));
@@ -69,8 +69,8 @@ impl Timeline {
         while let Some(at) = self.next_at.filter(|&at| at <= now) {
             let plan = self.plan.clone();
             match &*plan {
-                Plan::Schedule(s) => self.take_step(s),
-                Plan::Markov(m) => match m.next(self.state, &mut self.rng) {
+                Variation::Schedule(s) => self.take_step(s),
+                Variation::Markov(m) => match m.next(self.state, &mut self.rng) {
                     Some(next) => {
                         self.state = next;
                         self.next_at = Some(at + Duration(m.dwell(next, &mut self.rng)));
@@ -87,7 +87,7 @@ impl Timeline {
     /// force). For a real-time driver that cannot keep changes finer than its turns; a Markov
     /// graph's draws depend on each state in turn, so it is not skipped (0).
     pub fn skip_to(&mut self, now: Instant) -> u64 {
-        let Plan::Schedule(s) = &*self.plan else {
+        let Variation::Schedule(s) = &*self.plan else {
             return 0;
         };
         if self.next_at.is_none_or(|at| at > now) {
@@ -130,7 +130,7 @@ mod tests {
             .map(|(o, s)| (Duration(o * MS), s))
             .collect();
         let s = Schedule::new(steps, every.map(|e| Duration(e * MS))).unwrap();
-        Timeline::new(Arc::new(Plan::Schedule(s)), 1)
+        Timeline::new(Arc::new(Variation::Schedule(s)), 1)
     }
 
     #[test]

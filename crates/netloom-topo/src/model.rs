@@ -1,7 +1,7 @@
 //! The resolved topology: nodes, links and the pipes that carry each direction, with every
 //! parameter parsed and validated. The engine, routing and partitioning read only this.
 
-use netloom_link::{PipeConfig, PipeData, Plan};
+use netloom_link::{PipeConfig, PipeData, Variation};
 use netloom_os::AddressPlan;
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -128,7 +128,7 @@ pub struct LinkPlan {
     pub link: LinkId,
     /// When the state changes: the link's `schedule` (states in time order) or `markov` graph
     /// (states in name order). Its states are indices into `states`.
-    pub plan: Arc<Plan>,
+    pub plan: Arc<Variation>,
     /// Each state's configuration of the a→b pipe and of the b→a pipe (the same pipe, and
     /// configuration, for a shared link).
     pub states: Vec<(PipeConfig, PipeConfig)>,

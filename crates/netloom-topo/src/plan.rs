@@ -1,5 +1,5 @@
 //! Time-varying links in the file: a link's `schedule` or `markov` table resolved into a
-//! `netloom_link::Plan` over states, each state a full configuration of the link's pipes.
+//! `netloom_link::Variation` over states, each state a full configuration of the link's pipes.
 
 use crate::data::DataFiles;
 use crate::doc::{DwellSpec, LinkEntry, MarkovSpec, ScheduleSpec};
@@ -9,13 +9,13 @@ use crate::patch::LinkPatch;
 use crate::schema::did_you_mean;
 use crate::units;
 use netloom_link::empirical::{Empirical, DEFAULT_SAMPLES, PPB};
-use netloom_link::{Markov, MarkovState, PipeConfig, Plan, Schedule};
+use netloom_link::{Markov, MarkovState, PipeConfig, Schedule, Variation};
 use netloom_time::Duration;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// A plan and each state's (a→b, b→a) configurations.
-pub(crate) type Resolved = (Arc<Plan>, Vec<(PipeConfig, PipeConfig)>);
+pub(crate) type Resolved = (Arc<Variation>, Vec<(PipeConfig, PipeConfig)>);
 
 /// Where problems of one link's plan are recorded.
 struct Context<'a> {
@@ -255,7 +255,7 @@ impl Context<'_> {
                 .fold(at_state.clone(), |acc, &i| acc.under(&events[i].2));
             states.push(self.configs(&over, &[k("schedule")], &format!("schedule at {t}"))?);
         }
-        Some((Arc::new(Plan::Schedule(schedule)), states))
+        Some((Arc::new(Variation::Schedule(schedule)), states))
     }
 
     fn markov(&mut self, m: &MarkovSpec) -> Option<Resolved> {
@@ -322,7 +322,7 @@ impl Context<'_> {
             return None;
         }
         match Markov::new(states, start?) {
-            Ok(markov) => Some((Arc::new(Plan::Markov(markov)), configs)),
+            Ok(markov) => Some((Arc::new(Variation::Markov(markov)), configs)),
             Err(e) => {
                 // The graph's own checks number states; the file names them.
                 let name = |i: u32| {

@@ -3,7 +3,7 @@
 
 use netloom_link::empirical::{Empirical, PPB};
 use netloom_link::{
-    Markov, MarkovError, MarkovState, Plan, Schedule, ScheduleError, Timeline, MAX_STEPS,
+    Markov, MarkovError, MarkovState, Schedule, ScheduleError, Timeline, Variation, MAX_STEPS,
 };
 use netloom_time::{Duration, Instant};
 use std::sync::Arc;
@@ -32,7 +32,7 @@ fn markov_long_run_fractions_match_theory() {
                 .collect(),
         })
         .collect();
-    let plan = Arc::new(Plan::Markov(Markov::new(states, 0).unwrap()));
+    let plan = Arc::new(Variation::Markov(Markov::new(states, 0).unwrap()));
 
     // Stationary distribution of the jump chain by power iteration, then weight by mean dwell.
     let mut pi = [1.0 / 3.0; 3];
@@ -95,7 +95,7 @@ fn markov_is_deterministic_per_seed() {
             next: vec![(0, 0.5), (1, 0.5)],
         },
     ];
-    let plan = Arc::new(Plan::Markov(Markov::new(states, 0).unwrap()));
+    let plan = Arc::new(Variation::Markov(Markov::new(states, 0).unwrap()));
     let run = |seed| {
         let mut t = Timeline::new(plan.clone(), seed);
         (0..100)
@@ -146,7 +146,7 @@ fn markov_graphs_are_checked() {
 fn a_repeating_schedule_starts_over_in_its_base_state() {
     let s = |ms: u64| Duration::from_millis(ms);
     let schedule = Schedule::new(vec![(s(10), 1), (s(20), 2), (s(25), 3)], Some(s(60))).unwrap();
-    let mut t = Timeline::new(Arc::new(Plan::Schedule(schedule)), 0);
+    let mut t = Timeline::new(Arc::new(Variation::Schedule(schedule)), 0);
     let mut seen = vec![(0, t.state())];
     while let Some(at) = t.poll_at().filter(|&at| at < Instant::from_nanos(130 * MS)) {
         seen.push((at.as_nanos() / MS, t.advance(at)));
@@ -171,7 +171,7 @@ fn a_repeating_schedule_starts_over_in_its_base_state() {
 fn a_one_shot_schedule_ends_and_a_late_advance_catches_up() {
     let s = |ms: u64| Duration::from_millis(ms);
     let schedule = Schedule::new(vec![(s(0), 1), (s(10), 2), (s(20), 0)], None).unwrap();
-    let mut t = Timeline::new(Arc::new(Plan::Schedule(schedule)), 0);
+    let mut t = Timeline::new(Arc::new(Variation::Schedule(schedule)), 0);
     assert_eq!(t.state(), 1);
     assert_eq!(t.advance(Instant::from_nanos(25 * MS)), 0);
     assert_eq!(t.poll_at(), None);

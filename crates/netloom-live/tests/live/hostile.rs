@@ -35,7 +35,7 @@ fn change_every_millisecond(t: &mut Topology) {
     .expect("a valid schedule");
     t.plans.push(LinkPlan {
         link: 0,
-        plan: Arc::new(netloom_link::Plan::Schedule(schedule)),
+        plan: Arc::new(netloom_link::Variation::Schedule(schedule)),
         states: vec![(fast, fast), (slow, slow)],
     });
 }

@@ -1,7 +1,7 @@
 //! The wireless, trace and time-varying keys: what they resolve to, and one clear, located
 //! error for each kind of mistake.
 
-use netloom_link::{Plan, Standard};
+use netloom_link::{Standard, Variation};
 use netloom_time::{Duration, Rate};
 use netloom_topo::{load_str, Format, Topology};
 
@@ -58,7 +58,7 @@ fn a_schedule_becomes_one_state_per_change() {
     ))
     .unwrap();
     let plan = &t.plans[0];
-    let Plan::Schedule(_) = &*plan.plan else {
+    let Variation::Schedule(_) = &*plan.plan else {
         panic!("not a schedule")
     };
     let states: Vec<(u64, bool)> = plan
@@ -77,7 +77,7 @@ fn a_markov_graph_names_its_states() {
     ))
     .unwrap();
     let plan = &t.plans[0];
-    let Plan::Markov(m) = &*plan.plan else {
+    let Variation::Markov(m) = &*plan.plan else {
         panic!("not a Markov graph")
     };
     // States in name order: bad, good.
