@@ -22,7 +22,7 @@ use std::thread::JoinHandle;
 
 /// The workers a repartitioning observes and moves: threads of this process (`Controller`),
 /// or machines (the cluster's coordinator).
-pub(crate) trait Workers: Send + 'static {
+pub(crate) trait Movable: Send + 'static {
     /// Why they did not answer.
     type Error: std::error::Error + Send + Sync + 'static;
     /// The run's clock.
@@ -33,7 +33,7 @@ pub(crate) trait Workers: Send + 'static {
     fn repartition(&self, next: Arc<Ownership>, at: Instant) -> Result<Moved, Self::Error>;
 }
 
-impl<C: Clock> Workers for Controller<C> {
+impl<C: Clock> Movable for Controller<C> {
     type Error = ControlError;
 
     fn now(&self) -> Instant {
@@ -78,7 +78,7 @@ impl Repartitioner {
     /// partition is made with `options` (method, seed, imbalance). What it does goes into
     /// `report` as it goes.
     pub fn start(
-        workers: impl Workers,
+        workers: impl Movable,
         topology: Topology,
         (initial, ownership): (Assignment, Arc<Ownership>),
         (options, moving): (netloom_partition::Options, Moving),
@@ -137,7 +137,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Debug, thiserror::Error)]
 enum EpochError {
     #[error("the workers did not answer: {0}")]
-    Workers(#[source] Box<dyn std::error::Error + Send + Sync>),
+    Movable(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("partitioning the observed traffic: {0}")]
     Partition(#[from] netloom_partition::PartitionError),
     #[error("the new partition does not fit: {0}")]
@@ -145,7 +145,7 @@ enum EpochError {
 }
 
 /// The coordinator's state from one epoch to the next.
-struct Epochs<'c, W: Workers> {
+struct Epochs<'c, W: Movable> {
     workers: &'c W,
     moving: Moving,
     topology: Topology,
@@ -156,7 +156,7 @@ struct Epochs<'c, W: Workers> {
     moved: bool,
 }
 
-impl<'c, W: Workers> Epochs<'c, W> {
+impl<'c, W: Movable> Epochs<'c, W> {
     fn new(
         workers: &'c W,
         topology: Topology,
@@ -191,7 +191,7 @@ impl<'c, W: Workers> Epochs<'c, W> {
         let traffic = self
             .workers
             .traffic()
-            .map_err(|e| EpochError::Workers(e.into()))?;
+            .map_err(|e| EpochError::Movable(e.into()))?;
         let end = self.workers.now();
         let counts = self
             .counter
@@ -238,7 +238,7 @@ impl<'c, W: Workers> Epochs<'c, W> {
         let mut moved = self
             .workers
             .repartition(next.clone(), at)
-            .map_err(|e| EpochError::Workers(e.into()))?;
+            .map_err(|e| EpochError::Movable(e.into()))?;
         let (pipes, hosts) = (self.topology.pipes.len(), self.topology.hosts.len());
         moved.pipes = (0..pipes as PipeId)
             .filter(|&p| next.pipe_owner(p) != self.current.pipe_owner(p))
@@ -264,7 +264,7 @@ mod tests {
     use super::*;
     use crate::traffic::lateness_histogram;
 
-    /// Workers whose move the test holds under way until it lets it finish.
+    /// Movable whose move the test holds under way until it lets it finish.
     struct HeldMove {
         started: std::time::Instant,
         pipes: usize,
@@ -273,7 +273,7 @@ mod tests {
         finished: Arc<std::sync::atomic::AtomicBool>,
     }
 
-    impl Workers for HeldMove {
+    impl Movable for HeldMove {
         type Error = std::convert::Infallible;
 
         fn now(&self) -> Instant {

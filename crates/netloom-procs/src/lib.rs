@@ -19,14 +19,14 @@ pub use frames::MAX_FRAME;
 use netloom_engine::{Engine, Remains};
 use netloom_time::Instant;
 use serde::{Deserialize, Serialize};
-pub use spawn::{serve, Workers};
+pub use spawn::{serve, Processes};
 use std::net::IpAddr;
 pub use tcp::{Listener, Run, TcpExchange};
 
 /// What the coordinator tells every worker process before the run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Setup {
-    /// Workers of the run, the coordinator (worker 0) included.
+    /// Processes of the run, the coordinator (worker 0) included.
     pub workers: usize,
     /// The pipe → worker assignment, as the coordinator computed it.
     pub assignment: Vec<u32>,

@@ -1,5 +1,5 @@
 //! The processes of a run and their control channel: the coordinator starts workers 1 to N−1
-//! (`Workers`), each says which netloom it is, takes the set-up, listens, learns its peers and
+//! (`Processes`), each says which netloom it is, takes the set-up, listens, learns its peers and
 //! runs its windows over TCP (`serve`), and the coordinator gathers their remains; a worker that
 //! dies or breaks the protocol stops them all.
 
@@ -42,11 +42,11 @@ struct Process {
 }
 
 /// The worker processes of a run (workers 1 to N−1), killed if the run ends early.
-pub struct Workers {
+pub struct Processes {
     processes: Rc<RefCell<Vec<Process>>>,
 }
 
-impl Drop for Workers {
+impl Drop for Processes {
     fn drop(&mut self) {
         // A run that ended well already reaped them; one that did not leaves nothing behind.
         for p in self.processes.borrow_mut().iter_mut() {
@@ -74,12 +74,15 @@ fn dead(processes: &mut [Process]) -> Option<ProcError> {
         })
 }
 
-impl Workers {
+impl Processes {
     /// Starts workers 1 to `workers`−1, `command(k)` being worker k's (standard input and
     /// output are taken for control; standard error is left to say why a worker failed).
     /// Each dies with this thread.
-    pub fn spawn(workers: usize, command: impl Fn(usize) -> Command) -> Result<Workers, ProcError> {
-        let all = Workers {
+    pub fn spawn(
+        workers: usize,
+        command: impl Fn(usize) -> Command,
+    ) -> Result<Processes, ProcError> {
+        let all = Processes {
             processes: Rc::new(RefCell::new(Vec::with_capacity(workers - 1))),
         };
         for worker in 1..workers {

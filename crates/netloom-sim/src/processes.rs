@@ -55,7 +55,7 @@ pub(crate) fn run(
     };
     let (lookahead, started) = (ownership.lookahead(), std::time::Instant::now());
     let outcome = match &processes.launch {
-        Launch::Spawn(command) => netloom_procs::Workers::spawn(n, command)
+        Launch::Spawn(command) => netloom_procs::Processes::spawn(n, command)
             .and_then(|workers| workers.run(&mut engine, &setup, end, lookahead)),
         #[cfg(feature = "mpi")]
         Launch::Mpi(mpi) => mpi.run(&mut engine, &setup, end, lookahead),

@@ -21,7 +21,7 @@ use crate::moved::RepartitionReport;
 use crate::moved::{merge_moved, Moved};
 use crate::plan::{Options, Plan, Split};
 use crate::protocol::{socket_path, Reply, VERSION};
-use crate::repartition::{self, Moving, Repartitioner, Workers};
+use crate::repartition::{self, Movable, Moving, Repartitioner};
 use crate::report::{PriorityReport, Report, RunInfo};
 use crate::run::RunError;
 use crate::server::{Handler, Response, Server};
@@ -87,7 +87,7 @@ pub(super) struct Shared {
 /// workers send each other directly).
 struct Machines(Arc<Shared>);
 
-impl Workers for Machines {
+impl Movable for Machines {
     type Error = MachineError;
 
     fn now(&self) -> Instant {

@@ -16,7 +16,7 @@ use crate::event::Event;
 use crate::experiment::{Experiment, Part};
 use crate::mailbox::{Message, Outbound, Post};
 use crate::plan::{Options, Plan, PlanError, Split};
-use crate::repartition::Workers;
+use crate::repartition::Movable;
 use crate::wait::{Hybrid, Precision};
 use netloom_engine::{Ownership, Payload};
 use netloom_partition::Assignment;
@@ -164,7 +164,7 @@ pub fn serve(
                 say(&output, &FromWorker::Answer(answer))?;
             }
             ToWorker::Traffic => {
-                let traffic = Workers::traffic(experiment.part_workers())
+                let traffic = Movable::traffic(experiment.part_workers())
                     .map(Box::new)
                     .map_err(PartError::from);
                 say(&output, &FromWorker::Traffic(traffic))?;
@@ -184,7 +184,7 @@ pub fn serve(
                 let output = output.clone();
                 std::thread::spawn(move || {
                     let moved = next.and_then(|next| {
-                        Workers::repartition(&workers, next, Instant::from_nanos(at_ns))
+                        Movable::repartition(&workers, next, Instant::from_nanos(at_ns))
                             .map_err(PartError::from)
                     });
                     let _ = say(&output, &FromWorker::Moved(moved.map(Box::new)));

@@ -16,6 +16,7 @@ mod forward;
 mod handoff;
 mod handover;
 mod links;
+mod machine;
 mod merged;
 mod pods;
 mod remote;
@@ -23,14 +24,13 @@ mod run_view;
 mod selector;
 pub mod slurm;
 mod split;
-mod worker;
 
 pub use clocks::{ClockSample, MachineClock};
 pub use coordinator::{ClusterRun, Setup};
 pub use file::{Cluster, ClusterError, Machine, GENEVE_PORT};
 pub use forward::{Forwarding, UnknownHost};
+pub use machine::serve as serve_worker;
 pub use pods::{
     from_pods, FromPods, PodChoice, PodMachine, PodsError, DEFAULT_CONTAINER, DEFAULT_SELECTOR,
 };
 pub use split::{split, SplitError};
-pub use worker::serve as serve_worker;
