@@ -2,8 +2,8 @@
 //! run that reports to a client: the experiment, its handle, the cluster's coordinator.
 
 use crate::cluster::channel::PartError;
-use crate::control::ControlError;
-use crate::plan::PlanError;
+use crate::run::control::ControlError;
+use crate::run::plan::PlanError;
 use crate::worker::WorkerError;
 use netloom_os::OsError;
 

@@ -8,35 +8,29 @@
 //! one worker's real-time loop, generic over its `Clock` and its hosts' `PacketIo`, so the loop
 //! and its control are tested in memory with a `TestClock`, without root and without sleeping.
 //!
-//! Modules, by what they own: `calibration` (what this machine costs a live run, `netloom
-//! calibrate`), `driver` (the loop, which calls on the owners beside it: `intake` for reads
-//! into payload buffers, `routers` for what engine routers send of their own, `taps` for the
-//! captures on its pipes, `moving` for its side of a live move), `payload` (packets' bytes and the hand-off
-//! protocol between workers), `answer` (a worker's answers to orders), `control` (the
-//! experiment's side of those orders), `wait` (the precision modes' waiting policy), `message`
-//! (the leaf of requests, orders, answers and figures; the other leaves it takes are `accuracy`,
-//! `tap`, `traffic` and `moved`), `protocol` and `server` (the control socket, and its streams; `client` calls it),
-//! `report`, `event`, `monitor` (accuracy alarms while a run goes on), `kernel` (kernel routers'
-//! ports and where packets enter the engine), `capture` (packet capture: the driver's `tap`,
-//! the stream written with netloom_packet's `pcapng`; virtual-time runs' are netloom-sim's),
-//! `repartition` (its epochs' thread; the figures are `traffic` and `moved`), `plan`, `experiment` (with `handle`, what its clients share of it, and `error`), and `tun_io`, `meta`, `pool` for the packets themselves (their bytes,
-//! parsed, segmented, answered with ICMP errors and fragmented, are netloom-packet's).
+//! Two floors. The run (`run/`): `plan`, `experiment` and `handle`, `control` (the run's side of
+//! the orders to workers), `server`, `protocol` and `client` (the control socket), `event`,
+//! `monitor` (accuracy alarms while a run goes on), `report`, `repartition` (its epochs' thread)
+//! and `capture` (the streams written with netloom_packet's `pcapng`). Beneath it, one worker (the
+//! crate root): `driver` (the loop, which calls on the owners beside it: `intake` for reads into
+//! payload buffers, `routers` for what engine routers send of their own, `taps` for the captures
+//! on its pipes, `moving` for its side of a live move), `payload` (packets' bytes and the hand-off
+//! protocol between workers), `answer` (a worker's answers to orders), `wait` and `linger` (the
+//! precision modes' waiting policy), `message` (the leaf of requests, orders, answers and
+//! figures; the other leaves it takes are `accuracy`, `tap`, `traffic` and `moved`), `kernel`
+//! (kernel routers' ports), and `tun_io`, `meta`, `pool` for the packets themselves (their bytes,
+//! parsed, segmented, answered with ICMP errors and fragmented, are netloom-packet's). Beside
+//! them: `cluster` (a run over several machines) and `calibration` (what this machine costs a
+//! live run, `netloom calibrate`).
 
 mod accuracy;
 mod answer;
 pub mod calibration;
-mod capture;
-mod client;
 // The clock lives with time (the shaping daemon takes one too); `crate::clock` still names it.
 use netloom_time::clock;
 pub mod cluster;
-mod control;
 mod driver;
-mod ending;
 mod error;
-mod event;
-mod experiment;
-mod handle;
 mod intake;
 mod io;
 mod kernel;
@@ -44,19 +38,13 @@ mod linger;
 mod mailbox;
 mod message;
 mod meta;
-mod monitor;
 mod moved;
 mod moving;
 mod payload;
-mod plan;
 mod pool;
-pub mod protocol;
 mod ration;
-mod repartition;
-mod report;
 mod routers;
 mod run;
-mod server;
 mod tap;
 mod taps;
 mod traffic;
@@ -66,14 +54,8 @@ mod wait;
 mod worker;
 
 pub use accuracy::{Accuracy, AccuracyReport, LatenessBucket, Thresholds, LATENESS_BUCKETS_NS};
-pub use client::Client;
-pub use control::{capture_pipes, ControlError, Controller, Pending, ANSWER_TIMEOUT};
 pub use driver::{Driver, DriverConfig};
-pub use ending::Ending;
 pub use error::{LiveError, RouterControlError};
-pub use event::{Event, Subscription};
-pub use experiment::{Experiment, RouterControl};
-pub use handle::Handle;
 pub use io::{Framing, PacketIo};
 pub use message::{
     ChangeRefusal, Direction, HostCounters, LinkChange, PipeState, Request, Snapshot,
@@ -81,12 +63,18 @@ pub use message::{
 pub use moved::{EpochReport, MoveReport, RepartitionReport, MIN_EPOCH, MOVE_AHEAD};
 pub use moved::{MovePhases, Moved};
 pub use netloom_time::{Clock, SystemClock, TestClock};
-pub use plan::{this_machine, Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};
-pub use report::{
+pub use run::client::Client;
+pub use run::control::{capture_pipes, ControlError, Controller, Pending, ANSWER_TIMEOUT};
+pub use run::ending::Ending;
+pub use run::event::{Event, Subscription};
+pub use run::experiment::{Experiment, RouterControl};
+pub use run::handle::Handle;
+pub use run::plan::{this_machine, Options, Placement, Plan, PlanError, Split, REALTIME_PRIORITY};
+pub use run::report::{
     CaptureReport, HostInfo, HostReport, LostHandoffs, PriorityReport, RefusedHandoffs, Report,
     RunInfo, WorkersInfo, WorkersReport,
 };
-pub use run::{Run, RunError, RunView, SharedView};
+pub use run::{protocol, Run, RunError, RunView, SharedView};
 pub use tap::{When, SNAPLEN};
 pub use tun_io::TunIo;
 pub use wait::{Hybrid, Precision, Waiter};

@@ -6,8 +6,8 @@
 use crate::clock::Clock;
 use crate::driver::Driver;
 use crate::io::PacketIo;
-use crate::plan::REALTIME_PRIORITY;
-use crate::report::PriorityReport;
+use crate::run::plan::REALTIME_PRIORITY;
+use crate::run::report::PriorityReport;
 use netloom_os::OsError;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;

@@ -3,10 +3,10 @@
 //! cluster mode uses it), so a worker needs no port of its own for control and connects back
 //! through whatever reached it.
 
-use crate::control::ControlError;
-use crate::event::Event;
 use crate::message::{Request, Snapshot};
 use crate::moved::Moved;
+use crate::run::control::ControlError;
+use crate::run::event::Event;
 use crate::traffic::Traffic;
 use netloom_engine::OwnershipError;
 use serde::{Deserialize, Serialize};
@@ -82,7 +82,7 @@ pub(crate) enum FromWorker {
     /// Its hosts are up and its worker runs, at the priority it got (real-time may be refused
     /// on one machine and not on another: a container without real-time budget).
     Ready {
-        priority: Option<crate::report::PriorityReport>,
+        priority: Option<crate::run::report::PriorityReport>,
     },
     /// The answer to a `Request`: the reply's body, or why not.
     Answer(Result<serde_json::Value, PartError>),
@@ -157,7 +157,7 @@ pub(crate) struct Figures {
     pub received_handoffs: Vec<u64>,
     /// Datagrams refused at this machine's hand-off port, by cause.
     #[serde(default)]
-    pub refused_handoffs: crate::report::RefusedHandoffs,
+    pub refused_handoffs: crate::run::report::RefusedHandoffs,
 }
 
 /// Writes one message as a line and flushes it.

@@ -13,18 +13,18 @@ use super::file::{Cluster, Machine};
 use super::merged::Merged;
 use super::remote::{MachineError, Remote, ANSWER_WAIT};
 use super::split::split;
-use crate::ending::Ending;
 use crate::error::LiveError;
-use crate::event::{Event, EventLines, Events};
 use crate::message::{LinkChange, Request};
 use crate::moved::RepartitionReport;
 use crate::moved::{merge_moved, Moved};
-use crate::plan::{Options, Plan, Split};
-use crate::protocol::{socket_path, Reply, VERSION};
-use crate::repartition::{self, Movable, Moving, Repartitioner};
-use crate::report::{PriorityReport, Report, RunInfo};
+use crate::run::ending::Ending;
+use crate::run::event::{Event, EventLines, Events};
+use crate::run::plan::{Options, Plan, Split};
+use crate::run::protocol::{socket_path, Reply, VERSION};
+use crate::run::repartition::{self, Movable, Moving, Repartitioner};
+use crate::run::report::{PriorityReport, Report, RunInfo};
+use crate::run::server::{Handler, Response, Server};
 use crate::run::RunError;
-use crate::server::{Handler, Response, Server};
 use crate::traffic::Traffic;
 use crate::wait::Precision;
 use netloom_engine::{Ownership, Payload};
@@ -291,7 +291,7 @@ impl ClusterRun {
         let fail = LiveError::Machine;
         // Refused before any machine is started.
         if let Some(epoch) = options.repartition {
-            crate::plan::repartitioning(&topology, cluster.machines.len(), epoch)?;
+            crate::run::plan::repartitioning(&topology, cluster.machines.len(), epoch)?;
         }
         // Launched all at once, so that slow SSH connections overlap.
         let mut remotes = Vec::new();

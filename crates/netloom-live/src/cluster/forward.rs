@@ -4,7 +4,7 @@
 //! `netloom exec` there.
 
 use super::file::Machine;
-use crate::plan::Plan;
+use crate::run::plan::Plan;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;

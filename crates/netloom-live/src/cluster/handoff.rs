@@ -9,7 +9,7 @@
 //! hand-offs lost between the machines.
 
 use crate::mailbox::{Message, Outbound, Post};
-use crate::report::RefusedHandoffs;
+use crate::run::report::RefusedHandoffs;
 use netloom_engine::HandoffBounds;
 use netloom_packet::segment::{finish_checksum, VNET_HDR_LEN};
 use netloom_wire::{decode, encode_packet, Arrival, Arrivals, Header, Key, Payload};
@@ -203,7 +203,7 @@ impl Receiver {
             .spawn(move || {
                 if realtime {
                     // Normal priority still moves hand-offs, only later.
-                    let _ = netloom_os::set_realtime_priority(crate::plan::REALTIME_PRIORITY);
+                    let _ = netloom_os::set_realtime_priority(crate::run::plan::REALTIME_PRIORITY);
                 }
                 let mut buf = vec![0u8; MAX_DATAGRAM];
                 // Once the worker stopped taking hand-offs, those still arriving are counted

@@ -11,7 +11,7 @@ use super::handover::{self, Malformed, Route, MAGIC, SEALED_HEADER_LEN};
 use crate::clock::{Clock, SystemClock};
 use crate::mailbox::{Message, Post};
 use crate::moved::Handover;
-use crate::report::RefusedHandoffs;
+use crate::run::report::RefusedHandoffs;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::Mutex;
@@ -217,7 +217,8 @@ impl Links {
                 .spawn(move || {
                     if realtime {
                         // Normal priority still moves hand-overs, only later.
-                        let _ = netloom_os::set_realtime_priority(crate::plan::REALTIME_PRIORITY);
+                        let _ =
+                            netloom_os::set_realtime_priority(crate::run::plan::REALTIME_PRIORITY);
                     }
                     loop {
                         match input.read(&clock) {

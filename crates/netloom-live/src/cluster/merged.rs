@@ -4,7 +4,7 @@
 use super::channel::Figures;
 use crate::message::Snapshot;
 use crate::moved::RepartitionReport;
-use crate::report::{LostHandoffs, Report, RunInfo};
+use crate::run::report::{LostHandoffs, Report, RunInfo};
 
 /// Every machine's figures, added up as they come, by machine in worker order.
 #[derive(Default)]
@@ -23,7 +23,7 @@ pub(super) struct Merged {
     /// (the sender): with `sent_handoffs`, those lost after the last one to arrive count too.
     received_handoffs: Vec<Option<Vec<u64>>>,
     /// Datagrams refused, per machine.
-    refused_handoffs: Vec<crate::report::RefusedHandoffs>,
+    refused_handoffs: Vec<crate::run::report::RefusedHandoffs>,
 }
 
 impl Merged {

@@ -5,7 +5,7 @@
 use super::channel::{self, Figures, FromWorker, PartError, ToWorker};
 use super::clocks::{ClockSample, MachineClock};
 use super::file::Machine;
-use crate::event::{Event, Events};
+use crate::run::event::{Event, Events};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdin, Stdio};

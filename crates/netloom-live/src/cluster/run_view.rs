@@ -4,12 +4,12 @@
 
 use super::clocks::MachineClock;
 use super::coordinator::{ClusterRun, Shared};
-use crate::control::ControlError;
-use crate::ending::Ending;
 use crate::error::LiveError;
-use crate::event::Subscription;
 use crate::message::{Direction, LinkChange, Request};
-use crate::report::{Report, RunInfo};
+use crate::run::control::ControlError;
+use crate::run::ending::Ending;
+use crate::run::event::Subscription;
+use crate::run::report::{Report, RunInfo};
 use crate::run::{Run, RunError, RunView, SharedView};
 use serde_json::{Map, Value};
 use std::sync::atomic::AtomicBool;

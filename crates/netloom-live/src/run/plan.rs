@@ -7,7 +7,7 @@
 use crate::accuracy::Thresholds;
 use crate::kernel::KernelRouters;
 use crate::moved::MIN_EPOCH;
-use crate::report::{HostInfo, WorkersInfo};
+use crate::run::report::{HostInfo, WorkersInfo};
 use crate::wait::{Hybrid, Precision};
 use netloom_engine::{Ownership, OwnershipError, Payload};
 use netloom_partition::{

@@ -8,8 +8,8 @@
 //! repartitioning").
 
 use crate::clock::Clock;
-use crate::control::{ControlError, Controller};
 use crate::moved::{EpochReport, MoveReport, Moved, RepartitionReport, MOVE_AHEAD};
+use crate::run::control::{ControlError, Controller};
 use crate::traffic::Traffic;
 use netloom_engine::epoch::EpochCounter;
 use netloom_engine::Ownership;
@@ -41,11 +41,11 @@ impl<C: Clock> Movable for Controller<C> {
     }
 
     fn traffic(&self) -> Result<Traffic, ControlError> {
-        Controller::traffic(self).wait(crate::control::ANSWER_TIMEOUT)
+        Controller::traffic(self).wait(crate::run::control::ANSWER_TIMEOUT)
     }
 
     fn repartition(&self, next: Arc<Ownership>, at: Instant) -> Result<Moved, ControlError> {
-        Controller::repartition(self, next, at).wait(crate::control::ANSWER_TIMEOUT)
+        Controller::repartition(self, next, at).wait(crate::run::control::ANSWER_TIMEOUT)
     }
 }
 

@@ -3,16 +3,16 @@
 //! control-socket request answered; not its threads, which the `Experiment` owns and stops.
 
 use crate::clock::{Clock, SystemClock};
-use crate::control::{ControlError, Controller, ANSWER_TIMEOUT};
 use crate::error::LiveError;
-use crate::event::{Event, EventLines, Events, Subscription};
 use crate::message::{Direction, LinkChange, Request};
 use crate::moved::RepartitionReport;
-use crate::protocol::Reply;
-use crate::repartition;
-use crate::report::{CaptureReport, Report, RunInfo};
+use crate::run::control::{ControlError, Controller, ANSWER_TIMEOUT};
+use crate::run::event::{Event, EventLines, Events, Subscription};
+use crate::run::protocol::Reply;
+use crate::run::repartition;
+use crate::run::report::{CaptureReport, Report, RunInfo};
+use crate::run::server::Response;
 use crate::run::{RunError, RunView};
-use crate::server::Response;
 use crate::tap::{CaptureStats, When};
 use crate::tun_drops::TunDrops;
 use serde_json::{Map, Value};
@@ -94,12 +94,13 @@ impl Shared {
                 "snaplen 0 keeps nothing; give at least 1 byte".into(),
             ));
         }
-        let pipes = crate::control::capture_pipes(self.controller.topology(), a, b, direction)?;
+        let pipes =
+            crate::run::control::capture_pipes(self.controller.topology(), a, b, direction)?;
         if pipes.is_empty() {
             return Err(LiveError::Capture(format!("node {a} has no links")));
         }
         let names: Vec<String> = pipes.iter().map(|(_, i)| i.name.clone()).collect();
-        let (tap, stream) = crate::capture::capture(pipes, when, snaplen, self.epoch_ns);
+        let (tap, stream) = crate::run::capture::capture(pipes, when, snaplen, self.epoch_ns);
         let target = match b {
             Some(b) => format!("{a} {b} ({})", direction.name()),
             None => a.to_string(),

@@ -1,3 +1,9 @@
+//! The run, above its workers: what says what to start (`plan`), the one-machine run
+//! (`experiment`, with `handle`, what its clients share, and `ending`), the orders to the workers
+//! (`control`), the control socket (`server`, `protocol`, `client`), `event`s, accuracy alarms
+//! (`monitor`), the `report`, repartitioning epochs (`repartition`) and capture streams
+//! (`capture`); and here, the traits every client of any run speaks to.
+//!
 //! What a client does to a live run, whichever run it is: `RunView` (read it, change its links,
 //! follow its events) and `Run` (that, plus wait for its end and stop it), implemented by the
 //! one-machine run (`Experiment`, its `Handle`), the run over several machines (`ClusterRun`)
@@ -19,13 +25,27 @@
 //! (all three here do); one that has none returns an error (`RunError::NoRun` for a report
 //! viewer), never a subscription that stays silent.
 
+pub(crate) mod capture;
+pub(crate) mod client;
+pub(crate) mod control;
+pub(crate) mod ending;
+pub(crate) mod event;
+pub(crate) mod experiment;
+pub(crate) mod handle;
+pub(crate) mod monitor;
+pub(crate) mod plan;
+pub mod protocol;
+pub(crate) mod repartition;
+pub(crate) mod report;
+pub(crate) mod server;
+
 use crate::cluster::MachineClock;
-use crate::ending::Ending;
 use crate::error::LiveError;
-use crate::event::Subscription;
 use crate::message::{Direction, LinkChange};
-use crate::protocol::CallError;
-use crate::report::{Report, RunInfo};
+use crate::run::ending::Ending;
+use crate::run::event::Subscription;
+use crate::run::protocol::CallError;
+use crate::run::report::{Report, RunInfo};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;

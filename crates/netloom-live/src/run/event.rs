@@ -3,7 +3,7 @@
 //! keep up loses its own events, counted, and never slows the run.
 
 use crate::message::LinkChange;
-use crate::server::{Next, Stream};
+use crate::run::server::{Next, Stream};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};

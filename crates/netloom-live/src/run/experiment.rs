@@ -6,22 +6,22 @@
 
 use crate::clock::{Clock, SystemClock};
 use crate::cluster::channel::PartError;
-use crate::control::{Controller, ANSWER_TIMEOUT};
 use crate::driver::{Driver, DriverConfig};
-use crate::ending::Ending;
 use crate::error::{io_error, LiveError, RouterControlError};
-use crate::event::{Event, Events, Subscription};
-use crate::handle::{to_value, Handle, Shared};
 use crate::mailbox::{Outbound, Post};
 use crate::message::{Direction, LinkChange, Request, Snapshot};
-use crate::monitor::Monitor;
 use crate::moved::RepartitionReport;
-use crate::plan::{Placement, Plan};
-use crate::protocol::{socket_path, VERSION};
-use crate::repartition::{self, Repartitioner};
-use crate::report::{Report, RunInfo};
+use crate::run::control::{Controller, ANSWER_TIMEOUT};
+use crate::run::ending::Ending;
+use crate::run::event::{Event, Events, Subscription};
+use crate::run::handle::{to_value, Handle, Shared};
+use crate::run::monitor::Monitor;
+use crate::run::plan::{Placement, Plan};
+use crate::run::protocol::{socket_path, VERSION};
+use crate::run::repartition::{self, Repartitioner};
+use crate::run::report::{Report, RunInfo};
+use crate::run::server::{Handler, Server};
 use crate::run::{Run, RunError, RunView, SharedView};
-use crate::server::{Handler, Server};
 use crate::tun_drops::TunDrops;
 use crate::tun_io::TunIo;
 use crate::worker::{Worker, WorkerError};
@@ -168,7 +168,7 @@ impl Experiment {
         // A spinning worker never sleeps, so it never asks for real-time priority.
         let asked = options.realtime && options.precision != crate::wait::Precision::Busy;
         let (realtime, priority) = crate::worker::priority(asked, || {
-            netloom_os::set_realtime_priority(crate::plan::REALTIME_PRIORITY)
+            netloom_os::set_realtime_priority(crate::run::plan::REALTIME_PRIORITY)
         })?;
         let info = RunInfo {
             experiment: options.name.clone(),

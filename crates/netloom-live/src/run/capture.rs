@@ -4,7 +4,7 @@
 //! into pcapng. When the writer falls behind, copies are dropped and counted in the capture's
 //! own statistics; the emulated packets never wait for it.
 
-use crate::server::{Next, Stream};
+use crate::run::server::{Next, Stream};
 use crate::tap::{CaptureStats, Record, Tap, When};
 use netloom_engine::tap::cause_name;
 use netloom_packet::pcapng::{Interface, Pcapng};

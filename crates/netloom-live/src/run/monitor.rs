@@ -7,7 +7,7 @@
 //! the same intervals and a subscriber can group their alarms by `interval`.
 
 use crate::accuracy::{AccuracyReport, Thresholds};
-use crate::event::Event;
+use crate::run::event::Event;
 use netloom_time::Instant;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

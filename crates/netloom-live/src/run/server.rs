@@ -6,7 +6,7 @@
 //! It knows nothing of workers.
 
 use crate::message::Request;
-use crate::protocol::{parse_request, Reply, MAX_REQUEST};
+use crate::run::protocol::{parse_request, Reply, MAX_REQUEST};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -240,7 +240,7 @@ fn gone(conn: &UnixStream) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{call, CallError};
+    use crate::run::protocol::{call, CallError};
     use std::time::Instant;
 
     fn dir(tag: &str) -> PathBuf {
@@ -346,7 +346,7 @@ mod tests {
         });
         let mut server = Server::start(&path, handler).unwrap();
         let wait = Duration::from_secs(5);
-        let (body, reader) = crate::protocol::open(&path, &Request::Events, wait).unwrap();
+        let (body, reader) = crate::run::protocol::open(&path, &Request::Events, wait).unwrap();
         assert_eq!(body["streaming"], true);
         let lines: Vec<String> = reader.lines().map(Result::unwrap).collect();
         assert_eq!(
@@ -358,12 +358,12 @@ mod tests {
         // Endless streams take half the slots at most; requests are still served beside them.
         let mut endless: Vec<_> = (0..MAX_STREAMS)
             .map(|_| {
-                crate::protocol::open(&path, &Request::Info, wait)
+                crate::run::protocol::open(&path, &Request::Info, wait)
                     .unwrap()
                     .1
             })
             .collect();
-        match crate::protocol::open(&path, &Request::Info, wait) {
+        match crate::run::protocol::open(&path, &Request::Info, wait) {
             Err(CallError::Refused(e)) => assert!(e.contains("16 streams"), "{e}"),
             other => panic!("{other:?}"),
         }
@@ -375,7 +375,7 @@ mod tests {
         drop(endless.remove(0));
         let t = Instant::now();
         let again = loop {
-            match crate::protocol::open(&path, &Request::Info, wait) {
+            match crate::run::protocol::open(&path, &Request::Info, wait) {
                 Ok((body, _)) => break body,
                 Err(_) if t.elapsed() < Duration::from_secs(5) => {
                     std::thread::sleep(Duration::from_millis(50))

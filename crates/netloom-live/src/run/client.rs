@@ -2,10 +2,10 @@
 //! `RunView` (the same figures and link changes as the run in this process gives). It only
 //! calls; the protocol is `protocol`'s.
 
-use crate::event::{Event, Events, Subscription};
 use crate::message::{Direction, LinkChange, Request};
-use crate::protocol::{call, open};
-use crate::report::{Report, RunInfo};
+use crate::run::event::{Event, Events, Subscription};
+use crate::run::protocol::{call, open};
+use crate::run::report::{Report, RunInfo};
 use crate::run::{RunError, RunView};
 use serde_json::{Map, Value};
 use std::io::BufRead;
@@ -27,7 +27,7 @@ impl Client {
         Client { path }
     }
 
-    fn failed(&self) -> impl FnOnce(crate::protocol::CallError) -> RunError + '_ {
+    fn failed(&self) -> impl FnOnce(crate::run::protocol::CallError) -> RunError + '_ {
         move |source| RunError::Call {
             path: self.path.clone(),
             source,
@@ -108,9 +108,9 @@ impl RunView for Client {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::EventLines;
-    use crate::protocol::{CallError, Reply};
-    use crate::server::{Handler, Response, Server};
+    use crate::run::event::EventLines;
+    use crate::run::protocol::{CallError, Reply};
+    use crate::run::server::{Handler, Response, Server};
     use std::sync::mpsc::RecvTimeoutError;
     use std::sync::Arc;
 
