@@ -495,12 +495,18 @@ ecn = true
         "{before}"
     );
     assert!(marks > 0, "{after}");
+    // With ECN, CoDel marks every packet that carries ECT and still drops those that cannot
+    // (RFC 3168 6.1.4-6.1.5: pure ACKs, SYNs and FINs carry no ECT). A fresh-clone CI run saw
+    // 1 such drop against 16 marks, with no retransmission: most likely the client's FIN, sent
+    // while the queue was still long. So: no drop of another cause, and CoDel's very few.
+    let drops = count(&after, "/drops") - count(&before, "/drops");
     assert_eq!(
-        (
-            codel_drops,
-            count(&after, "/drops") - count(&before, "/drops")
-        ),
-        (0, 0)
+        drops, codel_drops,
+        "drops of another cause than CoDel: {after}"
+    );
+    assert!(
+        codel_drops <= 2 && codel_drops < marks,
+        "with ECN {codel_drops} CoDel drops against {marks} marks: {after}"
     );
     assert_eq!(resent, 0, "TCP retransmitted with ECN: {after}");
     assert!(mbps_marks >= 9.0, "with ECN {mbps_marks:.3} Mbit/s");
