@@ -254,8 +254,9 @@ impl Waiter {
             if by_timer {
                 self.lateness[self.samples % SAMPLES] = now.saturating_since(until).as_nanos();
                 self.samples += 1;
-                self.learned = self.learn();
-                self.usual_wake = Duration::from_nanos(self.late_as(5));
+                let [usual, covered] = self.late_as([5, COVERED_TENTHS]);
+                self.usual_wake = Duration::from_nanos(usual);
+                self.learned = learn(covered);
             }
         }
     }
@@ -295,23 +296,23 @@ impl Waiter {
         }
     }
 
-    /// The learned spin: the lateness of the recent timed wake-up that nine in ten of them were
-    /// no later than, plus half again, within [`MIN_SPIN`, `MAX_SPIN`].
-    fn learn(&self) -> Duration {
-        let covered = self.late_as(COVERED_TENTHS);
-        Duration::from_nanos(covered.saturating_add(covered / 2))
-            .max(MIN_SPIN)
-            .min(MAX_SPIN)
-    }
-
-    /// The lateness, ns, that `tenths` tenths of the recent timed wake-ups were no later than.
-    fn late_as(&self, tenths: usize) -> u64 {
+    /// The latenesses, ns, that each of `tenths` tenths of the recent timed wake-ups were no later
+    /// than, from one sort of them.
+    fn late_as(&self, tenths: [usize; 2]) -> [u64; 2] {
         let seen = self.samples.min(SAMPLES);
         let mut sorted = self.lateness;
         let sorted = &mut sorted[..seen];
         sorted.sort_unstable();
-        sorted[(seen * tenths).div_ceil(10).max(1) - 1]
+        tenths.map(|t| sorted[(seen * t).div_ceil(10).max(1) - 1])
     }
+}
+
+/// The learned spin: `covered`, the lateness of the recent timed wake-up that nine in ten of them
+/// were no later than, plus half again, within [`MIN_SPIN`, `MAX_SPIN`].
+fn learn(covered: u64) -> Duration {
+    Duration::from_nanos(covered.saturating_add(covered / 2))
+        .max(MIN_SPIN)
+        .min(MAX_SPIN)
 }
 
 #[cfg(test)]
