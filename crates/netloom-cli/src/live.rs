@@ -392,7 +392,7 @@ pub fn format_report(r: &Report, last: bool, top: usize) -> String {
     if !refused.is_none() {
         let _ = writeln!(
             out,
-            "  datagrams and hand-over frames refused at the machines' hand-off ports (none the run's): {} unauthentic, {} from strangers, {} malformed, {} out of bounds, {} replayed",
+            "  datagrams and transfer frames refused at the machines' hand-off ports (none the run's): {} unauthentic, {} from strangers, {} malformed, {} out of bounds, {} replayed",
             refused.unauthentic, refused.strangers, refused.malformed, refused.out_of_bounds, refused.replayed
         );
     }

@@ -107,7 +107,7 @@ impl Handoff {
     }
 }
 
-/// In a serialized message (a repartitioning's hand-over) a hand-off is its byte form.
+/// In a serialized message (a repartitioning's transfer) a hand-off is its byte form.
 impl Serialize for Handoff {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.to_bytes())

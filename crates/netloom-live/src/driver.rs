@@ -18,7 +18,7 @@ use crate::kernel::{Entries, KernelRouters};
 use crate::mailbox::{Inbox, Message, Post};
 use crate::message::{Answer, HostCounters, Order, Snapshot};
 use crate::meta::meta;
-use crate::moved::Handover;
+use crate::moved::Transfer;
 use crate::moving::{Move, Parts as MoveParts};
 use crate::payload::{token, untoken, Payloads};
 use crate::pool::Pool;
@@ -113,8 +113,8 @@ pub struct Driver<I: PacketIo, C: Clock> {
     epoch_lateness: Option<Histogram<u64>>,
     /// A move to another ownership under way (`Order::Move`).
     moving: Option<Move>,
-    /// Other workers' hand-overs that came before this one handed over its own.
-    early: Vec<Handover>,
+    /// Other workers' transfers that came before this one handed over its own.
+    early: Vec<Transfer>,
 }
 
 impl<I: PacketIo, C: Clock> Driver<I, C> {
@@ -274,7 +274,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     pub fn step(&mut self) -> io::Result<()> {
         let now = self.clock.now();
         // A move's instant is a deadline; a worker that handed over sleeps until the others'
-        // hand-overs wake it (`Waiter::awaiting`).
+        // transfers wake it (`Waiter::awaiting`).
         let mut sleep = match &self.moving {
             None => self.waiter.budget(now, self.engine.poll_at()),
             Some(m) if m.handed => self.waiter.awaiting(now),
@@ -316,8 +316,8 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
 
     /// Advances the engine towards now, by at most `EVENTS_PER_ADVANCE` events (the next turn
     /// goes on without sleeping), and writes out what is due.
-    /// During a move: up to just before its instant, then the hand-over; nothing while the
-    /// others' hand-overs are awaited.
+    /// During a move: up to just before its instant, then the transfer; nothing while the
+    /// others' transfers are awaited.
     fn release_due(&mut self) -> io::Result<()> {
         let now = self.clock.now();
         let until = match &self.moving {
@@ -351,29 +351,29 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     }
 
     /// At a move's instant, with everything before it processed: hands over (`Move::hand_over`),
-    /// then takes in the hand-overs that came before.
+    /// then takes in the transfers that came before.
     fn hand_over(&mut self) -> io::Result<()> {
         let (m, parts, clock) = self.move_parts();
         m.expect("a move is under way").hand_over(parts, clock)?;
-        for handover in std::mem::take(&mut self.early) {
-            self.take_handover(handover)?;
+        for transfer in std::mem::take(&mut self.early) {
+            self.take_transfer(transfer)?;
         }
         self.finish_move_if_complete();
         Ok(())
     }
 
-    /// Takes in another worker's hand-over: before this worker handed over its own, it waits.
-    fn take_handover(&mut self, handover: Handover) -> io::Result<()> {
+    /// Takes in another worker's transfer: before this worker handed over its own, it waits.
+    fn take_transfer(&mut self, transfer: Transfer) -> io::Result<()> {
         let now = self.clock.now();
         match self.move_parts() {
-            (Some(m), parts, _) if m.handed => m.take_in(parts, handover, now)?,
-            _ => self.early.push(handover),
+            (Some(m), parts, _) if m.handed => m.take_in(parts, transfer, now)?,
+            _ => self.early.push(transfer),
         }
         self.finish_move_if_complete();
         Ok(())
     }
 
-    /// Once every hand-over is in: passes on the hand-offs held for other workers, taps the
+    /// Once every transfer is in: passes on the hand-offs held for other workers, taps the
     /// pipes this worker owns now, and answers the order.
     fn finish_move_if_complete(&mut self) {
         if !self.moving.as_ref().is_some_and(Move::is_complete) {
@@ -388,7 +388,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     }
 
     /// Takes in what other workers and the experiment posted: hand-offs (measuring how late
-    /// each arrived), news of this worker's payloads, hand-overs, and orders.
+    /// each arrived), news of this worker's payloads, transfers, and orders.
     fn read_inbox(&mut self) -> io::Result<()> {
         let Some(mut inbox) = self.inbox.take() else {
             return Ok(());
@@ -425,8 +425,8 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                     // The asker may have given up waiting; nothing is owed to it then.
                     let _ = reply.send(self.answer(order));
                 }
-                Message::Handover(handover) => {
-                    if let Err(e) = self.take_handover(*handover) {
+                Message::Transfer(transfer) => {
+                    if let Err(e) = self.take_transfer(*transfer) {
                         result = Err(e);
                         break;
                     }
@@ -434,7 +434,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
                 Message::Unreadable { from, why } => {
                     result = Err(io::Error::new(
                         io::ErrorKind::InvalidData,
-                        format!("the hand-over from worker {from} could not be read: {why}"),
+                        format!("the transfer from worker {from} could not be read: {why}"),
                     ));
                     break;
                 }
@@ -498,7 +498,7 @@ impl<I: PacketIo, C: Clock> Driver<I, C> {
     /// workers handed it but it never took counts as inside the network too (and is dropped
     /// with it), as does every packet its engine still holds.
     pub fn final_snapshot(&mut self) -> Snapshot {
-        let unread = self.early.iter().map(Handover::packets).sum::<u64>()
+        let unread = self.early.iter().map(Transfer::packets).sum::<u64>()
             + self.moving.as_ref().map_or(0, |m| m.held.len() as u64)
             + self.inbox.as_mut().map_or(0, Inbox::drain_packets);
         let mut snapshot = self.snapshot();

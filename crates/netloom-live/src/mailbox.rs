@@ -6,7 +6,7 @@
 //! another machine is posted to through an `Outbound` instead (a UDP socket, `cluster`).
 
 use crate::message::{Answer, Order};
-use crate::moved::Handover;
+use crate::moved::Transfer;
 use netloom_engine::{Handoff, Refusal};
 use netloom_topo::NodeId;
 use std::io::{self, Write};
@@ -40,8 +40,8 @@ pub(crate) enum Message {
     Order(Order, Sender<Answer>),
     /// What another worker hands this one at a move (`Order::Move`), posted after everything
     /// it posted under the last ownership: every worker posts one to every other, empty or not.
-    Handover(Box<Handover>),
-    /// What came from worker `from` on another machine where a hand-over was due, and was not
+    Transfer(Box<Transfer>),
+    /// What came from worker `from` on another machine where a transfer was due, and was not
     /// one: the move cannot complete, so this worker stops the run saying why, where it would
     /// otherwise wait for the move to time out.
     Unreadable { from: u16, why: String },
@@ -106,14 +106,14 @@ pub(crate) struct Inbox {
 
 impl Inbox {
     /// Empties the inbox once its worker has stopped, and returns how many packets were in it
-    /// (hand-offs, and those of hand-overs), never taken: they count as inside the network when
+    /// (hand-offs, and those of transfers), never taken: they count as inside the network when
     /// the run stopped. Orders waiting in it go unanswered.
     pub fn drain_packets(&mut self) -> u64 {
         let mut unread = 0;
         while let Some(message) = self.take() {
             match message {
                 Message::Handoff(_) | Message::Shipped(..) => unread += 1,
-                Message::Handover(h) => unread += h.packets(),
+                Message::Transfer(h) => unread += h.packets(),
                 Message::Order(..)
                 | Message::Hold(_)
                 | Message::Release(_)

@@ -248,7 +248,7 @@ pub(crate) enum Order {
     /// repartitioning.
     Traffic,
     /// Take on this ownership at this instant of the run's clock, handing over to the other
-    /// workers what changes owner (`repartition`); answered once every worker's hand-over is in.
+    /// workers what changes owner (`repartition`); answered once every worker's transfer is in.
     Move(Arc<Ownership>, Instant),
 }
 

@@ -1,9 +1,9 @@
-//! Owns what a move hands over (`Handover`), what it handed over (`Moved`), where its time went
+//! Owns what a move hands over (`Transfer`), what it handed over (`Moved`), where its time went
 //! (`MovePhases`), and the report of a repartitioned run's epochs and moves
 //! (`RepartitionReport`); not the move (`moving`) nor the epochs' thread (`repartition`).
 //!
 //! Plain data, a leaf: a worker's `Answer::Moved`, summed over workers (`merge_moved`) and
-//! moves, and the `Stamps` a hand-over collects on its way for the phases.
+//! moves, and the `Stamps` a transfer collects on its way for the phases.
 
 use crate::ration::Bucket;
 use netloom_engine::Migration;
@@ -21,8 +21,8 @@ pub const MOVE_AHEAD: Duration = Duration::from_millis(2);
 /// What one worker hands another at a move: the engine's part, the hosts the other reads
 /// from now on, each with its ration's bucket, and, when payloads are shipped, the packet of
 /// each pending exit or entry of the migration (in its order; empty when payloads are cached).
-/// A worker on another machine is sent it in binary (`cluster::handover`).
-pub(crate) struct Handover {
+/// A worker on another machine is sent it in binary (`cluster::transfer`).
+pub(crate) struct Transfer {
     pub migration: Migration,
     pub hosts: Vec<(u32, Bucket)>,
     pub payloads: Vec<Box<[u8]>>,
@@ -30,17 +30,17 @@ pub(crate) struct Handover {
     pub stamps: Stamps,
 }
 
-impl Handover {
+impl Transfer {
     /// The packets it carries (pending exits and entries of the migration).
     pub fn packets(&self) -> u64 {
         self.migration.counts().1 as u64
     }
 }
 
-impl std::fmt::Debug for Handover {
+impl std::fmt::Debug for Transfer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (pipes, packets) = self.migration.counts();
-        f.debug_struct("Handover")
+        f.debug_struct("Transfer")
             .field("pipes", &pipes)
             .field("packets", &packets)
             .field("hosts", &self.hosts.len())
@@ -109,7 +109,7 @@ impl RepartitionReport {
     }
 }
 
-/// When a hand-over passed each step of its way, ns on the run's clock (which every machine
+/// When a transfer passed each step of its way, ns on the run's clock (which every machine
 /// keeps by its measured offset). The steps of the way between machines (`sent` to `parsed`)
 /// are `None` between threads.
 #[derive(Clone, Copy, Debug, Default)]
@@ -127,7 +127,7 @@ pub(crate) struct Stamps {
 }
 
 /// Where a move's time went on the worker that waited longest for it, through the last
-/// hand-over to reach it: ns after the move's instant on the run's clock, those of the way
+/// transfer to reach it: ns after the move's instant on the run's clock, those of the way
 /// between machines `None` between threads. `resumed_ns` is the move's stall.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MovePhases {
@@ -145,12 +145,12 @@ pub struct MovePhases {
     pub parsed_ns: Option<u64>,
     /// The receiver had taken it into its engine.
     pub installed_ns: u64,
-    /// The receiver went on, every hand-over in.
+    /// The receiver went on, every transfer in.
     pub resumed_ns: u64,
 }
 
 impl MovePhases {
-    /// The phases of a move at `at`, ordered at `ordered`, whose last hand-over came with
+    /// The phases of a move at `at`, ordered at `ordered`, whose last transfer came with
     /// `stamps`, was installed at `installed`, and after which the worker resumed at `resumed`.
     pub(crate) fn of(
         at: Instant,
@@ -181,7 +181,7 @@ pub struct Moved {
     pub packets: u64,
     /// Hosts whose reading (TUN device and ration) changed worker.
     pub hosts: u64,
-    /// The longest a worker waited, from the move's instant, until it had every hand-over.
+    /// The longest a worker waited, from the move's instant, until it had every transfer.
     pub stall_ns: u64,
     /// Where the longest stall's time went.
     #[serde(default, skip_serializing_if = "Option::is_none")]

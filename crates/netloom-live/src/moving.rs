@@ -1,13 +1,13 @@
 //! Owns one worker's side of a live move to another ownership (`Order::Move`): up to the move's
 //! instant the worker runs under the old ownership, then hands each other worker what it
-//! handles from now on, takes in their hand-overs, and answers the order once all are in. The
+//! handles from now on, takes in their transfers, and answers the order once all are in. The
 //! driver polls it; the figures it answers with are `moved`'s.
 
 use crate::accuracy::Accuracy;
 use crate::io::PacketIo;
 use crate::mailbox::Message;
 use crate::message::Answer;
-use crate::moved::Handover;
+use crate::moved::Transfer;
 use crate::moved::{MovePhases, Moved, Stamps};
 use crate::payload::Payloads;
 use crate::ration::Ration;
@@ -24,16 +24,16 @@ pub(crate) struct Move {
     /// ownership, then hands over.
     pub(crate) at: Instant,
     reply: Sender<Answer>,
-    /// Whether this worker has handed over; it then waits for the others' hand-overs.
+    /// Whether this worker has handed over; it then waits for the others' transfers.
     pub(crate) handed: bool,
-    /// Hand-overs still to come.
+    /// Transfers still to come.
     expected: usize,
     /// Hand-offs taken during the move that another worker handles: passed on after it.
     pub(crate) held: Vec<Handoff>,
     moved: Moved,
     /// When the order reached this worker.
     ordered: Instant,
-    /// The last hand-over taken in: its stamps, and when it was installed.
+    /// The last transfer taken in: its stamps, and when it was installed.
     last: Option<(Stamps, Instant)>,
 }
 
@@ -69,7 +69,7 @@ impl Move {
         }
     }
 
-    /// Whether every hand-over is in, this worker's own included.
+    /// Whether every transfer is in, this worker's own included.
     pub(crate) fn is_complete(&self) -> bool {
         self.handed && self.expected == 0
     }
@@ -107,35 +107,35 @@ impl Move {
                     extracted: clock.now().as_nanos(),
                     ..Stamps::default()
                 };
-                let handover = Box::new(Handover {
+                let transfer = Box::new(Transfer {
                     migration,
                     hosts,
                     payloads,
                     stamps,
                 });
-                p.payloads.post(to as u16, Message::Handover(handover));
+                p.payloads.post(to as u16, Message::Transfer(transfer));
             }
         }
         self.handed = true;
         Ok(())
     }
 
-    /// Takes in another worker's hand-over, after this worker handed over its own, at `now`.
+    /// Takes in another worker's transfer, after this worker handed over its own, at `now`.
     /// Shipped packets come into this worker's pool (one that finds no room is lost outside
     /// the model, as a shipped hand-off would be).
     pub(crate) fn take_in<I: PacketIo>(
         &mut self,
         p: Parts<I>,
-        handover: Handover,
+        transfer: Transfer,
         now: Instant,
     ) -> io::Result<()> {
         self.expected -= 1;
-        let Handover {
+        let Transfer {
             mut migration,
             hosts,
             payloads,
             stamps,
-        } = handover;
+        } = transfer;
         if !payloads.is_empty() {
             let packets = migration.packets_mut();
             let arrived = std::mem::take(packets);
@@ -156,7 +156,7 @@ impl Move {
         Ok(())
     }
 
-    /// Every hand-over is in, at `now`: answers the order with what changed hands and where the
+    /// Every transfer is in, at `now`: answers the order with what changed hands and where the
     /// stall went, and returns the hand-offs held for other workers, to pass on.
     pub(crate) fn finish(self, now: Instant) -> Vec<Handoff> {
         let phases = self.last.map(|(stamps, installed)| {

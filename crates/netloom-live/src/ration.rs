@@ -29,7 +29,7 @@ const PERIOD: Duration = Duration::from_millis(1);
 /// nanoseconds needs no division.
 const UNIT: i64 = 1_000_000;
 
-/// One host's bucket, as it moves between workers (in a hand-over's binary form too).
+/// One host's bucket, as it moves between workers (in a transfer's binary form too).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Bucket {
     credit: i64,

@@ -228,7 +228,7 @@ impl Waiter {
     }
 
     /// How long a driver that waits only for a post from another thread (the others'
-    /// hand-overs at a move) may sleep from `now`: the post wakes it, so as long as the longest
+    /// transfers at a move) may sleep from `now`: the post wakes it, so as long as the longest
     /// sleep, whatever the linger, except in busy mode. Spinning instead, at real-time priority,
     /// would keep the CPUs from the threads that bring the post (between machines, the
     /// coordinator's and the worker's reading their control channels: measured 7 to 9 ms on 2

@@ -51,7 +51,7 @@ pub struct Migration {
 /// receivers in one process, and a live run, the one that moves between processes, has none.
 fn in_process_only<S: Serializer, T>(parts: &[T], _: S) -> Result<S::Ok, S::Error> {
     Err(serde::ser::Error::custom(format!(
-        "a hand-over carrying {} synthetic flows' parts cannot leave its process",
+        "a transfer carrying {} synthetic flows' parts cannot leave its process",
         parts.len()
     )))
 }

@@ -211,7 +211,7 @@ fn one_worker_owning_everything_hands_nothing_over() {
     assert_eq!(split.0.counters().cross_core_hops, 0);
 }
 
-/// A hand-over of pipes and packets has a serialized form (for workers in other processes),
+/// A transfer of pipes and packets has a serialized form (for workers in other processes),
 /// but one carrying a synthetic flow's sender or receiver, which live in one process, refuses
 /// to leave it, saying why.
 #[test]

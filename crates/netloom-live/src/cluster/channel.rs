@@ -93,7 +93,7 @@ pub(crate) enum FromWorker {
     Probed(Vec<Option<u64>>),
     /// The answer to `Traffic`.
     Traffic(Result<Box<Traffic>, PartError>),
-    /// The answer to `Move`, once every other machine's hand-over is in.
+    /// The answer to `Move`, once every other machine's transfer is in.
     Moved(Result<Box<Moved>, PartError>),
     /// The answer to `Count`: hand-off datagrams received, by sending worker.
     Counted(Vec<u64>),

@@ -83,7 +83,7 @@ pub(super) struct Shared {
 }
 
 /// The machines, as a repartitioning orders them: every machine's traffic summed, and moves
-/// ordered to all at once, answered once each has the others' hand-overs (which the machines'
+/// ordered to all at once, answered once each has the others' transfers (which the machines'
 /// workers send each other directly).
 struct Machines(Arc<Shared>);
 

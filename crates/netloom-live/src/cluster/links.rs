@@ -1,16 +1,16 @@
-//! The connections that carry hand-overs between machines at a move: one TCP connection from
+//! The connections that carry transfers between machines at a move: one TCP connection from
 //! each machine's worker to each other's, made at the start of a run that repartitions, on the
 //! address and port of its hand-off socket (TCP's, beside GENEVE's UDP). TCP delivers a
-//! hand-over of any size whole and in order, with no retransmission of netloom's own; the
+//! transfer of any size whole and in order, with no retransmission of netloom's own; the
 //! coordinator only orders moves and hears they are done (docs/cluster.md). Every frame after
 //! the hello is sealed with the run's secret and numbered on its connection: one that is not
 //! the sender's next is refused and counted with the hand-off datagrams' refusals.
 
 use super::handoff::Refused;
-use super::handover::{self, Malformed, Route, MAGIC, SEALED_HEADER_LEN};
+use super::transfer::{self, Malformed, Route, MAGIC, SEALED_HEADER_LEN};
 use crate::clock::{Clock, SystemClock};
 use crate::mailbox::{Message, Post};
-use crate::moved::Handover;
+use crate::moved::Transfer;
 use crate::run::report::RefusedHandoffs;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -31,11 +31,11 @@ const HELLO_WAIT: Duration = Duration::from_secs(1);
 /// run's secret (its tag after them).
 const HELLO_LEN: usize = 10 + netloom_wire::TAG_LEN;
 
-/// Why the connections for hand-overs could not be made.
+/// Why the connections for transfers could not be made.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum LinksError {
     /// This worker's listener.
-    #[error("taking hand-overs at {here}: {source}")]
+    #[error("taking transfers at {here}: {source}")]
     Listen {
         /// Its address.
         here: SocketAddr,
@@ -53,9 +53,7 @@ pub(crate) enum LinksError {
         source: std::io::Error,
     },
     /// Other workers that did not connect in time.
-    #[error(
-        "taking hand-overs at {here}: {missing} other workers never connected within {MEET:?}"
-    )]
+    #[error("taking transfers at {here}: {missing} other workers never connected within {MEET:?}")]
     NeverConnected {
         /// This worker's address.
         here: SocketAddr,
@@ -163,13 +161,13 @@ impl Links {
         })
     }
 
-    /// Sends `handover` to worker `to`, stamped `sent` on `clock` as its encoding begins; false
+    /// Sends `transfer` to worker `to`, stamped `sent` on `clock` as its encoding begins; false
     /// when it cannot go (that worker is gone).
-    pub fn send(&self, to: u16, mut handover: Handover, clock: &SystemClock) -> bool {
+    pub fn send(&self, to: u16, mut transfer: Transfer, clock: &SystemClock) -> bool {
         let Some(Some(out)) = self.to.get(usize::from(to)) else {
             return false;
         };
-        handover.stamps.sent = Some(clock.now().as_nanos());
+        transfer.stamps.sent = Some(clock.now().as_nanos());
         let route = Route {
             vni: self.vni,
             from: self.me,
@@ -177,14 +175,14 @@ impl Links {
         };
         // Numbered and written under one lock: frames go out in the order of their numbers.
         let mut out = out.lock().expect("nothing panics holding it");
-        let Ok(frame) = handover::encode(&handover, route, out.seq, &self.key) else {
+        let Ok(frame) = transfer::encode(&transfer, route, out.seq, &self.key) else {
             return false;
         };
         out.seq += 1;
         out.stream.write_all(&frame).is_ok()
     }
 
-    /// Starts reading the other workers' hand-overs, posting each to `post` stamped `read` (its
+    /// Starts reading the other workers' transfers, posting each to `post` stamped `read` (its
     /// first bytes in) and `parsed` on `clock`, and counting the frames refused in `refused`;
     /// at real-time priority if `realtime`, as the drivers sleep while they wait for them.
     pub fn start_reading(
@@ -213,17 +211,17 @@ impl Links {
             readers.streams.push(stream.try_clone()?);
             let post = post.clone();
             let thread = std::thread::Builder::new()
-                .name("netloom-handovers".into())
+                .name("netloom-transfers".into())
                 .spawn(move || {
                     if realtime {
-                        // Normal priority still moves hand-overs, only later.
+                        // Normal priority still moves transfers, only later.
                         let _ =
                             netloom_os::set_realtime_priority(crate::run::plan::REALTIME_PRIORITY);
                     }
                     loop {
                         match input.read(&clock) {
-                            Ok(Some(handover)) => {
-                                if !post.send(Message::Handover(Box::new(handover))) {
+                            Ok(Some(transfer)) => {
+                                if !post.send(Message::Transfer(Box::new(transfer))) {
                                     return;
                                 }
                             }
@@ -255,19 +253,19 @@ struct Input {
 }
 
 impl Input {
-    /// The next hand-over, stamped; `None` once the connection ends (the sender is gone: its
+    /// The next transfer, stamped; `None` once the connection ends (the sender is gone: its
     /// machine's end stops the run), an error when what came is not the sender's next
-    /// hand-over. A frame of the sender's seen before (replayed into the stream) is refused,
+    /// transfer. A frame of the sender's seen before (replayed into the stream) is refused,
     /// counted and skipped: its length is the sender's, so the next frame is found. Any other
     /// is refused, counted and ends the reading, as nothing after it can be found for sure.
-    fn read(&mut self, clock: &SystemClock) -> Result<Option<Handover>, Malformed> {
+    fn read(&mut self, clock: &SystemClock) -> Result<Option<Transfer>, Malformed> {
         loop {
             let mut sealed = [0u8; SEALED_HEADER_LEN];
             if self.stream.read_exact(&mut sealed).is_err() {
                 return Ok(None);
             }
             let read = clock.now().as_nanos();
-            let head = handover::open_header(&sealed, self.route, &self.key)
+            let head = transfer::open_header(&sealed, self.route, &self.key)
                 .map_err(|e| self.refuse(e))?;
             if head.seq < self.seq {
                 // Read past, not into memory.
@@ -301,11 +299,11 @@ impl Input {
             {
                 return Ok(None);
             }
-            let mut handover = handover::decode(&frame, &self.key).map_err(|e| self.refuse(e))?;
+            let mut transfer = transfer::decode(&frame, &self.key).map_err(|e| self.refuse(e))?;
             self.seq += 1;
-            handover.stamps.read = Some(read);
-            handover.stamps.parsed = Some(clock.now().as_nanos());
-            return Ok(Some(handover));
+            transfer.stamps.read = Some(read);
+            transfer.stamps.parsed = Some(clock.now().as_nanos());
+            return Ok(Some(transfer));
         }
     }
 
@@ -351,7 +349,7 @@ fn greeted(
     (known && from.iter().all(|&(w, _)| w != worker)).then_some(worker)
 }
 
-/// The threads reading hand-overs, stopped (their connections shut) when dropped.
+/// The threads reading transfers, stopped (their connections shut) when dropped.
 pub(crate) struct Readers {
     streams: Vec<TcpStream>,
     threads: Vec<JoinHandle<()>>,
@@ -414,7 +412,7 @@ mod tests {
     }
 
     /// Two workers meet whichever starts first, a stranger that connects too is let go, and a
-    /// hand-over from one reaches the other's inbox, stamped on its way in order.
+    /// transfer from one reaches the other's inbox, stamped on its way in order.
     #[test]
     fn a_hand_over_goes_straight_to_the_other_worker_stamped_in_order() {
         let peers = addresses();
@@ -457,7 +455,7 @@ mod tests {
         let _readers = one
             .start_reading(posts[1].clone(), clock, false, Refused::default())
             .unwrap();
-        let handover = Handover {
+        let transfer = Transfer {
             migration: Migration::default(),
             hosts: Vec::new(),
             payloads: vec![vec![4; 3000].into()],
@@ -467,9 +465,9 @@ mod tests {
                 ..Stamps::default()
             },
         };
-        assert!(zero.send(1, handover, &clock));
+        assert!(zero.send(1, transfer, &clock));
         let got = next(&mut inboxes[1]);
-        let Message::Handover(got) = got else {
+        let Message::Transfer(got) = got else {
             panic!("{got:?}")
         };
         assert_eq!(got.payloads, vec![vec![4u8; 3000].into_boxed_slice()]);
@@ -485,7 +483,7 @@ mod tests {
         assert!(!zero.send(0, empty(), &clock), "no connection to itself");
     }
 
-    /// Bytes that are not a hand-over, where one was due, reach the worker as news that names
+    /// Bytes that are not a transfer, where one was due, reach the worker as news that names
     /// the sender and says what was wrong, so it stops the run instead of waiting for the move;
     /// they are counted as refused.
     #[test]
@@ -504,7 +502,7 @@ mod tests {
         let garbage = [0x5au8; SEALED_HEADER_LEN];
         inject(&zero, 1, &garbage);
         let Message::Unreadable { from, why } = next(&mut inboxes[1]) else {
-            panic!("expected news of an unreadable hand-over");
+            panic!("expected news of an unreadable transfer");
         };
         assert_eq!(from, 0);
         assert!(why.contains("tag is not the run's secret's"), "{why}");
@@ -518,19 +516,19 @@ mod tests {
         out.lock().unwrap().stream.write_all(bytes).unwrap();
     }
 
-    /// A hand-over carrying `byte` in its one shipped packet.
-    fn carrying(byte: u8) -> Handover {
-        Handover {
+    /// A transfer carrying `byte` in its one shipped packet.
+    fn carrying(byte: u8) -> Transfer {
+        Transfer {
             payloads: vec![vec![byte; 100].into()],
             ..empty()
         }
     }
 
-    /// Frames injected into an established hand-over stream after the hello: one of the
+    /// Frames injected into an established transfer stream after the hello: one of the
     /// sender's own replayed is refused, counted and skipped (the sender's next still comes);
     /// one forged without the run's secret, however well made, is refused and counted, and
-    /// never reaches the worker as a hand-over: it hears the stream could not be read instead.
-    /// (Before, frames after the hello carried no tag: both were taken as hand-overs.)
+    /// never reaches the worker as a transfer: it hears the stream could not be read instead.
+    /// (Before, frames after the hello carried no tag: both were taken as transfers.)
     #[test]
     fn a_frame_injected_into_a_hand_over_stream_is_refused_and_counted() {
         let (zero, one) = meet(&addresses());
@@ -541,7 +539,7 @@ mod tests {
             .start_reading(posts[1].clone(), clock, false, refused.clone())
             .unwrap();
         let payload = |m: Message| match m {
-            Message::Handover(h) => h.payloads[0][0],
+            Message::Transfer(h) => h.payloads[0][0],
             other => panic!("{other:?}"),
         };
         assert!(zero.send(1, carrying(1), &clock));
@@ -552,13 +550,13 @@ mod tests {
             to: 1,
         };
         // Frame 0 again, as recorded on the wire (sealed with the run's secret).
-        let replayed = handover::encode(&carrying(6), route, 0, &key()).unwrap();
+        let replayed = transfer::encode(&carrying(6), route, 0, &key()).unwrap();
         inject(&zero, 1, &replayed);
         assert!(zero.send(1, carrying(2), &clock));
         assert_eq!(payload(next(&mut inboxes[1])), 2, "the sender's next");
         assert_eq!(refused.lock().unwrap().replayed, 1);
         // Frame 2 as the sender would make it, but sealed without the run's secret.
-        let forged = handover::encode(&carrying(6), route, 2, &netloom_wire::Key::random());
+        let forged = transfer::encode(&carrying(6), route, 2, &netloom_wire::Key::random());
         inject(&zero, 1, &forged.unwrap());
         assert!(zero.send(1, carrying(3), &clock));
         let Message::Unreadable { from, why } = next(&mut inboxes[1]) else {
@@ -579,8 +577,8 @@ mod tests {
         );
     }
 
-    fn empty() -> Handover {
-        Handover {
+    fn empty() -> Transfer {
+        Transfer {
             migration: Migration::default(),
             hosts: Vec::new(),
             payloads: Vec::new(),

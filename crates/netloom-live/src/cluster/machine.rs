@@ -1,7 +1,7 @@
 //! `netloom worker`: one machine's side of a run over several machines. Started by the
 //! coordinator through the machine's launcher (SSH), it says which netloom it is, answers clock
 //! exchanges, brings up its part when told (its hosts, its worker, the hand-off socket, and in
-//! a run that repartitions the connections to the other workers for hand-overs), answers
+//! a run that repartitions the connections to the other workers for transfers), answers
 //! for its part while the run lasts (forwarding its accuracy alarms), and stops, tears down and
 //! sends its last figures when told or when the coordinator goes, then the hand-offs it
 //! received once every machine stopped. Its worker failing, or a signal, stops it and is told.
@@ -92,7 +92,7 @@ pub fn serve(
         peers,
         key,
         topology,
-        handovers: _handovers,
+        transfers: _transfers,
     } = loop {
         match rx.recv() {
             Ok(ToWorker::Start(start)) => match start_part(*start, wall) {
@@ -170,7 +170,7 @@ pub fn serve(
                 say(&output, &FromWorker::Traffic(traffic))?;
             }
             ToWorker::Move { assignment, at_ns } => {
-                // Answered once the other machines' hand-overs are in, which come to the
+                // Answered once the other machines' transfers are in, which come to the
                 // worker on its connections from them meanwhile.
                 let next = topology
                     .as_ref()
@@ -287,22 +287,22 @@ fn spread(
 }
 
 /// Sends what this machine's worker posts to another machine's: hand-offs as GENEVE datagrams,
-/// a move's hand-over on the connection to it (in a run that repartitions).
+/// a move's transfer on the connection to it (in a run that repartitions).
 struct Peer {
     handoffs: Arc<Sender>,
     to: u16,
-    handovers: Option<Arc<Links>>,
-    /// The run's clock, to stamp a hand-over as it is sent.
+    transfers: Option<Arc<Links>>,
+    /// The run's clock, to stamp a transfer as it is sent.
     clock: SystemClock,
 }
 
 impl Outbound for Peer {
     fn send(&self, message: Message) -> bool {
         match message {
-            Message::Handover(handover) => self
-                .handovers
+            Message::Transfer(transfer) => self
+                .transfers
                 .as_ref()
-                .is_some_and(|links| links.send(self.to, *handover, &self.clock)),
+                .is_some_and(|links| links.send(self.to, *transfer, &self.clock)),
             other => self.handoffs.send(other),
         }
     }
@@ -325,9 +325,9 @@ struct Running {
     /// The topology as loaded, for the ownerships of moves: only in a run that repartitions
     /// (a copy of a large topology costs memory and start-up time for nothing otherwise).
     topology: Option<Topology>,
-    /// The threads reading the other workers' hand-overs (a run that repartitions), stopped
+    /// The threads reading the other workers' transfers (a run that repartitions), stopped
     /// when dropped (after the experiment stopped).
-    handovers: Arc<Mutex<Option<Readers>>>,
+    transfers: Arc<Mutex<Option<Readers>>>,
 }
 
 /// The variable that makes a worker's wall clock drift, for tests only.
@@ -376,7 +376,7 @@ enum StartError {
         /// Why.
         source: std::io::Error,
     },
-    /// The connections for hand-overs could not be made.
+    /// The connections for transfers could not be made.
     #[error(transparent)]
     Links(#[from] LinksError),
     /// The part's experiment did not start.
@@ -389,7 +389,7 @@ enum StartError {
 
 /// Brings this machine's part up: the plan as every machine computes it from the same
 /// topology and assignment, the hand-off socket, the connections to and from every other
-/// worker for hand-overs when the run repartitions, the clock at the run's zero (by `wall`).
+/// worker for transfers when the run repartitions, the clock at the run's zero (by `wall`).
 fn start_part(start: Start, wall: Wall) -> Result<Running, StartError> {
     let topology = start.topology.load()?;
     let precision = match start.precision.as_str() {
@@ -464,13 +464,13 @@ fn start_part(start: Start, wall: Wall) -> Result<Running, StartError> {
             Arc::new(Peer {
                 handoffs: handoffs.clone(),
                 to: k as u16,
-                handovers: links.clone(),
+                transfers: links.clone(),
                 clock,
             }) as Arc<dyn Outbound>
         })
         .collect();
     let receiver = Arc::new(Mutex::new(None));
-    let handovers = Arc::new(Mutex::new(None));
+    let transfers = Arc::new(Mutex::new(None));
     let realtime = start.realtime;
     let topo = plan.topology();
     let gate = handoff::Gate {
@@ -489,16 +489,16 @@ fn start_part(start: Start, wall: Wall) -> Result<Running, StartError> {
     };
     let inbound = {
         let receiver = receiver.clone();
-        let handovers = handovers.clone();
+        let transfers = transfers.clone();
         let socket = socket.clone();
         Box::new(move |post: Post| {
             let r = Receiver::start(socket, gate, post.clone(), realtime)?;
-            // Hand-over frames refused count with the datagrams refused (the same figures).
+            // Transfer frames refused count with the datagrams refused (the same figures).
             let refused = r.refused.clone();
             *receiver.lock().expect("nothing panics holding it") = Some(r);
             if let Some(links) = &links {
                 let readers = links.start_reading(post, clock, realtime, refused)?;
-                *handovers.lock().expect("nothing panics holding it") = Some(readers);
+                *transfers.lock().expect("nothing panics holding it") = Some(readers);
             }
             Ok(())
         })
@@ -521,6 +521,6 @@ fn start_part(start: Start, wall: Wall) -> Result<Running, StartError> {
         peers: start.peers,
         key,
         topology,
-        handovers,
+        transfers,
     })
 }

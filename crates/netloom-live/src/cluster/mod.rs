@@ -1,6 +1,6 @@
 //! Live runs over several machines (docs/cluster.md): the cluster file (`file`), the control
 //! channel between the coordinator and each machine's worker (`channel`), hand-offs between
-//! machines as GENEVE datagrams (`handoff`), a move's hand-overs in binary (`handover`) on
+//! machines as GENEVE datagrams (`handoff`), a move's transfers in binary (`transfer`) on
 //! connections between the workers (`links`), a machine's worker (`worker`, `netloom worker`)
 //! and the coordinator that starts, answers for and stops them all (`coordinator`): it holds
 //! each machine's worker as a `remote`, splits the pipes between machines (`split`), watches
@@ -14,7 +14,6 @@ mod coordinator;
 mod file;
 mod forward;
 mod handoff;
-mod handover;
 mod links;
 mod machine;
 mod merged;
@@ -24,6 +23,7 @@ mod run_view;
 mod selector;
 pub mod slurm;
 mod split;
+mod transfer;
 
 pub use clocks::{ClockSample, MachineClock};
 pub use coordinator::{ClusterRun, Setup};

@@ -261,7 +261,7 @@ impl<C: Clock> Controller<C> {
     }
 
     /// Moves the workers to `next` (the same workers, other owners) at `at` on the run's clock:
-    /// each hands over what changes owner and goes on once it has every other's hand-over
+    /// each hands over what changes owner and goes on once it has every other's transfer
     /// (docs/live.md, "Dynamic repartitioning"). The answer sums what moved.
     pub fn repartition(&self, next: Arc<Ownership>, at: Instant) -> Pending<Moved> {
         self.ask(Order::Move(next, at), |answers| {

@@ -3,8 +3,8 @@
 //! with the code `sim --repartition` uses (`netloom_partition::Repartitioning`: METIS on the
 //! observed counts, parts matched to workers by overlap), and orders a move at an instant a
 //! little ahead. Each worker processes everything before that instant, hands over what changes
-//! owner (`Handover`: pipes, pending exits, hosts with their rations) to every other worker,
-//! and goes on once it has every other worker's hand-over (docs/live.md, "Dynamic
+//! owner (`Transfer`: pipes, pending exits, hosts with their rations) to every other worker,
+//! and goes on once it has every other worker's transfer (docs/live.md, "Dynamic
 //! repartitioning").
 
 use crate::clock::Clock;
@@ -299,7 +299,7 @@ mod tests {
 
     /// A run stopped (Ctrl-C, SIGTERM, `netloom stop`) while a move is under way: stopping the
     /// repartitioning waits for the move to finish, so the workers, which the experiment (or a
-    /// cluster's coordinator) halts only after that, never stop between a hand-over sent and
+    /// cluster's coordinator) halts only after that, never stop between a transfer sent and
     /// one taken.
     #[test]
     fn a_stop_during_a_move_waits_for_the_move() {

@@ -171,7 +171,7 @@ pub struct Report {
     /// arrived, for every ordered pair of machines (counted in `accuracy.physical_drops`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lost_handoffs: Vec<LostHandoffs>,
-    /// In a run over several machines: datagrams and hand-over frames that reached a machine's
+    /// In a run over several machines: datagrams and transfer frames that reached a machine's
     /// hand-off port and were refused, by cause (none of them the run's own); absent when none.
     #[serde(default, skip_serializing_if = "RefusedHandoffs::is_none")]
     pub refused_handoffs: RefusedHandoffs,

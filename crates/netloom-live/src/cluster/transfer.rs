@@ -1,18 +1,18 @@
-//! A hand-over between machines as bytes (docs/cluster.md, "Hand-overs between machines"): a
+//! A transfer between machines as bytes (docs/cluster.md, "Transfers between machines"): a
 //! 48-byte header with the sender's stamps and sequence number, sealed with the run's secret
 //! on its own (so its length is trusted before a byte of the body is read), the hosts' buckets
 //! and the shipped packets in a fixed layout, the engine's migration (pipes' state, pending
 //! exits) in bincode, and the tag of all of it.
 
-use crate::moved::Handover;
 use crate::moved::Stamps;
+use crate::moved::Transfer;
 use crate::ration::Bucket;
 use netloom_engine::Migration;
 use netloom_time::Instant;
 use netloom_wire::{Key, TAG_LEN};
 
-/// The first bytes of every hand-over, and of every connection that carries them.
-pub(crate) const MAGIC: [u8; 4] = *b"NLHO";
+/// The first bytes of every transfer, and of every connection that carries them.
+pub(crate) const MAGIC: [u8; 4] = *b"NLTR";
 /// The layout's version: a netloom of another layout is refused at the start anyway (the
 /// coordinator checks every machine's version), so this only guards against strangers.
 const VERSION: u8 = 2;
@@ -24,28 +24,28 @@ pub(crate) const SEALED_HEADER_LEN: usize = HEADER_LEN + TAG_LEN;
 /// One host's entry: its index, its bucket's credit and when the bucket was last filled.
 const HOST_LEN: usize = 20;
 
-/// Why bytes are not a hand-over of this run for this worker.
+/// Why bytes are not a transfer of this run for this worker.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Malformed {
     #[error(
-        "a hand-over frame whose tag is not the run's secret's (forged, or changed on the way)"
+        "a transfer frame whose tag is not the run's secret's (forged, or changed on the way)"
     )]
     Unauthentic,
     #[error(
-        "a hand-over frame numbered {got} where {awaited} was due (replayed, or one went missing)"
+        "a transfer frame numbered {got} where {awaited} was due (replayed, or one went missing)"
     )]
     OutOfOrder { got: u64, awaited: u64 },
-    #[error("not a netloom hand-over (magic {0:02x?}, version {1})")]
+    #[error("not a netloom transfer (magic {0:02x?}, version {1})")]
     Stranger([u8; 4], u8),
-    #[error("a hand-over of another run (VNI {0:#08x}) or between other workers ({1} to {2})")]
+    #[error("a transfer of another run (VNI {0:#08x}) or between other workers ({1} to {2})")]
     Elsewhere(u32, u16, u16),
-    #[error("a hand-over cut short ({0} bytes where more were due)")]
+    #[error("a transfer cut short ({0} bytes where more were due)")]
     Short(usize),
-    #[error("a hand-over's migration: {0}")]
+    #[error("a transfer's migration: {0}")]
     Migration(#[from] bincode::Error),
 }
 
-/// Where a hand-over goes: the run (its GENEVE VNI), and the sending and receiving workers.
+/// Where a transfer goes: the run (its GENEVE VNI), and the sending and receiving workers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Route {
     pub vni: u32,
@@ -53,9 +53,9 @@ pub(crate) struct Route {
     pub to: u16,
 }
 
-/// `handover` on `route` as one frame, the `seq`th on its connection, sealed with `key`.
+/// `transfer` on `route` as one frame, the `seq`th on its connection, sealed with `key`.
 pub(crate) fn encode(
-    handover: &Handover,
+    transfer: &Transfer,
     route: Route,
     seq: u64,
     key: &Key,
@@ -68,26 +68,26 @@ pub(crate) fn encode(
     out.extend_from_slice(&route.to.to_be_bytes());
     // The body's length, once known.
     out.extend_from_slice(&[0; 4]);
-    let s = &handover.stamps;
+    let s = &transfer.stamps;
     for ns in [s.paused, s.extracted, s.sent.unwrap_or(0)] {
         out.extend_from_slice(&ns.to_be_bytes());
     }
     out.extend_from_slice(&seq.to_be_bytes());
     // The header's tag, once the length is in.
     out.extend_from_slice(&[0; TAG_LEN]);
-    out.extend_from_slice(&(handover.hosts.len() as u32).to_be_bytes());
-    for (host, bucket) in &handover.hosts {
+    out.extend_from_slice(&(transfer.hosts.len() as u32).to_be_bytes());
+    for (host, bucket) in &transfer.hosts {
         let (credit, filled) = bucket.parts();
         out.extend_from_slice(&host.to_be_bytes());
         out.extend_from_slice(&credit.to_be_bytes());
         out.extend_from_slice(&filled.as_nanos().to_be_bytes());
     }
-    out.extend_from_slice(&(handover.payloads.len() as u32).to_be_bytes());
-    for payload in &handover.payloads {
+    out.extend_from_slice(&(transfer.payloads.len() as u32).to_be_bytes());
+    for payload in &transfer.payloads {
         out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
         out.extend_from_slice(payload);
     }
-    bincode::serialize_into(&mut out, &handover.migration)?;
+    bincode::serialize_into(&mut out, &transfer.migration)?;
     let body = (out.len() - SEALED_HEADER_LEN) as u32;
     out[12..16].copy_from_slice(&body.to_be_bytes());
     let mut header = out[..HEADER_LEN].to_vec();
@@ -107,7 +107,7 @@ pub(crate) struct Head {
     pub rest: usize,
 }
 
-/// What follows `sealed` (a header and its tag), if its tag is `key`'s and it is a hand-over on
+/// What follows `sealed` (a header and its tag), if its tag is `key`'s and it is a transfer on
 /// `route` (its run, from `route.from` to `route.to`). Its length is the sender's, so it may be
 /// read; nothing in a header without the tag is looked at.
 pub(crate) fn open_header(
@@ -133,10 +133,10 @@ pub(crate) fn open_header(
     })
 }
 
-/// The hand-over `frame` makes (its header checked by `open_header`, the rest checked here
+/// The transfer `frame` makes (its header checked by `open_header`, the rest checked here
 /// against the frame's tag), its stamps those of its sender (`read` and `parsed` are the
 /// receiver's to set).
-pub(crate) fn decode(frame: &[u8], key: &Key) -> Result<Handover, Malformed> {
+pub(crate) fn decode(frame: &[u8], key: &Key) -> Result<Transfer, Malformed> {
     let frame = key.open(frame).map_err(|_| Malformed::Unauthentic)?;
     let (header, body) = frame
         .split_at_checked(SEALED_HEADER_LEN)
@@ -168,7 +168,7 @@ pub(crate) fn decode(frame: &[u8], key: &Key) -> Result<Handover, Malformed> {
         })
         .collect::<Result<_, Malformed>>()?;
     let migration: Migration = bincode::deserialize(rest.0)?;
-    Ok(Handover {
+    Ok(Transfer {
         migration,
         hosts,
         payloads,
@@ -239,7 +239,7 @@ mod tests {
         engine.migrate_out(after).swap_remove(1)
     }
 
-    /// A hand-over through its binary form: the same migration (as its serialized form says),
+    /// A transfer through its binary form: the same migration (as its serialized form says),
     /// hosts, packets' bytes and stamps, whole, and refused on another run or worker.
     #[test]
     fn a_hand_over_through_bytes_is_the_same_hand_over() {
@@ -248,7 +248,7 @@ mod tests {
         let json = serde_json::to_string(&m).unwrap();
         let mut ration = Ration::new(3);
         ration.took(2, 700);
-        let handover = Handover {
+        let transfer = Transfer {
             migration: m,
             hosts: vec![(0, ration.bucket(0)), (2, ration.bucket(2))],
             payloads: vec![vec![1; 60].into(), Vec::new().into(), vec![3; 1500].into()],
@@ -259,15 +259,15 @@ mod tests {
                 ..Stamps::default()
             },
         };
-        let frame = encode(&handover, ROUTE, 5, &key()).unwrap();
+        let frame = encode(&transfer, ROUTE, 5, &key()).unwrap();
         let sealed: &[u8; SEALED_HEADER_LEN] = frame[..SEALED_HEADER_LEN].try_into().unwrap();
         let head = open_header(sealed, ROUTE, &key()).unwrap();
         assert_eq!(head.seq, 5);
         assert_eq!(head.rest, frame.len() - SEALED_HEADER_LEN);
         let got = decode(&frame, &key()).unwrap();
         assert_eq!(serde_json::to_string(&got.migration).unwrap(), json);
-        assert_eq!(got.hosts, handover.hosts);
-        assert_eq!(got.payloads, handover.payloads);
+        assert_eq!(got.hosts, transfer.hosts);
+        assert_eq!(got.payloads, transfer.payloads);
         let s = got.stamps;
         assert_eq!((s.paused, s.extracted, s.sent), (5, 6, Some(7)));
         assert_eq!((s.read, s.parsed), (None, None), "the receiver's to set");
@@ -309,7 +309,7 @@ mod tests {
             };
             assert!(matches!(refused, Malformed::Unauthentic), "byte {at}");
         }
-        // One sealed with the secret but of another layout is no hand-over of this netloom.
+        // One sealed with the secret but of another layout is no transfer of this netloom.
         let mut other = frame[..HEADER_LEN].to_vec();
         other[4] = 1;
         key().seal(&mut other);
@@ -328,13 +328,13 @@ mod tests {
         while old.may_take(2, t(5)) {
             old.took(2, 100);
         }
-        let handover = Handover {
+        let transfer = Transfer {
             migration: Migration::default(),
             hosts: vec![(2, old.bucket(2))],
             payloads: Vec::new(),
             stamps: Stamps::default(),
         };
-        let frame = encode(&handover, ROUTE, 0, &key()).unwrap();
+        let frame = encode(&transfer, ROUTE, 0, &key()).unwrap();
         let arrived = decode(&frame, &key()).unwrap();
         let mut new = Ration::new(3);
         for (host, bucket) in arrived.hosts {
