@@ -1,7 +1,7 @@
 //! Helpers shared by the CLI's integration tests: the built binary, the repository root, scratch
 //! directories that clean up after themselves, and JSON key trees.
 
-#![allow(dead_code)] // each test binary uses its own subset
+#![allow(dead_code)] // the offline binary and sim_mpi each use their own subset
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
