@@ -17,5 +17,5 @@ cd "$(dirname "$0")/../.."
 NETLOOM_BIN="$(realpath "$(netloom_binary)")"
 export NETLOOM_BIN
 echo "$(git rev-parse --short HEAD), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg), slurm-wlm $(dpkg-query -W -f '${Version}' slurm-wlm 2>/dev/null), $(ssh -V 2>&1)"
-REPEAT="${REPEAT:-5}" cargo test --quiet -p netloom --test live_slurm -- --ignored --nocapture \
-    --exact start_up_through_srun_and_through_ssh 2>&1 | grep -E '^(start-up|srun: \[|ssh:  \[|SKIPPED|test result)|panicked'
+REPEAT="${REPEAT:-5}" cargo test --quiet -p netloom --test live -- --ignored --nocapture \
+    --exact live_slurm::start_up_through_srun_and_through_ssh 2>&1 | grep -E '^(start-up|srun: \[|ssh:  \[|SKIPPED|test result)|panicked'

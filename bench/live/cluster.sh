@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What a run over two machines costs to start and stop (docs/performance.md, "A run over
 # several machines"): two machines as network namespaces joined by a veth pair (as the tests of
-# crates/netloom-cli/tests/live_cluster.rs make them), each worker started through `nsenter`;
+# crates/netloom-cli/tests/live/live_cluster.rs make them), each worker started through `nsenter`;
 # `run --detach --cluster` of a generated topology (METIS splits it), then each machine's worker
 # process's resident memory (VmRSS, and its peak VmHWM) and the time `netloom stop` takes, for a
 # large topology of few hosts (a chain of ROUTERS routers and 2 hosts: the worker's own copies of
