@@ -106,6 +106,20 @@ pub fn set_normal_priority() -> Result<(), OsError> {
     Ok(())
 }
 
+/// Sets the calling thread's nice value (−20, the heaviest share, to 19), which counts only
+/// while it runs at normal priority: a driver that spins for long drops real-time priority
+/// (`set_normal_priority`) but should still lose as little of its CPU as it can to other
+/// programs. Needs what real-time priority needs (root or CAP_SYS_NICE, or RLIMIT_NICE).
+pub fn set_nice(nice: i8) -> Result<(), OsError> {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::id_t;
+    // SAFETY: plain integers; `tid` is this thread (nice is per thread on Linux).
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, libc::c_int::from(nice)) } != 0 {
+        return Err(OsError::last(format!("give the driver nice {nice}")));
+    }
+    Ok(())
+}
+
 /// One data or unified cache as sysfs lists it for a CPU: its level and every CPU sharing it
 /// (CPUs outside this process's mask included). Each CPU lists its own caches, so a cache shared
 /// by several CPUs comes once per CPU; deciding what that means for placement is the caller's.
@@ -240,6 +254,27 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The calling thread's nice value, from the kernel.
+    fn own_nice() -> i32 {
+        // SAFETY: gettid has no preconditions; getpriority reads plain integers.
+        unsafe {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            libc::getpriority(libc::PRIO_PROCESS, tid)
+        }
+    }
+
+    /// A driver's nice is its thread's alone: the run's other threads, and the programs they
+    /// start, keep theirs. (A higher nice, a lighter share, is allowed without privileges.)
+    #[test]
+    fn nice_is_the_calling_threads_alone() {
+        let before = own_nice();
+        let inside = std::thread::spawn(|| set_nice(7).map(|()| own_nice()))
+            .join()
+            .unwrap();
+        assert_eq!(inside.unwrap(), 7);
+        assert_eq!(own_nice(), before);
+    }
 
     #[test]
     fn cpu_lists_parse_as_the_kernel_writes_them() {

@@ -43,7 +43,7 @@ pub use child::{die_with_parent, set_receive_buffer};
 pub use cleanup::{clean, stop, terminate, CleanReport};
 pub use cpu::{
     allowed_cpus, cpu_caches, format_cpu_list, machine_cpus, parse_cpu_list, pin_current_thread,
-    pin_current_thread_to, prefetch, set_normal_priority, set_realtime_priority,
+    pin_current_thread_to, prefetch, set_nice, set_normal_priority, set_realtime_priority,
     set_timer_slack_ns, CpuCache,
 };
 pub use error::OsError;

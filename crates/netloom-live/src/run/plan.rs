@@ -25,6 +25,9 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 65_536;
 /// SCHED_FIFO priority of a sleeping driver: above every normal process, below the kernel's own
 /// real-time threads (which use 50 and up only for interrupts on some kernels).
 pub const REALTIME_PRIORITY: u8 = 40;
+/// The nice value of a driver given real-time priority, for the spells it spins long at normal
+/// priority: the heaviest share of its CPU a normal thread can have.
+pub const NICE: i8 = -20;
 
 /// Where the workers' threads run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
