@@ -278,6 +278,16 @@ fn a_host_flooding_super_packets_does_not_starve_a_bystander_pair() {
     // The one-byte segments reached netloom through f's TUN device as GSO frames, and were
     // refused there.
     assert!(f_counters.refused_gso > 0, "{f_counters:?}");
+    // What a flood may still add to the bystander's round trip, ms. The ration halves the
+    // flooder's rate only after a millisecond in which a release was more than 500 us late
+    // (`ration::OVERLOADED`, one `PERIOD` of 1 ms), so while f floods the run's releases run up
+    // to about that late (here, debug build, Intel Xeon: 18 % of 6 million releases over 100 us,
+    // p99 0.48-0.67 ms), and a ping's round trip is four releases (a-r, r-b and back): 4 x 0.5
+    // ms and the millisecond of reaction. Measured: +0.3 to +2.4 ms for the 128-segment frames,
+    // so the 2 ms this was failed 1 run in 6 (2.24, 2.31, 2.42), with or without the driver's
+    // nice -20. Without the ration the bystander's median was 8 to 18 ms above its baseline
+    // (docs/limits.md, "Fairness between hosts").
+    let allowed = 4.0 * 0.5 + 1.0;
     for (mss, (loss, avg), sent) in floods {
         assert!(
             loss <= baseline.0 + 5.0,
@@ -285,7 +295,7 @@ fn a_host_flooding_super_packets_does_not_starve_a_bystander_pair() {
             baseline.0
         );
         assert!(
-            avg <= baseline.1 + 2.0,
+            avg <= baseline.1 + allowed,
             "segment size {mss} ({sent} frames): bystander RTT median {avg} ms, {} ms before the flood",
             baseline.1
         );
