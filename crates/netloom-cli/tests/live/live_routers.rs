@@ -68,11 +68,33 @@ fn hops(out: &str) -> Vec<(String, f64)> {
 fn traceroute_shows_every_router_with_the_round_trip_up_to_it() {
     require_live!("traceroute");
     let mut lab = Lab::new("rt", &chain("0us"));
-    lab.start(&[]);
+    // The engine on CPU 1, traceroute on CPU 0 kept from halting: traceroute waits up to 20 ms
+    // for an answer, and on a VM whose idle vCPUs halt, its wake-up costs the more the longer
+    // it waited (docs/live.md, "Keeping CPUs awake"). Without it the least of three probes
+    // came back over the configured round trip by 31, 48, 90 and 207 us at 2, 6, 12 and 20 ms
+    // (a fresh-clone CI run, failed at h2; another run 238 us; 8 runs here 145 to 195 us at
+    // 20 ms), with it by 65 to 165 us at 20 ms in 11 runs: what is left grows with the wait too
+    // (the sleeping driver's own wake-ups, one in ten of them later than its learned spin, on
+    // eight releases a probe), hence the bound below.
+    lab.start(&["--cpu", "1", "--keep-cpus-awake"]);
     // One probe at a time, three per hop: within the burst of six errors a router sends
     // each host (docs/live.md, "Routers"), twice per address family.
     let trace = |lab: &Lab, family: &str| {
-        let out = lab.exec("h1", &["traceroute", family, "-q", "3", "-N", "1", "h2"]);
+        let out = lab.exec(
+            "h1",
+            &[
+                "taskset",
+                "-c",
+                "0",
+                "traceroute",
+                family,
+                "-q",
+                "3",
+                "-N",
+                "1",
+                "h2",
+            ],
+        );
         assert!(out.status.success(), "{}", text(&out));
         hops(&text(&out))
     };
@@ -91,9 +113,10 @@ fn traceroute_shows_every_router_with_the_round_trip_up_to_it() {
             eprintln!(
                 "{family} {name}: {zero:.3} ms at 0, {at:.3} ms: +{added:.3} (configured +{up_to})"
             );
-            // docs/live.md: the least of 3 probes within 0.2 ms of the configured round trip.
+            // docs/live.md: the least of 3 probes within 0.2 ms and 0.5 % of the configured
+            // round trip.
             assert!(
-                (added - up_to).abs() <= 0.2,
+                (added - up_to).abs() <= 0.2 + 0.005 * up_to,
                 "{family} hop {name}: +{added} ms, configured +{up_to}"
             );
         }
