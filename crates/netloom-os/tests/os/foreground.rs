@@ -2,6 +2,7 @@
 //! own exit status comes back, and the waiter's handlers are gone afterwards. No root needed.
 
 use crate::common::SIGNAL_HANDLERS;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -34,7 +35,7 @@ fn wait_for(path: &Path) {
 fn a_signal_sent_to_the_waiter_reaches_the_program_and_its_status_comes_back() {
     let _handlers = SIGNAL_HANDLERS.lock().unwrap_or_else(|e| e.into_inner());
     let before = caught();
-    for (signal, code) in [("TERM", 7), ("INT", 8)] {
+    for (signal, number, code) in [("TERM", libc::SIGTERM, 7), ("INT", libc::SIGINT, 8)] {
         let ready = std::env::temp_dir().join(format!(
             "netloom-foreground-{}-{signal}",
             std::process::id()
@@ -46,7 +47,21 @@ fn a_signal_sent_to_the_waiter_reaches_the_program_and_its_status_comes_back() {
             "trap 'exit {code}' {signal}; touch {}; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done",
             ready.display()
         );
-        let child = Command::new("sh").args(["-c", &script]).spawn().unwrap();
+        let mut command = Command::new("sh");
+        command.args(["-c", &script]);
+        // A shell cannot trap a signal that was ignored when it started (POSIX), and a script
+        // without job control starts its background jobs with SIGINT ignored: a CI run started
+        // that way failed here, the program running its full 30 s and ending with 0. So the
+        // program starts with the signal's default action, as from a terminal, whatever this
+        // test inherited.
+        // SAFETY: one async-signal-safe call between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                libc::signal(number, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let child = command.spawn().unwrap();
         let sender = {
             let ready = ready.clone();
             std::thread::spawn(move || {
