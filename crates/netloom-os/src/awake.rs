@@ -113,10 +113,7 @@ impl Spinner {
             .spawn(move || {
                 let ready = crate::cpu::pin_current_thread(cpu)
                     .and_then(|()| set_idle_policy())
-                    // SAFETY: gettid has no preconditions and cannot fail. The raw system
-                    // call: glibc's wrapper (2.30) is newer than the 2.17 the packages' binary
-                    // links against (manylinux2014).
-                    .map(|()| unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t });
+                    .map(|()| crate::cpu::thread_id());
                 let ok = ready.is_ok();
                 // The receiver waits for this message, so the send cannot fail.
                 let _ = ready_tx.send(ready);

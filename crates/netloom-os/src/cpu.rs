@@ -111,13 +111,20 @@ pub fn set_normal_priority() -> Result<(), OsError> {
 /// (`set_normal_priority`) but should still lose as little of its CPU as it can to other
 /// programs. Needs what real-time priority needs (root or CAP_SYS_NICE, or RLIMIT_NICE).
 pub fn set_nice(nice: i8) -> Result<(), OsError> {
-    // SAFETY: gettid has no preconditions and cannot fail.
-    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::id_t;
+    let tid = thread_id() as libc::id_t;
     // SAFETY: plain integers; `tid` is this thread (nice is per thread on Linux).
     if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, libc::c_int::from(nice)) } != 0 {
         return Err(OsError::last(format!("give the driver nice {nice}")));
     }
     Ok(())
+}
+
+/// The calling thread's kernel id (what `ps -L` lists, and what per-thread calls such as
+/// `setpriority` and `sched_setattr` take).
+pub(crate) fn thread_id() -> libc::pid_t {
+    // SAFETY: gettid has no preconditions and cannot fail. The raw system call: glibc's wrapper
+    // (2.30) is newer than the 2.17 the packages' binary links against (manylinux2014).
+    unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t }
 }
 
 /// One data or unified cache as sysfs lists it for a CPU: its level and every CPU sharing it
@@ -257,11 +264,8 @@ mod tests {
 
     /// The calling thread's nice value, from the kernel.
     fn own_nice() -> i32 {
-        // SAFETY: gettid has no preconditions; getpriority reads plain integers.
-        unsafe {
-            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-            libc::getpriority(libc::PRIO_PROCESS, tid)
-        }
+        // SAFETY: getpriority reads plain integers.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, thread_id() as libc::id_t) }
     }
 
     /// A driver's nice is its thread's alone: the run's other threads, and the programs they
