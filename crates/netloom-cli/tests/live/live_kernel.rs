@@ -160,7 +160,7 @@ fn a_mixed_topology_has_the_round_trips_of_its_all_engine_twin() {
         // (docs/live.md, "Keeping CPUs awake"), and the mixed run's packets wait more often,
         // leaving the engine at each kernel router and coming back. Without the flags the
         // mixed 30 ms round trip came back 0.00 to 0.22 ms over its twin's (2 of 8 runs over
-        // 0.2 ms here, and a fresh-clone CI run at +0.206); with them +0.01 to +0.18 in 6.
+        // 0.2 ms here, and a fresh-clone CI run at +0.206); with them +0.01 to +0.18 in 9.
         lab.start(&["--cpu", "1", "--keep-cpus-awake"]);
         let rtts: Vec<f64> = [("h1", "h2"), ("h1", "h3"), ("h3", "h2"), ("h1", "k2")]
             .iter()
