@@ -5,7 +5,7 @@
 //! by path MTU discovery, and TCP adapts to it at the link's rate. Each test skips, saying why,
 //! where it cannot run.
 
-use crate::live_common::{self, iperf3_client, received_mbps, Lab};
+use crate::live_common::{self, awake_tolerance_ms, iperf3_client, received_mbps, Lab, KEEP_AWAKE};
 
 /// h1 – r1 – r2 – r3 – h2 at 1 Gbit/s, every link with `delay`.
 fn chain(delay: &str) -> String {
@@ -76,7 +76,7 @@ fn traceroute_shows_every_router_with_the_round_trip_up_to_it() {
     // 20 ms), with it by 65 to 165 us at 20 ms in 11 runs: what is left grows with the wait too
     // (the sleeping driver's own wake-ups, one in ten of them later than its learned spin, on
     // eight releases a probe), hence the bound below.
-    lab.start(&["--cpu", "1", "--keep-cpus-awake"]);
+    lab.start(KEEP_AWAKE);
     // One probe at a time, three per hop: within the burst of six errors a router sends
     // each host (docs/live.md, "Routers"), twice per address family.
     let trace = |lab: &Lab, family: &str| {
@@ -113,10 +113,10 @@ fn traceroute_shows_every_router_with_the_round_trip_up_to_it() {
             eprintln!(
                 "{family} {name}: {zero:.3} ms at 0, {at:.3} ms: +{added:.3} (configured +{up_to})"
             );
-            // docs/live.md: the least of 3 probes within 0.2 ms and 0.5 % of the configured
-            // round trip.
+            // docs/live.md: the least of 3 probes within the configured round trip's
+            // tolerance.
             assert!(
-                (added - up_to).abs() <= 0.2 + 0.005 * up_to,
+                (added - up_to).abs() <= awake_tolerance_ms(up_to),
                 "{family} hop {name}: +{added} ms, configured +{up_to}"
             );
         }
