@@ -103,7 +103,8 @@ fn kernel_routers_forward_answer_and_take_link_changes() {
     eprintln!("measured: r1-r2 2 ms -> 10 ms: {before:.3} -> {after:.3} ms");
     assert!(
         (after - before - 16.0).abs() <= 0.2,
-        "{before} then {after}"
+        "{before} then {after}\n{}",
+        lab.circumstances()
     );
     // A link taken down between kernel routers drops what they give it (static routes stay);
     // back up, it carries again.

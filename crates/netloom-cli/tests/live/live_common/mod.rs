@@ -64,6 +64,8 @@ pub struct Lab {
     pub child: Option<Child>,
     /// Programs started in the hosts with `spawn`; killed on drop if still running.
     pub background: Vec<Child>,
+    /// The machine's CPU time when the lab was made, for `circumstances`' steal.
+    began: CpuTimes,
     _turn: Turn,
 }
 
@@ -82,6 +84,7 @@ impl Lab {
             dir,
             child: None,
             background: Vec::new(),
+            began: CpuTimes::now(),
             _turn: turn,
         }
     }
@@ -392,10 +395,11 @@ impl Lab {
             .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
             .unwrap_or_default();
         format!(
-            "load {}cpu pressure {}{}\n{stats}",
+            "load {}cpu pressure {}{}\n{}\n{stats}",
             read("/proc/loadavg"),
             read("/proc/pressure/cpu"),
-            softirq_threads()
+            softirq_threads(),
+            CpuTimes::now().steal_since(&self.began)
         )
     }
 
@@ -493,6 +497,48 @@ b = "h3"
 
 /// Each ksoftirqd thread's schedstat (ns on a CPU, ns waiting for one, times run), as
 /// `ksoftirqd/0 run 1234 waited 56 times 7`, for `Lab::circumstances`.
+/// The machine's CPU time so far, from /proc/stat's `cpu` line, in ticks (USER_HZ).
+struct CpuTimes {
+    /// Every state's ticks, summed over the CPUs.
+    total: u64,
+    /// The ticks the hypervisor gave another guest while this one had work (steal).
+    steal: u64,
+}
+
+impl CpuTimes {
+    fn now() -> CpuTimes {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let ticks: Vec<u64> = stat
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal guest guest_nice; guest time is
+        // already counted in user and nice.
+        CpuTimes {
+            total: ticks.iter().take(8).sum(),
+            steal: ticks.get(7).copied().unwrap_or(0),
+        }
+    }
+
+    /// The steal since `began`, said so that a failure during a stall of the VM's host names
+    /// it: a run whose engine lost its CPU to another guest shows it here.
+    fn steal_since(&self, began: &CpuTimes) -> String {
+        // Ticks are 1/100 s on Linux (USER_HZ).
+        let steal = self.steal.saturating_sub(began.steal);
+        let total = self.total.saturating_sub(began.total);
+        format!(
+            "steal since the lab began: {:.2} s of {:.2} CPU-s ({:.1} %)",
+            steal as f64 / 100.0,
+            total as f64 / 100.0,
+            100.0 * steal as f64 / total.max(1) as f64
+        )
+    }
+}
+
 fn softirq_threads() -> String {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return String::new();
