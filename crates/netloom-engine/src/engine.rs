@@ -55,10 +55,11 @@ enum Event {
 
 impl Rank for Event {
     /// Simultaneous events: link changes first, then exits by pipe, then senders by flow, then
-    /// deferred pipes' dequeues (so packets arriving at that instant are queued first); all of
-    /// which a worker knows without asking the others. Exits of one pipe at one instant keep
-    /// the order the pipe scheduled them in; a packet handed over to enter a pipe ranks with
-    /// the exits of that pipe.
+    /// deferred pipes' dequeues (so packets arriving at that instant are queued first; one that
+    /// finds its pipe idle is served at once, without this event); all of which a worker knows
+    /// without asking the others. Exits of one pipe at one instant keep the order the pipe
+    /// scheduled them in; a packet handed over to enter a pipe ranks with the exits of that
+    /// pipe.
     fn rank(&self) -> u64 {
         match *self {
             Event::Reconfigure { plan } => u64::from(plan),

@@ -465,7 +465,7 @@ impl Pipe {
         fq.queues
             .push(&fq.params, meta.flow, handle, bytes, now, meta.ecn);
         // The limit counts the packet being sent too, as a FIFO pipe's does.
-        let (packets, total) = self.queue_len(now);
+        let (mut packets, mut total) = self.queue_len(now);
         let over = match self.config.queue {
             QueueLimit::Packets(n) => packets > u64::from(n),
             QueueLimit::Bytes(b) => total > b,
@@ -474,12 +474,24 @@ impl Pipe {
             let before = evicted.len();
             fq.queues.drop_from_fattest(|victim| evicted.push(victim));
             self.counters.drops_queue += (evicted.len() - before) as u64;
+            (packets, total) = self.queue_len(now);
         }
-        let (packets, total) = self.queue_len(now);
         let c = &mut self.counters;
         c.queue_hwm_packets = c.queue_hwm_packets.max(packets);
         c.queue_hwm_bytes = c.queue_hwm_bytes.max(total);
         Hold::Held
+    }
+
+    /// Does this deferred pipe hold no packet (none waiting, none dropped and unreported) with
+    /// its serializer free at `now`? A packet `hold` then takes is one `dequeue` at `now` would
+    /// send at once, as Linux's qdisc dequeues at enqueue when the link can send.
+    #[inline]
+    pub fn is_idle(&self, now: Instant) -> bool {
+        now >= self.busy_until
+            && self
+                .fq
+                .as_ref()
+                .is_none_or(|fq| fq.queues.len().0 == 0 && fq.gone.is_empty())
     }
 
     /// When the pipe next needs `dequeue`: when its serializer is free with packets held (which

@@ -86,6 +86,13 @@ impl Deferred {
         arm
     }
 
+    /// No `Dequeue` event of `pipe` is pending from now on (one in the scheduler is stale).
+    fn cancel(&mut self, pipe: PipeId) {
+        if let Some(pending) = self.due.get_mut(pipe as usize) {
+            *pending = None;
+        }
+    }
+
     /// Whether the `Dequeue` event of `pipe` due at `at` is the pending one, which it then no
     /// longer is; false for one superseded by an earlier one.
     fn fire(&mut self, pipe: PipeId, at: Instant) -> bool {
@@ -499,6 +506,7 @@ impl Network {
         let link = &mut self.pipes[pipe as usize];
         if link.is_deferred() {
             // Each segment of a super-packet is a packet of its own to the flow queues.
+            let idle = link.is_idle(self.now);
             let mut evicted = std::mem::take(&mut self.deferred.evicted);
             let held = match link.hold(self.now, bytes, meta, pkt, &mut evicted) {
                 Hold::Dropped(cause) => {
@@ -515,7 +523,14 @@ impl Network {
                         self.tap(pipe, &v, Seen::Dropped(DropCause::Queue));
                         self.count_drop(&v, flows);
                     }
-                    self.arm_dequeue(pipe);
+                    // A packet that finds the pipe idle is served at once, as Linux's qdisc
+                    // serves at enqueue when the link can send, rather than by a `Dequeue`
+                    // event after the packets arriving at the same instant: it saves most
+                    // packets a scheduler event (docs/link.md, "FQ-CoDel: a deferred pipe").
+                    match idle && held {
+                        true => self.dequeue(pipe, flows),
+                        false => self.arm_dequeue(pipe),
+                    }
                     held
                 }
             };
@@ -599,9 +614,16 @@ impl Network {
     /// is on its way as if just scheduled by `offer`.
     #[inline]
     pub(super) fn on_dequeue(&mut self, pipe: PipeId, at: Instant, flows: &mut Flows) {
-        if !self.deferred.fire(pipe, at) {
-            return;
+        if self.deferred.fire(pipe, at) {
+            self.dequeue(pipe, flows);
         }
+    }
+
+    /// Serves deferred pipe `pipe` now: what its `Dequeue` event does once due. A `Dequeue`
+    /// still pending for later is superseded, as by an earlier one.
+    #[inline]
+    fn dequeue(&mut self, pipe: PipeId, flows: &mut Flows) {
+        self.deferred.cancel(pipe);
         let mut out = std::mem::take(&mut self.deferred.dequeued);
         self.pipes[pipe as usize].dequeue(self.now, &mut out);
         for d in out.drain(..) {
