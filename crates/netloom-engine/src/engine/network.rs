@@ -527,9 +527,12 @@ impl Network {
                     // serves at enqueue when the link can send, rather than by a `Dequeue`
                     // event after the packets arriving at the same instant: it saves most
                     // packets a scheduler event (docs/link.md, "FQ-CoDel: a deferred pipe").
-                    match idle && held {
-                        true => self.dequeue(pipe, flows),
-                        false => self.arm_dequeue(pipe),
+                    // A `Dequeue` still pending for later is superseded, as by an earlier one.
+                    if idle && held {
+                        self.deferred.cancel(pipe);
+                        self.dequeue(pipe, flows);
+                    } else {
+                        self.arm_dequeue(pipe);
                     }
                     held
                 }
@@ -619,11 +622,9 @@ impl Network {
         }
     }
 
-    /// Serves deferred pipe `pipe` now: what its `Dequeue` event does once due. A `Dequeue`
-    /// still pending for later is superseded, as by an earlier one.
+    /// Serves deferred pipe `pipe` now: what its `Dequeue` event does once due.
     #[inline]
     fn dequeue(&mut self, pipe: PipeId, flows: &mut Flows) {
-        self.deferred.cancel(pipe);
         let mut out = std::mem::take(&mut self.deferred.dequeued);
         self.pipes[pipe as usize].dequeue(self.now, &mut out);
         for d in out.drain(..) {

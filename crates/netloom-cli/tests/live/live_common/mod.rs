@@ -495,8 +495,6 @@ a = "r2"
 b = "h3"
 "#;
 
-/// Each ksoftirqd thread's schedstat (ns on a CPU, ns waiting for one, times run), as
-/// `ksoftirqd/0 run 1234 waited 56 times 7`, for `Lab::circumstances`.
 /// The machine's CPU time so far, from /proc/stat's `cpu` line, in ticks (USER_HZ).
 struct CpuTimes {
     /// Every state's ticks, summed over the CPUs.
@@ -539,6 +537,8 @@ impl CpuTimes {
     }
 }
 
+/// Each ksoftirqd thread's schedstat (ns on a CPU, ns waiting for one, times run), as
+/// `ksoftirqd/0 run 1234 waited 56 times 7`, for `Lab::circumstances`.
 fn softirq_threads() -> String {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return String::new();
